@@ -1,0 +1,69 @@
+//! The entry points the Python extension (and any other front end) calls:
+//! JSON in, JSON out, and two error kinds — bad input vs a failed simulation.
+
+use crate::config::{self, Config, ConfigError, Source};
+use crate::sim::SimError;
+use crate::workload::WorkloadKind;
+use serde_json::{json, Value};
+
+#[derive(Debug)]
+pub enum ApiError {
+    /// Bad input: the message names the source, key and what is accepted.
+    Config(ConfigError),
+    /// The simulation itself failed (deadlock, livelock, impossible state).
+    Sim(SimError),
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ApiError::Config(e) => write!(f, "{e}"),
+            ApiError::Sim(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// Resolve and validate a config from sources and `key=value` overrides.
+pub fn resolve(sources: &[Source], overrides: &[String]) -> Result<Config, ConfigError> {
+    config::resolve(sources, overrides)
+}
+
+/// The resolved config as JSON.
+pub fn resolve_json(sources: &[Source], overrides: &[String]) -> Result<String, ConfigError> {
+    Ok(serde_json::to_string(&resolve(sources, overrides)?).expect("config serializes"))
+}
+
+/// Run a simulation; returns `{"version", "config", "metrics"}` as JSON.
+pub fn run_json(sources: &[Source], overrides: &[String]) -> Result<String, ApiError> {
+    let cfg = resolve(sources, overrides).map_err(ApiError::Config)?;
+    let metrics = crate::world::simulate(&cfg).map_err(ApiError::Sim)?;
+    Ok(json!({"version": env!("CARGO_PKG_VERSION"), "config": cfg, "metrics": metrics}).to_string())
+}
+
+/// The default of a dotted key, from the default config.
+fn default_of(root: &Value, key: &str) -> Value {
+    key.split('.').try_fold(root, |v, k| v.get(k)).cloned().unwrap_or(Value::Null)
+}
+
+fn params(prefix: &str) -> Vec<Value> {
+    let root = serde_json::to_value(Config::default()).expect("config serializes");
+    Config::reference()
+        .into_iter()
+        .filter(|p| p.key.starts_with(prefix))
+        .map(|p| json!({"key": p.key, "default": default_of(&root, &p.key), "doc": p.doc}))
+        .collect()
+}
+
+/// Every parameter: `[{"key", "default", "doc"}]`.
+pub fn reference_json() -> String {
+    Value::Array(params("")).to_string()
+}
+
+/// Every workload generator: `[{"name", "description", "params"}]`.
+pub fn workloads_json() -> String {
+    let list: Vec<Value> = WorkloadKind::ALL
+        .iter()
+        .map(|k| json!({"name": k.name(), "description": k.description(), "params": params(&format!("workload.{}.", k.name()))}))
+        .collect();
+    Value::Array(list).to_string()
+}

@@ -1,0 +1,238 @@
+//! Set-associative storage shared by every cache-like structure: TLBs,
+//! page-walk caches, data caches (and later GPU-memory eviction lists).
+//!
+//! How it works: `sets × ways` slots hold a 64-bit key and a payload. The set is
+//! `key mod sets`; the replacement policy sees only the candidates of one set
+//! and their per-slot stamps, so one LRU implementation serves every level.
+//! Control protocol (the same for every structure): [`SetAssoc::invalidate`]
+//! one key, [`SetAssoc::invalidate_where`] a range, [`SetAssoc::flush`] all.
+
+use serde::{Deserialize, Serialize};
+
+/// Which slot of a full set is evicted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Replacement {
+    /// Least recently used (a hit refreshes the slot).
+    #[default]
+    Lru,
+    /// First in, first out (a hit does not refresh the slot).
+    Fifo,
+}
+
+const INVALID: u64 = u64::MAX;
+
+/// A set-associative array of `(key, V)`; keys must not be `u64::MAX`.
+#[derive(Debug, Clone)]
+pub struct SetAssoc<V: Copy> {
+    sets: usize,
+    ways: usize,
+    pow2_mask: Option<u64>,
+    keys: Vec<u64>,
+    stamps: Vec<u64>,
+    vals: Vec<V>,
+    clock: u64,
+    policy: Replacement,
+}
+
+impl<V: Copy + Default> SetAssoc<V> {
+    /// `entries` slots in sets of `ways` (`entries` must be a multiple of `ways`; both > 0).
+    pub fn new(entries: usize, ways: usize, policy: Replacement) -> Self {
+        assert!(ways > 0 && entries >= ways && entries % ways == 0, "bad geometry {entries}/{ways}");
+        let sets = entries / ways;
+        SetAssoc {
+            sets,
+            ways,
+            pow2_mask: sets.is_power_of_two().then_some(sets as u64 - 1),
+            keys: vec![INVALID; entries],
+            stamps: vec![0; entries],
+            vals: vec![V::default(); entries],
+            clock: 0,
+            policy,
+        }
+    }
+
+    pub fn entries(&self) -> usize {
+        self.sets * self.ways
+    }
+
+    #[inline]
+    fn set_base(&self, key: u64) -> usize {
+        let s = match self.pow2_mask {
+            Some(m) => key & m,
+            None => key % self.sets as u64,
+        };
+        s as usize * self.ways
+    }
+
+    #[inline]
+    fn find(&self, key: u64) -> Option<usize> {
+        let b = self.set_base(key);
+        self.keys[b..b + self.ways].iter().position(|&k| k == key).map(|w| b + w)
+    }
+
+    /// Look `key` up; a hit refreshes its recency (under LRU).
+    #[inline]
+    pub fn lookup(&mut self, key: u64) -> Option<&mut V> {
+        let i = self.find(key)?;
+        if self.policy == Replacement::Lru {
+            self.clock += 1;
+            self.stamps[i] = self.clock;
+        }
+        Some(&mut self.vals[i])
+    }
+
+    /// Look `key` up without touching replacement state.
+    pub fn probe(&self, key: u64) -> Option<&V> {
+        self.find(key).map(|i| &self.vals[i])
+    }
+
+    /// Insert or overwrite `key`; returns the evicted `(key, value)` if a valid slot was replaced.
+    pub fn insert(&mut self, key: u64, v: V) -> Option<(u64, V)> {
+        debug_assert_ne!(key, INVALID);
+        self.clock += 1;
+        let b = self.set_base(key);
+        // One pass: the key itself, else an empty slot, else the oldest stamp
+        // (LRU: stamps refreshed on hits; FIFO: stamps set on insert only).
+        let mut victim = b;
+        let mut oldest = u64::MAX;
+        for i in b..b + self.ways {
+            let k = self.keys[i];
+            if k == key {
+                self.vals[i] = v;
+                self.stamps[i] = self.clock;
+                return None;
+            }
+            let age = if k == INVALID { 0 } else { self.stamps[i].max(1) };
+            if age < oldest {
+                oldest = age;
+                victim = i;
+            }
+        }
+        let old = (self.keys[victim] != INVALID).then(|| (self.keys[victim], self.vals[victim]));
+        self.keys[victim] = key;
+        self.vals[victim] = v;
+        self.stamps[victim] = self.clock;
+        old
+    }
+
+    /// Remove `key`; true if it was present.
+    pub fn invalidate(&mut self, key: u64) -> bool {
+        match self.find(key) {
+            Some(i) => {
+                self.keys[i] = INVALID;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Remove every key for which `pred` holds (e.g. a virtual-address range); returns how many.
+    pub fn invalidate_where(&mut self, mut pred: impl FnMut(u64) -> bool) -> usize {
+        let mut n = 0;
+        for k in self.keys.iter_mut().filter(|k| **k != INVALID) {
+            if pred(*k) {
+                *k = INVALID;
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Remove everything.
+    pub fn flush(&mut self) {
+        self.keys.fill(INVALID);
+    }
+
+    /// Number of valid slots.
+    pub fn occupancy(&self) -> usize {
+        self.keys.iter().filter(|&&k| k != INVALID).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::VecDeque;
+
+    /// Naive reference: one recency list per set, most recent at the back.
+    struct Reference {
+        sets: Vec<VecDeque<u64>>,
+        ways: usize,
+        lru: bool,
+    }
+    impl Reference {
+        fn access(&mut self, key: u64) -> bool {
+            let n = self.sets.len() as u64;
+            let set = &mut self.sets[(key % n) as usize];
+            if let Some(p) = set.iter().position(|&k| k == key) {
+                if self.lru {
+                    let k = set.remove(p).unwrap();
+                    set.push_back(k);
+                }
+                return true;
+            }
+            if set.len() == self.ways {
+                set.pop_front();
+            }
+            set.push_back(key);
+            false
+        }
+    }
+
+    fn check(entries: usize, ways: usize, policy: Replacement, keys: &[u64]) -> Result<(), TestCaseError> {
+        let mut a: SetAssoc<u64> = SetAssoc::new(entries, ways, policy);
+        let mut r = Reference { sets: vec![VecDeque::new(); entries / ways], ways, lru: policy == Replacement::Lru };
+        for &k in keys {
+            let hit = a.lookup(k).is_some();
+            if !hit {
+                a.insert(k, k * 3);
+            } else {
+                prop_assert_eq!(*a.probe(k).unwrap(), k * 3);
+            }
+            prop_assert_eq!(hit, r.access(k), "key {}", k);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn lru_matches_reference(keys in proptest::collection::vec(0u64..64, 0..400),
+                                 geo in prop_oneof![Just((16usize, 16usize)), Just((32, 4)), Just((12, 3)), Just((8, 1)), Just((64, 8))]) {
+            check(geo.0, geo.1, Replacement::Lru, &keys)?;
+        }
+        #[test]
+        fn fifo_matches_reference(keys in proptest::collection::vec(0u64..40, 0..400),
+                                  geo in prop_oneof![Just((16usize, 16usize)), Just((32, 4)), Just((6, 2))]) {
+            check(geo.0, geo.1, Replacement::Fifo, &keys)?;
+        }
+    }
+
+    #[test]
+    fn lru_hand_case() {
+        // 2-way, one set: A B A C -> C evicts B (A was refreshed).
+        let mut a: SetAssoc<u8> = SetAssoc::new(2, 2, Replacement::Lru);
+        a.insert(1, 0);
+        a.insert(2, 0);
+        assert!(a.lookup(1).is_some());
+        assert_eq!(a.insert(3, 0), Some((2, 0)));
+        assert!(a.probe(1).is_some() && a.probe(3).is_some() && a.probe(2).is_none());
+    }
+
+    #[test]
+    fn control_protocol() {
+        let mut a: SetAssoc<u8> = SetAssoc::new(16, 4, Replacement::Lru);
+        for k in 0..16 {
+            a.insert(k, 1);
+        }
+        assert_eq!(a.occupancy(), 16);
+        assert!(a.invalidate(5));
+        assert!(!a.invalidate(5));
+        assert_eq!(a.invalidate_where(|k| (8..12).contains(&k)), 4);
+        assert_eq!(a.occupancy(), 11);
+        assert!(a.lookup(9).is_none());
+        a.flush();
+        assert_eq!(a.occupancy(), 0);
+    }
+}

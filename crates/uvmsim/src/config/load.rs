@@ -1,0 +1,224 @@
+//! Loading: merge TOML sources and `--set` overrides over the defaults,
+//! reject unknown keys (naming the nearest valid one), deserialize with the
+//! failing key's path, then validate ranges. Every error names its source.
+
+use super::Config;
+use std::collections::BTreeMap;
+use toml::{Table, Value};
+
+/// One TOML text and the name to report it by (a file path or `preset NAME`).
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub name: String,
+    pub text: String,
+}
+
+/// Bad configuration input: where it came from, which key, what is accepted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigError {
+    pub source: Option<String>,
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(s) = &self.source {
+            write!(f, "{s}: ")?;
+        }
+        if let Some(k) = &self.key {
+            write!(f, "key `{k}`: ")?;
+        }
+        write!(f, "{}", self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn err(source: Option<&str>, key: Option<&str>, message: String) -> ConfigError {
+    ConfigError { source: source.map(str::to_string), key: key.map(str::to_string), message }
+}
+
+/// The tree of valid keys: the default config serialized.
+fn schema() -> Table {
+    Table::try_from(Config::default()).expect("the default config serializes to TOML")
+}
+
+fn all_paths(t: &Table, prefix: &str, out: &mut Vec<String>) {
+    for (k, v) in t {
+        let p = super::join_key(prefix, k);
+        if let Value::Table(sub) = v {
+            all_paths(sub, &p, out);
+        }
+        out.push(p);
+    }
+}
+
+/// The valid key closest to `key` (edit distance on the dotted path), if any is close.
+pub fn nearest_key(key: &str) -> Option<String> {
+    let mut paths = vec![];
+    all_paths(&schema(), "", &mut paths);
+    let last = key.rsplit('.').next().unwrap_or(key);
+    paths
+        .into_iter()
+        .map(|p| {
+            let d_full = strsim::levenshtein(key, &p);
+            let d_last = strsim::levenshtein(last, p.rsplit('.').next().unwrap_or(&p)) + 2;
+            (d_full.min(d_last), p)
+        })
+        .filter(|(d, _)| *d <= 3.max(last.len() / 2))
+        .min()
+        .map(|(_, p)| p)
+}
+
+fn unknown(source: &str, key: &str) -> ConfigError {
+    let hint = match nearest_key(key) {
+        Some(k) => format!("did you mean `{k}`?"),
+        None => "run `uvmsim config` for the list of keys".to_string(),
+    };
+    err(Some(source), Some(key), format!("unknown key; {hint}"))
+}
+
+/// Check `user`'s keys against the schema, then merge it into `into`, recording who set each leaf.
+fn merge(
+    into: &mut Table,
+    user: Table,
+    schema: &Table,
+    prefix: &str,
+    source: &str,
+    prov: &mut BTreeMap<String, String>,
+) -> Result<(), ConfigError> {
+    for (k, v) in user {
+        let path = super::join_key(prefix, &k);
+        let Some(sv) = schema.get(&k) else {
+            return Err(unknown(source, &path));
+        };
+        match (sv, v) {
+            (Value::Table(ss), Value::Table(uv)) => {
+                let slot = into.entry(k).or_insert_with(|| Value::Table(Table::new()));
+                let Value::Table(st) = slot else { unreachable!("sections stay tables") };
+                merge(st, uv, ss, &path, source, prov)?;
+            }
+            (Value::Table(_), _) => {
+                return Err(err(Some(source), Some(&path), format!("is a section, not a value; set its keys, e.g. `{path}.<key>`")));
+            }
+            (_, Value::Table(_)) => return Err(err(Some(source), Some(&path), "is a value, not a section".into())),
+            (_, v) => {
+                prov.insert(path, source.to_string());
+                into.insert(k, v);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Turn `key.path=value` into a one-leaf table. The value is read as TOML
+/// (numbers, booleans, quoted strings, arrays); anything else is a bare string.
+fn override_table(spec: &str) -> Result<(String, Table), ConfigError> {
+    let src = "--set";
+    let (key, raw) = spec.split_once('=').ok_or_else(|| err(Some(src), None, format!("`{spec}` is not of the form key.path=value")))?;
+    let key = key.trim();
+    if key.is_empty() || key.split('.').any(|p| p.is_empty()) {
+        return Err(err(Some(src), None, format!("`{spec}`: empty key")));
+    }
+    let raw = raw.trim();
+    let value = match format!("v = {raw}").parse::<Table>() {
+        Ok(mut t) => t.remove("v").unwrap_or(Value::String(raw.into())),
+        Err(_) => Value::String(raw.to_string()),
+    };
+    let mut parts: Vec<&str> = key.split('.').collect();
+    let leaf = parts.pop().unwrap_or_default();
+    let mut t = Table::new();
+    t.insert(leaf.to_string(), value);
+    for p in parts.into_iter().rev() {
+        let mut outer = Table::new();
+        outer.insert(p.to_string(), Value::Table(t));
+        t = outer;
+    }
+    Ok((key.to_string(), t))
+}
+
+/// Resolve a config: defaults, then each source in order, then overrides.
+pub fn resolve(sources: &[Source], overrides: &[String]) -> Result<Config, ConfigError> {
+    let schema = schema();
+    let mut merged = Table::new();
+    let mut prov = BTreeMap::new();
+    for s in sources {
+        let t: Table =
+            s.text.parse().map_err(|e: toml::de::Error| err(Some(&s.name), None, format!("not valid TOML: {}", e.to_string().trim())))?;
+        merge(&mut merged, t, &schema, "", &s.name, &mut prov)?;
+    }
+    for o in overrides {
+        let (key, t) = override_table(o)?;
+        merge(&mut merged, t, &schema, "", &format!("--set {key}"), &mut prov)?;
+    }
+    let cfg: Config = serde_path_to_error::deserialize(Value::Table(merged)).map_err(|e| {
+        let key = e.path().to_string();
+        let src = prov.get(&key).cloned();
+        let mut msg = e.inner().to_string();
+        if msg.starts_with("invalid type: string")
+            && key.rsplit('_').next().is_some_and(|u| ["ns", "cycles", "mhz", "gbps", "s"].contains(&u))
+        {
+            msg.push_str(" (the unit is part of the key name: give a plain number)");
+        }
+        err(src.as_deref(), Some(&key), msg)
+    })?;
+    cfg.validate().map_err(|(key, msg)| {
+        let src = prov.get(&key).cloned();
+        err(src.as_deref(), Some(&key), msg)
+    })?;
+    Ok(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn src(name: &str, text: &str) -> Source {
+        Source { name: name.into(), text: text.into() }
+    }
+
+    #[test]
+    fn layering_and_overrides() {
+        let c = resolve(
+            &[src("preset p", "[gpu]\nsms = 8\n[gpu.l1tlb]\nentries = 64\nways = 64\n"), src("my.toml", "[gpu]\nsms = 4\n")],
+            &["gpu.core_mhz=720".into(), "translation.page_size=\"2MiB\"".into(), "translation.mode=iommu".into()],
+        )
+        .unwrap();
+        assert_eq!(c.gpu.sms, 4);
+        assert_eq!(c.gpu.l1tlb.entries, 64);
+        assert_eq!(c.gpu.core_mhz, 720.0);
+        assert_eq!(c.translation.page_size.0, 2 << 20);
+        assert_eq!(c.translation.mode, super::super::TranslationMode::Iommu);
+    }
+
+    #[test]
+    fn typo_names_nearest_key_and_file() {
+        let e = resolve(&[src("a.toml", "[gpu.l1tlb]\nentires = 3\n")], &[]).unwrap_err();
+        assert_eq!(e.source.as_deref(), Some("a.toml"));
+        assert_eq!(e.key.as_deref(), Some("gpu.l1tlb.entires"));
+        assert!(e.message.contains("`gpu.l1tlb.entries`"), "{e}");
+        let e = resolve(&[], &["gpu.smss=3".into()]).unwrap_err();
+        assert!(e.to_string().contains("did you mean `gpu.sms`"), "{e}");
+    }
+
+    #[test]
+    fn type_unit_and_range_errors_name_the_key() {
+        let e = resolve(&[], &["gpu.dram.latency_ns=10us".into()]).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("gpu.dram.latency_ns"));
+        assert!(e.message.contains("unit is part of the key"), "{e}");
+        let e = resolve(&[], &["translation.page_size=4KB".into()]).unwrap_err();
+        assert!(e.message.contains("KiB"), "{e}");
+        let e = resolve(&[src("b.toml", "[translation]\nlevels = 3\n")], &[]).unwrap_err();
+        assert_eq!((e.source.as_deref(), e.key.as_deref()), (Some("b.toml"), Some("translation.levels")));
+        assert!(e.message.contains("one of 4, 5"), "{e}");
+        let e = resolve(&[], &["translation.mode=mmu".into()]).unwrap_err();
+        assert!(e.message.contains("gmmu") && e.message.contains("iommu"), "{e}");
+        let e = resolve(&[src("c.toml", "gpu = 3")], &[]).unwrap_err();
+        assert!(e.message.contains("is a section"), "{e}");
+        let e = resolve(&[src("d.toml", "[gpu\nsms=1")], &[]).unwrap_err();
+        assert!(e.message.contains("not valid TOML"), "{e}");
+        let e = resolve(&[], &["gpu.sms".into()]).unwrap_err();
+        assert!(e.message.contains("key.path=value"), "{e}");
+    }
+}

@@ -1,0 +1,365 @@
+//! Typed configuration: one struct per section, declared once with its
+//! defaults and documentation (see `section!`), loaded from TOML sources
+//! (preset, then the user's file) plus `--set key.path=value` overrides, and
+//! validated with messages that name the source, the key and what is accepted.
+//!
+//! Contracts: unknown keys are errors naming the nearest valid key; sizes take
+//! binary units ([`ByteSize`]); every other number carries its unit in its key
+//! (`_ns`, `_cycles`, `_mhz`, `_gbps`, `_bytes`).
+
+#[macro_use]
+mod macros;
+mod load;
+mod units;
+
+pub use load::{resolve, ConfigError, Source};
+pub use units::ByteSize;
+
+use crate::assoc::Replacement;
+use crate::workload::WorkloadConfig;
+use serde::{Deserialize, Serialize};
+
+/// One documented parameter: dotted key and description.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ParamDoc {
+    pub key: String,
+    pub doc: String,
+}
+
+/// Anything that can appear in a config: a section (recurses) or a leaf value.
+pub trait Describe {
+    fn describe(path: &str, doc: &str, out: &mut Vec<ParamDoc>);
+}
+
+pub fn join_key(prefix: &str, field: &str) -> String {
+    if prefix.is_empty() {
+        field.to_string()
+    } else {
+        format!("{prefix}.{field}")
+    }
+}
+
+leaf!(u32, u64, f64, bool, String, ByteSize, Replacement, TranslationMode);
+
+/// How a GPU TLB miss is translated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum TranslationMode {
+    /// Discrete GPU: the GPU's own MMU (GMMU) walks a GPU-local radix page table.
+    #[default]
+    Gmmu,
+    /// APU / ATS: misses travel over a link to the host IOMMU, which has its own TLB and walkers.
+    Iommu,
+}
+
+section! {
+    /// Run control.
+    pub struct SimConfig {
+        /// Root seed: every random stream of the run is derived from it.
+        pub seed: u64 = 1,
+        /// Fail the run (naming what waits) when this many events in a row fire without simulated time advancing.
+        pub stall_events: u64 = 10_000_000,
+        /// Print progress to stderr every this many wall-clock seconds; 0 = never.
+        pub progress_every_s: f64 = 0.0,
+    }
+}
+
+section! {
+    /// A set-associative TLB.
+    pub struct TlbConfig {
+        /// Number of entries; 0 removes this TLB level.
+        pub entries: u32 = 32,
+        /// Associativity; equal to entries for fully associative.
+        pub ways: u32 = 32,
+        /// Lookup latency in GPU core cycles.
+        pub latency_cycles: u32 = 1,
+        /// Outstanding misses (MSHRs); misses to a page already pending merge into its MSHR.
+        pub mshrs: u32 = 32,
+        /// Replacement policy: "lru" or "fifo".
+        pub replacement: Replacement = Replacement::Lru,
+    }
+}
+
+section! {
+    /// A set-associative data cache (128 B lines by default, physically tagged).
+    pub struct CacheConfig {
+        /// Capacity; 0 removes this cache level.
+        pub size_bytes: ByteSize = ByteSize(16 << 10),
+        /// Associativity.
+        pub ways: u32 = 4,
+        /// Hit latency in GPU core cycles.
+        pub latency_cycles: u32 = 20,
+        /// Replacement policy: "lru" or "fifo".
+        pub replacement: Replacement = Replacement::Lru,
+    }
+}
+
+section! {
+    /// Device memory (or, on an APU, the shared system memory) as latency plus bandwidth.
+    pub struct DramConfig {
+        /// Latency of one line access at an idle channel, in ns (added after the bandwidth queue).
+        pub latency_ns: f64 = 100.0,
+        /// Aggregate peak bandwidth in GB/s (1e9 bytes per second), split evenly over channels.
+        pub bandwidth_gbps: f64 = 512.0,
+        /// Independent channels; lines interleave across them.
+        pub channels: u32 = 16,
+    }
+}
+
+section! {
+    /// One GPU: SMs (NVIDIA) or compute units (AMD), warp slots, issue, TLBs, caches, memory.
+    pub struct GpuConfig {
+        /// Number of SMs / compute units.
+        pub sms: u32 = 16,
+        /// Core clock in MHz.
+        pub core_mhz: f64 = 1000.0,
+        /// Threads per warp (32 on NVIDIA) or wavefront (64 on AMD).
+        pub warp_size: u32 = 32,
+        /// Warp slots per SM.
+        pub max_warps_per_sm: u32 = 48,
+        /// Resident CTAs (thread blocks) per SM.
+        pub max_ctas_per_sm: u32 = 16,
+        /// Cycles the SM's issue port is busy per warp instruction.
+        pub issue_cycles: u32 = 1,
+        /// Data-cache line size in bytes (the coalescing granule).
+        pub line_bytes: u32 = 128,
+        /// SMs sharing one L1 TLB (a µTLB); 1 = private per SM.
+        pub sms_per_l1tlb: u32 = 1,
+        /// Per-SM (or per-µTLB) L1 TLB.
+        pub l1tlb: TlbConfig = TlbConfig::default(),
+        /// Shared L2 TLB (entries = 0: none).
+        pub l2tlb: TlbConfig = TlbConfig { entries: 512, ways: 16, latency_cycles: 10, mshrs: 64, replacement: Replacement::Lru },
+        /// Per-SM L1 data cache.
+        pub l1d: CacheConfig = CacheConfig::default(),
+        /// Shared L2 data cache.
+        pub l2d: CacheConfig = CacheConfig { size_bytes: ByteSize(2 << 20), ways: 16, latency_cycles: 100, replacement: Replacement::Lru },
+        /// Device memory.
+        pub dram: DramConfig = DramConfig::default(),
+    }
+}
+
+section! {
+    /// Virtual-memory layout shared by all translation modes.
+    pub struct TranslationConfig {
+        /// "gmmu" (discrete GPU walks its own table) or "iommu" (APU/ATS: the host IOMMU translates).
+        pub mode: TranslationMode = TranslationMode::Gmmu,
+        /// Radix page-table levels: 4 (48-bit VA) or 5 (57-bit VA).
+        pub levels: u32 = 4,
+        /// Page size of allocations that do not choose one: 4KiB, 64KiB, 2MiB or 1GiB.
+        pub page_size: ByteSize = ByteSize(4 << 10),
+    }
+}
+
+section! {
+    /// A pool of page-table walkers with per-level page-walk caches.
+    pub struct WalkerConfig {
+        /// Concurrent walks (walker threads).
+        pub threads: u32 = 8,
+        /// Walks waiting for a thread beyond those in service; a full queue back-pressures the TLB.
+        pub queue_depth: u32 = 64,
+        /// Latency of one page-table-entry read by a walker, in ns.
+        pub level_latency_ns: f64 = 100.0,
+        /// Page-table-entry reads also take DRAM bandwidth (queueing behind data traffic), bypassing the data caches.
+        pub pte_from_dram: bool = false,
+        /// Page-walk-cache entries for each non-leaf level; 0 = no page-walk cache.
+        pub pwc_entries: u32 = 32,
+        /// Page-walk-cache associativity per level.
+        pub pwc_ways: u32 = 32,
+        /// Page-walk-cache lookup latency in ns.
+        pub pwc_latency_ns: f64 = 1.0,
+    }
+}
+
+section! {
+    /// The GPU memory-management unit (translation.mode = "gmmu").
+    pub struct GmmuConfig {
+        /// Walkers of the GMMU.
+        pub walker: WalkerConfig = WalkerConfig::default(),
+    }
+}
+
+section! {
+    /// The host IOMMU serving GPU TLB misses over ATS (translation.mode = "iommu").
+    pub struct IommuConfig {
+        /// One-way latency of an ATS request or response between the GPU and the IOMMU, in ns.
+        pub link_latency_ns: f64 = 150.0,
+        /// IOMMU TLB entries (0 = none).
+        pub tlb_entries: u32 = 256,
+        /// IOMMU TLB associativity.
+        pub tlb_ways: u32 = 16,
+        /// IOMMU TLB lookup latency in ns.
+        pub tlb_latency_ns: f64 = 10.0,
+        /// Translations returned per ATS response (the demanded page and its aligned neighbours); 1 = no ATS prefetch.
+        pub ats_prefetch_pages: u32 = 1,
+        /// IOMMU walkers.
+        pub walker: WalkerConfig = WalkerConfig { threads: 16, pte_from_dram: true, ..WalkerConfig::default() },
+    }
+}
+
+section! {
+    /// The host-GPU link used by explicit copies.
+    pub struct LinkConfig {
+        /// One-way latency in ns.
+        pub latency_ns: f64 = 1000.0,
+        /// Bandwidth in GB/s per direction.
+        pub bandwidth_gbps: f64 = 12.0,
+    }
+}
+
+section! {
+    /// A whole simulated system and the workload that runs on it.
+    pub struct Config {
+        /// Run control.
+        pub sim: SimConfig = SimConfig::default(),
+        /// The GPU.
+        pub gpu: GpuConfig = GpuConfig::default(),
+        /// Virtual-memory layout.
+        pub translation: TranslationConfig = TranslationConfig::default(),
+        /// GMMU (discrete GPU) translation.
+        pub gmmu: GmmuConfig = GmmuConfig::default(),
+        /// IOMMU (APU / ATS) translation.
+        pub iommu: IommuConfig = IommuConfig::default(),
+        /// Host-GPU link.
+        pub link: LinkConfig = LinkConfig::default(),
+        /// What runs.
+        pub workload: WorkloadConfig = WorkloadConfig::default(),
+    }
+}
+
+impl Config {
+    /// Every documented parameter, in declaration order.
+    pub fn reference() -> Vec<ParamDoc> {
+        let mut out = vec![];
+        <Config as Describe>::describe("", "", &mut out);
+        out
+    }
+
+    /// Range and consistency checks; `Err((key, message))`.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let g = &self.gpu;
+        pos("gpu.sms", g.sms as f64)?;
+        range("gpu.core_mhz", g.core_mhz, 1.0, 100_000.0)?;
+        one_of("gpu.warp_size", g.warp_size as u64, &[8, 16, 32, 64])?;
+        pos("gpu.max_warps_per_sm", g.max_warps_per_sm as f64)?;
+        pos("gpu.max_ctas_per_sm", g.max_ctas_per_sm as f64)?;
+        pos("gpu.issue_cycles", g.issue_cycles as f64)?;
+        pow2("gpu.line_bytes", g.line_bytes as u64, 32, 4096)?;
+        pos("gpu.sms_per_l1tlb", g.sms_per_l1tlb as f64)?;
+        tlb("gpu.l1tlb", &g.l1tlb, false)?;
+        tlb("gpu.l2tlb", &g.l2tlb, true)?;
+        cache("gpu.l1d", &g.l1d, g.line_bytes)?;
+        cache("gpu.l2d", &g.l2d, g.line_bytes)?;
+        range("gpu.dram.latency_ns", g.dram.latency_ns, 0.0, 1e6)?;
+        range("gpu.dram.bandwidth_gbps", g.dram.bandwidth_gbps, 0.001, 1e6)?;
+        pos("gpu.dram.channels", g.dram.channels as f64)?;
+        let t = &self.translation;
+        one_of("translation.levels", t.levels as u64, &[4, 5])?;
+        one_of("translation.page_size", t.page_size.0, &PAGE_SIZES)?;
+        walker("gmmu.walker", &self.gmmu.walker)?;
+        let io = &self.iommu;
+        range("iommu.link_latency_ns", io.link_latency_ns, 0.0, 1e6)?;
+        if io.tlb_entries > 0 {
+            geometry("iommu.tlb_entries", io.tlb_entries, "iommu.tlb_ways", io.tlb_ways)?;
+        }
+        range("iommu.tlb_latency_ns", io.tlb_latency_ns, 0.0, 1e6)?;
+        if !(1..=64).contains(&io.ats_prefetch_pages) || !io.ats_prefetch_pages.is_power_of_two() {
+            return Err(("iommu.ats_prefetch_pages".into(), format!("must be a power of two from 1 to 64, got {}", io.ats_prefetch_pages)));
+        }
+        walker("iommu.walker", &io.walker)?;
+        range("link.latency_ns", self.link.latency_ns, 0.0, 1e9)?;
+        range("link.bandwidth_gbps", self.link.bandwidth_gbps, 0.001, 1e6)?;
+        range("sim.progress_every_s", self.sim.progress_every_s, 0.0, 1e6)?;
+        pos("sim.stall_events", self.sim.stall_events as f64)?;
+        self.workload.validate(self)
+    }
+}
+
+/// Page sizes a translation structure understands.
+pub const PAGE_SIZES: [u64; 4] = [4 << 10, 64 << 10, 2 << 20, 1 << 30];
+
+type Check = Result<(), (String, String)>;
+
+fn range(key: &str, v: f64, lo: f64, hi: f64) -> Check {
+    if v.is_finite() && v >= lo && v <= hi {
+        Ok(())
+    } else {
+        Err((key.into(), format!("must be between {lo} and {hi}, got {v}")))
+    }
+}
+
+fn pos(key: &str, v: f64) -> Check {
+    if v > 0.0 {
+        Ok(())
+    } else {
+        Err((key.into(), format!("must be greater than 0, got {v}")))
+    }
+}
+
+fn one_of(key: &str, v: u64, ok: &[u64]) -> Check {
+    if ok.contains(&v) {
+        Ok(())
+    } else {
+        let list: Vec<String> =
+            ok.iter().map(|&x| if x >= 4096 && x.is_power_of_two() { ByteSize(x).to_string() } else { x.to_string() }).collect();
+        Err((key.into(), format!("must be one of {}, got {v}", list.join(", "))))
+    }
+}
+
+fn pow2(key: &str, v: u64, lo: u64, hi: u64) -> Check {
+    if v.is_power_of_two() && (lo..=hi).contains(&v) {
+        Ok(())
+    } else {
+        Err((key.into(), format!("must be a power of two from {lo} to {hi}, got {v}")))
+    }
+}
+
+fn geometry(ekey: &str, entries: u32, wkey: &str, ways: u32) -> Check {
+    if ways == 0 || ways > entries {
+        return Err((wkey.into(), format!("must be between 1 and the entry count ({entries}), got {ways}")));
+    }
+    if entries % ways != 0 {
+        return Err((ekey.into(), format!("must be a multiple of the associativity ({wkey} = {ways}), got {entries}")));
+    }
+    Ok(())
+}
+
+fn tlb(p: &str, t: &TlbConfig, optional: bool) -> Check {
+    if t.entries == 0 {
+        return if optional { Ok(()) } else { Err((format!("{p}.entries"), "must be greater than 0".into())) };
+    }
+    geometry(&format!("{p}.entries"), t.entries, &format!("{p}.ways"), t.ways)?;
+    pos(&format!("{p}.mshrs"), t.mshrs as f64)
+}
+
+fn cache(p: &str, c: &CacheConfig, line: u32) -> Check {
+    if c.size_bytes.0 == 0 {
+        return Ok(());
+    }
+    let lines = c.size_bytes.0 / line as u64;
+    if c.size_bytes.0 % line as u64 != 0 || lines == 0 || lines > u32::MAX as u64 {
+        return Err((format!("{p}.size_bytes"), format!("must be a whole number of {line}-byte lines, got {}", c.size_bytes)));
+    }
+    geometry(&format!("{p}.size_bytes"), lines as u32, &format!("{p}.ways"), c.ways)
+}
+
+fn walker(p: &str, w: &WalkerConfig) -> Check {
+    range(&format!("{p}.threads"), w.threads as f64, 1.0, 4096.0)?;
+    range(&format!("{p}.level_latency_ns"), w.level_latency_ns, 0.0, 1e6)?;
+    range(&format!("{p}.pwc_latency_ns"), w.pwc_latency_ns, 0.0, 1e6)?;
+    if w.pwc_entries > 0 {
+        geometry(&format!("{p}.pwc_entries"), w.pwc_entries, &format!("{p}.pwc_ways"), w.pwc_ways)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn defaults_are_valid_and_documented() {
+        Config::default().validate().unwrap();
+        let refs = Config::reference();
+        assert!(refs.iter().any(|p| p.key == "gpu.l1tlb.entries" && p.doc.starts_with("Number of entries")));
+        assert!(refs.iter().all(|p| !p.doc.is_empty()), "undocumented: {:?}", refs.iter().filter(|p| p.doc.is_empty()).collect::<Vec<_>>());
+    }
+}

@@ -1,0 +1,329 @@
+//! The GPU: SMs with warp slots, the CTA scheduler, the warp issue loop and
+//! the coalescer, in front of translation ([`Translator`]) and the data
+//! hierarchy ([`MemSystem`]).
+//!
+//! How it works: a kernel's CTAs go round-robin to SMs with enough free warp
+//! slots. Each resident warp is an event source: when it is ready it issues
+//! through its SM's issue port (one instruction per `issue_cycles`), and
+//! keeps issuing inline while its next ready time is earlier than every
+//! pending event (same result as scheduling an event, without the heap
+//! traffic). Loads do not block: a warp continues until a `Wait` needs a load
+//! that has not returned, then yields to the other warps. A CTA retires when
+//! its last warp has exited and its accesses are done, freeing its slots for
+//! the next CTA.
+
+mod coalesce;
+
+pub use coalesce::{coalesce, Lines};
+
+use crate::config::Config;
+use crate::mem::MemSystem;
+use crate::sim::{Clock, EventQueue, Ps, SimError};
+use crate::stats::Metrics;
+use crate::workload::{KernelSpec, MemKind, Op, WarpId, WarpStream, MAX_LANES};
+use crate::world::Ev;
+use crate::xlat::Translator;
+
+#[derive(Debug)]
+struct Warp {
+    stream: WarpStream,
+    sm: u32,
+    cta: u32,
+    /// When every load issued so far has returned.
+    loads: Ps,
+    /// When every store issued so far is done.
+    stores: Ps,
+    id: WarpId,
+}
+
+#[derive(Debug, Default)]
+struct Sm {
+    issue_free: Ps,
+    free_slots: Vec<u32>,
+    ctas: u32,
+}
+
+#[derive(Debug, Default)]
+struct Cta {
+    sm: u32,
+    warps_left: u32,
+    end: Ps,
+    slots: Vec<u32>,
+}
+
+#[derive(Debug)]
+struct Kernel {
+    spec: KernelSpec,
+    warps_per_cta: u32,
+    next_cta: u64,
+    total_ctas: u64,
+    done_ctas: u64,
+    start: Ps,
+}
+
+/// Counters of the GPU front end.
+#[derive(Debug, Clone, Default)]
+pub struct GpuStats {
+    pub warp_insts: u64,
+    pub warp_mem_insts: u64,
+    pub line_accesses: u64,
+    pub translations: u64,
+    pub kernels: u64,
+    pub kernel_ps: Ps,
+    pub ctas: u64,
+    pub warps: u64,
+}
+
+pub struct Gpu {
+    sms: Vec<Sm>,
+    warps: Vec<Option<Warp>>,
+    ctas: Vec<Cta>,
+    free_ctas: Vec<u32>,
+    kernel: Option<Kernel>,
+    warp_size: u32,
+    max_ctas: u32,
+    issue: Ps,
+    clock: Clock,
+    line_shift: u32,
+    scratch: [u64; MAX_LANES],
+    lines: Lines,
+    pub xlat: Translator,
+    pub mem: MemSystem,
+    pub stats: GpuStats,
+}
+
+impl Gpu {
+    pub fn new(cfg: &Config) -> Gpu {
+        let g = &cfg.gpu;
+        let clock = Clock::from_mhz(g.core_mhz);
+        Gpu {
+            sms: (0..g.sms)
+                .map(|s| Sm { free_slots: (0..g.max_warps_per_sm).rev().map(|i| s * g.max_warps_per_sm + i).collect(), ..Sm::default() })
+                .collect(),
+            warps: (0..g.sms * g.max_warps_per_sm).map(|_| None).collect(),
+            ctas: vec![],
+            free_ctas: vec![],
+            kernel: None,
+            warp_size: g.warp_size,
+            max_ctas: g.max_ctas_per_sm,
+            issue: clock.cycles(g.issue_cycles as u64),
+            clock,
+            line_shift: g.line_bytes.trailing_zeros(),
+            scratch: [0; MAX_LANES],
+            lines: Lines::default(),
+            xlat: Translator::new(cfg),
+            mem: MemSystem::new(g),
+            stats: GpuStats::default(),
+        }
+    }
+
+    pub fn busy(&self) -> bool {
+        self.kernel.is_some()
+    }
+
+    /// Start a kernel at `now`. Returns false if it has no work (nothing to wait for).
+    pub fn launch(&mut self, spec: KernelSpec, now: Ps, q: &mut EventQueue<Ev>) -> bool {
+        let total = spec.ctas();
+        if total == 0 {
+            return false;
+        }
+        let warps_per_cta = spec.threads_per_cta.div_ceil(self.warp_size);
+        self.kernel = Some(Kernel { spec, warps_per_cta, next_cta: 0, total_ctas: total, done_ctas: 0, start: now });
+        self.stats.kernels += 1;
+        // Round-robin: one CTA per SM per pass until no SM takes more.
+        loop {
+            let mut placed = false;
+            for sm in 0..self.sms.len() {
+                placed |= self.dispatch_one(sm, now, q);
+            }
+            if !placed {
+                break;
+            }
+        }
+        true
+    }
+
+    /// Place the next CTA on `sm` if it fits.
+    fn dispatch_one(&mut self, sm: usize, now: Ps, q: &mut EventQueue<Ev>) -> bool {
+        let Some(k) = self.kernel.as_mut() else {
+            return false;
+        };
+        let s = &mut self.sms[sm];
+        if k.next_cta >= k.total_ctas || s.ctas >= self.max_ctas || (s.free_slots.len() as u32) < k.warps_per_cta {
+            return false;
+        }
+        let c = k.next_cta;
+        k.next_cta += 1;
+        let tpc = k.spec.threads_per_cta as u64;
+        let first = c * tpc;
+        let threads = (k.spec.threads - first).min(tpc);
+        let nwarps = threads.div_ceil(self.warp_size as u64) as u32;
+        let ci = match self.free_ctas.pop() {
+            Some(i) => i,
+            None => {
+                self.ctas.push(Cta::default());
+                self.ctas.len() as u32 - 1
+            }
+        };
+        let cta = &mut self.ctas[ci as usize];
+        cta.sm = sm as u32;
+        cta.warps_left = nwarps;
+        cta.end = now;
+        cta.slots.clear();
+        s.ctas += 1;
+        for w in 0..nwarps {
+            let slot = s.free_slots.pop().expect("free slots checked above");
+            cta.slots.push(slot);
+            let ws = self.warp_size as u64;
+            let id = WarpId {
+                global: c * k.warps_per_cta as u64 + w as u64,
+                first_thread: first + w as u64 * ws,
+                lanes: (threads - w as u64 * ws).min(ws) as u32,
+            };
+            self.warps[slot as usize] = Some(Warp { stream: k.spec.gen.warp(id), sm: sm as u32, cta: ci, loads: now, stores: now, id });
+            q.push(now, Ev::Warp(slot));
+        }
+        self.stats.ctas += 1;
+        self.stats.warps += nwarps as u64;
+        true
+    }
+
+    /// A CTA's last access is done: free its slots, start more CTAs. Returns true when the kernel finished.
+    pub fn cta_done(&mut self, ci: u32, now: Ps, q: &mut EventQueue<Ev>) -> bool {
+        let cta = &mut self.ctas[ci as usize];
+        let sm = cta.sm as usize;
+        self.sms[sm].free_slots.append(&mut cta.slots);
+        self.sms[sm].ctas -= 1;
+        self.free_ctas.push(ci);
+        let Some(k) = self.kernel.as_mut() else {
+            return false;
+        };
+        k.done_ctas += 1;
+        if k.done_ctas == k.total_ctas {
+            self.stats.kernel_ps += now - k.start;
+            self.kernel = None;
+            return true;
+        }
+        while self.dispatch_one(sm, now, q) {}
+        false
+    }
+
+    /// Run warp `slot` from `now`: issue instructions until it must wait for something.
+    pub fn run_warp(&mut self, slot: u32, now: Ps, q: &mut EventQueue<Ev>) -> Result<(), SimError> {
+        let mut t = now;
+        loop {
+            let w = self.warps[slot as usize].as_mut().expect("events only name resident warps");
+            let sm = w.sm as usize;
+            // The SM's issue port serialises its warps. A warp that finds it busy issues
+            // at the next free slot, processed now: arrival order at the memory side may
+            // then invert by a few cycles, which its structures tolerate, and a re-queued
+            // event per conflict is saved.
+            let issue = t.max(self.sms[sm].issue_free);
+            self.sms[sm].issue_free = issue + self.issue;
+            self.stats.warp_insts += 1;
+            let next = issue + self.issue;
+            let ready = match w.stream.next(&mut self.scratch) {
+                Op::Compute(c) => issue + self.clock.cycles(c as u64).max(self.issue),
+                Op::Wait => next.max(w.loads),
+                Op::Mem { kind, lanes, bytes } => {
+                    coalesce(lanes, bytes, &self.scratch, self.line_shift, &mut self.lines);
+                    let done = self.access(sm, kind, issue, now).map_err(|va| {
+                        let w = self.warps[slot as usize].as_ref().expect("resident");
+                        SimError::Model(format!(
+                            "warp {} (threads {}..{}) on SM {sm} accessed {va:#x}, outside every allocation",
+                            w.id.global,
+                            w.id.first_thread,
+                            w.id.first_thread + w.id.lanes as u64
+                        ))
+                    })?;
+                    let w = self.warps[slot as usize].as_mut().expect("resident");
+                    match kind {
+                        MemKind::Load => w.loads = w.loads.max(done),
+                        MemKind::Store => w.stores = w.stores.max(done),
+                    }
+                    next
+                }
+                Op::Exit => {
+                    let end = issue.max(w.loads).max(w.stores);
+                    let ci = w.cta;
+                    self.warps[slot as usize] = None;
+                    let cta = &mut self.ctas[ci as usize];
+                    cta.end = cta.end.max(end);
+                    cta.warps_left -= 1;
+                    if cta.warps_left == 0 {
+                        q.push(cta.end, Ev::CtaDone(ci));
+                    }
+                    return Ok(());
+                }
+            };
+            if ready < q.peek_time() {
+                t = ready;
+            } else {
+                q.push(ready, Ev::Warp(slot));
+                return Ok(());
+            }
+        }
+    }
+
+    /// Translate and access the coalesced lines in `self.lines`; returns when all are done,
+    /// or the first address outside every allocation.
+    fn access(&mut self, sm: usize, kind: MemKind, t: Ps, now: Ps) -> Result<Ps, u64> {
+        self.stats.warp_mem_insts += 1;
+        self.stats.line_accesses += self.lines.n as u64;
+        let ls = self.line_shift;
+        let mut done = t;
+        let mut i = 0;
+        while i < self.lines.n {
+            let va = self.lines.line[i] << ls;
+            let (ready, pa, page) = self.xlat.translate(sm, va, t, now, &mut self.mem.dram).ok_or(va)?;
+            self.stats.translations += 1;
+            let first_line = (va & !(page - 1)) >> ls;
+            let end_line = first_line + (page >> ls).max(1);
+            let pa_line = pa >> ls;
+            while i < self.lines.n && self.lines.line[i] < end_line {
+                let line = pa_line + (self.lines.line[i] - first_line);
+                let d = match kind {
+                    MemKind::Load => self.mem.read(sm, line, ready, now),
+                    MemKind::Store => self.mem.write(sm, line, ready, now),
+                };
+                done = done.max(d);
+                i += 1;
+            }
+        }
+        Ok(done)
+    }
+
+    /// What the GPU waits for, for deadlock reports.
+    pub fn describe_waiting(&self, out: &mut Vec<String>) {
+        if let Some(k) = &self.kernel {
+            let resident: Vec<&Warp> = self.warps.iter().flatten().collect();
+            out.push(format!(
+                "kernel `{}`: {} of {} CTAs done, {} dispatched, {} warps resident",
+                k.spec.name,
+                k.done_ctas,
+                k.total_ctas,
+                k.next_cta,
+                resident.len()
+            ));
+            for w in resident.iter().take(8) {
+                out.push(format!(
+                    "  warp {} on SM {}: loads outstanding until {} ps, stores until {} ps",
+                    w.id.global, w.sm, w.loads, w.stores
+                ));
+            }
+        }
+    }
+
+    pub fn export(&self, m: &mut Metrics, p: &str) {
+        let s = &self.stats;
+        m.int(format!("{p}.warp_insts"), s.warp_insts);
+        m.int(format!("{p}.warp_mem_insts"), s.warp_mem_insts);
+        m.int(format!("{p}.line_accesses"), s.line_accesses);
+        m.int(format!("{p}.translations"), s.translations);
+        m.int(format!("{p}.kernels"), s.kernels);
+        m.int(format!("{p}.ctas"), s.ctas);
+        m.int(format!("{p}.warps"), s.warps);
+        self.xlat.export(m, p);
+        self.mem.export(m, p);
+    }
+}

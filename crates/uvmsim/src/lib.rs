@@ -1,0 +1,17 @@
+//! uvmsim: a fast event-level simulator of GPU virtual memory.
+//!
+//! Flow (one direction): workload → gpu → xlat (translation) → mem (data
+//! caches, DRAM) → stats. See docs/architecture.md for a walk through one
+//! memory access.
+
+#[macro_use]
+pub mod config;
+pub mod api;
+pub mod assoc;
+pub mod gpu;
+pub mod mem;
+pub mod sim;
+pub mod stats;
+pub mod workload;
+pub mod world;
+pub mod xlat;

@@ -1,0 +1,301 @@
+//! The data side: per-SM L1 data caches, a shared L2 and DRAM.
+//!
+//! How it works: caches are physically tagged, so an access reaches them only
+//! after its translation is ready. Each line slot remembers when its data
+//! arrives (`ready`): a later access to a line still in flight merges with the
+//! pending miss (an MSHR hit) instead of being counted as a hit. DRAM is a
+//! fixed latency plus a per-channel [`Timeline`] of bandwidth. Requests are
+//! processed in simulated-time order of issue, so the hierarchy computes the
+//! completion time of an access directly, without an event per level.
+
+mod timeline;
+
+pub use timeline::Timeline;
+
+use crate::assoc::SetAssoc;
+use crate::config::{CacheConfig, DramConfig, GpuConfig};
+use crate::sim::{mix64, ns_to_ps, Clock, Ps};
+use crate::stats::Metrics;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Line {
+    ready: Ps,
+    dirty: bool,
+}
+
+/// Counters of one cache.
+#[derive(Debug, Clone, Default)]
+pub struct CacheStats {
+    pub accesses: u64,
+    pub hits: u64,
+    pub mshr_hits: u64,
+    pub misses: u64,
+    pub writebacks: u64,
+}
+
+impl CacheStats {
+    fn export(&self, m: &mut Metrics, p: &str) {
+        m.int(format!("{p}.accesses"), self.accesses);
+        m.int(format!("{p}.hits"), self.hits);
+        m.int(format!("{p}.mshr_hits"), self.mshr_hits);
+        m.int(format!("{p}.misses"), self.misses);
+        m.int(format!("{p}.writebacks"), self.writebacks);
+        m.ratio(format!("{p}.hit_rate"), self.hits, self.accesses);
+    }
+}
+
+/// A set-associative cache of lines keyed by physical line number.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    arr: SetAssoc<Line>,
+    latency: Ps,
+    pub stats: CacheStats,
+}
+
+/// Result of a cache lookup at time `t`.
+enum Probe {
+    /// Data available at this time (a hit, or a merge with an in-flight miss).
+    Done(Ps),
+    /// Not present: go to the next level at this time.
+    Miss(Ps),
+}
+
+impl Cache {
+    fn new(c: &CacheConfig, line_bytes: u32, clock: Clock) -> Option<Cache> {
+        (c.size_bytes.0 > 0).then(|| Cache {
+            arr: SetAssoc::new((c.size_bytes.0 / line_bytes as u64) as usize, c.ways as usize, c.replacement),
+            latency: clock.cycles(c.latency_cycles as u64),
+            stats: CacheStats::default(),
+        })
+    }
+
+    #[inline]
+    fn probe(&mut self, line: u64, t: Ps) -> Probe {
+        self.stats.accesses += 1;
+        let at = t + self.latency;
+        match self.arr.lookup(line) {
+            Some(l) if l.ready <= t => {
+                self.stats.hits += 1;
+                Probe::Done(at)
+            }
+            Some(l) => {
+                self.stats.mshr_hits += 1;
+                Probe::Done(at.max(l.ready))
+            }
+            None => {
+                self.stats.misses += 1;
+                Probe::Miss(at)
+            }
+        }
+    }
+
+    /// Fill `line`; returns a dirty victim's line number.
+    fn fill(&mut self, line: u64, ready: Ps, dirty: bool) -> Option<u64> {
+        match self.arr.insert(line, Line { ready, dirty }) {
+            Some((victim, l)) if l.dirty => {
+                self.stats.writebacks += 1;
+                Some(victim)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// DRAM: latency plus per-channel bandwidth.
+#[derive(Debug, Clone)]
+pub struct Dram {
+    channels: Vec<Timeline>,
+    latency: Ps,
+    line_bytes: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub pte_reads: u64,
+}
+
+impl Dram {
+    pub fn new(c: &DramConfig, line_bytes: u32) -> Dram {
+        let per_channel_gbps = c.bandwidth_gbps / c.channels as f64;
+        Dram {
+            channels: (0..c.channels).map(|_| Timeline::new(per_channel_gbps, line_bytes as u64)).collect(),
+            latency: ns_to_ps(c.latency_ns),
+            line_bytes: line_bytes as u64,
+            reads: 0,
+            writes: 0,
+            pte_reads: 0,
+        }
+    }
+
+    #[inline]
+    fn channel(&self, line: u64) -> usize {
+        // Hash the line number so that power-of-two strides spread over channels.
+        (mix64(line) % self.channels.len() as u64) as usize
+    }
+
+    /// Read one line arriving at `t`; returns when its data is back.
+    #[inline]
+    pub fn read(&mut self, line: u64, t: Ps, now: Ps) -> Ps {
+        self.reads += 1;
+        let ch = self.channel(line);
+        self.channels[ch].reserve(t, self.line_bytes, now) + self.latency
+    }
+
+    /// Write one line back arriving at `t` (occupies bandwidth; nobody waits for it).
+    pub fn write(&mut self, line: u64, t: Ps, now: Ps) {
+        self.writes += 1;
+        let ch = self.channel(line);
+        self.channels[ch].reserve(t, self.line_bytes, now);
+    }
+
+    /// A page-table-entry read that bypasses the data caches (svm-apu §IV.A: the
+    /// IOMMU walker "does not have fast access to CPU caches"): it takes DRAM
+    /// bandwidth, and `latency` is the walker's own memory latency.
+    pub fn pte_read(&mut self, pa: u64, t: Ps, now: Ps, latency: Ps) -> Ps {
+        self.pte_reads += 1;
+        let line = pa / self.line_bytes;
+        let ch = self.channel(line);
+        self.channels[ch].reserve(t, 64, now) + latency
+    }
+
+    fn export(&self, m: &mut Metrics, p: &str) {
+        m.int(format!("{p}.reads"), self.reads);
+        m.int(format!("{p}.writes"), self.writes);
+        m.int(format!("{p}.pte_reads"), self.pte_reads);
+        m.int(format!("{p}.bytes"), (self.reads + self.writes) * self.line_bytes + self.pte_reads * 64);
+    }
+}
+
+/// The data hierarchy of one GPU.
+#[derive(Debug, Clone)]
+pub struct MemSystem {
+    l1d: Vec<Option<Cache>>,
+    l2d: Option<Cache>,
+    pub dram: Dram,
+}
+
+impl MemSystem {
+    pub fn new(g: &GpuConfig) -> MemSystem {
+        let clock = Clock::from_mhz(g.core_mhz);
+        MemSystem {
+            l1d: (0..g.sms).map(|_| Cache::new(&g.l1d, g.line_bytes, clock)).collect(),
+            l2d: Cache::new(&g.l2d, g.line_bytes, clock),
+            dram: Dram::new(&g.dram, g.line_bytes),
+        }
+    }
+
+    /// Read physical line `line` for SM `sm`, translation ready at `t`; returns when the data is back.
+    #[inline]
+    pub fn read(&mut self, sm: usize, line: u64, t: Ps, now: Ps) -> Ps {
+        let mut at = t;
+        if let Some(l1) = &mut self.l1d[sm] {
+            match l1.probe(line, t) {
+                Probe::Done(d) => return d,
+                Probe::Miss(m) => at = m,
+            }
+        }
+        let done = self.read_l2(line, at, now);
+        if let Some(l1) = &mut self.l1d[sm] {
+            l1.fill(line, done, false);
+        }
+        done
+    }
+
+    fn read_l2(&mut self, line: u64, t: Ps, now: Ps) -> Ps {
+        let Some(l2) = &mut self.l2d else {
+            return self.dram.read(line, t, now);
+        };
+        match l2.probe(line, t) {
+            Probe::Done(d) => d,
+            Probe::Miss(m) => {
+                let done = self.dram.read(line, m, now);
+                let l2 = self.l2d.as_mut().expect("checked above");
+                if let Some(victim) = l2.fill(line, done, false) {
+                    self.dram.write(victim, done, now);
+                }
+                done
+            }
+        }
+    }
+
+    /// Write physical line `line`: L1 is write-through without allocation, L2
+    /// write-back with allocation (GPU practice). Returns when the L2 (or DRAM) has it.
+    pub fn write(&mut self, sm: usize, line: u64, t: Ps, now: Ps) -> Ps {
+        let mut at = t;
+        if let Some(l1) = &mut self.l1d[sm] {
+            at += l1.latency;
+        }
+        match &mut self.l2d {
+            None => {
+                self.dram.write(line, at, now);
+                at + self.dram.latency
+            }
+            Some(l2) => {
+                l2.stats.accesses += 1;
+                let done = at + l2.latency;
+                if let Some(l) = l2.arr.lookup(line) {
+                    l2.stats.hits += 1;
+                    l.dirty = true;
+                } else {
+                    l2.stats.misses += 1;
+                    if let Some(victim) = l2.fill(line, done, true) {
+                        self.dram.write(victim, done, now);
+                    }
+                }
+                done
+            }
+        }
+    }
+
+    pub fn export(&self, m: &mut Metrics, p: &str) {
+        let mut l1 = CacheStats::default();
+        for c in self.l1d.iter().flatten() {
+            l1.accesses += c.stats.accesses;
+            l1.hits += c.stats.hits;
+            l1.mshr_hits += c.stats.mshr_hits;
+            l1.misses += c.stats.misses;
+        }
+        l1.export(m, &format!("{p}.l1d"));
+        self.l2d.as_ref().map(|c| c.stats.clone()).unwrap_or_default().export(m, &format!("{p}.l2d"));
+        self.dram.export(m, &format!("{p}.dram"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::assoc::Replacement;
+    use crate::config::{ByteSize, Config};
+
+    fn gpu() -> GpuConfig {
+        let mut g = Config::default().gpu;
+        g.core_mhz = 1000.0;
+        g.l1d = CacheConfig { size_bytes: ByteSize(1024), ways: 2, latency_cycles: 10, replacement: Replacement::Lru };
+        g.l2d = CacheConfig { size_bytes: ByteSize(4096), ways: 4, latency_cycles: 100, replacement: Replacement::Lru };
+        g.dram = DramConfig { latency_ns: 200.0, bandwidth_gbps: 1000.0, channels: 1 };
+        g
+    }
+
+    #[test]
+    fn miss_then_hit_then_pending_merge() {
+        let mut m = MemSystem::new(&gpu());
+        // Cold: L1 10 ns + L2 100 ns + DRAM (128 B at 1000 GB/s = 0.128 ns) + 200 ns.
+        let d = m.read(0, 7, 0, 0);
+        assert!((310_000..=310_200).contains(&d), "{d}");
+        // Same line from another SM before the data is back: L1 miss there, L2 merges with the pending line.
+        let d2 = m.read(1, 7, 50_000, 50_000);
+        assert_eq!(d2, d);
+        assert_eq!(m.l2d.as_ref().unwrap().stats.mshr_hits, 1);
+        // After arrival: an L1 hit costs the L1 latency.
+        assert_eq!(m.read(0, 7, 400_000, 400_000), 410_000);
+    }
+
+    #[test]
+    fn dirty_victims_are_written_back() {
+        let mut m = MemSystem::new(&gpu());
+        // L2: 32 lines, 4-way, 8 sets. Write 5 lines mapping to set 0: the 5th evicts a dirty one.
+        for i in 0..5u64 {
+            m.write(0, i * 8, i * 1000, i * 1000);
+        }
+        assert_eq!(m.l2d.as_ref().unwrap().stats.writebacks, 1);
+        assert_eq!(m.dram.writes, 1);
+    }
+}

@@ -1,0 +1,197 @@
+//! Simulation core: integer-picosecond time, clock domains, the deterministic
+//! event queue, the seeded random streams and the run loop.
+//!
+//! How it works: a model (see [`Model`]) owns all component state; the run loop
+//! pops the earliest event (ties broken by insertion order, so a run is a pure
+//! function of config and seed) and hands it to the model, which may schedule
+//! more. The loop ends when the model reports it is finished; it fails with a
+//! description of what every component waits for when the queue empties while
+//! work is outstanding, or when simulated time stops advancing.
+
+mod queue;
+mod rng;
+mod time;
+
+pub use queue::EventQueue;
+pub use rng::{mix64, Rng};
+pub use time::{ns_to_ps, ps_to_ns, Clock, Ps, PS_PER_NS, PS_PER_US};
+
+use std::time::Instant;
+
+/// A simulated system driven by [`run`].
+pub trait Model {
+    type Event: Copy;
+    /// Handle one event at time `now`; new events go into `queue`.
+    fn handle(&mut self, now: Ps, ev: Self::Event, queue: &mut EventQueue<Self::Event>) -> Result<(), SimError>;
+    /// True when all the work of the run is done.
+    fn finished(&self) -> bool;
+    /// One line per component that still has outstanding work, saying what it waits for.
+    fn describe_waiting(&self) -> Vec<String>;
+}
+
+/// A failure of the simulation itself (not of the input).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SimError {
+    /// The event queue emptied while work was outstanding.
+    Deadlock { now: Ps, waiting: Vec<String> },
+    /// Events kept firing without simulated time advancing.
+    Livelock { now: Ps, events: u64, waiting: Vec<String> },
+    /// The model reached a state its inputs should not produce (e.g. an access to unmapped memory).
+    Model(String),
+}
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimError::Deadlock { now, waiting } => write!(
+                f,
+                "deadlock at {:.3} ns: no event is pending but work is outstanding; waiting:\n  {}",
+                ps_to_ns(*now),
+                waiting.join("\n  ")
+            ),
+            SimError::Livelock { now, events, waiting } => write!(
+                f,
+                "simulated time stopped advancing at {:.3} ns ({events} events without progress); waiting:\n  {}",
+                ps_to_ns(*now),
+                waiting.join("\n  ")
+            ),
+            SimError::Model(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+/// Limits and reporting for [`run`].
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Fail when this many events in a row fire at the same simulated time.
+    pub stall_events: u64,
+    /// Print progress to stderr every this many wall seconds (0 = never).
+    pub progress_every_s: f64,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions { stall_events: 10_000_000, progress_every_s: 0.0 }
+    }
+}
+
+/// What [`run`] reports about itself.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunReport {
+    pub events: u64,
+    pub end_ps: Ps,
+    pub wall_s: f64,
+}
+
+/// Run `model` from the events already in `queue` until it is finished.
+pub fn run<M: Model>(model: &mut M, queue: &mut EventQueue<M::Event>, opts: &RunOptions) -> Result<RunReport, SimError> {
+    let start = Instant::now();
+    let mut events: u64 = 0;
+    let mut last_t: Ps = 0;
+    let mut same_t: u64 = 0;
+    let mut next_report = opts.progress_every_s;
+    while let Some((t, ev)) = queue.pop() {
+        events += 1;
+        if t == last_t {
+            same_t += 1;
+            if same_t >= opts.stall_events {
+                return Err(SimError::Livelock { now: t, events: same_t, waiting: model.describe_waiting() });
+            }
+        } else {
+            last_t = t;
+            same_t = 0;
+        }
+        model.handle(t, ev, queue)?;
+        if opts.progress_every_s > 0.0 && events & 0xF_FFFF == 0 {
+            let wall = start.elapsed().as_secs_f64();
+            if wall >= next_report {
+                eprintln!(
+                    "uvmsim: {:>10.1} µs simulated, {:>12} events, {:>6.2} M events/s",
+                    t as f64 / PS_PER_US as f64,
+                    events,
+                    events as f64 / wall / 1e6
+                );
+                next_report = wall + opts.progress_every_s;
+            }
+        }
+        if model.finished() {
+            return Ok(RunReport { events, end_ps: t, wall_s: start.elapsed().as_secs_f64() });
+        }
+    }
+    if model.finished() {
+        return Ok(RunReport { events, end_ps: last_t, wall_s: start.elapsed().as_secs_f64() });
+    }
+    Err(SimError::Deadlock { now: last_t, waiting: model.describe_waiting() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A toy model: `n` jobs, each needs `steps` events `gap` apart.
+    struct Toy {
+        left: Vec<u32>,
+        gap: Ps,
+        log: Vec<(Ps, u32)>,
+    }
+
+    impl Model for Toy {
+        type Event = u32;
+        fn handle(&mut self, now: Ps, job: u32, q: &mut EventQueue<u32>) -> Result<(), SimError> {
+            self.log.push((now, job));
+            let l = &mut self.left[job as usize];
+            *l -= 1;
+            if *l > 0 {
+                q.push(now + self.gap, job);
+            }
+            Ok(())
+        }
+        fn finished(&self) -> bool {
+            self.left.iter().all(|&l| l == 0)
+        }
+        fn describe_waiting(&self) -> Vec<String> {
+            self.left.iter().enumerate().filter(|(_, &l)| l > 0).map(|(i, l)| format!("job {i}: {l} steps left")).collect()
+        }
+    }
+
+    #[test]
+    fn ties_run_in_insertion_order() {
+        let mut m = Toy { left: vec![2, 2, 2], gap: 10, log: vec![] };
+        let mut q = EventQueue::new();
+        for j in [2, 0, 1] {
+            q.push(0, j);
+        }
+        let r = run(&mut m, &mut q, &RunOptions::default()).unwrap();
+        assert_eq!(m.log, vec![(0, 2), (0, 0), (0, 1), (10, 2), (10, 0), (10, 1)]);
+        assert_eq!(r.events, 6);
+        assert_eq!(r.end_ps, 10);
+    }
+
+    #[test]
+    fn empty_queue_with_work_left_is_a_deadlock_naming_the_waiter() {
+        let mut m = Toy { left: vec![1, 5], gap: 10, log: vec![] };
+        let mut q = EventQueue::new();
+        q.push(0, 0); // job 1 never gets an event
+        let err = run(&mut m, &mut q, &RunOptions::default()).unwrap_err();
+        match &err {
+            SimError::Deadlock { waiting, .. } => {
+                assert_eq!(waiting, &vec!["job 1: 5 steps left".to_string()])
+            }
+            e => panic!("expected a deadlock, got {e:?}"),
+        }
+        assert!(err.to_string().contains("job 1: 5 steps left"));
+    }
+
+    #[test]
+    fn time_that_stops_advancing_is_reported() {
+        let mut m = Toy { left: vec![u32::MAX], gap: 0, log: vec![] };
+        let mut q = EventQueue::new();
+        q.push(5, 0);
+        let opts = RunOptions { stall_events: 1000, ..RunOptions::default() };
+        let err = run(&mut m, &mut q, &opts).unwrap_err();
+        assert!(matches!(err, SimError::Livelock { now: 5, events: 1000, .. }), "{err:?}");
+        assert!(err.to_string().contains("stopped advancing"));
+    }
+}

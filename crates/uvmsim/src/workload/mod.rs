@@ -1,0 +1,365 @@
+//! Workloads: a host program (allocate, copy, launch, synchronize) and
+//! kernels whose warps produce their instruction streams lazily.
+//!
+//! How it works: a generator (one file each) turns its config section into a
+//! [`Program`]: the allocations, host operations and, per kernel, a
+//! [`KernelGen`] that creates one [`WarpStream`] per warp on demand. A warp
+//! stream yields [`Op`]s one at a time; lane addresses of divergent accesses
+//! go into a scratch buffer owned by the caller, so nothing allocates per op.
+//! Randomness comes from streams derived from the run's seed and the warp's
+//! identity, so a warp's addresses do not depend on scheduling.
+
+mod gather;
+mod regular;
+mod stream;
+mod stride;
+
+pub use gather::GatherParams;
+pub use regular::RegularParams;
+pub use stream::StreamParams;
+pub use stride::StrideParams;
+
+use crate::config::Config;
+use crate::sim::mix64;
+use serde::{Deserialize, Serialize};
+
+/// Largest warp the model supports (AMD wavefront).
+pub const MAX_LANES: usize = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemKind {
+    Load,
+    Store,
+}
+
+/// The lanes of one memory instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lanes {
+    /// Lane `i` accesses `base + i * stride`, for `n` active lanes.
+    Strided { base: u64, stride: u64, n: u32 },
+    /// The first `n` entries of the scratch buffer hold the lane addresses.
+    Explicit { n: u32 },
+}
+
+/// One warp instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// Busy for this many core cycles.
+    Compute(u32),
+    /// A memory access of `bytes` per lane.
+    Mem { kind: MemKind, lanes: Lanes, bytes: u32 },
+    /// Wait until every load issued so far has returned (scoreboard).
+    Wait,
+    /// The warp is done.
+    Exit,
+}
+
+/// An allocation the host program makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Buffer {
+    pub base: u64,
+    pub bytes: u64,
+    pub page_bytes: u64,
+}
+
+/// Hands out virtual addresses: each allocation starts on a boundary of
+/// max(its page size, 2 MiB), as the CUDA and HSA allocators do for large allocations.
+#[derive(Debug, Clone)]
+pub struct VaAllocator {
+    next: u64,
+    pub buffers: Vec<Buffer>,
+}
+
+/// Start of the simulated heap (1 TiB), inside a 48-bit canonical address space.
+const VA_BASE: u64 = 1 << 40;
+
+impl Default for VaAllocator {
+    fn default() -> Self {
+        VaAllocator { next: VA_BASE, buffers: vec![] }
+    }
+}
+
+impl VaAllocator {
+    pub fn alloc(&mut self, bytes: u64, page_bytes: u64) -> Buffer {
+        let align = page_bytes.max(2 << 20);
+        let base = self.next.div_ceil(align) * align;
+        let bytes = bytes.max(1);
+        self.next = base + bytes.div_ceil(page_bytes) * page_bytes;
+        let b = Buffer { base, bytes, page_bytes };
+        self.buffers.push(b);
+        b
+    }
+}
+
+/// A kernel launch: grid shape and the generator of its warps.
+#[derive(Debug, Clone)]
+pub struct KernelSpec {
+    pub name: &'static str,
+    /// Total threads (work-items); the last CTA may be partial.
+    pub threads: u64,
+    pub threads_per_cta: u32,
+    pub gen: KernelGen,
+}
+
+impl KernelSpec {
+    pub fn ctas(&self) -> u64 {
+        self.threads.div_ceil(self.threads_per_cta as u64)
+    }
+}
+
+/// Host operations, run in order.
+#[derive(Debug, Clone)]
+pub enum HostOp {
+    /// Copy `bytes` from host to device over the link (explicit-copy programs).
+    MemcpyH2D { bytes: u64 },
+    /// Launch a kernel and wait for it (launch + synchronize).
+    Launch(KernelSpec),
+}
+
+/// A whole workload: its allocations and host operations.
+#[derive(Debug, Clone)]
+pub struct Program {
+    pub buffers: Vec<Buffer>,
+    pub ops: Vec<HostOp>,
+}
+
+/// The per-kernel part of a generator; creates warp streams.
+#[derive(Debug, Clone)]
+pub enum KernelGen {
+    Stride(stride::StrideKernel),
+    Regular(regular::RegularKernel),
+    Stream(stream::StreamKernel),
+    Gather(gather::GatherKernel),
+}
+
+/// Identity of one warp within a kernel launch.
+#[derive(Debug, Clone, Copy)]
+pub struct WarpId {
+    /// Index of the warp in the whole grid.
+    pub global: u64,
+    /// First thread (global id) of the warp.
+    pub first_thread: u64,
+    /// Active threads (lanes) of the warp.
+    pub lanes: u32,
+}
+
+impl KernelGen {
+    pub fn warp(&self, id: WarpId) -> WarpStream {
+        match self {
+            KernelGen::Stride(k) => WarpStream::Stride(k.warp(id)),
+            KernelGen::Regular(k) => WarpStream::Regular(k.warp(id)),
+            KernelGen::Stream(k) => WarpStream::Stream(k.warp(id)),
+            KernelGen::Gather(k) => WarpStream::Gather(Box::new(k.warp(id))),
+        }
+    }
+}
+
+/// The instruction stream of one warp.
+#[derive(Debug, Clone)]
+pub enum WarpStream {
+    Stride(stride::StrideWarp),
+    Regular(regular::RegularWarp),
+    Stream(stream::StreamWarp),
+    Gather(Box<gather::GatherWarp>),
+}
+
+impl WarpStream {
+    /// The next instruction; divergent lane addresses go to `scratch`.
+    #[inline]
+    pub fn next(&mut self, scratch: &mut [u64; MAX_LANES]) -> Op {
+        match self {
+            WarpStream::Stride(w) => w.next(),
+            WarpStream::Regular(w) => w.next(scratch),
+            WarpStream::Stream(w) => w.next(),
+            WarpStream::Gather(w) => w.next(scratch),
+        }
+    }
+}
+
+/// Which generator a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    #[default]
+    Stride,
+    Concurrency,
+    Regular,
+    Random,
+    Stream,
+    Gather,
+}
+
+impl WorkloadKind {
+    pub const ALL: [WorkloadKind; 6] = [
+        WorkloadKind::Stride,
+        WorkloadKind::Concurrency,
+        WorkloadKind::Regular,
+        WorkloadKind::Random,
+        WorkloadKind::Stream,
+        WorkloadKind::Gather,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::Stride => "stride",
+            WorkloadKind::Concurrency => "concurrency",
+            WorkloadKind::Regular => "regular",
+            WorkloadKind::Random => "random",
+            WorkloadKind::Stream => "stream",
+            WorkloadKind::Gather => "gather",
+        }
+    }
+
+    pub fn description(self) -> &'static str {
+        match self {
+            WorkloadKind::Stride => "N work-items, each doing K dependent accesses S bytes apart (load, wait, compute) in its own region: the TLB-latency microbenchmark of svm-apu §IV.A (Table 3).",
+            WorkloadKind::Concurrency => "Like stride with a page-sized stride: 1-64 work-items, each on its own pages, so every access of every work-item is a separate TLB miss; the walk-concurrency microbenchmark of svm-apu Fig. 2.",
+            WorkloadKind::Regular => "Each thread reads then writes one element of its own page, page = global thread id: regular, fully divergent across pages within a warp (uvm-driver 'regular').",
+            WorkloadKind::Random => "Each thread reads then writes one element of a page chosen by a seeded random permutation of thread ids (each page once): uvm-driver 'random'.",
+            WorkloadKind::Stream => "STREAM triad a[i] = b[i] + s*c[i] over three arrays with a grid-stride loop: coalesced, streaming, TLB-hit-heavy.",
+            WorkloadKind::Gather => "Lookups into a large sorted table by binary search (XSBench / B+tree-like): each lookup reads its key coalesced, then makes dependent probes; keys unsorted (random) or sorted (adjacent threads search nearby keys).",
+        }
+    }
+}
+
+section! {
+    /// The workload: which generator and its parameters.
+    pub struct WorkloadConfig {
+        /// Generator: stride, concurrency, regular, random, stream or gather (`uvmsim workloads` describes them).
+        pub kind: WorkloadKind = WorkloadKind::Stride,
+        /// Threads per CTA (thread block / work-group).
+        pub threads_per_cta: u32 = 256,
+        /// Core cycles of compute after each dependent memory access.
+        pub compute_cycles: u32 = 4,
+        /// Copy the kernel's input arrays host-to-device before launching (the explicit-copy baseline).
+        pub memcpy_inputs: bool = false,
+        /// Parameters of `stride`.
+        pub stride: StrideParams = StrideParams::default(),
+        /// Parameters of `concurrency`.
+        pub concurrency: StrideParams = StrideParams { work_items: 16, accesses: 1000, stride_bytes: 4096, access_bytes: 4 },
+        /// Parameters of `regular`.
+        pub regular: RegularParams = RegularParams::default(),
+        /// Parameters of `random`.
+        pub random: RegularParams = RegularParams::default(),
+        /// Parameters of `stream`.
+        pub stream: StreamParams = StreamParams::default(),
+        /// Parameters of `gather`.
+        pub gather: GatherParams = GatherParams::default(),
+    }
+}
+
+leaf!(WorkloadKind);
+
+impl WorkloadConfig {
+    pub fn validate(&self, cfg: &Config) -> Result<(), (String, String)> {
+        let ws = cfg.gpu.warp_size;
+        let tpc = self.threads_per_cta;
+        if tpc == 0 || tpc % ws != 0 || tpc / ws > cfg.gpu.max_warps_per_sm {
+            return Err((
+                "workload.threads_per_cta".into(),
+                format!(
+                    "must be a positive multiple of gpu.warp_size ({ws}) with at most gpu.max_warps_per_sm ({}) warps, got {tpc}",
+                    cfg.gpu.max_warps_per_sm
+                ),
+            ));
+        }
+        match self.kind {
+            WorkloadKind::Stride => self.stride.validate("workload.stride"),
+            WorkloadKind::Concurrency => self.concurrency.validate("workload.concurrency"),
+            WorkloadKind::Regular => self.regular.validate("workload.regular"),
+            WorkloadKind::Random => self.random.validate("workload.random"),
+            WorkloadKind::Stream => self.stream.validate("workload.stream", ws),
+            WorkloadKind::Gather => self.gather.validate("workload.gather", ws),
+        }
+    }
+}
+
+/// Build the program the config describes.
+pub fn build(cfg: &Config) -> Program {
+    let w = &cfg.workload;
+    let page = cfg.translation.page_size.0;
+    let mut va = VaAllocator::default();
+    let (kernel, inputs) = match w.kind {
+        WorkloadKind::Stride => stride::build(&w.stride, w, cfg, page, &mut va),
+        WorkloadKind::Concurrency => stride::build(&w.concurrency, w, cfg, page, &mut va),
+        WorkloadKind::Regular => regular::build(&w.regular, false, w, cfg, page, &mut va),
+        WorkloadKind::Random => regular::build(&w.random, true, w, cfg, page, &mut va),
+        WorkloadKind::Stream => stream::build(&w.stream, w, page, &mut va),
+        WorkloadKind::Gather => gather::build(&w.gather, w, cfg, page, &mut va),
+    };
+    let mut ops = vec![];
+    if w.memcpy_inputs && inputs > 0 {
+        ops.push(HostOp::MemcpyH2D { bytes: inputs });
+    }
+    ops.push(HostOp::Launch(kernel));
+    Program { buffers: va.buffers, ops }
+}
+
+/// A seeded bijection on [0, n): a 4-round Feistel network on the next power
+/// of two, cycle-walking until the value falls inside [0, n). Gives "each
+/// thread a random unique page" without storing a permutation.
+#[derive(Debug, Clone, Copy)]
+pub struct Permutation {
+    n: u64,
+    half_bits: u32,
+    seed: u64,
+}
+
+impl Permutation {
+    pub fn new(n: u64, seed: u64) -> Permutation {
+        let bits = 64 - (n.max(2) - 1).leading_zeros();
+        Permutation { n, half_bits: bits.div_ceil(2), seed }
+    }
+    pub fn apply(&self, mut x: u64) -> u64 {
+        debug_assert!(x < self.n);
+        let h = self.half_bits;
+        let mask = (1u64 << h) - 1;
+        loop {
+            let (mut l, mut r) = (x >> h, x & mask);
+            for round in 0..4u64 {
+                let f = mix64(r ^ self.seed.wrapping_add(round.wrapping_mul(0x9E37_79B9))) & mask;
+                (l, r) = (r, l ^ f);
+            }
+            x = (l << h) | r;
+            if x < self.n {
+                return x;
+            }
+        }
+    }
+}
+
+/// Size of a workload array rounded to whole pages.
+pub(crate) fn pages_of(bytes: u64, page: u64) -> u64 {
+    bytes.div_ceil(page)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn permutation_is_a_bijection(n in 1u64..3000, seed in any::<u64>()) {
+            let p = Permutation::new(n, seed);
+            let mut seen = vec![false; n as usize];
+            for x in 0..n {
+                let y = p.apply(x);
+                prop_assert!(y < n);
+                prop_assert!(!seen[y as usize]);
+                seen[y as usize] = true;
+            }
+        }
+    }
+
+    #[test]
+    fn allocations_are_aligned_and_disjoint() {
+        let mut va = VaAllocator::default();
+        let a = va.alloc(5000, 4096);
+        let b = va.alloc(3 << 20, 2 << 20);
+        let c = va.alloc(10, 1 << 30);
+        assert_eq!(a.base % (2 << 20), 0);
+        assert!(b.base >= a.base + 8192 && b.base % (2 << 20) == 0);
+        assert!(c.base >= b.base + (4 << 20) && c.base % (1 << 30) == 0);
+    }
+}

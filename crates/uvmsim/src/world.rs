@@ -1,0 +1,123 @@
+//! The world: one simulated system (host program + GPU) as a [`Model`] for
+//! the run loop, and [`simulate`], which builds it from a config, runs it and
+//! collects the metrics.
+
+use crate::config::Config;
+use crate::gpu::Gpu;
+use crate::sim::{self, ns_to_ps, EventQueue, Model, Ps, RunOptions, SimError, PS_PER_NS};
+use crate::stats::Metrics;
+use crate::workload::{self, HostOp, Program};
+
+/// Every event of the system: compact and `Copy`, so the hot path never allocates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ev {
+    /// The host program runs its next operation.
+    Host,
+    /// A warp (by slot) is ready to issue.
+    Warp(u32),
+    /// A CTA's last access completed.
+    CtaDone(u32),
+}
+
+pub struct World {
+    program: Program,
+    pc: usize,
+    pub gpu: Gpu,
+    link_latency: Ps,
+    link_ps_per_byte: f64,
+    memcpy_ps: Ps,
+    memcpy_bytes: u64,
+    done_at: Option<Ps>,
+}
+
+impl World {
+    pub fn new(cfg: &Config, program: Program) -> World {
+        let mut gpu = Gpu::new(cfg);
+        for b in &program.buffers {
+            gpu.xlat.space.map(b);
+        }
+        World {
+            program,
+            pc: 0,
+            gpu,
+            link_latency: ns_to_ps(cfg.link.latency_ns),
+            link_ps_per_byte: 1000.0 / cfg.link.bandwidth_gbps,
+            memcpy_ps: 0,
+            memcpy_bytes: 0,
+            done_at: None,
+        }
+    }
+
+    /// Run host operations from `now` until one has to wait.
+    fn step_host(&mut self, now: Ps, q: &mut EventQueue<Ev>) {
+        while let Some(op) = self.program.ops.get(self.pc) {
+            self.pc += 1;
+            match op {
+                HostOp::MemcpyH2D { bytes } => {
+                    let d = self.link_latency + (*bytes as f64 * self.link_ps_per_byte) as Ps;
+                    self.memcpy_ps += d;
+                    self.memcpy_bytes += bytes;
+                    q.push(now + d, Ev::Host);
+                    return;
+                }
+                HostOp::Launch(k) => {
+                    if self.gpu.launch(k.clone(), now, q) {
+                        return;
+                    }
+                }
+            }
+        }
+        self.done_at = Some(now);
+    }
+}
+
+impl Model for World {
+    type Event = Ev;
+
+    fn handle(&mut self, now: Ps, ev: Ev, q: &mut EventQueue<Ev>) -> Result<(), SimError> {
+        match ev {
+            Ev::Warp(slot) => self.gpu.run_warp(slot, now, q)?,
+            Ev::CtaDone(c) => {
+                if self.gpu.cta_done(c, now, q) {
+                    self.step_host(now, q);
+                }
+            }
+            Ev::Host => self.step_host(now, q),
+        }
+        Ok(())
+    }
+
+    fn finished(&self) -> bool {
+        self.done_at.is_some()
+    }
+
+    fn describe_waiting(&self) -> Vec<String> {
+        let mut out = vec![format!("host program: at operation {} of {}", self.pc, self.program.ops.len())];
+        self.gpu.describe_waiting(&mut out);
+        out
+    }
+}
+
+/// Run the system `cfg` describes; returns its metrics.
+pub fn simulate(cfg: &Config) -> Result<Metrics, SimError> {
+    let program = workload::build(cfg);
+    let mut world = World::new(cfg, program);
+    let mut q = EventQueue::new();
+    q.push(0, Ev::Host);
+    let opts = RunOptions { stall_events: cfg.sim.stall_events, progress_every_s: cfg.sim.progress_every_s };
+    let rep = sim::run(&mut world, &mut q, &opts)?;
+    let mut m = Metrics::default();
+    let end = world.done_at.unwrap_or(rep.end_ps);
+    m.float("time.total_ns", end as f64 / PS_PER_NS as f64);
+    m.float("time.kernel_ns", world.gpu.stats.kernel_ps as f64 / PS_PER_NS as f64);
+    m.float("time.memcpy_ns", world.memcpy_ps as f64 / PS_PER_NS as f64);
+    m.int("host.memcpy_bytes", world.memcpy_bytes);
+    world.gpu.export(&mut m, "gpu0");
+    m.int("sim.events", rep.events);
+    m.int("sim.seed", cfg.sim.seed);
+    m.float("sim.wall_s", rep.wall_s);
+    let wall = rep.wall_s.max(1e-9);
+    m.float("sim.events_per_s", rep.events as f64 / wall);
+    m.float("sim.warp_mem_insts_per_s", world.gpu.stats.warp_mem_insts as f64 / wall);
+    Ok(m)
+}

@@ -1,0 +1,191 @@
+//! Address translation: per-SM (or per-µTLB) L1 TLBs, a shared L2 TLB, and
+//! behind them either the GMMU's walkers (discrete GPU) or the host IOMMU
+//! reached over ATS (APU), with ATS translation prefetch.
+//!
+//! How it works: [`Translator::translate`] is called when a warp's memory
+//! instruction issues, once per distinct page, and returns when the
+//! translation is ready and the page's physical address. Requests arrive in
+//! simulated-time order, so each structure computes its part directly: TLB
+//! entries carry their fill time (later lookups before it are MSHR merges),
+//! MSHRs and walker queues are [`Outstanding`] sets, walkers are a
+//! first-free-thread pool. Control protocol for shootdowns: `invalidate`, `flush`.
+
+mod outstanding;
+pub mod space;
+mod tlb;
+mod walker;
+
+pub use outstanding::Outstanding;
+pub use space::{AddressSpace, Region};
+pub use tlb::{Lookup, Tlb, TlbStats};
+pub use walker::{Walker, WalkerStats};
+
+use crate::config::{Config, TranslationMode};
+use crate::mem::Dram;
+use crate::sim::{ns_to_ps, Clock, Ps};
+use crate::stats::Metrics;
+use space::leaf_level;
+
+/// The TLB key of the page holding `va` in region `r`: page number plus size class.
+#[inline]
+fn key(va: u64, r: &Region) -> u64 {
+    (va >> r.shift) | ((r.class as u64) << 58)
+}
+
+/// The host IOMMU of an APU / ATS system.
+#[derive(Debug, Clone)]
+pub struct Iommu {
+    tlb: Option<Tlb>,
+    pub walker: Walker,
+    link: Ps,
+    prefetch: u64,
+    pub ats_requests: u64,
+    pub ats_prefetched: u64,
+}
+
+impl Iommu {
+    /// Serve an ATS request sent from the GPU at `t`; returns when the response is back at the GPU.
+    fn serve(&mut self, va: u64, r: &Region, t: Ps, now: Ps, dram: &mut Dram) -> Ps {
+        self.ats_requests += 1;
+        let arrive = t + self.link;
+        let k = key(va, r);
+        let ready = match self.tlb.as_mut().map(|tlb| tlb.lookup(k, arrive)) {
+            Some(Lookup::Done(d, _)) => d,
+            Some(Lookup::Miss(at)) => {
+                let end = self.walker.walk(va, leaf_level(r.class), at, now, dram);
+                if let Some(tlb) = self.tlb.as_mut() {
+                    tlb.fill_miss(k, 0, at, end);
+                }
+                end
+            }
+            None => self.walker.walk(va, leaf_level(r.class), arrive, now, dram),
+        };
+        ready + self.link
+    }
+}
+
+/// Translation for one GPU.
+#[derive(Debug, Clone)]
+pub struct Translator {
+    pub l1: Vec<Tlb>,
+    sms_per_l1: usize,
+    pub l2: Option<Tlb>,
+    pub gmmu: Walker,
+    pub iommu: Option<Iommu>,
+    pub space: AddressSpace,
+}
+
+impl Translator {
+    pub fn new(cfg: &Config) -> Translator {
+        let g = &cfg.gpu;
+        let clock = Clock::from_mhz(g.core_mhz);
+        let n_l1 = g.sms.div_ceil(g.sms_per_l1tlb) as usize;
+        let levels = cfg.translation.levels;
+        let iommu = (cfg.translation.mode == TranslationMode::Iommu).then(|| {
+            let c = &cfg.iommu;
+            Iommu {
+                tlb: (c.tlb_entries > 0).then(|| {
+                    Tlb::with(
+                        c.tlb_entries as usize,
+                        c.tlb_ways as usize,
+                        ns_to_ps(c.tlb_latency_ns),
+                        (c.walker.threads + c.walker.queue_depth) as usize,
+                    )
+                }),
+                walker: Walker::new(&c.walker, levels),
+                link: ns_to_ps(c.link_latency_ns),
+                prefetch: c.ats_prefetch_pages as u64,
+                ats_requests: 0,
+                ats_prefetched: 0,
+            }
+        });
+        Translator {
+            l1: (0..n_l1).map(|_| Tlb::new(&g.l1tlb, clock).expect("L1 TLB entries validated > 0")).collect(),
+            sms_per_l1: g.sms_per_l1tlb as usize,
+            l2: Tlb::new(&g.l2tlb, clock),
+            gmmu: Walker::new(&cfg.gmmu.walker, levels),
+            iommu,
+            space: AddressSpace::default(),
+        }
+    }
+
+    /// Translate `va` for SM `sm`, requested at `t`. Returns (ready time,
+    /// physical address of the page, page size in bytes), or `None` for an
+    /// address outside every allocation.
+    #[inline]
+    pub fn translate(&mut self, sm: usize, va: u64, t: Ps, now: Ps, dram: &mut Dram) -> Option<(Ps, u64, u64)> {
+        let r = *self.space.lookup(va)?;
+        let page = 1u64 << r.shift;
+        let pa = r.pa + ((va - r.va) & !(page - 1));
+        let k = key(va, &r);
+        let l1 = &mut self.l1[sm / self.sms_per_l1];
+        let at = match l1.lookup(k, t) {
+            Lookup::Done(d, _) => return Some((d, pa, page)),
+            Lookup::Miss(at) => at,
+        };
+        let done = match self.l2.as_mut().map(|l2| l2.lookup(k, at)) {
+            Some(Lookup::Done(d, _)) => d,
+            Some(Lookup::Miss(at2)) => {
+                let d = self.miss(sm, va, &r, at2, now, dram);
+                if let Some(l2) = self.l2.as_mut() {
+                    l2.fill_miss(k, pa, at2, d);
+                }
+                d
+            }
+            None => self.miss(sm, va, &r, at, now, dram),
+        };
+        self.l1[sm / self.sms_per_l1].fill_miss(k, pa, t, done);
+        Some((done, pa, page))
+    }
+
+    /// A miss in every GPU TLB: walk locally or ask the IOMMU.
+    fn miss(&mut self, sm: usize, va: u64, r: &Region, t: Ps, now: Ps, dram: &mut Dram) -> Ps {
+        let Some(io) = self.iommu.as_mut() else {
+            return self.gmmu.walk(va, leaf_level(r.class), t, now, dram);
+        };
+        let done = io.serve(va, r, t, now, dram);
+        if io.prefetch > 1 {
+            // ATS returns the aligned group of contiguous translations holding the demanded
+            // page (its PTEs share a cache line); they fill the GPU's last-level TLB.
+            let n = io.prefetch;
+            let vpn = va >> r.shift;
+            let first = vpn & !(n - 1);
+            for p in first..first + n {
+                let pva = p << r.shift;
+                if p == vpn || pva < r.va || pva >= r.end {
+                    continue;
+                }
+                let ppa = r.pa + (pva - r.va);
+                let last = match self.l2.as_mut() {
+                    Some(l2) => l2,
+                    None => &mut self.l1[sm / self.sms_per_l1],
+                };
+                if last.fill_prefetch(key(pva, r), ppa, done) {
+                    io.ats_prefetched += 1;
+                }
+            }
+        }
+        done
+    }
+
+    pub fn export(&self, m: &mut Metrics, gpu: &str) {
+        let (l1, waits) = tlb::sum(&self.l1);
+        tlb::export_stats(&l1, waits, m, &format!("{gpu}.l1tlb"));
+        match &self.l2 {
+            Some(l2) => l2.export(m, &format!("{gpu}.l2tlb")),
+            None => tlb::export_stats(&TlbStats::default(), 0, m, &format!("{gpu}.l2tlb")),
+        }
+        match &self.iommu {
+            None => self.gmmu.export(m, &format!("{gpu}.walker")),
+            Some(io) => {
+                m.int("iommu.ats_requests", io.ats_requests);
+                m.int("iommu.ats_prefetched", io.ats_prefetched);
+                match &io.tlb {
+                    Some(t) => t.export(m, "iommu.tlb"),
+                    None => tlb::export_stats(&TlbStats::default(), 0, m, "iommu.tlb"),
+                }
+                io.walker.export(m, "iommu.walker");
+            }
+        }
+    }
+}

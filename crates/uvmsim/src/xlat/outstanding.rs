@@ -1,0 +1,64 @@
+//! A bounded set of in-flight operations (MSHRs, walker queue slots): a new
+//! one is admitted at once while a slot is free, else when the earliest
+//! in-flight one completes.
+
+use crate::sim::Ps;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+#[derive(Debug, Clone)]
+pub struct Outstanding {
+    cap: usize,
+    /// Completion times, earliest on top.
+    ends: BinaryHeap<Reverse<Ps>>,
+    /// Admissions that had to wait for a free slot.
+    pub full_waits: u64,
+}
+
+impl Outstanding {
+    pub fn new(cap: usize) -> Outstanding {
+        Outstanding { cap: cap.max(1), ends: BinaryHeap::with_capacity(cap.max(1) + 1), full_waits: 0 }
+    }
+
+    fn retire_until(&mut self, t: Ps) {
+        while self.ends.peek().is_some_and(|&Reverse(e)| e <= t) {
+            self.ends.pop();
+        }
+    }
+
+    /// When an operation arriving at `t` gets a slot.
+    #[inline]
+    pub fn admit(&mut self, t: Ps) -> Ps {
+        self.retire_until(t);
+        if self.ends.len() < self.cap {
+            return t;
+        }
+        self.full_waits += 1;
+        let Reverse(first) = self.ends.pop().expect("full means non-empty");
+        self.retire_until(first);
+        first
+    }
+
+    /// Record an admitted operation that completes at `end`.
+    #[inline]
+    pub fn push(&mut self, end: Ps) {
+        self.ends.push(Reverse(end));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn waits_for_the_earliest_completion_when_full() {
+        let mut o = Outstanding::new(2);
+        assert_eq!(o.admit(0), 0);
+        o.push(100);
+        assert_eq!(o.admit(0), 0);
+        o.push(50);
+        assert_eq!(o.admit(10), 50);
+        o.push(200);
+        assert_eq!(o.full_waits, 1);
+        assert_eq!(o.admit(120), 120);
+    }
+}

@@ -1,0 +1,105 @@
+//! The address space: allocations (virtual ranges with a page size) and the
+//! physical backing they were given, plus the radix page-table geometry.
+
+use crate::workload::Buffer;
+
+/// Page-size classes a TLB entry can hold.
+pub const CLASS_SHIFT: [u32; 4] = [12, 16, 21, 30];
+
+/// Class index of a page size in bytes (sizes are validated before this).
+pub fn class_of(page_bytes: u64) -> u8 {
+    CLASS_SHIFT.iter().position(|&s| 1u64 << s == page_bytes).unwrap_or(0) as u8
+}
+
+/// The radix level that holds the leaf entry for a page class, counting the
+/// last level (4 KiB PTEs) as 1. 64 KiB pages sit at level 1 like 4 KiB pages
+/// (one PTE covers 16 small slots, as NVIDIA's big-page tables and x86 PTE
+/// coalescing do), 2 MiB at level 2, 1 GiB at level 3.
+pub fn leaf_level(class: u8) -> u32 {
+    match class {
+        0 | 1 => 1,
+        2 => 2,
+        _ => 3,
+    }
+}
+
+/// The virtual-address bits below the entry read at `level` (9 index bits per level, 4 KiB base).
+#[inline]
+pub fn level_shift(level: u32) -> u32 {
+    12 + 9 * (level - 1)
+}
+
+/// Physical address of the page-table entry read at `level` for `va`.
+/// Page tables live in their own physical region; entries of neighbouring
+/// pages are neighbours, as in a real radix table.
+pub fn pte_addr(level: u32, va: u64) -> u64 {
+    const PT_BASE: u64 = 1 << 47;
+    PT_BASE + ((level as u64) << 42) + (va >> level_shift(level)) * 8
+}
+
+/// One mapped allocation.
+#[derive(Debug, Clone, Copy)]
+pub struct Region {
+    pub va: u64,
+    pub end: u64,
+    pub pa: u64,
+    pub shift: u32,
+    pub class: u8,
+}
+
+/// All mapped allocations, sorted by address.
+#[derive(Debug, Clone, Default)]
+pub struct AddressSpace {
+    regions: Vec<Region>,
+    next_pa: u64,
+}
+
+impl AddressSpace {
+    /// Map `b` to fresh, page-aligned physical memory.
+    pub fn map(&mut self, b: &Buffer) {
+        let page = b.page_bytes;
+        let pa = self.next_pa.div_ceil(page) * page;
+        let len = b.bytes.div_ceil(page) * page;
+        self.next_pa = pa + len;
+        let r = Region { va: b.base, end: b.base + len, pa, shift: page.trailing_zeros(), class: class_of(page) };
+        let at = self.regions.partition_point(|x| x.va < r.va);
+        self.regions.insert(at, r);
+    }
+
+    #[inline]
+    pub fn lookup(&self, va: u64) -> Option<&Region> {
+        let i = self.regions.partition_point(|r| r.va <= va);
+        let r = self.regions.get(i.checked_sub(1)?)?;
+        (va < r.end).then_some(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_and_backing() {
+        let mut s = AddressSpace::default();
+        s.map(&Buffer { base: 1 << 30, bytes: 10_000, page_bytes: 4096 });
+        s.map(&Buffer { base: 1 << 40, bytes: 1, page_bytes: 2 << 20 });
+        let r = s.lookup((1 << 30) + 12_287).unwrap();
+        assert_eq!((r.shift, r.class, r.pa), (12, 0, 0));
+        assert!(s.lookup((1 << 30) + 12_288).is_none());
+        assert!(s.lookup((1 << 30) - 1).is_none());
+        let r2 = s.lookup((1 << 40) + 5).unwrap();
+        assert_eq!((r2.shift, r2.class, r2.pa), (21, 2, 2 << 20));
+    }
+
+    #[test]
+    fn geometry() {
+        assert_eq!(leaf_level(class_of(4096)), 1);
+        assert_eq!(leaf_level(class_of(64 << 10)), 1);
+        assert_eq!(leaf_level(class_of(2 << 20)), 2);
+        assert_eq!(leaf_level(class_of(1 << 30)), 3);
+        assert_eq!(level_shift(4), 39);
+        // Neighbouring pages' PTEs are 8 bytes apart; their level-2 entries coincide.
+        assert_eq!(pte_addr(1, 0x2000) - pte_addr(1, 0x1000), 8);
+        assert_eq!(pte_addr(2, 0x2000), pte_addr(2, 0x1000));
+    }
+}

@@ -1,0 +1,242 @@
+"""The ``uvmsim`` command line.
+
+Every bad input ends as one line ``uvmsim: error: ...`` on stderr and exit
+code 2 (a failed simulation: exit code 1), never a traceback: ``main`` maps
+the exceptions; the commands just raise.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import sys
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+import uvmsim
+from uvmsim import ConfigError, SimulationError, presets
+from uvmsim import bench as bench_mod
+from uvmsim import reproduce as reproduce_mod
+
+PROG = "uvmsim"
+EXIT_SIM_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+SET_OPTION = click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override one config value, e.g. --set gpu.l1tlb.entries=64 (repeatable; applied last).",
+)
+PRESET_OPTION = click.option(
+    "--preset", "-p", metavar="NAME|FILE", help="System preset (see `uvmsim presets`) or a preset .toml file."
+)
+
+
+def _unknown(what: str, name: str, choices: Sequence[str]) -> NoReturn:
+    near = difflib.get_close_matches(name, choices, n=1)
+    hint = f"did you mean `{near[0]}`? " if near else ""
+    raise click.UsageError(f"unknown {what} `{name}`; {hint}available: {', '.join(choices)}")
+
+
+def _echo_rows(rows: Sequence[tuple[str, ...]], indent: str = "") -> None:
+    if not rows:
+        return
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for r in rows:
+        cells = [c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)]
+        click.echo((indent + "  ".join([*cells, r[-1]])).rstrip())
+
+
+def _value(v: Any) -> str:
+    """A config value as it would be written in TOML."""
+    try:
+        return uvmsim.toml_value(v)
+    except TypeError:
+        return json.dumps(v)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
+@click.version_option(uvmsim.__version__, prog_name=PROG)
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """uvmsim: a fast simulator of GPU virtual memory (TLBs, page walks, IOMMU/ATS, demand paging)."""
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+
+
+@cli.command()
+@click.argument("config", required=False, type=click.Path(path_type=Path))
+@PRESET_OPTION
+@SET_OPTION
+@click.option(
+    "-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=Path("uvmsim-out"), show_default=True
+)
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors (no progress, no summary).")
+def run(config: Path | None, preset: str | None, sets: tuple[str, ...], out: Path, quiet: bool) -> None:
+    """Simulate CONFIG (a TOML file, layered over --preset) and write OUT/summary.json."""
+    overrides = list(sets)
+    if not quiet and sys.stderr.isatty():
+        # First, so that an explicit --set sim.progress_every_s=... still wins.
+        overrides.insert(0, "sim.progress_every_s=2")
+    if config is None and preset is None:
+        raise click.UsageError("give a CONFIG file, a --preset, or both")
+    # Validate, then make OUT, before simulating: a bad config leaves no directory behind, and an
+    # unwritable OUT fails in a millisecond rather than after a long run.
+    uvmsim.resolve(config, preset=preset, set=overrides)
+    out.mkdir(parents=True, exist_ok=True)
+    result = uvmsim.run(config, preset=preset, set=overrides, out=out)
+    if quiet:
+        return
+    rows = [(name, uvmsim.format_metric(name, value)) for name, value in result.key_metrics()]
+    _echo_rows(rows, indent="  ")
+    click.echo(f"wrote {out / uvmsim.SUMMARY_FILE} ({len(result.metrics)} metrics)")
+
+
+@cli.command("presets")
+@click.argument("name", required=False)
+def presets_cmd(name: str | None) -> None:
+    """List the system presets, or describe preset NAME."""
+    if name is None:
+        _echo_rows([(p.name, p.summary) for p in presets.list_presets()])
+        return
+    info = presets.describe(name)
+    text = info.path.read_text(encoding="utf-8")
+    body = text.split("\n")
+    # The comment header is printed as prose; the settings follow it verbatim.
+    start = next((i for i, line in enumerate(body) if line.strip() and not line.lstrip().startswith("#")), len(body))
+    click.echo(f"{info.name}  ({info.path})\n")
+    click.echo(info.description)
+    click.echo("\n" + "\n".join(body[start:]).rstrip())
+
+
+@cli.command("workloads")
+@click.argument("name", required=False)
+def workloads_cmd(name: str | None) -> None:
+    """List the workload generators, or describe workload NAME and its parameters."""
+    all_w = uvmsim.workloads()
+    if name is None:
+        _echo_rows([(w["name"], w["description"].split(": ", 1)[0].split(". ", 1)[0]) for w in all_w])
+        return
+    by_name = {w["name"]: w for w in all_w}
+    if name not in by_name:
+        _unknown("workload", name, list(by_name))
+    w = by_name[name]
+    click.echo(f"{w['name']}  (--set workload.kind={w['name']})\n")
+    click.echo(textwrap.fill(w["description"], width=100))
+    click.echo("\nparameters:")
+    _echo_rows([(p["key"], _value(p["default"]), p["doc"]) for p in w["params"]], indent="  ")
+
+
+@cli.command("config")
+@click.argument("config", required=False, type=click.Path(path_type=Path))
+@click.option("--resolved", is_flag=True, help="Print the resolved config of CONFIG/--preset/--set instead.")
+@PRESET_OPTION
+@SET_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def config_cmd(config: Path | None, resolved: bool, preset: str | None, sets: tuple[str, ...], as_json: bool) -> None:
+    """Print the parameter reference (key, default, doc), or with --resolved the config a run would use."""
+    if resolved or config is not None or preset is not None or sets:
+        cfg = uvmsim.resolve(config, preset=preset, set=list(sets))
+        if as_json:
+            click.echo(json.dumps(cfg, indent=2))
+        else:
+            for key, value in uvmsim.flatten(cfg):
+                click.echo(f"{key} = {_value(value)}")
+        return
+    ref = uvmsim.config_reference()
+    if as_json:
+        click.echo(json.dumps(ref, indent=2))
+    else:
+        _echo_rows([(p["key"], _value(p["default"]), p["doc"]) for p in ref])
+
+
+@cli.command("reproduce")
+@click.argument("experiment_id", metavar="ID", required=False)
+@click.option("--list", "list_only", is_flag=True, help="List the experiments.")
+@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), help="[default: uvmsim-out/ID]")
+@click.option("--quick", is_flag=True, help="Smaller runs (the spec's [quick] parameters): a smoke test.")
+def reproduce_cmd(experiment_id: str | None, list_only: bool, out: Path | None, quick: bool) -> None:
+    """Re-run seed experiment ID and compare with the published numbers (OUT/comparison.csv)."""
+    if list_only or experiment_id is None:
+        if experiment_id is not None:
+            raise click.UsageError("give an experiment ID or --list, not both")
+        _echo_rows([(s.id, s.title) for s in reproduce_mod.list_experiments()])
+        return
+    spec = reproduce_mod.load_spec(experiment_id)  # unknown IDs fail here, before any output
+    outdir = out if out is not None else Path("uvmsim-out") / spec.id
+    click.echo(f"{spec.id}: {spec.title} (preset {spec.preset}{', quick' if quick else ''})")
+    rows = reproduce_mod.reproduce(spec.id, outdir, quick=quick)
+    _echo_rows(
+        [
+            (
+                r.status,
+                r.metric,
+                reproduce_mod.fmt_value(r.simulated),
+                f"published {reproduce_mod.fmt_value(r.published)}",
+                r.unit,
+            )
+            for r in rows
+        ],
+        indent="  ",
+    )
+    checked = [r for r in rows if r.passed is not None]
+    click.echo(
+        f"{sum(bool(r.passed) for r in checked)}/{len(checked)} checks passed; wrote {outdir / 'comparison.csv'}"
+    )
+
+
+@cli.command("bench")
+@click.option("--quick", is_flag=True, help="Smaller inputs (seconds, for smoke tests).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def bench_cmd(quick: bool, as_json: bool) -> None:
+    """Measure simulator throughput on fixed workloads."""
+    rows = bench_mod.run_all(quick=quick)
+    click.echo(json.dumps(bench_mod.as_dicts(rows), indent=2) if as_json else bench_mod.format_table(rows))
+
+
+# Lines of a TOML parser's code frame ("  |", "1 | [gpu", "  |     ^"): useful on a terminal, noise in one line.
+_CODE_FRAME = re.compile(r"^\s*\d*\s*\|")
+
+
+def one_line(message: str) -> str:
+    """An error message folded onto one line."""
+    parts = [p.strip() for p in message.splitlines() if p.strip() and not _CODE_FRAME.match(p)]
+    if not parts:
+        return "unknown error"
+    out = parts[0]
+    for p in parts[1:]:
+        out += (" " if out.endswith(":") else "; ") + p  # "waiting:" introduces what follows
+    return out
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    click.echo(f"{PROG}: error: {one_line(message)}", err=True)
+    sys.exit(code)
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    """Entry point of the ``uvmsim`` command: run the CLI, turn every error into one line and an exit code."""
+    try:
+        rv = cli.main(args=list(argv) if argv is not None else None, prog_name=PROG, standalone_mode=False)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.Abort:
+        _fail("aborted", 130)
+    except click.ClickException as e:
+        _fail(e.format_message(), EXIT_BAD_INPUT)
+    except (ConfigError, FileNotFoundError, IsADirectoryError, NotADirectoryError) as e:
+        _fail(str(e), EXIT_BAD_INPUT)
+    except SimulationError as e:
+        _fail(f"simulation failed: {e}", EXIT_SIM_FAILED)
+    except OSError as e:  # e.g. an output directory that cannot be written
+        _fail(str(e), EXIT_SIM_FAILED)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    sys.exit(rv if isinstance(rv, int) else 0)

@@ -1,0 +1,107 @@
+"""System presets: TOML files describing one modelled machine each.
+
+A preset is found by name in the directories of ``UVMSIM_PRESET_PATH``
+(``os.pathsep``-separated, searched first so users can shadow a shipped
+preset) and then in the package's ``data/presets``. Anything that names an
+existing ``.toml`` file is taken as a path instead. The leading ``#`` comment
+lines of a preset are its description; the first is its one-line summary.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from uvmsim._core import ConfigError
+
+PRESET_PATH_ENV = "UVMSIM_PRESET_PATH"
+BUILTIN_DIR = Path(__file__).parent / "data" / "presets"
+
+
+@dataclass(frozen=True)
+class PresetInfo:
+    """One preset file: its name (file stem), description (comment header) and path."""
+
+    name: str
+    description: str
+    path: Path
+
+    @property
+    def summary(self) -> str:
+        """The first line of the description."""
+        return self.description.split("\n", 1)[0]
+
+
+def search_dirs() -> list[Path]:
+    """Directories searched for presets, highest priority first."""
+    extra = [Path(p) for p in os.environ.get(PRESET_PATH_ENV, "").split(os.pathsep) if p]
+    return [*extra, BUILTIN_DIR]
+
+
+def header(text: str) -> str:
+    """The leading block of ``#`` comment lines of a TOML text, without the ``#``."""
+    lines = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped.startswith("#"):
+            if stripped or lines:
+                break
+            continue  # blank lines before the header
+        lines.append(stripped.lstrip("#").strip())
+    return "\n".join(lines).strip()
+
+
+def _index() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for d in search_dirs():
+        if d.is_dir():
+            for p in sorted(d.glob("*.toml")):
+                found.setdefault(p.stem, p)  # earlier directories shadow later ones
+    return found
+
+
+def list_presets() -> list[PresetInfo]:
+    """Every available preset, sorted by name."""
+    return [PresetInfo(name, header(path.read_text(encoding="utf-8")), path) for name, path in sorted(_index().items())]
+
+
+def find_preset(name_or_path: str | os.PathLike[str]) -> Path:
+    """The file a ``--preset`` argument refers to: a preset name or a path to a ``.toml`` file.
+
+    Raises ``ConfigError`` naming the available presets (and the nearest one) when nothing matches.
+    """
+    arg = os.fspath(name_or_path)
+    index = _index()
+    if arg in index:
+        return index[arg]
+    as_path = Path(arg)
+    if as_path.suffix == ".toml" or os.sep in arg or (os.altsep and os.altsep in arg):
+        if as_path.is_file():
+            return as_path
+        raise ConfigError(f"preset file `{arg}` does not exist")
+    names = sorted(index)
+    near = difflib.get_close_matches(arg, names, n=1)
+    hint = f"did you mean `{near[0]}`? " if near else ""
+    available = ", ".join(names) if names else "none found"
+    raise ConfigError(f"unknown preset `{arg}`; {hint}available: {available}")
+
+
+def load_preset(name_or_path: str | os.PathLike[str]) -> tuple[str, str]:
+    """``(source_name, toml_text)`` of a preset, ready for ``_core.run``.
+
+    The source name is what configuration errors are reported against:
+    ``preset NAME`` for a named preset, the file path otherwise.
+    """
+    path = find_preset(name_or_path)
+    text = path.read_text(encoding="utf-8")
+    arg = os.fspath(name_or_path)
+    source = f"preset {arg}" if arg == path.stem and not arg.endswith(".toml") else str(path)
+    return source, text
+
+
+def describe(name_or_path: str | os.PathLike[str]) -> PresetInfo:
+    """The ``PresetInfo`` of one preset."""
+    path = find_preset(name_or_path)
+    return PresetInfo(path.stem, header(path.read_text(encoding="utf-8")), path)

@@ -1,0 +1,371 @@
+"""Reproductions of the seed papers' experiments (``uvmsim reproduce ID``).
+
+Each experiment has a spec, ``data/experiments/ID.toml``: the preset, the
+parameters of its runs (``[params]``, with smaller ``[quick]`` replacements for
+smoke tests) and the published numbers to compare with (``[[checks]]``: metric,
+published, unit, tolerance, source). The analysis is a function registered
+here under the same ID; it performs the runs and returns the simulated value
+of every check's metric. ``reproduce`` turns those into ``comparison.csv``.
+
+Tolerances: ``info`` (reported, not checked), ``exact``, ``N%`` (relative to
+the published number), or a bound ``> X``, ``>= X``, ``< X``, ``<= X`` on the
+simulated value.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+import math
+import operator
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import uvmsim
+from uvmsim._core import ConfigError
+from uvmsim._files import atomic_write_text
+from uvmsim.presets import header
+
+SPEC_DIR = Path(__file__).parent / "data" / "experiments"
+COLUMNS = ("metric", "published", "simulated", "unit", "tolerance", "pass", "source")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One published number and how closely the simulation must match it."""
+
+    metric: str
+    published: float | int | str
+    unit: str
+    tolerance: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Spec:
+    """An experiment's spec file, parsed."""
+
+    id: str
+    title: str
+    description: str
+    preset: str
+    params: dict[str, Any]
+    quick: dict[str, Any]
+    checks: list[Check]
+    path: Path
+
+    def run_params(self, quick: bool) -> dict[str, Any]:
+        """``[params]``, with ``[quick]`` laid over it when ``quick`` (its ``set`` table merged key by key)."""
+        if not quick:
+            return dict(self.params)
+        merged = {**self.params, **self.quick}
+        merged["set"] = {**self.params.get("set", {}), **self.quick.get("set", {})}
+        return merged
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of ``comparison.csv``; ``passed`` is None for informational rows."""
+
+    metric: str
+    published: float | int | str
+    simulated: float
+    unit: str
+    tolerance: str
+    passed: bool | None
+    source: str
+
+    @property
+    def status(self) -> str:
+        return "INFO" if self.passed is None else ("PASS" if self.passed else "FAIL")
+
+
+@dataclass
+class Context:
+    """What an analysis function gets: the spec, its parameters and where to put its runs."""
+
+    spec: Spec
+    params: dict[str, Any]
+    out: Path
+    runs: dict[str, uvmsim.Result] = field(default_factory=dict)
+
+    def run(self, name: str, set: Mapping[str, Any]) -> uvmsim.Result:
+        """Run the spec's preset with the spec's common ``set`` plus ``set``; keep the summary in ``runs/NAME``."""
+        overrides = {**self.params.get("set", {}), **set}
+        result = uvmsim.run(preset=self.spec.preset, set=overrides, out=self.out / "runs" / name)
+        self.runs[name] = result
+        return result
+
+
+Analysis = Callable[[Context], dict[str, float]]
+REGISTRY: dict[str, Analysis] = {}
+
+
+def experiment(id: str) -> Callable[[Analysis], Analysis]:
+    """Register an analysis function under an experiment ID (its spec is ``data/experiments/ID.toml``)."""
+
+    def register(fn: Analysis) -> Analysis:
+        REGISTRY[id] = fn
+        return fn
+
+    return register
+
+
+def list_experiments() -> list[Spec]:
+    """The specs of all registered experiments, sorted by ID."""
+    return [load_spec(i) for i in sorted(REGISTRY)]
+
+
+def load_spec(id: str) -> Spec:
+    """The parsed spec of experiment ``id``; ``ConfigError`` naming the nearest ID if there is none."""
+    if id not in REGISTRY:
+        ids = sorted(REGISTRY)
+        near = difflib.get_close_matches(id, ids, n=1)
+        hint = f"did you mean `{near[0]}`? " if near else ""
+        raise ConfigError(f"unknown experiment `{id}`; {hint}available: {', '.join(ids)}")
+    path = SPEC_DIR / f"{id}.toml"
+    text = path.read_text(encoding="utf-8")
+    raw = tomllib.loads(text)
+    checks = [
+        Check(c["metric"], c["published"], c.get("unit", ""), str(c.get("tolerance", "info")), c.get("source", ""))
+        for c in raw.get("checks", [])
+    ]
+    for c in checks:
+        parse_tolerance(c.tolerance)  # a typo in a spec fails loudly, not as a silent pass
+    return Spec(
+        id=id,
+        title=raw["title"],
+        description=header(text),
+        preset=raw["preset"],
+        params=raw.get("params", {}),
+        quick=raw.get("quick", {}),
+        checks=checks,
+        path=path,
+    )
+
+
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    ">": operator.gt,
+    "<": operator.lt,
+}
+
+
+def parse_tolerance(tol: str) -> Callable[[float | int | str, float], bool] | None:
+    """A predicate ``(published, simulated) -> bool`` for a tolerance string; None for ``info``."""
+    t = tol.strip()
+    if t == "info":
+        return None
+    if t == "exact":
+        return lambda pub, sim: isinstance(pub, int | float) and sim == pub
+    if t.endswith("%"):
+        frac = float(t.lstrip("±").rstrip("%")) / 100.0
+        return lambda pub, sim: isinstance(pub, int | float) and abs(sim - pub) <= frac * abs(pub)
+    for sym in (">=", "<=", ">", "<"):  # two-character operators first
+        if t.startswith(sym):
+            bound, op = float(t[len(sym) :]), _OPS[sym]
+            return lambda _pub, sim: op(sim, bound)
+    raise ValueError(f"bad tolerance `{tol}`: expected info, exact, N%, or >, >=, <, <= followed by a number")
+
+
+def compare(checks: list[Check], simulated: Mapping[str, float]) -> list[Row]:
+    """One row per check. A NaN simulated value (e.g. no knee found) fails its check."""
+    rows = []
+    for c in checks:
+        if c.metric not in simulated:
+            raise KeyError(f"the analysis produced no value for check `{c.metric}`")
+        sim = float(simulated[c.metric])
+        pred = parse_tolerance(c.tolerance)
+        passed = None if pred is None else (not math.isnan(sim) and bool(pred(c.published, sim)))
+        rows.append(Row(c.metric, c.published, sim, c.unit, c.tolerance, passed, c.source))
+    return rows
+
+
+def fmt_value(v: float | int | str) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def write_csv(path: Path, header_row: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header_row)
+    for r in rows:
+        w.writerow([fmt_value(x) for x in r])
+    atomic_write_text(path, buf.getvalue())
+
+
+def reproduce(id: str, out: str | Path, *, quick: bool = False) -> list[Row]:
+    """Run experiment ``id``, write ``out/comparison.csv`` (and ``out/runs/*``), return the rows."""
+    spec = load_spec(id)
+    ctx = Context(spec=spec, params=spec.run_params(quick), out=Path(out))
+    simulated = REGISTRY[id](ctx)
+    rows = compare(spec.checks, simulated)
+    write_csv(
+        ctx.out / "comparison.csv",
+        COLUMNS,
+        [
+            (
+                r.metric,
+                r.published,
+                r.simulated,
+                r.unit,
+                r.tolerance,
+                "" if r.passed is None else str(r.passed).lower(),
+                r.source,
+            )
+            for r in rows
+        ],
+    )
+    return rows
+
+
+# --- svm-apu (Vesely et al., ISPASS 2016) -------------------------------------------------------
+
+KERNEL_NS = "time.kernel_ns"
+GPU_LLT_MISSES = "gpu0.l2tlb.misses"  # the GPU's last-level TLB misses = translations asked of the IOMMU
+
+
+def _stride_run(ctx: Context, name: str, kind: str, work_items: int, stride: int, accesses: int) -> uvmsim.Result:
+    p = f"workload.{kind}"
+    return ctx.run(
+        name,
+        {
+            "workload.kind": kind,
+            f"{p}.work_items": work_items,
+            f"{p}.accesses": accesses,
+            f"{p}.stride_bytes": stride,
+        },
+    )
+
+
+@experiment("apu-tlb-miss-latency")
+def tlb_miss_latency(ctx: Context) -> dict[str, float]:
+    """Table 3: the extra runtime of the page-stride run over the line-stride run, per extra TLB miss."""
+    p = ctx.params
+    line = _stride_run(ctx, "stride-line", "stride", p["work_items"], p["line_stride_bytes"], p["accesses"])
+    page = _stride_run(ctx, "stride-page", "stride", p["work_items"], p["page_stride_bytes"], p["accesses"])
+    dt = page.metrics[KERNEL_NS] - line.metrics[KERNEL_NS]
+    dm = page.metrics[GPU_LLT_MISSES] - line.metrics[GPU_LLT_MISSES]
+    return {
+        "tlb_miss_latency_ns": dt / dm if dm > 0 else math.nan,
+        "l2tlb_misses.stride_line": line.metrics[GPU_LLT_MISSES],
+        "l2tlb_misses.stride_page": page.metrics[GPU_LLT_MISSES],
+        "runtime_us.stride_line": line.metrics[KERNEL_NS] / 1e3,
+        "runtime_us.stride_page": page.metrics[KERNEL_NS] / 1e3,
+    }
+
+
+def wavefront_miss_latency(t_page: float, t_line: float, m_page: float, m_line: float, n: int) -> float:
+    """Fig. 2's latency seen by the wavefront per miss: Δruntime / (Δmisses / N).
+
+    The N work-items of one wavefront miss together, so Δmisses / N is the number of times the wavefront waits.
+    """
+    dm = (m_page - m_line) / n
+    return (t_page - t_line) / dm if dm > 0 else math.nan
+
+
+def knee(latencies: Mapping[int, float], factor: float) -> tuple[int | None, int | None]:
+    """``(knee, next)``: the largest N with L(N') <= factor * L(1) for every N' <= N, and the N after it.
+
+    ``next`` is None when the latency never rises past the bound; ``knee`` is None when L(smallest N) is not finite.
+    """
+    ns = sorted(latencies)
+    base = latencies[ns[0]]
+    if not math.isfinite(base):
+        return None, None
+    last = None
+    for n in ns:
+        if not latencies[n] <= factor * base:  # also stops at NaN
+            return last, n
+        last = n
+    return last, None
+
+
+@experiment("apu-walk-concurrency")
+def walk_concurrency(ctx: Context) -> dict[str, float]:
+    """Fig. 2: per-miss latency vs concurrent work-items; the knee is the number of concurrent IOMMU walks."""
+    p = ctx.params
+    factor = float(p["knee_factor"])
+    out: dict[str, float] = {}
+    table: list[tuple[Any, ...]] = []
+    for series in p["series"]:
+        name = series["name"]
+        lat: dict[int, float] = {}
+        for n in p["work_items"]:
+            runs = {}
+            for label, stride in (("line", p["line_stride_bytes"]), ("page", p["page_stride_bytes"])):
+                r = ctx.run(
+                    f"{name}-n{n}-{label}",
+                    {
+                        **series.get("set", {}),
+                        "workload.kind": "concurrency",
+                        "workload.concurrency.work_items": n,
+                        "workload.concurrency.accesses": p["accesses"],
+                        "workload.concurrency.stride_bytes": stride,
+                    },
+                )
+                runs[label] = (r.metrics[KERNEL_NS], r.metrics[GPU_LLT_MISSES])
+            (t_line, m_line), (t_page, m_page) = runs["line"], runs["page"]
+            lat[n] = wavefront_miss_latency(t_page, t_line, m_page, m_line, n)
+            table.append((name, n, t_page, t_line, m_page, m_line, lat[n]))
+        k, nxt = knee(lat, factor)
+        base = lat[min(lat)]
+        out[f"knee_work_items.{name}"] = math.nan if k is None else k
+        out[f"rise_after_knee.{name}"] = math.nan if nxt is None else lat[nxt] / base
+        out[f"latency_ns_1.{name}"] = base
+    rows = [(*r, r[-1] / out[f"latency_ns_1.{r[0]}"]) for r in table]
+    write_csv(
+        ctx.out / "latency.csv",
+        (
+            "series",
+            "work_items",
+            "kernel_ns_page",
+            "kernel_ns_line",
+            "misses_page",
+            "misses_line",
+            "latency_ns",
+            "vs_1",
+        ),
+        rows,
+    )
+    return out
+
+
+@experiment("apu-divergence")
+def divergence(ctx: Context) -> dict[str, float]:
+    """Fig. 4: unsorted/sorted runtime of a table-lookup kernel with 4 KiB and 1 GiB pages."""
+    p = ctx.params
+    t: dict[tuple[str, bool], float] = {}
+    for page in p["page_sizes"]:
+        for sorted_keys in (True, False):
+            name = f"{'sorted' if sorted_keys else 'unsorted'}-{page}"
+            r = ctx.run(
+                name,
+                {
+                    "workload.kind": "gather",
+                    "workload.gather.table_entries": p["table_entries"],
+                    "workload.gather.entry_bytes": p["entry_bytes"],
+                    "workload.gather.lookups": p["lookups"],
+                    "workload.gather.threads": p["threads"],
+                    "workload.gather.sorted": sorted_keys,
+                    "translation.page_size": page,
+                },
+            )
+            t[(page, sorted_keys)] = r.metrics[KERNEL_NS]
+    small, huge = p["page_sizes"]
+    slow_small = t[(small, False)] / t[(small, True)]
+    slow_huge = t[(huge, False)] / t[(huge, True)]
+    return {
+        f"slowdown.{small}": slow_small,
+        f"slowdown.{huge}": slow_huge,
+        f"slowdown_ratio.{small}_over_{huge}": slow_small / slow_huge,
+    }

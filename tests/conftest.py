@@ -1,0 +1,32 @@
+"""Shared helpers: run the real command line in a subprocess (as a user would)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+Cli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    """``cli("run", "--preset", ...)`` runs ``python -m uvmsim ...`` in ``tmp_path`` and captures its output."""
+
+    def invoke(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+        return subprocess.run(
+            [sys.executable, "-m", "uvmsim", *args],
+            cwd=cwd or tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    return invoke

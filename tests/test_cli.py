@@ -1,0 +1,180 @@
+"""The `uvmsim` command end to end, including its handling of bad input."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import Cli
+from uvmsim import cli as cli_mod
+
+STRIDE = ["--set", "workload.kind=stride", "--set", "workload.stride.accesses=500"]
+
+
+def test_run_preset_writes_summary(cli: Cli, tmp_path: Path) -> None:
+    p = cli("run", "--preset", "kaveri-apu", *STRIDE, "-o", "out")
+    assert p.returncode == 0, p.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["version"]
+    assert summary["config"]["translation"]["mode"] == "iommu"
+    m = summary["metrics"]
+    for key in (
+        "time.total_ns",
+        "time.kernel_ns",
+        "gpu0.warp_mem_insts",
+        "gpu0.l1tlb.hits",
+        "gpu0.l1tlb.misses",
+        "gpu0.l1tlb.hit_rate",
+        "gpu0.l2tlb.misses",
+        "iommu.walker.walks",
+        "sim.events",
+        "sim.wall_s",
+    ):
+        assert key in m, key
+    assert m["gpu0.warp_mem_insts"] == 500
+    assert "time.kernel_ns" in p.stdout and "out/summary.json" in p.stdout
+    assert p.stderr == ""  # not a terminal: no progress lines
+
+
+def test_run_config_file_default_out_dir_and_quiet(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "my.toml").write_text('[workload]\nkind = "stride"\n[workload.stride]\naccesses = 200\n')
+    p = cli("run", "my.toml", "--preset", "kaveri-apu", "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == ""
+    assert json.loads((tmp_path / "uvmsim-out" / "summary.json").read_text())["metrics"]["gpu0.warp_mem_insts"] == 200
+
+
+def test_progress_is_requested_only_on_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    args = ["run", "--preset", "kaveri-apu", *STRIDE, "-o", str(tmp_path / "a")]
+    with pytest.raises(SystemExit) as e:
+        cli_mod.main(args)
+    assert e.value.code == 0
+    assert json.loads((tmp_path / "a" / "summary.json").read_text())["config"]["sim"]["progress_every_s"] == 2
+    with pytest.raises(SystemExit):  # --quiet wins over the terminal
+        cli_mod.main([*args, "--quiet", "-o", str(tmp_path / "b")])
+    assert json.loads((tmp_path / "b" / "summary.json").read_text())["config"]["sim"]["progress_every_s"] == 0
+
+
+def test_presets_list_and_describe(cli: Cli) -> None:
+    p = cli("presets")
+    assert p.returncode == 0, p.stderr
+    names = [line.split()[0] for line in p.stdout.splitlines()]
+    assert "kaveri-apu" in names and "r9nano" in names
+    d = cli("presets", "kaveri-apu")
+    assert d.returncode == 0, d.stderr
+    assert "kaveri-apu.toml" in d.stdout and "[iommu" in d.stdout
+
+
+def test_workloads_list_and_describe(cli: Cli) -> None:
+    p = cli("workloads")
+    assert p.returncode == 0, p.stderr
+    assert [line.split()[0] for line in p.stdout.splitlines()] == [
+        "stride",
+        "concurrency",
+        "regular",
+        "random",
+        "stream",
+        "gather",
+    ]
+    d = cli("workloads", "gather")
+    assert d.returncode == 0, d.stderr
+    assert "workload.gather.table_entries" in d.stdout and "workload.gather.sorted" in d.stdout
+
+
+def test_config_reference_and_resolved(cli: Cli) -> None:
+    p = cli("config")
+    assert p.returncode == 0, p.stderr
+    assert any(line.startswith("gpu.l1tlb.entries ") for line in p.stdout.splitlines())
+    r = cli("config", "--resolved", "--preset", "kaveri-apu", "--set", "iommu.walker.threads=32")
+    assert r.returncode == 0, r.stderr
+    assert "iommu.walker.threads = 32" in r.stdout.splitlines()
+    j = cli("config", "--resolved", "--json", "--set", "gpu.sms=3")
+    assert json.loads(j.stdout)["gpu"]["sms"] == 3
+
+
+def test_reproduce_list(cli: Cli) -> None:
+    p = cli("reproduce", "--list")
+    assert p.returncode == 0, p.stderr
+    ids = [line.split()[0] for line in p.stdout.splitlines()]
+    assert ids == ["apu-divergence", "apu-tlb-miss-latency", "apu-walk-concurrency"]
+
+
+BAD_INPUTS = [
+    pytest.param(
+        ["run", "--preset", "kaveri-apu", "--set", "gpu.l1tlb.entires=3"],
+        ["gpu.l1tlb.entires", "did you mean `gpu.l1tlb.entries`"],
+        id="unknown-key",
+    ),
+    pytest.param(
+        ["run", "--preset", "kaveri-apu", "--set", "translation.page_size=4KB"],
+        ["translation.page_size", "KiB"],
+        id="bad-unit",
+    ),
+    pytest.param(
+        ["run", "--preset", "kaveri-apu", "--set", "translation.levels=3"],
+        ["translation.levels", "4, 5"],
+        id="out-of-range",
+    ),
+    pytest.param(
+        ["run", "--preset", "kaveri-apu", "--set", "gpu.dram.latency_ns=10us"],
+        ["gpu.dram.latency_ns", "10us"],
+        id="wrong-type",
+    ),
+    pytest.param(["run", "--preset", "kaveri"], ["unknown preset `kaveri`", "kaveri-apu"], id="unknown-preset"),
+    pytest.param(
+        ["run", "--preset", "kaveri-apu", "--set", "workload.kind=bfs"],
+        ["workload.kind", "bfs", "gather"],
+        id="unknown-workload-kind",
+    ),
+    pytest.param(
+        ["run", "--preset", "kaveri-apu", "--set", "gpu.sms"], ["gpu.sms", "key.path=value"], id="set-without-equals"
+    ),
+    pytest.param(["run", "absent.toml"], ["absent.toml", "does not exist"], id="missing-config-file"),
+    pytest.param(["run", "broken.toml"], ["broken.toml", "not valid TOML"], id="malformed-toml"),
+    pytest.param(["run", "--preset", "kaveri-apu", "--set", "gpu=3"], ["gpu", "section"], id="section-given-a-value"),
+    pytest.param(
+        ["reproduce", "apu-tlb-latency"],
+        ["apu-tlb-latency", "did you mean `apu-tlb-miss-latency`"],
+        id="unknown-experiment",
+    ),
+    pytest.param(["workloads", "strider"], ["strider", "did you mean `stride`"], id="unknown-workload-name"),
+    pytest.param(["presets", "titanv"], ["titanv"], id="describe-unknown-preset"),
+    pytest.param(["run", "--preset", "kaveri-apu", "--frobnicate"], ["--frobnicate"], id="unknown-option"),
+]
+
+
+@pytest.mark.parametrize(("args", "expected"), BAD_INPUTS)
+def test_bad_input_is_one_line_and_exit_2(cli: Cli, tmp_path: Path, args: list[str], expected: list[str]) -> None:
+    (tmp_path / "broken.toml").write_text("[gpu\nsms = 1\n")
+    p = cli(*args)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1, p.stderr
+    assert lines[0].startswith("uvmsim: error: ")
+    for word in expected:
+        assert word in lines[0], lines[0]
+    assert "Traceback" not in p.stderr
+    assert not (tmp_path / "uvmsim-out").exists()  # nothing half-written
+
+
+def test_simulation_failure_is_one_line_and_exit_1(cli: Cli, tmp_path: Path) -> None:
+    # Stop the run as soon as one event fires without simulated time advancing.
+    p = cli("run", "--preset", "kaveri-apu", "--set", "sim.stall_events=1", "--set", "workload.kind=gather")
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert len(p.stderr.splitlines()) == 1 and p.stderr.startswith("uvmsim: error: simulation failed: "), p.stderr
+    assert not (tmp_path / "uvmsim-out" / "summary.json").exists()
+
+
+def test_one_line_folds_code_frames() -> None:
+    msg = "a.toml: not valid TOML: TOML parse error at line 1, column 5\n  |\n1 | [gpu\n  |     ^\nunclosed table"
+    assert cli_mod.one_line(msg) == "a.toml: not valid TOML: TOML parse error at line 1, column 5; unclosed table"
+    assert cli_mod.one_line("stalled; waiting:\n  walker: 3 walks\n") == "stalled; waiting: walker: 3 walks"
+
+
+def test_version(cli: Cli) -> None:
+    p = cli("--version")
+    assert p.returncode == 0 and "uvmsim" in p.stdout

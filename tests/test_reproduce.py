@@ -1,0 +1,135 @@
+"""Experiment specs, the comparison logic, and quick runs of the svm-apu reproductions."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import pytest
+
+from conftest import Cli
+from uvmsim import ConfigError
+from uvmsim import reproduce as rep
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.parametrize(
+    ("tol", "published", "simulated", "ok"),
+    [
+        ("10%", 582, 640.0, True),
+        ("10%", 582, 641.0, False),
+        ("±10%", 582, 523.0, False),
+        ("exact", 16, 16.0, True),
+        ("exact", 16, 20.0, False),
+        ("> 1.15", "rising", 1.2, True),
+        ("> 1.15", "rising", 1.15, False),
+        (">= 3", "x", 3.0, True),
+        ("< 2", "x", 2.0, False),
+        ("<= 2", "x", 2.0, True),
+    ],
+)
+def test_tolerances(tol: str, published: float | str, simulated: float, ok: bool) -> None:
+    pred = rep.parse_tolerance(tol)
+    assert pred is not None and pred(published, simulated) is ok
+
+
+def test_info_nan_and_bad_tolerance() -> None:
+    assert rep.parse_tolerance("info") is None
+    with pytest.raises(ValueError, match="bad tolerance"):
+        rep.parse_tolerance("about right")
+    checks = [rep.Check("a", 1, "ns", "10%", "s"), rep.Check("b", 2, "ns", "info", "s")]
+    rows = rep.compare(checks, {"a": math.nan, "b": 5})
+    assert [r.status for r in rows] == ["FAIL", "INFO"]
+    with pytest.raises(KeyError):
+        rep.compare(checks, {"a": 1.0})
+
+
+def test_wavefront_latency_and_knee_by_hand() -> None:
+    # 4 work-items: 400 ns extra over (4000 - 0) / 4 = 1000 wavefront misses -> 0.4 ns each.
+    assert rep.wavefront_miss_latency(1400.0, 1000.0, 4000, 0, 4) == pytest.approx(0.4)
+    assert math.isnan(rep.wavefront_miss_latency(1.0, 1.0, 10, 10, 1))
+    lat = {1: 100.0, 8: 110.0, 16: 114.0, 24: 116.0, 32: 200.0}
+    assert rep.knee(lat, 1.15) == (16, 24)
+    assert rep.knee({1: 100.0, 2: 100.0}, 1.15) == (2, None)  # never rises
+    assert rep.knee({1: 100.0, 2: 90.0, 4: 200.0, 8: 100.0}, 1.15) == (2, 4)  # the first rise ends it
+    assert rep.knee({1: 100.0, 2: math.nan}, 1.15) == (1, 2)
+
+
+def test_unknown_experiment_names_nearest() -> None:
+    with pytest.raises(ConfigError, match="did you mean `apu-divergence`"):
+        rep.load_spec("apu-divergnce")
+
+
+def test_every_spec_loads_and_matches_its_analysis() -> None:
+    specs = rep.list_experiments()
+    assert [s.id for s in specs] == sorted(rep.REGISTRY)
+    for s in specs:
+        assert s.preset == "kaveri-apu" and s.checks and s.title and s.description
+        assert any(c.tolerance != "info" for c in s.checks), f"{s.id} checks nothing"
+        assert set(s.quick) <= set(s.params), f"{s.id}: [quick] may only replace [params] keys"
+
+
+def check_comparison(out: Path, rows: list[rep.Row], metrics: list[str]) -> None:
+    csv_rows = read_csv(out / "comparison.csv")
+    assert list(csv_rows[0]) == list(rep.COLUMNS)
+    assert [r["metric"] for r in csv_rows] == metrics
+    assert [r.metric for r in rows] == metrics
+    failed = [(r.metric, r.simulated, r.published) for r in rows if r.passed is False]
+    assert not failed
+
+
+def test_apu_tlb_miss_latency_quick(tmp_path: Path) -> None:
+    rows = rep.reproduce("apu-tlb-miss-latency", tmp_path, quick=True)
+    check_comparison(
+        tmp_path,
+        rows,
+        [
+            "tlb_miss_latency_ns",
+            "l2tlb_misses.stride_line",
+            "l2tlb_misses.stride_page",
+            "runtime_us.stride_line",
+            "runtime_us.stride_page",
+        ],
+    )
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["stride-line", "stride-page"]
+    by = {r.metric: r for r in rows}
+    # One miss per page with ATS prefetch off: the page-stride run misses on every access.
+    assert by["l2tlb_misses.stride_page"].simulated == 2000
+
+
+def test_apu_walk_concurrency_quick(tmp_path: Path) -> None:
+    rows = rep.reproduce("apu-walk-concurrency", tmp_path, quick=True)
+    check_comparison(
+        tmp_path,
+        rows,
+        [
+            "knee_work_items.preset",
+            "rise_after_knee.preset",
+            "latency_ns_1.preset",
+            "knee_work_items.walkers_32",
+            "rise_after_knee.walkers_32",
+        ],
+    )
+    table = read_csv(tmp_path / "latency.csv")
+    spec = rep.load_spec("apu-walk-concurrency")
+    assert len(table) == 2 * len(spec.run_params(quick=True)["work_items"])
+    assert {r["series"] for r in table} == {"preset", "walkers_32"}
+
+
+def test_apu_divergence_quick(tmp_path: Path) -> None:
+    rows = rep.reproduce("apu-divergence", tmp_path, quick=True)
+    check_comparison(tmp_path, rows, ["slowdown.4KiB", "slowdown.1GiB", "slowdown_ratio.4KiB_over_1GiB"])
+    assert len(list((tmp_path / "runs").iterdir())) == 4
+
+
+def test_reproduce_cli_prints_status_and_exits_0(cli: Cli, tmp_path: Path) -> None:
+    p = cli("reproduce", "apu-tlb-miss-latency", "--quick", "-o", "r")
+    assert p.returncode == 0, p.stderr
+    assert "PASS" in p.stdout or "FAIL" in p.stdout
+    assert "INFO" in p.stdout
+    assert (tmp_path / "r" / "comparison.csv").is_file()
