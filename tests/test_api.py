@@ -73,7 +73,7 @@ def test_run_writes_summary_and_load_reads_it(tmp_path: Path) -> None:
     r = uvmsim.run({"workload": {"stride": {"accesses": 300}}}, preset="kaveri-apu", set=SMALL, out=tmp_path / "o")
     assert r.metrics["gpu0.warp_mem_insts"] == 300
     assert r.metrics["time.kernel_ns"] > 0
-    assert r.config["workload"]["stride"]["stride_bytes"] == 4096
+    assert r.config["workload"]["stride"]["stride_bytes"] == "4KiB"  # sizes come back in binary units
     assert r.version == uvmsim.__version__
     back = uvmsim.load(tmp_path / "o")
     assert back == r  # `out` is not compared

@@ -28,11 +28,15 @@ pub struct SetAssoc<V: Copy> {
     sets: usize,
     ways: usize,
     pow2_mask: Option<u64>,
+    /// Lemire's fast-modulo constant for a set count that is not a power of two.
+    fastmod: u64,
     keys: Vec<u64>,
     stamps: Vec<u64>,
     vals: Vec<V>,
     clock: u64,
     policy: Replacement,
+    /// Slot of the last hit: checked first, since consecutive lookups often repeat a key.
+    mru: usize,
 }
 
 impl<V: Copy + Default> SetAssoc<V> {
@@ -44,23 +48,25 @@ impl<V: Copy + Default> SetAssoc<V> {
             sets,
             ways,
             pow2_mask: sets.is_power_of_two().then_some(sets as u64 - 1),
+            fastmod: (u64::MAX / sets as u64).wrapping_add(1),
             keys: vec![INVALID; entries],
             stamps: vec![0; entries],
             vals: vec![V::default(); entries],
             clock: 0,
             policy,
+            mru: 0,
         }
-    }
-
-    pub fn entries(&self) -> usize {
-        self.sets * self.ways
     }
 
     #[inline]
     fn set_base(&self, key: u64) -> usize {
         let s = match self.pow2_mask {
             Some(m) => key & m,
-            None => key % self.sets as u64,
+            // Fold the key to 32 bits, then (fold mod sets) without a division.
+            None => {
+                let folded = (key ^ (key >> 32)) & 0xFFFF_FFFF;
+                ((self.fastmod.wrapping_mul(folded) as u128 * self.sets as u128) >> 64) as u64
+            }
         };
         s as usize * self.ways
     }
@@ -74,7 +80,8 @@ impl<V: Copy + Default> SetAssoc<V> {
     /// Look `key` up; a hit refreshes its recency (under LRU).
     #[inline]
     pub fn lookup(&mut self, key: u64) -> Option<&mut V> {
-        let i = self.find(key)?;
+        let i = if self.keys[self.mru] == key { self.mru } else { self.find(key)? };
+        self.mru = i;
         if self.policy == Replacement::Lru {
             self.clock += 1;
             self.stamps[i] = self.clock;
@@ -100,7 +107,9 @@ impl<V: Copy + Default> SetAssoc<V> {
             let k = self.keys[i];
             if k == key {
                 self.vals[i] = v;
-                self.stamps[i] = self.clock;
+                if self.policy == Replacement::Lru {
+                    self.stamps[i] = self.clock;
+                }
                 return None;
             }
             let age = if k == INVALID { 0 } else { self.stamps[i].max(1) };
@@ -156,6 +165,14 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::VecDeque;
 
+    fn set_of(key: u64, sets: usize) -> usize {
+        if sets.is_power_of_two() {
+            (key % sets as u64) as usize
+        } else {
+            (((key ^ (key >> 32)) & 0xFFFF_FFFF) % sets as u64) as usize
+        }
+    }
+
     /// Naive reference: one recency list per set, most recent at the back.
     struct Reference {
         sets: Vec<VecDeque<u64>>,
@@ -164,8 +181,8 @@ mod tests {
     }
     impl Reference {
         fn access(&mut self, key: u64) -> bool {
-            let n = self.sets.len() as u64;
-            let set = &mut self.sets[(key % n) as usize];
+            let n = self.sets.len();
+            let set = &mut self.sets[set_of(key, n)];
             if let Some(p) = set.iter().position(|&k| k == key) {
                 if self.lru {
                     let k = set.remove(p).unwrap();
@@ -198,7 +215,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn lru_matches_reference(keys in proptest::collection::vec(0u64..64, 0..400),
+        fn lru_matches_reference(keys in proptest::collection::vec(prop_oneof![0u64..64, (1u64 << 40)..(1u64 << 40) + 64], 0..400),
                                  geo in prop_oneof![Just((16usize, 16usize)), Just((32, 4)), Just((12, 3)), Just((8, 1)), Just((64, 8))]) {
             check(geo.0, geo.1, Replacement::Lru, &keys)?;
         }

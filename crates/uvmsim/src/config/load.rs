@@ -150,14 +150,17 @@ pub fn resolve(sources: &[Source], overrides: &[String]) -> Result<Config, Confi
     }
     for o in overrides {
         let (key, t) = override_table(o)?;
-        merge(&mut merged, t, &schema, "", &format!("--set {key}"), &mut prov)?;
+        merge(&mut merged, t, &schema, "", &format!("--set {key}"), &mut prov)
+            .map_err(|e| ConfigError { source: Some("--set".into()), ..e })?;
+        prov.insert(key, "--set".into());
     }
     let cfg: Config = serde_path_to_error::deserialize(Value::Table(merged)).map_err(|e| {
         let key = e.path().to_string();
         let src = prov.get(&key).cloned();
-        let mut msg = e.inner().to_string();
+        // The TOML deserializer appends "in `key`": the key is reported separately.
+        let mut msg = e.inner().to_string().lines().next().unwrap_or_default().trim().to_string();
         if msg.starts_with("invalid type: string")
-            && key.rsplit('_').next().is_some_and(|u| ["ns", "cycles", "mhz", "gbps", "s"].contains(&u))
+            && key.rsplit('_').next().is_some_and(|u| ["ns", "cycles", "mhz", "gbps", "s", "pages", "entries"].contains(&u))
         {
             msg.push_str(" (the unit is part of the key name: give a plain number)");
         }

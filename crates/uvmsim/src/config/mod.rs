@@ -39,7 +39,18 @@ pub fn join_key(prefix: &str, field: &str) -> String {
     }
 }
 
-leaf!(u32, u64, f64, bool, String, ByteSize, Replacement, TranslationMode);
+leaf!(u32, u64, f64, bool, String, ByteSize, Replacement, TranslationMode, WarpScheduler);
+
+/// Which ready warp an SM issues from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum WarpScheduler {
+    /// Greedy-then-oldest: the issuing warp continues until it stalls, then the earliest-ready warp.
+    #[default]
+    Gto,
+    /// Strictly the earliest-ready warp, instruction by instruction.
+    TimeOrder,
+}
 
 /// How a GPU TLB miss is translated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -55,7 +66,7 @@ pub enum TranslationMode {
 section! {
     /// Run control.
     pub struct SimConfig {
-        /// Root seed: every random stream of the run is derived from it.
+        /// Root seed: every random choice of the run is a hash of it and what is chosen.
         pub seed: u64 = 1,
         /// Fail the run (naming what waits) when this many events in a row fire without simulated time advancing.
         pub stall_events: u64 = 10_000_000,
@@ -121,6 +132,8 @@ section! {
         pub max_ctas_per_sm: u32 = 16,
         /// Cycles the SM's issue port is busy per warp instruction.
         pub issue_cycles: u32 = 1,
+        /// Warp scheduler: "gto" (greedy-then-oldest) or "time-order" (earliest-ready warp each instruction).
+        pub scheduler: WarpScheduler = WarpScheduler::Gto,
         /// Data-cache line size in bytes (the coalescing granule).
         pub line_bytes: u32 = 128,
         /// SMs sharing one L1 TLB (a µTLB); 1 = private per SM.

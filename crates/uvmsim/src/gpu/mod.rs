@@ -11,12 +11,17 @@
 //! that has not returned, then yields to the other warps. A CTA retires when
 //! its last warp has exited and its accesses are done, freeing its slots for
 //! the next CTA.
+//!
+//! Warp scheduling: `gto` (greedy-then-oldest, GPGPU-Sim's default) lets the
+//! issuing warp keep the port for its next instruction as long as it does not
+//! stall, then the earliest-ready warp goes; `time-order` issues strictly in
+//! order of ready time (one event per instruction under contention, slower).
 
 mod coalesce;
 
 pub use coalesce::{coalesce, Lines};
 
-use crate::config::Config;
+use crate::config::{Config, WarpScheduler};
 use crate::mem::MemSystem;
 use crate::sim::{Clock, EventQueue, Ps, SimError};
 use crate::stats::Metrics;
@@ -83,6 +88,7 @@ pub struct Gpu {
     warp_size: u32,
     max_ctas: u32,
     issue: Ps,
+    greedy: bool,
     clock: Clock,
     line_shift: u32,
     scratch: [u64; MAX_LANES],
@@ -107,6 +113,7 @@ impl Gpu {
             warp_size: g.warp_size,
             max_ctas: g.max_ctas_per_sm,
             issue: clock.cycles(g.issue_cycles as u64),
+            greedy: g.scheduler == WarpScheduler::Gto,
             clock,
             line_shift: g.line_bytes.trailing_zeros(),
             scratch: [0; MAX_LANES],
@@ -115,10 +122,6 @@ impl Gpu {
             mem: MemSystem::new(g),
             stats: GpuStats::default(),
         }
-    }
-
-    pub fn busy(&self) -> bool {
-        self.kernel.is_some()
     }
 
     /// Start a kernel at `now`. Returns false if it has no work (nothing to wait for).
@@ -227,7 +230,9 @@ impl Gpu {
                 Op::Wait => next.max(w.loads),
                 Op::Mem { kind, lanes, bytes } => {
                     coalesce(lanes, bytes, &self.scratch, self.line_shift, &mut self.lines);
-                    let done = self.access(sm, kind, issue, now).map_err(|va| {
+                    // No later request can arrive before this: bandwidth timelines may forget the past.
+                    let floor = issue.min(q.peek_time());
+                    let done = self.access(sm, kind, issue, floor).map_err(|va| {
                         let w = self.warps[slot as usize].as_ref().expect("resident");
                         SimError::Model(format!(
                             "warp {} (threads {}..{}) on SM {sm} accessed {va:#x}, outside every allocation",
@@ -256,7 +261,10 @@ impl Gpu {
                     return Ok(());
                 }
             };
-            if ready < q.peek_time() {
+            // Keep issuing inline while the warp does not stall (greedy-then-oldest:
+            // it holds the issue port until it must wait), or while nothing else is
+            // due before it is ready again.
+            if (self.greedy && ready <= next) || ready < q.peek_time() {
                 t = ready;
             } else {
                 q.push(ready, Ev::Warp(slot));

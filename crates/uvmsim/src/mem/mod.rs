@@ -17,10 +17,23 @@ use crate::config::{CacheConfig, DramConfig, GpuConfig};
 use crate::sim::{mix64, ns_to_ps, Clock, Ps};
 use crate::stats::Metrics;
 
+/// A cached line: when its data arrives, and (top bit) whether it is dirty;
+/// packed in 8 bytes because the line array of a large L2 is walked per miss.
 #[derive(Debug, Clone, Copy, Default)]
-struct Line {
-    ready: Ps,
-    dirty: bool,
+struct Line(u64);
+
+const DIRTY: u64 = 1 << 63;
+
+impl Line {
+    fn new(ready: Ps, dirty: bool) -> Line {
+        Line(ready | if dirty { DIRTY } else { 0 })
+    }
+    fn ready(self) -> Ps {
+        self.0 & !DIRTY
+    }
+    fn dirty(self) -> bool {
+        self.0 & DIRTY != 0
+    }
 }
 
 /// Counters of one cache.
@@ -74,13 +87,13 @@ impl Cache {
         self.stats.accesses += 1;
         let at = t + self.latency;
         match self.arr.lookup(line) {
-            Some(l) if l.ready <= t => {
+            Some(l) if l.ready() <= t => {
                 self.stats.hits += 1;
                 Probe::Done(at)
             }
             Some(l) => {
                 self.stats.mshr_hits += 1;
-                Probe::Done(at.max(l.ready))
+                Probe::Done(at.max(l.ready()))
             }
             None => {
                 self.stats.misses += 1;
@@ -91,8 +104,8 @@ impl Cache {
 
     /// Fill `line`; returns a dirty victim's line number.
     fn fill(&mut self, line: u64, ready: Ps, dirty: bool) -> Option<u64> {
-        match self.arr.insert(line, Line { ready, dirty }) {
-            Some((victim, l)) if l.dirty => {
+        match self.arr.insert(line, Line::new(ready, dirty)) {
+            Some((victim, l)) if l.dirty() => {
                 self.stats.writebacks += 1;
                 Some(victim)
             }
@@ -232,8 +245,13 @@ impl MemSystem {
                 l2.stats.accesses += 1;
                 let done = at + l2.latency;
                 if let Some(l) = l2.arr.lookup(line) {
-                    l2.stats.hits += 1;
-                    l.dirty = true;
+                    // A store merges into a line still being filled (byte-masked write).
+                    if l.ready() > at {
+                        l2.stats.mshr_hits += 1;
+                    } else {
+                        l2.stats.hits += 1;
+                    }
+                    *l = Line::new(l.ready(), true);
                 } else {
                     l2.stats.misses += 1;
                     if let Some(victim) = l2.fill(line, done, true) {

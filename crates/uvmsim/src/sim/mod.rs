@@ -1,5 +1,5 @@
 //! Simulation core: integer-picosecond time, clock domains, the deterministic
-//! event queue, the seeded random streams and the run loop.
+//! event queue, seeded hashing for random choices, and the run loop.
 //!
 //! How it works: a model (see [`Model`]) owns all component state; the run loop
 //! pops the earliest event (ties broken by insertion order, so a run is a pure
@@ -13,7 +13,7 @@ mod rng;
 mod time;
 
 pub use queue::EventQueue;
-pub use rng::{mix64, Rng};
+pub use rng::mix64;
 pub use time::{ns_to_ps, ps_to_ns, Clock, Ps, PS_PER_NS, PS_PER_US};
 
 use std::time::Instant;

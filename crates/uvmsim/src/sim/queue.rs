@@ -1,37 +1,58 @@
-//! Deterministic event queue: a binary heap on (time, insertion sequence).
+//! Deterministic event queue: a calendar queue on (time, insertion sequence).
+//!
+//! How it works: time is cut into buckets of `2^SHIFT` ps; a ring of `N`
+//! buckets covers the near future from the bucket of the last popped event
+//! (`cur`), and later events wait in an overflow heap until the ring reaches
+//! them. A bucket is sorted (descending, so the earliest is at the end) the
+//! first time it is read; events pushed into a sorted bucket are inserted in
+//! place. Keys pack time and insertion sequence into one `u128`, so events at
+//! the same time come out in insertion order. Pushes are O(1), pops O(1)
+//! amortized for the near-future events a simulation mostly schedules.
 
 use super::Ps;
-use std::cmp::Ordering;
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-struct Entry<E> {
-    t: Ps,
-    seq: u64,
-    ev: E,
-}
+const SHIFT: u32 = 10; // ~1 ns buckets
+const N: usize = 4096; // ~4 µs of near future in the ring
+const WORDS: usize = N / 64;
 
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, o: &Self) -> bool {
-        self.t == o.t && self.seq == o.seq
-    }
-}
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl<E> Ord for Entry<E> {
-    // Reversed: BinaryHeap is a max-heap and we want the earliest (then first inserted).
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.t.cmp(&self.t).then_with(|| o.seq.cmp(&self.seq))
-    }
+struct Entry<E> {
+    /// time << 64 | insertion sequence.
+    key: u128,
+    ev: E,
 }
 
 /// Events ordered by time; events at the same time come out in insertion order.
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Entry<E>>,
+    ring: Vec<Vec<Entry<E>>>,
+    sorted: Vec<bool>,
+    /// One bit per ring bucket: non-empty.
+    bits: [u64; WORDS],
+    /// Absolute bucket index that the ring starts at; no event is earlier.
+    cur: u64,
+    in_ring: usize,
+    overflow: BinaryHeap<Reverse<OverflowEntry<E>>>,
     seq: u64,
+}
+
+struct OverflowEntry<E>(Entry<E>);
+
+impl<E> PartialEq for OverflowEntry<E> {
+    fn eq(&self, o: &Self) -> bool {
+        self.0.key == o.0.key
+    }
+}
+impl<E> Eq for OverflowEntry<E> {}
+impl<E> PartialOrd for OverflowEntry<E> {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl<E> Ord for OverflowEntry<E> {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.0.key.cmp(&o.0.key)
+    }
 }
 
 impl<E> Default for EventQueue<E> {
@@ -40,27 +61,129 @@ impl<E> Default for EventQueue<E> {
     }
 }
 
+#[inline]
+fn bucket_of(key: u128) -> u64 {
+    ((key >> 64) as u64) >> SHIFT
+}
+
 impl<E> EventQueue<E> {
     pub fn new() -> Self {
-        EventQueue { heap: BinaryHeap::with_capacity(1024), seq: 0 }
+        EventQueue {
+            ring: (0..N).map(|_| Vec::new()).collect(),
+            sorted: vec![false; N],
+            bits: [0; WORDS],
+            cur: 0,
+            in_ring: 0,
+            overflow: BinaryHeap::new(),
+            seq: 0,
+        }
     }
+
+    fn put_in_ring(&mut self, e: Entry<E>) {
+        let i = (bucket_of(e.key) as usize) & (N - 1);
+        let b = &mut self.ring[i];
+        if self.sorted[i] && !b.is_empty() {
+            // Descending order: insert before the first smaller key.
+            let at = b.partition_point(|x| x.key > e.key);
+            b.insert(at, e);
+        } else {
+            b.push(e);
+        }
+        self.bits[i / 64] |= 1 << (i % 64);
+        self.in_ring += 1;
+    }
+
     pub fn push(&mut self, t: Ps, ev: E) {
         self.seq += 1;
-        self.heap.push(Entry { t, seq: self.seq, ev });
+        let e = Entry { key: (t as u128) << 64 | self.seq as u128, ev };
+        let b = bucket_of(e.key);
+        debug_assert!(b >= self.cur, "event scheduled in the past");
+        if b < self.cur + N as u64 {
+            self.put_in_ring(e);
+        } else {
+            self.overflow.push(Reverse(OverflowEntry(e)));
+        }
     }
+
+    /// Ring index of the first non-empty bucket at or after `cur`.
+    fn first_nonempty(&self) -> Option<usize> {
+        if self.in_ring == 0 {
+            return None;
+        }
+        let start = (self.cur as usize) & (N - 1);
+        let (w0, b0) = (start / 64, start % 64);
+        let first = self.bits[w0] & (!0u64 << b0);
+        if first != 0 {
+            return Some(w0 * 64 + first.trailing_zeros() as usize);
+        }
+        for k in 1..=WORDS {
+            let w = (w0 + k) % WORDS;
+            let word = if k == WORDS { self.bits[w] & !(!0u64 << b0) } else { self.bits[w] };
+            if word != 0 {
+                return Some(w * 64 + word.trailing_zeros() as usize);
+            }
+        }
+        None
+    }
+
+    /// The ring bucket holding the earliest ring event, sorted so that it sits at the end.
+    fn settle(&mut self) -> Option<usize> {
+        let i = self.first_nonempty()?;
+        if !self.sorted[i] {
+            self.ring[i].sort_unstable_by_key(|e| Reverse(e.key));
+            self.sorted[i] = true;
+        }
+        Some(i)
+    }
+
+    /// Move the ring's start to absolute bucket `to`, pulling overflow events into the new window.
+    fn advance(&mut self, to: u64) {
+        if to <= self.cur {
+            return;
+        }
+        self.cur = to;
+        while let Some(Reverse(OverflowEntry(e))) = self.overflow.peek() {
+            if bucket_of(e.key) >= self.cur + N as u64 {
+                break;
+            }
+            let Reverse(OverflowEntry(e)) = self.overflow.pop().expect("peeked");
+            self.put_in_ring(e);
+        }
+    }
+
     pub fn pop(&mut self) -> Option<(Ps, E)> {
-        self.heap.pop().map(|e| (e.t, e.ev))
+        // Overflow events are all later than ring events, so the ring goes first.
+        let e = match self.settle() {
+            Some(i) => {
+                let e = self.ring[i].pop().expect("settled bucket is non-empty");
+                self.in_ring -= 1;
+                if self.ring[i].is_empty() {
+                    self.bits[i / 64] &= !(1 << (i % 64));
+                    self.sorted[i] = false;
+                }
+                e
+            }
+            None => self.overflow.pop()?.0 .0,
+        };
+        self.advance(bucket_of(e.key));
+        Some(((e.key >> 64) as Ps, e.ev))
     }
+
     /// Time of the earliest pending event (`Ps::MAX` when empty).
     #[inline]
-    pub fn peek_time(&self) -> Ps {
-        self.heap.peek().map_or(Ps::MAX, |e| e.t)
+    pub fn peek_time(&mut self) -> Ps {
+        match self.settle() {
+            Some(i) => (self.ring[i].last().expect("settled bucket is non-empty").key >> 64) as Ps,
+            None => self.overflow.peek().map_or(Ps::MAX, |Reverse(OverflowEntry(e))| (e.key >> 64) as Ps),
+        }
     }
+
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.in_ring + self.overflow.len()
     }
+
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 }
 
@@ -70,16 +193,34 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
-        /// Pops come out sorted by time, and by insertion order within a time.
+        /// Pops come out sorted by time, and by insertion order within a time,
+        /// also when pushes and pops interleave.
         #[test]
-        fn pops_are_time_then_insertion_ordered(times in proptest::collection::vec(0u64..20, 0..200)) {
+        fn pops_are_time_then_insertion_ordered(ops in proptest::collection::vec((0u64..20, any::<bool>(), 0u32..4), 0..300)) {
             let mut q = EventQueue::new();
-            for (i, &t) in times.iter().enumerate() { q.push(t, i); }
-            let mut expect: Vec<(u64, usize)> = times.iter().copied().zip(0..).collect();
-            expect.sort(); // stable on (time, index)
+            let mut reference: Vec<(u64, usize)> = vec![];
+            let mut now = 0u64;
+            for (i, &(dt, pop, scale)) in ops.iter().enumerate() {
+                // Times from the same picosecond up to far beyond the ring (overflow).
+                let t = now + dt * [1, 1_000, 1_000_000, 1_000_000_000][scale as usize];
+                if i % 7 == 3 {
+                    prop_assert_eq!(q.peek_time(), reference.iter().min().map_or(u64::MAX, |r| r.0));
+                }
+                if pop {
+                    reference.sort();
+                    let want = if reference.is_empty() { None } else { Some(reference.remove(0)) };
+                    if let Some((t, _)) = want { now = t; }
+                    prop_assert_eq!(q.pop(), want);
+                } else {
+                    q.push(t, i);
+                    reference.push((t, i));
+                }
+                prop_assert_eq!(q.len(), reference.len());
+            }
+            reference.sort();
             let mut got = vec![];
             while let Some(x) = q.pop() { got.push(x); }
-            prop_assert_eq!(got, expect);
+            prop_assert_eq!(got, reference);
         }
     }
 }

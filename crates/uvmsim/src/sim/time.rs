@@ -18,7 +18,7 @@ pub fn ps_to_ns(ps: Ps) -> f64 {
 /// A clock domain: converts a number of cycles of this clock to time.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Clock {
-    /// Period in picoseconds, rounded to an integer (≤ 0.04% error above 100 MHz... down to 1 GHz+).
+    /// Period in picoseconds, rounded to an integer: the error is at most 0.5 ps per cycle (0.05% at 1 GHz).
     period_ps: Ps,
 }
 

@@ -6,8 +6,8 @@
 //! [`KernelGen`] that creates one [`WarpStream`] per warp on demand. A warp
 //! stream yields [`Op`]s one at a time; lane addresses of divergent accesses
 //! go into a scratch buffer owned by the caller, so nothing allocates per op.
-//! Randomness comes from streams derived from the run's seed and the warp's
-//! identity, so a warp's addresses do not depend on scheduling.
+//! Random choices are hashes of the run's seed and the thread or lookup they
+//! are for, so a warp's addresses do not depend on scheduling.
 
 mod gather;
 mod regular;
@@ -19,7 +19,7 @@ pub use regular::RegularParams;
 pub use stream::StreamParams;
 pub use stride::StrideParams;
 
-use crate::config::Config;
+use crate::config::{ByteSize, Config};
 use crate::sim::mix64;
 use serde::{Deserialize, Serialize};
 
@@ -236,7 +236,7 @@ section! {
         /// Parameters of `stride`.
         pub stride: StrideParams = StrideParams::default(),
         /// Parameters of `concurrency`.
-        pub concurrency: StrideParams = StrideParams { work_items: 16, accesses: 1000, stride_bytes: 4096, access_bytes: 4 },
+        pub concurrency: StrideParams = StrideParams { work_items: 16, accesses: 1000, stride_bytes: ByteSize(4096), access_bytes: 4 },
         /// Parameters of `regular`.
         pub regular: RegularParams = RegularParams::default(),
         /// Parameters of `random`.

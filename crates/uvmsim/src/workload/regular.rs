@@ -4,15 +4,15 @@
 //! every page is touched exactly once in both.
 
 use super::{Buffer, KernelGen, KernelSpec, Lanes, MemKind, Op, Permutation, VaAllocator, WarpId, WorkloadConfig, MAX_LANES};
-use crate::config::Config;
+use crate::config::{ByteSize, Config};
 
 section! {
     /// Parameters of the regular / random page-touch kernels.
     pub struct RegularParams {
         /// Threads; each touches one page, so this is also the number of pages.
         pub threads: u64 = 65_536,
-        /// Bytes between the elements of consecutive pages (the 'page' of the access pattern).
-        pub bytes_per_thread: u64 = 4096,
+        /// Distance between the elements of consecutive threads (the 'page' of the pattern; bytes or a size such as "64KiB").
+        pub bytes_per_thread: ByteSize = ByteSize(4096),
         /// Write the element back after reading it.
         pub write: bool = true,
     }
@@ -23,7 +23,7 @@ impl RegularParams {
         if !(1..=1 << 34).contains(&self.threads) {
             return Err((format!("{p}.threads"), format!("must be between 1 and 2^34, got {}", self.threads)));
         }
-        if !(4..=1 << 30).contains(&self.bytes_per_thread) {
+        if !(4..=1 << 30).contains(&self.bytes_per_thread.0) {
             return Err((format!("{p}.bytes_per_thread"), format!("must be between 4 and 1GiB, got {}", self.bytes_per_thread)));
         }
         Ok(())
@@ -46,7 +46,7 @@ pub(super) fn build(
     page: u64,
     va: &mut VaAllocator,
 ) -> (KernelSpec, u64) {
-    let buf = va.alloc(p.threads * p.bytes_per_thread, page);
+    let buf = va.alloc(p.threads * p.bytes_per_thread.0, page);
     let perm = random.then(|| Permutation::new(p.threads, crate::sim::mix64(cfg.sim.seed ^ 0x7261_6e64)));
     let kernel = KernelSpec {
         name: if random { "random" } else { "regular" },
@@ -73,7 +73,7 @@ pub struct RegularWarp {
 
 impl RegularWarp {
     fn lanes(&self, scratch: &mut [u64; MAX_LANES]) -> Lanes {
-        let (b, s) = (self.k.buf.base, self.k.p.bytes_per_thread);
+        let (b, s) = (self.k.buf.base, self.k.p.bytes_per_thread.0);
         match &self.k.perm {
             None => Lanes::Strided { base: b + self.first * s, stride: s, n: self.lanes },
             Some(p) => {

@@ -5,7 +5,7 @@
 //! so N work-items give up to N concurrent misses per instruction.
 
 use super::{pages_of, Buffer, KernelGen, KernelSpec, Lanes, MemKind, Op, VaAllocator, WarpId, WorkloadConfig};
-use crate::config::Config;
+use crate::config::{ByteSize, Config};
 
 section! {
     /// Parameters of the stride / concurrency microbenchmarks.
@@ -14,8 +14,8 @@ section! {
         pub work_items: u32 = 1,
         /// Dependent accesses per work-item.
         pub accesses: u32 = 10_000,
-        /// Bytes between consecutive accesses of one work-item.
-        pub stride_bytes: u64 = 64,
+        /// Distance between consecutive accesses of one work-item (bytes, or a size such as "4KiB").
+        pub stride_bytes: ByteSize = ByteSize(64),
         /// Bytes read per access.
         pub access_bytes: u32 = 4,
     }
@@ -29,7 +29,7 @@ impl StrideParams {
         if self.accesses == 0 {
             return Err((format!("{p}.accesses"), "must be greater than 0".into()));
         }
-        if self.stride_bytes == 0 || self.stride_bytes > 1 << 30 {
+        if self.stride_bytes.0 == 0 || self.stride_bytes.0 > 1 << 30 {
             return Err((format!("{p}.stride_bytes"), format!("must be between 1 and 1GiB, got {}", self.stride_bytes)));
         }
         if !matches!(self.access_bytes, 1 | 2 | 4 | 8 | 16) {
@@ -50,7 +50,7 @@ pub struct StrideKernel {
 pub(super) fn build(p: &StrideParams, w: &WorkloadConfig, _cfg: &Config, page: u64, va: &mut VaAllocator) -> (KernelSpec, u64) {
     // Regions are padded to an odd number of pages: work-items whose regions
     // started a power of two of pages apart would all map to a few TLB sets.
-    let region = (pages_of(p.accesses as u64 * p.stride_bytes, page) | 1) * page;
+    let region = (pages_of(p.accesses as u64 * p.stride_bytes.0, page) | 1) * page;
     let buf = va.alloc(region * p.work_items as u64, page);
     let kernel = KernelSpec {
         name: "stride",
@@ -66,7 +66,7 @@ impl StrideKernel {
         StrideWarp {
             base: self.buf.base + id.first_thread * self.region,
             region: self.region,
-            stride: self.p.stride_bytes,
+            stride: self.p.stride_bytes.0,
             left: self.p.accesses,
             lanes: id.lanes,
             bytes: self.p.access_bytes,

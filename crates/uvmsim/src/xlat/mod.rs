@@ -54,7 +54,7 @@ impl Iommu {
             Some(Lookup::Miss(at)) => {
                 let end = self.walker.walk(va, leaf_level(r.class), at, now, dram);
                 if let Some(tlb) = self.tlb.as_mut() {
-                    tlb.fill_miss(k, 0, at, end);
+                    tlb.fill_miss(k, 0, arrive, end);
                 }
                 end
             }
@@ -128,7 +128,7 @@ impl Translator {
             Some(Lookup::Miss(at2)) => {
                 let d = self.miss(sm, va, &r, at2, now, dram);
                 if let Some(l2) = self.l2.as_mut() {
-                    l2.fill_miss(k, pa, at2, d);
+                    l2.fill_miss(k, pa, at, d);
                 }
                 d
             }

@@ -68,6 +68,9 @@ impl AddressSpace {
 
     #[inline]
     pub fn lookup(&self, va: u64) -> Option<&Region> {
+        if let [r] = self.regions.as_slice() {
+            return (r.va <= va && va < r.end).then_some(r);
+        }
         let i = self.regions.partition_point(|r| r.va <= va);
         let r = self.regions.get(i.checked_sub(1)?)?;
         (va < r.end).then_some(r)

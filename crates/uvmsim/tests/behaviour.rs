@@ -1,0 +1,112 @@
+//! End-to-end behaviour of the simulator on small, hand-checkable systems.
+
+use uvmsim::config::{resolve, Config, Source};
+use uvmsim::stats::Metrics;
+use uvmsim::world::simulate;
+
+fn cfg(sets: &[&str]) -> Config {
+    let overrides: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    resolve(&[] as &[Source], &overrides).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn run(sets: &[&str]) -> Metrics {
+    simulate(&cfg(sets)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn m(x: &Metrics, k: &str) -> f64 {
+    x.get(k).unwrap_or_else(|| panic!("no metric {k}"))
+}
+
+/// Two SMs share one L1 TLB; each runs one warp that touches the same page at
+/// the same time: the second lookup merges into the first one's miss.
+#[test]
+fn concurrent_misses_to_one_page_merge_in_the_mshr() {
+    let x = run(&[
+        "gpu.sms=2",
+        "gpu.sms_per_l1tlb=2",
+        "workload.kind=regular",
+        "workload.threads_per_cta=32",
+        "workload.regular.threads=64",
+        "workload.regular.bytes_per_thread=4",
+    ]);
+    // Loads: one miss, one MSHR hit. Stores (after the fill): two hits.
+    assert_eq!(m(&x, "gpu0.l1tlb.misses"), 1.0);
+    assert_eq!(m(&x, "gpu0.l1tlb.mshr_hits"), 1.0);
+    assert_eq!(m(&x, "gpu0.l1tlb.hits"), 2.0);
+    assert_eq!(m(&x, "gpu0.l2tlb.misses"), 1.0);
+    assert_eq!(m(&x, "gpu0.walker.walks"), 1.0);
+}
+
+/// One walk per distinct page, whatever the page size; fewer levels for larger pages.
+#[test]
+fn walks_follow_the_page_size() {
+    for (page, pages, reads_per_walk) in [("4KiB", 64.0, 1.0), ("2MiB", 1.0, 3.0)] {
+        let x = run(&[
+            "workload.kind=stride",
+            "workload.stride.accesses=64",
+            "workload.stride.stride_bytes=4096",
+            &format!("translation.page_size=\"{page}\""),
+            "gmmu.walker.pwc_entries=0",
+        ]);
+        assert_eq!(m(&x, "gpu0.walker.walks"), pages, "{page}");
+        // Without page-walk caches: 4 reads per 4 KiB walk, 3 per 2 MiB walk.
+        let expect = if page == "4KiB" { 4.0 } else { reads_per_walk };
+        assert_eq!(m(&x, "gpu0.walker.pte_reads_per_walk"), expect, "{page}");
+    }
+}
+
+/// ATS returns 8 translations per request: 64 consecutive pages need 8 requests.
+#[test]
+fn ats_prefetch_fills_the_gpu_tlb() {
+    let base = ["translation.mode=iommu", "workload.kind=stride", "workload.stride.accesses=64", "workload.stride.stride_bytes=4096"];
+    let with = run(&[&base[..], &["iommu.ats_prefetch_pages=8"]].concat());
+    let without = run(&[&base[..], &["iommu.ats_prefetch_pages=1"]].concat());
+    assert_eq!(m(&without, "iommu.ats_requests"), 64.0);
+    assert_eq!(m(&with, "iommu.ats_requests"), 8.0);
+    assert_eq!(m(&with, "iommu.ats_prefetched"), 56.0);
+    assert!(m(&with, "time.kernel_ns") < m(&without, "time.kernel_ns"));
+}
+
+/// Warps blocked on memory yield: 8 warps of dependent misses on one SM take
+/// far less than 8 times one warp's time.
+#[test]
+fn warps_waiting_on_memory_yield_to_others() {
+    let one = run(&["gpu.sms=1", "workload.kind=stride", "workload.stride.work_items=32", "workload.stride.accesses=200"]);
+    let eight = run(&["gpu.sms=1", "workload.kind=stride", "workload.stride.work_items=256", "workload.stride.accesses=200"]);
+    let (t1, t8) = (m(&one, "time.kernel_ns"), m(&eight, "time.kernel_ns"));
+    assert!(t8 < 2.0 * t1, "8 warps {t8} ns vs 1 warp {t1} ns");
+    assert_eq!(m(&eight, "gpu0.warps"), 8.0);
+}
+
+/// Same config and seed, same metrics (wall-clock metrics aside); another seed changes a random workload.
+#[test]
+fn runs_are_deterministic() {
+    let sets = ["workload.kind=random", "workload.random.threads=20000", "gpu.sms=4"];
+    let a = run(&sets);
+    let b = run(&sets);
+    let strip = |x: &Metrics| {
+        x.0.iter()
+            .filter(|(k, _)| !["sim.wall_s", "sim.events_per_s", "sim.warp_mem_insts_per_s"].contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.as_f64()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(strip(&a), strip(&b));
+    let c = run(&[&sets[..], &["sim.seed=2"]].concat());
+    assert_ne!(m(&a, "time.kernel_ns"), m(&c, "time.kernel_ns"));
+}
+
+/// The explicit-copy baseline pays the link before the kernel.
+#[test]
+fn memcpy_inputs_costs_link_time() {
+    let x = run(&[
+        "workload.kind=stream",
+        "workload.stream.elements=262144",
+        "workload.memcpy_inputs=true",
+        "link.bandwidth_gbps=10",
+        "link.latency_ns=1000",
+    ]);
+    // Two 2 MiB input arrays at 10 GB/s plus 1 µs.
+    let expect = 1000.0 + 2.0 * 262144.0 * 8.0 / 10.0;
+    assert!((m(&x, "time.memcpy_ns") - expect).abs() < 1.0, "{}", m(&x, "time.memcpy_ns"));
+    assert!(m(&x, "time.total_ns") >= m(&x, "time.memcpy_ns") + m(&x, "time.kernel_ns") - 1.0);
+}

@@ -1,0 +1,85 @@
+"""The generated and hand-written references in docs/ agree with the code."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import uvmsim
+from conftest import Cli
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+# One small run per translation mode: together they produce every metric.
+GMMU_RUN = {"preset": "r9nano", "set": ["workload.kind=stream", "workload.stream.elements=65536"]}
+IOMMU_RUN = {"preset": "kaveri-apu", "set": ["workload.stride.accesses=200"]}
+
+# A table row of docs/metrics.md: `| `name` | unit | meaning |`.
+_ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|")
+_MODE = {"GMMU mode only": "gmmu", "IOMMU mode only": "iommu"}
+
+
+def test_config_reference_is_the_generated_one(cli: Cli) -> None:
+    p = cli("config", "--markdown")
+    assert p.returncode == 0, p.stderr
+    doc = (DOCS / "config.md").read_text(encoding="utf-8")
+    assert doc == p.stdout, "docs/config.md is stale: regenerate it with `uvmsim config --markdown > docs/config.md`"
+
+
+def test_config_markdown_covers_every_parameter(cli: Cli) -> None:
+    text = cli("config", "--markdown").stdout
+    for p in uvmsim.config_reference():
+        assert f"| `{p['key']}` |" in text, p["key"]
+
+
+def test_config_markdown_takes_no_other_option(cli: Cli) -> None:
+    p = cli("config", "--markdown", "--json")
+    assert p.returncode == 2
+    assert "--markdown" in p.stderr
+
+
+def documented_metrics() -> dict[str, str]:
+    """Metric names (or `{N}` patterns) documented in docs/metrics.md -> the mode they belong to ("both" if any)."""
+    out: dict[str, str] = {}
+    mode = "both"
+    for line in (DOCS / "metrics.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            mode = next((m for marker, m in _MODE.items() if marker in line), "both")
+        elif m := _ROW.match(line):
+            name = m.group(1)
+            assert name not in out, f"docs/metrics.md lists `{name}` twice"
+            out[name] = mode
+    return out
+
+
+def _matcher(name: str) -> re.Pattern[str]:
+    return re.compile("".join("[0-9]+" if part == "{N}" else re.escape(part) for part in re.split(r"(\{N\})", name)))
+
+
+@pytest.fixture(scope="module")
+def produced() -> dict[str, set[str]]:
+    return {
+        "gmmu": set(uvmsim.run(preset=GMMU_RUN["preset"], set=GMMU_RUN["set"]).metrics),
+        "iommu": set(uvmsim.run(preset=IOMMU_RUN["preset"], set=IOMMU_RUN["set"]).metrics),
+    }
+
+
+def test_every_produced_metric_is_documented(produced: dict[str, set[str]]) -> None:
+    docs = documented_metrics()
+    matchers = [(_matcher(d), d) for d in docs]
+    for mode, keys in produced.items():
+        missing = sorted(k for k in keys if not any(m.fullmatch(k) for m, _ in matchers))
+        assert not missing, f"{mode} run produces metrics missing from docs/metrics.md: {missing}"
+
+
+def test_every_documented_metric_is_produced_in_its_mode(produced: dict[str, set[str]]) -> None:
+    assert len(documented_metrics()) > 50
+    for name, mode in documented_metrics().items():
+        m = _matcher(name)
+        where = {run for run, keys in produced.items() if any(m.fullmatch(k) for k in keys)}
+        expect = {"gmmu", "iommu"} if mode == "both" else {mode}
+        assert where == expect, (
+            f"docs/metrics.md documents `{name}` for {sorted(expect)} runs, but it is produced by {sorted(where)} runs"
+        )
