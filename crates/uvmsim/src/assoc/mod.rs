@@ -31,12 +31,17 @@ pub struct SetAssoc<V: Copy> {
     /// Lemire's fast-modulo constant for a set count that is not a power of two.
     fastmod: u64,
     keys: Vec<u64>,
-    stamps: Vec<u64>,
+    /// Recency (LRU) or insertion (FIFO) order within a set: larger is newer;
+    /// 0 marks an empty slot, so the victim scan is one `min` per set.
+    /// 32 bits keep that scan narrow; `tick` renumbers before they wrap.
+    stamps: Vec<u32>,
     vals: Vec<V>,
-    clock: u64,
+    clock: u32,
     policy: Replacement,
-    /// Slot of the last hit: checked first, since consecutive lookups often repeat a key.
-    mru: usize,
+    /// Slots of the last few hits, checked before the set: a warp stream
+    /// alternates between a handful of pages or lines.
+    mru: [usize; 4],
+    mru_next: usize,
 }
 
 impl<V: Copy + Default> SetAssoc<V> {
@@ -54,7 +59,8 @@ impl<V: Copy + Default> SetAssoc<V> {
             vals: vec![V::default(); entries],
             clock: 0,
             policy,
-            mru: 0,
+            mru: [0; 4],
+            mru_next: 0,
         }
     }
 
@@ -71,6 +77,25 @@ impl<V: Copy + Default> SetAssoc<V> {
         s as usize * self.ways
     }
 
+    /// Advance the clock; before it wraps, renumber every set's stamps 1..=ways in their current order.
+    #[inline]
+    fn tick(&mut self) -> u32 {
+        if self.clock == u32::MAX {
+            for b in (0..self.keys.len()).step_by(self.ways) {
+                let mut order: Vec<usize> = (b..b + self.ways).collect();
+                order.sort_by_key(|&i| self.stamps[i]);
+                for (rank, i) in order.into_iter().enumerate() {
+                    if self.stamps[i] != 0 {
+                        self.stamps[i] = rank as u32 + 1;
+                    }
+                }
+            }
+            self.clock = self.ways as u32 + 1;
+        }
+        self.clock += 1;
+        self.clock
+    }
+
     #[inline]
     fn find(&self, key: u64) -> Option<usize> {
         let b = self.set_base(key);
@@ -80,11 +105,17 @@ impl<V: Copy + Default> SetAssoc<V> {
     /// Look `key` up; a hit refreshes its recency (under LRU).
     #[inline]
     pub fn lookup(&mut self, key: u64) -> Option<&mut V> {
-        let i = if self.keys[self.mru] == key { self.mru } else { self.find(key)? };
-        self.mru = i;
+        let i = match self.mru.iter().find(|&&i| self.keys[i] == key) {
+            Some(&i) => i,
+            None => {
+                let i = self.find(key)?;
+                self.mru[self.mru_next] = i;
+                self.mru_next = (self.mru_next + 1) % 4;
+                i
+            }
+        };
         if self.policy == Replacement::Lru {
-            self.clock += 1;
-            self.stamps[i] = self.clock;
+            self.stamps[i] = self.tick();
         }
         Some(&mut self.vals[i])
     }
@@ -97,31 +128,37 @@ impl<V: Copy + Default> SetAssoc<V> {
     /// Insert or overwrite `key`; returns the evicted `(key, value)` if a valid slot was replaced.
     pub fn insert(&mut self, key: u64, v: V) -> Option<(u64, V)> {
         debug_assert_ne!(key, INVALID);
-        self.clock += 1;
-        let b = self.set_base(key);
-        // One pass: the key itself, else an empty slot, else the oldest stamp
-        // (LRU: stamps refreshed on hits; FIFO: stamps set on insert only).
-        let mut victim = b;
-        let mut oldest = u64::MAX;
-        for i in b..b + self.ways {
-            let k = self.keys[i];
-            if k == key {
-                self.vals[i] = v;
-                if self.policy == Replacement::Lru {
-                    self.stamps[i] = self.clock;
-                }
-                return None;
+        let now = self.tick();
+        if let Some(i) = self.find(key) {
+            self.vals[i] = v;
+            if self.policy == Replacement::Lru {
+                self.stamps[i] = now;
             }
-            let age = if k == INVALID { 0 } else { self.stamps[i].max(1) };
-            if age < oldest {
-                oldest = age;
-                victim = i;
-            }
+            return None;
         }
-        let old = (self.keys[victim] != INVALID).then(|| (self.keys[victim], self.vals[victim]));
-        self.keys[victim] = key;
-        self.vals[victim] = v;
-        self.stamps[victim] = self.clock;
+        self.place(key, v, now)
+    }
+
+    /// Insert `key`, known to be absent (e.g. right after a failed lookup): skips the search.
+    #[inline]
+    pub fn insert_absent(&mut self, key: u64, v: V) -> Option<(u64, V)> {
+        debug_assert!(self.find(key).is_none());
+        let now = self.tick();
+        self.place(key, v, now)
+    }
+
+    /// Put `key` in the empty or oldest slot of its set (LRU: stamps refreshed on hits; FIFO: set on insert only).
+    #[inline]
+    fn place(&mut self, key: u64, v: V, now: u32) -> Option<(u64, V)> {
+        let b = self.set_base(key);
+        let st = &self.stamps[b..b + self.ways];
+        let oldest = st.iter().copied().min().unwrap_or(0);
+        let w = st.iter().position(|&x| x == oldest).unwrap_or(0);
+        let i = b + w;
+        let old = (self.keys[i] != INVALID).then(|| (self.keys[i], self.vals[i]));
+        self.keys[i] = key;
+        self.vals[i] = v;
+        self.stamps[i] = now;
         old
     }
 
@@ -130,6 +167,7 @@ impl<V: Copy + Default> SetAssoc<V> {
         match self.find(key) {
             Some(i) => {
                 self.keys[i] = INVALID;
+                self.stamps[i] = 0;
                 true
             }
             None => false,
@@ -139,9 +177,10 @@ impl<V: Copy + Default> SetAssoc<V> {
     /// Remove every key for which `pred` holds (e.g. a virtual-address range); returns how many.
     pub fn invalidate_where(&mut self, mut pred: impl FnMut(u64) -> bool) -> usize {
         let mut n = 0;
-        for k in self.keys.iter_mut().filter(|k| **k != INVALID) {
-            if pred(*k) {
+        for (k, st) in self.keys.iter_mut().zip(self.stamps.iter_mut()) {
+            if *k != INVALID && pred(*k) {
                 *k = INVALID;
+                *st = 0;
                 n += 1;
             }
         }
@@ -151,6 +190,7 @@ impl<V: Copy + Default> SetAssoc<V> {
     /// Remove everything.
     pub fn flush(&mut self) {
         self.keys.fill(INVALID);
+        self.stamps.fill(0);
     }
 
     /// Number of valid slots.
@@ -235,6 +275,20 @@ mod tests {
         assert!(a.lookup(1).is_some());
         assert_eq!(a.insert(3, 0), Some((2, 0)));
         assert!(a.probe(1).is_some() && a.probe(3).is_some() && a.probe(2).is_none());
+    }
+
+    #[test]
+    fn stamps_renumber_before_wrapping_and_keep_lru_order() {
+        let mut a: SetAssoc<u8> = SetAssoc::new(4, 4, Replacement::Lru);
+        for k in 1..=4 {
+            a.insert(k, 0);
+        }
+        a.clock = u32::MAX - 1;
+        assert!(a.lookup(1).is_some()); // stamp u32::MAX; order now 2 3 4 1
+        assert!(a.lookup(2).is_some()); // the clock would wrap: renumbered, order 3 4 1 2
+        assert!(a.clock < 100);
+        assert_eq!(a.insert(5, 0), Some((3, 0)));
+        assert_eq!(a.insert(6, 0), Some((4, 0)));
     }
 
     #[test]

@@ -102,9 +102,9 @@ impl Cache {
         }
     }
 
-    /// Fill `line`; returns a dirty victim's line number.
+    /// Fill `line`, which a probe just missed; returns a dirty victim's line number.
     fn fill(&mut self, line: u64, ready: Ps, dirty: bool) -> Option<u64> {
-        match self.arr.insert(line, Line::new(ready, dirty)) {
+        match self.arr.insert_absent(line, Line::new(ready, dirty)) {
             Some((victim, l)) if l.dirty() => {
                 self.stats.writebacks += 1;
                 Some(victim)

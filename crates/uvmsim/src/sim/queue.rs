@@ -13,8 +13,8 @@ use super::Ps;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-const SHIFT: u32 = 10; // ~1 ns buckets
-const N: usize = 4096; // ~4 µs of near future in the ring
+const SHIFT: u32 = 12; // ~4 ns buckets
+const N: usize = 1024; // ~4 µs of near future in the ring
 const WORDS: usize = N / 64;
 
 struct Entry<E> {
@@ -32,6 +32,8 @@ pub struct EventQueue<E> {
     /// Absolute bucket index that the ring starts at; no event is earlier.
     cur: u64,
     in_ring: usize,
+    /// Absolute bucket holding the earliest ring event, sorted, while known.
+    head: Option<u64>,
     overflow: BinaryHeap<Reverse<OverflowEntry<E>>>,
     seq: u64,
 }
@@ -74,6 +76,7 @@ impl<E> EventQueue<E> {
             bits: [0; WORDS],
             cur: 0,
             in_ring: 0,
+            head: None,
             overflow: BinaryHeap::new(),
             seq: 0,
         }
@@ -99,6 +102,9 @@ impl<E> EventQueue<E> {
         let b = bucket_of(e.key);
         debug_assert!(b >= self.cur, "event scheduled in the past");
         if b < self.cur + N as u64 {
+            if self.head.is_some_and(|h| b < h) {
+                self.head = None;
+            }
             self.put_in_ring(e);
         } else {
             self.overflow.push(Reverse(OverflowEntry(e)));
@@ -127,8 +133,15 @@ impl<E> EventQueue<E> {
     }
 
     /// The ring bucket holding the earliest ring event, sorted so that it sits at the end.
+    #[inline]
     fn settle(&mut self) -> Option<usize> {
+        if let Some(h) = self.head {
+            return Some((h as usize) & (N - 1));
+        }
         let i = self.first_nonempty()?;
+        // Ring indices from `cur` map to absolute buckets cur.. in order.
+        let start = (self.cur as usize) & (N - 1);
+        self.head = Some(self.cur + ((i + N - start) & (N - 1)) as u64);
         if !self.sorted[i] {
             self.ring[i].sort_unstable_by_key(|e| Reverse(e.key));
             self.sorted[i] = true;
@@ -160,6 +173,7 @@ impl<E> EventQueue<E> {
                 if self.ring[i].is_empty() {
                     self.bits[i / 64] &= !(1 << (i % 64));
                     self.sorted[i] = false;
+                    self.head = None;
                 }
                 e
             }

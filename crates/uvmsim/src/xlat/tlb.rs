@@ -82,7 +82,7 @@ impl Tlb {
 
     /// Complete a miss that was looked up at `t`: fill and free its MSHR at `ready`.
     pub fn fill_miss(&mut self, key: u64, pa: u64, t: Ps, ready: Ps) {
-        self.arr.insert(key, Entry { pa, ready });
+        self.arr.insert_absent(key, Entry { pa, ready });
         self.mshrs.push(ready);
         self.stats.miss_latency.record(ready.saturating_sub(t));
     }
