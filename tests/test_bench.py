@@ -19,7 +19,10 @@ def test_bench_quick_json(cli: Cli) -> None:
 
 
 def test_format_table_aligns_columns() -> None:
-    rows = [bench.BenchRow("a", 10, 20, 0.5, 20.0, 40.0, 1000), bench.BenchRow("bbbb", 1, 2, 1.0, 1.0, 2.0, 2000)]
+    rows = [
+        bench.BenchRow("a", 10, 20, 0.5, 20.0, 40.0, 5.0, 1000),
+        bench.BenchRow("bbbb", 1, 2, 1.0, 1.0, 2.0, 3.0, 2000),
+    ]
     lines = bench.format_table(rows).splitlines()
     assert len(lines) == 3 and len({len(line) for line in lines}) == 1
     assert lines[0].startswith("workload")

@@ -110,3 +110,15 @@ fn memcpy_inputs_costs_link_time() {
     assert!((m(&x, "time.memcpy_ns") - expect).abs() < 1.0, "{}", m(&x, "time.memcpy_ns"));
     assert!(m(&x, "time.total_ns") >= m(&x, "time.memcpy_ns") + m(&x, "time.kernel_ns") - 1.0);
 }
+
+/// Greedy (GTO) scheduling with run-ahead through short stalls and strict
+/// time-order scheduling agree on a memory-bound kernel's time.
+#[test]
+fn gto_and_time_order_agree_on_a_streaming_kernel() {
+    let base = ["workload.kind=stream", "workload.stream.elements=1048576", "translation.page_size=\"2MiB\""];
+    let gto = run(&base);
+    let strict = run(&[&base[..], &["gpu.scheduler=time-order"]].concat());
+    let (a, b) = (m(&gto, "time.kernel_ns"), m(&strict, "time.kernel_ns"));
+    assert!((a - b).abs() / b < 0.02, "gto {a} ns vs time-order {b} ns");
+    assert!(m(&gto, "sim.events") < m(&strict, "sim.events"));
+}

@@ -78,9 +78,18 @@ impl<V: Copy + Default> SetAssoc<V> {
     }
 
     /// Advance the clock; before it wraps, renumber every set's stamps 1..=ways in their current order.
-    #[inline]
+    #[inline(always)]
     fn tick(&mut self) -> u32 {
         if self.clock == u32::MAX {
+            self.renumber();
+        }
+        self.clock += 1;
+        self.clock
+    }
+
+    #[cold]
+    fn renumber(&mut self) {
+        {
             for b in (0..self.keys.len()).step_by(self.ways) {
                 let mut order: Vec<usize> = (b..b + self.ways).collect();
                 order.sort_by_key(|&i| self.stamps[i]);
@@ -92,8 +101,6 @@ impl<V: Copy + Default> SetAssoc<V> {
             }
             self.clock = self.ways as u32 + 1;
         }
-        self.clock += 1;
-        self.clock
     }
 
     #[inline]
@@ -139,6 +146,17 @@ impl<V: Copy + Default> SetAssoc<V> {
         self.place(key, v, now)
     }
 
+    /// Insert `key` unless it is present (then nothing changes); true if inserted.
+    #[inline]
+    pub fn insert_if_absent(&mut self, key: u64, v: V) -> bool {
+        if self.find(key).is_some() {
+            return false;
+        }
+        let now = self.tick();
+        self.place(key, v, now);
+        true
+    }
+
     /// Insert `key`, known to be absent (e.g. right after a failed lookup): skips the search.
     #[inline]
     pub fn insert_absent(&mut self, key: u64, v: V) -> Option<(u64, V)> {
@@ -152,8 +170,12 @@ impl<V: Copy + Default> SetAssoc<V> {
     fn place(&mut self, key: u64, v: V, now: u32) -> Option<(u64, V)> {
         let b = self.set_base(key);
         let st = &self.stamps[b..b + self.ways];
-        let oldest = st.iter().copied().min().unwrap_or(0);
-        let w = st.iter().position(|&x| x == oldest).unwrap_or(0);
+        let (mut w, mut oldest) = (0, st[0]);
+        for (j, &x) in st.iter().enumerate().skip(1) {
+            if x < oldest {
+                (w, oldest) = (j, x);
+            }
+        }
         let i = b + w;
         let old = (self.keys[i] != INVALID).then(|| (self.keys[i], self.vals[i]));
         self.keys[i] = key;

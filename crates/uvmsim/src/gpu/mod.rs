@@ -13,13 +13,17 @@
 //! the next CTA.
 //!
 //! Warp scheduling: `gto` (greedy-then-oldest, GPGPU-Sim's default) lets the
-//! issuing warp keep the port for its next instruction as long as it does not
-//! stall, then the earliest-ready warp goes; `time-order` issues strictly in
-//! order of ready time (one event per instruction under contention, slower).
+//! issuing warp run on through instructions and short ALU stalls, then the
+//! earliest-ready warp goes; `time-order` issues strictly in order of ready
+//! time (one event per instruction under contention, slower). The issue port
+//! keeps a window of slots, so a warp that ran ahead leaves the slots of its
+//! stalls to the warps that were ready then.
 
 mod coalesce;
+mod port;
 
 pub use coalesce::{coalesce, Lines};
+use port::IssuePort;
 
 use crate::config::{Config, WarpScheduler};
 use crate::mem::MemSystem;
@@ -28,6 +32,10 @@ use crate::stats::Metrics;
 use crate::workload::{KernelSpec, MemKind, Op, WarpId, WarpStream, MAX_LANES};
 use crate::world::Ev;
 use crate::xlat::Translator;
+
+/// Longest stall (in cycles) a greedy warp runs through inline: well inside
+/// the issue port's 64-slot window, longer than ALU dependency chains.
+const SHORT_STALL_CYCLES: u64 = 32;
 
 #[derive(Debug)]
 struct Warp {
@@ -43,7 +51,7 @@ struct Warp {
 
 #[derive(Debug, Default)]
 struct Sm {
-    issue_free: Ps,
+    port: IssuePort,
     free_slots: Vec<u32>,
     ctas: u32,
 }
@@ -89,6 +97,8 @@ pub struct Gpu {
     max_ctas: u32,
     issue: Ps,
     greedy: bool,
+    /// Stalls up to this long (dependent ALU work) do not end a greedy warp's run.
+    short_stall: Ps,
     clock: Clock,
     line_shift: u32,
     scratch: [u64; MAX_LANES],
@@ -114,6 +124,7 @@ impl Gpu {
             max_ctas: g.max_ctas_per_sm,
             issue: clock.cycles(g.issue_cycles as u64),
             greedy: g.scheduler == WarpScheduler::Gto,
+            short_stall: clock.cycles(SHORT_STALL_CYCLES),
             clock,
             line_shift: g.line_bytes.trailing_zeros(),
             scratch: [0; MAX_LANES],
@@ -221,8 +232,7 @@ impl Gpu {
             // at the next free slot, processed now: arrival order at the memory side may
             // then invert by a few cycles, which its structures tolerate, and a re-queued
             // event per conflict is saved.
-            let issue = t.max(self.sms[sm].issue_free);
-            self.sms[sm].issue_free = issue + self.issue;
+            let issue = self.sms[sm].port.issue(t, self.issue);
             self.stats.warp_insts += 1;
             let next = issue + self.issue;
             let ready = match w.stream.next(&mut self.scratch) {
@@ -261,10 +271,11 @@ impl Gpu {
                     return Ok(());
                 }
             };
-            // Keep issuing inline while the warp does not stall (greedy-then-oldest:
-            // it holds the issue port until it must wait), or while nothing else is
+            // Keep issuing inline while the warp does not stall for long (greedy-then-
+            // oldest: it resumes as soon as it can; other warps still get the port
+            // slots of its short stalls, see `IssuePort`), or while nothing else is
             // due before it is ready again.
-            if (self.greedy && ready <= next) || ready < q.peek_time() {
+            if (self.greedy && ready <= next + self.short_stall) || ready < q.peek_time() {
                 t = ready;
             } else {
                 q.push(ready, Ev::Warp(slot));

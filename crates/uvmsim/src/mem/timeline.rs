@@ -12,8 +12,9 @@ pub struct Timeline {
     /// Bucket length is `1 << shift` ps (a power of two: no division on the hot path).
     shift: u32,
     cap: u32,
-    /// Picoseconds per byte of capacity within a bucket.
-    ps_per_cap_byte: f64,
+    /// Picoseconds per byte of capacity within a bucket, 16.16 fixed point
+    /// (integer arithmetic: float-to-int conversions cost more than the rest of a reservation).
+    ps_per_cap_byte_fx: u64,
     /// Absolute index of the oldest bucket still held; buckets before it are in the past.
     base: u64,
     /// Buckets held: `base .. base + len`, stored in a ring indexed by `b & mask`.
@@ -23,7 +24,8 @@ pub struct Timeline {
     /// Union-find over buckets: for a full bucket, a later bucket to try next
     /// (path-compressed), so a saturated stretch is skipped in near O(1).
     next: Vec<u64>,
-    ps_per_byte: f64,
+    /// Picoseconds per byte at the channel rate, 16.16 fixed point.
+    ps_per_byte_fx: u64,
 }
 
 impl Timeline {
@@ -39,13 +41,13 @@ impl Timeline {
         Timeline {
             shift,
             cap,
-            ps_per_cap_byte: bucket_ps as f64 / cap as f64,
+            ps_per_cap_byte_fx: (bucket_ps as f64 / cap as f64 * 65536.0).round() as u64,
             base: 0,
             len: 0,
             mask: n - 1,
             used: vec![0; n as usize],
             next: vec![0; n as usize],
-            ps_per_byte,
+            ps_per_byte_fx: (ps_per_byte * 65536.0).round() as u64,
         }
     }
 
@@ -112,6 +114,19 @@ impl Timeline {
             self.base = now_b;
         }
         let mut b = (t >> self.shift).max(self.base);
+        let min_end = t + ((bytes * self.ps_per_byte_fx) >> 16);
+        // Fast path: the arrival bucket is held and has room for the whole request.
+        if b < self.base + self.len {
+            let i = (b & self.mask) as usize;
+            let used = self.used[i] as u64 + bytes;
+            if used <= self.cap as u64 {
+                self.used[i] = used as u32;
+                if used == self.cap as u64 {
+                    self.next[i] = b + 1;
+                }
+                return ((b << self.shift) + ((used * self.ps_per_cap_byte_fx) >> 16)).max(min_end);
+            }
+        }
         let mut left = bytes;
         loop {
             let i = self.slot(b);
@@ -126,8 +141,7 @@ impl Timeline {
                 self.next[i] = b + 1;
             }
             if left == 0 {
-                let end = (b << self.shift) + (self.used[i] as f64 * self.ps_per_cap_byte) as Ps;
-                let min_end = t + (bytes as f64 * self.ps_per_byte) as Ps;
+                let end = (b << self.shift) + ((self.used[i] as u64 * self.ps_per_cap_byte_fx) >> 16);
                 return end.max(min_end);
             }
             b += 1;

@@ -3,7 +3,6 @@
 //! names to numbers (`summary.json`'s `metrics`; names in docs/metrics.md).
 
 use crate::sim::{Ps, PS_PER_NS};
-use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -44,19 +43,42 @@ impl Metrics {
     }
 }
 
-/// A latency distribution in nanoseconds: exact count and mean, percentiles
-/// from an HDR histogram (3 significant digits).
-#[derive(Debug, Clone)]
-pub struct Latency {
-    hist: Histogram<u64>,
-    sum_ps: u128,
-    n: u64,
+/// Sub-buckets per power of two: values keep 6 significant bits (< 1.6% error).
+const SUB_BITS: u32 = 6;
+const SUB: u64 = 1 << SUB_BITS;
+
+/// Bucket of a value: exact below 64, then log-linear (the HDR-histogram layout).
+#[inline]
+fn bucket(v: u64) -> usize {
+    if v < SUB {
+        v as usize
+    } else {
+        let e = 63 - v.leading_zeros(); // >= SUB_BITS
+        let sub = (v >> (e - SUB_BITS)) & (SUB - 1);
+        (SUB + (e - SUB_BITS) as u64 * SUB + sub) as usize
+    }
 }
 
-impl Default for Latency {
-    fn default() -> Self {
-        Latency { hist: Histogram::new(3).expect("3 significant figures is valid"), sum_ps: 0, n: 0 }
+/// Smallest value of a bucket.
+fn bucket_floor(i: usize) -> u64 {
+    let i = i as u64;
+    if i < SUB {
+        i
+    } else {
+        let e = (i - SUB) / SUB + SUB_BITS as u64;
+        let sub = (i - SUB) % SUB;
+        (1 << e) | (sub << (e - SUB_BITS as u64))
     }
+}
+
+/// A latency distribution in nanoseconds: exact count and mean, percentiles
+/// from a log-linear histogram with 6 significant bits. Recording is an
+/// increment: it runs for every TLB miss and walk.
+#[derive(Debug, Clone, Default)]
+pub struct Latency {
+    counts: Vec<u64>,
+    sum_ps: u128,
+    n: u64,
 }
 
 impl Latency {
@@ -64,18 +86,29 @@ impl Latency {
     pub fn record(&mut self, d: Ps) {
         self.sum_ps += d as u128;
         self.n += 1;
-        // Histogram in ns; it auto-resizes so this cannot fail for u64 inputs below 2^63.
-        let _ = self.hist.record(d / PS_PER_NS);
+        let b = bucket(d / PS_PER_NS);
+        if b >= self.counts.len() {
+            self.counts.resize(b + 1, 0);
+        }
+        self.counts[b] += 1;
     }
+
     /// Add another distribution into this one.
     pub fn merge(&mut self, o: &Latency) {
-        let _ = self.hist.add(&o.hist);
+        if o.counts.len() > self.counts.len() {
+            self.counts.resize(o.counts.len(), 0);
+        }
+        for (a, b) in self.counts.iter_mut().zip(&o.counts) {
+            *a += b;
+        }
         self.sum_ps += o.sum_ps;
         self.n += o.n;
     }
+
     pub fn count(&self) -> u64 {
         self.n
     }
+
     pub fn mean_ns(&self) -> f64 {
         if self.n == 0 {
             0.0
@@ -83,18 +116,28 @@ impl Latency {
             self.sum_ps as f64 / self.n as f64 / PS_PER_NS as f64
         }
     }
+
+    /// The smallest recorded bucket value at or below which a fraction `q` of the samples lie.
+    pub fn quantile_ns(&self, q: f64) -> f64 {
+        if self.n == 0 {
+            return 0.0;
+        }
+        let rank = ((q * self.n as f64).ceil() as u64).clamp(1, self.n);
+        let mut seen = 0;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return bucket_floor(i) as f64;
+            }
+        }
+        0.0
+    }
+
     /// Export `prefix.mean`, `prefix.p50`, `prefix.p99`.
     pub fn export(&self, m: &mut Metrics, prefix: &str) {
         m.float(format!("{prefix}.mean"), self.mean_ns());
-        let q = |p: f64| {
-            if self.n == 0 {
-                0.0
-            } else {
-                self.hist.value_at_quantile(p) as f64
-            }
-        };
-        m.float(format!("{prefix}.p50"), q(0.5));
-        m.float(format!("{prefix}.p99"), q(0.99));
+        m.float(format!("{prefix}.p50"), self.quantile_ns(0.5));
+        m.float(format!("{prefix}.p99"), self.quantile_ns(0.99));
     }
 }
 
@@ -114,5 +157,23 @@ mod tests {
         assert_eq!(m.get("x.p99"), Some(99.0));
         m.ratio("r", 1, 0);
         assert_eq!(m.get("r"), Some(0.0));
+    }
+
+    #[test]
+    fn buckets_keep_six_significant_bits() {
+        for v in [0u64, 1, 63, 64, 65, 127, 128, 1000, 123_456, 1 << 40, u64::MAX] {
+            let f = bucket_floor(bucket(v));
+            assert!(f <= v && (v - f) as f64 <= v as f64 / 64.0, "{v} -> {f}");
+        }
+        let mut l = Latency::default();
+        for ns in 0..10_000u64 {
+            l.record(ns * PS_PER_NS);
+        }
+        let p99 = l.quantile_ns(0.99);
+        assert!((p99 - 9900.0).abs() <= 9900.0 / 64.0, "{p99}");
+        let mut a = Latency::default();
+        a.record(5 * PS_PER_NS);
+        a.merge(&l);
+        assert_eq!(a.count(), 10_001);
     }
 }

@@ -89,11 +89,7 @@ impl Tlb {
 
     /// Insert a translation nobody is waiting for (a prefetch); keeps an existing entry.
     pub fn fill_prefetch(&mut self, key: u64, pa: u64, ready: Ps) -> bool {
-        if self.arr.probe(key).is_some() {
-            return false;
-        }
-        self.arr.insert(key, Entry { pa, ready });
-        true
+        self.arr.insert_if_absent(key, Entry { pa, ready })
     }
 
     /// Control protocol: drop one translation, or all.
