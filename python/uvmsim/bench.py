@@ -26,10 +26,22 @@ class Workload:
 
 
 WORKLOADS: tuple[Workload, ...] = (
-    # TLB-hit-heavy: a float STREAM triad on 2 MiB pages (99% L1 TLB hits); the
-    # data side is modelled in full (L1, L2, DRAM bandwidth) and is most of the cost.
+    # TLB-hit-heavy: a float STREAM triad on 2 MiB pages (99% L1 TLB hits) on the
+    # paged-memory seed's GPU and on a Titan V; the data side is modelled in full
+    # (L1, L2, DRAM bandwidth) and is most of the cost, more so with larger caches.
     Workload(
         "stream-tlb-hits",
+        "gtx480-zheng",
+        {
+            "workload.kind": "stream",
+            "workload.stream.elements": 1 << 24,
+            "workload.stream.element_bytes": 4,
+            "translation.page_size": "2MiB",
+        },
+        {"workload.stream.elements": 1 << 20},
+    ),
+    Workload(
+        "stream-tlb-hits-titan-v",
         "titan-v",
         {
             "workload.kind": "stream",

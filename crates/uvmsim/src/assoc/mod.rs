@@ -39,9 +39,11 @@ pub struct SetAssoc<V: Copy> {
     clock: u32,
     policy: Replacement,
     /// Slots of the last few hits, checked before the set: a warp stream
-    /// alternates between a handful of pages or lines.
+    /// alternates between a handful of pages. Off for data caches, whose
+    /// lookups rarely repeat a line back to back.
     mru: [usize; 4],
     mru_next: usize,
+    use_mru: bool,
 }
 
 impl<V: Copy + Default> SetAssoc<V> {
@@ -61,7 +63,14 @@ impl<V: Copy + Default> SetAssoc<V> {
             policy,
             mru: [0; 4],
             mru_next: 0,
+            use_mru: true,
         }
+    }
+
+    /// Skip the recent-hits check (for structures whose lookups rarely repeat back to back).
+    pub fn without_mru(mut self) -> Self {
+        self.use_mru = false;
+        self
     }
 
     #[inline]
@@ -112,8 +121,9 @@ impl<V: Copy + Default> SetAssoc<V> {
     /// Look `key` up; a hit refreshes its recency (under LRU).
     #[inline]
     pub fn lookup(&mut self, key: u64) -> Option<&mut V> {
-        let i = match self.mru.iter().find(|&&i| self.keys[i] == key) {
-            Some(&i) => i,
+        let hit = if self.use_mru { self.mru.iter().copied().find(|&i| self.keys[i] == key) } else { None };
+        let i = match hit {
+            Some(i) => i,
             None => {
                 let i = self.find(key)?;
                 self.mru[self.mru_next] = i;

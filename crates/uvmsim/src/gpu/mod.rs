@@ -23,7 +23,7 @@ mod coalesce;
 mod port;
 
 pub use coalesce::{coalesce, Lines};
-use port::IssuePort;
+use port::{IssuePort, SlotLen};
 
 use crate::config::{Config, WarpScheduler};
 use crate::mem::MemSystem;
@@ -96,6 +96,7 @@ pub struct Gpu {
     warp_size: u32,
     max_ctas: u32,
     issue: Ps,
+    slot: SlotLen,
     greedy: bool,
     /// Stalls up to this long (dependent ALU work) do not end a greedy warp's run.
     short_stall: Ps,
@@ -123,6 +124,7 @@ impl Gpu {
             warp_size: g.warp_size,
             max_ctas: g.max_ctas_per_sm,
             issue: clock.cycles(g.issue_cycles as u64),
+            slot: SlotLen::new(clock.cycles(g.issue_cycles as u64)),
             greedy: g.scheduler == WarpScheduler::Gto,
             short_stall: clock.cycles(SHORT_STALL_CYCLES),
             clock,
@@ -232,7 +234,7 @@ impl Gpu {
             // at the next free slot, processed now: arrival order at the memory side may
             // then invert by a few cycles, which its structures tolerate, and a re-queued
             // event per conflict is saved.
-            let issue = self.sms[sm].port.issue(t, self.issue);
+            let issue = self.sms[sm].port.issue(t, self.slot);
             self.stats.warp_insts += 1;
             let next = issue + self.issue;
             let ready = match w.stream.next(&mut self.scratch) {

@@ -76,7 +76,7 @@ enum Probe {
 impl Cache {
     fn new(c: &CacheConfig, line_bytes: u32, clock: Clock) -> Option<Cache> {
         (c.size_bytes.0 > 0).then(|| Cache {
-            arr: SetAssoc::new((c.size_bytes.0 / line_bytes as u64) as usize, c.ways as usize, c.replacement),
+            arr: SetAssoc::new((c.size_bytes.0 / line_bytes as u64) as usize, c.ways as usize, c.replacement).without_mru(),
             latency: clock.cycles(c.latency_cycles as u64),
             stats: CacheStats::default(),
         })
@@ -140,8 +140,9 @@ impl Dram {
 
     #[inline]
     fn channel(&self, line: u64) -> usize {
-        // Hash the line number so that power-of-two strides spread over channels.
-        (mix64(line) % self.channels.len() as u64) as usize
+        // Hash the line number so that power-of-two strides spread over channels;
+        // multiply-high maps the hash onto the channel count without a division.
+        ((mix64(line) as u128 * self.channels.len() as u128) >> 64) as usize
     }
 
     /// Read one line arriving at `t`; returns when its data is back.

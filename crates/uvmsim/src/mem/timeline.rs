@@ -17,6 +17,8 @@ pub struct Timeline {
     ps_per_cap_byte_fx: u64,
     /// Absolute index of the oldest bucket still held; buckets before it are in the past.
     base: u64,
+    /// Every bucket from `base` up to this one is full (the saturated stretch).
+    lo: u64,
     /// Buckets held: `base .. base + len`, stored in a ring indexed by `b & mask`.
     len: u64,
     mask: u64,
@@ -43,6 +45,7 @@ impl Timeline {
             cap,
             ps_per_cap_byte_fx: (bucket_ps as f64 / cap as f64 * 65536.0).round() as u64,
             base: 0,
+            lo: 0,
             len: 0,
             mask: n - 1,
             used: vec![0; n as usize],
@@ -112,26 +115,20 @@ impl Timeline {
             let drop = (now_b - self.base).min(self.len);
             self.len -= drop;
             self.base = now_b;
+            self.lo = self.lo.max(now_b);
         }
-        let mut b = (t >> self.shift).max(self.base);
         let min_end = t + ((bytes * self.ps_per_byte_fx) >> 16);
-        // Fast path: the arrival bucket is held and has room for the whole request.
-        if b < self.base + self.len {
-            let i = (b & self.mask) as usize;
-            let used = self.used[i] as u64 + bytes;
-            if used <= self.cap as u64 {
-                self.used[i] = used as u32;
-                if used == self.cap as u64 {
-                    self.next[i] = b + 1;
-                }
-                return ((b << self.shift) + ((used * self.ps_per_cap_byte_fx) >> 16)).max(min_end);
-            }
-        }
+        // Start at the arrival bucket, or past the saturated stretch in front of it.
+        let mut b = (t >> self.shift).max(self.lo);
         let mut left = bytes;
         loop {
             let i = self.slot(b);
             if self.used[i] >= self.cap {
-                b = self.find(b);
+                let root = self.find(b);
+                if b == self.lo {
+                    self.lo = root;
+                }
+                b = root;
             }
             let i = (b & self.mask) as usize;
             let take = (self.cap - self.used[i]).min(left.min(u32::MAX as u64) as u32);
@@ -139,6 +136,9 @@ impl Timeline {
             left -= take as u64;
             if self.used[i] == self.cap {
                 self.next[i] = b + 1;
+                if b == self.lo {
+                    self.lo = b + 1;
+                }
             }
             if left == 0 {
                 let end = (b << self.shift) + ((self.used[i] as u64 * self.ps_per_cap_byte_fx) >> 16);
