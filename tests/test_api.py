@@ -105,4 +105,4 @@ def test_config_reference_and_workloads() -> None:
     assert ref["gpu.l1tlb.entries"]["doc"]
     assert "translation.page_size" in ref and "iommu.walker.threads" in ref
     names = [w["name"] for w in uvmsim.workloads()]
-    assert names == ["stride", "concurrency", "regular", "random", "stream", "gather"]
+    assert names == ["stride", "concurrency", "regular", "random", "stream", "gather", "trace"]

@@ -69,7 +69,7 @@ def test_every_spec_loads_and_matches_its_analysis() -> None:
     specs = rep.list_experiments()
     assert [s.id for s in specs] == sorted(rep.REGISTRY)
     for s in specs:
-        assert s.preset == "kaveri-apu" and s.checks and s.title and s.description
+        assert s.preset in ("kaveri-apu", "mgpusim-r9nano") and s.checks and s.title and s.description
         assert any(c.tolerance != "info" for c in s.checks), f"{s.id} checks nothing"
         assert set(s.quick) <= set(s.params), f"{s.id}: [quick] may only replace [params] keys"
 

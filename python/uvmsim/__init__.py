@@ -232,6 +232,12 @@ def config_reference() -> list[dict[str, Any]]:
     return json.loads(_core.config_reference())
 
 
+def trace_info(path: str | Path) -> dict[str, Any]:
+    """Summary of a trace file (accesses, reads, writes, GPUs, CUs, wavefronts, unique pages and lines,
+    footprint, time span, request sizes); a malformed trace raises ``ConfigError`` naming file and line."""
+    return json.loads(_core.trace_info(str(path)))
+
+
 def workloads() -> list[dict[str, Any]]:
     """Every workload generator: ``{"name", "description", "params": [{"key", "default", "doc"}]}``."""
     return json.loads(_core.workloads())

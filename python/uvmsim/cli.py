@@ -244,6 +244,35 @@ def reproduce_cmd(experiment_id: str | None, list_only: bool, out: Path | None, 
     )
 
 
+@cli.group("trace")
+def trace_group() -> None:
+    """Inspect memory-access traces (replay one with `uvmsim run --set workload.kind=trace`)."""
+
+
+@trace_group.command("info")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def trace_info_cmd(file: Path, as_json: bool) -> None:
+    """Accesses, warps, footprint and unique pages of a trace FILE (CSV, plain or gzip)."""
+    info = uvmsim.trace_info(file)
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+        return
+    rows = [
+        ("accesses", f"{info['accesses']:,}"),
+        ("reads / writes", f"{info['reads']:,} / {info['writes']:,}"),
+        ("GPUs / CUs", f"{info['gpus']} / {info['cus']}"),
+        ("wavefronts", f"{info['wavefronts']:,}"),
+        ("unique 4 KiB pages", f"{info['unique_pages_4k']:,}"),
+        ("unique 64 B lines", f"{info['unique_lines_64b']:,}"),
+        ("footprint", f"{info['footprint_bytes'] / 2**20:.2f} MiB (4 KiB pages)"),
+        ("time span", f"{info['first_ns']:,} - {info['last_ns']:,} ns"),
+        ("request sizes", ", ".join(f"{b} B x {n:,}" for b, n in info["sizes"])),
+    ]
+    click.echo(f"{file}")
+    _echo_rows(rows, indent="  ")
+
+
 @cli.command("bench")
 @click.option("--quick", is_flag=True, help="Smaller inputs (seconds, for smoke tests).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")

@@ -19,6 +19,7 @@ import difflib
 import io
 import math
 import operator
+import os
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -369,3 +370,63 @@ def divergence(ctx: Context) -> dict[str, float]:
         f"slowdown.{huge}": slow_huge,
         f"slowdown_ratio.{small}_over_{huge}": slow_small / slow_huge,
     }
+
+
+# --- MGPUSim traces (shared/traces/mgpusim) -------------------------------------------------------
+
+
+def traces_dir() -> Path:
+    """Where the MGPUSim traces are: ``UVMSIM_TRACE_DIR``, else ``shared/traces/mgpusim`` beside the checkout."""
+    env = os.environ.get("UVMSIM_TRACE_DIR")
+    candidates = [Path(env)] if env else []
+    here = Path(__file__).resolve()
+    candidates += [p / "shared" / "traces" / "mgpusim" for p in (*here.parents, *Path.cwd().resolve().parents)]
+    candidates.append(Path.cwd() / "shared" / "traces" / "mgpusim")
+    for c in candidates:
+        if (c / "REFERENCE.md").is_file():
+            return c
+    raise ConfigError(
+        "the MGPUSim traces were not found: set UVMSIM_TRACE_DIR to the folder holding "
+        "shared/traces/mgpusim (README.md, REFERENCE.md, *.csv.gz)"
+    )
+
+
+@experiment("mgpusim-tlb")
+def mgpusim_tlb(ctx: Context) -> dict[str, float]:
+    """Replay MGPUSim's traces and compare L1/L2 TLB hits, misses and MSHR hits with its own statistics."""
+    folder = traces_dir()
+    out: dict[str, float] = {}
+    table: list[tuple[Any, ...]] = []
+    for t in ctx.params["traces"]:
+        name, gpus = t["name"], int(t["gpus"])
+        total = dict.fromkeys(("l1h", "l1m", "l1s", "l2h", "l2m", "l2s"), 0.0)
+        for g in range(1, gpus + 1):
+            r = ctx.run(
+                f"{name}-gpu{g}",
+                {
+                    "workload.kind": "trace",
+                    "workload.trace.path": str(folder / f"{name}.csv.gz"),
+                    "workload.trace.gpu": g,
+                },
+            )
+            m = r.metrics
+            for key, metric in (
+                ("l1h", "gpu0.l1tlb.hits"),
+                ("l1m", "gpu0.l1tlb.misses"),
+                ("l1s", "gpu0.l1tlb.mshr_hits"),
+                ("l2h", "gpu0.l2tlb.hits"),
+                ("l2m", "gpu0.l2tlb.misses"),
+                ("l2s", "gpu0.l2tlb.mshr_hits"),
+            ):
+                total[key] += m[metric]
+        out[f"l1_hits.{name}"] = total["l1h"]
+        out[f"l1_miss_plus_mshr_hit.{name}"] = total["l1m"] + total["l1s"]
+        out[f"l2_hits.{name}"] = total["l2h"]
+        out[f"l2_miss_plus_mshr_hit.{name}"] = total["l2m"] + total["l2s"]
+        table.append((name, *(total[k] for k in ("l1h", "l1m", "l1s", "l2h", "l2m", "l2s"))))
+    write_csv(
+        ctx.out / "tlb.csv",
+        ("trace", "l1_hits", "l1_misses", "l1_mshr_hits", "l2_hits", "l2_misses", "l2_mshr_hits"),
+        table,
+    )
+    return out

@@ -38,6 +38,12 @@ fn config_reference() -> String {
     api::reference_json()
 }
 
+/// Summary of a trace file as JSON (accesses, footprint, ...); a bad trace raises ConfigError.
+#[pyfunction]
+fn trace_info(py: Python<'_>, path: String) -> PyResult<String> {
+    py.detach(|| api::trace_info_json(&path)).map_err(|e| ConfigError::new_err(e.to_string()))
+}
+
 /// Every workload generator as JSON: [{name, description, params}].
 #[pyfunction]
 fn workloads() -> String {
@@ -50,6 +56,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
     m.add_function(wrap_pyfunction!(config_reference, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

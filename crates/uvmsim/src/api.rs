@@ -36,7 +36,10 @@ pub fn resolve_json(sources: &[Source], overrides: &[String]) -> Result<String, 
 /// Run a simulation; returns `{"version", "config", "metrics"}` as JSON.
 pub fn run_json(sources: &[Source], overrides: &[String]) -> Result<String, ApiError> {
     let cfg = resolve(sources, overrides).map_err(ApiError::Config)?;
-    let metrics = crate::world::simulate(&cfg).map_err(ApiError::Sim)?;
+    let metrics = crate::world::simulate(&cfg).map_err(|e| match e {
+        SimError::BadInput(m) => ApiError::Config(ConfigError { source: None, key: None, message: m }),
+        e => ApiError::Sim(e),
+    })?;
     Ok(json!({"version": env!("CARGO_PKG_VERSION"), "config": cfg, "metrics": metrics}).to_string())
 }
 
@@ -57,6 +60,12 @@ fn params(prefix: &str) -> Vec<Value> {
 /// Every parameter: `[{"key", "default", "doc"}]`.
 pub fn reference_json() -> String {
     Value::Array(params("")).to_string()
+}
+
+/// Summary of a trace file as JSON; a malformed trace is a `ConfigError` naming file and line.
+pub fn trace_info_json(path: &str) -> Result<String, ConfigError> {
+    let info = crate::workload::trace::info(path).map_err(|e| ConfigError { source: None, key: None, message: e.0 })?;
+    Ok(serde_json::to_string(&info).expect("trace info serializes"))
 }
 
 /// Every workload generator: `[{"name", "description", "params"}]`.

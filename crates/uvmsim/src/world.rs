@@ -6,6 +6,7 @@ use crate::config::Config;
 use crate::gpu::Gpu;
 use crate::sim::{self, ns_to_ps, EventQueue, Model, Ps, RunOptions, SimError, PS_PER_NS};
 use crate::stats::Metrics;
+use crate::workload::trace::{Record, TraceReader};
 use crate::workload::{self, HostOp, Program};
 
 /// Every event of the system: compact and `Copy`, so the hot path never allocates.
@@ -17,6 +18,17 @@ pub enum Ev {
     Warp(u32),
     /// A CTA's last access completed.
     CtaDone(u32),
+    /// The next traced access is due.
+    Trace,
+}
+
+/// A trace being replayed: the reader and the record due next.
+struct Replay {
+    reader: TraceReader,
+    gpu: u32,
+    next: Option<Record>,
+    first: Option<Ps>,
+    done: Ps,
 }
 
 pub struct World {
@@ -28,6 +40,8 @@ pub struct World {
     memcpy_ps: Ps,
     memcpy_bytes: u64,
     done_at: Option<Ps>,
+    replay: Option<Replay>,
+    page_bytes: u64,
 }
 
 impl World {
@@ -45,11 +59,61 @@ impl World {
             memcpy_ps: 0,
             memcpy_bytes: 0,
             done_at: None,
+            replay: None,
+            page_bytes: cfg.translation.page_size.0,
         }
     }
 
+    /// Start replaying a trace: map every address, schedule the first record.
+    fn start_replay(&mut self, path: &str, gpu: u32, now: Ps, q: &mut EventQueue<Ev>) -> Result<(), SimError> {
+        let mut reader = TraceReader::open(path).map_err(|e| SimError::BadInput(e.0))?;
+        self.gpu.xlat.space.map_identity(self.page_bytes);
+        let next = reader.next_record().map_err(|e| SimError::BadInput(e.0))?;
+        match next {
+            Some(r) => q.push(r.time.max(now), Ev::Trace),
+            None => q.push(now, Ev::Host),
+        }
+        self.replay = Some(Replay { reader, gpu, next, first: None, done: now });
+        Ok(())
+    }
+
+    /// Issue every traced access due at `now`, then schedule the next one (or
+    /// resume the host program once the last access is done).
+    fn step_trace(&mut self, now: Ps, q: &mut EventQueue<Ev>) -> Result<(), SimError> {
+        let rp = self.replay.as_mut().expect("a trace event means a replay is running");
+        while let Some(r) = rp.next {
+            if r.time > now {
+                q.push(r.time, Ev::Trace);
+                return Ok(());
+            }
+            if r.gpu == rp.gpu {
+                if r.cu as usize >= self.gpu.sms() {
+                    return Err(SimError::BadInput(format!(
+                        "{}: cu {} does not exist: gpu.sms is {} (choose a preset with as many SMs as the traced GPU)",
+                        rp.reader.position(),
+                        r.cu,
+                        self.gpu.sms()
+                    )));
+                }
+                rp.first.get_or_insert(r.time);
+                let done = self
+                    .gpu
+                    .replay(r.cu as usize, r.kind, r.vaddr, r.size, now, now)
+                    .map_err(|va| SimError::Model(format!("{}: address {va:#x} is not mapped", rp.reader.position())))?;
+                rp.done = rp.done.max(done);
+            }
+            rp.next = rp.reader.next_record().map_err(|e| SimError::BadInput(e.0))?;
+        }
+        // End of the trace: its span counts as kernel time; the host resumes when the last access is done.
+        let (first, done) = (rp.first.unwrap_or(rp.done), rp.done);
+        self.gpu.add_kernel_time(done - first);
+        self.replay = None;
+        q.push(done.max(now), Ev::Host);
+        Ok(())
+    }
+
     /// Run host operations from `now` until one has to wait.
-    fn step_host(&mut self, now: Ps, q: &mut EventQueue<Ev>) {
+    fn step_host(&mut self, now: Ps, q: &mut EventQueue<Ev>) -> Result<(), SimError> {
         while let Some(op) = self.program.ops.get(self.pc) {
             self.pc += 1;
             match op {
@@ -58,16 +122,21 @@ impl World {
                     self.memcpy_ps += d;
                     self.memcpy_bytes += bytes;
                     q.push(now + d, Ev::Host);
-                    return;
+                    return Ok(());
                 }
                 HostOp::Launch(k) => {
                     if self.gpu.launch(k.clone(), now, q) {
-                        return;
+                        return Ok(());
                     }
+                }
+                HostOp::Replay { path, gpu } => {
+                    let (path, gpu) = (path.clone(), *gpu);
+                    return self.start_replay(&path, gpu, now, q);
                 }
             }
         }
         self.done_at = Some(now);
+        Ok(())
     }
 }
 
@@ -79,10 +148,11 @@ impl Model for World {
             Ev::Warp(slot) => self.gpu.run_warp(slot, now, q)?,
             Ev::CtaDone(c) => {
                 if self.gpu.cta_done(c, now, q) {
-                    self.step_host(now, q);
+                    self.step_host(now, q)?;
                 }
             }
-            Ev::Host => self.step_host(now, q),
+            Ev::Host => self.step_host(now, q)?,
+            Ev::Trace => self.step_trace(now, q)?,
         }
         Ok(())
     }
@@ -93,6 +163,9 @@ impl Model for World {
 
     fn describe_waiting(&self) -> Vec<String> {
         let mut out = vec![format!("host program: at operation {} of {}", self.pc, self.program.ops.len())];
+        if let Some(rp) = &self.replay {
+            out.push(format!("trace replay: at {}", rp.reader.position()));
+        }
         self.gpu.describe_waiting(&mut out);
         out
     }

@@ -122,3 +122,41 @@ fn gto_and_time_order_agree_on_a_streaming_kernel() {
     assert!((a - b).abs() / b < 0.02, "gto {a} ns vs time-order {b} ns");
     assert!(m(&gto, "sim.events") < m(&strict, "sim.events"));
 }
+
+/// A hand-written trace: CU 0 touches page 1 twice (the second access 5 ns
+/// later merges into the pending miss), CU 1 touches it later (its own L1 TLB
+/// misses, the shared L2 TLB hits), and CU 0 touches page 2; one access of
+/// GPU 2 is not replayed.
+#[test]
+fn trace_replay_issues_each_access_at_its_time_on_its_cu() {
+    let dir = std::env::temp_dir().join(format!("uvmsim-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.csv");
+    std::fs::write(
+        &path,
+        "time_ns,gpu,cu,wavefront,kind,vaddr,size\n\
+         100,1,0,0,R,0x1000,64\n\
+         105,1,0,0,R,0x1040,64\n\
+         105,2,0,9,R,0x9000,64\n\
+         5000,1,1,1,W,0x1080,64\n\
+         6000,1,0,0,R,0x2000,64\n",
+    )
+    .unwrap();
+    let x = run(&[
+        "workload.kind=trace",
+        &format!("workload.trace.path=\"{}\"", path.display()),
+        "gpu.sms=2",
+        "translation.mode=iommu",
+        "iommu.ats_prefetch_pages=1",
+    ]);
+    assert_eq!(m(&x, "gpu0.warp_mem_insts"), 4.0);
+    assert_eq!((m(&x, "gpu0.l1tlb.hits"), m(&x, "gpu0.l1tlb.mshr_hits"), m(&x, "gpu0.l1tlb.misses")), (0.0, 1.0, 3.0));
+    assert_eq!((m(&x, "gpu0.l2tlb.hits"), m(&x, "gpu0.l2tlb.misses")), (1.0, 2.0));
+    assert_eq!(m(&x, "iommu.walker.walks"), 2.0);
+    // The replay spans from the first access to the last access's completion.
+    assert!(m(&x, "time.kernel_ns") > 5900.0, "{}", m(&x, "time.kernel_ns"));
+
+    // A record naming a CU the GPU does not have is bad input, with file and line.
+    let err = simulate(&cfg(&["workload.kind=trace", &format!("workload.trace.path=\"{}\"", path.display()), "gpu.sms=1"])).unwrap_err();
+    assert!(err.to_string().contains("t.csv:5: cu 1 does not exist"), "{err}");
+}

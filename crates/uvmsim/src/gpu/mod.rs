@@ -29,7 +29,7 @@ use crate::config::{Config, WarpScheduler};
 use crate::mem::MemSystem;
 use crate::sim::{Clock, EventQueue, Ps, SimError};
 use crate::stats::Metrics;
-use crate::workload::{KernelSpec, MemKind, Op, WarpId, WarpStream, MAX_LANES};
+use crate::workload::{KernelSpec, Lanes, MemKind, Op, WarpId, WarpStream, MAX_LANES};
 use crate::world::Ev;
 use crate::xlat::Translator;
 
@@ -284,6 +284,24 @@ impl Gpu {
                 return Ok(());
             }
         }
+    }
+
+    /// Number of SMs.
+    pub fn sms(&self) -> usize {
+        self.sms.len()
+    }
+
+    /// One traced access of `size` bytes at `va` from SM `sm`, issued at `t` (trace
+    /// replay, no warp behind it); returns when it is done, or the unmapped address.
+    pub fn replay(&mut self, sm: usize, kind: MemKind, va: u64, size: u32, t: Ps, floor: Ps) -> Result<Ps, u64> {
+        coalesce(Lanes::Strided { base: va, stride: 0, n: 1 }, size, &self.scratch, self.line_shift, &mut self.lines);
+        self.access(sm, kind, t, floor)
+    }
+
+    /// Add a replayed trace's span to the kernel time.
+    pub fn add_kernel_time(&mut self, d: Ps) {
+        self.stats.kernels += 1;
+        self.stats.kernel_ps += d;
     }
 
     /// Translate and access the coalesced lines in `self.lines`; returns when all are done,

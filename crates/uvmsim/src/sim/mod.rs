@@ -38,6 +38,8 @@ pub enum SimError {
     Livelock { now: Ps, events: u64, waiting: Vec<String> },
     /// The model reached a state its inputs should not produce (e.g. an access to unmapped memory).
     Model(String),
+    /// Input read during the run is bad (a malformed trace record): the message names file and line.
+    BadInput(String),
 }
 
 impl std::fmt::Display for SimError {
@@ -55,7 +57,7 @@ impl std::fmt::Display for SimError {
                 ps_to_ns(*now),
                 waiting.join("\n  ")
             ),
-            SimError::Model(m) => write!(f, "{m}"),
+            SimError::Model(m) | SimError::BadInput(m) => write!(f, "{m}"),
         }
     }
 }

@@ -13,11 +13,13 @@ mod gather;
 mod regular;
 mod stream;
 mod stride;
+pub mod trace;
 
 pub use gather::GatherParams;
 pub use regular::RegularParams;
 pub use stream::StreamParams;
 pub use stride::StrideParams;
+pub use trace::TraceParams;
 
 use crate::config::{ByteSize, Config};
 use crate::sim::mix64;
@@ -114,6 +116,8 @@ pub enum HostOp {
     MemcpyH2D { bytes: u64 },
     /// Launch a kernel and wait for it (launch + synchronize).
     Launch(KernelSpec),
+    /// Replay a memory-access trace, each access at its recorded time, and wait for it.
+    Replay { path: String, gpu: u32 },
 }
 
 /// A whole workload: its allocations and host operations.
@@ -187,16 +191,18 @@ pub enum WorkloadKind {
     Random,
     Stream,
     Gather,
+    Trace,
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 6] = [
+    pub const ALL: [WorkloadKind; 7] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
         WorkloadKind::Random,
         WorkloadKind::Stream,
         WorkloadKind::Gather,
+        WorkloadKind::Trace,
     ];
 
     pub fn name(self) -> &'static str {
@@ -207,6 +213,7 @@ impl WorkloadKind {
             WorkloadKind::Random => "random",
             WorkloadKind::Stream => "stream",
             WorkloadKind::Gather => "gather",
+            WorkloadKind::Trace => "trace",
         }
     }
 
@@ -218,6 +225,7 @@ impl WorkloadKind {
             WorkloadKind::Random => "Each thread reads then writes one element of a page chosen by a seeded random permutation of thread ids (each page once): uvm-driver 'random'.",
             WorkloadKind::Stream => "STREAM triad a[i] = b[i] + s*c[i] over three arrays with a grid-stride loop: coalesced, streaming, TLB-hit-heavy.",
             WorkloadKind::Gather => "Lookups into a large sorted table by binary search (XSBench / B+tree-like): each lookup reads its key coalesced, then makes dependent probes; keys unsorted (random) or sorted (adjacent threads search nearby keys).",
+            WorkloadKind::Trace => "Replay of a memory-access trace (CSV time_ns,gpu,cu,wavefront,kind,vaddr,size, plain or gzip; e.g. shared/traces/mgpusim): each access issues at its recorded time on its recorded CU; addresses map one-to-one to physical memory with translation.page_size pages.",
         }
     }
 }
@@ -225,7 +233,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream or gather (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather or trace (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -245,6 +253,8 @@ section! {
         pub stream: StreamParams = StreamParams::default(),
         /// Parameters of `gather`.
         pub gather: GatherParams = GatherParams::default(),
+        /// Parameters of `trace`.
+        pub trace: TraceParams = TraceParams::default(),
     }
 }
 
@@ -270,6 +280,7 @@ impl WorkloadConfig {
             WorkloadKind::Random => self.random.validate("workload.random"),
             WorkloadKind::Stream => self.stream.validate("workload.stream", ws),
             WorkloadKind::Gather => self.gather.validate("workload.gather", ws),
+            WorkloadKind::Trace => self.trace.validate("workload.trace"),
         }
     }
 }
@@ -279,6 +290,9 @@ pub fn build(cfg: &Config) -> Program {
     let w = &cfg.workload;
     let page = cfg.translation.page_size.0;
     let mut va = VaAllocator::default();
+    if w.kind == WorkloadKind::Trace {
+        return Program { buffers: vec![], ops: vec![HostOp::Replay { path: w.trace.path.clone(), gpu: w.trace.gpu }] };
+    }
     let (kernel, inputs) = match w.kind {
         WorkloadKind::Stride => stride::build(&w.stride, w, cfg, page, &mut va),
         WorkloadKind::Concurrency => stride::build(&w.concurrency, w, cfg, page, &mut va),
@@ -286,6 +300,7 @@ pub fn build(cfg: &Config) -> Program {
         WorkloadKind::Random => regular::build(&w.random, true, w, cfg, page, &mut va),
         WorkloadKind::Stream => stream::build(&w.stream, w, page, &mut va),
         WorkloadKind::Gather => gather::build(&w.gather, w, cfg, page, &mut va),
+        WorkloadKind::Trace => unreachable!("handled above"),
     };
     let mut ops = vec![];
     if w.memcpy_inputs && inputs > 0 {

@@ -66,6 +66,12 @@ impl AddressSpace {
         self.regions.insert(at, r);
     }
 
+    /// Map the whole 57-bit address space one-to-one onto physical memory (trace
+    /// replay: a trace carries virtual addresses but no allocations).
+    pub fn map_identity(&mut self, page_bytes: u64) {
+        self.regions = vec![Region { va: 0, end: 1 << 57, pa: 0, shift: page_bytes.trailing_zeros(), class: class_of(page_bytes) }];
+    }
+
     #[inline]
     pub fn lookup(&self, va: u64) -> Option<&Region> {
         if let [r] = self.regions.as_slice() {

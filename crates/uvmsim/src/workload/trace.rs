@@ -1,0 +1,311 @@
+//! Trace replay: memory-access traces in the generic text format
+//! (`time_ns,gpu,cu,wavefront,kind,vaddr,size`, optionally gzip-compressed;
+//! the format of the MGPUSim traces in `shared/traces/mgpusim/`).
+//!
+//! How it works: [`TraceReader`] streams records one line at a time into a
+//! reused buffer (no trace is loaded whole). During a run each access is
+//! issued at its recorded time on its recorded SM/CU, so the simulated
+//! hierarchy decides hits, MSHR merges and latencies while the trace keeps the
+//! recorded order and gaps. Bad input names the file and line.
+
+use super::MemKind;
+use crate::sim::{Ps, PS_PER_NS};
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+
+section! {
+    /// Parameters of trace replay (workload.kind = "trace").
+    pub struct TraceParams {
+        /// Trace file: CSV with header time_ns,gpu,cu,wavefront,kind,vaddr,size, plain or gzip-compressed.
+        pub path: String = String::new(),
+        /// Which GPU of the trace to replay (GPUs are numbered from 1, as MGPUSim names them).
+        pub gpu: u32 = 1,
+    }
+}
+
+impl TraceParams {
+    pub fn validate(&self, p: &str) -> Result<(), (String, String)> {
+        if self.path.is_empty() {
+            return Err((format!("{p}.path"), "must name a trace file".into()));
+        }
+        if self.gpu == 0 {
+            return Err((format!("{p}.gpu"), "GPUs are numbered from 1".into()));
+        }
+        Ok(())
+    }
+}
+
+/// One traced access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Record {
+    pub time: Ps,
+    pub gpu: u32,
+    pub cu: u32,
+    pub wavefront: u64,
+    pub kind: MemKind,
+    pub vaddr: u64,
+    pub size: u32,
+}
+
+/// A malformed, truncated or unreadable trace: where and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceError(pub String);
+
+impl std::fmt::Display for TraceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+const HEADER: [&str; 7] = ["time_ns", "gpu", "cu", "wavefront", "kind", "vaddr", "size"];
+
+/// Streams the records of a text trace.
+pub struct TraceReader {
+    path: String,
+    input: Box<dyn BufRead>,
+    line: String,
+    line_no: u64,
+    last_time: Ps,
+}
+
+impl TraceReader {
+    pub fn open(path: &str) -> Result<TraceReader, TraceError> {
+        let err = |e: std::io::Error| TraceError(format!("{path}: cannot read the trace: {e}"));
+        let mut file = BufReader::new(File::open(path).map_err(err)?);
+        // Gzip by content (magic bytes), not by file name.
+        let gz = file.fill_buf().map_err(err)?.starts_with(&[0x1f, 0x8b]);
+        let input: Box<dyn BufRead> = if gz { Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(file))) } else { Box::new(file) };
+        let mut r = TraceReader { path: path.to_string(), input, line: String::new(), line_no: 0, last_time: 0 };
+        if !r.read_line()? {
+            return Err(TraceError(format!("{path}: empty trace (expected the header {})", HEADER.join(","))));
+        }
+        let fields: Vec<&str> = r.line.trim_end().split(',').collect();
+        if fields != HEADER {
+            return Err(r.bad(&format!("header is `{}`, expected `{}`", r.line.trim_end(), HEADER.join(","))));
+        }
+        Ok(r)
+    }
+
+    /// `path:line` of the last record read.
+    pub fn position(&self) -> String {
+        format!("{}:{}", self.path, self.line_no)
+    }
+
+    fn bad(&self, why: &str) -> TraceError {
+        TraceError(format!("{}:{}: {why}", self.path, self.line_no))
+    }
+
+    /// Read the next line into `self.line`; false at the end of the file.
+    fn read_line(&mut self) -> Result<bool, TraceError> {
+        self.line.clear();
+        let n = self
+            .input
+            .read_line(&mut self.line)
+            .map_err(|e| TraceError(format!("{}:{}: cannot read the trace (truncated or corrupt?): {e}", self.path, self.line_no + 1)))?;
+        if n > 0 {
+            self.line_no += 1;
+        }
+        Ok(n > 0)
+    }
+
+    /// The next record, or `None` at the end of the trace.
+    pub fn next_record(&mut self) -> Result<Option<Record>, TraceError> {
+        loop {
+            if !self.read_line()? {
+                return Ok(None);
+            }
+            let l = self.line.trim_end();
+            if !l.is_empty() {
+                break;
+            }
+        }
+        let l = self.line.trim_end();
+        let mut it = l.split(',');
+        let mut field = |name: &str| it.next().ok_or_else(|| format!("missing field `{name}` (expected 7 comma-separated fields)"));
+        let parsed = (|| -> Result<Record, String> {
+            let time_ns: u64 = field("time_ns")?.parse().map_err(|_| "time_ns is not a whole number of ns".to_string())?;
+            let gpu: u32 = field("gpu")?.parse().map_err(|_| "gpu is not a whole number".to_string())?;
+            let cu: u32 = field("cu")?.parse().map_err(|_| "cu is not a whole number".to_string())?;
+            let wavefront: u64 = field("wavefront")?.parse().map_err(|_| "wavefront is not a whole number".to_string())?;
+            let kind = match field("kind")? {
+                "R" => MemKind::Load,
+                "W" => MemKind::Store,
+                k => return Err(format!("kind `{k}` is neither R (read) nor W (write)")),
+            };
+            let va = field("vaddr")?;
+            let hex = va
+                .strip_prefix("0x")
+                .or_else(|| va.strip_prefix("0X"))
+                .ok_or_else(|| format!("vaddr `{va}` is not hex with a 0x prefix"))?;
+            let vaddr = u64::from_str_radix(hex, 16).map_err(|_| format!("vaddr `{va}` is not a hex address"))?;
+            let size: u32 = field("size")?.parse().map_err(|_| "size is not a whole number of bytes".to_string())?;
+            if size == 0 || size > 4096 {
+                return Err(format!("size {size} is outside 1..4096 bytes"));
+            }
+            if vaddr >= 1 << 57 {
+                return Err(format!("vaddr {va} is beyond a 57-bit address space"));
+            }
+            let time = time_ns.checked_mul(PS_PER_NS).ok_or("time_ns is too large")?;
+            Ok(Record { time, gpu, cu, wavefront, kind, vaddr, size })
+        })();
+        let rec = parsed.map_err(|why| self.bad(&why))?;
+        if it.next().is_some() {
+            return Err(self.bad("more than 7 fields"));
+        }
+        if rec.time < self.last_time {
+            return Err(self.bad("time goes backwards (records must be in non-decreasing time order)"));
+        }
+        self.last_time = rec.time;
+        Ok(Some(rec))
+    }
+}
+
+/// Summary statistics of a trace (`uvmsim trace info`).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct TraceInfo {
+    pub accesses: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub gpus: u64,
+    pub cus: u64,
+    pub wavefronts: u64,
+    pub unique_pages_4k: u64,
+    pub unique_lines_64b: u64,
+    pub footprint_bytes: u64,
+    pub first_ns: u64,
+    pub last_ns: u64,
+    /// Request sizes: (bytes, count), ascending.
+    pub sizes: Vec<(u32, u64)>,
+}
+
+/// Stream a trace once and summarise it.
+pub fn info(path: &str) -> Result<TraceInfo, TraceError> {
+    let mut r = TraceReader::open(path)?;
+    let mut out = TraceInfo::default();
+    let (mut gpus, mut cus, mut waves) = (HashSet::new(), HashSet::new(), HashSet::new());
+    let (mut pages, mut lines) = (HashSet::new(), HashSet::new());
+    let mut sizes = std::collections::BTreeMap::new();
+    while let Some(rec) = r.next_record()? {
+        if out.accesses == 0 {
+            out.first_ns = rec.time / PS_PER_NS;
+        }
+        out.last_ns = rec.time / PS_PER_NS;
+        out.accesses += 1;
+        match rec.kind {
+            MemKind::Load => out.reads += 1,
+            MemKind::Store => out.writes += 1,
+        }
+        gpus.insert(rec.gpu);
+        cus.insert((rec.gpu, rec.cu));
+        waves.insert(rec.wavefront);
+        for a in [rec.vaddr, rec.vaddr + rec.size as u64 - 1] {
+            pages.insert(a >> 12);
+            lines.insert(a >> 6);
+        }
+        *sizes.entry(rec.size).or_insert(0u64) += 1;
+    }
+    out.gpus = gpus.len() as u64;
+    out.cus = cus.len() as u64;
+    out.wavefronts = waves.len() as u64;
+    out.unique_pages_4k = pages.len() as u64;
+    out.unique_lines_64b = lines.len() as u64;
+    out.footprint_bytes = out.unique_pages_4k * 4096;
+    out.sizes = sizes.into_iter().collect();
+    Ok(out)
+}
+
+/// Check that a reader can open `path` (fail early, before a run starts).
+pub fn check_readable(path: &str) -> Result<(), TraceError> {
+    TraceReader::open(path).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn write(name: &str, body: &str, gz: bool) -> String {
+        let dir = std::env::temp_dir().join(format!("uvmsim-trace-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        let mut f = File::create(&p).unwrap();
+        if gz {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(body.as_bytes()).unwrap();
+            f.write_all(&e.finish().unwrap()).unwrap();
+        } else {
+            f.write_all(body.as_bytes()).unwrap();
+        }
+        p.to_string_lossy().into_owned()
+    }
+
+    const GOOD: &str = "time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000,64\n10,1,3,1,W,0x2040,64\n12,1,0,0,R,0x1040,64\n";
+
+    #[test]
+    fn reads_plain_and_gzip_alike() {
+        for gz in [false, true] {
+            let p = write(&format!("good{gz}.csv"), GOOD, gz);
+            let mut r = TraceReader::open(&p).unwrap();
+            let a = r.next_record().unwrap().unwrap();
+            assert_eq!(a, Record { time: 10_000, gpu: 1, cu: 0, wavefront: 0, kind: MemKind::Load, vaddr: 0x1000, size: 64 });
+            assert_eq!(r.next_record().unwrap().unwrap().kind, MemKind::Store);
+            assert_eq!(r.next_record().unwrap().unwrap().time, 12_000);
+            assert!(r.next_record().unwrap().is_none());
+            let i = info(&p).unwrap();
+            assert_eq!((i.accesses, i.reads, i.writes, i.cus, i.wavefronts, i.unique_pages_4k, i.unique_lines_64b), (3, 2, 1, 2, 2, 2, 3));
+        }
+    }
+
+    #[test]
+    fn bad_input_names_file_line_and_reason() {
+        let cases = [
+            ("time,gpu\n", ":1: header"),
+            ("time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,X,0x1000,64\n", ":2: kind `X`"),
+            ("time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,1000,64\n", ":2: vaddr `1000` is not hex"),
+            ("time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000\n", ":2: missing field `size`"),
+            ("time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000,64,9\n", ":2: more than 7 fields"),
+            ("time_ns,gpu,cu,wavefront,kind,vaddr,size\n20,1,0,0,R,0x1000,64\n10,1,0,0,R,0x1000,64\n", ":3: time goes backwards"),
+            ("time_ns,gpu,cu,wavefront,kind,vaddr,size\nten,1,0,0,R,0x1000,64\n", ":2: time_ns"),
+            ("", "empty trace"),
+        ];
+        for (i, (body, want)) in cases.iter().enumerate() {
+            let p = write(&format!("bad{i}.csv"), body, false);
+            let e = match TraceReader::open(&p) {
+                Err(e) => e,
+                Ok(mut r) => loop {
+                    match r.next_record() {
+                        Err(e) => break e,
+                        Ok(None) => panic!("case {i} parsed"),
+                        Ok(Some(_)) => {}
+                    }
+                },
+            };
+            assert!(e.0.contains(&p) && e.0.contains(want), "case {i}: {e}");
+        }
+    }
+
+    #[test]
+    fn truncated_gzip_is_an_error_not_a_short_trace() {
+        let p = write("full.csv.gz", GOOD, true);
+        let bytes = std::fs::read(&p).unwrap();
+        let cut = write("cut.csv.gz", "", false);
+        std::fs::write(&cut, &bytes[..bytes.len() - 12]).unwrap();
+        let mut r = TraceReader::open(&cut).unwrap();
+        let mut result = Ok(None);
+        for _ in 0..10 {
+            result = r.next_record();
+            if !matches!(result, Ok(Some(_))) {
+                break;
+            }
+        }
+        let e = result.expect_err("a truncated gzip stream must not end quietly");
+        assert!(e.0.contains("truncated or corrupt"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_file_is_reported() {
+        let e = TraceReader::open("/nonexistent/trace.csv").err().unwrap();
+        assert!(e.0.contains("/nonexistent/trace.csv") && e.0.contains("cannot read"), "{e}");
+    }
+}
