@@ -25,32 +25,20 @@ class Workload:
     quick_set: dict[str, Any]
 
 
+# A float STREAM triad on 2 MiB pages: 99% L1 TLB hits.
+_STREAM_F32 = {
+    "workload.kind": "stream",
+    "workload.stream.elements": 1 << 24,
+    "workload.stream.element_bytes": 4,
+    "translation.page_size": "2MiB",
+}
+
 WORKLOADS: tuple[Workload, ...] = (
-    # TLB-hit-heavy: a float STREAM triad on 2 MiB pages (99% L1 TLB hits) on the
-    # paged-memory seed's GPU and on a Titan V; the data side is modelled in full
-    # (L1, L2, DRAM bandwidth) and is most of the cost, more so with larger caches.
-    Workload(
-        "stream-tlb-hits",
-        "gtx480-zheng",
-        {
-            "workload.kind": "stream",
-            "workload.stream.elements": 1 << 24,
-            "workload.stream.element_bytes": 4,
-            "translation.page_size": "2MiB",
-        },
-        {"workload.stream.elements": 1 << 20},
-    ),
-    Workload(
-        "stream-tlb-hits-titan-v",
-        "titan-v",
-        {
-            "workload.kind": "stream",
-            "workload.stream.elements": 1 << 24,
-            "workload.stream.element_bytes": 4,
-            "translation.page_size": "2MiB",
-        },
-        {"workload.stream.elements": 1 << 20},
-    ),
+    # TLB-hit-heavy, on the paged-memory seed's GPU and on a Titan V; the data side
+    # is modelled in full (L1, L2, DRAM bandwidth) and is most of the cost, more so
+    # with larger caches.
+    Workload("stream-tlb-hits", "gtx480-zheng", _STREAM_F32, {"workload.stream.elements": 1 << 20}),
+    Workload("stream-tlb-hits-titan-v", "titan-v", _STREAM_F32, {"workload.stream.elements": 1 << 20}),
     # Translation-heavy: unsorted binary-search gathers on 4 KiB pages; every
     # 64-lane probe needs up to 64 translations through the IOMMU.
     Workload(

@@ -9,6 +9,7 @@ pub mod config;
 pub mod api;
 pub mod assoc;
 pub mod gpu;
+pub mod link;
 pub mod mem;
 pub mod sim;
 pub mod stats;

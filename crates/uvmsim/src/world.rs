@@ -4,7 +4,8 @@
 
 use crate::config::Config;
 use crate::gpu::Gpu;
-use crate::sim::{self, ns_to_ps, EventQueue, Model, Ps, RunOptions, SimError, PS_PER_NS};
+use crate::link::{Dir, Link};
+use crate::sim::{self, EventQueue, Model, Ps, RunOptions, SimError, PS_PER_NS};
 use crate::stats::Metrics;
 use crate::workload::trace::{Record, TraceReader};
 use crate::workload::{self, HostOp, Program};
@@ -35,8 +36,7 @@ pub struct World {
     program: Program,
     pc: usize,
     pub gpu: Gpu,
-    link_latency: Ps,
-    link_ps_per_byte: f64,
+    link: Link,
     memcpy_ps: Ps,
     memcpy_bytes: u64,
     done_at: Option<Ps>,
@@ -54,8 +54,7 @@ impl World {
             program,
             pc: 0,
             gpu,
-            link_latency: ns_to_ps(cfg.link.latency_ns),
-            link_ps_per_byte: 1000.0 / cfg.link.bandwidth_gbps,
+            link: Link::new(&cfg.link),
             memcpy_ps: 0,
             memcpy_bytes: 0,
             done_at: None,
@@ -118,10 +117,11 @@ impl World {
             self.pc += 1;
             match op {
                 HostOp::MemcpyH2D { bytes } => {
-                    let d = self.link_latency + (*bytes as f64 * self.link_ps_per_byte) as Ps;
-                    self.memcpy_ps += d;
+                    // cudaMemcpy: one transfer, the host waits for it.
+                    let (_, end) = self.link.transfer(Dir::HostToDevice, *bytes, now, now);
+                    self.memcpy_ps += end - now;
                     self.memcpy_bytes += bytes;
-                    q.push(now + d, Ev::Host);
+                    q.push(end, Ev::Host);
                     return Ok(());
                 }
                 HostOp::Launch(k) => {
@@ -186,6 +186,7 @@ pub fn simulate(cfg: &Config) -> Result<Metrics, SimError> {
     m.float("time.memcpy_ns", world.memcpy_ps as f64 / PS_PER_NS as f64);
     m.int("host.memcpy_bytes", world.memcpy_bytes);
     world.gpu.export(&mut m, "gpu0");
+    world.link.export(&mut m, end);
     m.int("sim.events", rep.events);
     m.int("sim.seed", cfg.sim.seed);
     m.float("sim.wall_s", rep.wall_s);

@@ -16,6 +16,7 @@ pub use load::{resolve, ConfigError, Source};
 pub use units::ByteSize;
 
 use crate::assoc::Replacement;
+use crate::link::BandwidthModel;
 use crate::workload::WorkloadConfig;
 use serde::{Deserialize, Serialize};
 
@@ -210,12 +211,24 @@ section! {
 }
 
 section! {
-    /// The host-GPU link used by explicit copies.
+    /// The host-GPU link (PCIe, NVLink, NVLink-C2C) and the GPU's copy engines.
+    /// Typical values: PCIe 3.0 x16 12 GB/s achievable per direction (15.75 raw), PCIe 4.0 x16 ~25 (31.5 raw),
+    /// PCIe 5.0 x16 ~50 (63 raw), NVLink 2 (V100) 25 per link, NVLink-C2C (GH200) 450.
     pub struct LinkConfig {
-        /// One-way latency in ns.
+        /// One-way latency of a transfer in ns (DMA setup and flight).
         pub latency_ns: f64 = 1000.0,
-        /// Bandwidth in GB/s per direction.
+        /// Achievable bandwidth in GB/s per direction (the atan model's asymptote).
         pub bandwidth_gbps: f64 = 12.0,
+        /// Copy engines (DMA engines) of the GPU; each moves one transfer at a time.
+        pub copy_engines: u32 = 2,
+        /// How speed depends on transfer size: "constant" or "atan" (UVMSmart's PCIe fit, spec/uvm-driver.md).
+        pub bandwidth_model: BandwidthModel = BandwidthModel::Constant,
+        /// The atan model's b, per KiB: speed = bandwidth * (2/pi) * atan(b * size_KiB); 0.07292 in UVMSmart.
+        pub atan_b_per_kib: f64 = 0.07292,
+        /// Transfers at least this large get their atan speed scaled by atan_large_transfer_factor.
+        pub atan_large_transfer_bytes: ByteSize = ByteSize(2 << 20),
+        /// Speed factor for large transfers in the atan model (UVMSmart halves them).
+        pub atan_large_transfer_factor: f64 = 0.5,
     }
 }
 
@@ -281,6 +294,9 @@ impl Config {
         walker("iommu.walker", &io.walker)?;
         range("link.latency_ns", self.link.latency_ns, 0.0, 1e9)?;
         range("link.bandwidth_gbps", self.link.bandwidth_gbps, 0.001, 1e6)?;
+        range("link.copy_engines", self.link.copy_engines as f64, 1.0, 64.0)?;
+        range("link.atan_b_per_kib", self.link.atan_b_per_kib, 1e-6, 1e3)?;
+        range("link.atan_large_transfer_factor", self.link.atan_large_transfer_factor, 0.01, 100.0)?;
         range("sim.progress_every_s", self.sim.progress_every_s, 0.0, 1e6)?;
         pos("sim.stall_events", self.sim.stall_events as f64)?;
         self.workload.validate(self)

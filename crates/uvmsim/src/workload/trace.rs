@@ -12,7 +12,7 @@ use super::MemKind;
 use crate::sim::{Ps, PS_PER_NS};
 use std::collections::HashSet;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 
 section! {
     /// Parameters of trace replay (workload.kind = "trace").
@@ -71,14 +71,20 @@ pub struct TraceReader {
 
 impl TraceReader {
     pub fn open(path: &str) -> Result<TraceReader, TraceError> {
-        let err = |e: std::io::Error| TraceError(format!("{path}: cannot read the trace: {e}"));
-        let mut file = BufReader::new(File::open(path).map_err(err)?);
+        let file = File::open(path).map_err(|e| TraceError(format!("{path}: cannot read the trace: {e}")))?;
+        TraceReader::from_reader(path, Box::new(file))
+    }
+
+    /// Read a trace from any byte source; `name` is how errors refer to it.
+    pub fn from_reader(name: &str, input: Box<dyn Read>) -> Result<TraceReader, TraceError> {
+        let err = |e: std::io::Error| TraceError(format!("{name}: cannot read the trace: {e}"));
+        let mut raw = BufReader::new(input);
         // Gzip by content (magic bytes), not by file name.
-        let gz = file.fill_buf().map_err(err)?.starts_with(&[0x1f, 0x8b]);
-        let input: Box<dyn BufRead> = if gz { Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(file))) } else { Box::new(file) };
-        let mut r = TraceReader { path: path.to_string(), input, line: String::new(), line_no: 0, last_time: 0 };
+        let gz = raw.fill_buf().map_err(err)?.starts_with(&[0x1f, 0x8b]);
+        let input: Box<dyn BufRead> = if gz { Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(raw))) } else { Box::new(raw) };
+        let mut r = TraceReader { path: name.to_string(), input, line: String::new(), line_no: 0, last_time: 0 };
         if !r.read_line()? {
-            return Err(TraceError(format!("{path}: empty trace (expected the header {})", HEADER.join(","))));
+            return Err(TraceError(format!("{name}: empty trace (expected the header {})", HEADER.join(","))));
         }
         let fields: Vec<&str> = r.line.trim_end().split(',').collect();
         if fields != HEADER {
@@ -301,6 +307,41 @@ mod tests {
         }
         let e = result.expect_err("a truncated gzip stream must not end quietly");
         assert!(e.0.contains("truncated or corrupt"), "{e}");
+    }
+
+    proptest::proptest! {
+        /// Arbitrary bytes, and valid traces with bytes flipped, never panic the
+        /// reader: every outcome is records or an error naming the input and line.
+        #[test]
+        fn arbitrary_input_never_panics(
+            junk in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400),
+            flips in proptest::collection::vec((0usize..200, proptest::prelude::any::<u8>()), 0..6),
+            gz in proptest::prelude::any::<bool>(),
+        ) {
+            let mut valid = GOOD.repeat(3).into_bytes();
+            for (i, b) in flips {
+                let n = valid.len();
+                valid[i % n] = b;
+            }
+            for bytes in [junk, valid] {
+                let data = if gz {
+                    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                    e.write_all(&bytes).unwrap();
+                    e.finish().unwrap()
+                } else {
+                    bytes
+                };
+                if let Ok(mut r) = TraceReader::from_reader("fuzz", Box::new(std::io::Cursor::new(data))) {
+                    for _ in 0..100 {
+                        match r.next_record() {
+                            Ok(Some(_)) => {}
+                            Ok(None) => break,
+                            Err(e) => { proptest::prop_assert!(e.0.starts_with("fuzz:"), "{}", e); break; }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

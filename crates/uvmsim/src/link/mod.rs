@@ -1,0 +1,181 @@
+//! The host-GPU link (PCIe, NVLink, NVLink-C2C) and the GPU's copy engines.
+//!
+//! How it works: each direction (host to device, device to host) has its own
+//! bandwidth [`Timeline`]; a transfer takes the earliest-free copy engine,
+//! reserves its bytes on its direction's timeline, and ends no earlier than
+//! its size-dependent transfer time allows, plus the link latency. The size
+//! dependence is either none (`constant`: every byte at `bandwidth_gbps`) or
+//! the arctangent fit UVMSmart uses for PCIe (`atan`): speed(size) =
+//! bandwidth · (2/π) · atan(b · size in KiB), slow for small transfers and
+//! approaching the bandwidth for large ones.
+
+use crate::config::LinkConfig;
+use crate::mem::Timeline;
+use crate::sim::{ns_to_ps, Ps, PS_PER_NS};
+use crate::stats::Metrics;
+use serde::{Deserialize, Serialize};
+
+/// How transfer speed depends on transfer size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum BandwidthModel {
+    /// Every transfer moves at `bandwidth_gbps`.
+    #[default]
+    Constant,
+    /// UVMSmart's arctangent fit of measured PCIe speed against size.
+    Atan,
+}
+
+leaf!(BandwidthModel);
+
+/// Direction of a transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    HostToDevice,
+    DeviceToHost,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DirStats {
+    pub transfers: u64,
+    pub bytes: u64,
+    /// Sum of transfer durations (start to end, latency excluded).
+    pub busy_ps: Ps,
+}
+
+#[derive(Debug, Clone)]
+pub struct Link {
+    latency: Ps,
+    gbps: f64,
+    model: BandwidthModel,
+    atan_b: f64,
+    large_bytes: u64,
+    large_factor: f64,
+    lanes: [Timeline; 2],
+    engines: Vec<Ps>,
+    pub stats: [DirStats; 2],
+}
+
+impl Link {
+    pub fn new(c: &LinkConfig) -> Link {
+        Link {
+            latency: ns_to_ps(c.latency_ns),
+            gbps: c.bandwidth_gbps,
+            model: c.bandwidth_model,
+            atan_b: c.atan_b_per_kib,
+            large_bytes: c.atan_large_transfer_bytes.0,
+            large_factor: c.atan_large_transfer_factor,
+            lanes: [Timeline::new(c.bandwidth_gbps, 4096), Timeline::new(c.bandwidth_gbps, 4096)],
+            engines: vec![0; c.copy_engines as usize],
+            stats: Default::default(),
+        }
+    }
+
+    /// Transfer speed in GB/s for a transfer of `bytes`.
+    pub fn speed_gbps(&self, bytes: u64) -> f64 {
+        match self.model {
+            BandwidthModel::Constant => self.gbps,
+            BandwidthModel::Atan => {
+                let kib = bytes as f64 / 1024.0;
+                let s = self.gbps * std::f64::consts::FRAC_2_PI * (self.atan_b * kib).atan();
+                if bytes >= self.large_bytes {
+                    s * self.large_factor
+                } else {
+                    s
+                }
+            }
+        }
+    }
+
+    /// Move `bytes` in direction `dir`, requested at `t` (no earlier than `now`);
+    /// returns (start, end): when a copy engine took it and when its last byte arrived.
+    pub fn transfer(&mut self, dir: Dir, bytes: u64, t: Ps, now: Ps) -> (Ps, Ps) {
+        let (e, free) = self.engines.iter().copied().enumerate().min_by_key(|&(_, f)| f).unwrap_or((0, t));
+        let start = t.max(free);
+        let d = dir as usize;
+        let by_size = start + (bytes as f64 * 1000.0 / self.speed_gbps(bytes).max(1e-9)) as Ps;
+        let done = self.lanes[d].reserve(start, bytes, now.min(start)).max(by_size);
+        if let Some(slot) = self.engines.get_mut(e) {
+            *slot = done;
+        }
+        let s = &mut self.stats[d];
+        s.transfers += 1;
+        s.bytes += bytes;
+        s.busy_ps += done - start;
+        (start, done + self.latency)
+    }
+
+    /// Export `link.{h2d,d2h}.{transfers,bytes,busy_ns}` and utilisation over `span` ps.
+    pub fn export(&self, m: &mut Metrics, span: Ps) {
+        for (name, s) in [("h2d", &self.stats[0]), ("d2h", &self.stats[1])] {
+            m.int(format!("link.{name}.transfers"), s.transfers);
+            m.int(format!("link.{name}.bytes"), s.bytes);
+            m.float(format!("link.{name}.busy_ns"), s.busy_ps as f64 / PS_PER_NS as f64);
+            let capacity = self.gbps * span as f64 / 1000.0; // bytes the direction could carry
+            m.float(format!("link.{name}.utilization"), if capacity > 0.0 { s.bytes as f64 / capacity } else { 0.0 });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ByteSize;
+
+    fn cfg(model: BandwidthModel, engines: u32) -> LinkConfig {
+        LinkConfig {
+            latency_ns: 1000.0,
+            bandwidth_gbps: 12.0,
+            copy_engines: engines,
+            bandwidth_model: model,
+            atan_b_per_kib: 0.07292,
+            atan_large_transfer_bytes: ByteSize(2 << 20),
+            atan_large_transfer_factor: 0.5,
+        }
+    }
+
+    #[test]
+    fn atan_curve_matches_the_uvmsmart_anchors() {
+        let l = Link::new(&cfg(BandwidthModel::Atan, 1));
+        // spec/uvm-driver.md: about 1.9 µs for 4 KiB and 6 µs for 64 KiB at a = 12.
+        let t4 = 4096.0 / l.speed_gbps(4096);
+        let t64 = 65536.0 / l.speed_gbps(65536);
+        assert!((1850.0..1950.0).contains(&t4), "{t4} ns");
+        assert!((6000.0..6500.0).contains(&t64), "{t64} ns");
+        // Large transfers approach the bandwidth, then are halved at 2 MiB and up.
+        assert!(l.speed_gbps(1 << 20) > 11.5);
+        assert!((l.speed_gbps(2 << 20) - 6.0).abs() < 0.1);
+    }
+
+    #[test]
+    fn one_transfer_costs_size_over_bandwidth_plus_latency() {
+        let mut l = Link::new(&cfg(BandwidthModel::Constant, 1));
+        let (s, e) = l.transfer(Dir::HostToDevice, 12_000, 0, 0);
+        assert_eq!(s, 0);
+        assert!((2_000_000..2_000_100).contains(&e), "{e}"); // 1 µs + 1 µs
+    }
+
+    #[test]
+    fn copy_engines_serialise_and_directions_are_independent() {
+        let mut one = Link::new(&cfg(BandwidthModel::Constant, 1));
+        let (_, a) = one.transfer(Dir::HostToDevice, 12_000, 0, 0);
+        let (s2, b) = one.transfer(Dir::DeviceToHost, 12_000, 0, 0);
+        assert!(s2 >= a - 1_000_000 && b > a, "one engine: the second waits");
+        let mut two = Link::new(&cfg(BandwidthModel::Constant, 2));
+        let (_, a) = two.transfer(Dir::HostToDevice, 12_000, 0, 0);
+        let (_, b) = two.transfer(Dir::DeviceToHost, 12_000, 0, 0);
+        assert_eq!(a, b, "two engines, two directions: in parallel at full speed");
+        let (_, c) = two.transfer(Dir::HostToDevice, 12_000, 0, 0);
+        assert!(c > a + 900_000, "a third waits for an engine");
+        assert_eq!(two.stats[0].bytes, 24_000);
+    }
+
+    #[test]
+    fn concurrent_transfers_share_a_direction() {
+        let mut l = Link::new(&cfg(BandwidthModel::Constant, 4));
+        let ends: Vec<Ps> = (0..4).map(|_| l.transfer(Dir::HostToDevice, 120_000, 0, 0).1).collect();
+        // 480 kB at 12 GB/s take 40 µs; the last finishes then (plus 1 µs latency).
+        let last = *ends.iter().max().unwrap();
+        assert!((40_500_000..42_000_000).contains(&last), "{last}");
+    }
+}
