@@ -13,6 +13,7 @@ pub mod link;
 pub mod mem;
 pub mod sim;
 pub mod stats;
+pub mod uvm;
 pub mod workload;
 pub mod world;
 pub mod xlat;

@@ -7,6 +7,7 @@ use crate::gpu::Gpu;
 use crate::link::{Dir, Link};
 use crate::sim::{self, EventQueue, Model, Ps, RunOptions, SimError, PS_PER_NS};
 use crate::stats::Metrics;
+use crate::uvm::{Next, Uvm};
 use crate::workload::trace::{Record, TraceReader};
 use crate::workload::{self, HostOp, Program};
 
@@ -21,6 +22,10 @@ pub enum Ev {
     CtaDone(u32),
     /// The next traced access is due.
     Trace,
+    /// The UVM driver runs (fetches and services a batch of far faults).
+    UvmService,
+    /// The UVM driver's current batch ends (pages mapped, warps replayed).
+    UvmBatchDone,
 }
 
 /// A trace being replayed: the reader and the record due next.
@@ -42,11 +47,13 @@ pub struct World {
     done_at: Option<Ps>,
     replay: Option<Replay>,
     page_bytes: u64,
+    uvm: Uvm,
 }
 
 impl World {
     pub fn new(cfg: &Config, program: Program) -> World {
         let mut gpu = Gpu::new(cfg);
+        let uvm = Uvm::new(&cfg.uvm, gpu.xlat.l1.len());
         for b in &program.buffers {
             gpu.xlat.space.map(b);
         }
@@ -60,6 +67,7 @@ impl World {
             done_at: None,
             replay: None,
             page_bytes: cfg.translation.page_size.0,
+            uvm,
         }
     }
 
@@ -97,7 +105,7 @@ impl World {
                 rp.first.get_or_insert(r.time);
                 let done = self
                     .gpu
-                    .replay(r.cu as usize, r.kind, r.vaddr, r.size, now, now)
+                    .replay_access(r.cu as usize, r.kind, r.vaddr, r.size, now, now)
                     .map_err(|va| SimError::Model(format!("{}: address {va:#x} is not mapped", rp.reader.position())))?;
                 rp.done = rp.done.max(done);
             }
@@ -145,7 +153,21 @@ impl Model for World {
 
     fn handle(&mut self, now: Ps, ev: Ev, q: &mut EventQueue<Ev>) -> Result<(), SimError> {
         match ev {
-            Ev::Warp(slot) => self.gpu.run_warp(slot, now, q)?,
+            Ev::Warp(slot) => {
+                self.gpu.run_warp(slot, now, q)?;
+                for f in self.gpu.drain_faults() {
+                    schedule(self.uvm.raise(f), q);
+                }
+            }
+            Ev::UvmService => {
+                let next = self.uvm.service(now, &mut self.link, &self.gpu.xlat.space.residency);
+                schedule(next, q);
+            }
+            Ev::UvmBatchDone => {
+                let next = self.uvm.batch_done(now, &mut self.gpu.xlat.space.residency);
+                self.gpu.replay(now, q);
+                schedule(next, q);
+            }
             Ev::CtaDone(c) => {
                 if self.gpu.cta_done(c, now, q) {
                     self.step_host(now, q)?;
@@ -166,8 +188,18 @@ impl Model for World {
         if let Some(rp) = &self.replay {
             out.push(format!("trace replay: at {}", rp.reader.position()));
         }
+        self.uvm.describe(&mut out);
         self.gpu.describe_waiting(&mut out);
         out
+    }
+}
+
+/// Put what the UVM driver asked for on the queue.
+fn schedule(next: Next, q: &mut EventQueue<Ev>) {
+    match next {
+        Next::Nothing => {}
+        Next::Service(t) => q.push(t, Ev::UvmService),
+        Next::BatchDone(t) => q.push(t, Ev::UvmBatchDone),
     }
 }
 
@@ -187,6 +219,7 @@ pub fn simulate(cfg: &Config) -> Result<Metrics, SimError> {
     m.int("host.memcpy_bytes", world.memcpy_bytes);
     world.gpu.export(&mut m, "gpu0");
     world.link.export(&mut m, end);
+    world.uvm.export(&mut m, &world.gpu.xlat.space.residency);
     m.int("sim.events", rep.events);
     m.int("sim.seed", cfg.sim.seed);
     m.float("sim.wall_s", rep.wall_s);

@@ -160,3 +160,30 @@ fn trace_replay_issues_each_access_at_its_time_on_its_cu() {
     let err = simulate(&cfg(&["workload.kind=trace", &format!("workload.trace.path=\"{}\"", path.display()), "gpu.sms=1"])).unwrap_err();
     assert!(err.to_string().contains("t.csv:5: cu 1 does not exist"), "{err}");
 }
+
+/// Managed memory: every page a kernel touches is faulted in once, in
+/// batches; every raised fault is fetched or flushed; both replay policies
+/// finish; demand paging costs time against device-resident memory.
+#[test]
+fn managed_memory_faults_every_page_in_once() {
+    let base = ["gpu.sms=8", "gpu.sms_per_l1tlb=2", "workload.kind=regular", "workload.regular.threads=4096", "workload.managed=true"];
+    for policy in ["batch-flush", "batch"] {
+        let x = run(&[&base[..], &[&format!("uvm.replay_policy=\"{policy}\"")]].concat());
+        assert_eq!(m(&x, "uvm.faults.unique"), 4096.0, "{policy}");
+        assert_eq!(m(&x, "uvm.resident_pages"), 4096.0, "{policy}");
+        assert_eq!(m(&x, "uvm.bytes_h2d"), 4096.0 * 4096.0, "{policy}");
+        assert_eq!(m(&x, "uvm.faults.raw"), m(&x, "uvm.faults.fetched") + m(&x, "uvm.faults.flushed"), "{policy}");
+        assert!(m(&x, "uvm.batches") >= 4096.0 / 256.0, "{policy}");
+        // At most utlb_fault_limit outstanding per µTLB: 4 µTLBs x 56 per batch.
+        assert!(m(&x, "uvm.faults_per_batch") <= 4.0 * 56.0, "{policy}");
+        if policy == "batch" {
+            assert_eq!(m(&x, "uvm.faults.flushed"), 0.0);
+        }
+    }
+    let device = run(&base[..4]);
+    let managed = run(&base);
+    assert_eq!(m(&device, "uvm.faults.raw"), 0.0);
+    assert!(m(&managed, "time.kernel_ns") > 10.0 * m(&device, "time.kernel_ns"));
+    // Deterministic with faults too.
+    assert_eq!(m(&managed, "time.kernel_ns"), m(&run(&base), "time.kernel_ns"));
+}

@@ -17,6 +17,7 @@ pub use units::ByteSize;
 
 use crate::assoc::Replacement;
 use crate::link::BandwidthModel;
+use crate::uvm::UvmConfig;
 use crate::workload::WorkloadConfig;
 use serde::{Deserialize, Serialize};
 
@@ -247,6 +248,8 @@ section! {
         pub iommu: IommuConfig = IommuConfig::default(),
         /// Host-GPU link.
         pub link: LinkConfig = LinkConfig::default(),
+        /// Unified memory: fault buffer and driver.
+        pub uvm: UvmConfig = UvmConfig::default(),
         /// What runs.
         pub workload: WorkloadConfig = WorkloadConfig::default(),
     }
@@ -299,6 +302,7 @@ impl Config {
         range("link.atan_large_transfer_factor", self.link.atan_large_transfer_factor, 0.01, 100.0)?;
         range("sim.progress_every_s", self.sim.progress_every_s, 0.0, 1e6)?;
         pos("sim.stall_events", self.sim.stall_events as f64)?;
+        self.uvm.validate()?;
         self.workload.validate(self)
     }
 }

@@ -29,9 +29,10 @@ use crate::config::{Config, WarpScheduler};
 use crate::mem::MemSystem;
 use crate::sim::{Clock, EventQueue, Ps, SimError};
 use crate::stats::Metrics;
+use crate::uvm::Fault;
 use crate::workload::{KernelSpec, Lanes, MemKind, Op, WarpId, WarpStream, MAX_LANES};
 use crate::world::Ev;
-use crate::xlat::Translator;
+use crate::xlat::{Translator, Xlat};
 
 /// Longest stall (in cycles) a greedy warp runs through inline: well inside
 /// the issue port's 64-slot window, longer than ALU dependency chains.
@@ -47,6 +48,8 @@ struct Warp {
     /// When every store issued so far is done.
     stores: Ps,
     id: WarpId,
+    /// An instruction that far-faulted, re-executed after the replay (with its lane addresses).
+    retry: Option<(Op, Box<[u64; MAX_LANES]>)>,
 }
 
 #[derive(Debug, Default)]
@@ -107,6 +110,10 @@ pub struct Gpu {
     pub xlat: Translator,
     pub mem: MemSystem,
     pub stats: GpuStats,
+    /// Far faults raised since the world last collected them.
+    faults: Vec<Fault>,
+    /// Warps waiting for a replay.
+    waiting: Vec<u32>,
 }
 
 impl Gpu {
@@ -134,6 +141,8 @@ impl Gpu {
             xlat: Translator::new(cfg),
             mem: MemSystem::new(g),
             stats: GpuStats::default(),
+            faults: vec![],
+            waiting: vec![],
         }
     }
 
@@ -196,7 +205,8 @@ impl Gpu {
                 first_thread: first + w as u64 * ws,
                 lanes: (threads - w as u64 * ws).min(ws) as u32,
             };
-            self.warps[slot as usize] = Some(Warp { stream: k.spec.gen.warp(id), sm: sm as u32, cta: ci, loads: now, stores: now, id });
+            self.warps[slot as usize] =
+                Some(Warp { stream: k.spec.gen.warp(id), sm: sm as u32, cta: ci, loads: now, stores: now, id, retry: None });
             q.push(now, Ev::Warp(slot));
         }
         self.stats.ctas += 1;
@@ -237,14 +247,21 @@ impl Gpu {
             let issue = self.sms[sm].port.issue(t, self.slot);
             self.stats.warp_insts += 1;
             let next = issue + self.issue;
-            let ready = match w.stream.next(&mut self.scratch) {
+            let op = match w.retry.take() {
+                Some((op, lanes)) => {
+                    self.scratch = *lanes;
+                    op
+                }
+                None => w.stream.next(&mut self.scratch),
+            };
+            let ready = match op {
                 Op::Compute(c) => issue + self.clock.cycles(c as u64).max(self.issue),
                 Op::Wait => next.max(w.loads),
                 Op::Mem { kind, lanes, bytes } => {
                     coalesce(lanes, bytes, &self.scratch, self.line_shift, &mut self.lines);
                     // No later request can arrive before this: bandwidth timelines may forget the past.
                     let floor = issue.min(q.peek_time());
-                    let done = self.access(sm, kind, issue, floor).map_err(|va| {
+                    let (done, faulted) = self.access(sm, kind, issue, floor).map_err(|va| {
                         let w = self.warps[slot as usize].as_ref().expect("resident");
                         SimError::Model(format!(
                             "warp {} (threads {}..{}) on SM {sm} accessed {va:#x}, outside every allocation",
@@ -254,6 +271,12 @@ impl Gpu {
                         ))
                     })?;
                     let w = self.warps[slot as usize].as_mut().expect("resident");
+                    if faulted {
+                        // Replayable far fault: the warp sleeps until the driver replays, then re-executes this instruction.
+                        w.retry = Some((op, Box::new(self.scratch)));
+                        self.waiting.push(slot);
+                        return Ok(());
+                    }
                     match kind {
                         MemKind::Load => w.loads = w.loads.max(done),
                         MemKind::Store => w.stores = w.stores.max(done),
@@ -293,9 +316,10 @@ impl Gpu {
 
     /// One traced access of `size` bytes at `va` from SM `sm`, issued at `t` (trace
     /// replay, no warp behind it); returns when it is done, or the unmapped address.
-    pub fn replay(&mut self, sm: usize, kind: MemKind, va: u64, size: u32, t: Ps, floor: Ps) -> Result<Ps, u64> {
+    pub fn replay_access(&mut self, sm: usize, kind: MemKind, va: u64, size: u32, t: Ps, floor: Ps) -> Result<Ps, u64> {
         coalesce(Lanes::Strided { base: va, stride: 0, n: 1 }, size, &self.scratch, self.line_shift, &mut self.lines);
-        self.access(sm, kind, t, floor)
+        // Replayed addresses are mapped one-to-one and never managed: no far faults.
+        self.access(sm, kind, t, floor).map(|(done, _)| done)
     }
 
     /// Add a replayed trace's span to the kernel time.
@@ -304,18 +328,45 @@ impl Gpu {
         self.stats.kernel_ps += d;
     }
 
-    /// Translate and access the coalesced lines in `self.lines`; returns when all are done,
-    /// or the first address outside every allocation.
-    fn access(&mut self, sm: usize, kind: MemKind, t: Ps, now: Ps) -> Result<Ps, u64> {
+    /// Far faults raised since the last call, oldest first.
+    pub fn drain_faults(&mut self) -> std::vec::Drain<'_, Fault> {
+        self.faults.drain(..)
+    }
+
+    /// The driver replayed at `now`: every waiting warp re-executes its faulted instruction.
+    pub fn replay(&mut self, now: Ps, q: &mut EventQueue<Ev>) {
+        for slot in self.waiting.drain(..) {
+            q.push(now, Ev::Warp(slot));
+        }
+    }
+
+    /// Translate and access the coalesced lines in `self.lines`; returns when all are
+    /// done and whether any page far-faulted, or the first address outside every allocation.
+    fn access(&mut self, sm: usize, kind: MemKind, t: Ps, now: Ps) -> Result<(Ps, bool), u64> {
         self.stats.warp_mem_insts += 1;
         self.stats.line_accesses += self.lines.n as u64;
         let ls = self.line_shift;
         let mut done = t;
+        let mut faulted = false;
         let mut i = 0;
         while i < self.lines.n {
             let va = self.lines.line[i] << ls;
-            let (ready, pa, page) = self.xlat.translate(sm, va, t, now, &mut self.mem.dram).ok_or(va)?;
             self.stats.translations += 1;
+            let (ready, pa, page) = match self.xlat.translate(sm, va, t, now, &mut self.mem.dram) {
+                Xlat::Ready(r, pa, page) => (r, pa, page),
+                Xlat::Unmapped => return Err(va),
+                Xlat::Fault(at) => {
+                    let utlb = self.xlat.utlb_of(sm) as u32;
+                    self.faults.push(Fault { time: at, vpn: va >> 12, utlb, write: kind == MemKind::Store });
+                    faulted = true;
+                    // Skip the rest of this 4 KiB page's lines: they fault with it.
+                    let end_line = ((va >> 12) + 1) << 12 >> ls;
+                    while i < self.lines.n && self.lines.line[i] < end_line {
+                        i += 1;
+                    }
+                    continue;
+                }
+            };
             let first_line = (va & !(page - 1)) >> ls;
             let end_line = first_line + (page >> ls).max(1);
             let pa_line = pa >> ls;
@@ -329,11 +380,14 @@ impl Gpu {
                 i += 1;
             }
         }
-        Ok(done)
+        Ok((done, faulted))
     }
 
     /// What the GPU waits for, for deadlock reports.
     pub fn describe_waiting(&self, out: &mut Vec<String>) {
+        if !self.waiting.is_empty() {
+            out.push(format!("{} warps wait for a far-fault replay", self.waiting.len()));
+        }
         if let Some(k) = &self.kernel {
             let resident: Vec<&Warp> = self.warps.iter().flatten().collect();
             out.push(format!(

@@ -62,6 +62,8 @@ pub struct Buffer {
     pub base: u64,
     pub bytes: u64,
     pub page_bytes: u64,
+    /// Managed (unified) memory: pages migrate to the GPU on first touch (far faults).
+    pub managed: bool,
 }
 
 /// Hands out virtual addresses: each allocation starts on a boundary of
@@ -69,6 +71,8 @@ pub struct Buffer {
 #[derive(Debug, Clone)]
 pub struct VaAllocator {
     next: u64,
+    /// New allocations are managed memory (`workload.managed`).
+    pub managed: bool,
     pub buffers: Vec<Buffer>,
 }
 
@@ -77,17 +81,20 @@ const VA_BASE: u64 = 1 << 40;
 
 impl Default for VaAllocator {
     fn default() -> Self {
-        VaAllocator { next: VA_BASE, buffers: vec![] }
+        VaAllocator { next: VA_BASE, managed: false, buffers: vec![] }
     }
 }
 
 impl VaAllocator {
     pub fn alloc(&mut self, bytes: u64, page_bytes: u64) -> Buffer {
+        // Managed memory is tracked and mapped in 4 KiB pages (the driver's unit;
+        // larger PTEs come with prefetching, not yet modelled).
+        let page_bytes = if self.managed { 4096 } else { page_bytes };
         let align = page_bytes.max(2 << 20);
         let base = self.next.div_ceil(align) * align;
         let bytes = bytes.max(1);
         self.next = base + bytes.div_ceil(page_bytes) * page_bytes;
-        let b = Buffer { base, bytes, page_bytes };
+        let b = Buffer { base, bytes, page_bytes, managed: self.managed };
         self.buffers.push(b);
         b
     }
@@ -241,6 +248,8 @@ section! {
         pub compute_cycles: u32 = 4,
         /// Copy the kernel's input arrays host-to-device before launching (the explicit-copy baseline).
         pub memcpy_inputs: bool = false,
+        /// Allocate the kernel's arrays as managed (unified) memory: the GPU faults pages in on first touch ([uvm]).
+        pub managed: bool = false,
         /// Parameters of `stride`.
         pub stride: StrideParams = StrideParams::default(),
         /// Parameters of `concurrency`.
@@ -289,7 +298,7 @@ impl WorkloadConfig {
 pub fn build(cfg: &Config) -> Program {
     let w = &cfg.workload;
     let page = cfg.translation.page_size.0;
-    let mut va = VaAllocator::default();
+    let mut va = VaAllocator { managed: w.managed, ..VaAllocator::default() };
     if w.kind == WorkloadKind::Trace {
         return Program { buffers: vec![], ops: vec![HostOp::Replay { path: w.trace.path.clone(), gpu: w.trace.gpu }] };
     }

@@ -26,6 +26,17 @@ use crate::sim::{ns_to_ps, Clock, Ps};
 use crate::stats::Metrics;
 use space::leaf_level;
 
+/// The outcome of a translation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Xlat {
+    /// Ready at this time: (time, physical address of the page, page size).
+    Ready(Ps, u64, u64),
+    /// A far fault, raised at this time.
+    Fault(Ps),
+    /// Outside every allocation.
+    Unmapped,
+}
+
 /// The TLB key of the page holding `va` in region `r`: page number plus size class.
 #[inline]
 fn key(va: u64, r: &Region) -> u64 {
@@ -109,33 +120,45 @@ impl Translator {
         }
     }
 
-    /// Translate `va` for SM `sm`, requested at `t`. Returns (ready time,
-    /// physical address of the page, page size in bytes), or `None` for an
-    /// address outside every allocation.
+    /// Translate `va` for SM `sm`, requested at `t`: when it is ready, the
+    /// page's physical address and size; a far fault when the walk finds a
+    /// managed page not resident on the GPU (nothing is filled); `Unmapped`
+    /// outside every allocation.
     #[inline]
-    pub fn translate(&mut self, sm: usize, va: u64, t: Ps, now: Ps, dram: &mut Dram) -> Option<(Ps, u64, u64)> {
-        let r = *self.space.lookup(va)?;
+    pub fn translate(&mut self, sm: usize, va: u64, t: Ps, now: Ps, dram: &mut Dram) -> Xlat {
+        let Some(&r) = self.space.lookup(va) else { return Xlat::Unmapped };
         let page = 1u64 << r.shift;
         let pa = r.pa + ((va - r.va) & !(page - 1));
         let k = key(va, &r);
         let l1 = &mut self.l1[sm / self.sms_per_l1];
         let at = match l1.lookup(k, t) {
-            Lookup::Done(d, _) => return Some((d, pa, page)),
+            Lookup::Done(d, _) => return Xlat::Ready(d, pa, page),
             Lookup::Miss(at) => at,
         };
-        let done = match self.l2.as_mut().map(|l2| l2.lookup(k, at)) {
-            Some(Lookup::Done(d, _)) => d,
-            Some(Lookup::Miss(at2)) => {
-                let d = self.miss(sm, va, &r, at2, now, dram);
-                if let Some(l2) = self.l2.as_mut() {
-                    l2.fill_miss(k, pa, at, d);
-                }
-                d
+        let (at2, from_l2) = match self.l2.as_mut().map(|l2| l2.lookup(k, at)) {
+            Some(Lookup::Done(d, _)) => {
+                self.l1[sm / self.sms_per_l1].fill_miss(k, pa, t, d);
+                return Xlat::Ready(d, pa, page);
             }
-            None => self.miss(sm, va, &r, at, now, dram),
+            Some(Lookup::Miss(at2)) => (at2, true),
+            None => (at, false),
         };
+        let done = self.miss(sm, va, &r, at2, now, dram);
+        if r.managed && !self.space.residency.is_resident(va >> 12) {
+            return Xlat::Fault(done);
+        }
+        if from_l2 {
+            if let Some(l2) = self.l2.as_mut() {
+                l2.fill_miss(k, pa, at, done);
+            }
+        }
         self.l1[sm / self.sms_per_l1].fill_miss(k, pa, t, done);
-        Some((done, pa, page))
+        Xlat::Ready(done, pa, page)
+    }
+
+    /// The µTLB (L1 TLB) an SM uses.
+    pub fn utlb_of(&self, sm: usize) -> usize {
+        sm / self.sms_per_l1
     }
 
     /// A miss in every GPU TLB: walk locally or ask the IOMMU.
@@ -152,7 +175,8 @@ impl Translator {
             let first = vpn & !(n - 1);
             for p in first..first + n {
                 let pva = p << r.shift;
-                if p == vpn || pva < r.va || pva >= r.end {
+                // Only pages with a valid mapping come back (a managed page must be GPU-resident).
+                if p == vpn || pva < r.va || pva >= r.end || (r.managed && !self.space.residency.is_resident(pva >> 12)) {
                     continue;
                 }
                 let ppa = r.pa + (pva - r.va);

@@ -45,23 +45,67 @@ pub struct Region {
     pub pa: u64,
     pub shift: u32,
     pub class: u8,
+    /// Managed (unified) memory: a page is GPU-mapped only once it is GPU-resident.
+    pub managed: bool,
+}
+
+/// 4 KiB pages per 2 MiB VA block (the UVM driver's unit of work).
+pub const BLOCK_PAGES: u64 = 512;
+
+/// GPU residency of managed memory: one 512-bit map per 2 MiB VA block, as
+/// the driver keeps it, created on first use (memory grows with the touched
+/// footprint: 72 bytes per 2 MiB).
+#[derive(Debug, Clone, Default)]
+pub struct Residency {
+    blocks: std::collections::HashMap<u64, [u64; 8]>,
+    resident_pages: u64,
+}
+
+impl Residency {
+    /// Is the 4 KiB page `vpn` (va >> 12) GPU-resident?
+    #[inline]
+    pub fn is_resident(&self, vpn: u64) -> bool {
+        let (b, i) = (vpn / BLOCK_PAGES, vpn % BLOCK_PAGES);
+        self.blocks.get(&b).is_some_and(|m| m[(i / 64) as usize] >> (i % 64) & 1 == 1)
+    }
+
+    /// Mark the 4 KiB page `vpn` resident; false if it already was.
+    pub fn make_resident(&mut self, vpn: u64) -> bool {
+        let (b, i) = (vpn / BLOCK_PAGES, vpn % BLOCK_PAGES);
+        let m = self.blocks.entry(b).or_insert([0; 8]);
+        let (w, bit) = ((i / 64) as usize, 1u64 << (i % 64));
+        let new = m[w] & bit == 0;
+        m[w] |= bit;
+        self.resident_pages += new as u64;
+        new
+    }
+
+    pub fn resident_pages(&self) -> u64 {
+        self.resident_pages
+    }
+
+    pub fn blocks(&self) -> usize {
+        self.blocks.len()
+    }
 }
 
 /// All mapped allocations, sorted by address.
 #[derive(Debug, Clone, Default)]
 pub struct AddressSpace {
     regions: Vec<Region>,
-    next_pa: u64,
+    /// GPU residency of the managed regions' pages.
+    pub residency: Residency,
 }
 
 impl AddressSpace {
-    /// Map `b` to fresh, page-aligned physical memory.
+    /// Map `b`. Physical addresses equal virtual ones: allocations are disjoint
+    /// and page-aligned, and a replayed trace of this run then sees the same
+    /// physical lines (data caches are physically tagged).
     pub fn map(&mut self, b: &Buffer) {
         let page = b.page_bytes;
-        let pa = self.next_pa.div_ceil(page) * page;
         let len = b.bytes.div_ceil(page) * page;
-        self.next_pa = pa + len;
-        let r = Region { va: b.base, end: b.base + len, pa, shift: page.trailing_zeros(), class: class_of(page) };
+        let r =
+            Region { va: b.base, end: b.base + len, pa: b.base, shift: page.trailing_zeros(), class: class_of(page), managed: b.managed };
         let at = self.regions.partition_point(|x| x.va < r.va);
         self.regions.insert(at, r);
     }
@@ -69,7 +113,8 @@ impl AddressSpace {
     /// Map the whole 57-bit address space one-to-one onto physical memory (trace
     /// replay: a trace carries virtual addresses but no allocations).
     pub fn map_identity(&mut self, page_bytes: u64) {
-        self.regions = vec![Region { va: 0, end: 1 << 57, pa: 0, shift: page_bytes.trailing_zeros(), class: class_of(page_bytes) }];
+        self.regions =
+            vec![Region { va: 0, end: 1 << 57, pa: 0, shift: page_bytes.trailing_zeros(), class: class_of(page_bytes), managed: false }];
     }
 
     #[inline]
@@ -90,14 +135,25 @@ mod tests {
     #[test]
     fn lookup_and_backing() {
         let mut s = AddressSpace::default();
-        s.map(&Buffer { base: 1 << 30, bytes: 10_000, page_bytes: 4096 });
-        s.map(&Buffer { base: 1 << 40, bytes: 1, page_bytes: 2 << 20 });
+        s.map(&Buffer { base: 1 << 30, bytes: 10_000, page_bytes: 4096, managed: false });
+        s.map(&Buffer { base: 1 << 40, bytes: 1, page_bytes: 2 << 20, managed: true });
         let r = s.lookup((1 << 30) + 12_287).unwrap();
-        assert_eq!((r.shift, r.class, r.pa), (12, 0, 0));
+        assert_eq!((r.shift, r.class, r.pa, r.managed), (12, 0, 1 << 30, false));
         assert!(s.lookup((1 << 30) + 12_288).is_none());
         assert!(s.lookup((1 << 30) - 1).is_none());
         let r2 = s.lookup((1 << 40) + 5).unwrap();
-        assert_eq!((r2.shift, r2.class, r2.pa), (21, 2, 2 << 20));
+        assert_eq!((r2.shift, r2.class, r2.pa, r2.managed), (21, 2, 1 << 40, true));
+    }
+
+    #[test]
+    fn residency_bitmaps() {
+        let mut r = Residency::default();
+        assert!(!r.is_resident(1000));
+        assert!(r.make_resident(1000));
+        assert!(!r.make_resident(1000));
+        assert!(r.is_resident(1000) && !r.is_resident(1001) && !r.is_resident(1000 + 512));
+        r.make_resident(5);
+        assert_eq!((r.resident_pages(), r.blocks()), (2, 2));
     }
 
     #[test]

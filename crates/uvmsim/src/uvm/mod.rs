@@ -1,0 +1,378 @@
+//! Unified memory: the GPU's replayable fault buffer and the UVM driver's
+//! batch loop (spec/uvm-driver.md, seed uvm-driver).
+//!
+//! How it works: a walk that finds a managed page not resident on the GPU
+//! raises a far fault ([`Fault`]); the warp waits for a replay. Faults enter a
+//! ring buffer unless their µTLB already has `utlb_fault_limit` outstanding
+//! (Allen §3.2.1: 56 on a Titan V) or the ring is full. The first fault wakes
+//! the driver after `interrupt_us`. The driver fetches up to `batch_size`
+//! faults, coalesces duplicates of a page, groups the pages by 2 MiB VA block
+//! and services the blocks one after another: a cost per block, then the
+//! block's new pages over the link (copy engines, [`crate::link`]). After the
+//! batch the pages become resident and mapped, the policy decides the rest of
+//! the buffer (`batch`: keep it for the next batch; `batch-flush`, the
+//! driver's default: discard it, the faults come back after the replay), and
+//! the replay wakes every waiting warp, which re-executes its instruction.
+//!
+//! Batch time = interrupt (first batch of a wake-up) + batch_us + per_fault_us
+//! × fetched + Σ over blocks (per_block_us + transfer) + replay_us. Every
+//! term is a parameter; the defaults are assumptions to be calibrated
+//! (seed uvm-driver: 400-600 µs of UVM time for < 100 KB).
+
+use crate::link::{Dir, Link};
+use crate::sim::{ns_to_ps, Ps};
+use crate::stats::{Latency, Metrics};
+use crate::xlat::space::{Residency, BLOCK_PAGES};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// What happens to the faults left in the buffer after a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReplayPolicy {
+    /// Replay after each batch; the next batch takes the faults still buffered.
+    Batch,
+    /// Flush the buffer, then replay (uvm_perf_fault_replay_policy = 2, the default).
+    #[default]
+    BatchFlush,
+}
+
+leaf!(ReplayPolicy);
+
+section! {
+    /// Unified memory: the fault buffer and the UVM driver's batch servicing (for workload.managed = true).
+    pub struct UvmConfig {
+        /// Entries of the GPU's replayable fault buffer (ring). ASSUMPTION: 4096, room for 40 µTLBs x 56 faults.
+        pub fault_buffer_entries: u32 = 4096,
+        /// Faults the driver fetches per batch (uvm_perf_fault_batch_count, default 256).
+        pub batch_size: u32 = 256,
+        /// "batch-flush" (driver default: discard the rest of the buffer, replay) or "batch" (replay, keep the rest).
+        pub replay_policy: ReplayPolicy = ReplayPolicy::BatchFlush,
+        /// Outstanding faults per µTLB; more are not raised until a replay (seed uvm-driver §3.2.1: 56 on Titan V).
+        pub utlb_fault_limit: u32 = 56,
+        /// Interrupt and bottom-half wake-up before the first batch, in µs. ASSUMPTION, to be calibrated.
+        pub interrupt_us: f64 = 5.0,
+        /// Fixed cost of a batch (fetch, sort, bookkeeping), in µs. ASSUMPTION, to be calibrated.
+        pub batch_us: f64 = 10.0,
+        /// Cost per fault fetched, in µs. ASSUMPTION, to be calibrated.
+        pub per_fault_us: f64 = 0.2,
+        /// Cost per 2 MiB VA block serviced (lock, state, map, membar), in µs. ASSUMPTION, to be calibrated.
+        pub per_block_us: f64 = 8.0,
+        /// Cost of issuing a replay and waiting for it, in µs. ASSUMPTION, to be calibrated.
+        pub replay_us: f64 = 5.0,
+    }
+}
+
+impl UvmConfig {
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        if self.batch_size == 0 || self.batch_size > self.fault_buffer_entries {
+            return Err((
+                "uvm.batch_size".into(),
+                format!("must be between 1 and uvm.fault_buffer_entries ({}), got {}", self.fault_buffer_entries, self.batch_size),
+            ));
+        }
+        if self.utlb_fault_limit == 0 {
+            return Err(("uvm.utlb_fault_limit".into(), "must be greater than 0".into()));
+        }
+        for (k, v) in [
+            ("interrupt_us", self.interrupt_us),
+            ("batch_us", self.batch_us),
+            ("per_fault_us", self.per_fault_us),
+            ("per_block_us", self.per_block_us),
+            ("replay_us", self.replay_us),
+        ] {
+            if !(v.is_finite() && (0.0..=1e6).contains(&v)) {
+                return Err((format!("uvm.{k}"), format!("must be between 0 and 1000000 µs, got {v}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A far fault raised by a walk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fault {
+    pub time: Ps,
+    /// 4 KiB page number.
+    pub vpn: u64,
+    pub utlb: u32,
+    pub write: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct UvmStats {
+    /// Faults written to the buffer.
+    pub raw: u64,
+    /// Faults the driver fetched (every raw fault is fetched or flushed).
+    pub fetched: u64,
+    /// Distinct pages serviced.
+    pub unique: u64,
+    /// Fetched faults for a page already in the same batch.
+    pub duplicates: u64,
+    /// Faults discarded by batch-flush.
+    pub flushed: u64,
+    /// Faults not raised: their µTLB was at its limit, or the buffer was full.
+    pub throttled: u64,
+    pub batches: u64,
+    pub va_blocks: u64,
+    pub bytes_h2d: u64,
+    pub replays: u64,
+    pub time_ps: Ps,
+    pub batch: Latency,
+}
+
+#[derive(Debug)]
+enum State {
+    Idle,
+    /// A service event is scheduled.
+    Woken,
+    /// A batch is being serviced; these pages become resident when it ends.
+    Servicing {
+        pages: Vec<u64>,
+        fetched: Vec<Fault>,
+        start: Ps,
+    },
+}
+
+/// What the world must schedule after a UVM step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    Nothing,
+    /// Run the driver at this time.
+    Service(Ps),
+    /// The current batch ends at this time.
+    BatchDone(Ps),
+}
+
+pub struct Uvm {
+    buffer: VecDeque<Fault>,
+    capacity: usize,
+    batch_size: usize,
+    policy: ReplayPolicy,
+    limit: u32,
+    outstanding: Vec<u32>,
+    interrupt: Ps,
+    batch_cost: Ps,
+    per_fault: Ps,
+    per_block: Ps,
+    replay: Ps,
+    state: State,
+    pub stats: UvmStats,
+}
+
+fn us(x: f64) -> Ps {
+    ns_to_ps(x * 1000.0)
+}
+
+impl Uvm {
+    pub fn new(c: &UvmConfig, utlbs: usize) -> Uvm {
+        Uvm {
+            buffer: VecDeque::new(),
+            capacity: c.fault_buffer_entries as usize,
+            batch_size: c.batch_size as usize,
+            policy: c.replay_policy,
+            limit: c.utlb_fault_limit,
+            outstanding: vec![0; utlbs],
+            interrupt: us(c.interrupt_us),
+            batch_cost: us(c.batch_us),
+            per_fault: us(c.per_fault_us),
+            per_block: us(c.per_block_us),
+            replay: us(c.replay_us),
+            state: State::Idle,
+            stats: UvmStats::default(),
+        }
+    }
+
+    /// A walk raised `f`. Returns when the driver must be woken, if it was idle.
+    pub fn raise(&mut self, f: Fault) -> Next {
+        let o = &mut self.outstanding[f.utlb as usize];
+        if *o >= self.limit || self.buffer.len() >= self.capacity {
+            self.stats.throttled += 1;
+            return Next::Nothing;
+        }
+        *o += 1;
+        self.stats.raw += 1;
+        self.buffer.push_back(f);
+        if matches!(self.state, State::Idle) {
+            self.state = State::Woken;
+            return Next::Service(f.time + self.interrupt);
+        }
+        Next::Nothing
+    }
+
+    /// The driver runs at `now`: fetch and service one batch.
+    pub fn service(&mut self, now: Ps, link: &mut Link, residency: &Residency) -> Next {
+        // Fetch up to batch_size faults already written (the buffer is in raise order).
+        let mut fetched = Vec::with_capacity(self.batch_size);
+        while fetched.len() < self.batch_size && self.buffer.front().is_some_and(|f| f.time <= now) {
+            fetched.extend(self.buffer.pop_front());
+        }
+        if fetched.is_empty() {
+            return match self.buffer.front() {
+                Some(f) => Next::Service(f.time),
+                None => {
+                    self.state = State::Idle;
+                    Next::Nothing
+                }
+            };
+        }
+        // Coalesce, sort, group by VA block; pages already resident are stale.
+        self.stats.fetched += fetched.len() as u64;
+        let mut pages: Vec<u64> = fetched.iter().map(|f| f.vpn).collect();
+        pages.sort_unstable();
+        pages.dedup();
+        self.stats.duplicates += (fetched.len() - pages.len()) as u64;
+        pages.retain(|&p| !residency.is_resident(p));
+        self.stats.unique += pages.len() as u64;
+        let mut t = now + self.batch_cost + self.per_fault * fetched.len() as Ps;
+        let mut i = 0;
+        while i < pages.len() {
+            let block = pages[i] / BLOCK_PAGES;
+            let n = pages[i..].iter().take_while(|&&p| p / BLOCK_PAGES == block).count();
+            t += self.per_block;
+            let bytes = n as u64 * 4096;
+            let (_, end) = link.transfer(Dir::HostToDevice, bytes, t, now);
+            t = end;
+            self.stats.va_blocks += 1;
+            self.stats.bytes_h2d += bytes;
+            i += n;
+        }
+        let end = t + self.replay;
+        self.stats.batches += 1;
+        self.state = State::Servicing { pages, fetched, start: now };
+        Next::BatchDone(end)
+    }
+
+    /// The batch ends at `now`: map its pages, apply the replay policy. The
+    /// caller then replays the waiting warps. Returns what comes next.
+    pub fn batch_done(&mut self, now: Ps, residency: &mut Residency) -> Next {
+        let State::Servicing { pages, fetched, start } = std::mem::replace(&mut self.state, State::Idle) else {
+            unreachable!("batch_done follows service")
+        };
+        for p in pages {
+            residency.make_resident(p);
+        }
+        for f in &fetched {
+            self.outstanding[f.utlb as usize] -= 1;
+        }
+        if self.policy == ReplayPolicy::BatchFlush {
+            for f in self.buffer.drain(..) {
+                self.outstanding[f.utlb as usize] -= 1;
+                self.stats.flushed += 1;
+            }
+        }
+        self.stats.replays += 1;
+        self.stats.time_ps += now - start;
+        self.stats.batch.record(now - start);
+        if self.buffer.is_empty() {
+            Next::Nothing
+        } else {
+            self.state = State::Woken;
+            Next::Service(now)
+        }
+    }
+
+    pub fn describe(&self, out: &mut Vec<String>) {
+        out.push(format!("uvm driver: {:?}, {} faults buffered", self.state_name(), self.buffer.len()));
+    }
+
+    fn state_name(&self) -> &'static str {
+        match self.state {
+            State::Idle => "idle",
+            State::Woken => "woken",
+            State::Servicing { .. } => "servicing a batch",
+        }
+    }
+
+    pub fn export(&self, m: &mut Metrics, residency: &Residency) {
+        let s = &self.stats;
+        m.int("uvm.faults.raw", s.raw);
+        m.int("uvm.faults.fetched", s.fetched);
+        m.int("uvm.faults.unique", s.unique);
+        m.int("uvm.faults.duplicate", s.duplicates);
+        m.int("uvm.faults.flushed", s.flushed);
+        m.int("uvm.faults.throttled", s.throttled);
+        m.int("uvm.batches", s.batches);
+        m.int("uvm.va_blocks", s.va_blocks);
+        m.int("uvm.bytes_h2d", s.bytes_h2d);
+        m.int("uvm.replays", s.replays);
+        m.float("uvm.time_ns", s.time_ps as f64 / 1000.0);
+        s.batch.export(m, "uvm.batch_ns");
+        m.ratio("uvm.faults_per_batch", s.raw - s.flushed, s.batches);
+        m.int("uvm.resident_pages", residency.resident_pages());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn uvm(policy: ReplayPolicy, limit: u32) -> (Uvm, Link, Residency) {
+        let mut c = UvmConfig { replay_policy: policy, utlb_fault_limit: limit, batch_size: 4, ..UvmConfig::default() };
+        c.interrupt_us = 1.0;
+        (Uvm::new(&c, 2), Link::new(&Config::default().link), Residency::default())
+    }
+
+    fn fault(vpn: u64, utlb: u32) -> Fault {
+        Fault { time: 0, vpn, utlb, write: false }
+    }
+
+    #[test]
+    fn first_fault_wakes_the_driver_after_the_interrupt() {
+        let (mut u, _, _) = uvm(ReplayPolicy::BatchFlush, 56);
+        assert_eq!(u.raise(fault(1, 0)), Next::Service(1_000_000));
+        assert_eq!(u.raise(fault(2, 0)), Next::Nothing, "already woken");
+    }
+
+    #[test]
+    fn a_batch_coalesces_groups_by_block_and_maps_at_its_end() {
+        let (mut u, mut link, mut res) = uvm(ReplayPolicy::BatchFlush, 56);
+        for (vpn, utlb) in [(7, 0), (7, 1), (600, 0), (8, 1), (9, 0), (10, 0)] {
+            u.raise(fault(vpn, utlb));
+        }
+        let Next::BatchDone(end) = u.service(0, &mut link, &res) else { panic!() };
+        // Batch of 4: pages 7, 7 (duplicate), 600, 8 -> 3 pages in 2 VA blocks.
+        assert_eq!((u.stats.duplicates, u.stats.unique, u.stats.va_blocks), (1, 3, 2));
+        assert!(!res.is_resident(7), "not mapped before the batch ends");
+        // Costs: 10 + 4 x 0.2 + 2 x (8 + transfer) + 5 µs.
+        assert!(end > 31_800_000, "{end}");
+        assert_eq!(u.batch_done(end, &mut res), Next::Nothing);
+        assert!(res.is_resident(7) && res.is_resident(600) && res.is_resident(8));
+        // batch-flush discarded the two faults left (9, 10): they return after the replay.
+        assert_eq!((u.stats.flushed, u.buffer.len(), u.outstanding.clone()), (2, 0, vec![0, 0]));
+        assert!(!res.is_resident(9));
+    }
+
+    #[test]
+    fn batch_policy_keeps_the_rest_for_the_next_batch() {
+        let (mut u, mut link, mut res) = uvm(ReplayPolicy::Batch, 56);
+        for vpn in 0..6 {
+            u.raise(fault(vpn, 0));
+        }
+        let Next::BatchDone(end) = u.service(0, &mut link, &res) else { panic!() };
+        assert_eq!(u.batch_done(end, &mut res), Next::Service(end));
+        let Next::BatchDone(end2) = u.service(end, &mut link, &res) else { panic!() };
+        assert_eq!(u.batch_done(end2, &mut res), Next::Nothing);
+        assert_eq!((u.stats.batches, u.stats.unique, u.stats.flushed), (2, 6, 0));
+    }
+
+    #[test]
+    fn the_utlb_limit_throttles_faults() {
+        let (mut u, _, _) = uvm(ReplayPolicy::BatchFlush, 2);
+        for vpn in 0..5 {
+            u.raise(fault(vpn, 1));
+        }
+        u.raise(fault(9, 0));
+        assert_eq!((u.stats.raw, u.stats.throttled), (3, 3));
+    }
+
+    #[test]
+    fn stale_faults_are_not_migrated_again() {
+        let (mut u, mut link, mut res) = uvm(ReplayPolicy::BatchFlush, 56);
+        res.make_resident(3);
+        u.raise(fault(3, 0));
+        let Next::BatchDone(_) = u.service(0, &mut link, &res) else { panic!() };
+        assert_eq!((u.stats.unique, u.stats.bytes_h2d), (0, 0));
+    }
+}
