@@ -96,7 +96,7 @@ def test_same_seed_same_metrics_other_seed_other_metrics() -> None:
 def test_summary_json_is_plain_json(tmp_path: Path) -> None:
     uvmsim.run(preset="kaveri-apu", set=SMALL, out=tmp_path)
     raw = json.loads((tmp_path / "summary.json").read_text())
-    assert set(raw) == {"version", "config", "metrics"}
+    assert set(raw) == {"version", "config", "metrics", "tables"}
     assert all(isinstance(v, int | float) for v in raw["metrics"].values())
 
 
@@ -105,4 +105,4 @@ def test_config_reference_and_workloads() -> None:
     assert ref["gpu.l1tlb.entries"]["doc"]
     assert "translation.page_size" in ref and "iommu.walker.threads" in ref
     names = [w["name"] for w in uvmsim.workloads()]
-    assert names == ["stride", "concurrency", "regular", "random", "stream", "gather", "trace"]
+    assert names == ["stride", "concurrency", "regular", "random", "stream", "gather", "vecadd-probe", "trace"]

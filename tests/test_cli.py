@@ -79,6 +79,7 @@ def test_workloads_list_and_describe(cli: Cli) -> None:
         "random",
         "stream",
         "gather",
+        "vecadd-probe",
         "trace",
     ]
     d = cli("workloads", "gather")
@@ -101,7 +102,13 @@ def test_reproduce_list(cli: Cli) -> None:
     p = cli("reproduce", "--list")
     assert p.returncode == 0, p.stderr
     ids = [line.split()[0] for line in p.stdout.splitlines()]
-    assert ids == ["apu-divergence", "apu-tlb-miss-latency", "apu-walk-concurrency", "mgpusim-tlb"]
+    assert ids == [
+        "allen-vecadd-probe",
+        "apu-divergence",
+        "apu-tlb-miss-latency",
+        "apu-walk-concurrency",
+        "mgpusim-tlb",
+    ]
 
 
 BAD_INPUTS = [

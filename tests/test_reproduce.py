@@ -69,7 +69,7 @@ def test_every_spec_loads_and_matches_its_analysis() -> None:
     specs = rep.list_experiments()
     assert [s.id for s in specs] == sorted(rep.REGISTRY)
     for s in specs:
-        assert s.preset in ("kaveri-apu", "mgpusim-r9nano") and s.checks and s.title and s.description
+        assert s.preset in ("kaveri-apu", "mgpusim-r9nano", "titan-v") and s.checks and s.title and s.description
         assert any(c.tolerance != "info" for c in s.checks), f"{s.id} checks nothing"
         assert set(s.quick) <= set(s.params), f"{s.id}: [quick] may only replace [params] keys"
 
@@ -133,3 +133,16 @@ def test_reproduce_cli_prints_status_and_exits_0(cli: Cli, tmp_path: Path) -> No
     assert "PASS" in p.stdout or "FAIL" in p.stdout
     assert "INFO" in p.stdout
     assert (tmp_path / "r" / "comparison.csv").is_file()
+
+
+def test_allen_vecadd_probe(tmp_path: Path) -> None:
+    rows = rep.reproduce("allen-vecadd-probe", tmp_path)
+    assert [r.metric for r in rows] == [
+        "first_batch_faults",
+        "reads_before_first_write",
+        "batches_before_first_write",
+        "first_batch_faults_prefetch",
+    ]
+    failed = [(r.metric, r.simulated) for r in rows if r.passed is False]
+    assert not failed, failed
+    assert (tmp_path / "batches.csv").read_text().startswith("run,batch,fetched")

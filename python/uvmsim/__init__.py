@@ -70,13 +70,16 @@ class Result:
     """The outcome of one simulation.
 
     ``metrics`` maps dotted names (``gpu0.l1tlb.hits``, ``time.total_ns``, ...) to
-    numbers; ``config`` is the fully resolved configuration the run used.
+    numbers; ``config`` is the fully resolved configuration the run used;
+    ``tables`` holds record tables when enabled (``batches``: one row per UVM
+    driver batch, with ``uvm.records = true``), each a list of rows (dicts).
     """
 
     metrics: dict[str, float | int]
     config: dict[str, Any]
     version: str
     out: Path | None = field(default=None, compare=False)
+    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def key_metrics(self) -> list[tuple[str, float | int]]:
         """The headline metrics that this run reports, as ``(name, value)`` pairs."""
@@ -84,7 +87,7 @@ class Result:
 
     def to_json(self) -> dict[str, Any]:
         """The ``summary.json`` object of this result."""
-        return {"version": self.version, "config": self.config, "metrics": self.metrics}
+        return {"version": self.version, "config": self.config, "metrics": self.metrics, "tables": self.tables}
 
     def _repr_html_(self) -> str:
         rows = "".join(
@@ -209,7 +212,9 @@ def run(
     """
     raw = json.loads(_core.run(sources(config, preset), overrides(set)))
     outdir = Path(out) if out is not None else None
-    result = Result(metrics=raw["metrics"], config=raw["config"], version=raw["version"], out=outdir)
+    result = Result(
+        metrics=raw["metrics"], config=raw["config"], version=raw["version"], out=outdir, tables=raw.get("tables", {})
+    )
     if outdir is not None:
         atomic_write_json(outdir / SUMMARY_FILE, result.to_json())
     return result
@@ -224,7 +229,9 @@ def load(directory: str | os.PathLike[str]) -> Result:
     """The ``Result`` stored in ``directory/summary.json`` by ``run(out=...)`` or ``uvmsim run -o``."""
     d = Path(directory)
     raw = json.loads((d / SUMMARY_FILE).read_text(encoding="utf-8"))
-    return Result(metrics=raw["metrics"], config=raw["config"], version=raw["version"], out=d)
+    return Result(
+        metrics=raw["metrics"], config=raw["config"], version=raw["version"], out=d, tables=raw.get("tables", {})
+    )
 
 
 def config_reference() -> list[dict[str, Any]]:

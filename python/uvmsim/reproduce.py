@@ -430,3 +430,30 @@ def mgpusim_tlb(ctx: Context) -> dict[str, float]:
         table,
     )
     return out
+
+
+# --- uvm-driver (Allen, PhD thesis 2022) ----------------------------------------------------------
+
+
+@experiment("allen-vecadd-probe")
+def vecadd_probe(ctx: Context) -> dict[str, float]:
+    """Listing 3.1 on managed memory: what the first batches hold, without and with prefetch instructions."""
+    plain = ctx.run("vecadd", {}).tables.get("batches", [])
+    pre = ctx.run("vecadd-prefetch", {"workload.vecadd_probe.prefetch": True}).tables.get("batches", [])
+    first_write = next((i for i, b in enumerate(plain) if b["writes"] > 0), None)
+    write_csv(
+        ctx.out / "batches.csv",
+        ("run", "batch", "fetched", "reads", "writes", "prefetches", "unique", "flushed", "start_ns", "end_ns"),
+        [
+            (name, b["batch"], b["fetched"], b["reads"], b["writes"], b["prefetches"], b["unique"], b["flushed"])
+            + (b["start_ns"], b["end_ns"])
+            for name, rows in (("vecadd", plain), ("vecadd-prefetch", pre))
+            for b in rows
+        ],
+    )
+    return {
+        "first_batch_faults": plain[0]["fetched"] if plain else math.nan,
+        "reads_before_first_write": math.nan if first_write is None else sum(b["reads"] for b in plain[:first_write]),
+        "batches_before_first_write": math.nan if first_write is None else first_write,
+        "first_batch_faults_prefetch": pre[0]["fetched"] if pre else math.nan,
+    }

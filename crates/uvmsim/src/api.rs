@@ -36,11 +36,15 @@ pub fn resolve_json(sources: &[Source], overrides: &[String]) -> Result<String, 
 /// Run a simulation; returns `{"version", "config", "metrics"}` as JSON.
 pub fn run_json(sources: &[Source], overrides: &[String]) -> Result<String, ApiError> {
     let cfg = resolve(sources, overrides).map_err(ApiError::Config)?;
-    let metrics = crate::world::simulate(&cfg).map_err(|e| match e {
+    let out = crate::world::simulate_full(&cfg).map_err(|e| match e {
         SimError::BadInput(m) => ApiError::Config(ConfigError { source: None, key: None, message: m }),
         e => ApiError::Sim(e),
     })?;
-    Ok(json!({"version": env!("CARGO_PKG_VERSION"), "config": cfg, "metrics": metrics}).to_string())
+    let mut tables = serde_json::Map::new();
+    if let Some(b) = out.batches {
+        tables.insert("batches".into(), serde_json::to_value(b).expect("records serialize"));
+    }
+    Ok(json!({"version": env!("CARGO_PKG_VERSION"), "config": cfg, "metrics": out.metrics, "tables": tables}).to_string())
 }
 
 /// The default of a dotted key, from the default config.
@@ -72,7 +76,7 @@ pub fn trace_info_json(path: &str) -> Result<String, ConfigError> {
 pub fn workloads_json() -> String {
     let list: Vec<Value> = WorkloadKind::ALL
         .iter()
-        .map(|k| json!({"name": k.name(), "description": k.description(), "params": params(&format!("workload.{}.", k.name()))}))
+        .map(|k| json!({"name": k.name(), "description": k.description(), "params": params(&format!("workload.{}.", k.name().replace('-', "_")))}))
         .collect();
     Value::Array(list).to_string()
 }

@@ -203,8 +203,20 @@ fn schedule(next: Next, q: &mut EventQueue<Ev>) {
     }
 }
 
+/// The result of a run: metrics and, when enabled, record tables.
+pub struct Output {
+    pub metrics: Metrics,
+    /// Per-batch records of the UVM driver (`uvm.records = true`).
+    pub batches: Option<Vec<crate::uvm::BatchRecord>>,
+}
+
 /// Run the system `cfg` describes; returns its metrics.
 pub fn simulate(cfg: &Config) -> Result<Metrics, SimError> {
+    simulate_full(cfg).map(|o| o.metrics)
+}
+
+/// Run the system `cfg` describes; returns its metrics and record tables.
+pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     let program = workload::build(cfg);
     let mut world = World::new(cfg, program);
     let mut q = EventQueue::new();
@@ -226,5 +238,5 @@ pub fn simulate(cfg: &Config) -> Result<Metrics, SimError> {
     let wall = rep.wall_s.max(1e-9);
     m.float("sim.events_per_s", rep.events as f64 / wall);
     m.float("sim.warp_mem_insts_per_s", world.gpu.stats.warp_mem_insts as f64 / wall);
-    Ok(m)
+    Ok(Output { metrics: m, batches: world.uvm.records.take() })
 }

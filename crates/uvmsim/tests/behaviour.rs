@@ -187,3 +187,22 @@ fn managed_memory_faults_every_page_in_once() {
     // Deterministic with faults too.
     assert_eq!(m(&managed, "time.kernel_ns"), m(&run(&base), "time.kernel_ns"));
 }
+
+/// Seed uvm-driver Listing 3.1 on one warp: independent loads fault without
+/// blocking until the µTLB limit (56), the dependent store faults only once
+/// both loads are served, and prefetch instructions escape the limit.
+#[test]
+fn vecadd_probe_faults_form_batches_as_measured() {
+    use uvmsim::world::simulate_full;
+    let base =
+        ["gpu.sms_per_l1tlb=2", "workload.kind=vecadd-probe", "workload.managed=true", "workload.threads_per_cta=32", "uvm.records=true"];
+    let out = simulate_full(&cfg(&base)).unwrap();
+    let b = out.batches.unwrap();
+    assert_eq!((b[0].fetched, b[0].reads, b[0].writes), (56, 56, 0));
+    let first_write = b.iter().position(|x| x.writes > 0).unwrap();
+    assert!(first_write >= 2);
+    assert_eq!(b[..first_write].iter().map(|x| x.reads).sum::<u64>(), 64);
+    assert_eq!(b.iter().map(|x| x.unique).sum::<u64>(), 3 * 3 * 32);
+    let pre = simulate_full(&cfg(&[&base[..], &["workload.vecadd_probe.prefetch=true"]].concat())).unwrap();
+    assert_eq!(pre.batches.unwrap()[0].prefetches, 256);
+}

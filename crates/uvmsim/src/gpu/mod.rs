@@ -48,8 +48,11 @@ struct Warp {
     /// When every store issued so far is done.
     stores: Ps,
     id: WarpId,
-    /// An instruction that far-faulted, re-executed after the replay (with its lane addresses).
-    retry: Option<(Op, Box<[u64; MAX_LANES]>)>,
+    /// Memory instructions that far-faulted (with their lane addresses), waiting for a replay.
+    /// The warp keeps issuing independent instructions; it sleeps at its next `Wait` (or exit).
+    pending: Vec<(Op, Box<[u64; MAX_LANES]>)>,
+    /// Faulted instructions to re-execute now, after a replay, before the stream goes on.
+    redo: std::collections::VecDeque<(Op, Box<[u64; MAX_LANES]>)>,
 }
 
 #[derive(Debug, Default)]
@@ -205,8 +208,16 @@ impl Gpu {
                 first_thread: first + w as u64 * ws,
                 lanes: (threads - w as u64 * ws).min(ws) as u32,
             };
-            self.warps[slot as usize] =
-                Some(Warp { stream: k.spec.gen.warp(id), sm: sm as u32, cta: ci, loads: now, stores: now, id, retry: None });
+            self.warps[slot as usize] = Some(Warp {
+                stream: k.spec.gen.warp(id),
+                sm: sm as u32,
+                cta: ci,
+                loads: now,
+                stores: now,
+                id,
+                pending: vec![],
+                redo: Default::default(),
+            });
             q.push(now, Ev::Warp(slot));
         }
         self.stats.ctas += 1;
@@ -247,7 +258,7 @@ impl Gpu {
             let issue = self.sms[sm].port.issue(t, self.slot);
             self.stats.warp_insts += 1;
             let next = issue + self.issue;
-            let op = match w.retry.take() {
+            let op = match w.redo.pop_front() {
                 Some((op, lanes)) => {
                     self.scratch = *lanes;
                     op
@@ -256,6 +267,13 @@ impl Gpu {
             };
             let ready = match op {
                 Op::Compute(c) => issue + self.clock.cycles(c as u64).max(self.issue),
+                // A dependency on a faulted load: sleep until the replay, then re-execute
+                // the faulted instructions and this wait.
+                Op::Wait if !w.pending.is_empty() => {
+                    w.pending.push((Op::Wait, Box::new([0; MAX_LANES])));
+                    self.waiting.push(slot);
+                    return Ok(());
+                }
                 Op::Wait => next.max(w.loads),
                 Op::Mem { kind, lanes, bytes } => {
                     coalesce(lanes, bytes, &self.scratch, self.line_shift, &mut self.lines);
@@ -272,16 +290,22 @@ impl Gpu {
                     })?;
                     let w = self.warps[slot as usize].as_mut().expect("resident");
                     if faulted {
-                        // Replayable far fault: the warp sleeps until the driver replays, then re-executes this instruction.
-                        w.retry = Some((op, Box::new(self.scratch)));
-                        self.waiting.push(slot);
-                        return Ok(());
-                    }
-                    match kind {
-                        MemKind::Load => w.loads = w.loads.max(done),
-                        MemKind::Store => w.stores = w.stores.max(done),
+                        // Replayable far fault: the instruction is re-executed after the replay;
+                        // meanwhile the warp goes on with independent instructions.
+                        w.pending.push((op, Box::new(self.scratch)));
+                    } else {
+                        match kind {
+                            MemKind::Load => w.loads = w.loads.max(done),
+                            MemKind::Store => w.stores = w.stores.max(done),
+                            MemKind::Prefetch => {} // nothing waits for a prefetch
+                        }
                     }
                     next
+                }
+                // Exiting with faulted instructions: sleep; after the replay they run, then the stream exits again.
+                Op::Exit if !w.pending.is_empty() => {
+                    self.waiting.push(slot);
+                    return Ok(());
                 }
                 Op::Exit => {
                     let end = issue.max(w.loads).max(w.stores);
@@ -333,9 +357,12 @@ impl Gpu {
         self.faults.drain(..)
     }
 
-    /// The driver replayed at `now`: every waiting warp re-executes its faulted instruction.
+    /// The driver replayed at `now`: every sleeping warp re-executes its faulted instructions.
     pub fn replay(&mut self, now: Ps, q: &mut EventQueue<Ev>) {
         for slot in self.waiting.drain(..) {
+            if let Some(w) = self.warps[slot as usize].as_mut() {
+                w.redo.extend(w.pending.drain(..));
+            }
             q.push(now, Ev::Warp(slot));
         }
     }
@@ -357,7 +384,13 @@ impl Gpu {
                 Xlat::Unmapped => return Err(va),
                 Xlat::Fault(at) => {
                     let utlb = self.xlat.utlb_of(sm) as u32;
-                    self.faults.push(Fault { time: at, vpn: va >> 12, utlb, write: kind == MemKind::Store });
+                    self.faults.push(Fault {
+                        time: at,
+                        vpn: va >> 12,
+                        utlb,
+                        write: kind == MemKind::Store,
+                        prefetch: kind == MemKind::Prefetch,
+                    });
                     faulted = true;
                     // Skip the rest of this 4 KiB page's lines: they fault with it.
                     let end_line = ((va >> 12) + 1) << 12 >> ls;
@@ -375,6 +408,7 @@ impl Gpu {
                 let d = match kind {
                     MemKind::Load => self.mem.read(sm, line, ready, now),
                     MemKind::Store => self.mem.write(sm, line, ready, now),
+                    MemKind::Prefetch => self.mem.prefetch(line, ready, now),
                 };
                 done = done.max(d);
                 i += 1;

@@ -230,6 +230,11 @@ impl MemSystem {
         }
     }
 
+    /// Prefetch physical line `line` into the L2 (prefetch.global.L2): returns when it is there.
+    pub fn prefetch(&mut self, line: u64, t: Ps, now: Ps) -> Ps {
+        self.read_l2(line, t, now)
+    }
+
     /// Write physical line `line`: L1 is write-through without allocation, L2
     /// write-back with allocation (GPU practice). Returns when the L2 (or DRAM) has it.
     pub fn write(&mut self, sm: usize, line: u64, t: Ps, now: Ps) -> Ps {

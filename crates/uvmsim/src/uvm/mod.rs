@@ -60,7 +60,28 @@ section! {
         pub per_block_us: f64 = 8.0,
         /// Cost of issuing a replay and waiting for it, in µs. ASSUMPTION, to be calibrated.
         pub replay_us: f64 = 5.0,
+        /// Keep one record per batch (the `batches` table of the run's output).
+        pub records: bool = false,
     }
+}
+
+/// One serviced batch (the `batches` table).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BatchRecord {
+    pub batch: u64,
+    pub start_ns: f64,
+    pub end_ns: f64,
+    /// Faults fetched, by access type.
+    pub fetched: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub prefetches: u64,
+    pub unique: u64,
+    pub duplicates: u64,
+    pub va_blocks: u64,
+    pub bytes_h2d: u64,
+    /// Faults flushed from the buffer after this batch.
+    pub flushed: u64,
 }
 
 impl UvmConfig {
@@ -97,6 +118,8 @@ pub struct Fault {
     pub vpn: u64,
     pub utlb: u32,
     pub write: bool,
+    /// Raised by a prefetch instruction: escapes the µTLB limit (seed uvm-driver §3.2.1).
+    pub prefetch: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -158,6 +181,8 @@ pub struct Uvm {
     replay: Ps,
     state: State,
     pub stats: UvmStats,
+    /// Per-batch records, when `records` is on.
+    pub records: Option<Vec<BatchRecord>>,
 }
 
 fn us(x: f64) -> Ps {
@@ -180,13 +205,14 @@ impl Uvm {
             replay: us(c.replay_us),
             state: State::Idle,
             stats: UvmStats::default(),
+            records: c.records.then(Vec::new),
         }
     }
 
     /// A walk raised `f`. Returns when the driver must be woken, if it was idle.
     pub fn raise(&mut self, f: Fault) -> Next {
         let o = &mut self.outstanding[f.utlb as usize];
-        if *o >= self.limit || self.buffer.len() >= self.capacity {
+        if (*o >= self.limit && !f.prefetch) || self.buffer.len() >= self.capacity {
             self.stats.throttled += 1;
             return Next::Nothing;
         }
@@ -224,6 +250,7 @@ impl Uvm {
         self.stats.duplicates += (fetched.len() - pages.len()) as u64;
         pages.retain(|&p| !residency.is_resident(p));
         self.stats.unique += pages.len() as u64;
+        let (blocks_before, bytes_before) = (self.stats.va_blocks, self.stats.bytes_h2d);
         let mut t = now + self.batch_cost + self.per_fault * fetched.len() as Ps;
         let mut i = 0;
         while i < pages.len() {
@@ -239,6 +266,23 @@ impl Uvm {
         }
         let end = t + self.replay;
         self.stats.batches += 1;
+        if let Some(r) = self.records.as_mut() {
+            let count = |pred: fn(&Fault) -> bool| fetched.iter().filter(|f| pred(f)).count() as u64;
+            r.push(BatchRecord {
+                batch: self.stats.batches - 1,
+                start_ns: now as f64 / 1000.0,
+                end_ns: end as f64 / 1000.0,
+                fetched: fetched.len() as u64,
+                reads: count(|f| !f.write && !f.prefetch),
+                writes: count(|f| f.write),
+                prefetches: count(|f| f.prefetch),
+                unique: pages.len() as u64,
+                duplicates: (fetched.len() - pages.len()) as u64,
+                va_blocks: self.stats.va_blocks - blocks_before,
+                bytes_h2d: self.stats.bytes_h2d - bytes_before,
+                flushed: 0,
+            });
+        }
         self.state = State::Servicing { pages, fetched, start: now };
         Next::BatchDone(end)
     }
@@ -256,9 +300,13 @@ impl Uvm {
             self.outstanding[f.utlb as usize] -= 1;
         }
         if self.policy == ReplayPolicy::BatchFlush {
+            let n = self.buffer.len() as u64;
             for f in self.buffer.drain(..) {
                 self.outstanding[f.utlb as usize] -= 1;
-                self.stats.flushed += 1;
+            }
+            self.stats.flushed += n;
+            if let Some(last) = self.records.as_mut().and_then(|r| r.last_mut()) {
+                last.flushed = n;
             }
         }
         self.stats.replays += 1;
@@ -315,7 +363,7 @@ mod tests {
     }
 
     fn fault(vpn: u64, utlb: u32) -> Fault {
-        Fault { time: 0, vpn, utlb, write: false }
+        Fault { time: 0, vpn, utlb, write: false, prefetch: false }
     }
 
     #[test]

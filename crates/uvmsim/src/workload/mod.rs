@@ -14,12 +14,14 @@ mod regular;
 mod stream;
 mod stride;
 pub mod trace;
+mod vecadd;
 
 pub use gather::GatherParams;
 pub use regular::RegularParams;
 pub use stream::StreamParams;
 pub use stride::StrideParams;
 pub use trace::TraceParams;
+pub use vecadd::VecaddParams;
 
 use crate::config::{ByteSize, Config};
 use crate::sim::mix64;
@@ -32,6 +34,8 @@ pub const MAX_LANES: usize = 64;
 pub enum MemKind {
     Load,
     Store,
+    /// A prefetch instruction (prefetch.global.L2): translated and brought to the L2; nothing waits for it.
+    Prefetch,
 }
 
 /// The lanes of one memory instruction.
@@ -141,6 +145,7 @@ pub enum KernelGen {
     Regular(regular::RegularKernel),
     Stream(stream::StreamKernel),
     Gather(gather::GatherKernel),
+    Vecadd(vecadd::VecaddKernel),
 }
 
 /// Identity of one warp within a kernel launch.
@@ -161,6 +166,7 @@ impl KernelGen {
             KernelGen::Regular(k) => WarpStream::Regular(k.warp(id)),
             KernelGen::Stream(k) => WarpStream::Stream(k.warp(id)),
             KernelGen::Gather(k) => WarpStream::Gather(Box::new(k.warp(id))),
+            KernelGen::Vecadd(k) => WarpStream::Vecadd(k.warp(id)),
         }
     }
 }
@@ -172,6 +178,7 @@ pub enum WarpStream {
     Regular(regular::RegularWarp),
     Stream(stream::StreamWarp),
     Gather(Box<gather::GatherWarp>),
+    Vecadd(vecadd::VecaddWarp),
 }
 
 impl WarpStream {
@@ -183,6 +190,7 @@ impl WarpStream {
             WarpStream::Regular(w) => w.next(scratch),
             WarpStream::Stream(w) => w.next(),
             WarpStream::Gather(w) => w.next(scratch),
+            WarpStream::Vecadd(w) => w.next(),
         }
     }
 }
@@ -198,17 +206,19 @@ pub enum WorkloadKind {
     Random,
     Stream,
     Gather,
+    VecaddProbe,
     Trace,
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 7] = [
+    pub const ALL: [WorkloadKind; 8] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
         WorkloadKind::Random,
         WorkloadKind::Stream,
         WorkloadKind::Gather,
+        WorkloadKind::VecaddProbe,
         WorkloadKind::Trace,
     ];
 
@@ -220,6 +230,7 @@ impl WorkloadKind {
             WorkloadKind::Random => "random",
             WorkloadKind::Stream => "stream",
             WorkloadKind::Gather => "gather",
+            WorkloadKind::VecaddProbe => "vecadd-probe",
             WorkloadKind::Trace => "trace",
         }
     }
@@ -232,6 +243,7 @@ impl WorkloadKind {
             WorkloadKind::Random => "Each thread reads then writes one element of a page chosen by a seeded random permutation of thread ids (each page once): uvm-driver 'random'.",
             WorkloadKind::Stream => "STREAM triad a[i] = b[i] + s*c[i] over three arrays with a grid-stride loop: coalesced, streaming, TLB-hit-heavy.",
             WorkloadKind::Gather => "Lookups into a large sorted table by binary search (XSBench / B+tree-like): each lookup reads its key coalesced, then makes dependent probes; keys unsorted (random) or sorted (adjacent threads search nearby keys).",
+            WorkloadKind::VecaddProbe => "Seed uvm-driver Listing 3.1: each thread adds the first float of a page of a and b into c, three pages per thread (LDG, LDG, wait, FADD, STG); with prefetch, prefetch.global.L2 of every page first. Use with workload.managed = true to see how faults form batches.",
             WorkloadKind::Trace => "Replay of a memory-access trace (CSV time_ns,gpu,cu,wavefront,kind,vaddr,size, plain or gzip; e.g. shared/traces/mgpusim): each access issues at its recorded time on its recorded CU; addresses map one-to-one to physical memory with translation.page_size pages.",
         }
     }
@@ -240,7 +252,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream, gather or trace (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe or trace (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -262,6 +274,8 @@ section! {
         pub stream: StreamParams = StreamParams::default(),
         /// Parameters of `gather`.
         pub gather: GatherParams = GatherParams::default(),
+        /// Parameters of `vecadd-probe`.
+        pub vecadd_probe: VecaddParams = VecaddParams::default(),
         /// Parameters of `trace`.
         pub trace: TraceParams = TraceParams::default(),
     }
@@ -289,6 +303,7 @@ impl WorkloadConfig {
             WorkloadKind::Random => self.random.validate("workload.random"),
             WorkloadKind::Stream => self.stream.validate("workload.stream", ws),
             WorkloadKind::Gather => self.gather.validate("workload.gather", ws),
+            WorkloadKind::VecaddProbe => self.vecadd_probe.validate("workload.vecadd_probe"),
             WorkloadKind::Trace => self.trace.validate("workload.trace"),
         }
     }
@@ -309,6 +324,7 @@ pub fn build(cfg: &Config) -> Program {
         WorkloadKind::Random => regular::build(&w.random, true, w, cfg, page, &mut va),
         WorkloadKind::Stream => stream::build(&w.stream, w, page, &mut va),
         WorkloadKind::Gather => gather::build(&w.gather, w, cfg, page, &mut va),
+        WorkloadKind::VecaddProbe => vecadd::build(&w.vecadd_probe, w, page, &mut va),
         WorkloadKind::Trace => unreachable!("handled above"),
     };
     let mut ops = vec![];

@@ -137,7 +137,8 @@ impl TraceReader {
             let kind = match field("kind")? {
                 "R" => MemKind::Load,
                 "W" => MemKind::Store,
-                k => return Err(format!("kind `{k}` is neither R (read) nor W (write)")),
+                "P" => MemKind::Prefetch,
+                k => return Err(format!("kind `{k}` is not R (read), W (write) or P (prefetch)")),
             };
             let va = field("vaddr")?;
             let hex = va
@@ -173,6 +174,7 @@ pub struct TraceInfo {
     pub accesses: u64,
     pub reads: u64,
     pub writes: u64,
+    pub prefetches: u64,
     pub gpus: u64,
     pub cus: u64,
     pub wavefronts: u64,
@@ -201,6 +203,7 @@ pub fn info(path: &str) -> Result<TraceInfo, TraceError> {
         match rec.kind {
             MemKind::Load => out.reads += 1,
             MemKind::Store => out.writes += 1,
+            MemKind::Prefetch => out.prefetches += 1,
         }
         gpus.insert(rec.gpu);
         cus.insert((rec.gpu, rec.cu));
