@@ -53,7 +53,7 @@ pub struct World {
 impl World {
     pub fn new(cfg: &Config, program: Program) -> World {
         let mut gpu = Gpu::new(cfg);
-        let uvm = Uvm::new(&cfg.uvm, gpu.xlat.l1.len());
+        let uvm = Uvm::new(&cfg.uvm, gpu.xlat.l1.len(), gpu.sms());
         for b in &program.buffers {
             gpu.xlat.space.map(b);
         }

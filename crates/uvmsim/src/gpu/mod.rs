@@ -388,6 +388,7 @@ impl Gpu {
                         time: at,
                         vpn: va >> 12,
                         utlb,
+                        sm: sm as u32,
                         write: kind == MemKind::Store,
                         prefetch: kind == MemKind::Prefetch,
                     });

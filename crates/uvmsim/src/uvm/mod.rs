@@ -60,6 +60,8 @@ section! {
         pub per_block_us: f64 = 8.0,
         /// Cost of issuing a replay and waiting for it, in µs. ASSUMPTION, to be calibrated.
         pub replay_us: f64 = 5.0,
+        /// Per-SM fault throttle: faults an SM may raise between two replays; 0 = none (seed uvm-driver §3.2.1 infers one).
+        pub sm_faults_per_replay: u32 = 0,
         /// Keep one record per batch (the `batches` table of the run's output).
         pub records: bool = false,
     }
@@ -117,6 +119,7 @@ pub struct Fault {
     /// 4 KiB page number.
     pub vpn: u64,
     pub utlb: u32,
+    pub sm: u32,
     pub write: bool,
     /// Raised by a prefetch instruction: escapes the µTLB limit (seed uvm-driver §3.2.1).
     pub prefetch: bool,
@@ -174,6 +177,9 @@ pub struct Uvm {
     policy: ReplayPolicy,
     limit: u32,
     outstanding: Vec<u32>,
+    /// Faults each SM raised since the last replay (empty when the throttle is off).
+    sm_raised: Vec<u32>,
+    sm_cap: u32,
     interrupt: Ps,
     batch_cost: Ps,
     per_fault: Ps,
@@ -190,7 +196,7 @@ fn us(x: f64) -> Ps {
 }
 
 impl Uvm {
-    pub fn new(c: &UvmConfig, utlbs: usize) -> Uvm {
+    pub fn new(c: &UvmConfig, utlbs: usize, sms: usize) -> Uvm {
         Uvm {
             buffer: VecDeque::new(),
             capacity: c.fault_buffer_entries as usize,
@@ -198,6 +204,8 @@ impl Uvm {
             policy: c.replay_policy,
             limit: c.utlb_fault_limit,
             outstanding: vec![0; utlbs],
+            sm_raised: if c.sm_faults_per_replay > 0 { vec![0; sms] } else { vec![] },
+            sm_cap: c.sm_faults_per_replay,
             interrupt: us(c.interrupt_us),
             batch_cost: us(c.batch_us),
             per_fault: us(c.per_fault_us),
@@ -216,6 +224,15 @@ impl Uvm {
             self.stats.throttled += 1;
             return Next::Nothing;
         }
+        if !f.prefetch && !self.sm_raised.is_empty() {
+            let n = &mut self.sm_raised[f.sm as usize];
+            if *n >= self.sm_cap {
+                self.stats.throttled += 1;
+                return Next::Nothing;
+            }
+            *n += 1;
+        }
+        let o = &mut self.outstanding[f.utlb as usize];
         *o += 1;
         self.stats.raw += 1;
         self.buffer.push_back(f);
@@ -229,13 +246,20 @@ impl Uvm {
     /// The driver runs at `now`: fetch and service one batch.
     pub fn service(&mut self, now: Ps, link: &mut Link, residency: &Residency) -> Next {
         // Fetch up to batch_size faults already written (the buffer is in raise order).
+        // Faults are appended in the order walks raised them; a fault is in the buffer
+        // once its walk has ended (time <= now).
         let mut fetched = Vec::with_capacity(self.batch_size);
-        while fetched.len() < self.batch_size && self.buffer.front().is_some_and(|f| f.time <= now) {
-            fetched.extend(self.buffer.pop_front());
+        let mut i = 0;
+        while fetched.len() < self.batch_size && i < self.buffer.len() {
+            if self.buffer[i].time <= now {
+                fetched.extend(self.buffer.remove(i));
+            } else {
+                i += 1;
+            }
         }
         if fetched.is_empty() {
-            return match self.buffer.front() {
-                Some(f) => Next::Service(f.time),
+            return match self.buffer.iter().map(|f| f.time).min() {
+                Some(t) => Next::Service(t),
                 None => {
                     self.state = State::Idle;
                     Next::Nothing
@@ -300,16 +324,24 @@ impl Uvm {
             self.outstanding[f.utlb as usize] -= 1;
         }
         if self.policy == ReplayPolicy::BatchFlush {
-            let n = self.buffer.len() as u64;
-            for f in self.buffer.drain(..) {
-                self.outstanding[f.utlb as usize] -= 1;
-            }
+            // Flush what the buffer holds now; faults whose walks end later arrive after the flush.
+            let before = self.buffer.len();
+            let outstanding = &mut self.outstanding;
+            self.buffer.retain(|f| {
+                let keep = f.time > now;
+                if !keep {
+                    outstanding[f.utlb as usize] -= 1;
+                }
+                keep
+            });
+            let n = (before - self.buffer.len()) as u64;
             self.stats.flushed += n;
             if let Some(last) = self.records.as_mut().and_then(|r| r.last_mut()) {
                 last.flushed = n;
             }
         }
         self.stats.replays += 1;
+        self.sm_raised.fill(0);
         self.stats.time_ps += now - start;
         self.stats.batch.record(now - start);
         if self.buffer.is_empty() {
@@ -359,11 +391,11 @@ mod tests {
     fn uvm(policy: ReplayPolicy, limit: u32) -> (Uvm, Link, Residency) {
         let mut c = UvmConfig { replay_policy: policy, utlb_fault_limit: limit, batch_size: 4, ..UvmConfig::default() };
         c.interrupt_us = 1.0;
-        (Uvm::new(&c, 2), Link::new(&Config::default().link), Residency::default())
+        (Uvm::new(&c, 2, 4), Link::new(&Config::default().link), Residency::default())
     }
 
     fn fault(vpn: u64, utlb: u32) -> Fault {
-        Fault { time: 0, vpn, utlb, write: false, prefetch: false }
+        Fault { time: 0, vpn, utlb, sm: utlb * 2, write: false, prefetch: false }
     }
 
     #[test]
@@ -413,6 +445,27 @@ mod tests {
         }
         u.raise(fault(9, 0));
         assert_eq!((u.stats.raw, u.stats.throttled), (3, 3));
+    }
+
+    #[test]
+    fn the_sm_throttle_caps_faults_between_replays() {
+        let c = UvmConfig { sm_faults_per_replay: 2, batch_size: 4, ..UvmConfig::default() };
+        let mut u = Uvm::new(&c, 2, 4);
+        let (mut link, mut res) = (Link::new(&Config::default().link), Residency::default());
+        let at = |vpn: u64, sm: u32| Fault { time: 0, vpn, utlb: sm / 2, sm, write: false, prefetch: false };
+        for vpn in 0..4 {
+            u.raise(at(vpn, 1));
+        }
+        u.raise(at(9, 2));
+        assert_eq!((u.stats.raw, u.stats.throttled), (3, 2), "two from SM 1, one from SM 2");
+        let mut pre = at(11, 1);
+        pre.prefetch = true;
+        u.raise(pre);
+        assert_eq!(u.stats.raw, 4, "prefetch faults escape the throttle");
+        let Next::BatchDone(end) = u.service(10_000_000, &mut link, &res) else { panic!() };
+        u.batch_done(end, &mut res);
+        u.raise(at(20, 1));
+        assert_eq!(u.stats.raw, 5, "the replay resets the count");
     }
 
     #[test]
