@@ -65,6 +65,13 @@ WORKLOADS: tuple[Workload, ...] = (
         },
         {"workload.stride.accesses": 1000},
     ),
+    # Fault-heavy: every page of managed memory faulted in through the UVM driver.
+    Workload(
+        "faults-regular",
+        "titan-v",
+        {"workload.kind": "regular", "workload.managed": True, "workload.regular.threads": 1 << 16},
+        {"workload.regular.threads": 1 << 12},
+    ),
     # Footprint: lookups spread over a 100 GiB table; memory must not grow with it.
     Workload(
         "footprint-100gib",

@@ -367,6 +367,20 @@ impl Gpu {
         }
     }
 
+    /// Note a far fault for the driver (kept out of line: the hot path never takes it).
+    #[cold]
+    fn record_fault(&mut self, sm: usize, kind: MemKind, va: u64, at: Ps) {
+        let utlb = self.xlat.utlb_of(sm) as u32;
+        self.faults.push(Fault {
+            time: at,
+            vpn: va >> 12,
+            utlb,
+            sm: sm as u32,
+            write: kind == MemKind::Store,
+            prefetch: kind == MemKind::Prefetch,
+        });
+    }
+
     /// Translate and access the coalesced lines in `self.lines`; returns when all are
     /// done and whether any page far-faulted, or the first address outside every allocation.
     fn access(&mut self, sm: usize, kind: MemKind, t: Ps, now: Ps) -> Result<(Ps, bool), u64> {
@@ -383,15 +397,7 @@ impl Gpu {
                 Xlat::Ready(r, pa, page) => (r, pa, page),
                 Xlat::Unmapped => return Err(va),
                 Xlat::Fault(at) => {
-                    let utlb = self.xlat.utlb_of(sm) as u32;
-                    self.faults.push(Fault {
-                        time: at,
-                        vpn: va >> 12,
-                        utlb,
-                        sm: sm as u32,
-                        write: kind == MemKind::Store,
-                        prefetch: kind == MemKind::Prefetch,
-                    });
+                    self.record_fault(sm, kind, va, at);
                     faulted = true;
                     // Skip the rest of this 4 KiB page's lines: they fault with it.
                     let end_line = ((va >> 12) + 1) << 12 >> ls;

@@ -197,7 +197,7 @@ impl MemSystem {
     }
 
     /// Read physical line `line` for SM `sm`, translation ready at `t`; returns when the data is back.
-    #[inline]
+    #[inline(always)]
     pub fn read(&mut self, sm: usize, line: u64, t: Ps, now: Ps) -> Ps {
         let mut at = t;
         if let Some(l1) = &mut self.l1d[sm] {
@@ -213,6 +213,7 @@ impl MemSystem {
         done
     }
 
+    #[inline(always)]
     fn read_l2(&mut self, line: u64, t: Ps, now: Ps) -> Ps {
         let Some(l2) = &mut self.l2d else {
             return self.dram.read(line, t, now);
@@ -231,6 +232,7 @@ impl MemSystem {
     }
 
     /// Prefetch physical line `line` into the L2 (prefetch.global.L2): returns when it is there.
+    #[inline(never)]
     pub fn prefetch(&mut self, line: u64, t: Ps, now: Ps) -> Ps {
         self.read_l2(line, t, now)
     }

@@ -124,7 +124,7 @@ impl Translator {
     /// page's physical address and size; a far fault when the walk finds a
     /// managed page not resident on the GPU (nothing is filled); `Unmapped`
     /// outside every allocation.
-    #[inline]
+    #[inline(always)]
     pub fn translate(&mut self, sm: usize, va: u64, t: Ps, now: Ps, dram: &mut Dram) -> Xlat {
         let Some(&r) = self.space.lookup(va) else { return Xlat::Unmapped };
         let page = 1u64 << r.shift;
