@@ -164,8 +164,10 @@ impl Model for World {
                 schedule(next, q);
             }
             Ev::UvmBatchDone => {
-                let next = self.uvm.batch_done(now, &mut self.gpu.xlat.space.residency);
-                self.gpu.replay(now, q);
+                let (next, replay) = self.uvm.batch_done(now, &mut self.gpu.xlat.space.residency);
+                if replay {
+                    self.gpu.replay(now, q);
+                }
                 schedule(next, q);
             }
             Ev::CtaDone(c) => {
@@ -223,6 +225,9 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     q.push(0, Ev::Host);
     let opts = RunOptions { stall_events: cfg.sim.stall_events, progress_every_s: cfg.sim.progress_every_s };
     let rep = sim::run(&mut world, &mut q, &opts)?;
+    if cfg!(debug_assertions) {
+        world.uvm.check_invariants().map_err(SimError::Model)?;
+    }
     let mut m = Metrics::default();
     let end = world.done_at.unwrap_or(rep.end_ps);
     m.float("time.total_ns", end as f64 / PS_PER_NS as f64);

@@ -167,7 +167,7 @@ fn trace_replay_issues_each_access_at_its_time_on_its_cu() {
 #[test]
 fn managed_memory_faults_every_page_in_once() {
     let base = ["gpu.sms=8", "gpu.sms_per_l1tlb=2", "workload.kind=regular", "workload.regular.threads=4096", "workload.managed=true"];
-    for policy in ["batch-flush", "batch"] {
+    for policy in ["batch-flush", "batch", "once"] {
         let x = run(&[&base[..], &[&format!("uvm.replay_policy=\"{policy}\"")]].concat());
         assert_eq!(m(&x, "uvm.faults.unique"), 4096.0, "{policy}");
         assert_eq!(m(&x, "uvm.resident_pages"), 4096.0, "{policy}");

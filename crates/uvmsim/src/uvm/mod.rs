@@ -35,6 +35,8 @@ pub enum ReplayPolicy {
     /// Flush the buffer, then replay (uvm_perf_fault_replay_policy = 2, the default).
     #[default]
     BatchFlush,
+    /// Replay once the buffer is drained: batches follow each other without replays (policy 3).
+    Once,
 }
 
 leaf!(ReplayPolicy);
@@ -46,7 +48,7 @@ section! {
         pub fault_buffer_entries: u32 = 4096,
         /// Faults the driver fetches per batch (uvm_perf_fault_batch_count, default 256).
         pub batch_size: u32 = 256,
-        /// "batch-flush" (driver default: discard the rest of the buffer, replay) or "batch" (replay, keep the rest).
+        /// "batch-flush" (driver default: discard the rest of the buffer, replay), "batch" (replay, keep the rest) or "once" (replay when the buffer is drained).
         pub replay_policy: ReplayPolicy = ReplayPolicy::BatchFlush,
         /// Outstanding faults per µTLB; more are not raised until a replay (seed uvm-driver §3.2.1: 56 on Titan V).
         pub utlb_fault_limit: u32 = 56,
@@ -311,9 +313,9 @@ impl Uvm {
         Next::BatchDone(end)
     }
 
-    /// The batch ends at `now`: map its pages, apply the replay policy. The
-    /// caller then replays the waiting warps. Returns what comes next.
-    pub fn batch_done(&mut self, now: Ps, residency: &mut Residency) -> Next {
+    /// The batch ends at `now`: map its pages, apply the replay policy.
+    /// Returns what comes next, and whether the caller must replay the waiting warps now.
+    pub fn batch_done(&mut self, now: Ps, residency: &mut Residency) -> (Next, bool) {
         let State::Servicing { pages, fetched, start } = std::mem::replace(&mut self.state, State::Idle) else {
             unreachable!("batch_done follows service")
         };
@@ -340,16 +342,42 @@ impl Uvm {
                 last.flushed = n;
             }
         }
-        self.stats.replays += 1;
-        self.sm_raised.fill(0);
         self.stats.time_ps += now - start;
         self.stats.batch.record(now - start);
-        if self.buffer.is_empty() {
+        // `once` keeps servicing while faults are waiting in the buffer, and replays after.
+        let replay = !(self.policy == ReplayPolicy::Once && self.buffer.iter().any(|f| f.time <= now));
+        if replay {
+            self.stats.replays += 1;
+            self.sm_raised.fill(0);
+        }
+        let next = if self.buffer.is_empty() {
             Next::Nothing
         } else {
             self.state = State::Woken;
             Next::Service(now)
+        };
+        (next, replay)
+    }
+
+    /// Conservation of faults (checked at the end of every debug run and in
+    /// tests): every raised fault is fetched, flushed or still buffered, and
+    /// the µTLBs count exactly the buffered and in-service ones as outstanding.
+    /// (A run may end while a batch of stale faults is in service.)
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let s = &self.stats;
+        let buffered = self.buffer.len() as u64;
+        if s.raw != s.fetched + s.flushed + buffered {
+            return Err(format!("uvm: {} faults raised but {} fetched + {} flushed + {buffered} buffered", s.raw, s.fetched, s.flushed));
         }
+        let in_service = match &self.state {
+            State::Servicing { fetched, .. } => fetched.len() as u64,
+            _ => 0,
+        };
+        let outstanding: u64 = self.outstanding.iter().map(|&o| o as u64).sum();
+        if outstanding != buffered + in_service {
+            return Err(format!("uvm: µTLBs count {outstanding} outstanding faults, {buffered} buffered + {in_service} in service"));
+        }
+        Ok(())
     }
 
     pub fn describe(&self, out: &mut Vec<String>) {
@@ -417,7 +445,7 @@ mod tests {
         assert!(!res.is_resident(7), "not mapped before the batch ends");
         // Costs: 10 + 4 x 0.2 + 2 x (8 + transfer) + 5 µs.
         assert!(end > 31_800_000, "{end}");
-        assert_eq!(u.batch_done(end, &mut res), Next::Nothing);
+        assert_eq!(u.batch_done(end, &mut res), (Next::Nothing, true));
         assert!(res.is_resident(7) && res.is_resident(600) && res.is_resident(8));
         // batch-flush discarded the two faults left (9, 10): they return after the replay.
         assert_eq!((u.stats.flushed, u.buffer.len(), u.outstanding.clone()), (2, 0, vec![0, 0]));
@@ -431,10 +459,25 @@ mod tests {
             u.raise(fault(vpn, 0));
         }
         let Next::BatchDone(end) = u.service(0, &mut link, &res) else { panic!() };
-        assert_eq!(u.batch_done(end, &mut res), Next::Service(end));
+        assert_eq!(u.batch_done(end, &mut res), (Next::Service(end), true));
         let Next::BatchDone(end2) = u.service(end, &mut link, &res) else { panic!() };
-        assert_eq!(u.batch_done(end2, &mut res), Next::Nothing);
+        assert_eq!(u.batch_done(end2, &mut res), (Next::Nothing, true));
         assert_eq!((u.stats.batches, u.stats.unique, u.stats.flushed), (2, 6, 0));
+        u.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn once_policy_replays_only_when_the_buffer_is_drained() {
+        let (mut u, mut link, mut res) = uvm(ReplayPolicy::Once, 56);
+        for vpn in 0..6 {
+            u.raise(fault(vpn, 0));
+        }
+        let Next::BatchDone(end) = u.service(0, &mut link, &res) else { panic!() };
+        assert_eq!(u.batch_done(end, &mut res), (Next::Service(end), false), "faults left: no replay yet");
+        let Next::BatchDone(end2) = u.service(end, &mut link, &res) else { panic!() };
+        assert_eq!(u.batch_done(end2, &mut res), (Next::Nothing, true));
+        assert_eq!((u.stats.batches, u.stats.replays), (2, 1));
+        u.check_invariants().unwrap();
     }
 
     #[test]
@@ -463,7 +506,7 @@ mod tests {
         u.raise(pre);
         assert_eq!(u.stats.raw, 4, "prefetch faults escape the throttle");
         let Next::BatchDone(end) = u.service(10_000_000, &mut link, &res) else { panic!() };
-        u.batch_done(end, &mut res);
+        let _ = u.batch_done(end, &mut res);
         u.raise(at(20, 1));
         assert_eq!(u.stats.raw, 5, "the replay resets the count");
     }
