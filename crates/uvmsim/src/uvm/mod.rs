@@ -50,6 +50,8 @@ section! {
         pub batch_size: u32 = 256,
         /// "batch-flush" (driver default: discard the rest of the buffer, replay), "batch" (replay, keep the rest) or "once" (replay when the buffer is drained).
         pub replay_policy: ReplayPolicy = ReplayPolicy::BatchFlush,
+        /// Batches one bottom-half run services before it yields and waits for the next interrupt (uvm_perf_fault_max_batches_per_service, default 20).
+        pub max_batches_per_service: u32 = 20,
         /// Outstanding faults per µTLB; more are not raised until a replay (seed uvm-driver §3.2.1: 56 on Titan V).
         pub utlb_fault_limit: u32 = 56,
         /// Interrupt and bottom-half wake-up before the first batch, in µs. ASSUMPTION, to be calibrated.
@@ -95,6 +97,9 @@ impl UvmConfig {
                 "uvm.batch_size".into(),
                 format!("must be between 1 and uvm.fault_buffer_entries ({}), got {}", self.fault_buffer_entries, self.batch_size),
             ));
+        }
+        if self.max_batches_per_service == 0 {
+            return Err(("uvm.max_batches_per_service".into(), "must be greater than 0".into()));
         }
         if self.utlb_fault_limit == 0 {
             return Err(("uvm.utlb_fault_limit".into(), "must be greater than 0".into()));
@@ -188,6 +193,9 @@ pub struct Uvm {
     per_block: Ps,
     replay: Ps,
     state: State,
+    /// Batches in the current bottom-half run, and the limit.
+    run_batches: u32,
+    max_batches: u32,
     pub stats: UvmStats,
     /// Per-batch records, when `records` is on.
     pub records: Option<Vec<BatchRecord>>,
@@ -214,6 +222,8 @@ impl Uvm {
             per_block: us(c.per_block_us),
             replay: us(c.replay_us),
             state: State::Idle,
+            run_batches: 0,
+            max_batches: c.max_batches_per_service,
             stats: UvmStats::default(),
             records: c.records.then(Vec::new),
         }
@@ -351,10 +361,18 @@ impl Uvm {
             self.sm_raised.fill(0);
         }
         let next = if self.buffer.is_empty() {
+            self.run_batches = 0;
             Next::Nothing
         } else {
             self.state = State::Woken;
-            Next::Service(now)
+            self.run_batches += 1;
+            if self.run_batches >= self.max_batches {
+                // The bottom half yields after max_batches_per_service; the next interrupt wakes it.
+                self.run_batches = 0;
+                Next::Service(now + self.interrupt)
+            } else {
+                Next::Service(now)
+            }
         };
         (next, replay)
     }
@@ -464,6 +482,25 @@ mod tests {
         assert_eq!(u.batch_done(end2, &mut res), (Next::Nothing, true));
         assert_eq!((u.stats.batches, u.stats.unique, u.stats.flushed), (2, 6, 0));
         u.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn the_bottom_half_yields_after_max_batches() {
+        let c = UvmConfig {
+            replay_policy: ReplayPolicy::Batch,
+            batch_size: 1,
+            max_batches_per_service: 2,
+            interrupt_us: 1.0,
+            ..UvmConfig::default()
+        };
+        let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4), Link::new(&Config::default().link), Residency::default());
+        for vpn in 0..3 {
+            u.raise(fault(vpn, 0));
+        }
+        let Next::BatchDone(e1) = u.service(0, &mut link, &res) else { panic!() };
+        assert_eq!(u.batch_done(e1, &mut res).0, Next::Service(e1), "the second batch follows at once");
+        let Next::BatchDone(e2) = u.service(e1, &mut link, &res) else { panic!() };
+        assert_eq!(u.batch_done(e2, &mut res).0, Next::Service(e2 + 1_000_000), "after 2 batches: wait for an interrupt");
     }
 
     #[test]
