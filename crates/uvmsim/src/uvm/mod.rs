@@ -39,7 +39,18 @@ pub enum ReplayPolicy {
     Once,
 }
 
-leaf!(ReplayPolicy);
+leaf!(ReplayPolicy, CostModel);
+
+/// How long servicing a batch takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum CostModel {
+    /// The driver's stages: batch, per-fault, per-block and replay costs plus transfers (seed uvm-driver).
+    #[default]
+    Driver,
+    /// One fixed far-fault service latency per batch plus the transfers (seed paged-memory §3.1: 20 µs).
+    FixedLatency,
+}
 
 section! {
     /// Unified memory: the fault buffer and the UVM driver's batch servicing (for workload.managed = true).
@@ -54,6 +65,10 @@ section! {
         pub max_batches_per_service: u32 = 20,
         /// Outstanding faults per µTLB; more are not raised until a replay (seed uvm-driver §3.2.1: 56 on Titan V).
         pub utlb_fault_limit: u32 = 56,
+        /// "driver" (the stage costs below) or "fixed-latency" (fault_latency_us per batch, then the transfers).
+        pub cost_model: CostModel = CostModel::Driver,
+        /// fixed-latency model: far-fault service latency per batch in µs, interrupt included (seed paged-memory Table 1: 20 µs).
+        pub fault_latency_us: f64 = 20.0,
         /// Interrupt and bottom-half wake-up before the first batch, in µs. ASSUMPTION, to be calibrated.
         pub interrupt_us: f64 = 5.0,
         /// Fixed cost of a batch (fetch, sort, bookkeeping), in µs. ASSUMPTION, to be calibrated.
@@ -105,6 +120,7 @@ impl UvmConfig {
             return Err(("uvm.utlb_fault_limit".into(), "must be greater than 0".into()));
         }
         for (k, v) in [
+            ("fault_latency_us", self.fault_latency_us),
             ("interrupt_us", self.interrupt_us),
             ("batch_us", self.batch_us),
             ("per_fault_us", self.per_fault_us),
@@ -192,6 +208,7 @@ pub struct Uvm {
     per_fault: Ps,
     per_block: Ps,
     replay: Ps,
+    fixed: Option<Ps>,
     state: State,
     /// Batches in the current bottom-half run, and the limit.
     run_batches: u32,
@@ -216,11 +233,13 @@ impl Uvm {
             outstanding: vec![0; utlbs],
             sm_raised: if c.sm_faults_per_replay > 0 { vec![0; sms] } else { vec![] },
             sm_cap: c.sm_faults_per_replay,
-            interrupt: us(c.interrupt_us),
+            // The fixed latency covers the whole service, interrupt included.
+            interrupt: if c.cost_model == CostModel::FixedLatency { 0 } else { us(c.interrupt_us) },
             batch_cost: us(c.batch_us),
             per_fault: us(c.per_fault_us),
             per_block: us(c.per_block_us),
             replay: us(c.replay_us),
+            fixed: (c.cost_model == CostModel::FixedLatency).then(|| us(c.fault_latency_us)),
             state: State::Idle,
             run_batches: 0,
             max_batches: c.max_batches_per_service,
@@ -287,12 +306,17 @@ impl Uvm {
         pages.retain(|&p| !residency.is_resident(p));
         self.stats.unique += pages.len() as u64;
         let (blocks_before, bytes_before) = (self.stats.va_blocks, self.stats.bytes_h2d);
-        let mut t = now + self.batch_cost + self.per_fault * fetched.len() as Ps;
+        // The fixed-latency model replaces every stage cost by one latency.
+        let (start_cost, per_block, replay) = match self.fixed {
+            Some(latency) => (latency, 0, 0),
+            None => (self.batch_cost + self.per_fault * fetched.len() as Ps, self.per_block, self.replay),
+        };
+        let mut t = now + start_cost;
         let mut i = 0;
         while i < pages.len() {
             let block = pages[i] / BLOCK_PAGES;
             let n = pages[i..].iter().take_while(|&&p| p / BLOCK_PAGES == block).count();
-            t += self.per_block;
+            t += per_block;
             let bytes = n as u64 * 4096;
             let (_, end) = link.transfer(Dir::HostToDevice, bytes, t, now);
             t = end;
@@ -300,7 +324,7 @@ impl Uvm {
             self.stats.bytes_h2d += bytes;
             i += n;
         }
-        let end = t + self.replay;
+        let end = t + replay;
         self.stats.batches += 1;
         if let Some(r) = self.records.as_mut() {
             let count = |pred: fn(&Fault) -> bool| fetched.iter().filter(|f| pred(f)).count() as u64;
@@ -482,6 +506,19 @@ mod tests {
         assert_eq!(u.batch_done(end2, &mut res), (Next::Nothing, true));
         assert_eq!((u.stats.batches, u.stats.unique, u.stats.flushed), (2, 6, 0));
         u.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn fixed_latency_model_costs_one_latency_plus_transfers() {
+        let c = UvmConfig { cost_model: CostModel::FixedLatency, fault_latency_us: 20.0, ..UvmConfig::default() };
+        let mut link_cfg = Config::default().link;
+        link_cfg.latency_ns = 0.0;
+        link_cfg.bandwidth_gbps = 16.0;
+        let (mut u, mut link, res) = (Uvm::new(&c, 2, 4), Link::new(&link_cfg), Residency::default());
+        u.raise(fault(1, 0));
+        let Next::BatchDone(end) = u.service(0, &mut link, &res) else { panic!() };
+        // 20 µs, then 4 KiB at 16 GB/s = 256 ns (seed paged-memory §4.1: "~250 nanoseconds").
+        assert!((20_256_000..20_300_000).contains(&end), "{end}");
     }
 
     #[test]
