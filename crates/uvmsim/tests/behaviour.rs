@@ -206,3 +206,21 @@ fn vecadd_probe_faults_form_batches_as_measured() {
     let pre = simulate_full(&cfg(&[&base[..], &["workload.vecadd_probe.prefetch=true"]].concat())).unwrap();
     assert_eq!(pre.batches.unwrap()[0].prefetches, 256);
 }
+
+/// Blocking faults (seed paged-memory §2.1): a faulting µTLB stops taking
+/// requests, so its SMs raise one instruction's faults per replay and the
+/// kernel is slower than with replayable faults, which keep issuing.
+#[test]
+fn blocking_faults_stall_the_utlb() {
+    let base = ["gpu.sms=2", "gpu.sms_per_l1tlb=2", "workload.kind=regular", "workload.regular.threads=2048", "workload.managed=true"];
+    let replayable = run(&base);
+    let blocking = run(&[&base[..], &["uvm.fault_mode=\"blocking\""]].concat());
+    for x in [&replayable, &blocking] {
+        assert_eq!(m(x, "uvm.faults.unique"), 2048.0);
+        assert_eq!(m(x, "uvm.resident_pages"), 2048.0);
+    }
+    // One µTLB, one faulting warp instruction (32 lanes, one page each) per replay.
+    assert!(m(&blocking, "uvm.faults_per_batch") <= 32.0, "{}", m(&blocking, "uvm.faults_per_batch"));
+    assert!(m(&replayable, "uvm.faults_per_batch") > 32.0);
+    assert!(m(&blocking, "time.kernel_ns") > m(&replayable, "time.kernel_ns"));
+}

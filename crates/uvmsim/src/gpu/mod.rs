@@ -29,7 +29,7 @@ use crate::config::{Config, WarpScheduler};
 use crate::mem::MemSystem;
 use crate::sim::{Clock, EventQueue, Ps, SimError};
 use crate::stats::Metrics;
-use crate::uvm::Fault;
+use crate::uvm::{Fault, FaultMode};
 use crate::workload::{KernelSpec, Lanes, MemKind, Op, WarpId, WarpStream, MAX_LANES};
 use crate::world::Ev;
 use crate::xlat::{Translator, Xlat};
@@ -117,6 +117,9 @@ pub struct Gpu {
     faults: Vec<Fault>,
     /// Warps waiting for a replay.
     waiting: Vec<u32>,
+    /// Blocking fault mode (`uvm.fault_mode = "blocking"`), and which µTLBs are blocked.
+    blocking: bool,
+    blocked: Vec<bool>,
 }
 
 impl Gpu {
@@ -146,6 +149,8 @@ impl Gpu {
             stats: GpuStats::default(),
             faults: vec![],
             waiting: vec![],
+            blocking: cfg.uvm.fault_mode == FaultMode::Blocking,
+            blocked: vec![false; g.sms.div_ceil(g.sms_per_l1tlb) as usize],
         }
     }
 
@@ -275,6 +280,12 @@ impl Gpu {
                     return Ok(());
                 }
                 Op::Wait => next.max(w.loads),
+                // Blocking faults: a µTLB with a fault outstanding takes no requests until the replay.
+                Op::Mem { .. } if self.blocking && self.blocked[self.xlat.utlb_of(sm)] => {
+                    w.pending.push((op, Box::new(self.scratch)));
+                    self.waiting.push(slot);
+                    return Ok(());
+                }
                 Op::Mem { kind, lanes, bytes } => {
                     coalesce(lanes, bytes, &self.scratch, self.line_shift, &mut self.lines);
                     // No later request can arrive before this: bandwidth timelines may forget the past.
@@ -293,6 +304,13 @@ impl Gpu {
                         // Replayable far fault: the instruction is re-executed after the replay;
                         // meanwhile the warp goes on with independent instructions.
                         w.pending.push((op, Box::new(self.scratch)));
+                        if self.blocking {
+                            // Blocking: the µTLB stops, and the warp waits where it is.
+                            let u = self.xlat.utlb_of(sm);
+                            self.blocked[u] = true;
+                            self.waiting.push(slot);
+                            return Ok(());
+                        }
                     } else {
                         match kind {
                             MemKind::Load => w.loads = w.loads.max(done),
@@ -359,6 +377,7 @@ impl Gpu {
 
     /// The driver replayed at `now`: every sleeping warp re-executes its faulted instructions.
     pub fn replay(&mut self, now: Ps, q: &mut EventQueue<Ev>) {
+        self.blocked.fill(false);
         for slot in self.waiting.drain(..) {
             if let Some(w) = self.warps[slot as usize].as_mut() {
                 w.redo.extend(w.pending.drain(..));

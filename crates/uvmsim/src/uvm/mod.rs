@@ -39,7 +39,18 @@ pub enum ReplayPolicy {
     Once,
 }
 
-leaf!(ReplayPolicy, CostModel);
+leaf!(ReplayPolicy, CostModel, FaultMode);
+
+/// What a far fault stops on the GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultMode {
+    /// The warp keeps issuing independent instructions and sleeps at its next dependency; others run on (NVIDIA since Pascal).
+    #[default]
+    Replayable,
+    /// The faulting µTLB takes no requests until the fault is serviced: every warp of its SMs stalls at its next memory instruction (seed paged-memory §2.1).
+    Blocking,
+}
 
 /// How long servicing a batch takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -55,6 +66,8 @@ pub enum CostModel {
 section! {
     /// Unified memory: the fault buffer and the UVM driver's batch servicing (for workload.managed = true).
     pub struct UvmConfig {
+        /// "replayable" (the warp sleeps at its next dependency) or "blocking" (the faulting µTLB stops until serviced).
+        pub fault_mode: FaultMode = FaultMode::Replayable,
         /// Entries of the GPU's replayable fault buffer (ring). ASSUMPTION: 4096, room for 40 µTLBs x 56 faults.
         pub fault_buffer_entries: u32 = 4096,
         /// Faults the driver fetches per batch (uvm_perf_fault_batch_count, default 256).
