@@ -18,7 +18,12 @@ IOMMU_RUN = {"preset": "kaveri-apu", "set": ["workload.stride.accesses=200"]}
 
 # A table row of docs/metrics.md: `| `name` | unit | meaning |`.
 _ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|")
-_MODE = {"GMMU mode only": "gmmu", "IOMMU mode only": "iommu"}
+_MODE = {"GMMU mode only": "gmmu", "IOMMU mode only": "iommu", "uvm.baselines only": "baselines"}
+# A managed run with its legacy baselines (GMMU mode), for the `baseline.*` metrics.
+BASELINES_RUN = {
+    "preset": "r9nano",
+    "set": ["workload.kind=stream", "workload.stream.elements=65536", "workload.managed=true", "uvm.baselines=true"],
+}
 
 
 def test_config_reference_is_the_generated_one(cli: Cli) -> None:
@@ -63,6 +68,7 @@ def produced() -> dict[str, set[str]]:
     return {
         "gmmu": set(uvmsim.run(preset=GMMU_RUN["preset"], set=GMMU_RUN["set"]).metrics),
         "iommu": set(uvmsim.run(preset=IOMMU_RUN["preset"], set=IOMMU_RUN["set"]).metrics),
+        "baselines": set(uvmsim.run(preset=BASELINES_RUN["preset"], set=BASELINES_RUN["set"]).metrics),
     }
 
 
@@ -78,7 +84,10 @@ def test_every_documented_metric_is_produced_in_its_mode(produced: dict[str, set
     assert len(documented_metrics()) > 50
     for name, mode in documented_metrics().items():
         m = _matcher(name)
-        where = {run for run, keys in produced.items() if any(m.fullmatch(k) for k in keys)}
+        if mode == "baselines":
+            assert any(m.fullmatch(k) for k in produced["baselines"]), f"`{name}` is not produced with uvm.baselines"
+            continue
+        where = {run for run in ("gmmu", "iommu") if any(m.fullmatch(k) for k in produced[run])}
         expect = {"gmmu", "iommu"} if mode == "both" else {mode}
         assert where == expect, (
             f"docs/metrics.md documents `{name}` for {sorted(expect)} runs, but it is produced by {sorted(where)} runs"

@@ -243,5 +243,29 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     let wall = rep.wall_s.max(1e-9);
     m.float("sim.events_per_s", rep.events as f64 / wall);
     m.float("sim.warp_mem_insts_per_s", world.gpu.stats.warp_mem_insts as f64 / wall);
+    if cfg.uvm.baselines && cfg.workload.managed {
+        baselines(cfg, end, &mut m)?;
+    }
     Ok(Output { metrics: m, batches: world.uvm.records.take() })
+}
+
+/// The legacy baselines of a managed run (seed paged-memory §2): the same
+/// workload on device memory with its inputs copied first (copy-then-execute),
+/// and with copy and kernel perfectly overlapped (the longer of the two).
+fn baselines(cfg: &Config, managed_ps: Ps, m: &mut Metrics) -> Result<(), SimError> {
+    let mut legacy = cfg.clone();
+    legacy.workload.managed = false;
+    legacy.workload.memcpy_inputs = true;
+    legacy.uvm.baselines = false;
+    legacy.uvm.records = false;
+    let l = simulate(&legacy)?;
+    let (copy, kernel) = (l.get("time.memcpy_ns").unwrap_or(0.0), l.get("time.kernel_ns").unwrap_or(0.0));
+    let copy_then_execute = copy + kernel;
+    let ideal = copy.max(kernel);
+    let managed = managed_ps as f64 / PS_PER_NS as f64;
+    m.float("baseline.copy_then_execute_ns", copy_then_execute);
+    m.float("baseline.ideal_overlap_ns", ideal);
+    m.float("baseline.slowdown_vs_copy", if copy_then_execute > 0.0 { managed / copy_then_execute } else { 0.0 });
+    m.float("baseline.slowdown_vs_ideal", if ideal > 0.0 { managed / ideal } else { 0.0 });
+    Ok(())
 }

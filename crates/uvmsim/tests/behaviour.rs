@@ -224,3 +224,17 @@ fn blocking_faults_stall_the_utlb() {
     assert!(m(&replayable, "uvm.faults_per_batch") > 32.0);
     assert!(m(&blocking, "time.kernel_ns") > m(&replayable, "time.kernel_ns"));
 }
+
+/// A managed run can report its slowdown against the legacy baselines of the
+/// same workload: copy-then-execute, and ideal copy/compute overlap.
+#[test]
+fn managed_runs_report_legacy_baselines() {
+    let x = run(&["workload.kind=stream", "workload.stream.elements=262144", "workload.managed=true", "uvm.baselines=true", "gpu.sms=4"]);
+    let (cte, ideal) = (m(&x, "baseline.copy_then_execute_ns"), m(&x, "baseline.ideal_overlap_ns"));
+    assert!(ideal > 0.0 && cte > ideal, "copy-then-execute {cte} vs ideal {ideal}");
+    assert!((m(&x, "baseline.slowdown_vs_copy") - m(&x, "time.total_ns") / cte).abs() < 1e-9);
+    assert!(m(&x, "baseline.slowdown_vs_ideal") >= m(&x, "baseline.slowdown_vs_copy"));
+    // Without the flag, no baseline metrics.
+    let y = run(&["workload.kind=stream", "workload.stream.elements=262144", "workload.managed=true", "gpu.sms=4"]);
+    assert!(y.get("baseline.copy_then_execute_ns").is_none());
+}

@@ -96,6 +96,9 @@ section! {
         pub sm_faults_per_replay: u32 = 0,
         /// Keep one record per batch (the `batches` table of the run's output).
         pub records: bool = false,
+        /// Also run the same workload with device memory and explicit copies, and report the
+        /// copy-then-execute and ideal-overlap baselines (`baseline.*`; seed paged-memory §2).
+        pub baselines: bool = false,
     }
 }
 
