@@ -33,6 +33,7 @@ __all__ = [
     "SimulationError",
     "__version__",
     "config_reference",
+    "config_sections",
     "list_presets",
     "load",
     "resolve",
@@ -237,6 +238,11 @@ def load(directory: str | os.PathLike[str]) -> Result:
 def config_reference() -> list[dict[str, Any]]:
     """Every config parameter: ``{"key", "default", "doc"}``, in declaration order."""
     return json.loads(_core.config_reference())
+
+
+def config_sections() -> list[dict[str, Any]]:
+    """Every config section (``gpu.l1tlb``, ...) with its description: ``{"key", "doc"}``, in declaration order."""
+    return json.loads(_core.config_sections())
 
 
 def trace_info(path: str | Path) -> dict[str, Any]:

@@ -148,7 +148,7 @@ def config_cmd(
     if markdown:
         if as_json or resolved or config is not None or preset is not None or sets:
             raise click.UsageError("--markdown prints the parameter reference only; it takes no other option")
-        click.echo(config_markdown(uvmsim.config_reference()), nl=False)
+        click.echo(config_markdown(uvmsim.config_reference(), uvmsim.config_sections()), nl=False)
         return
     if resolved or config is not None or preset is not None or sets:
         cfg = uvmsim.resolve(config, preset=preset, set=list(sets))
@@ -195,8 +195,9 @@ def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def config_markdown(reference: Sequence[dict[str, Any]]) -> str:
+def config_markdown(reference: Sequence[dict[str, Any]], section_docs: Sequence[dict[str, Any]] = ()) -> str:
     """The parameter reference as a Markdown document: an introduction, then one table per section."""
+    about = {s["key"]: s["doc"] for s in section_docs}
     sections: dict[str, list[dict[str, Any]]] = {}
     for p in reference:
         section = p["key"].rpartition(".")[0]
@@ -205,7 +206,8 @@ def config_markdown(reference: Sequence[dict[str, Any]]) -> str:
     for section, params in sections.items():
         title = f"`[{section}]`" if section else "Top level"
         rows = [f"| `{p['key']}` | `{_md_cell(_value(p['default']))}` | {_md_cell(p['doc'])} |" for p in params]
-        parts.append(f"## {title}\n\n| Key | Default | Description |\n|---|---|---|\n" + "\n".join(rows) + "\n")
+        intro = f"{about[section]}\n\n" if section in about else ""
+        parts.append(f"## {title}\n\n{intro}| Key | Default | Description |\n|---|---|---|\n" + "\n".join(rows) + "\n")
     return "\n".join(parts)
 
 

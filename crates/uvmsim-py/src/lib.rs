@@ -44,6 +44,12 @@ fn trace_info(py: Python<'_>, path: String) -> PyResult<String> {
     py.detach(|| api::trace_info_json(&path)).map_err(|e| ConfigError::new_err(e.to_string()))
 }
 
+/// Every config section as JSON: [{key, doc}].
+#[pyfunction]
+fn config_sections() -> String {
+    api::sections_json()
+}
+
 /// Every workload generator as JSON: [{name, description, params}].
 #[pyfunction]
 fn workloads() -> String {
@@ -55,6 +61,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
     m.add_function(wrap_pyfunction!(config_reference, m)?)?;
+    m.add_function(wrap_pyfunction!(config_sections, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;

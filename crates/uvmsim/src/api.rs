@@ -72,6 +72,11 @@ pub fn trace_info_json(path: &str) -> Result<String, ConfigError> {
     Ok(serde_json::to_string(&info).expect("trace info serializes"))
 }
 
+/// Every config section: `[{"key", "doc"}]`.
+pub fn sections_json() -> String {
+    Value::Array(Config::sections().into_iter().map(|s| json!({"key": s.key, "doc": s.doc})).collect()).to_string()
+}
+
 /// Every workload generator: `[{"name", "description", "params"}]`.
 pub fn workloads_json() -> String {
     let list: Vec<Value> = WorkloadKind::ALL

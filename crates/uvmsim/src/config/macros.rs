@@ -27,7 +27,17 @@ macro_rules! section {
         }
 
         impl $crate::config::Describe for $name {
-            fn describe(path: &str, _doc: &str, out: &mut Vec<$crate::config::ParamDoc>) {
+            fn describe(path: &str, doc: &str, out: &mut Vec<$crate::config::ParamDoc>) {
+                if !path.is_empty() {
+                    // The section itself: its field's doc (what it is here), then the struct's (what it models).
+                    let own = concat!($($sdoc, " ",)*).trim();
+                    let text = if doc.is_empty() || doc == own { own.to_string() } else { format!("{doc} {own}") };
+                    out.push($crate::config::ParamDoc {
+                        key: path.to_string(),
+                        doc: text.split_whitespace().collect::<Vec<_>>().join(" "),
+                        section: true,
+                    });
+                }
                 $(
                     <$ty as $crate::config::Describe>::describe(
                         &$crate::config::join_key(path, stringify!($field)),
@@ -45,7 +55,11 @@ macro_rules! leaf {
     ($($t:ty),*) => {
         $(impl $crate::config::Describe for $t {
             fn describe(path: &str, doc: &str, out: &mut Vec<$crate::config::ParamDoc>) {
-                out.push($crate::config::ParamDoc { key: path.to_string(), doc: doc.split_whitespace().collect::<Vec<_>>().join(" ") });
+                out.push($crate::config::ParamDoc {
+                    key: path.to_string(),
+                    doc: doc.split_whitespace().collect::<Vec<_>>().join(" "),
+                    section: false,
+                });
             }
         })*
     };

@@ -26,6 +26,9 @@ use serde::{Deserialize, Serialize};
 pub struct ParamDoc {
     pub key: String,
     pub doc: String,
+    /// A section (a table of parameters) rather than a parameter.
+    #[serde(skip)]
+    pub section: bool,
 }
 
 /// Anything that can appear in a config: a section (recurses) or a leaf value.
@@ -258,6 +261,15 @@ section! {
 impl Config {
     /// Every documented parameter, in declaration order.
     pub fn reference() -> Vec<ParamDoc> {
+        Self::described().into_iter().filter(|p| !p.section).collect()
+    }
+
+    /// Every section (`gpu.l1tlb`, ...) with its description, in declaration order.
+    pub fn sections() -> Vec<ParamDoc> {
+        Self::described().into_iter().filter(|p| p.section).collect()
+    }
+
+    fn described() -> Vec<ParamDoc> {
         let mut out = vec![];
         <Config as Describe>::describe("", "", &mut out);
         out
@@ -394,5 +406,8 @@ mod tests {
         let refs = Config::reference();
         assert!(refs.iter().any(|p| p.key == "gpu.l1tlb.entries" && p.doc.starts_with("Number of entries")));
         assert!(refs.iter().all(|p| !p.doc.is_empty()), "undocumented: {:?}", refs.iter().filter(|p| p.doc.is_empty()).collect::<Vec<_>>());
+        let secs = Config::sections();
+        assert!(secs.iter().any(|s| s.key == "gpu.l1tlb" && s.doc.contains("L1 TLB")), "{secs:?}");
+        assert!(secs.iter().all(|s| !s.doc.is_empty()));
     }
 }
