@@ -221,6 +221,21 @@ mod tests {
         assert!(e.message.contains("is a section"), "{e}");
         let e = resolve(&[src("d.toml", "[gpu\nsms=1")], &[]).unwrap_err();
         assert!(e.message.contains("not valid TOML"), "{e}");
+        // Sizes that would exhaust memory or overflow are refused up front.
+        let e = resolve(&[], &["gpu.sms=1000000000".into()]).unwrap_err();
+        assert!(e.message.contains("between 1 and 4096"), "{e}");
+        let e = resolve(&[], &["gpu.l2tlb.entries=1073741824".into()]).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("gpu.l2tlb.entries"));
+        let e = resolve(
+            &[],
+            &[
+                "workload.kind=regular".into(),
+                "workload.regular.threads=17179869184".into(),
+                "workload.regular.bytes_per_thread=\"1GiB\"".into(),
+            ],
+        )
+        .unwrap_err();
+        assert!(e.message.contains("64 TiB"), "{e}");
         let e = resolve(&[], &["gpu.sms".into()]).unwrap_err();
         assert!(e.message.contains("key.path=value"), "{e}");
     }

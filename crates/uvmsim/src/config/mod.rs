@@ -278,11 +278,12 @@ impl Config {
     /// Range and consistency checks; `Err((key, message))`.
     pub fn validate(&self) -> Result<(), (String, String)> {
         let g = &self.gpu;
-        pos("gpu.sms", g.sms as f64)?;
+        // Upper bounds keep a typo from allocating the machine's memory away.
+        range("gpu.sms", g.sms as f64, 1.0, 4096.0)?;
         range("gpu.core_mhz", g.core_mhz, 1.0, 100_000.0)?;
         one_of("gpu.warp_size", g.warp_size as u64, &[8, 16, 32, 64])?;
-        pos("gpu.max_warps_per_sm", g.max_warps_per_sm as f64)?;
-        pos("gpu.max_ctas_per_sm", g.max_ctas_per_sm as f64)?;
+        range("gpu.max_warps_per_sm", g.max_warps_per_sm as f64, 1.0, 1024.0)?;
+        range("gpu.max_ctas_per_sm", g.max_ctas_per_sm as f64, 1.0, 1024.0)?;
         pos("gpu.issue_cycles", g.issue_cycles as f64)?;
         pow2("gpu.line_bytes", g.line_bytes as u64, 32, 4096)?;
         pos("gpu.sms_per_l1tlb", g.sms_per_l1tlb as f64)?;
@@ -292,7 +293,7 @@ impl Config {
         cache("gpu.l2d", &g.l2d, g.line_bytes)?;
         range("gpu.dram.latency_ns", g.dram.latency_ns, 0.0, 1e6)?;
         range("gpu.dram.bandwidth_gbps", g.dram.bandwidth_gbps, 0.001, 1e6)?;
-        pos("gpu.dram.channels", g.dram.channels as f64)?;
+        range("gpu.dram.channels", g.dram.channels as f64, 1.0, 1024.0)?;
         let t = &self.translation;
         one_of("translation.levels", t.levels as u64, &[4, 5])?;
         one_of("translation.page_size", t.page_size.0, &PAGE_SIZES)?;
@@ -300,6 +301,7 @@ impl Config {
         let io = &self.iommu;
         range("iommu.link_latency_ns", io.link_latency_ns, 0.0, 1e6)?;
         if io.tlb_entries > 0 {
+            range("iommu.tlb_entries", io.tlb_entries as f64, 1.0, MAX_ENTRIES as f64)?;
             geometry("iommu.tlb_entries", io.tlb_entries, "iommu.tlb_ways", io.tlb_ways)?;
         }
         range("iommu.tlb_latency_ns", io.tlb_latency_ns, 0.0, 1e6)?;
@@ -368,10 +370,14 @@ fn geometry(ekey: &str, entries: u32, wkey: &str, ways: u32) -> Check {
     Ok(())
 }
 
+/// Largest TLB, page-walk cache or data cache (in entries or lines) the model accepts.
+const MAX_ENTRIES: u32 = 1 << 24;
+
 fn tlb(p: &str, t: &TlbConfig, optional: bool) -> Check {
     if t.entries == 0 {
         return if optional { Ok(()) } else { Err((format!("{p}.entries"), "must be greater than 0".into())) };
     }
+    range(&format!("{p}.entries"), t.entries as f64, 1.0, MAX_ENTRIES as f64)?;
     geometry(&format!("{p}.entries"), t.entries, &format!("{p}.ways"), t.ways)?;
     pos(&format!("{p}.mshrs"), t.mshrs as f64)
 }
@@ -381,7 +387,10 @@ fn cache(p: &str, c: &CacheConfig, line: u32) -> Check {
         return Ok(());
     }
     let lines = c.size_bytes.0 / line as u64;
-    if c.size_bytes.0 % line as u64 != 0 || lines == 0 || lines > u32::MAX as u64 {
+    if lines > MAX_ENTRIES as u64 {
+        return Err((format!("{p}.size_bytes"), format!("must be at most {} lines of {line} bytes, got {}", MAX_ENTRIES, c.size_bytes)));
+    }
+    if c.size_bytes.0 % line as u64 != 0 || lines == 0 {
         return Err((format!("{p}.size_bytes"), format!("must be a whole number of {line}-byte lines, got {}", c.size_bytes)));
     }
     geometry(&format!("{p}.size_bytes"), lines as u32, &format!("{p}.ways"), c.ways)
@@ -392,6 +401,7 @@ fn walker(p: &str, w: &WalkerConfig) -> Check {
     range(&format!("{p}.level_latency_ns"), w.level_latency_ns, 0.0, 1e6)?;
     range(&format!("{p}.pwc_latency_ns"), w.pwc_latency_ns, 0.0, 1e6)?;
     if w.pwc_entries > 0 {
+        range(&format!("{p}.pwc_entries"), w.pwc_entries as f64, 1.0, MAX_ENTRIES as f64)?;
         geometry(&format!("{p}.pwc_entries"), w.pwc_entries, &format!("{p}.pwc_ways"), w.pwc_ways)?;
     }
     Ok(())

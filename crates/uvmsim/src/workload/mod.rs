@@ -283,8 +283,34 @@ section! {
 
 leaf!(WorkloadKind);
 
+/// Largest footprint a workload may allocate: 64 TiB (the simulated heap starts
+/// at 1 TiB in a 48-bit address space).
+const MAX_FOOTPRINT: u128 = 1 << 46;
+
 impl WorkloadConfig {
+    /// Bytes the workload's arrays take (before page rounding), exact.
+    fn footprint(&self) -> u128 {
+        let (a, b, c) = (&self.stride, &self.concurrency, &self.vecadd_probe);
+        match self.kind {
+            WorkloadKind::Stride => a.work_items as u128 * a.accesses as u128 * a.stride_bytes.0 as u128,
+            WorkloadKind::Concurrency => b.work_items as u128 * b.accesses as u128 * b.stride_bytes.0 as u128,
+            WorkloadKind::Regular => self.regular.threads as u128 * self.regular.bytes_per_thread.0 as u128,
+            WorkloadKind::Random => self.random.threads as u128 * self.random.bytes_per_thread.0 as u128,
+            WorkloadKind::Stream => 3 * self.stream.elements as u128 * self.stream.element_bytes as u128,
+            WorkloadKind::Gather => self.gather.table_entries as u128 * self.gather.entry_bytes as u128 + 4 * self.gather.lookups as u128,
+            WorkloadKind::VecaddProbe => 3 * c.threads as u128 * c.iterations as u128 * 4096,
+            WorkloadKind::Trace => 0,
+        }
+    }
+
     pub fn validate(&self, cfg: &Config) -> Result<(), (String, String)> {
+        let fp = self.footprint();
+        if fp > MAX_FOOTPRINT {
+            return Err((
+                format!("workload.{}", self.kind.name().replace('-', "_")),
+                format!("the parameters ask for {fp} bytes of arrays; at most 64 TiB can be allocated"),
+            ));
+        }
         let ws = cfg.gpu.warp_size;
         let tpc = self.threads_per_cta;
         if tpc == 0 || tpc % ws != 0 || tpc / ws > cfg.gpu.max_warps_per_sm {
