@@ -223,7 +223,7 @@ section! {
         pub latency_ns: f64 = 1000.0,
         /// Achievable bandwidth in GB/s per direction (the atan model's asymptote).
         pub bandwidth_gbps: f64 = 12.0,
-        /// Copy engines (DMA engines) of the GPU; each moves one transfer at a time.
+        /// Copy engines (DMA engines) of the GPU; each moves one transfer at a time. ASSUMPTION: 2, one per direction.
         pub copy_engines: u32 = 2,
         /// How speed depends on transfer size: "constant" or "atan" (UVMSmart's PCIe fit, spec/uvm-driver.md).
         pub bandwidth_model: BandwidthModel = BandwidthModel::Constant,
