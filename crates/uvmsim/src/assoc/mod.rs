@@ -22,6 +22,50 @@ pub enum Replacement {
 
 const INVALID: u64 = u64::MAX;
 
+/// Hint-table length: a power of two, about twice the entries (few collisions), at most 64 Ki.
+fn hint_len(entries: usize) -> usize {
+    (2 * entries).next_power_of_two().clamp(2, 1 << 16)
+}
+
+/// One pass over a set without data-dependent branches (selects, not jumps:
+/// the stamps of a set are in random order, so a branch per comparison would be
+/// mispredicted half the time): the way holding `key` (`usize::MAX` if none)
+/// and the oldest way.
+#[inline(always)]
+fn scan_any(keys: &[u64], stamps: &[u32], key: u64) -> (usize, usize) {
+    let (mut hit, mut oldest, mut victim) = (usize::MAX, u32::MAX, 0);
+    for (w, (&k, &st)) in keys.iter().zip(stamps).enumerate() {
+        hit = if k == key { w } else { hit };
+        let older = st < oldest;
+        oldest = if older { st } else { oldest };
+        victim = if older { w } else { victim };
+    }
+    (hit, victim)
+}
+
+/// [`scan_any`] for sets of `W` ways: unrolled and vectorised.
+#[inline(always)]
+fn scan_fixed<const W: usize>(keys: &[u64], stamps: &[u32], key: u64) -> (usize, usize) {
+    let keys: &[u64; W] = keys.try_into().expect("set of W ways");
+    let stamps: &[u32; W] = stamps.try_into().expect("set of W ways");
+    scan_any(keys, stamps, key)
+}
+
+/// [`scan_any`], specialised for the usual associativities.
+#[inline(always)]
+fn scan(keys: &[u64], stamps: &[u32], key: u64) -> (usize, usize) {
+    match keys.len() {
+        4 => scan_fixed::<4>(keys, stamps, key),
+        8 => scan_fixed::<8>(keys, stamps, key),
+        16 => scan_fixed::<16>(keys, stamps, key),
+        _ => scan_any(keys, stamps, key),
+    }
+}
+
+/// The slot a fill will take, found by a failed [`SetAssoc::lookup_or_slot`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot(usize);
+
 /// A set-associative array of `(key, V)`; keys must not be `u64::MAX`.
 #[derive(Debug, Clone)]
 pub struct SetAssoc<V: Copy> {
@@ -38,13 +82,15 @@ pub struct SetAssoc<V: Copy> {
     vals: Vec<V>,
     clock: u32,
     policy: Replacement,
-    /// Slots of the last few hits, checked before the set: a warp stream
-    /// alternates between a handful of pages. Off for data caches, whose
-    /// lookups rarely repeat a line back to back.
-    mru: [usize; 4],
-    mru_next: usize,
-    use_mru: bool,
+    /// For wide sets (fully associative TLBs): a direct-mapped table from a
+    /// key's hash to the slot that last held it, checked before scanning the
+    /// set, so a lookup costs O(1) instead of O(ways). Empty when sets are narrow.
+    hints: Vec<u32>,
+    hint_shift: u32,
 }
+
+/// Sets wider than this get a hint table.
+const HINT_MIN_WAYS: usize = 16;
 
 impl<V: Copy + Default> SetAssoc<V> {
     /// `entries` slots in sets of `ways` (`entries` must be a multiple of `ways`; both > 0).
@@ -61,16 +107,15 @@ impl<V: Copy + Default> SetAssoc<V> {
             vals: vec![V::default(); entries],
             clock: 0,
             policy,
-            mru: [0; 4],
-            mru_next: 0,
-            use_mru: true,
+            hints: if ways > HINT_MIN_WAYS { vec![0; hint_len(entries)] } else { vec![] },
+            hint_shift: 64 - hint_len(entries).trailing_zeros(),
         }
     }
 
-    /// Skip the recent-hits check (for structures whose lookups rarely repeat back to back).
-    pub fn without_mru(mut self) -> Self {
-        self.use_mru = false;
-        self
+    /// The hint-table index of `key` (multiplicative hashing).
+    #[inline]
+    fn hint(&self, key: u64) -> usize {
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.hint_shift) as usize
     }
 
     #[inline]
@@ -121,14 +166,17 @@ impl<V: Copy + Default> SetAssoc<V> {
     /// Look `key` up; a hit refreshes its recency (under LRU).
     #[inline]
     pub fn lookup(&mut self, key: u64) -> Option<&mut V> {
-        let hit = if self.use_mru { self.mru.iter().copied().find(|&i| self.keys[i] == key) } else { None };
-        let i = match hit {
-            Some(i) => i,
-            None => {
-                let i = self.find(key)?;
-                self.mru[self.mru_next] = i;
-                self.mru_next = (self.mru_next + 1) % 4;
-                i
+        let i = if self.hints.is_empty() {
+            self.find(key)?
+        } else {
+            let h = self.hint(key);
+            match self.hints[h] as usize {
+                i if self.keys[i] == key => i,
+                _ => {
+                    let i = self.find(key)?;
+                    self.hints[h] = i as u32;
+                    i
+                }
             }
         };
         if self.policy == Replacement::Lru {
@@ -175,23 +223,66 @@ impl<V: Copy + Default> SetAssoc<V> {
         self.place(key, v, now)
     }
 
+    /// The empty or oldest slot of the set starting at `b`.
+    #[inline]
+    fn victim(&self, b: usize) -> usize {
+        // Selects, not jumps: the stamps of a set are in random order, so a
+        // branch on each comparison would be mispredicted half the time.
+        let (mut oldest, mut victim) = (u32::MAX, 0);
+        for (w, &st) in self.stamps[b..b + self.ways].iter().enumerate() {
+            let older = st < oldest;
+            oldest = if older { st } else { oldest };
+            victim = if older { w } else { victim };
+        }
+        b + victim
+    }
+
     /// Put `key` in the empty or oldest slot of its set (LRU: stamps refreshed on hits; FIFO: set on insert only).
     #[inline]
     fn place(&mut self, key: u64, v: V, now: u32) -> Option<(u64, V)> {
-        let b = self.set_base(key);
-        let st = &self.stamps[b..b + self.ways];
-        let (mut w, mut oldest) = (0, st[0]);
-        for (j, &x) in st.iter().enumerate().skip(1) {
-            if x < oldest {
-                (w, oldest) = (j, x);
-            }
-        }
-        let i = b + w;
+        let i = self.victim(self.set_base(key));
+        self.put(i, key, v, now)
+    }
+
+    #[inline]
+    fn put(&mut self, i: usize, key: u64, v: V, now: u32) -> Option<(u64, V)> {
         let old = (self.keys[i] != INVALID).then(|| (self.keys[i], self.vals[i]));
+        if !self.hints.is_empty() {
+            let h = self.hint(key);
+            self.hints[h] = i as u32;
+        }
         self.keys[i] = key;
         self.vals[i] = v;
         self.stamps[i] = now;
         old
+    }
+
+    /// One search for `key` that also picks the slot a fill would take: a hit
+    /// (recency refreshed) or, on a miss, the [`Slot`] to pass to [`Self::fill_slot`].
+    /// Saves the second set search of a lookup followed by a fill.
+    #[inline]
+    pub fn lookup_or_slot(&mut self, key: u64) -> Result<&mut V, Slot> {
+        let b = self.set_base(key);
+        let (keys, stamps) = (&self.keys[b..b + self.ways], &self.stamps[b..b + self.ways]);
+        let (hit, victim) = scan(keys, stamps, key);
+        if hit == usize::MAX {
+            return Err(Slot(b + victim));
+        }
+        let i = b + hit;
+        if self.policy == Replacement::Lru {
+            self.stamps[i] = self.tick();
+        }
+        Ok(&mut self.vals[i])
+    }
+
+    /// Insert `key` (absent) into the slot a failed [`Self::lookup_or_slot`] returned;
+    /// nothing may have changed the set in between. Returns the evicted `(key, value)`.
+    #[inline]
+    pub fn fill_slot(&mut self, slot: Slot, key: u64, v: V) -> Option<(u64, V)> {
+        debug_assert!(self.find(key).is_none());
+        debug_assert_eq!(slot.0, self.victim(self.set_base(key)));
+        let now = self.tick();
+        self.put(slot.0, key, v, now)
     }
 
     /// Remove `key`; true if it was present.
@@ -270,31 +361,75 @@ mod tests {
         }
     }
 
+    impl Reference {
+        fn invalidate(&mut self, key: u64) -> bool {
+            let n = self.sets.len();
+            let set = &mut self.sets[set_of(key, n)];
+            set.iter().position(|&k| k == key).map(|p| set.remove(p)).is_some()
+        }
+    }
+
+    /// Drive the array and the reference with the same accesses: a key is
+    /// looked up and filled on a miss, by `lookup` + `insert` or by
+    /// `lookup_or_slot` + `fill_slot` (the data caches' path), alternating;
+    /// keys ≥ 2^50 invalidate key - 2^50 instead.
     fn check(entries: usize, ways: usize, policy: Replacement, keys: &[u64]) -> Result<(), TestCaseError> {
         let mut a: SetAssoc<u64> = SetAssoc::new(entries, ways, policy);
         let mut r = Reference { sets: vec![VecDeque::new(); entries / ways], ways, lru: policy == Replacement::Lru };
-        for &k in keys {
-            let hit = a.lookup(k).is_some();
-            if !hit {
-                a.insert(k, k * 3);
-            } else {
-                prop_assert_eq!(*a.probe(k).unwrap(), k * 3);
+        for (n, &k) in keys.iter().enumerate() {
+            if k >= 1 << 50 {
+                let k = k - (1 << 50);
+                prop_assert_eq!(a.invalidate(k), r.invalidate(k), "invalidate {}", k);
+                continue;
             }
+            let hit = if n % 2 == 0 {
+                let hit = a.lookup(k).is_some();
+                if !hit {
+                    a.insert(k, k * 3);
+                }
+                hit
+            } else {
+                match a.lookup_or_slot(k) {
+                    Ok(_) => true,
+                    Err(slot) => {
+                        a.fill_slot(slot, k, k * 3);
+                        false
+                    }
+                }
+            };
+            prop_assert_eq!(*a.probe(k).unwrap(), k * 3);
             prop_assert_eq!(hit, r.access(k), "key {}", k);
         }
         Ok(())
     }
 
+    fn keys(range: u64) -> impl Strategy<Value = Vec<u64>> {
+        proptest::collection::vec(
+            prop_oneof![
+                8 => 0u64..range,
+                8 => (1u64 << 40)..(1u64 << 40) + range,
+                1 => (1u64 << 50)..(1u64 << 50) + range,
+            ],
+            0..600,
+        )
+    }
+
     proptest! {
+        // (128, 128) and (64, 32) are wider than HINT_MIN_WAYS: they exercise the hint table.
         #[test]
-        fn lru_matches_reference(keys in proptest::collection::vec(prop_oneof![0u64..64, (1u64 << 40)..(1u64 << 40) + 64], 0..400),
-                                 geo in prop_oneof![Just((16usize, 16usize)), Just((32, 4)), Just((12, 3)), Just((8, 1)), Just((64, 8))]) {
+        fn lru_matches_reference(keys in keys(64),
+                                 geo in prop_oneof![Just((16usize, 16usize)), Just((32, 4)), Just((12, 3)), Just((8, 1)), Just((64, 8)),
+                                                    Just((128, 128)), Just((64, 32)), Just((96, 24))]) {
             check(geo.0, geo.1, Replacement::Lru, &keys)?;
         }
         #[test]
-        fn fifo_matches_reference(keys in proptest::collection::vec(0u64..40, 0..400),
-                                  geo in prop_oneof![Just((16usize, 16usize)), Just((32, 4)), Just((6, 2))]) {
+        fn fifo_matches_reference(keys in keys(40),
+                                  geo in prop_oneof![Just((16usize, 16usize)), Just((32, 4)), Just((6, 2)), Just((64, 32))]) {
             check(geo.0, geo.1, Replacement::Fifo, &keys)?;
+        }
+        #[test]
+        fn wide_lru_with_many_keys_matches_reference(keys in keys(400)) {
+            check(256, 128, Replacement::Lru, &keys)?;
         }
     }
 

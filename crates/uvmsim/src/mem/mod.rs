@@ -12,7 +12,7 @@ mod timeline;
 
 pub use timeline::Timeline;
 
-use crate::assoc::SetAssoc;
+use crate::assoc::{SetAssoc, Slot};
 use crate::config::{CacheConfig, DramConfig, GpuConfig};
 use crate::sim::{mix64, ns_to_ps, Clock, Ps};
 use crate::stats::Metrics;
@@ -69,14 +69,14 @@ pub struct Cache {
 enum Probe {
     /// Data available at this time (a hit, or a merge with an in-flight miss).
     Done(Ps),
-    /// Not present: go to the next level at this time.
-    Miss(Ps),
+    /// Not present: go to the next level at this time; the fill goes to this slot.
+    Miss(Ps, Slot),
 }
 
 impl Cache {
     fn new(c: &CacheConfig, line_bytes: u32, clock: Clock) -> Option<Cache> {
         (c.size_bytes.0 > 0).then(|| Cache {
-            arr: SetAssoc::new((c.size_bytes.0 / line_bytes as u64) as usize, c.ways as usize, c.replacement).without_mru(),
+            arr: SetAssoc::new((c.size_bytes.0 / line_bytes as u64) as usize, c.ways as usize, c.replacement),
             latency: clock.cycles(c.latency_cycles as u64),
             stats: CacheStats::default(),
         })
@@ -86,25 +86,27 @@ impl Cache {
     fn probe(&mut self, line: u64, t: Ps) -> Probe {
         self.stats.accesses += 1;
         let at = t + self.latency;
-        match self.arr.lookup(line) {
-            Some(l) if l.ready() <= t => {
+        match self.arr.lookup_or_slot(line) {
+            Ok(l) if l.ready() <= t => {
                 self.stats.hits += 1;
                 Probe::Done(at)
             }
-            Some(l) => {
+            Ok(l) => {
                 self.stats.mshr_hits += 1;
                 Probe::Done(at.max(l.ready()))
             }
-            None => {
+            Err(slot) => {
                 self.stats.misses += 1;
-                Probe::Miss(at)
+                Probe::Miss(at, slot)
             }
         }
     }
 
-    /// Fill `line`, which a probe just missed; returns a dirty victim's line number.
-    fn fill(&mut self, line: u64, ready: Ps, dirty: bool) -> Option<u64> {
-        match self.arr.insert_absent(line, Line::new(ready, dirty)) {
+    /// Fill `line` into the slot its probe just found (the set has not changed
+    /// since); returns a dirty victim's line number.
+    #[inline]
+    fn fill(&mut self, slot: Slot, line: u64, ready: Ps, dirty: bool) -> Option<u64> {
+        match self.arr.fill_slot(slot, line, Line::new(ready, dirty)) {
             Some((victim, l)) if l.dirty() => {
                 self.stats.writebacks += 1;
                 Some(victim)
@@ -199,18 +201,19 @@ impl MemSystem {
     /// Read physical line `line` for SM `sm`, translation ready at `t`; returns when the data is back.
     #[inline(always)]
     pub fn read(&mut self, sm: usize, line: u64, t: Ps, now: Ps) -> Ps {
-        let mut at = t;
-        if let Some(l1) = &mut self.l1d[sm] {
-            match l1.probe(line, t) {
-                Probe::Done(d) => return d,
-                Probe::Miss(m) => at = m,
+        let Some(l1) = &mut self.l1d[sm] else {
+            return self.read_l2(line, t, now);
+        };
+        match l1.probe(line, t) {
+            Probe::Done(d) => d,
+            Probe::Miss(at, slot) => {
+                let done = self.read_l2(line, at, now);
+                if let Some(l1) = &mut self.l1d[sm] {
+                    l1.fill(slot, line, done, false);
+                }
+                done
             }
         }
-        let done = self.read_l2(line, at, now);
-        if let Some(l1) = &mut self.l1d[sm] {
-            l1.fill(line, done, false);
-        }
-        done
     }
 
     #[inline(always)]
@@ -220,10 +223,10 @@ impl MemSystem {
         };
         match l2.probe(line, t) {
             Probe::Done(d) => d,
-            Probe::Miss(m) => {
+            Probe::Miss(m, slot) => {
                 let done = self.dram.read(line, m, now);
                 let l2 = self.l2d.as_mut().expect("checked above");
-                if let Some(victim) = l2.fill(line, done, false) {
+                if let Some(victim) = l2.fill(slot, line, done, false) {
                     self.dram.write(victim, done, now);
                 }
                 done
@@ -252,18 +255,21 @@ impl MemSystem {
             Some(l2) => {
                 l2.stats.accesses += 1;
                 let done = at + l2.latency;
-                if let Some(l) = l2.arr.lookup(line) {
-                    // A store merges into a line still being filled (byte-masked write).
-                    if l.ready() > at {
-                        l2.stats.mshr_hits += 1;
-                    } else {
-                        l2.stats.hits += 1;
+                match l2.arr.lookup_or_slot(line) {
+                    Ok(l) => {
+                        // A store merges into a line still being filled (byte-masked write).
+                        if l.ready() > at {
+                            l2.stats.mshr_hits += 1;
+                        } else {
+                            l2.stats.hits += 1;
+                        }
+                        *l = Line::new(l.ready(), true);
                     }
-                    *l = Line::new(l.ready(), true);
-                } else {
-                    l2.stats.misses += 1;
-                    if let Some(victim) = l2.fill(line, done, true) {
-                        self.dram.write(victim, done, now);
+                    Err(slot) => {
+                        l2.stats.misses += 1;
+                        if let Some(victim) = l2.fill(slot, line, done, true) {
+                            self.dram.write(victim, done, now);
+                        }
                     }
                 }
                 done
