@@ -34,6 +34,18 @@ fn expected_mem_insts(kind: WorkloadKind) -> Option<u64> {
         WorkloadKind::Stencil2d => w(512 * 512) * 6 * 2,
         // 64^3 elements, 2 sweeps of 7 loads + 1 store.
         WorkloadKind::Stencil3d => w(64 * 64 * 64) * 8 * 2,
+        // 512 x 512 cells, 2 launches of 6 loads + 1 store.
+        WorkloadKind::Hotspot => w(512 * 512) * 7 * 2,
+        // 16 Ki columns; 99 weight rows in launches of 20, 20, 20, 20, 19 rows, each with 3 cost loads and a store.
+        WorkloadKind::Pathfinder => w(16_384) * (5 * 4 + 99),
+        // 64 x 64 tiles of corner + 16 reference rows + west + north + 16 stored rows.
+        WorkloadKind::Nw => 64 * 64 * 35,
+        // 256 x 256 pixels, 2 iterations of (5 loads + 5 stores) + (8 loads + 1 store).
+        WorkloadKind::Srad => w(256 * 256) * 19 * 2,
+        // 16 x 16 Ki threads: forward 2 loads + 1 store, adjust 4 loads + 2 stores.
+        WorkloadKind::Backprop => w(16 * 16_384) * 9,
+        // 16 Ki rows, a warp each: row pointers, one chunk of 16 (indices, values, x), y.
+        WorkloadKind::Spmv => 16_384 * 5,
         _ => return None,
     })
 }
@@ -93,6 +105,12 @@ fn small(kind: WorkloadKind) -> &'static [&'static str] {
         WorkloadKind::TiledGemm => &["workload.tiled_gemm.n=128"],
         WorkloadKind::Stencil2d => &["workload.stencil2d.nx=256", "workload.stencil2d.ny=64"],
         WorkloadKind::Stencil3d => &["workload.stencil3d.nz=8"],
+        WorkloadKind::Hotspot => &["workload.hotspot.rows=64"],
+        WorkloadKind::Pathfinder => &["workload.pathfinder.rows=21", "workload.pathfinder.cols=4096"],
+        WorkloadKind::Nw => &["workload.nw.n=256"],
+        WorkloadKind::Srad => &["workload.srad.rows=64", "workload.srad.iterations=1"],
+        WorkloadKind::Backprop => &["workload.backprop.input_units=1024"],
+        WorkloadKind::Spmv => &["workload.spmv.rows=2048", "workload.spmv.warp_per_row=false"],
         _ => &[],
     }
 }

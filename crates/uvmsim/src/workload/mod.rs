@@ -9,11 +9,17 @@
 //! Random choices are hashes of the run's seed and the thread or lookup they
 //! are for, so a warp's addresses do not depend on scheduling.
 
+mod backprop;
 mod gather;
 mod gemm;
 mod grid;
+mod hotspot;
+mod nw;
+mod pathfinder;
 mod pointer_chase;
 mod regular;
+mod spmv;
+mod srad;
 mod stencil;
 mod stream;
 mod stride;
@@ -21,10 +27,16 @@ mod strided;
 pub mod trace;
 mod vecadd;
 
+pub use backprop::BackpropParams;
 pub use gather::GatherParams;
 pub use gemm::GemmParams;
+pub use hotspot::HotspotParams;
+pub use nw::NwParams;
+pub use pathfinder::PathfinderParams;
 pub use pointer_chase::PointerChaseParams;
 pub use regular::RegularParams;
+pub use spmv::SpmvParams;
+pub use srad::SradParams;
 pub use stencil::StencilParams;
 pub use stream::StreamParams;
 pub use stride::StrideParams;
@@ -158,6 +170,8 @@ pub enum KernelGen {
     Grid(grid::GridKernel),
     PointerChase(pointer_chase::PointerChaseKernel),
     Gemm(gemm::GemmKernel),
+    Nw(nw::NwKernel),
+    Spmv(Box<spmv::SpmvKernel>),
 }
 
 /// Identity of one warp within a kernel launch.
@@ -182,6 +196,8 @@ impl KernelGen {
             KernelGen::Grid(k) => WarpStream::Grid(k.warp(id)),
             KernelGen::PointerChase(k) => WarpStream::PointerChase(k.warp(id)),
             KernelGen::Gemm(k) => WarpStream::Gemm(Box::new(k.warp(id))),
+            KernelGen::Nw(k) => WarpStream::Nw(Box::new(k.warp(id))),
+            KernelGen::Spmv(k) => WarpStream::Spmv(Box::new(k.warp(id))),
         }
     }
 }
@@ -197,6 +213,8 @@ pub enum WarpStream {
     Grid(grid::GridWarp),
     PointerChase(pointer_chase::PointerChaseWarp),
     Gemm(Box<gemm::GemmWarp>),
+    Nw(Box<nw::NwWarp>),
+    Spmv(Box<spmv::SpmvWarp>),
 }
 
 impl WarpStream {
@@ -212,6 +230,8 @@ impl WarpStream {
             WarpStream::Grid(w) => w.next(scratch),
             WarpStream::PointerChase(w) => w.next(scratch),
             WarpStream::Gemm(w) => w.next(scratch),
+            WarpStream::Nw(w) => w.next(),
+            WarpStream::Spmv(w) => w.next(scratch),
         }
     }
 }
@@ -234,10 +254,16 @@ pub enum WorkloadKind {
     TiledGemm,
     Stencil2d,
     Stencil3d,
+    Hotspot,
+    Pathfinder,
+    Nw,
+    Srad,
+    Backprop,
+    Spmv,
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 13] = [
+    pub const ALL: [WorkloadKind; 19] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
@@ -251,6 +277,12 @@ impl WorkloadKind {
         WorkloadKind::TiledGemm,
         WorkloadKind::Stencil2d,
         WorkloadKind::Stencil3d,
+        WorkloadKind::Hotspot,
+        WorkloadKind::Pathfinder,
+        WorkloadKind::Nw,
+        WorkloadKind::Srad,
+        WorkloadKind::Backprop,
+        WorkloadKind::Spmv,
     ];
 
     pub fn name(self) -> &'static str {
@@ -268,6 +300,12 @@ impl WorkloadKind {
             WorkloadKind::TiledGemm => "tiled-gemm",
             WorkloadKind::Stencil2d => "stencil2d",
             WorkloadKind::Stencil3d => "stencil3d",
+            WorkloadKind::Hotspot => "hotspot",
+            WorkloadKind::Pathfinder => "pathfinder",
+            WorkloadKind::Nw => "nw",
+            WorkloadKind::Srad => "srad",
+            WorkloadKind::Backprop => "backprop",
+            WorkloadKind::Spmv => "spmv",
         }
     }
 
@@ -286,6 +324,12 @@ impl WorkloadKind {
             WorkloadKind::TiledGemm => "C = A*B with shared-memory tiles (CUDA-samples / Parboil sgemm; seed uvm-driver 'sgemm'): per k-step each tile x tile CTA loads a tile of A's rows and of B's columns (coalesced row segments), syncs and computes; then stores its tile of C.",
             WorkloadKind::Stencil2d => "5-point Jacobi stencil over a row-major 2D grid, grid-stride: each element loads itself and its 4 neighbours (clamped at borders), computes, stores to the other grid; one launch per iteration, ping-pong grids.",
             WorkloadKind::Stencil3d => "7-point Jacobi stencil over a 3D grid (x fastest), grid-stride: each element loads itself and its 6 neighbours (the +-z ones a plane away), computes, stores to the other grid; one launch per iteration, ping-pong grids.",
+            WorkloadKind::Hotspot => "Rodinia hotspot: thermal 2D stencil, one thread per cell: loads its temperature, its 4 neighbours' and its power, computes pyramid_height steps, stores to the other temperature grid; one launch per pyramid step.",
+            WorkloadKind::Pathfinder => "Rodinia pathfinder: row-by-row dynamic programming, one thread per column: loads the previous cost row at x-1, x, x+1, then each row's weight in turn; one launch per pyramid of rows, ping-pong cost rows.",
+            WorkloadKind::Nw => "Rodinia Needleman-Wunsch: score-matrix tiles along anti-diagonals, one launch per diagonal, one warp per tile: loads the reference tile row by row, the west column (strided) and north row, computes, stores the tile.",
+            WorkloadKind::Srad => "Rodinia SRAD (v2): 2D image diffusion, two kernels per iteration: one loads each pixel and its 4 neighbours and stores 4 derivative arrays and a coefficient; the other loads those (and 2 neighbours' coefficients) and updates the image.",
+            WorkloadKind::Backprop => "Rodinia backprop: layer-forward kernel (each thread loads its input and its weight of the input's 17-weight row, reduces, stores a partial sum) then weight-adjust kernel (loads delta, input, weight, old weight; stores both weights).",
+            WorkloadKind::Spmv => "CSR sparse matrix-vector product over a banded matrix with seeded random fill-in: per row, row pointers, then column indices and values read coalesced (warp per row) or a row apart (thread per row), then x gathered at the columns.",
         }
     }
 }
@@ -293,7 +337,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, pointer-chase, strided, tiled-gemm, stencil2d or stencil3d (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop or spmv (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -329,6 +373,18 @@ section! {
         pub stencil2d: StencilParams = StencilParams::default(),
         /// Parameters of `stencil3d`.
         pub stencil3d: StencilParams = stencil::default_3d(),
+        /// Parameters of `hotspot`.
+        pub hotspot: HotspotParams = HotspotParams::default(),
+        /// Parameters of `pathfinder`.
+        pub pathfinder: PathfinderParams = PathfinderParams::default(),
+        /// Parameters of `nw`.
+        pub nw: NwParams = NwParams::default(),
+        /// Parameters of `srad`.
+        pub srad: SradParams = SradParams::default(),
+        /// Parameters of `backprop`.
+        pub backprop: BackpropParams = BackpropParams::default(),
+        /// Parameters of `spmv`.
+        pub spmv: SpmvParams = SpmvParams::default(),
     }
 }
 
@@ -356,6 +412,12 @@ impl WorkloadConfig {
             WorkloadKind::TiledGemm => self.tiled_gemm.footprint(),
             WorkloadKind::Stencil2d => self.stencil2d.footprint(),
             WorkloadKind::Stencil3d => self.stencil3d.footprint(),
+            WorkloadKind::Hotspot => self.hotspot.footprint(),
+            WorkloadKind::Pathfinder => self.pathfinder.footprint(),
+            WorkloadKind::Nw => self.nw.footprint(),
+            WorkloadKind::Srad => self.srad.footprint(),
+            WorkloadKind::Backprop => self.backprop.footprint(),
+            WorkloadKind::Spmv => self.spmv.footprint(),
         }
     }
 
@@ -392,6 +454,12 @@ impl WorkloadConfig {
             WorkloadKind::TiledGemm => self.tiled_gemm.validate("workload.tiled_gemm", cfg),
             WorkloadKind::Stencil2d => self.stencil2d.validate("workload.stencil2d", false),
             WorkloadKind::Stencil3d => self.stencil3d.validate("workload.stencil3d", true),
+            WorkloadKind::Hotspot => self.hotspot.validate("workload.hotspot"),
+            WorkloadKind::Pathfinder => self.pathfinder.validate("workload.pathfinder"),
+            WorkloadKind::Nw => self.nw.validate("workload.nw", cfg),
+            WorkloadKind::Srad => self.srad.validate("workload.srad"),
+            WorkloadKind::Backprop => self.backprop.validate("workload.backprop"),
+            WorkloadKind::Spmv => self.spmv.validate("workload.spmv"),
         }
     }
 }
@@ -419,6 +487,12 @@ pub fn build(cfg: &Config) -> Program {
         WorkloadKind::TiledGemm => gemm::build(&w.tiled_gemm, w, page, &mut va),
         WorkloadKind::Stencil2d => stencil::build(&w.stencil2d, false, w, page, &mut va),
         WorkloadKind::Stencil3d => stencil::build(&w.stencil3d, true, w, page, &mut va),
+        WorkloadKind::Hotspot => hotspot::build(&w.hotspot, w, page, &mut va),
+        WorkloadKind::Pathfinder => pathfinder::build(&w.pathfinder, w, page, &mut va),
+        WorkloadKind::Nw => nw::build(&w.nw, w, cfg, page, &mut va),
+        WorkloadKind::Srad => srad::build(&w.srad, w, page, &mut va),
+        WorkloadKind::Backprop => backprop::build(&w.backprop, w, page, &mut va),
+        WorkloadKind::Spmv => spmv::build(&w.spmv, w, cfg, page, &mut va),
     };
     let mut ops = vec![];
     if w.memcpy_inputs && inputs > 0 {
