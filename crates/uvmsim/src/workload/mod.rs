@@ -10,6 +10,7 @@
 //! are for, so a warp's addresses do not depend on scheduling.
 
 mod backprop;
+mod btree;
 mod gather;
 mod gemm;
 mod grid;
@@ -26,8 +27,10 @@ mod stride;
 mod strided;
 pub mod trace;
 mod vecadd;
+mod xsbench;
 
 pub use backprop::BackpropParams;
+pub use btree::BtreeParams;
 pub use gather::GatherParams;
 pub use gemm::GemmParams;
 pub use hotspot::HotspotParams;
@@ -43,6 +46,7 @@ pub use stride::StrideParams;
 pub use strided::StridedParams;
 pub use trace::TraceParams;
 pub use vecadd::VecaddParams;
+pub use xsbench::XsbenchParams;
 
 use crate::config::{ByteSize, Config};
 use crate::sim::mix64;
@@ -172,6 +176,8 @@ pub enum KernelGen {
     Gemm(gemm::GemmKernel),
     Nw(nw::NwKernel),
     Spmv(Box<spmv::SpmvKernel>),
+    Xsbench(Box<xsbench::XsbenchKernel>),
+    Btree(Box<btree::BtreeKernel>),
 }
 
 /// Identity of one warp within a kernel launch.
@@ -198,6 +204,8 @@ impl KernelGen {
             KernelGen::Gemm(k) => WarpStream::Gemm(Box::new(k.warp(id))),
             KernelGen::Nw(k) => WarpStream::Nw(Box::new(k.warp(id))),
             KernelGen::Spmv(k) => WarpStream::Spmv(Box::new(k.warp(id))),
+            KernelGen::Xsbench(k) => WarpStream::Xsbench(Box::new(k.warp(id))),
+            KernelGen::Btree(k) => WarpStream::Btree(Box::new(k.warp(id))),
         }
     }
 }
@@ -215,6 +223,8 @@ pub enum WarpStream {
     Gemm(Box<gemm::GemmWarp>),
     Nw(Box<nw::NwWarp>),
     Spmv(Box<spmv::SpmvWarp>),
+    Xsbench(Box<xsbench::XsbenchWarp>),
+    Btree(Box<btree::BtreeWarp>),
 }
 
 impl WarpStream {
@@ -232,6 +242,8 @@ impl WarpStream {
             WarpStream::Gemm(w) => w.next(scratch),
             WarpStream::Nw(w) => w.next(),
             WarpStream::Spmv(w) => w.next(scratch),
+            WarpStream::Xsbench(w) => w.next(scratch),
+            WarpStream::Btree(w) => w.next(),
         }
     }
 }
@@ -260,10 +272,12 @@ pub enum WorkloadKind {
     Srad,
     Backprop,
     Spmv,
+    Btree,
+    Xsbench,
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 19] = [
+    pub const ALL: [WorkloadKind; 21] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
@@ -283,6 +297,8 @@ impl WorkloadKind {
         WorkloadKind::Srad,
         WorkloadKind::Backprop,
         WorkloadKind::Spmv,
+        WorkloadKind::Btree,
+        WorkloadKind::Xsbench,
     ];
 
     pub fn name(self) -> &'static str {
@@ -306,6 +322,8 @@ impl WorkloadKind {
             WorkloadKind::Srad => "srad",
             WorkloadKind::Backprop => "backprop",
             WorkloadKind::Spmv => "spmv",
+            WorkloadKind::Btree => "btree",
+            WorkloadKind::Xsbench => "xsbench",
         }
     }
 
@@ -330,6 +348,8 @@ impl WorkloadKind {
             WorkloadKind::Srad => "Rodinia SRAD (v2): 2D image diffusion, two kernels per iteration: one loads each pixel and its 4 neighbours and stores 4 derivative arrays and a coefficient; the other loads those (and 2 neighbours' coefficients) and updates the image.",
             WorkloadKind::Backprop => "Rodinia backprop: layer-forward kernel (each thread loads its input and its weight of the input's 17-weight row, reduces, stores a partial sum) then weight-adjust kernel (loads delta, input, weight, old weight; stores both weights).",
             WorkloadKind::Spmv => "CSR sparse matrix-vector product over a banded matrix with seeded random fill-in: per row, row pointers, then column indices and values read coalesced (warp per row) or a row apart (thread per row), then x gathered at the columns.",
+            WorkloadKind::Btree => "B+tree point queries (Rodinia b+tree findK, svm-apu BPT): one CTA of fanout threads per query reads a whole node per level (keys coalesced), the matching thread its child index, then the record; unsorted or sorted queries.",
+            WorkloadKind::Xsbench => "XSBench lookups (unionized grid, svm-apu / Zheng xsbench): per lookup a binary search of the unionized energy grid (dependent, divergent probes), then per nuclide its index-grid entry and two nuclide-grid points; unsorted or sorted lookups.",
         }
     }
 }
@@ -337,7 +357,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop or spmv (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree or xsbench (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -385,6 +405,10 @@ section! {
         pub backprop: BackpropParams = BackpropParams::default(),
         /// Parameters of `spmv`.
         pub spmv: SpmvParams = SpmvParams::default(),
+        /// Parameters of `btree`.
+        pub btree: BtreeParams = BtreeParams::default(),
+        /// Parameters of `xsbench`.
+        pub xsbench: XsbenchParams = XsbenchParams::default(),
     }
 }
 
@@ -418,6 +442,8 @@ impl WorkloadConfig {
             WorkloadKind::Srad => self.srad.footprint(),
             WorkloadKind::Backprop => self.backprop.footprint(),
             WorkloadKind::Spmv => self.spmv.footprint(),
+            WorkloadKind::Btree => self.btree.footprint(),
+            WorkloadKind::Xsbench => self.xsbench.footprint(),
         }
     }
 
@@ -460,6 +486,8 @@ impl WorkloadConfig {
             WorkloadKind::Srad => self.srad.validate("workload.srad"),
             WorkloadKind::Backprop => self.backprop.validate("workload.backprop"),
             WorkloadKind::Spmv => self.spmv.validate("workload.spmv"),
+            WorkloadKind::Btree => self.btree.validate("workload.btree", cfg),
+            WorkloadKind::Xsbench => self.xsbench.validate("workload.xsbench", ws),
         }
     }
 }
@@ -493,6 +521,8 @@ pub fn build(cfg: &Config) -> Program {
         WorkloadKind::Srad => srad::build(&w.srad, w, page, &mut va),
         WorkloadKind::Backprop => backprop::build(&w.backprop, w, page, &mut va),
         WorkloadKind::Spmv => spmv::build(&w.spmv, w, cfg, page, &mut va),
+        WorkloadKind::Btree => btree::build(&w.btree, w, cfg, page, &mut va),
+        WorkloadKind::Xsbench => xsbench::build(&w.xsbench, w, cfg, page, &mut va),
     };
     let mut ops = vec![];
     if w.memcpy_inputs && inputs > 0 {
