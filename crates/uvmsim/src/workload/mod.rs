@@ -8,6 +8,11 @@
 //! go into a scratch buffer owned by the caller, so nothing allocates per op.
 //! Random choices are hashes of the run's seed and the thread or lookup they
 //! are for, so a warp's addresses do not depend on scheduling.
+//!
+//! Element-wise kernels share one engine (`grid.rs`); a generator may launch
+//! several kernels (iterations, pyramid steps). Each generator declares its
+//! footprint (`WorkloadConfig::footprint`, checked before building) and
+//! documents its first-touch order; docs/workloads.md collects them.
 
 mod backprop;
 mod btree;

@@ -6,9 +6,9 @@
 //! (ping-pong), so launch 2 reads what launch 1 wrote.
 //!
 //! Loads per element in order: centre, -x, +x, -y, +y (then -z, +z in 3D).
-//! First touch (lockstep, one thread per element): the input grid row-major,
-//! running one row (2D) or one plane (3D) ahead through the +y / +z
-//! neighbour, then the output grid row-major.
+//! First touch (lockstep): the input grid row-major (the centre loads), then
+//! the output grid row-major. A warp alone runs one row (2D) or plane (3D)
+//! ahead of its own elements through the +y / +z neighbour.
 
 use super::grid::{Array, GridKernel, Index, Step};
 use super::{check, KernelGen, KernelSpec, VaAllocator, WorkloadConfig};
