@@ -5,7 +5,7 @@
 //! level, thread t loads keys[t] and keys[t+1] of the current node (coalesced
 //! across the CTA), waits, compares; the thread whose range holds the key loads
 //! indices[t] (the child), and the CTA waits at the barrier. At the leaf the
-//! matching thread loads the record, and the CTA stores the answer.
+//! matching thread loads the record, waits, and stores the answer.
 //!
 //! The tree is complete: the node holding key k at level l (leaves = level
 //! L-1) is k / fanout^(L-l), so a query's path is a function of its key.
@@ -18,7 +18,7 @@
 //! Arrays in allocation order: nodes (each 8 + 8 * (fanout + 1) bytes:
 //! header, child indices, keys), records, query keys, answers. First touch
 //! (lockstep): the query keys, the root, the level-1 nodes of the queries,
-//! ..., the leaves, then the records and answers.
+//! ..., the leaves, then the records and answers (interleaved).
 
 use super::{check, Buffer, KernelGen, KernelSpec, Lanes, MemKind, Op, VaAllocator, WarpId, WorkloadConfig};
 use crate::config::Config;
@@ -192,7 +192,7 @@ impl BtreeWarp {
                     (self.level, self.phase) = (self.level + 1, 2);
                     continue;
                 }
-                8 if self.t0 == 0 => Op::Mem {
+                8 if self.slot().is_some() => Op::Mem {
                     kind: MemKind::Store,
                     lanes: Lanes::Strided { base: self.k.answers.base + self.query * 4, stride: 0, n: 1 },
                     bytes: 4,
@@ -243,8 +243,8 @@ mod tests {
         }
         assert_eq!(ops[i].1, (t0..t0 + 32).map(|t| leaf + 8 + 4 * 65 + 4 * t).collect::<Vec<_>>());
         assert_eq!(ops[i + 1].1, [records + 4 * key]);
-        // Warp 0 of the CTA stores the answer.
-        assert_eq!(ops.len(), i + 2 + (w == 0) as usize);
+        // The same thread stores the answer.
+        assert_eq!(ops.len(), i + 3);
     }
 
     #[test]
@@ -258,5 +258,17 @@ mod tests {
         assert!(leaves.len() > 700);
         let mid: std::collections::BTreeSet<u64> = (0..1024).map(|q| k.node(k.key(q), 1)).collect();
         assert_eq!(mid.len(), 16);
+    }
+
+    #[test]
+    fn first_touch_is_query_keys_then_nodes_then_records_and_answers() {
+        let p = program(&["workload.kind=btree", "workload.btree.keys=65536", "workload.btree.fanout=64", "workload.btree.queries=64"]);
+        let ft = first_touch(&p);
+        assert_eq!(ft[..2], [(2, 0), (0, 0)]);
+        // Every node page (root, inner, leaves) before the first record; records and answers interleave at the end.
+        let last_node = ft.iter().rposition(|&(b, _)| b == 0).unwrap();
+        let first_record = ft.iter().position(|&(b, _)| b == 1).unwrap();
+        assert!(last_node < first_record);
+        assert!(ft[first_record..].iter().all(|&(b, _)| b == 1 || b == 3));
     }
 }

@@ -253,4 +253,18 @@ mod tests {
         let offs: std::collections::BTreeSet<i64> = cols("1.0").iter().map(|&(r, c)| c as i64 - r as i64).collect();
         assert_eq!(offs.len(), 21);
     }
+
+    #[test]
+    fn first_touch_is_row_pointers_indices_values_x_then_y() {
+        let p = program(&["workload.kind=spmv", "workload.spmv.rows=4096", "workload.spmv.band_fraction=1"]);
+        let ft = first_touch(&p);
+        let mut order: Vec<usize> = ft.iter().map(|&(b, _)| b).collect();
+        order.dedup();
+        assert_eq!(order, [0, 1, 2, 3, 4]);
+        // Indices row-major; x (banded) in ascending pages too.
+        for b in [1, 3] {
+            let pages: Vec<u64> = ft.iter().filter(|(x, _)| *x == b).map(|&(_, pg)| pg).collect();
+            assert!(pages.windows(2).all(|w| w[0] < w[1]), "{b}: {pages:?}");
+        }
+    }
 }
