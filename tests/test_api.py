@@ -105,4 +105,26 @@ def test_config_reference_and_workloads() -> None:
     assert ref["gpu.l1tlb.entries"]["doc"]
     assert "translation.page_size" in ref and "iommu.walker.threads" in ref
     names = [w["name"] for w in uvmsim.workloads()]
-    assert names == ["stride", "concurrency", "regular", "random", "stream", "gather", "vecadd-probe", "trace"]
+    assert names == [
+        "stride",
+        "concurrency",
+        "regular",
+        "random",
+        "stream",
+        "gather",
+        "vecadd-probe",
+        "trace",
+        "pointer-chase",
+        "strided",
+        "tiled-gemm",
+        "stencil2d",
+        "stencil3d",
+        "hotspot",
+        "pathfinder",
+        "nw",
+        "srad",
+        "backprop",
+        "spmv",
+        "btree",
+        "xsbench",
+    ]

@@ -81,6 +81,19 @@ def test_workloads_list_and_describe(cli: Cli) -> None:
         "gather",
         "vecadd-probe",
         "trace",
+        "pointer-chase",
+        "strided",
+        "tiled-gemm",
+        "stencil2d",
+        "stencil3d",
+        "hotspot",
+        "pathfinder",
+        "nw",
+        "srad",
+        "backprop",
+        "spmv",
+        "btree",
+        "xsbench",
     ]
     d = cli("workloads", "gather")
     assert d.returncode == 0, d.stderr

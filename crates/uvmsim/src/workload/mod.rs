@@ -8,20 +8,50 @@
 //! go into a scratch buffer owned by the caller, so nothing allocates per op.
 //! Random choices are hashes of the run's seed and the thread or lookup they
 //! are for, so a warp's addresses do not depend on scheduling.
+//!
+//! Element-wise kernels share one engine (`grid.rs`); a generator may launch
+//! several kernels (iterations, pyramid steps). Each generator declares its
+//! footprint (`WorkloadConfig::footprint`, checked before building) and
+//! documents its first-touch order; docs/workloads.md collects them.
 
+mod backprop;
+mod btree;
 mod gather;
+mod gemm;
+mod grid;
+mod hotspot;
+mod nw;
+mod pathfinder;
+mod pointer_chase;
 mod regular;
+mod spmv;
+mod srad;
+mod stencil;
 mod stream;
 mod stride;
+mod strided;
 pub mod trace;
 mod vecadd;
+mod xsbench;
 
+pub use backprop::BackpropParams;
+pub use btree::BtreeParams;
 pub use gather::GatherParams;
+pub use gemm::GemmParams;
+pub use hotspot::HotspotParams;
+pub use nw::NwParams;
+pub use pathfinder::PathfinderParams;
+pub use pointer_chase::PointerChaseParams;
 pub use regular::RegularParams;
+pub use spmv::SpmvParams;
+pub use srad::SradParams;
+pub use stencil::StencilParams;
 pub use stream::StreamParams;
 pub use stride::StrideParams;
+pub use strided::StridedParams;
 pub use trace::TraceParams;
 pub use vecadd::VecaddParams;
+pub use xsbench::XsbenchParams;
 
 use crate::config::{ByteSize, Config};
 use crate::sim::mix64;
@@ -146,6 +176,13 @@ pub enum KernelGen {
     Stream(stream::StreamKernel),
     Gather(gather::GatherKernel),
     Vecadd(vecadd::VecaddKernel),
+    Grid(grid::GridKernel),
+    PointerChase(pointer_chase::PointerChaseKernel),
+    Gemm(gemm::GemmKernel),
+    Nw(nw::NwKernel),
+    Spmv(Box<spmv::SpmvKernel>),
+    Xsbench(Box<xsbench::XsbenchKernel>),
+    Btree(Box<btree::BtreeKernel>),
 }
 
 /// Identity of one warp within a kernel launch.
@@ -167,6 +204,13 @@ impl KernelGen {
             KernelGen::Stream(k) => WarpStream::Stream(k.warp(id)),
             KernelGen::Gather(k) => WarpStream::Gather(Box::new(k.warp(id))),
             KernelGen::Vecadd(k) => WarpStream::Vecadd(k.warp(id)),
+            KernelGen::Grid(k) => WarpStream::Grid(k.warp(id)),
+            KernelGen::PointerChase(k) => WarpStream::PointerChase(k.warp(id)),
+            KernelGen::Gemm(k) => WarpStream::Gemm(Box::new(k.warp(id))),
+            KernelGen::Nw(k) => WarpStream::Nw(Box::new(k.warp(id))),
+            KernelGen::Spmv(k) => WarpStream::Spmv(Box::new(k.warp(id))),
+            KernelGen::Xsbench(k) => WarpStream::Xsbench(Box::new(k.warp(id))),
+            KernelGen::Btree(k) => WarpStream::Btree(Box::new(k.warp(id))),
         }
     }
 }
@@ -179,6 +223,13 @@ pub enum WarpStream {
     Stream(stream::StreamWarp),
     Gather(Box<gather::GatherWarp>),
     Vecadd(vecadd::VecaddWarp),
+    Grid(grid::GridWarp),
+    PointerChase(pointer_chase::PointerChaseWarp),
+    Gemm(Box<gemm::GemmWarp>),
+    Nw(Box<nw::NwWarp>),
+    Spmv(Box<spmv::SpmvWarp>),
+    Xsbench(Box<xsbench::XsbenchWarp>),
+    Btree(Box<btree::BtreeWarp>),
 }
 
 impl WarpStream {
@@ -191,6 +242,13 @@ impl WarpStream {
             WarpStream::Stream(w) => w.next(),
             WarpStream::Gather(w) => w.next(scratch),
             WarpStream::Vecadd(w) => w.next(),
+            WarpStream::Grid(w) => w.next(scratch),
+            WarpStream::PointerChase(w) => w.next(scratch),
+            WarpStream::Gemm(w) => w.next(scratch),
+            WarpStream::Nw(w) => w.next(),
+            WarpStream::Spmv(w) => w.next(scratch),
+            WarpStream::Xsbench(w) => w.next(scratch),
+            WarpStream::Btree(w) => w.next(),
         }
     }
 }
@@ -208,10 +266,23 @@ pub enum WorkloadKind {
     Gather,
     VecaddProbe,
     Trace,
+    PointerChase,
+    Strided,
+    TiledGemm,
+    Stencil2d,
+    Stencil3d,
+    Hotspot,
+    Pathfinder,
+    Nw,
+    Srad,
+    Backprop,
+    Spmv,
+    Btree,
+    Xsbench,
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 8] = [
+    pub const ALL: [WorkloadKind; 21] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
@@ -220,6 +291,19 @@ impl WorkloadKind {
         WorkloadKind::Gather,
         WorkloadKind::VecaddProbe,
         WorkloadKind::Trace,
+        WorkloadKind::PointerChase,
+        WorkloadKind::Strided,
+        WorkloadKind::TiledGemm,
+        WorkloadKind::Stencil2d,
+        WorkloadKind::Stencil3d,
+        WorkloadKind::Hotspot,
+        WorkloadKind::Pathfinder,
+        WorkloadKind::Nw,
+        WorkloadKind::Srad,
+        WorkloadKind::Backprop,
+        WorkloadKind::Spmv,
+        WorkloadKind::Btree,
+        WorkloadKind::Xsbench,
     ];
 
     pub fn name(self) -> &'static str {
@@ -232,6 +316,19 @@ impl WorkloadKind {
             WorkloadKind::Gather => "gather",
             WorkloadKind::VecaddProbe => "vecadd-probe",
             WorkloadKind::Trace => "trace",
+            WorkloadKind::PointerChase => "pointer-chase",
+            WorkloadKind::Strided => "strided",
+            WorkloadKind::TiledGemm => "tiled-gemm",
+            WorkloadKind::Stencil2d => "stencil2d",
+            WorkloadKind::Stencil3d => "stencil3d",
+            WorkloadKind::Hotspot => "hotspot",
+            WorkloadKind::Pathfinder => "pathfinder",
+            WorkloadKind::Nw => "nw",
+            WorkloadKind::Srad => "srad",
+            WorkloadKind::Backprop => "backprop",
+            WorkloadKind::Spmv => "spmv",
+            WorkloadKind::Btree => "btree",
+            WorkloadKind::Xsbench => "xsbench",
         }
     }
 
@@ -245,6 +342,19 @@ impl WorkloadKind {
             WorkloadKind::Gather => "Lookups into a large sorted table by binary search (XSBench / B+tree-like): each lookup reads its key coalesced, then makes dependent probes; keys unsorted (random) or sorted (adjacent threads search nearby keys).",
             WorkloadKind::VecaddProbe => "Seed uvm-driver Listing 3.1: each thread adds the first float of a page of a and b into c, three pages per thread (LDG, LDG, wait, FADD, STG); with prefetch, prefetch.global.L2 of every page first. Use with workload.managed = true to see how faults form batches.",
             WorkloadKind::Trace => "Replay of a memory-access trace (CSV time_ns,gpu,cu,wavefront,kind,vaddr,size, plain or gzip; e.g. shared/traces/mgpusim): each access issues at its recorded time on its recorded CU; addresses map one-to-one to physical memory with translation.page_size pages.",
+            WorkloadKind::PointerChase => "Dependent loads around one seeded random cycle through all nodes (node P(i) points to P(i+1)); each thread starts at its own point of the cycle: fully divergent, latency-bound, one page per lane per hop.",
+            WorkloadKind::Strided => "Thread t loads element t*stride_elements, repeatedly: the stride sets how many lines and pages a warp instruction touches (1 = one line, >= page/element = one page per lane).",
+            WorkloadKind::TiledGemm => "C = A*B with shared-memory tiles (CUDA-samples / Parboil sgemm; seed uvm-driver 'sgemm'): per k-step each tile x tile CTA loads a tile of A's rows and of B's columns (coalesced row segments), syncs and computes; then stores its tile of C.",
+            WorkloadKind::Stencil2d => "5-point Jacobi stencil over a row-major 2D grid, grid-stride: each element loads itself and its 4 neighbours (clamped at borders), computes, stores to the other grid; one launch per iteration, ping-pong grids.",
+            WorkloadKind::Stencil3d => "7-point Jacobi stencil over a 3D grid (x fastest), grid-stride: each element loads itself and its 6 neighbours (the +-z ones a plane away), computes, stores to the other grid; one launch per iteration, ping-pong grids.",
+            WorkloadKind::Hotspot => "Rodinia hotspot: thermal 2D stencil, one thread per cell: loads its temperature, its 4 neighbours' and its power, computes pyramid_height steps, stores to the other temperature grid; one launch per pyramid step.",
+            WorkloadKind::Pathfinder => "Rodinia pathfinder: row-by-row dynamic programming, one thread per column: loads the previous cost row at x-1, x, x+1, then each row's weight in turn; one launch per pyramid of rows, ping-pong cost rows.",
+            WorkloadKind::Nw => "Rodinia Needleman-Wunsch: score-matrix tiles along anti-diagonals, one launch per diagonal, one warp per tile: loads the reference tile row by row, the west column (strided) and north row, computes, stores the tile.",
+            WorkloadKind::Srad => "Rodinia SRAD (v2): 2D image diffusion, two kernels per iteration: one loads each pixel and its 4 neighbours and stores 4 derivative arrays and a coefficient; the other loads those (and 2 neighbours' coefficients) and updates the image.",
+            WorkloadKind::Backprop => "Rodinia backprop: layer-forward kernel (each thread loads its input and its weight of the input's 17-weight row, reduces, stores a partial sum) then weight-adjust kernel (loads delta, input, weight, old weight; stores both weights).",
+            WorkloadKind::Spmv => "CSR sparse matrix-vector product over a banded matrix with seeded random fill-in: per row, row pointers, then column indices and values read coalesced (warp per row) or a row apart (thread per row), then x gathered at the columns.",
+            WorkloadKind::Btree => "B+tree point queries (Rodinia b+tree findK, svm-apu BPT): one CTA of fanout threads per query reads a whole node per level (keys coalesced), the matching thread its child index, then the record; unsorted or sorted queries.",
+            WorkloadKind::Xsbench => "XSBench lookups (unionized grid, svm-apu / Zheng xsbench): per lookup a binary search of the unionized energy grid (dependent, divergent probes), then per nuclide its index-grid entry and two nuclide-grid points; unsorted or sorted lookups.",
         }
     }
 }
@@ -252,7 +362,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe or trace (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree or xsbench (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -278,6 +388,32 @@ section! {
         pub vecadd_probe: VecaddParams = VecaddParams::default(),
         /// Parameters of `trace`.
         pub trace: TraceParams = TraceParams::default(),
+        /// Parameters of `pointer-chase`.
+        pub pointer_chase: PointerChaseParams = PointerChaseParams::default(),
+        /// Parameters of `strided`.
+        pub strided: StridedParams = StridedParams::default(),
+        /// Parameters of `tiled-gemm`.
+        pub tiled_gemm: GemmParams = GemmParams::default(),
+        /// Parameters of `stencil2d`.
+        pub stencil2d: StencilParams = StencilParams::default(),
+        /// Parameters of `stencil3d`.
+        pub stencil3d: StencilParams = stencil::default_3d(),
+        /// Parameters of `hotspot`.
+        pub hotspot: HotspotParams = HotspotParams::default(),
+        /// Parameters of `pathfinder`.
+        pub pathfinder: PathfinderParams = PathfinderParams::default(),
+        /// Parameters of `nw`.
+        pub nw: NwParams = NwParams::default(),
+        /// Parameters of `srad`.
+        pub srad: SradParams = SradParams::default(),
+        /// Parameters of `backprop`.
+        pub backprop: BackpropParams = BackpropParams::default(),
+        /// Parameters of `spmv`.
+        pub spmv: SpmvParams = SpmvParams::default(),
+        /// Parameters of `btree`.
+        pub btree: BtreeParams = BtreeParams::default(),
+        /// Parameters of `xsbench`.
+        pub xsbench: XsbenchParams = XsbenchParams::default(),
     }
 }
 
@@ -300,6 +436,19 @@ impl WorkloadConfig {
             WorkloadKind::Gather => self.gather.table_entries as u128 * self.gather.entry_bytes as u128 + 4 * self.gather.lookups as u128,
             WorkloadKind::VecaddProbe => 3 * c.threads as u128 * c.iterations as u128 * 4096,
             WorkloadKind::Trace => 0,
+            WorkloadKind::PointerChase => self.pointer_chase.footprint(),
+            WorkloadKind::Strided => self.strided.footprint(),
+            WorkloadKind::TiledGemm => self.tiled_gemm.footprint(),
+            WorkloadKind::Stencil2d => self.stencil2d.footprint(),
+            WorkloadKind::Stencil3d => self.stencil3d.footprint(),
+            WorkloadKind::Hotspot => self.hotspot.footprint(),
+            WorkloadKind::Pathfinder => self.pathfinder.footprint(),
+            WorkloadKind::Nw => self.nw.footprint(),
+            WorkloadKind::Srad => self.srad.footprint(),
+            WorkloadKind::Backprop => self.backprop.footprint(),
+            WorkloadKind::Spmv => self.spmv.footprint(),
+            WorkloadKind::Btree => self.btree.footprint(),
+            WorkloadKind::Xsbench => self.xsbench.footprint(),
         }
     }
 
@@ -331,6 +480,19 @@ impl WorkloadConfig {
             WorkloadKind::Gather => self.gather.validate("workload.gather", ws),
             WorkloadKind::VecaddProbe => self.vecadd_probe.validate("workload.vecadd_probe"),
             WorkloadKind::Trace => self.trace.validate("workload.trace"),
+            WorkloadKind::PointerChase => self.pointer_chase.validate("workload.pointer_chase"),
+            WorkloadKind::Strided => self.strided.validate("workload.strided"),
+            WorkloadKind::TiledGemm => self.tiled_gemm.validate("workload.tiled_gemm", cfg),
+            WorkloadKind::Stencil2d => self.stencil2d.validate("workload.stencil2d", false),
+            WorkloadKind::Stencil3d => self.stencil3d.validate("workload.stencil3d", true),
+            WorkloadKind::Hotspot => self.hotspot.validate("workload.hotspot"),
+            WorkloadKind::Pathfinder => self.pathfinder.validate("workload.pathfinder"),
+            WorkloadKind::Nw => self.nw.validate("workload.nw", cfg),
+            WorkloadKind::Srad => self.srad.validate("workload.srad"),
+            WorkloadKind::Backprop => self.backprop.validate("workload.backprop"),
+            WorkloadKind::Spmv => self.spmv.validate("workload.spmv"),
+            WorkloadKind::Btree => self.btree.validate("workload.btree", cfg),
+            WorkloadKind::Xsbench => self.xsbench.validate("workload.xsbench", ws),
         }
     }
 }
@@ -343,21 +505,35 @@ pub fn build(cfg: &Config) -> Program {
     if w.kind == WorkloadKind::Trace {
         return Program { buffers: vec![], ops: vec![HostOp::Replay { path: w.trace.path.clone(), gpu: w.trace.gpu }] };
     }
-    let (kernel, inputs) = match w.kind {
-        WorkloadKind::Stride => stride::build(&w.stride, w, cfg, page, &mut va),
-        WorkloadKind::Concurrency => stride::build(&w.concurrency, w, cfg, page, &mut va),
-        WorkloadKind::Regular => regular::build(&w.regular, false, w, cfg, page, &mut va),
-        WorkloadKind::Random => regular::build(&w.random, true, w, cfg, page, &mut va),
-        WorkloadKind::Stream => stream::build(&w.stream, w, page, &mut va),
-        WorkloadKind::Gather => gather::build(&w.gather, w, cfg, page, &mut va),
-        WorkloadKind::VecaddProbe => vecadd::build(&w.vecadd_probe, w, page, &mut va),
+    let one = |(k, inputs)| (vec![k], inputs);
+    let (kernels, inputs) = match w.kind {
+        WorkloadKind::Stride => one(stride::build(&w.stride, w, cfg, page, &mut va)),
+        WorkloadKind::Concurrency => one(stride::build(&w.concurrency, w, cfg, page, &mut va)),
+        WorkloadKind::Regular => one(regular::build(&w.regular, false, w, cfg, page, &mut va)),
+        WorkloadKind::Random => one(regular::build(&w.random, true, w, cfg, page, &mut va)),
+        WorkloadKind::Stream => one(stream::build(&w.stream, w, page, &mut va)),
+        WorkloadKind::Gather => one(gather::build(&w.gather, w, cfg, page, &mut va)),
+        WorkloadKind::VecaddProbe => one(vecadd::build(&w.vecadd_probe, w, page, &mut va)),
         WorkloadKind::Trace => unreachable!("handled above"),
+        WorkloadKind::PointerChase => pointer_chase::build(&w.pointer_chase, w, cfg, page, &mut va),
+        WorkloadKind::Strided => strided::build(&w.strided, w, page, &mut va),
+        WorkloadKind::TiledGemm => gemm::build(&w.tiled_gemm, w, page, &mut va),
+        WorkloadKind::Stencil2d => stencil::build(&w.stencil2d, false, w, page, &mut va),
+        WorkloadKind::Stencil3d => stencil::build(&w.stencil3d, true, w, page, &mut va),
+        WorkloadKind::Hotspot => hotspot::build(&w.hotspot, w, page, &mut va),
+        WorkloadKind::Pathfinder => pathfinder::build(&w.pathfinder, w, page, &mut va),
+        WorkloadKind::Nw => nw::build(&w.nw, w, cfg, page, &mut va),
+        WorkloadKind::Srad => srad::build(&w.srad, w, page, &mut va),
+        WorkloadKind::Backprop => backprop::build(&w.backprop, w, page, &mut va),
+        WorkloadKind::Spmv => spmv::build(&w.spmv, w, cfg, page, &mut va),
+        WorkloadKind::Btree => btree::build(&w.btree, w, cfg, page, &mut va),
+        WorkloadKind::Xsbench => xsbench::build(&w.xsbench, w, cfg, page, &mut va),
     };
     let mut ops = vec![];
     if w.memcpy_inputs && inputs > 0 {
         ops.push(HostOp::MemcpyH2D { bytes: inputs });
     }
-    ops.push(HostOp::Launch(kernel));
+    ops.extend(kernels.into_iter().map(HostOp::Launch));
     Program { buffers: va.buffers, ops }
 }
 
@@ -394,9 +570,99 @@ impl Permutation {
     }
 }
 
+/// Range check of an integer parameter `{prefix}.{name}`, with the message the other checks use.
+pub(super) fn check(prefix: &str, name: &str, v: u64, lo: u64, hi: u64) -> Result<(), (String, String)> {
+    if (lo..=hi).contains(&v) {
+        return Ok(());
+    }
+    Err((format!("{prefix}.{name}"), format!("must be between {lo} and {hi}, got {v}")))
+}
+
 /// Size of a workload array rounded to whole pages.
 pub(crate) fn pages_of(bytes: u64, page: u64) -> u64 {
     bytes.div_ceil(page)
+}
+
+/// Helpers for the generators' tests: build a program from `--set` overrides,
+/// run its warps, and record first touches.
+#[cfg(test)]
+pub(crate) mod testutil {
+    use super::*;
+    use crate::config::{resolve, Source};
+
+    /// The program of the default config with these overrides (warp size 32).
+    pub fn program(sets: &[&str]) -> Program {
+        let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        build(&resolve(&[] as &[Source], &o).unwrap_or_else(|e| panic!("{e}")))
+    }
+
+    /// The kernel specs of the program, in launch order.
+    pub fn kernels(p: &Program) -> Vec<&KernelSpec> {
+        p.ops.iter().filter_map(|op| if let HostOp::Launch(k) = op { Some(k) } else { None }).collect()
+    }
+
+    /// The warps of kernel `k` in grid order, with the ids the GPU gives them.
+    pub fn warps(p: &Program, k: usize) -> Vec<WarpStream> {
+        let k = kernels(p)[k];
+        let (ws, tpc) = (32u64, k.threads_per_cta as u64);
+        let wpc = tpc.div_ceil(ws);
+        let mut out = vec![];
+        for cta in 0..k.ctas() {
+            let threads = (k.threads - cta * tpc).min(tpc);
+            for w in 0..threads.div_ceil(ws) {
+                let id = WarpId { global: cta * wpc + w, first_thread: cta * tpc + w * ws, lanes: (threads - w * ws).min(ws) as u32 };
+                out.push(k.gen.warp(id));
+            }
+        }
+        out
+    }
+
+    /// The lane addresses of a memory instruction.
+    pub fn addrs(op: Op, scratch: &[u64; MAX_LANES]) -> Vec<u64> {
+        match op {
+            Op::Mem { lanes: Lanes::Strided { base, stride, n }, .. } => (0..n as u64).map(|i| base + i * stride).collect(),
+            Op::Mem { lanes: Lanes::Explicit { n }, .. } => scratch[..n as usize].to_vec(),
+            _ => vec![],
+        }
+    }
+
+    /// Every memory instruction of a warp: its kind and lane addresses.
+    pub fn mem_ops(w: &mut WarpStream) -> Vec<(MemKind, Vec<u64>)> {
+        let mut s = [0; MAX_LANES];
+        let mut out = vec![];
+        loop {
+            match w.next(&mut s) {
+                Op::Exit => return out,
+                op @ Op::Mem { kind, .. } => out.push((kind, addrs(op, &s))),
+                _ => {}
+            }
+        }
+    }
+
+    /// Runs the kernels in launch order, each in lockstep (every warp issues
+    /// one instruction in turn, in grid order), and returns the 4 KiB pages
+    /// in the order of their first touch, as (buffer index, page in buffer).
+    pub fn first_touch(p: &Program) -> Vec<(usize, u64)> {
+        let mut seen = std::collections::HashSet::new();
+        let mut out = vec![];
+        let mut s = [0; MAX_LANES];
+        for k in 0..kernels(p).len() {
+            let mut live = warps(p, k);
+            while !live.is_empty() {
+                live.retain_mut(|w| {
+                    let op = w.next(&mut s);
+                    for a in addrs(op, &s) {
+                        if seen.insert(a >> 12) {
+                            let b = p.buffers.iter().position(|b| a >= b.base && a < b.base + b.bytes).expect("inside a buffer");
+                            out.push((b, (a - p.buffers[b].base) >> 12));
+                        }
+                    }
+                    op != Op::Exit
+                });
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,232 @@
+//! The engine behind the element-wise generators (`strided`, `stencil2d`,
+//! `stencil3d`, `hotspot`, `srad`, `pathfinder`, `backprop`, the vector
+//! kernels of `minife`): a kernel is a grid of elements (x fastest, then y,
+//! then z) and a fixed body of steps that every element runs. Thread `t`
+//! handles elements `t, t + T, t + 2T, ...` (a grid-stride loop over `T`
+//! threads), and runs the body `repeat` times per element; lane `l` of a warp
+//! is the warp's first element plus `l`. A memory step names an array and how
+//! the element's coordinates index it ([`Index`]); the engine computes each
+//! lane's address and sends the instruction as `Strided` when the addresses
+//! form an ascending progression (the common, coalesced case) and as
+//! `Explicit` otherwise (clamped borders, row wraps). Kernels share their
+//! arrays and body through `Arc`, so creating a warp does not copy them.
+
+use super::{Lanes, MemKind, Op, WarpId, MAX_LANES};
+use std::sync::Arc;
+
+/// An array the body accesses: where it starts and its element size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Array {
+    pub base: u64,
+    pub elem_bytes: u32,
+}
+
+/// How an element's coordinates (x, y, z) select the element of an array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Index {
+    /// The element at (x+dx, y+dy, z+dz) clamped to the grid, in an array of the
+    /// grid's shape (row-major: x fastest). Clamping is what Rodinia's stencils do at borders.
+    At { dx: i32, dy: i32, dz: i32 },
+    /// Element `c0 + cx*x + cy*(y / ydiv) + cz*z` of an array of any shape.
+    Affine { c0: u64, cx: u64, cy: u64, ydiv: u64, cz: u64 },
+}
+
+impl Index {
+    /// The element itself.
+    pub const HERE: Index = Index::At { dx: 0, dy: 0, dz: 0 };
+
+    pub const fn at(dx: i32, dy: i32, dz: i32) -> Index {
+        Index::At { dx, dy, dz }
+    }
+
+    /// `c0 + cx*x + cy*y`.
+    pub const fn affine(c0: u64, cx: u64, cy: u64) -> Index {
+        Index::Affine { c0, cx, cy, ydiv: 1, cz: 0 }
+    }
+}
+
+/// One step of the per-element body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Access `arrays[array]` at `at`, `elem_bytes` per lane.
+    Mem {
+        kind: MemKind,
+        array: u8,
+        at: Index,
+    },
+    Wait,
+    Compute(u32),
+}
+
+impl Step {
+    pub const fn load(array: u8, at: Index) -> Step {
+        Step::Mem { kind: MemKind::Load, array, at }
+    }
+    pub const fn store(array: u8, at: Index) -> Step {
+        Step::Mem { kind: MemKind::Store, array, at }
+    }
+}
+
+/// One element-wise kernel launch.
+#[derive(Debug, Clone)]
+pub struct GridKernel {
+    arrays: Arc<[Array]>,
+    body: Arc<[Step]>,
+    dims: [u64; 3],
+    /// Threads of the grid-stride loop.
+    threads: u64,
+    repeat: u32,
+}
+
+impl GridKernel {
+    /// A kernel over a `dims` grid run by `threads` threads (capped at the element count).
+    pub fn new(dims: [u64; 3], threads: u64, repeat: u32, arrays: Vec<Array>, body: Vec<Step>) -> GridKernel {
+        debug_assert!(!body.is_empty() && repeat > 0 && dims.iter().all(|&d| d > 0));
+        debug_assert!(body.iter().all(|s| !matches!(s, Step::Mem { array, .. } if *array as usize >= arrays.len())));
+        let threads = threads.min(dims.iter().product()).max(1);
+        GridKernel { arrays: arrays.into(), body: body.into(), dims, threads, repeat }
+    }
+
+    /// Threads the launch needs.
+    pub fn threads(&self) -> u64 {
+        self.threads
+    }
+
+    pub fn warp(&self, id: WarpId) -> GridWarp {
+        GridWarp { k: self.clone(), e0: id.first_thread, lanes: id.lanes, step: 0, rep: 0 }
+    }
+
+    fn elements(&self) -> u64 {
+        self.dims[0] * self.dims[1] * self.dims[2]
+    }
+
+    /// Element index of `at` for the element at (x, y, z).
+    #[inline]
+    fn index(&self, at: Index, x: u64, y: u64, z: u64) -> u64 {
+        let [nx, ny, nz] = self.dims;
+        match at {
+            Index::At { dx, dy, dz } => {
+                let c = |v: u64, d: i32, n: u64| (v as i64 + d as i64).clamp(0, n as i64 - 1) as u64;
+                c(x, dx, nx) + nx * (c(y, dy, ny) + ny * c(z, dz, nz))
+            }
+            Index::Affine { c0, cx, cy, ydiv, cz } => c0 + cx * x + cy * (y / ydiv) + cz * z,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct GridWarp {
+    k: GridKernel,
+    /// Element of lane 0 in the current round.
+    e0: u64,
+    lanes: u32,
+    step: u32,
+    rep: u32,
+}
+
+impl GridWarp {
+    pub fn next(&mut self, scratch: &mut [u64; MAX_LANES]) -> Op {
+        let total = self.k.elements();
+        loop {
+            if self.e0 >= total {
+                return Op::Exit;
+            }
+            let Some(&s) = self.k.body.get(self.step as usize) else {
+                self.step = 0;
+                self.rep += 1;
+                if self.rep == self.k.repeat {
+                    self.rep = 0;
+                    self.e0 += self.k.threads;
+                }
+                continue;
+            };
+            self.step += 1;
+            return match s {
+                Step::Wait => Op::Wait,
+                Step::Compute(c) => Op::Compute(c),
+                Step::Mem { kind, array, at } => {
+                    let a = self.k.arrays[array as usize];
+                    let n = (total - self.e0).min(self.lanes as u64) as usize;
+                    let [nx, ny, _] = self.k.dims;
+                    let (mut x, r) = (self.e0 % nx, self.e0 / nx);
+                    let (mut y, mut z) = (r % ny, r / ny);
+                    for slot in scratch.iter_mut().take(n) {
+                        *slot = a.base + self.k.index(at, x, y, z) * a.elem_bytes as u64;
+                        x += 1;
+                        if x == nx {
+                            x = 0;
+                            y += 1;
+                            if y == ny {
+                                y = 0;
+                                z += 1;
+                            }
+                        }
+                    }
+                    Op::Mem { kind, lanes: compact(scratch, n), bytes: a.elem_bytes }
+                }
+            };
+        }
+    }
+}
+
+/// `Strided` if the first `n` scratch addresses form an ascending progression, else `Explicit`.
+pub(super) fn compact(scratch: &[u64; MAX_LANES], n: usize) -> Lanes {
+    let s = &scratch[..n];
+    if n >= 2 && s[1] >= s[0] {
+        let d = s[1] - s[0];
+        if s.windows(2).all(|w| w[1] >= w[0] && w[1] - w[0] == d) {
+            return Lanes::Strided { base: s[0], stride: d, n: n as u32 };
+        }
+    } else if n == 1 {
+        return Lanes::Strided { base: s[0], stride: 0, n: 1 };
+    }
+    Lanes::Explicit { n: n as u32 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::testutil::addrs;
+
+    fn warp(k: &GridKernel, first: u64, lanes: u32) -> GridWarp {
+        k.warp(WarpId { global: 0, first_thread: first, lanes })
+    }
+
+    #[test]
+    fn clamped_neighbours_at_the_border_are_explicit() {
+        // 4x4 grid of 4-byte elements at 0x1000; a warp of 8 lanes covers rows 0 and 1.
+        let k = GridKernel::new([4, 4, 1], 8, 1, vec![Array { base: 0x1000, elem_bytes: 4 }], vec![Step::load(0, Index::at(-1, 0, 0))]);
+        let mut s = [0; MAX_LANES];
+        let op = warp(&k, 0, 8).next(&mut s);
+        // x-1 clamps to 0 at the start of each row: elements 0,0,1,2, 4,4,5,6.
+        let want: Vec<u64> = [0, 0, 1, 2, 4, 4, 5, 6].iter().map(|e| 0x1000 + e * 4).collect();
+        assert_eq!(addrs(op, &s), want);
+        assert!(matches!(op, Op::Mem { lanes: Lanes::Explicit { n: 8 }, .. }));
+    }
+
+    #[test]
+    fn contiguous_lanes_are_strided_and_the_loop_strides_over_the_grid() {
+        let body = vec![Step::load(0, Index::HERE), Step::Wait];
+        let k = GridKernel::new([64, 1, 1], 16, 2, vec![Array { base: 0, elem_bytes: 8 }], body);
+        let mut w = warp(&k, 0, 8);
+        let mut s = [0; MAX_LANES];
+        let mut bases = vec![];
+        loop {
+            match w.next(&mut s) {
+                Op::Mem { lanes: Lanes::Strided { base, stride: 8, n: 8 }, .. } => bases.push(base / 8),
+                Op::Wait => {}
+                Op::Exit => break,
+                op => panic!("{op:?}"),
+            }
+        }
+        // Twice each (repeat = 2), elements 0, 16, 32, 48 (16 threads).
+        assert_eq!(bases, [0, 0, 16, 16, 32, 32, 48, 48]);
+    }
+
+    #[test]
+    fn affine_index_divides_y() {
+        let at = Index::Affine { c0: 1, cx: 2, cy: 10, ydiv: 4, cz: 100 };
+        let k = GridKernel::new([1, 1, 1], 1, 1, vec![Array { base: 0, elem_bytes: 4 }], vec![Step::Wait]);
+        assert_eq!(k.index(at, 3, 9, 1), 1 + 6 + 20 + 100);
+    }
+}

@@ -1,0 +1,164 @@
+//! `nw` (Rodinia Needleman-Wunsch): global alignment of two sequences of
+//! length n, filling an (n+1) x (n+1) score matrix in block x block tiles,
+//! one kernel launch per anti-diagonal of tiles (2 * n/block - 1 launches;
+//! Rodinia's two kernels are the upper-left and lower-right halves). Tile
+//! (bx, by) covers rows by*block+1.. and columns bx*block+1..; it is one CTA
+//! of one warp, lane tx active for tx < block. In Rodinia's order the warp
+//! loads the tile's north-west corner (lane 0), the reference tile row by
+//! row, waits, the west column (`matrix[by*block+1+tx][bx*block]`, one row
+//! per lane), waits, the north row (`matrix[by*block][bx*block+1+tx]`),
+//! waits, computes the 2*block anti-diagonals in shared memory
+//! (`2 * block * compute_cycles`), and stores the tile row by row.
+//!
+//! Arrays in allocation order: score matrix, reference matrix (ints). First
+//! touch: tile by tile along the anti-diagonals, i.e. a wavefront from the
+//! top-left corner: diagonal d reaches the tiles with bx + by = d.
+
+use super::{check, Buffer, KernelGen, KernelSpec, Lanes, MemKind, Op, VaAllocator, WarpId, WorkloadConfig};
+use crate::config::Config;
+
+section! {
+    /// Parameters of the Rodinia Needleman-Wunsch alignment.
+    pub struct NwParams {
+        /// Sequence length (the matrices are (n+1) x (n+1) ints); a multiple of block.
+        pub n: u64 = 1024,
+        /// Tile edge; one warp per tile with block active lanes (at most gpu.warp_size).
+        pub block: u32 = 16,
+    }
+}
+
+impl NwParams {
+    pub fn validate(&self, p: &str, cfg: &Config) -> Result<(), (String, String)> {
+        check(p, "block", self.block as u64, 1, cfg.gpu.warp_size as u64)?;
+        if self.n == 0 || self.n % self.block as u64 != 0 || self.n > 1 << 20 {
+            return Err((
+                format!("{p}.n"),
+                format!("must be a positive multiple of {p}.block ({}) up to 2^20, got {}", self.block, self.n),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Score and reference matrices.
+    pub fn footprint(&self) -> u128 {
+        2 * (self.n as u128 + 1) * (self.n as u128 + 1) * 4
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct NwKernel {
+    score: Buffer,
+    reference: Buffer,
+    cols: u64,
+    block: u64,
+    /// Tile column of the diagonal's first tile (whose tile row is diagonal - x0).
+    x0: u64,
+    diagonal: u64,
+    warp_size: u64,
+    compute: u32,
+}
+
+pub(super) fn build(p: &NwParams, w: &WorkloadConfig, cfg: &Config, page: u64, va: &mut VaAllocator) -> (Vec<KernelSpec>, u64) {
+    let cols = p.n + 1;
+    let score = va.alloc(cols * cols * 4, page);
+    let reference = va.alloc(cols * cols * 4, page);
+    let (nb, ws) = (p.n / p.block as u64, cfg.gpu.warp_size as u64);
+    let kernels = (0..2 * nb - 1)
+        .map(|d| {
+            let x0 = d.saturating_sub(nb - 1);
+            let tiles = d.min(nb - 1) - x0 + 1;
+            let k = NwKernel { score, reference, cols, block: p.block as u64, x0, diagonal: d, warp_size: ws, compute: w.compute_cycles };
+            KernelSpec { name: "nw", threads: tiles * ws, threads_per_cta: ws as u32, gen: KernelGen::Nw(k) }
+        })
+        .collect();
+    (kernels, 2 * score.bytes)
+}
+
+impl NwKernel {
+    pub fn warp(&self, id: WarpId) -> NwWarp {
+        let bx = self.x0 + id.first_thread / self.warp_size;
+        NwWarp { k: self.clone(), bx, by: self.diagonal - bx, lanes: (id.lanes as u64).min(self.block) as u32, step: 0 }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct NwWarp {
+    k: NwKernel,
+    bx: u64,
+    by: u64,
+    lanes: u32,
+    step: u64,
+}
+
+impl NwWarp {
+    /// `n` lanes from (row, col) of `m`, `stride` elements apart.
+    fn at(&self, kind: MemKind, m: Buffer, row: u64, col: u64, stride: u64, n: u32) -> Op {
+        let lanes = Lanes::Strided { base: m.base + (row * self.k.cols + col) * 4, stride: stride * 4, n };
+        Op::Mem { kind, lanes, bytes: 4 }
+    }
+
+    pub fn next(&mut self) -> Op {
+        let b = self.k.block;
+        let (r0, c0) = (self.by * b, self.bx * b);
+        let (s, n) = (self.step, self.lanes);
+        self.step += 1;
+        let (score, reference) = (self.k.score, self.k.reference);
+        match s {
+            0 => self.at(MemKind::Load, score, r0, c0, 0, 1),
+            s if s <= b => self.at(MemKind::Load, reference, r0 + s, c0 + 1, 1, n),
+            s if s == b + 1 || s == b + 3 || s == b + 5 => Op::Wait,
+            s if s == b + 2 => self.at(MemKind::Load, score, r0 + 1, c0, self.k.cols, n),
+            s if s == b + 4 => self.at(MemKind::Load, score, r0, c0 + 1, 1, n),
+            s if s == b + 6 => Op::Compute(2 * b as u32 * self.k.compute),
+            s if s <= 2 * b + 6 => self.at(MemKind::Store, score, r0 + s - (b + 6), c0 + 1, 1, n),
+            _ => {
+                self.step -= 1;
+                Op::Exit
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::workload::testutil::*;
+    use crate::workload::MemKind;
+
+    #[test]
+    fn one_launch_per_anti_diagonal_and_the_tile_reads() {
+        // n = 64, block 16: 4 x 4 tiles, 7 diagonals of 1, 2, 3, 4, 3, 2, 1 tiles.
+        let p = program(&["workload.kind=nw", "workload.nw.n=64"]);
+        let sizes: Vec<usize> = (0..7).map(|d| warps(&p, d).len()).collect();
+        assert_eq!(sizes, [1, 2, 3, 4, 3, 2, 1]);
+        let (m, r) = (p.buffers[0].base, p.buffers[1].base);
+        let el = |b: u64, row: u64, col: u64| b + (row * 65 + col) * 4;
+        // Diagonal 4, its second tile: the first is (bx 1, by 3), so this is (bx 2, by 2).
+        let ops = mem_ops(&mut warps(&p, 4)[1]);
+        assert_eq!(ops.len(), 1 + 16 + 2 + 16);
+        assert_eq!(ops[0], (MemKind::Load, vec![el(m, 32, 32)]));
+        assert_eq!(ops[1], (MemKind::Load, (0..16).map(|tx| el(r, 33, 33 + tx)).collect()));
+        assert_eq!(ops[16], (MemKind::Load, (0..16).map(|tx| el(r, 48, 33 + tx)).collect()));
+        assert_eq!(ops[17], (MemKind::Load, (0..16).map(|tx| el(m, 33 + tx, 32)).collect()));
+        assert_eq!(ops[18], (MemKind::Load, (0..16).map(|tx| el(m, 32, 33 + tx)).collect()));
+        assert_eq!(ops[19], (MemKind::Store, (0..16).map(|tx| el(m, 33, 33 + tx)).collect()));
+        assert_eq!(ops[34], (MemKind::Store, (0..16).map(|tx| el(m, 48, 33 + tx)).collect()));
+    }
+
+    #[test]
+    fn first_touch_is_a_wavefront_from_the_top_left() {
+        // n = 1023 + 1 = 1024 columns of ints: one page per row; block 32 -> tiles of 32 rows.
+        let p = program(&["workload.kind=nw", "workload.nw.n=1023", "workload.nw.block=31"]);
+        let ft = first_touch(&p);
+        // Diagonal 0 = tile (0, 0): score row 0 (corner), reference rows 1..=31, score rows 1..=31.
+        assert_eq!(ft[0], (0, 0));
+        assert_eq!(ft[1..32], (1..32).map(|r| (1, r)).collect::<Vec<_>>());
+        assert_eq!(ft[32..63], (1..32).map(|r| (0, r)).collect::<Vec<_>>());
+        // Diagonal 1 = tiles (bx 0, by 1) and (1, 0): the second row of tiles starts with its reference rows.
+        assert_eq!(ft[63], (1, 32));
+        // Each diagonal adds the next tile row: both matrices are first touched top to bottom.
+        for m in 0..2 {
+            let rows: Vec<u64> = ft.iter().filter(|(b, _)| *b == m).map(|&(_, r)| r).collect();
+            assert_eq!(rows, (m as u64..1024).collect::<Vec<_>>());
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! Every workload generator, run end to end with its default parameters: it
+//! finishes, issues exactly the warp memory instructions its pattern implies,
+//! and gives the same metrics twice.
+
+use std::time::Instant;
+use uvmsim::config::{resolve, Source};
+use uvmsim::stats::Metrics;
+use uvmsim::workload::WorkloadKind;
+use uvmsim::world::simulate;
+
+fn run(sets: &[String]) -> Metrics {
+    let c = resolve(&[] as &[Source], sets).unwrap_or_else(|e| panic!("{e}"));
+    simulate(&c).unwrap_or_else(|e| panic!("{sets:?}: {e}"))
+}
+
+/// Metrics without the wall-clock ones.
+fn simulated(x: &Metrics) -> Vec<(String, f64)> {
+    x.0.iter().filter(|(k, _)| !k.starts_with("sim.wall") && !k.ends_with("_per_s")).map(|(k, v)| (k.clone(), v.as_f64())).collect()
+}
+
+/// Warp memory instructions the defaults imply (warp size 32), worked out from each generator's pattern.
+fn expected_mem_insts(kind: WorkloadKind) -> Option<(u64, u64)> {
+    let w = |threads: u64| threads.div_ceil(32);
+    let exact = |n: u64| (n, n);
+    Some(match kind {
+        // 256 Ki lookups over 64 Ki threads: 4 rounds of a key read, 24 probes, an entry read.
+        WorkloadKind::Gather => exact(w(65_536) * 4 * 26),
+        // 64 Ki threads, 4 repeats of one load.
+        WorkloadKind::Strided => exact(w(65_536) * 4),
+        // 1024 threads x 512 hops.
+        WorkloadKind::PointerChase => exact(w(1024) * 512),
+        // 256 CTAs of 8 warps; 16 k-steps of 2 loads, then 1 store.
+        WorkloadKind::TiledGemm => exact(256 * 8 * (16 * 2 + 1)),
+        // 512 x 512 elements, 2 sweeps of 5 loads + 1 store.
+        WorkloadKind::Stencil2d => exact(w(512 * 512) * 6 * 2),
+        // 64^3 elements, 2 sweeps of 7 loads + 1 store.
+        WorkloadKind::Stencil3d => exact(w(64 * 64 * 64) * 8 * 2),
+        // 512 x 512 cells, 2 launches of 6 loads + 1 store.
+        WorkloadKind::Hotspot => exact(w(512 * 512) * 7 * 2),
+        // 16 Ki columns; 99 weight rows in launches of 20, 20, 20, 20, 19 rows, each with 3 cost loads and a store.
+        WorkloadKind::Pathfinder => exact(w(16_384) * (5 * 4 + 99)),
+        // 64 x 64 tiles of corner + 16 reference rows + west + north + 16 stored rows.
+        WorkloadKind::Nw => exact(64 * 64 * 35),
+        // 256 x 256 pixels, 2 iterations of (5 loads + 5 stores) + (8 loads + 1 store).
+        WorkloadKind::Srad => exact(w(256 * 256) * 19 * 2),
+        // 16 x 16 Ki threads: forward 2 loads + 1 store, adjust 4 loads + 2 stores.
+        WorkloadKind::Backprop => exact(w(16 * 16_384) * 9),
+        // 16 Ki rows, a warp each: row pointers, one chunk of 16 (indices, values, x), y.
+        WorkloadKind::Spmv => exact(16_384 * 5),
+        // 32 Ki lookups over 16 Ki threads (2 rounds): 16 or 17 probes of 68000 energies, then 8 nuclides x 2 reads.
+        WorkloadKind::Xsbench => (w(16_384) * 2 * (16 + 16), w(16_384) * 2 * (17 + 16)),
+        // 1024 queries, CTAs of 8 warps: each warp loads the query key and 2 + 2 + 1 node key rows;
+        // per CTA 2 child indices, the record and the answer.
+        WorkloadKind::Btree => exact(1024 * (8 * 6 + 4)),
+        _ => return None,
+    })
+}
+
+#[test]
+fn every_generator_runs_with_its_defaults_and_is_deterministic() {
+    for kind in WorkloadKind::ALL {
+        if kind == WorkloadKind::Trace {
+            continue; // needs a file; tests/trace covers it
+        }
+        let mut sets = vec![format!("workload.kind={}", kind.name())];
+        if kind == WorkloadKind::Gather {
+            // Its defaults (1 Mi lookups) take seconds; a quarter of the lookups keeps the test fast.
+            sets.push("workload.gather.lookups=262144".into());
+        }
+        let t = Instant::now();
+        let a = run(&sets);
+        let wall = t.elapsed();
+        let insts = a.get("gpu0.warp_mem_insts").unwrap();
+        eprintln!("{:14} {:>9} warp mem insts, {:>12.0} ns simulated, {:?}", kind.name(), insts, a.get("time.kernel_ns").unwrap(), wall);
+        assert!(insts > 0.0, "{}", kind.name());
+        if let Some((lo, hi)) = expected_mem_insts(kind) {
+            assert!((lo as f64..=hi as f64).contains(&insts), "{}: {insts} warp memory instructions, expected {lo}..={hi}", kind.name());
+        }
+        assert_eq!(simulated(&a), simulated(&run(&sets)), "{} is not deterministic", kind.name());
+    }
+}
+
+/// The generators handle 64-lane wavefronts and managed memory (every first
+/// touch a far fault, faulted instructions replayed) on a small instance.
+#[test]
+fn every_generator_runs_managed_with_64_lane_wavefronts() {
+    for kind in WorkloadKind::ALL {
+        if kind == WorkloadKind::Trace {
+            continue;
+        }
+        let sets: Vec<String> = [format!("workload.kind={}", kind.name()), "gpu.warp_size=64".into(), "workload.managed=true".into()]
+            .into_iter()
+            .chain(small(kind).iter().map(|s| s.to_string()))
+            .collect();
+        let x = run(&sets);
+        assert!(x.get("uvm.faults.unique").unwrap() > 0.0, "{}", kind.name());
+        assert!(x.get("gpu0.warp_mem_insts").unwrap() > 0.0, "{}", kind.name());
+    }
+}
+
+/// Small instances for the managed runs (far faults make runs slower).
+fn small(kind: WorkloadKind) -> &'static [&'static str] {
+    match kind {
+        WorkloadKind::Stride | WorkloadKind::Concurrency => &["workload.stride.accesses=100", "workload.concurrency.accesses=100"],
+        WorkloadKind::Regular => &["workload.regular.threads=4096"],
+        WorkloadKind::Random => &["workload.random.threads=4096"],
+        WorkloadKind::Stream => &["workload.stream.elements=65536"],
+        WorkloadKind::Gather => &["workload.gather.lookups=4096", "workload.gather.threads=1024"],
+        WorkloadKind::PointerChase => &["workload.pointer_chase.hops=16"],
+        WorkloadKind::Strided => &["workload.strided.threads=4096", "workload.strided.stride_elements=1024"],
+        WorkloadKind::TiledGemm => &["workload.tiled_gemm.n=128"],
+        WorkloadKind::Stencil2d => &["workload.stencil2d.nx=256", "workload.stencil2d.ny=64"],
+        WorkloadKind::Stencil3d => &["workload.stencil3d.nz=8"],
+        WorkloadKind::Hotspot => &["workload.hotspot.rows=64"],
+        WorkloadKind::Pathfinder => &["workload.pathfinder.rows=21", "workload.pathfinder.cols=4096"],
+        WorkloadKind::Nw => &["workload.nw.n=256"],
+        WorkloadKind::Srad => &["workload.srad.rows=64", "workload.srad.iterations=1"],
+        WorkloadKind::Backprop => &["workload.backprop.input_units=1024"],
+        WorkloadKind::Spmv => &["workload.spmv.rows=2048", "workload.spmv.warp_per_row=false"],
+        WorkloadKind::Btree => &["workload.btree.queries=64"],
+        WorkloadKind::Xsbench => &["workload.xsbench.lookups=4096", "workload.xsbench.threads=1024"],
+        _ => &[],
+    }
+}
