@@ -41,6 +41,7 @@ import sys
 import time
 import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -482,7 +483,7 @@ def _local_engine(
         for fut in cf.as_completed(futures):
             try:
                 yield fut.result()
-            except cf.process.BrokenProcessPool as e:  # a worker died (killed, out of memory): every run then fails
+            except BrokenProcessPool as e:  # a worker died (killed, out of memory): every run then fails
                 yield _failed_row(futures[fut], f"worker process died: {e}")
         done = True
     finally:
