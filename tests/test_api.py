@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import uvmsim
@@ -81,6 +82,41 @@ def test_run_writes_summary_and_load_reads_it(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["summary.json"]  # no temporary file left
     html = r._repr_html_()
     assert "<table>" in html and "time.kernel_ns" in html and "stride" in html
+
+
+def test_tables_are_dataframes_on_disk_as_json_rows_and_parquet(tmp_path: Path) -> None:
+    managed = {
+        "workload.kind": "regular",
+        "workload.managed": True,
+        "workload.regular.threads": 2048,
+        "uvm.records": True,
+    }
+    r = uvmsim.run(preset="titan-v", set=managed, out=tmp_path)
+    batches = r.tables["batches"]
+    assert isinstance(batches, pd.DataFrame)
+    assert {"batch", "start_ns", "end_ns", "fetched", "bytes_h2d"} <= set(batches.columns)
+    assert len(batches) == r.metrics["uvm.batches"] > 1
+    assert batches["bytes_h2d"].sum() == r.metrics["uvm.bytes_h2d"]
+    # summary.json keeps plain lists of row dicts; the Parquet copy holds the same table.
+    raw = json.loads((tmp_path / "summary.json").read_text())
+    assert raw["tables"]["batches"] == batches.to_dict(orient="records")
+    assert isinstance(raw["tables"]["batches"][0]["fetched"], int)
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "batches.parquet"), batches)
+    back = uvmsim.load(tmp_path)
+    assert back == r
+    pd.testing.assert_frame_equal(back.tables["batches"], batches)
+    assert back != uvmsim.Result(r.metrics, r.config, r.version, tables={"batches": batches.iloc[:1]})
+    assert "<code>batches</code>" in r._repr_html_() and f"({len(batches)} rows)" in r._repr_html_()
+
+
+def test_load_explains_what_the_directory_is(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        uvmsim.load(tmp_path / "absent")
+    with pytest.raises(FileNotFoundError, match="no summary.json"):
+        uvmsim.load(tmp_path)
+    (tmp_path / "summary.json").write_text("{}")
+    with pytest.raises(uvmsim.ConfigError, match="not a run summary"):
+        uvmsim.load(tmp_path)
 
 
 def test_same_seed_same_metrics_other_seed_other_metrics() -> None:

@@ -9,23 +9,32 @@ and reads their results::
 
 A configuration is layered: the preset, then the user's config (a TOML file or
 a dict), then ``set`` overrides (``key.path=value``); later layers win.
+
+Sweeps over many configurations are in ``uvmsim.sweep`` and plots of runs and
+sweeps in ``uvmsim.plot``; both are imported on first use (they pull in
+pyarrow and matplotlib, which a single run does not need).
 """
 
 from __future__ import annotations
 
 import html
+import importlib
 import json
 import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from uvmsim import _core
 from uvmsim._core import ConfigError, SimulationError
-from uvmsim._files import atomic_write_json
+from uvmsim._files import atomic_write_json, atomic_write_parquet
 from uvmsim.presets import list_presets, load_preset
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "ConfigError",
@@ -36,8 +45,10 @@ __all__ = [
     "config_sections",
     "list_presets",
     "load",
+    "plot",
     "resolve",
     "run",
+    "sweep",
     "workloads",
 ]
 
@@ -66,29 +77,55 @@ KEY_METRICS: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Result:
     """The outcome of one simulation.
 
     ``metrics`` maps dotted names (``gpu0.l1tlb.hits``, ``time.total_ns``, ...) to
     numbers; ``config`` is the fully resolved configuration the run used;
-    ``tables`` holds record tables when enabled (``batches``: one row per UVM
-    driver batch, with ``uvm.records = true``), each a list of rows (dicts).
+    ``tables`` holds record tables when enabled, each a pandas DataFrame with one
+    row per record (``batches``: one row per UVM driver batch, with
+    ``uvm.records = true``).
     """
 
     metrics: dict[str, float | int]
     config: dict[str, Any]
     version: str
-    out: Path | None = field(default=None, compare=False)
-    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    out: Path | None = None
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any], out: Path | None = None) -> Result:
+        """The ``Result`` of a ``summary.json`` object (tables given as lists of row dicts)."""
+        tables = {name: _frame(rows) for name, rows in raw.get("tables", {}).items()}
+        return cls(metrics=raw["metrics"], config=raw["config"], version=raw["version"], out=out, tables=tables)
+
+    def __eq__(self, other: object) -> bool:
+        # Field-wise, except `out` (where a result is stored is not part of it); DataFrames compare by content.
+        if not isinstance(other, Result):
+            return NotImplemented
+        return (
+            self.metrics == other.metrics
+            and self.config == other.config
+            and self.version == other.version
+            and self.tables.keys() == other.tables.keys()
+            and all(self.tables[k].equals(other.tables[k]) for k in self.tables)
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # holds dicts and DataFrames
 
     def key_metrics(self) -> list[tuple[str, float | int]]:
         """The headline metrics that this run reports, as ``(name, value)`` pairs."""
         return [(k, self.metrics[k]) for k in KEY_METRICS if k in self.metrics]
 
     def to_json(self) -> dict[str, Any]:
-        """The ``summary.json`` object of this result."""
-        return {"version": self.version, "config": self.config, "metrics": self.metrics, "tables": self.tables}
+        """The ``summary.json`` object of this result: tables as lists of row dicts (plain JSON values)."""
+        return {
+            "version": self.version,
+            "config": self.config,
+            "metrics": self.metrics,
+            "tables": {name: df.to_dict(orient="records") for name, df in self.tables.items()},
+        }
 
     def _repr_html_(self) -> str:
         rows = "".join(
@@ -98,7 +135,16 @@ class Result:
         )
         workload = self.config.get("workload", {}).get("kind", "?")
         caption = f"uvmsim {html.escape(self.version)} &middot; workload {html.escape(str(workload))}"
+        if self.tables:
+            listed = ", ".join(f"<code>{html.escape(n)}</code> ({len(df):,} rows)" for n, df in self.tables.items())
+            caption += f" &middot; tables {listed}"
         return f"<table><caption>{caption}</caption><tr><th>metric</th><th>value</th></tr>{rows}</table>"
+
+
+def _frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    import pandas as pd  # here, not at the top: pandas costs ~0.3 s to import and only runs with tables need it
+
+    return pd.DataFrame.from_records(list(rows))
 
 
 def format_metric(name: str, value: float | int) -> str:
@@ -204,7 +250,7 @@ def run(
         config: a TOML config file (path) or a nested dict of config values, layered over ``preset``.
         preset: a preset name (``uvmsim presets`` lists them) or a path to a preset ``.toml`` file.
         set: overrides applied last: ``{"gpu.l1tlb.entries": 64}`` or ``["gpu.l1tlb.entries=64"]``.
-        out: a directory to write ``summary.json`` into (created if needed).
+        out: a directory to write ``summary.json`` into (created if needed), and each table as ``NAME.parquet``.
 
     Raises:
         ConfigError: an unknown key, a bad value, an unknown preset; the message names the source and key.
@@ -213,10 +259,12 @@ def run(
     """
     raw = json.loads(_core.run(sources(config, preset), overrides(set)))
     outdir = Path(out) if out is not None else None
-    result = Result(
-        metrics=raw["metrics"], config=raw["config"], version=raw["version"], out=outdir, tables=raw.get("tables", {})
-    )
+    result = Result.from_json(raw, out=outdir)
     if outdir is not None:
+        # summary.json stays the one complete record (it is what `load` reads); the Parquet copies of the
+        # tables are for tools that read Parquet directly (pandas, polars, DuckDB, Arrow).
+        for name, df in result.tables.items():
+            atomic_write_parquet(outdir / f"{name}.parquet", df)
         atomic_write_json(outdir / SUMMARY_FILE, result.to_json())
     return result
 
@@ -227,12 +275,25 @@ def resolve(config: ConfigLike = None, *, preset: str | os.PathLike[str] | None 
 
 
 def load(directory: str | os.PathLike[str]) -> Result:
-    """The ``Result`` stored in ``directory/summary.json`` by ``run(out=...)`` or ``uvmsim run -o``."""
+    """The ``Result`` stored in ``directory/summary.json`` by ``run(out=...)`` or ``uvmsim run -o``.
+
+    Raises:
+        FileNotFoundError: ``directory`` holds no ``summary.json`` (the message says what it does hold).
+        ConfigError: ``summary.json`` is not a run summary (not JSON, or a key is missing).
+    """
     d = Path(directory)
-    raw = json.loads((d / SUMMARY_FILE).read_text(encoding="utf-8"))
-    return Result(
-        metrics=raw["metrics"], config=raw["config"], version=raw["version"], out=d, tables=raw.get("tables", {})
-    )
+    path = d / SUMMARY_FILE
+    if not path.is_file():
+        what = "does not exist" if not d.exists() else "is not a run directory: it has no summary.json"
+        if (d / "sweep.json").is_file():
+            what = "is a sweep directory, not a run: read it with uvmsim.sweep.load_sweep"
+        raise FileNotFoundError(f"`{d}` {what}")
+    try:
+        return Result.from_json(json.loads(path.read_text(encoding="utf-8")), out=d)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: not a run summary: {e}") from None
+    except (KeyError, TypeError, AttributeError) as e:
+        raise ConfigError(f"{path}: not a run summary: missing or malformed {e}") from None
 
 
 def config_reference() -> list[dict[str, Any]]:
@@ -254,3 +315,10 @@ def trace_info(path: str | Path) -> dict[str, Any]:
 def workloads() -> list[dict[str, Any]]:
     """Every workload generator: ``{"name", "description", "params": [{"key", "default", "doc"}]}``."""
     return json.loads(_core.workloads())
+
+
+def __getattr__(name: str) -> ModuleType:
+    # `uvmsim.sweep` and `uvmsim.plot` import pyarrow and matplotlib: load them on first use, not with every run.
+    if name in ("sweep", "plot"):
+        return importlib.import_module(f"uvmsim.{name}")
+    raise AttributeError(f"module 'uvmsim' has no attribute {name!r}")

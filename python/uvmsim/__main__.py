@@ -2,4 +2,6 @@
 
 from uvmsim.cli import main
 
-main()
+# Guarded: a sweep's worker processes (forkserver/spawn) import the main module again and must not re-run the CLI.
+if __name__ == "__main__":
+    main()

@@ -5,24 +5,54 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# mkstemp creates files readable by their owner only; results are ordinary files, so they get the usual
+# mode. Reading the umask means setting it: done once, at import, before any thread could race on it.
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the whole new one, never a part.
+def atomic_write(path: Path, write: Callable[[int], None]) -> None:
+    """Create ``path`` through ``write(fd)`` so that readers see the old file or the whole new one, never a part.
 
-    The temporary file lives in the target's directory: ``os.replace`` is only atomic within one filesystem.
+    The temporary file lives in the target's directory (``os.replace`` is only atomic within one filesystem) and
+    its name starts with a dot, which Parquet dataset readers skip. ``write`` must close ``fd``.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
+        os.chmod(tmp, 0o666 & ~_UMASK)
+        write(fd)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (see ``atomic_write``)."""
+
+    def write(fd: int) -> None:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+
+    atomic_write(path, write)
+
+
+def atomic_write_parquet(path: Path, df: pd.DataFrame) -> None:
+    """Write ``df`` to ``path`` as Parquet, atomically (see ``atomic_write``); the index is not stored."""
+
+    def write(fd: int) -> None:
+        with os.fdopen(fd, "wb") as f:
+            df.to_parquet(f, index=False)
+
+    atomic_write(path, write)
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:

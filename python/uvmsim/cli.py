@@ -7,6 +7,7 @@ the exceptions; the commands just raise.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import re
@@ -22,6 +23,7 @@ import uvmsim
 from uvmsim import ConfigError, SimulationError, presets
 from uvmsim import bench as bench_mod
 from uvmsim import reproduce as reproduce_mod
+from uvmsim import sweep as sweep_mod
 
 PROG = "uvmsim"
 EXIT_SIM_FAILED = 1
@@ -246,6 +248,96 @@ def reproduce_cmd(experiment_id: str | None, list_only: bool, out: Path | None, 
     )
 
 
+@cli.command("sweep")
+@click.argument("spec_file", metavar="SPEC.toml", type=click.Path(path_type=Path))
+@click.option("-o", "--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Sweep directory.")
+@click.option("--resume", is_flag=True, help="Continue the sweep in OUT: skip its finished runs, redo failed ones.")
+@click.option("--engine", type=click.Choice(sweep_mod.ENGINES), default="local", show_default=True)
+@click.option(
+    "--jobs", "-j", type=click.IntRange(min=1), help="Parallel runs: local workers, or CPUs of a local Ray instance."
+)
+@click.option("--address", metavar="ADDR", help="Ray cluster to join (--engine ray); default: start a local one.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary; failed runs are still listed.")
+def sweep_cmd(
+    spec_file: Path, out: Path, resume: bool, engine: str, jobs: int | None, address: str | None, quiet: bool
+) -> int:
+    """Run the grid or list of runs of SPEC.toml; store each run in OUT/runs/<id>.parquet as it finishes.
+
+    Exit code 0 if every run succeeded, 1 if some failed (each is stored with its error), 2 for a bad spec.
+    """
+    if address is not None and engine != "ray":
+        raise click.UsageError("--address is for --engine ray")
+    spec = sweep_mod.load_spec(spec_file)
+    with contextlib.ExitStack() as stack:
+        bar: Any = None
+
+        def on_start(todo: int, skipped: int) -> None:
+            nonlocal bar
+            if quiet:
+                return
+            click.echo(f"{spec_file}: {len(spec.runs)} runs, {skipped} already done, {todo} to run", err=True)
+            if todo:
+                bar = stack.enter_context(
+                    click.progressbar(
+                        length=todo, label=f"sweep ({engine})", show_eta=True, show_pos=True, file=sys.stderr
+                    )
+                )
+
+        def on_result(row: dict[str, Any]) -> None:
+            if bar is not None:
+                bar.update(1)
+
+        summary = sweep_mod.run_sweep(
+            spec, out, resume=resume, engine=engine, jobs=jobs, address=address, on_start=on_start, on_result=on_result
+        )
+    for row in summary.failed:
+        click.echo(f"failed {row['run_id']} ({sweep_mod.describe_overrides(row)}): {one_line(row['error'])}")
+    if not quiet:
+        click.echo(
+            f"{summary.ok} ok, {len(summary.failed)} failed, {summary.skipped} skipped (done before); "
+            f"results in {out / sweep_mod.RUNS_DIR} (uvmsim.sweep.load_sweep)"
+        )
+    return EXIT_SIM_FAILED if summary.failed else 0
+
+
+@cli.command("plot")
+@click.argument("kind", required=False)
+@click.argument("directory", metavar="DIR", required=False, type=click.Path(path_type=Path))
+@click.option("--list", "list_only", is_flag=True, help="List the plot kinds and what each needs.")
+@click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), help="[default: DIR/KIND.FORMAT]")
+@click.option("--format", "fmt", type=click.Choice(["png", "svg"]), help="[default: from --out's suffix, else png]")
+@click.option("--axis", metavar="KEY", help="The sweep axis to compare (runtime-bars) or plot against.")
+@click.option("--metric", metavar="NAME", help="The metric to plot (runtime-bars, latency-concurrency).")
+def plot_cmd(
+    kind: str | None,
+    directory: Path | None,
+    list_only: bool,
+    out: Path | None,
+    fmt: str | None,
+    axis: str | None,
+    metric: str | None,
+) -> None:
+    """Draw plot KIND of the run or sweep in DIR (uvmsim plot --list shows the kinds)."""
+    from uvmsim import plot as plot_mod  # matplotlib: only for this command
+
+    if list_only or kind is None:
+        if kind is not None:
+            raise click.UsageError("give a plot KIND and DIR, or --list, not both")
+        _echo_rows(
+            [
+                (k.name, k.source, k.description if k.needs == "" else f"{k.description}; needs {k.needs}")
+                for k in plot_mod.KINDS.values()
+            ]
+        )
+        return
+    if kind not in plot_mod.KINDS:
+        _unknown("plot kind", kind, list(plot_mod.KINDS))
+    if directory is None:
+        raise click.UsageError(f"give the run or sweep directory to plot: uvmsim plot {kind} DIR")
+    path = plot_mod.render(kind, directory, out, fmt, axis=axis, metric=metric)
+    click.echo(f"wrote {path}")
+
+
 @cli.group("trace")
 def trace_group() -> None:
     """Inspect memory-access traces (replay one with `uvmsim run --set workload.kind=trace`)."""
@@ -312,6 +404,8 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         sys.exit(e.exit_code)
     except click.Abort:
         _fail("aborted", 130)
+    except sweep_mod.SweepInterrupted as e:
+        _fail(f"sweep {e}; run it again with --resume to finish it", 128 + e.signum)
     except click.ClickException as e:
         _fail(e.format_message(), EXIT_BAD_INPUT)
     except (ConfigError, FileNotFoundError, IsADirectoryError, NotADirectoryError) as e:

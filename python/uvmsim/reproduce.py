@@ -435,11 +435,17 @@ def mgpusim_tlb(ctx: Context) -> dict[str, float]:
 # --- uvm-driver (Allen, PhD thesis 2022) ----------------------------------------------------------
 
 
+def _batch_rows(result: uvmsim.Result) -> list[dict[str, Any]]:
+    """The run's per-batch records as row dicts (none when the run recorded no batch)."""
+    batches = result.tables.get("batches")
+    return [] if batches is None else batches.to_dict(orient="records")
+
+
 @experiment("allen-vecadd-probe")
 def vecadd_probe(ctx: Context) -> dict[str, float]:
     """Listing 3.1 on managed memory: what the first batches hold, without and with prefetch instructions."""
-    plain = ctx.run("vecadd", {}).tables.get("batches", [])
-    pre = ctx.run("vecadd-prefetch", {"workload.vecadd_probe.prefetch": True}).tables.get("batches", [])
+    plain = _batch_rows(ctx.run("vecadd", {}))
+    pre = _batch_rows(ctx.run("vecadd-prefetch", {"workload.vecadd_probe.prefetch": True}))
     first_write = next((i for i, b in enumerate(plain) if b["writes"] > 0), None)
     write_csv(
         ctx.out / "batches.csv",

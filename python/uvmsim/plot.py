@@ -1,0 +1,464 @@
+"""Plots of runs and sweeps (matplotlib; PNG or SVG): ``uvmsim plot KIND DIR``.
+
+Each kind is a function from data (a sweep's DataFrame from ``uvmsim.sweep.load_sweep``, a run's metrics or
+its ``batches`` table) to a matplotlib ``Figure``, so a notebook can call it directly; ``render`` reads a run
+or sweep directory, draws the kind and writes the file. Figures are built without pyplot: drawing one changes
+no global matplotlib state (backend, current figure) of the caller.
+
+Kinds whose data the simulator does not record yet are listed with what they need, and refuse with that
+message, rather than draw something else.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import uvmsim
+from uvmsim import sweep as sweep_mod
+from uvmsim._core import ConfigError
+from uvmsim._files import atomic_write
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "FORMATS",
+    "KINDS",
+    "PlotDataError",
+    "batch_stages",
+    "batch_time_vs_bytes",
+    "metric_vs_axis",
+    "render",
+    "runtime_bars",
+    "save",
+    "tlb_hit_rates",
+]
+
+FORMATS = ("png", "svg")
+# TLB levels of `tlb-hit-rates`: label -> metric; a level a run does not have (IOMMU in GMMU mode) is left out.
+TLB_LEVELS = {"L1 TLB": "gpu0.l1tlb.hit_rate", "L2 TLB": "gpu0.l2tlb.hit_rate", "IOMMU TLB": "iommu.tlb.hit_rate"}
+# Columns of the batches table that are timestamps, not stage durations.
+BATCH_TIMESTAMPS = ("start_ns", "end_ns")
+
+
+class PlotDataError(ConfigError):
+    """The directory lacks the data a plot kind needs (the message says what to run); exit code 2 in the CLI."""
+
+
+# --- the kinds ----------------------------------------------------------------------------------------------
+
+
+def _new_figure(width: float = 7.0, height: float = 4.2) -> Figure:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _short_keys(keys: Sequence[str]) -> dict[str, str]:
+    """Each dotted key by its last component where that is unambiguous (``threads`` for
+    ``workload.regular.threads``), else in full."""
+    last = [k.rsplit(".", 1)[-1] for k in keys]
+    return {k: (s if last.count(s) == 1 else k) for k, s in zip(keys, last, strict=True)}
+
+
+def _label(values: dict[str, Any], short: dict[str, str]) -> str:
+    return ", ".join(f"{short[k]}={v}" for k, v in values.items()) or "all runs"
+
+
+def _ok_runs(df: pd.DataFrame) -> pd.DataFrame:
+    ok = df[df["status"] == "ok"]
+    if ok.empty:
+        raise PlotDataError("the sweep has no successful run to plot")
+    return ok
+
+
+def _axis_column(df: pd.DataFrame, axis: str) -> str:
+    col = axis if axis.startswith(sweep_mod.SET_PREFIX) else sweep_mod.SET_PREFIX + axis
+    if col not in df.columns:
+        axes = [c[len(sweep_mod.SET_PREFIX) :] for c in df.columns if c.startswith(sweep_mod.SET_PREFIX)]
+        raise PlotDataError(f"the sweep has no axis `{axis}`; its axes: {', '.join(axes) or 'none'}")
+    return col
+
+
+def _metric_column(df: pd.DataFrame, metric: str) -> str:
+    if metric not in df.columns:
+        import difflib
+
+        near = difflib.get_close_matches(metric, [str(c) for c in df.columns], n=1)
+        hint = f"; did you mean `{near[0]}`?" if near else ""
+        raise PlotDataError(f"the runs have no metric `{metric}`{hint}")
+    return metric
+
+
+def _groups(df: pd.DataFrame, keys: Sequence[str]) -> list[tuple[dict[str, Any], pd.DataFrame]]:
+    """``df`` split by the values of ``keys`` columns, in order of first appearance."""
+    if not keys:
+        return [({}, df)]
+    out = []
+    for values, part in df.groupby(list(keys), sort=False, dropna=False):
+        vals = values if isinstance(values, tuple) else (values,)
+        out.append((dict(zip(keys, vals, strict=True)), part))
+    return out
+
+
+def runtime_bars(df: pd.DataFrame, by: str, metric: str = "time.total_ns", baseline: Any = None) -> Figure:
+    """Bars of ``metric`` per value of axis ``by``, normalized to its ``baseline`` value (default: the first)
+    within each combination of the other axes, with their geometric mean (the seeds' normalized-runtime figure)."""
+    import numpy as np
+
+    ok = _ok_runs(df)
+    by_col, metric = _axis_column(ok, by), _metric_column(ok, metric)
+    others = [c for c in ok.columns if c.startswith(sweep_mod.SET_PREFIX) and c != by_col]
+    values = list(dict.fromkeys(ok[by_col]))
+    base = values[0] if baseline is None else baseline
+    if base not in values:
+        raise PlotDataError(f"`{by}` has no value {base!r} to normalize to; its values: {values}")
+    short = _short_keys([c[len(sweep_mod.SET_PREFIX) :] for c in others])
+    labels, norm = [], []  # norm[group][value]
+    for group, part in _groups(ok, others):
+        by_value = {v: float(part.loc[part[by_col] == v, metric].mean()) for v in values}
+        ref = by_value[base]
+        labels.append(_label({k[len(sweep_mod.SET_PREFIX) :]: v for k, v in group.items()}, short))
+        norm.append([by_value[v] / ref if ref > 0 else math.nan for v in values])
+    table = np.array(norm, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        geo = [float(np.exp(np.nanmean(np.log(table[:, j])))) for j in range(len(values))]
+    labels.append("geomean")
+    table = np.vstack([table, geo])
+
+    fig = _new_figure(max(6.0, 0.6 * len(labels) * max(1, len(values)) / 2 + 2))
+    ax = fig.add_subplot()
+    width = 0.8 / len(values)
+    x = np.arange(len(labels))
+    for j, v in enumerate(values):
+        ax.bar(x + (j - (len(values) - 1) / 2) * width, table[:, j], width, label=str(v))
+    ax.axhline(1.0, color="0.3", linewidth=0.8)
+    ax.set_xticks(x, labels, rotation=30 if len(labels) > 4 else 0, ha="right" if len(labels) > 4 else "center")
+    ax.set_ylabel(f"{metric}\n(normalized to {by.removeprefix(sweep_mod.SET_PREFIX)} = {base})")
+    ax.legend(
+        title=by.removeprefix(sweep_mod.SET_PREFIX), fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0)
+    )
+    ax.set_title(f"Normalized {metric} per {by.removeprefix(sweep_mod.SET_PREFIX)}")
+    return fig
+
+
+def tlb_hit_rates(runs: Sequence[tuple[str, dict[str, Any]]]) -> Figure:
+    """Grouped bars of the hit rate of each TLB level (L1, L2, IOMMU where present), one group per run:
+    ``runs`` is ``(label, metrics)`` pairs."""
+    import numpy as np
+
+    levels = [
+        (name, key)
+        for name, key in TLB_LEVELS.items()
+        if any(key in m and not _isnan(m[key]) for _, m in runs)  # a sweep's DataFrame has NaN where absent
+    ]
+    if not levels:
+        raise PlotDataError("the runs report no TLB hit rates")
+    fig = _new_figure(max(5.0, 0.5 * len(runs) * len(levels) + 2))
+    ax = fig.add_subplot()
+    width = 0.8 / len(levels)
+    x = np.arange(len(runs))
+    for j, (name, key) in enumerate(levels):
+        rates = [100.0 * float(m.get(key, math.nan)) for _, m in runs]
+        ax.bar(x + (j - (len(levels) - 1) / 2) * width, rates, width, label=name)
+    labels = [label for label, _ in runs]
+    ax.set_xticks(x, labels, rotation=30 if len(runs) > 3 else 0, ha="right" if len(runs) > 3 else "center")
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("hit rate (%)")
+    ax.set_title("TLB hit rate per level")
+    ax.legend(fontsize="small")
+    return fig
+
+
+def _isnan(v: Any) -> bool:
+    return isinstance(v, float) and math.isnan(v)
+
+
+def metric_vs_axis(df: pd.DataFrame, x: str, metric: str = "gpu0.l1tlb.miss_latency_ns.mean") -> Figure:
+    """``metric`` against the numeric axis ``x``, one line per combination of the other axes (e.g. per-miss
+    latency against the number of concurrent work-items)."""
+    ok = _ok_runs(df)
+    x_col, metric = _axis_column(ok, x), _metric_column(ok, metric)
+    others = [c for c in ok.columns if c.startswith(sweep_mod.SET_PREFIX) and c != x_col]
+    short = _short_keys([c[len(sweep_mod.SET_PREFIX) :] for c in others])
+    fig = _new_figure()
+    ax = fig.add_subplot()
+    for group, part in _groups(ok, others):
+        line = part.groupby(x_col, sort=True)[metric].mean()
+        label = _label({k[len(sweep_mod.SET_PREFIX) :]: v for k, v in group.items()}, short)
+        ax.plot(line.index, line.values, marker="o", label=label)
+    ax.set_xlabel(x.removeprefix(sweep_mod.SET_PREFIX))
+    ax.set_ylabel(metric)
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"{metric} vs {x.removeprefix(sweep_mod.SET_PREFIX)}")
+    if others:
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig
+
+
+def _batches(batches: pd.DataFrame | None) -> pd.DataFrame:
+    if batches is None or batches.empty:
+        raise PlotDataError(
+            "the run has no batches table: run a managed workload with per-batch records "
+            "(--set workload.managed=true --set uvm.records=true)"
+        )
+    return batches
+
+
+def batch_time_vs_bytes(batches: pd.DataFrame) -> Figure:
+    """Each batch's duration against the bytes it migrated, with a least-squares line (its slope is the
+    effective migration bandwidth, its intercept the fixed cost of a batch)."""
+    import numpy as np
+
+    b = _batches(batches)
+    mib = b["bytes_h2d"].to_numpy(dtype=float) / 2**20
+    us = (b["end_ns"] - b["start_ns"]).to_numpy(dtype=float) / 1e3
+    fig = _new_figure()
+    ax = fig.add_subplot()
+    ax.scatter(mib, us, s=14, alpha=0.7, label=f"{len(b)} batches")
+    if len(np.unique(mib)) >= 2:
+        slope, intercept = np.polyfit(mib, us, 1)
+        r2 = float(np.corrcoef(mib, us)[0, 1] ** 2)
+        xs = np.linspace(0.0, float(mib.max()), 50)
+        gbps = 2**20 / (slope * 1e3) if slope > 0 else math.inf  # MiB per µs -> bytes per ns = GB/s
+        ax.plot(xs, intercept + slope * xs, color="C3", label=f"fit: {intercept:.1f} µs + {slope:.1f} µs/MiB")
+        ax.plot([], [], " ", label=f"≈ {gbps:.2f} GB/s marginal, R² = {r2:.3f}")
+    ax.set_xlabel("bytes migrated in the batch (MiB)")
+    ax.set_ylabel("batch time (µs)")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.set_title("UVM batch time vs bytes migrated")
+    ax.legend(fontsize="small")
+    return fig
+
+
+def stage_columns(batches: pd.DataFrame) -> list[str]:
+    """The per-stage duration columns of a batches table: every ``*_ns`` column except the timestamps."""
+    return [c for c in batches.columns if str(c).endswith("_ns") and c not in BATCH_TIMESTAMPS]
+
+
+def batch_stages(batches: pd.DataFrame) -> Figure:
+    """Stacked bars of each batch's stage durations (whatever ``STAGE_ns`` columns the table has)."""
+    import numpy as np
+
+    b = _batches(batches)
+    stages = stage_columns(b)
+    if not stages:
+        raise PlotDataError(
+            "the batches table has no per-stage times (columns STAGE_ns besides start_ns and end_ns): "
+            "batch-stages needs per-stage batch records (not yet recorded)"
+        )
+    fig = _new_figure(max(6.0, 0.12 * len(b) + 3))
+    ax = fig.add_subplot()
+    x = b["batch"].to_numpy() if "batch" in b.columns else np.arange(len(b))
+    bottom = np.zeros(len(b))
+    for stage in stages:
+        us = b[stage].to_numpy(dtype=float) / 1e3
+        ax.bar(x, us, 0.85, bottom=bottom, label=stage.removesuffix("_ns"))
+        bottom += us
+    ax.set_xlabel("batch")
+    ax.set_ylabel("time (µs)")
+    ax.set_title("UVM batch time per stage")
+    ax.legend(fontsize="small", ncols=2)
+    return fig
+
+
+# --- directories, files and the catalogue -------------------------------------------------------------------
+
+
+def save(fig: Figure, path: str | os.PathLike[str], fmt: str | None = None) -> Path:
+    """Write ``fig`` to ``path`` atomically, as ``fmt`` (default: from the suffix, else PNG)."""
+    p = Path(path)
+    fmt = fmt or (p.suffix.lstrip(".").lower() if p.suffix.lstrip(".").lower() in FORMATS else "png")
+
+    def write(fd: int) -> None:
+        with os.fdopen(fd, "wb") as f:
+            creator = f"uvmsim {uvmsim.__version__}"
+            fig.savefig(f, format=fmt, dpi=120, metadata={"Software" if fmt == "png" else "Creator": creator})
+
+    atomic_write(p, write)
+    return p
+
+
+def _is_sweep(d: Path) -> bool:
+    return (d / sweep_mod.RUNS_DIR).is_dir()
+
+
+def _needs_sweep(d: Path, kind: str) -> pd.DataFrame:
+    if not _is_sweep(d):
+        raise PlotDataError(f"{kind} plots a sweep: `{d}` is not a sweep directory (`uvmsim sweep SPEC -o DIR`)")
+    return sweep_mod.load_sweep(d)
+
+
+def _needs_run(d: Path, kind: str) -> uvmsim.Result:
+    if _is_sweep(d):
+        raise PlotDataError(f"{kind} plots one run: `{d}` is a sweep; give a run directory (`uvmsim run -o DIR`)")
+    return uvmsim.load(d)
+
+
+def _first_axis(d: Path, df: pd.DataFrame, numeric: bool = False) -> str:
+    axes = sweep_mod.sweep_axes(d) or [
+        c[len(sweep_mod.SET_PREFIX) :] for c in df.columns if c.startswith(sweep_mod.SET_PREFIX)
+    ]
+    for a in axes:
+        col = sweep_mod.SET_PREFIX + a
+        if col in df.columns and (
+            not numeric or all(isinstance(v, int | float) and not isinstance(v, bool) for v in df[col])
+        ):
+            return a
+    raise PlotDataError(f"the sweep has no {'numeric ' if numeric else ''}axis to plot against; give --axis")
+
+
+def _runtime_bars(d: Path, axis: str | None, metric: str | None) -> Figure:
+    df = _needs_sweep(d, "runtime-bars")
+    return runtime_bars(df, axis or _first_axis(d, df), metric or "time.total_ns")
+
+
+def _tlb_hit_rates(d: Path, axis: str | None, metric: str | None) -> Figure:
+    if not _is_sweep(d):
+        r = _needs_run(d, "tlb-hit-rates")
+        return tlb_hit_rates([(str(r.config.get("workload", {}).get("kind", d.name)), r.metrics)])
+    ok = _ok_runs(sweep_mod.load_sweep(d))
+    sets = [c for c in ok.columns if c.startswith(sweep_mod.SET_PREFIX)]
+    short = _short_keys([c[len(sweep_mod.SET_PREFIX) :] for c in sets])
+    runs = [
+        (_label({c[len(sweep_mod.SET_PREFIX) :]: row[c] for c in sets}, short), row.to_dict())
+        for _, row in ok.iterrows()
+    ]
+    return tlb_hit_rates(runs)
+
+
+def _latency_concurrency(d: Path, axis: str | None, metric: str | None) -> Figure:
+    df = _needs_sweep(d, "latency-concurrency")
+    return metric_vs_axis(df, axis or _first_axis(d, df, numeric=True), metric or "gpu0.l1tlb.miss_latency_ns.mean")
+
+
+def _batch_time_vs_bytes(d: Path, axis: str | None, metric: str | None) -> Figure:
+    return batch_time_vs_bytes(_needs_run(d, "batch-time-vs-bytes").tables.get("batches"))
+
+
+def _batch_stages(d: Path, axis: str | None, metric: str | None) -> Figure:
+    return batch_stages(_needs_run(d, "batch-stages").tables.get("batches"))
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A plot kind: what it shows, what directory it reads, and its drawing function (None: data missing)."""
+
+    name: str
+    source: str
+    description: str
+    draw: Callable[[Path, str | None, str | None], Figure] | None = None
+    needs: str = ""
+
+
+KINDS: dict[str, Kind] = {
+    k.name: k
+    for k in (
+        Kind(
+            "runtime-bars",
+            "sweep",
+            "time.total_ns (or --metric) per value of --axis (default: the first axis), normalized to its first "
+            "value, per combination of the other axes, with the geomean",
+            _runtime_bars,
+        ),
+        Kind("tlb-hit-rates", "run or sweep", "L1 / L2 / IOMMU TLB hit rates, per run", _tlb_hit_rates),
+        Kind(
+            "latency-concurrency",
+            "sweep",
+            "gpu0.l1tlb.miss_latency_ns.mean (or --metric) against a numeric --axis (default: the first), "
+            "one line per combination of the other axes",
+            _latency_concurrency,
+        ),
+        Kind(
+            "batch-time-vs-bytes",
+            "run",
+            "per-batch time against bytes migrated, with a linear fit (needs uvm.records = true)",
+            _batch_time_vs_bytes,
+        ),
+        Kind(
+            "batch-stages",
+            "run",
+            "per-batch stage times, stacked (needs uvm.records = true)",
+            _batch_stages,
+            needs="per-stage times in the batches table (not yet recorded)",
+        ),
+        Kind(
+            "fault-scatter",
+            "run",
+            "page index against fault order, coloured by batch",
+            needs="the per-fault table (not yet recorded)",
+        ),
+        Kind(
+            "link-utilization",
+            "run",
+            "link utilisation over time",
+            needs="per-transfer records of the link (not yet recorded)",
+        ),
+        Kind(
+            "l2-miss-latency",
+            "run or sweep",
+            "L2 TLB miss latency broken down by component",
+            needs="a per-component breakdown of the miss latency (not yet recorded)",
+        ),
+    )
+}
+
+
+def output_path(kind: str, directory: Path, out: Path | None, fmt: str | None) -> tuple[Path, str]:
+    """Where ``render`` writes and in which format: ``out`` (its suffix gives the format unless ``fmt`` does),
+    else ``directory/KIND.FMT``. ``ConfigError`` if the two disagree or the suffix is unknown."""
+    if out is None:
+        fmt = fmt or "png"
+        return directory / f"{kind}.{fmt}", fmt
+    suffix = out.suffix.lstrip(".").lower()
+    if fmt is None:
+        if suffix not in FORMATS:
+            raise ConfigError(
+                f"cannot tell the format of `{out}` from its suffix; give --format ({', '.join(FORMATS)})"
+            )
+        return out, suffix
+    if suffix in FORMATS and suffix != fmt:
+        raise ConfigError(f"`{out}` has a .{suffix} suffix but --format is {fmt}")
+    return out, fmt
+
+
+def render(
+    kind: str,
+    directory: str | os.PathLike[str],
+    out: str | os.PathLike[str] | None = None,
+    fmt: str | None = None,
+    *,
+    axis: str | None = None,
+    metric: str | None = None,
+) -> Path:
+    """Draw plot ``kind`` from the run or sweep in ``directory`` and write it; return the file's path.
+
+    Raises:
+        ConfigError: an unknown kind or format; ``PlotDataError`` (a ConfigError) when the directory lacks the
+            data the kind needs, or the kind's data is not recorded by the simulator yet.
+        FileNotFoundError: ``directory`` is not a run or sweep directory.
+    """
+    if kind not in KINDS:
+        import difflib
+
+        near = difflib.get_close_matches(kind, list(KINDS), n=1)
+        hint = f"did you mean `{near[0]}`? " if near else ""
+        raise ConfigError(f"unknown plot kind `{kind}`; {hint}available: {', '.join(KINDS)}")
+    if fmt is not None and fmt not in FORMATS:
+        raise ConfigError(f"unknown format `{fmt}`; available: {', '.join(FORMATS)}")
+    k = KINDS[kind]
+    if k.draw is None:
+        raise PlotDataError(f"{kind} needs {k.needs}")
+    d = Path(directory)
+    if not d.exists():
+        raise FileNotFoundError(f"`{d}` does not exist")
+    path, fmt = output_path(kind, d, Path(out) if out is not None else None, fmt)
+    fig = k.draw(d, axis, metric)
+    return save(fig, path, fmt)

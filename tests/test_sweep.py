@@ -1,0 +1,410 @@
+"""`uvmsim sweep`: spec parsing, the Parquet store, failures, resume, interruption, and the Ray engine."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+import uvmsim
+from conftest import Cli
+from uvmsim import sweep
+
+# Wall-clock measurements, the only metrics allowed to differ between identical runs.
+WALL_CLOCK = {"sim.wall_s", "sim.events_per_s", "sim.warp_mem_insts_per_s"}
+
+BASE = """\
+preset = "titan-v"
+[set]
+"workload.kind" = "regular"
+workload.managed = true
+"""
+# The issue's acceptance sweep: 3 x 4 x 4 = 48 small managed runs (each a few ms).
+SPEC_48 = (
+    BASE
+    + """\
+[grid]
+"uvm.replay_policy" = ["batch", "batch-flush", "once"]
+"uvm.batch_size" = [64, 128, 256, 512]
+"workload.regular.threads" = [1024, 2048, 4096, 8192]
+"""
+)
+# Long enough runs (0.1-0.3 s each, ~5 s in all on 2 workers) to interrupt a sweep in the middle.
+SPEC_SLOW = (
+    BASE
+    + """\
+uvm.replay_policy = "once"
+[grid]
+"uvm.batch_size" = [64, 128, 256, 512]
+"workload.regular.threads" = [16384, 32768, 49152]
+"sim.seed" = [1, 2, 3, 4]
+"""
+)
+# One good run, one invalid value, one simulation that stalls.
+SPEC_FAILING = (
+    BASE
+    + """\
+workload.regular.threads = 1024
+[[runs]]
+uvm.batch_size = 64
+[[runs]]
+uvm.batch_size = 0
+[[runs]]
+"sim.stall_events" = 1
+"""
+)
+
+
+def write_spec(tmp_path: Path, text: str, name: str = "spec.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def stored(out: Path) -> dict[str, int]:
+    """Run id -> mtime (ns) of every stored run file."""
+    return {p.stem: p.stat().st_mtime_ns for p in (out / "runs").glob("*.parquet") if not p.name.startswith(".")}
+
+
+def comparable(df: pd.DataFrame) -> pd.DataFrame:
+    """The deterministic part of a sweep's results: every column except wall-clock ones, indexed by run id."""
+    drop = [c for c in df.columns if c in WALL_CLOCK or c == "finished_unix_s"]
+    return df.drop(columns=drop).set_index("run_id").sort_index()
+
+
+# --- the spec -----------------------------------------------------------------------------------------------
+
+
+def test_grid_is_the_cartesian_product_with_stable_ids(tmp_path: Path) -> None:
+    spec = sweep.load_spec(write_spec(tmp_path, SPEC_48))
+    assert spec.preset == "titan-v"
+    assert spec.set == {"workload.kind": "regular", "workload.managed": True}
+    assert spec.axes == ["uvm.replay_policy", "uvm.batch_size", "workload.regular.threads"]
+    assert len(spec.runs) == 48
+    assert spec.runs[0].overrides == {
+        "uvm.replay_policy": "batch",
+        "uvm.batch_size": 64,
+        "workload.regular.threads": 1024,
+    }
+    assert spec.runs[-1].overrides == {
+        "uvm.replay_policy": "once",
+        "uvm.batch_size": 512,
+        "workload.regular.threads": 8192,
+    }
+    assert len({r.id for r in spec.runs}) == 48
+    # The id depends on the overrides only: the same in another load, whatever the key order.
+    assert [r.id for r in sweep.load_spec(write_spec(tmp_path, SPEC_48, "again.toml")).runs] == [
+        r.id for r in spec.runs
+    ]
+    assert sweep.run_id({"a.b": 1, "c.d": "x"}) == sweep.run_id({"c.d": "x", "a.b": 1})
+    assert sweep.run_id({"a.b": 1}) != sweep.run_id({"a.b": 1.0}) != sweep.run_id({"a.b": True})
+
+
+def test_example_spec_is_the_48_run_grid() -> None:
+    example = Path(__file__).resolve().parent.parent / "examples" / "sweeps" / "replay-policy.toml"
+    expected = sweep.parse_spec(tomllib.loads(SPEC_48), "SPEC_48")
+    assert [r.overrides for r in sweep.load_spec(example).runs] == [r.overrides for r in expected.runs]
+
+
+def test_runs_list_accepts_nested_and_dotted_keys(tmp_path: Path) -> None:
+    text = 'preset = "titan-v"\n[[runs]]\nuvm.batch_size = 64\n[[runs]]\n"uvm.batch_size" = 128\ngpu.sms = 4\n'
+    spec = sweep.load_spec(write_spec(tmp_path, text))
+    assert [r.overrides for r in spec.runs] == [{"uvm.batch_size": 64}, {"uvm.batch_size": 128, "gpu.sms": 4}]
+    assert spec.axes == ["uvm.batch_size", "gpu.sms"]
+
+
+def test_config_file_is_relative_to_the_spec(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "base.toml").write_text("[gpu]\nsms = 3\n")
+    spec = sweep.load_spec(write_spec(tmp_path / "sub", 'config = "base.toml"\n[grid]\n"gpu.core_mhz" = [500.0]\n'))
+    assert spec.config == tmp_path / "sub" / "base.toml"
+    assert uvmsim.resolve(spec.config)["gpu"]["sms"] == 3
+
+
+BAD_SPECS = [
+    pytest.param('preset = "titan-v"\ngrdi = 1\n', ["unknown key `grdi`", "did you mean `grid`"], id="unknown-key"),
+    pytest.param(
+        'preset = "titan-v"\n[grid]\n"uvm.batch_sise" = [1]\n',
+        ["[grid]", "uvm.batch_sise", "did you mean `uvm.batch_size`"],
+        id="unknown-axis",
+    ),
+    pytest.param(
+        'preset = "titan-v"\n[set]\ngpu.smss = 1\n[grid]\n"gpu.sms" = [1]\n', ["[set]", "gpu.smss"], id="unknown-set"
+    ),
+    pytest.param(
+        'preset = "titan-v"\n[[runs]]\ngpu.sms = 1\n[[runs]]\ngpu.smz = 2\n',
+        ["[[runs]] #2", "gpu.smz", "gpu.sms"],
+        id="unknown-run-key",
+    ),
+    pytest.param('preset = "titan-v"\n[grid]\n"gpu.sms" = 4\n', ["gpu.sms", "non-empty list"], id="axis-not-a-list"),
+    pytest.param('preset = "titan-v"\n[grid]\n"gpu.sms" = []\n', ["gpu.sms", "non-empty list"], id="empty-axis"),
+    pytest.param('preset = "titan-v"\n[grid]\n"gpu.sms" = [4, 4]\n', ["gpu.sms", "value 4 twice"], id="duplicate"),
+    pytest.param(
+        'preset = "titan-v"\n[grid]\n"gpu.sms" = [4]\n[[runs]]\n"gpu.sms" = 2\n', ["either a [grid]"], id="both"
+    ),
+    pytest.param('preset = "titan-v"\n', ["either a [grid]"], id="neither"),
+    pytest.param(
+        'preset = "titan-v"\n[[runs]]\n"gpu.sms" = 2\n[[runs]]\ngpu.sms = 2\n', ["#2 repeats run #1"], id="repeated"
+    ),
+    pytest.param('preset = "titan-v"\n[grid\n', ["spec.toml", "not valid TOML"], id="not-toml"),
+    pytest.param(
+        'preset = "titan-v"\n[grid]\n"gpu.sms" = [[1, 2]]\n', ["gpu.sms", "number, a boolean or a string"], id="list"
+    ),
+    pytest.param(
+        'preset = "titan-v"\n[set]\n"translation.levels" = 3\n[grid]\n"gpu.sms" = [1]\n',
+        ["base config is invalid", "translation.levels", "4, 5"],
+        id="bad-base-value",
+    ),
+    pytest.param('preset = "titan"\n[grid]\n"gpu.sms" = [1]\n', ["unknown preset `titan`"], id="unknown-preset"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), BAD_SPECS)
+def test_bad_spec_is_one_line_and_exit_2(cli: Cli, tmp_path: Path, text: str, expected: list[str]) -> None:
+    write_spec(tmp_path, text)
+    p = cli("sweep", "spec.toml", "-o", "out")
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("uvmsim: error: "), p.stderr
+    for word in expected:
+        assert word in lines[0], lines[0]
+    assert not (tmp_path / "out").exists()  # nothing made for a sweep that never started
+
+
+def test_missing_spec_and_bad_options_exit_2(cli: Cli, tmp_path: Path) -> None:
+    p = cli("sweep", "absent.toml", "-o", "out")
+    assert p.returncode == 2 and "absent.toml" in p.stderr and "does not exist" in p.stderr
+    write_spec(tmp_path, SPEC_48)
+    for args, word in ((["--jobs", "0"], "--jobs"), (["--address", "x"], "--engine ray"), (["--engine", "x"], "x")):
+        p = cli("sweep", "spec.toml", "-o", "out", *args)
+        assert p.returncode == 2 and word in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+# --- running, the store, failures, resume ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def local_48(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The 48-run acceptance sweep on the local engine, through the command line."""
+    d = tmp_path_factory.mktemp("local48")
+    write_spec(d, SPEC_48)
+    p = subprocess.run(
+        [sys.executable, "-m", "uvmsim", "sweep", "spec.toml", "-o", "out", "--jobs", "2"],
+        cwd=d,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    return d / "out", p
+
+
+def test_local_sweep_stores_one_file_per_run(local_48: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    out, p = local_48
+    assert p.returncode == 0, p.stderr
+    assert "48 ok, 0 failed, 0 skipped" in p.stdout
+    assert "48 runs, 0 already done, 48 to run" in p.stderr
+    spec = sweep.load_spec(out.parent / "spec.toml")
+    assert sorted(stored(out)) == sorted(r.id for r in spec.runs)
+    assert not [f for f in (out / "runs").iterdir() if f.name.startswith(".")]  # no temporary left
+    one = pq.read_table(out / "runs" / f"{spec.runs[5].id}.parquet").to_pandas()
+    assert len(one) == 1
+    assert one.at[0, "set.uvm.batch_size"] == 128 and one.at[0, "set.workload.regular.threads"] == 2048
+    df = sweep.load_sweep(out)
+    assert list(df["run_id"]) == [r.id for r in spec.runs]  # in spec order
+    assert list(df.columns[:6]) == [
+        "run_id",
+        "status",
+        "error",
+        "set.uvm.replay_policy",
+        "set.uvm.batch_size",
+        "set.workload.regular.threads",
+    ]
+    assert (df["status"] == "ok").all() and df["error"].isna().all()
+    assert df["uvm.faults.unique"].tolist() == df["set.workload.regular.threads"].tolist()  # one page per thread
+    config = json.loads(df.at[0, "config"])
+    assert config["uvm"]["replay_policy"] == "batch" and config["gpu"]["sms"] == 80  # the preset's, resolved
+    # Each run's metrics are those of the same run done alone.
+    alone = uvmsim.run(preset="titan-v", set={**spec.set, **spec.runs[5].overrides}).metrics
+    assert {k: v for k, v in alone.items() if k not in WALL_CLOCK} == {
+        k: df.at[5, k] for k in alone if k not in WALL_CLOCK
+    }
+
+
+def test_ray_engine_gives_the_same_metrics(
+    local_48: tuple[Path, subprocess.CompletedProcess[str]], cli: Cli, tmp_path: Path
+) -> None:
+    pytest.importorskip("ray", reason="the Ray engine needs the `ray` extra: pip install '.[ray]'")
+    out, p = local_48
+    assert p.returncode == 0, p.stderr
+    write_spec(tmp_path, SPEC_48)
+    # No --address: the command starts a local Ray instance with 2 CPUs and stops it at the end.
+    r = cli("sweep", "spec.toml", "-o", "ray-out", "--engine", "ray", "--jobs", "2", timeout=240)
+    assert r.returncode == 0, r.stderr
+    assert "48 ok, 0 failed" in r.stdout
+    local, ray = comparable(sweep.load_sweep(out)), comparable(sweep.load_sweep(tmp_path / "ray-out"))
+    assert len(ray) == 48
+    pd.testing.assert_frame_equal(local, ray)
+
+
+def test_failed_runs_are_recorded_and_resume_redoes_only_them(cli: Cli, tmp_path: Path) -> None:
+    write_spec(tmp_path, SPEC_FAILING)
+    p = cli("sweep", "spec.toml", "-o", "out", "--jobs", "2")
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert "1 ok, 2 failed" in p.stdout
+    assert "(uvm.batch_size=0): key `uvm.batch_size`: must be between 1" in p.stdout
+    assert "(sim.stall_events=1): simulation failed: " in p.stdout
+    assert "Traceback" not in p.stderr
+    df = sweep.load_sweep(tmp_path / "out").set_index("set.uvm.batch_size", drop=False)
+    assert list(df["status"]) == ["ok", "failed", "failed"]
+    bad_value = df[df["set.uvm.batch_size"] == 0].iloc[0]
+    assert bad_value["config"] is None and pd.isna(bad_value["time.total_ns"])
+    stalled = df[df["set.sim.stall_events"] == 1].iloc[0]
+    assert json.loads(stalled["config"])["sim"]["stall_events"] == 1  # a config that failed to simulate is kept
+
+    before = stored(tmp_path / "out")
+    time.sleep(0.01)  # so that a rewritten file would get a later mtime
+    r = cli("sweep", "spec.toml", "-o", "out", "--resume")
+    assert r.returncode == 1, r.stderr
+    assert "0 ok, 2 failed, 1 skipped" in r.stdout
+    after = stored(tmp_path / "out")
+    ok_id = df[df["status"] == "ok"].iloc[0]["run_id"]
+    assert after[ok_id] == before[ok_id]  # the finished run was not redone
+    assert all(after[i] != before[i] for i in before if i != ok_id)  # the failed ones were
+
+
+def test_existing_sweep_needs_resume_and_the_same_base(cli: Cli, tmp_path: Path) -> None:
+    small = BASE + '[grid]\n"workload.regular.threads" = [1024, 2048]\n'
+    write_spec(tmp_path, small)
+    assert cli("sweep", "spec.toml", "-o", "out").returncode == 0
+    p = cli("sweep", "spec.toml", "-o", "out")
+    assert p.returncode == 2 and "already holds a sweep (2 runs); pass --resume" in p.stderr
+    write_spec(tmp_path, small.replace('preset = "titan-v"', 'preset = "gtx480-zheng"'), "other.toml")
+    p = cli("sweep", "other.toml", "-o", "out", "--resume")
+    assert p.returncode == 2 and "another base config" in p.stderr, p.stderr
+    # Adding a value to an axis and resuming runs only the new run.
+    before = stored(tmp_path / "out")
+    write_spec(tmp_path, small.replace("[1024, 2048]", "[1024, 2048, 4096]"))
+    p = cli("sweep", "spec.toml", "-o", "out", "--resume")
+    assert p.returncode == 0 and "1 ok, 0 failed, 2 skipped" in p.stdout, p.stdout
+    after = stored(tmp_path / "out")
+    assert len(after) == 3 and all(after[i] == before[i] for i in before)
+
+
+def test_python_api(tmp_path: Path) -> None:
+    spec = sweep.parse_spec(
+        {"preset": "titan-v", "set": {"workload": {"kind": "regular", "managed": True}}, "grid": {"gpu.sms": [4, 8]}},
+        "<test>",
+    )
+    seen: list[str] = []
+    summary = uvmsim.sweep.run_sweep(spec, tmp_path / "s", jobs=1, on_result=lambda row: seen.append(row["run_id"]))
+    assert (summary.total, summary.ok, summary.failed, summary.skipped) == (2, 2, [], 0)
+    assert sorted(seen) == sorted(r.id for r in spec.runs)
+    assert list(uvmsim.sweep.load_sweep(tmp_path / "s")["set.gpu.sms"]) == [4, 8]
+    assert uvmsim.sweep.run_sweep(spec, tmp_path / "s", resume=True).skipped == 2
+    with pytest.raises(FileNotFoundError, match="not a sweep directory"):
+        uvmsim.sweep.load_sweep(tmp_path)
+
+
+# --- interruption -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_killed_sweep_loses_no_run_and_resume_repeats_none(tmp_path: Path, signum: signal.Signals) -> None:
+    write_spec(tmp_path, SPEC_SLOW)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "uvmsim", "sweep", "spec.toml", "-o", "out", "--jobs", "2", "--quiet"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(stored(out)) < 4:
+            assert proc.poll() is None, "the sweep ended before it could be interrupted"
+            assert time.monotonic() < deadline, "no run finished in time"
+            time.sleep(0.02)
+        proc.send_signal(signum)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if signum == signal.SIGKILL:
+        assert proc.returncode == -signal.SIGKILL
+    else:  # a clean stop: one line, the conventional exit code, the workers stopped with it
+        assert proc.returncode == 128 + signum, stderr
+        assert stderr.startswith("uvmsim: error: sweep interrupted by") and "--resume" in stderr, stderr
+        assert len(stderr.splitlines()) == 1, stderr
+    before = stored(out)
+    assert 4 <= len(before) < 48, "the sweep was not stopped in the middle"
+    for rid in before:  # every stored file is whole: written atomically
+        assert pq.read_table(out / "runs" / f"{rid}.parquet").column("status")[0].as_py() == "ok"
+    first = sweep.load_sweep(out)
+    finished = dict(zip(first["run_id"], first["finished_unix_s"], strict=True))
+
+    p = subprocess.run([*cmd[:-1], "--resume"], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert p.returncode == 0, p.stderr
+    assert f"{48 - len(before)} ok, 0 failed, {len(before)} skipped" in p.stdout
+    after = stored(out)
+    assert sorted(after) == sorted(r.id for r in sweep.load_spec(tmp_path / "spec.toml").runs)  # none lost
+    assert all(after[rid] == before[rid] for rid in before)  # none repeated: files untouched
+    df = sweep.load_sweep(out)
+    assert (df["status"] == "ok").all() and len(df) == 48
+    assert all(df.set_index("run_id").at[rid, "finished_unix_s"] == t for rid, t in finished.items())
+    assert not [f for f in (out / "runs").iterdir() if f.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_no_worker_outlives_an_interrupted_sweep(tmp_path: Path, signum: signal.Signals) -> None:
+    write_spec(tmp_path, SPEC_SLOW)
+    cmd = [sys.executable, "-m", "uvmsim", "sweep", "spec.toml", "-o", "out", "--jobs", "2", "--quiet"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "out" / "runs").is_dir():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        children = _children(proc.pid)
+        assert children, "the sweep started no worker"
+        proc.send_signal(signum)
+        proc.communicate(timeout=60)  # returns once every process holding the sweep's stdout/stderr has ended
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in children if _alive(pid)]
+
+
+def _children(pid: int) -> list[int]:
+    """Every descendant of ``pid`` (the pool's workers and multiprocessing's resource tracker)."""
+    out, frontier = [], [pid]
+    while frontier:
+        parent = frontier.pop()
+        path = Path(f"/proc/{parent}/task/{parent}/children")
+        kids = [int(k) for k in path.read_text().split()] if path.exists() else []
+        out.extend(kids)
+        frontier.extend(kids)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"  # a zombie has exited; only its parent's wait is missing
+
+
+def test_lock_refuses_a_second_sweep_on_the_same_directory(tmp_path: Path) -> None:
+    spec = sweep.parse_spec({"preset": "titan-v", "grid": {"gpu.sms": [4]}}, "<test>")
+    with sweep._locked(tmp_path / "s"), pytest.raises(uvmsim.ConfigError, match="in use by another sweep"):
+        sweep.run_sweep(spec, tmp_path / "s")
