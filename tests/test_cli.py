@@ -116,6 +116,7 @@ def test_reproduce_list(cli: Cli) -> None:
     assert p.returncode == 0, p.stderr
     ids = [line.split()[0] for line in p.stdout.splitlines()]
     assert ids == [
+        "allen-batch-composition",
         "allen-vecadd-probe",
         "apu-divergence",
         "apu-tlb-miss-latency",

@@ -146,3 +146,13 @@ def test_allen_vecadd_probe(tmp_path: Path) -> None:
     failed = [(r.metric, r.simulated) for r in rows if r.passed is False]
     assert not failed, failed
     assert (tmp_path / "batches.csv").read_text().startswith("run,batch,fetched")
+
+
+def test_allen_batch_composition(tmp_path: Path) -> None:
+    # Quick size (1 GiB): every batch mixes faults from all 40 µTLBs (about 3.2 per SM),
+    # so regular touches one VA block per µTLB and random nearly one per fault.
+    rows = {r.metric: r for r in rep.reproduce("allen-batch-composition", tmp_path, quick=True)}
+    assert 2.8 <= rows["regular.faults_per_sm_per_batch"].simulated <= 3.2
+    assert 35 <= rows["regular.va_blocks_per_batch"].simulated <= 45
+    assert rows["random.va_blocks_per_batch"].simulated > 4 * rows["regular.va_blocks_per_batch"].simulated
+    assert (tmp_path / "composition.csv").read_text().startswith("run,kind,threads")

@@ -463,3 +463,34 @@ def vecadd_probe(ctx: Context) -> dict[str, float]:
         "batches_before_first_write": math.nan if first_write is None else first_write,
         "first_batch_faults_prefetch": pre[0]["fetched"] if pre else math.nan,
     }
+
+
+@experiment("allen-batch-composition")
+def batch_composition(ctx: Context) -> dict[str, float]:
+    """Tables 3.1 and 4.1: mean faults per SM and VA blocks per batch, regular and random kernels."""
+    p = ctx.params
+    out: dict[str, float] = {}
+    rows = []
+
+    def measure(name: str, kind: str, threads: int, cta: int) -> tuple[float, float]:
+        r = ctx.run(name, {"workload.kind": kind, f"workload.{kind}.threads": threads, "workload.threads_per_cta": cta})
+        batches = _batch_rows(r)
+        sms = int(r.config["gpu"]["sms"])
+        per_sm = sum(b["fetched"] for b in batches) / len(batches) / sms if batches else math.nan
+        blocks = sum(b["va_blocks"] for b in batches) / len(batches) if batches else math.nan
+        rows.append((name, kind, threads, cta, len(batches), per_sm, blocks))
+        return per_sm, blocks
+
+    for kind in ("regular", "random"):
+        per_sm, blocks = measure(kind, kind, p["threads"], p["threads_per_cta"])
+        out[f"{kind}.faults_per_sm_per_batch"] = per_sm
+        out[f"{kind}.va_blocks_per_batch"] = blocks
+    for cta in (256, 512):
+        _, blocks = measure(f"regular-cta{cta}", "regular", p["sensitivity_threads"], cta)
+        out[f"regular.va_blocks_per_batch.cta{cta}"] = blocks
+    write_csv(
+        ctx.out / "composition.csv",
+        ("run", "kind", "threads", "threads_per_cta", "batches", "faults_per_sm_per_batch", "va_blocks_per_batch"),
+        rows,
+    )
+    return out

@@ -8,8 +8,8 @@ use pyo3::prelude::*;
 use uvmsim::api::{self, ApiError};
 use uvmsim::config::Source;
 
-create_exception!(_core, ConfigError, PyValueError, "Bad simulator input: the message names the source, key and what is accepted.");
-create_exception!(_core, SimulationError, PyRuntimeError, "The simulation failed (deadlock, livelock or an impossible state).");
+create_exception!(uvmsim._core, ConfigError, PyValueError, "Bad simulator input: the message names the source, key and what is accepted.");
+create_exception!(uvmsim._core, SimulationError, PyRuntimeError, "The simulation failed (deadlock, livelock or an impossible state).");
 
 fn to_sources(s: Vec<(String, String)>) -> Vec<Source> {
     s.into_iter().map(|(name, text)| Source { name, text }).collect()

@@ -53,6 +53,10 @@ struct Warp {
     pending: Vec<(Op, Box<[u64; MAX_LANES]>)>,
     /// Faulted instructions to re-execute now, after a replay, before the stream goes on.
     redo: std::collections::VecDeque<(Op, Box<[u64; MAX_LANES]>)>,
+    /// The 4 KiB pages its pending instructions faulted on: a replay wakes the
+    /// warp once all are resident (its µTLB holds the misses until then, so
+    /// nothing is walked again in between).
+    faulted: Vec<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -222,6 +226,7 @@ impl Gpu {
                 id,
                 pending: vec![],
                 redo: Default::default(),
+                faulted: vec![],
             });
             q.push(now, Ev::Warp(slot));
         }
@@ -290,6 +295,7 @@ impl Gpu {
                     coalesce(lanes, bytes, &self.scratch, self.line_shift, &mut self.lines);
                     // No later request can arrive before this: bandwidth timelines may forget the past.
                     let floor = issue.min(q.peek_time());
+                    let raised = self.faults.len();
                     let (done, faulted) = self.access(sm, kind, issue, floor).map_err(|va| {
                         let w = self.warps[slot as usize].as_ref().expect("resident");
                         SimError::Model(format!(
@@ -304,6 +310,7 @@ impl Gpu {
                         // Replayable far fault: the instruction is re-executed after the replay;
                         // meanwhile the warp goes on with independent instructions.
                         w.pending.push((op, Box::new(self.scratch)));
+                        w.faulted.extend(self.faults[raised..].iter().map(|f| f.vpn));
                         if self.blocking {
                             // Blocking: the µTLB stops, and the warp waits where it is.
                             let u = self.xlat.utlb_of(sm);
@@ -375,15 +382,25 @@ impl Gpu {
         self.faults.drain(..)
     }
 
-    /// The driver replayed at `now`: every sleeping warp re-executes its faulted instructions.
+    /// The driver replayed at `now`: the µTLBs unblock, and every sleeping warp
+    /// whose faulted pages are all resident re-executes its faulted instructions.
     pub fn replay(&mut self, now: Ps, q: &mut EventQueue<Ev>) {
         self.blocked.fill(false);
-        for slot in self.waiting.drain(..) {
-            if let Some(w) = self.warps[slot as usize].as_mut() {
+        let (warps, residency) = (&mut self.warps, &self.xlat.space.residency);
+        self.waiting.retain(|&slot| {
+            if let Some(w) = warps[slot as usize].as_mut() {
+                // Pages become resident in batches: drop them from the end, stop at the first still missing.
+                while let Some(&p) = w.faulted.last() {
+                    if !residency.is_resident(p) {
+                        return true;
+                    }
+                    w.faulted.pop();
+                }
                 w.redo.extend(w.pending.drain(..));
             }
             q.push(now, Ev::Warp(slot));
-        }
+            false
+        });
     }
 
     /// Note a far fault for the driver (kept out of line: the hot path never takes it).

@@ -3,16 +3,22 @@
 //!
 //! How it works: a walk that finds a managed page not resident on the GPU
 //! raises a far fault ([`Fault`]); the warp waits for a replay. Faults enter a
-//! ring buffer unless their µTLB already has `utlb_fault_limit` outstanding
-//! (Allen §3.2.1: 56 on a Titan V) or the ring is full. The first fault wakes
-//! the driver after `interrupt_us`. The driver fetches up to `batch_size`
-//! faults, coalesces duplicates of a page, groups the pages by 2 MiB VA block
-//! and services the blocks one after another: a cost per block, then the
-//! block's new pages over the link (copy engines, [`crate::link`]). After the
-//! batch the pages become resident and mapped, the policy decides the rest of
-//! the buffer (`batch`: keep it for the next batch; `batch-flush`, the
-//! driver's default: discard it, the faults come back after the replay), and
-//! the replay wakes every waiting warp, which re-executes its instruction.
+//! ring buffer, in the order they occur, unless their µTLB already has
+//! `utlb_fault_limit` outstanding (Allen §3.2.1: 56 on a Titan V) or the ring
+//! is full: then the µTLB holds the miss and raises it after the next replay
+//! (the hardware keeps it; nothing is walked again). An optional per-SM rate
+//! throttle spaces one SM's faults. The first fault wakes the driver after
+//! `interrupt_us`. The driver fetches up to `batch_size` faults, coalesces
+//! duplicates of a page, groups the pages by 2 MiB VA block and services the
+//! blocks one after another: a cost per block, then the block's new pages over
+//! the link (copy engines, [`crate::link`]). After the batch the pages become
+//! resident and mapped, the policy decides the rest of the buffer (`batch`:
+//! keep it for the next batch; `batch-flush`, the driver's default: discard
+//! it, and the µTLBs raise those faults again after the replay; `once`: go on
+//! until the buffer is drained, then replay). At a replay the µTLBs retry the
+//! faults they hold side by side (one each per round, so their faults
+//! interleave in the buffer), and every waiting warp whose faulted pages are
+//! all resident re-executes its faulted instructions.
 //!
 //! Batch time = interrupt (first batch of a wake-up) + batch_us + per_fault_us
 //! × fetched + Σ over blocks (per_block_us + transfer) + replay_us. Every
@@ -92,8 +98,8 @@ section! {
         pub per_block_us: f64 = 8.0,
         /// Cost of issuing a replay and waiting for it, in µs. ASSUMPTION, to be calibrated.
         pub replay_us: f64 = 5.0,
-        /// Per-SM fault throttle: faults an SM may raise between two replays; 0 = none (seed uvm-driver §3.2.1 infers one).
-        pub sm_faults_per_replay: u32 = 0,
+        /// Per-SM fault-rate throttle: least time between two faults one SM writes to the buffer, in ns; later faults wait; 0 = none (seed uvm-driver §3.2.1 infers a throttle, without its rate).
+        pub sm_fault_interval_ns: f64 = 0.0,
         /// Keep one record per batch (the `batches` table of the run's output).
         pub records: bool = false,
         /// Also run the same workload with device memory and explicit copies, and report the
@@ -176,7 +182,7 @@ pub struct UvmStats {
     pub duplicates: u64,
     /// Faults discarded by batch-flush.
     pub flushed: u64,
-    /// Faults not raised: their µTLB was at its limit, or the buffer was full.
+    /// Faults held at their µTLB (limit reached or buffer full), raised after a later replay.
     pub throttled: u64,
     pub batches: u64,
     pub va_blocks: u64,
@@ -216,9 +222,12 @@ pub struct Uvm {
     policy: ReplayPolicy,
     limit: u32,
     outstanding: Vec<u32>,
-    /// Faults each SM raised since the last replay (empty when the throttle is off).
-    sm_raised: Vec<u32>,
-    sm_cap: u32,
+    /// Faults held at their µTLB (its limit reached, the buffer full, or flushed):
+    /// raised again after a replay, in order, as the µTLB retries them.
+    parked: Vec<VecDeque<Fault>>,
+    /// Per-SM rate throttle: when each SM may next write a fault (empty when off).
+    sm_next: Vec<Ps>,
+    sm_interval: Ps,
     interrupt: Ps,
     batch_cost: Ps,
     per_fault: Ps,
@@ -247,8 +256,9 @@ impl Uvm {
             policy: c.replay_policy,
             limit: c.utlb_fault_limit,
             outstanding: vec![0; utlbs],
-            sm_raised: if c.sm_faults_per_replay > 0 { vec![0; sms] } else { vec![] },
-            sm_cap: c.sm_faults_per_replay,
+            parked: vec![VecDeque::new(); utlbs],
+            sm_next: if c.sm_fault_interval_ns > 0.0 { vec![0; sms] } else { vec![] },
+            sm_interval: ns_to_ps(c.sm_fault_interval_ns),
             // The fixed latency covers the whole service, interrupt included.
             interrupt: if c.cost_model == CostModel::FixedLatency { 0 } else { us(c.interrupt_us) },
             batch_cost: us(c.batch_us),
@@ -266,28 +276,73 @@ impl Uvm {
 
     /// A walk raised `f`. Returns when the driver must be woken, if it was idle.
     pub fn raise(&mut self, f: Fault) -> Next {
-        let o = &mut self.outstanding[f.utlb as usize];
-        if (*o >= self.limit && !f.prefetch) || self.buffer.len() >= self.capacity {
+        if !self.can_write(&f) {
+            // The µTLB holds the miss (hardware keeps it; nothing is walked again) until a replay.
             self.stats.throttled += 1;
+            self.parked[f.utlb as usize].push_back(f);
             return Next::Nothing;
         }
-        if !f.prefetch && !self.sm_raised.is_empty() {
-            let n = &mut self.sm_raised[f.sm as usize];
-            if *n >= self.sm_cap {
-                self.stats.throttled += 1;
-                return Next::Nothing;
-            }
-            *n += 1;
+        self.write(f)
+    }
+
+    /// Whether `f` may enter the buffer now: its µTLB is under its limit (prefetches escape it) and the ring has room.
+    fn can_write(&self, f: &Fault) -> bool {
+        (f.prefetch || self.outstanding[f.utlb as usize] < self.limit) && self.buffer.len() < self.capacity
+    }
+
+    /// Write `f` to the buffer, after the SM's rate throttle lets it through.
+    fn write(&mut self, mut f: Fault) -> Next {
+        if !self.sm_next.is_empty() && !f.prefetch {
+            let next = &mut self.sm_next[f.sm as usize];
+            f.time = f.time.max(*next);
+            *next = f.time + self.sm_interval;
         }
-        let o = &mut self.outstanding[f.utlb as usize];
-        *o += 1;
+        self.outstanding[f.utlb as usize] += 1;
         self.stats.raw += 1;
-        self.buffer.push_back(f);
+        // The hardware writes faults in the order they occur; walks processed
+        // later may end earlier, so insert by time (ties keep raise order).
+        if self.buffer.back().map_or(true, |g| g.time <= f.time) {
+            self.buffer.push_back(f);
+        } else {
+            let at = self.buffer.partition_point(|g| g.time <= f.time);
+            self.buffer.insert(at, f);
+        }
         if matches!(self.state, State::Idle) {
             self.state = State::Woken;
             return Next::Service(f.time + self.interrupt);
         }
         Next::Nothing
+    }
+
+    /// After a replay the µTLBs retry the faults they hold, in order, while they
+    /// have room; a page made resident meanwhile no longer faults.
+    /// The µTLBs retry side by side, so their faults interleave in the buffer:
+    /// one fault per µTLB per round.
+    fn unpark(&mut self, now: Ps, residency: &Residency) {
+        let mut active: Vec<usize> = (0..self.parked.len()).filter(|&u| !self.parked[u].is_empty()).collect();
+        while !active.is_empty() {
+            active.retain(|&u| {
+                while let Some(f) = self.parked[u].front() {
+                    if residency.is_resident(f.vpn) {
+                        self.parked[u].pop_front();
+                        continue;
+                    }
+                    if !self.can_write(f) {
+                        return false;
+                    }
+                    let mut f = self.parked[u].pop_front().expect("front exists");
+                    f.time = f.time.max(now);
+                    self.write(f);
+                    return !self.parked[u].is_empty();
+                }
+                false
+            });
+        }
+    }
+
+    /// Faults held at µTLBs, waiting for a replay.
+    pub fn parked(&self) -> usize {
+        self.parked.iter().map(VecDeque::len).sum()
     }
 
     /// The driver runs at `now`: fetch and service one batch.
@@ -376,16 +431,24 @@ impl Uvm {
             self.outstanding[f.utlb as usize] -= 1;
         }
         if self.policy == ReplayPolicy::BatchFlush {
-            // Flush what the buffer holds now; faults whose walks end later arrive after the flush.
+            // Flush what the buffer holds now; faults whose walks end later arrive after
+            // the flush. A flushed fault's access is still pending at its µTLB, which
+            // raises it again after the replay (a duplicate, seed uvm-driver §3.2.1).
             let before = self.buffer.len();
-            let outstanding = &mut self.outstanding;
+            let (outstanding, parked) = (&mut self.outstanding, &mut self.parked);
+            let mut requeue: Vec<Fault> = vec![];
             self.buffer.retain(|f| {
                 let keep = f.time > now;
                 if !keep {
                     outstanding[f.utlb as usize] -= 1;
+                    requeue.push(*f);
                 }
                 keep
             });
+            // Ahead of the faults the µTLB held back: they are older.
+            for f in requeue.into_iter().rev() {
+                parked[f.utlb as usize].push_front(f);
+            }
             let n = (before - self.buffer.len()) as u64;
             self.stats.flushed += n;
             if let Some(last) = self.records.as_mut().and_then(|r| r.last_mut()) {
@@ -398,7 +461,7 @@ impl Uvm {
         let replay = !(self.policy == ReplayPolicy::Once && self.buffer.iter().any(|f| f.time <= now));
         if replay {
             self.stats.replays += 1;
-            self.sm_raised.fill(0);
+            self.unpark(now, residency);
         }
         let next = if self.buffer.is_empty() {
             self.run_batches = 0;
@@ -503,11 +566,14 @@ mod tests {
         assert!(!res.is_resident(7), "not mapped before the batch ends");
         // Costs: 10 + 4 x 0.2 + 2 x (8 + transfer) + 5 µs.
         assert!(end > 31_800_000, "{end}");
-        assert_eq!(u.batch_done(end, &mut res), (Next::Nothing, true));
+        // batch-flush discarded the two faults left (9, 10); their µTLB raises them
+        // again after the replay, so the driver goes on at once.
+        assert_eq!(u.batch_done(end, &mut res), (Next::Service(end), true));
         assert!(res.is_resident(7) && res.is_resident(600) && res.is_resident(8));
-        // batch-flush discarded the two faults left (9, 10): they return after the replay.
-        assert_eq!((u.stats.flushed, u.buffer.len(), u.outstanding.clone()), (2, 0, vec![0, 0]));
+        assert_eq!((u.stats.flushed, u.stats.raw, u.buffer.len(), u.outstanding.clone()), (2, 8, 2, vec![2, 0]));
+        assert!(u.buffer.iter().all(|f| f.time == end && (f.vpn == 9 || f.vpn == 10)));
         assert!(!res.is_resident(9));
+        u.check_invariants().unwrap();
     }
 
     #[test]
@@ -571,34 +637,38 @@ mod tests {
     }
 
     #[test]
-    fn the_utlb_limit_throttles_faults() {
-        let (mut u, _, _) = uvm(ReplayPolicy::BatchFlush, 2);
+    fn the_utlb_limit_holds_faults_until_a_replay() {
+        let (mut u, mut link, mut res) = uvm(ReplayPolicy::Batch, 2);
         for vpn in 0..5 {
             u.raise(fault(vpn, 1));
         }
         u.raise(fault(9, 0));
-        assert_eq!((u.stats.raw, u.stats.throttled), (3, 3));
+        assert_eq!((u.stats.raw, u.stats.throttled, u.parked()), (3, 3, 3));
+        res.make_resident(3); // made resident meanwhile (e.g. by another µTLB's fault)
+        let Next::BatchDone(end) = u.service(10_000_000, &mut link, &res) else { panic!() };
+        assert_eq!(u.batch_done(end, &mut res), (Next::Service(end), true));
+        // The replay freed both of µTLB 1's slots: it raises pages 2 and 4 (3 no longer faults), in order.
+        let raised: Vec<u64> = u.buffer.iter().map(|f| f.vpn).collect();
+        assert_eq!((raised, u.parked(), u.stats.raw), (vec![2, 4], 0, 5));
+        u.check_invariants().unwrap();
     }
 
     #[test]
-    fn the_sm_throttle_caps_faults_between_replays() {
-        let c = UvmConfig { sm_faults_per_replay: 2, batch_size: 4, ..UvmConfig::default() };
+    fn the_sm_throttle_spaces_an_sms_faults() {
+        let c = UvmConfig { sm_fault_interval_ns: 100.0, batch_size: 4, ..UvmConfig::default() };
         let mut u = Uvm::new(&c, 2, 4);
-        let (mut link, mut res) = (Link::new(&Config::default().link), Residency::default());
         let at = |vpn: u64, sm: u32| Fault { time: 0, vpn, utlb: sm / 2, sm, write: false, prefetch: false };
-        for vpn in 0..4 {
+        for vpn in 0..3 {
             u.raise(at(vpn, 1));
         }
         u.raise(at(9, 2));
-        assert_eq!((u.stats.raw, u.stats.throttled), (3, 2), "two from SM 1, one from SM 2");
         let mut pre = at(11, 1);
         pre.prefetch = true;
         u.raise(pre);
-        assert_eq!(u.stats.raw, 4, "prefetch faults escape the throttle");
-        let Next::BatchDone(end) = u.service(10_000_000, &mut link, &res) else { panic!() };
-        let _ = u.batch_done(end, &mut res);
-        u.raise(at(20, 1));
-        assert_eq!(u.stats.raw, 5, "the replay resets the count");
+        // SM 1's faults at 0, 100, 200 ns; SM 2's at 0; the prefetch escapes the throttle.
+        let order: Vec<(u64, Ps)> = u.buffer.iter().map(|f| (f.vpn, f.time)).collect();
+        assert_eq!(order, vec![(0, 0), (9, 0), (11, 0), (1, 100_000), (2, 200_000)]);
+        u.check_invariants().unwrap();
     }
 
     #[test]
