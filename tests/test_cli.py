@@ -116,7 +116,9 @@ def test_reproduce_list(cli: Cli) -> None:
     assert p.returncode == 0, p.stderr
     ids = [line.split()[0] for line in p.stdout.splitlines()]
     assert ids == [
+        "allen-base-cost",
         "allen-batch-composition",
+        "allen-batch-size",
         "allen-vecadd-probe",
         "apu-divergence",
         "apu-tlb-miss-latency",

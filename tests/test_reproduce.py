@@ -156,3 +156,19 @@ def test_allen_batch_composition(tmp_path: Path) -> None:
     assert 35 <= rows["regular.va_blocks_per_batch"].simulated <= 45
     assert rows["random.va_blocks_per_batch"].simulated > 4 * rows["regular.va_blocks_per_batch"].simulated
     assert (tmp_path / "composition.csv").read_text().startswith("run,kind,threads")
+
+
+def test_allen_base_cost(tmp_path: Path) -> None:
+    # The band is a fit (uvm.pma_alloc_us); what is predicted is that the cost stays flat
+    # below 100 KB and grows with the pages faulted beyond.
+    rows = {r.metric: r for r in rep.reproduce("allen-base-cost", tmp_path)}
+    small = [rows[f"kernel_us.{k}KiB"].simulated for k in (4, 32, 96)]
+    assert all(400 <= t <= 600 for t in small), small
+    assert max(small) - min(small) < 0.1 * min(small)
+    assert rows["kernel_us.16384KiB"].simulated > 4 * rows["kernel_us.1024KiB"].simulated > 4 * 0.25 * small[0]
+
+
+def test_allen_batch_size_trend(tmp_path: Path) -> None:
+    rows = {r.metric: r for r in rep.reproduce("allen-batch-size", tmp_path, quick=True)}
+    assert rows["time_ratio.1024_over_256"].simulated < 1.0
+    assert (tmp_path / "batch_size.csv").read_text().startswith("batch_size,kernel_ms")

@@ -238,9 +238,15 @@ def batch_time_vs_bytes(batches: pd.DataFrame) -> Figure:
     return fig
 
 
+# The driver's stages in the order a batch goes through them (uvm.BatchRecord); others follow.
+STAGE_ORDER = ("fetch", "block", "first_touch", "unmap", "alloc", "zero", "transfer", "map", "tracker", "replay")
+
+
 def stage_columns(batches: pd.DataFrame) -> list[str]:
-    """The per-stage duration columns of a batches table: every ``*_ns`` column except the timestamps."""
-    return [c for c in batches.columns if str(c).endswith("_ns") and c not in BATCH_TIMESTAMPS]
+    """The per-stage duration columns of a batches table (``*_ns`` but the timestamps), in stage order."""
+    cols = [str(c) for c in batches.columns if str(c).endswith("_ns") and c not in BATCH_TIMESTAMPS]
+    rank = {f"{s}_ns": i for i, s in enumerate(STAGE_ORDER)}
+    return sorted(cols, key=lambda c: (rank.get(c, len(rank)), c))
 
 
 def batch_stages(batches: pd.DataFrame) -> Figure:
@@ -387,7 +393,6 @@ KINDS: dict[str, Kind] = {
             "run",
             "per-batch stage times, stacked (needs uvm.records = true)",
             _batch_stages,
-            needs="per-stage times in the batches table (not yet recorded)",
         ),
         Kind(
             "fault-scatter",

@@ -8,8 +8,8 @@ here under the same ID; it performs the runs and returns the simulated value
 of every check's metric. ``reproduce`` turns those into ``comparison.csv``.
 
 Tolerances: ``info`` (reported, not checked), ``exact``, ``N%`` (relative to
-the published number), or a bound ``> X``, ``>= X``, ``< X``, ``<= X`` on the
-simulated value.
+the published number), a bound ``> X``, ``>= X``, ``< X``, ``<= X`` on the
+simulated value, or a band ``A..B`` it must fall in.
 """
 
 from __future__ import annotations
@@ -167,11 +167,14 @@ def parse_tolerance(tol: str) -> Callable[[float | int | str, float], bool] | No
     if t.endswith("%"):
         frac = float(t.lstrip("±").rstrip("%")) / 100.0
         return lambda pub, sim: isinstance(pub, int | float) and abs(sim - pub) <= frac * abs(pub)
+    if ".." in t:
+        lo, hi = (float(x) for x in t.split("..", 1))
+        return lambda _pub, sim: lo <= sim <= hi
     for sym in (">=", "<=", ">", "<"):  # two-character operators first
         if t.startswith(sym):
             bound, op = float(t[len(sym) :]), _OPS[sym]
             return lambda _pub, sim: op(sim, bound)
-    raise ValueError(f"bad tolerance `{tol}`: expected info, exact, N%, or >, >=, <, <= followed by a number")
+    raise ValueError(f"bad tolerance `{tol}`: expected info, exact, N%, A..B, or >, >=, <, <= followed by a number")
 
 
 def compare(checks: list[Check], simulated: Mapping[str, float]) -> list[Row]:
@@ -493,4 +496,38 @@ def batch_composition(ctx: Context) -> dict[str, float]:
         ("run", "kind", "threads", "threads_per_cta", "batches", "faults_per_sm_per_batch", "va_blocks_per_batch"),
         rows,
     )
+    return out
+
+
+@experiment("allen-base-cost")
+def base_cost(ctx: Context) -> dict[str, float]:
+    """Fig. 3.4: kernel time of the regular kernel on managed memory, small data sizes (the UVM base cost)."""
+    out: dict[str, float] = {}
+    rows = []
+    for kib in ctx.params["sizes_kib"]:
+        pages = max(1, kib // 4)
+        r = ctx.run(f"regular-{kib}KiB", {"workload.regular.threads": pages})
+        us = r.metrics["time.kernel_ns"] / 1000.0
+        out[f"kernel_us.{kib}KiB"] = us
+        rows.append((kib, pages, us, r.metrics["uvm.time_ns"] / 1000.0, r.metrics["uvm.batches"]))
+    write_csv(ctx.out / "base_cost.csv", ("kib", "pages", "kernel_us", "uvm_batches_us", "batches"), rows)
+    return out
+
+
+@experiment("allen-batch-size")
+def batch_size(ctx: Context) -> dict[str, float]:
+    """Fig. 4.5: kernel time of the regular kernel against the driver's batch size."""
+    times: dict[int, float] = {}
+    rows = []
+    out: dict[str, float] = {}
+    for b in ctx.params["batch_sizes"]:
+        r = ctx.run(f"batch-{b}", {"uvm.batch_size": b, "workload.regular.threads": ctx.params["threads"]})
+        m = r.metrics
+        times[b] = m["time.kernel_ns"]
+        unique = m["uvm.faults.unique"] / max(1, m["uvm.batches"])
+        out[f"unique_per_batch.{b}"] = unique
+        rows.append((b, m["time.kernel_ns"] / 1e6, m["uvm.batches"], unique))
+    write_csv(ctx.out / "batch_size.csv", ("batch_size", "kernel_ms", "batches", "unique_per_batch"), rows)
+    out["time_ratio.1024_over_256"] = times[1024] / times[256]
+    out["time_change.6144_vs_1024"] = abs(times[6144] / times[1024] - 1.0)
     return out

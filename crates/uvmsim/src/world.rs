@@ -53,9 +53,13 @@ pub struct World {
 impl World {
     pub fn new(cfg: &Config, program: Program) -> World {
         let mut gpu = Gpu::new(cfg);
-        let uvm = Uvm::new(&cfg.uvm, gpu.xlat.l1.len(), gpu.sms());
+        let mut uvm = Uvm::new(&cfg.uvm, gpu.xlat.l1.len(), gpu.sms(), cfg.sim.seed);
         for b in &program.buffers {
             gpu.xlat.space.map(b);
+            if b.managed && cfg.workload.host_init {
+                // The host program initialised the array before the kernels: CPU-resident and CPU-mapped.
+                uvm.host_touch(b.base >> 12, (b.base + b.bytes).div_ceil(4096), cfg.workload.host_threads);
+            }
         }
         World {
             program,
@@ -226,7 +230,7 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     let opts = RunOptions { stall_events: cfg.sim.stall_events, progress_every_s: cfg.sim.progress_every_s };
     let rep = sim::run(&mut world, &mut q, &opts)?;
     if cfg!(debug_assertions) {
-        world.uvm.check_invariants().map_err(SimError::Model)?;
+        world.uvm.check_invariants(&world.gpu.xlat.space.residency).map_err(SimError::Model)?;
     }
     let mut m = Metrics::default();
     let end = world.done_at.unwrap_or(rep.end_ps);

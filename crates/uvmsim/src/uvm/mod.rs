@@ -26,9 +26,10 @@
 //! (seed uvm-driver: 400-600 µs of UVM time for < 100 KB).
 
 use crate::link::{Dir, Link};
-use crate::sim::{ns_to_ps, Ps};
+use crate::sim::{mix64, ns_to_ps, Ps};
 use crate::stats::{Latency, Metrics};
 use crate::xlat::space::{Residency, BLOCK_PAGES};
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
@@ -36,6 +37,8 @@ use std::collections::VecDeque;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum ReplayPolicy {
+    /// Replay after each VA block is serviced (policy 0): warps waiting on that block resume sooner; more replays.
+    Block,
     /// Replay after each batch; the next batch takes the faults still buffered.
     Batch,
     /// Flush the buffer, then replay (uvm_perf_fault_replay_policy = 2, the default).
@@ -78,7 +81,7 @@ section! {
         pub fault_buffer_entries: u32 = 4096,
         /// Faults the driver fetches per batch (uvm_perf_fault_batch_count, default 256).
         pub batch_size: u32 = 256,
-        /// "batch-flush" (driver default: discard the rest of the buffer, replay), "batch" (replay, keep the rest) or "once" (replay when the buffer is drained).
+        /// "batch-flush" (driver default: discard the rest of the buffer, replay), "batch" (replay, keep the rest), "block" (replay after each VA block, keep the rest) or "once" (replay when the buffer is drained).
         pub replay_policy: ReplayPolicy = ReplayPolicy::BatchFlush,
         /// Batches one bottom-half run services before it yields and waits for the next interrupt (uvm_perf_fault_max_batches_per_service, default 20).
         pub max_batches_per_service: u32 = 20,
@@ -98,6 +101,26 @@ section! {
         pub per_block_us: f64 = 8.0,
         /// Cost of issuing a replay and waiting for it, in µs. ASSUMPTION, to be calibrated.
         pub replay_us: f64 = 5.0,
+        /// Cost per duplicate fault fetched (a page already in the batch), in µs. ASSUMPTION, to be calibrated.
+        pub per_duplicate_us: f64 = 0.05,
+        /// First GPU touch of a VA block: DMA-map its pages and build the reverse map (seed uvm-driver §4.2: heavy-tailed, up to 64% of a batch); median cost in µs. ASSUMPTION, to be calibrated.
+        pub first_touch_us: f64 = 15.0,
+        /// Tail of the first-touch cost: Pareto shape (smaller is heavier; draws capped at 20 × the median). ASSUMPTION.
+        pub first_touch_tail: f64 = 1.5,
+        /// Unmapping a CPU-mapped block from the host (unmap_mapping_range), in µs, for one host thread. ASSUMPTION, to be calibrated.
+        pub unmap_us: f64 = 5.0,
+        /// Extra unmap cost per further host thread that touched the block (TLB shootdowns on each of its CPUs; seed uvm-driver §4.4), in µs. ASSUMPTION, to be calibrated.
+        pub unmap_per_thread_us: f64 = 3.0,
+        /// One call to the physical memory allocator, which takes root chunks from the GPU allocator in batches (spec/uvm-driver.md: 64 × 2 MiB), in µs. ASSUMPTION, to be calibrated.
+        pub pma_alloc_us: f64 = 100.0,
+        /// 2 MiB root chunks the allocator takes per call (spec/uvm-driver.md: 64).
+        pub pma_chunk_blocks: u32 = 64,
+        /// Zero-filling a page that is resident nowhere (populated on the GPU, no transfer), in µs. ASSUMPTION.
+        pub zero_us_per_page: f64 = 0.02,
+        /// Mapping a block's new pages on the GPU (PTE writes, TLB invalidate, membar), in µs. ASSUMPTION, to be calibrated.
+        pub map_us: f64 = 2.0,
+        /// Waiting for the batch's copy and map work to complete (the block tracker), in µs. ASSUMPTION, to be calibrated.
+        pub tracker_us: f64 = 5.0,
         /// Per-SM fault-rate throttle: least time between two faults one SM writes to the buffer, in ns; later faults wait; 0 = none (seed uvm-driver §3.2.1 infers a throttle, without its rate).
         pub sm_fault_interval_ns: f64 = 0.0,
         /// Keep one record per batch (the `batches` table of the run's output).
@@ -125,6 +148,20 @@ pub struct BatchRecord {
     pub bytes_h2d: u64,
     /// Faults flushed from the buffer after this batch.
     pub flushed: u64,
+    /// Replays issued during the batch (one per VA block under `block`, else one or none).
+    pub replays: u64,
+    /// Time in each stage, in ns; together they make end_ns - start_ns (the
+    /// fixed-latency model puts its latency in fetch_ns).
+    pub fetch_ns: f64,
+    pub block_ns: f64,
+    pub first_touch_ns: f64,
+    pub unmap_ns: f64,
+    pub alloc_ns: f64,
+    pub zero_ns: f64,
+    pub transfer_ns: f64,
+    pub map_ns: f64,
+    pub tracker_ns: f64,
+    pub replay_ns: f64,
 }
 
 impl UvmConfig {
@@ -138,6 +175,12 @@ impl UvmConfig {
         if self.max_batches_per_service == 0 {
             return Err(("uvm.max_batches_per_service".into(), "must be greater than 0".into()));
         }
+        if !(self.first_touch_tail.is_finite() && (1.01..=100.0).contains(&self.first_touch_tail)) {
+            return Err(("uvm.first_touch_tail".into(), format!("must be between 1.01 and 100, got {}", self.first_touch_tail)));
+        }
+        if self.pma_chunk_blocks == 0 || self.pma_chunk_blocks > 1 << 20 {
+            return Err(("uvm.pma_chunk_blocks".into(), format!("must be between 1 and 2^20, got {}", self.pma_chunk_blocks)));
+        }
         if self.utlb_fault_limit == 0 {
             return Err(("uvm.utlb_fault_limit".into(), "must be greater than 0".into()));
         }
@@ -148,6 +191,14 @@ impl UvmConfig {
             ("per_fault_us", self.per_fault_us),
             ("per_block_us", self.per_block_us),
             ("replay_us", self.replay_us),
+            ("per_duplicate_us", self.per_duplicate_us),
+            ("first_touch_us", self.first_touch_us),
+            ("unmap_us", self.unmap_us),
+            ("unmap_per_thread_us", self.unmap_per_thread_us),
+            ("pma_alloc_us", self.pma_alloc_us),
+            ("zero_us_per_page", self.zero_us_per_page),
+            ("map_us", self.map_us),
+            ("tracker_us", self.tracker_us),
         ] {
             if !(v.is_finite() && (0.0..=1e6).contains(&v)) {
                 return Err((format!("uvm.{k}"), format!("must be between 0 and 1000000 µs, got {v}")));
@@ -197,12 +248,48 @@ enum State {
     Idle,
     /// A service event is scheduled.
     Woken,
-    /// A batch is being serviced; these pages become resident when it ends.
+    /// A batch is being serviced: its segments (one per VA block under the
+    /// `block` policy, else one) end at these times, when their pages become
+    /// resident and mapped and a replay may follow.
     Servicing {
-        pages: Vec<u64>,
+        segments: VecDeque<(Ps, Vec<u64>)>,
         fetched: Vec<Fault>,
         start: Ps,
     },
+}
+
+/// The driver's stage costs, in ps (see [`UvmConfig`] for each term's source).
+#[derive(Debug, Clone)]
+struct Costs {
+    batch: Ps,
+    per_fault: Ps,
+    per_duplicate: Ps,
+    per_block: Ps,
+    first_touch: Ps,
+    first_touch_tail: f64,
+    unmap: Ps,
+    unmap_per_thread: Ps,
+    pma_alloc: Ps,
+    pma_chunk_blocks: u32,
+    zero_per_page: Ps,
+    map: Ps,
+    tracker: Ps,
+    replay: Ps,
+}
+
+/// Time spent in each stage of one batch.
+#[derive(Debug, Clone, Copy, Default)]
+struct Stages {
+    fetch: Ps,
+    block: Ps,
+    first_touch: Ps,
+    unmap: Ps,
+    alloc: Ps,
+    zero: Ps,
+    transfer: Ps,
+    map: Ps,
+    tracker: Ps,
+    replay: Ps,
 }
 
 /// What the world must schedule after a UVM step.
@@ -229,11 +316,18 @@ pub struct Uvm {
     sm_next: Vec<Ps>,
     sm_interval: Ps,
     interrupt: Ps,
-    batch_cost: Ps,
-    per_fault: Ps,
-    per_block: Ps,
-    replay: Ps,
+    costs: Costs,
     fixed: Option<Ps>,
+    seed: u64,
+    /// VA blocks with GPU state (DMA-mapped, a physical chunk): their first touch is paid.
+    gpu_blocks: FxHashSet<u64>,
+    /// Root chunks left from the allocator's last call.
+    pma_chunks_left: u32,
+    /// VA blocks mapped on the CPU, with the number of host threads that touched them.
+    cpu_mapped: FxHashMap<u64, u32>,
+    /// Page ranges resident on the CPU (host-initialised); other pages are
+    /// populated on the GPU by zero-filling, without a transfer.
+    cpu_resident: Vec<(u64, u64)>,
     state: State,
     /// Batches in the current bottom-half run, and the limit.
     run_batches: u32,
@@ -248,7 +342,7 @@ fn us(x: f64) -> Ps {
 }
 
 impl Uvm {
-    pub fn new(c: &UvmConfig, utlbs: usize, sms: usize) -> Uvm {
+    pub fn new(c: &UvmConfig, utlbs: usize, sms: usize, seed: u64) -> Uvm {
         Uvm {
             buffer: VecDeque::new(),
             capacity: c.fault_buffer_entries as usize,
@@ -261,10 +355,27 @@ impl Uvm {
             sm_interval: ns_to_ps(c.sm_fault_interval_ns),
             // The fixed latency covers the whole service, interrupt included.
             interrupt: if c.cost_model == CostModel::FixedLatency { 0 } else { us(c.interrupt_us) },
-            batch_cost: us(c.batch_us),
-            per_fault: us(c.per_fault_us),
-            per_block: us(c.per_block_us),
-            replay: us(c.replay_us),
+            costs: Costs {
+                batch: us(c.batch_us),
+                per_fault: us(c.per_fault_us),
+                per_duplicate: us(c.per_duplicate_us),
+                per_block: us(c.per_block_us),
+                first_touch: us(c.first_touch_us),
+                first_touch_tail: c.first_touch_tail,
+                unmap: us(c.unmap_us),
+                unmap_per_thread: us(c.unmap_per_thread_us),
+                pma_alloc: us(c.pma_alloc_us),
+                pma_chunk_blocks: c.pma_chunk_blocks,
+                zero_per_page: us(c.zero_us_per_page),
+                map: us(c.map_us),
+                tracker: us(c.tracker_us),
+                replay: us(c.replay_us),
+            },
+            seed: mix64(seed ^ 0x7576_6d5f_6674),
+            gpu_blocks: FxHashSet::default(),
+            pma_chunks_left: 0,
+            cpu_mapped: FxHashMap::default(),
+            cpu_resident: vec![],
             fixed: (c.cost_model == CostModel::FixedLatency).then(|| us(c.fault_latency_us)),
             state: State::Idle,
             run_batches: 0,
@@ -345,23 +456,42 @@ impl Uvm {
         self.parked.iter().map(VecDeque::len).sum()
     }
 
+    /// The host program touched pages `first..end` (4 KiB page numbers) with
+    /// `threads` host threads: they are CPU-resident and CPU-mapped.
+    pub fn host_touch(&mut self, first: u64, end: u64, threads: u32) {
+        self.cpu_resident.push((first, end));
+        self.cpu_resident.sort_unstable();
+        for block in first / BLOCK_PAGES..end.div_ceil(BLOCK_PAGES) {
+            let n = self.cpu_mapped.entry(block).or_insert(0);
+            *n = (*n).max(threads);
+        }
+    }
+
+    fn cpu_resident(&self, vpn: u64) -> bool {
+        let i = self.cpu_resident.partition_point(|&(first, _)| first <= vpn);
+        i > 0 && vpn < self.cpu_resident[i - 1].1
+    }
+
+    /// The first-touch cost of `block`: the median times a Pareto draw of the
+    /// configured shape (deterministic per block and seed), capped at 20 ×.
+    fn first_touch_cost(&self, block: u64) -> Ps {
+        let c = &self.costs;
+        // u in (0, 1]; x = u^(-1/a) has median 2^(1/a): divide it out.
+        let u = ((mix64(self.seed ^ block) >> 11) + 1) as f64 / (1u64 << 53) as f64;
+        let x = (u.powf(-1.0 / c.first_touch_tail) / 2f64.powf(1.0 / c.first_touch_tail)).min(20.0);
+        (c.first_touch as f64 * x) as Ps
+    }
+
     /// The driver runs at `now`: fetch and service one batch.
     pub fn service(&mut self, now: Ps, link: &mut Link, residency: &Residency) -> Next {
-        // Fetch up to batch_size faults already written (the buffer is in raise order).
-        // Faults are appended in the order walks raised them; a fault is in the buffer
-        // once its walk has ended (time <= now).
+        // Fetch up to batch_size faults already written; the buffer is in time order.
         let mut fetched = Vec::with_capacity(self.batch_size);
-        let mut i = 0;
-        while fetched.len() < self.batch_size && i < self.buffer.len() {
-            if self.buffer[i].time <= now {
-                fetched.extend(self.buffer.remove(i));
-            } else {
-                i += 1;
-            }
+        while fetched.len() < self.batch_size && self.buffer.front().is_some_and(|f| f.time <= now) {
+            fetched.extend(self.buffer.pop_front());
         }
         if fetched.is_empty() {
-            return match self.buffer.iter().map(|f| f.time).min() {
-                Some(t) => Next::Service(t),
+            return match self.buffer.front() {
+                Some(f) => Next::Service(f.time),
                 None => {
                     self.state = State::Idle;
                     Next::Nothing
@@ -373,60 +503,135 @@ impl Uvm {
         let mut pages: Vec<u64> = fetched.iter().map(|f| f.vpn).collect();
         pages.sort_unstable();
         pages.dedup();
-        self.stats.duplicates += (fetched.len() - pages.len()) as u64;
+        let duplicates = (fetched.len() - pages.len()) as u64;
+        self.stats.duplicates += duplicates;
         pages.retain(|&p| !residency.is_resident(p));
         self.stats.unique += pages.len() as u64;
         let (blocks_before, bytes_before) = (self.stats.va_blocks, self.stats.bytes_h2d);
-        // The fixed-latency model replaces every stage cost by one latency.
-        let (start_cost, per_block, replay) = match self.fixed {
-            Some(latency) => (latency, 0, 0),
-            None => (self.batch_cost + self.per_fault * fetched.len() as Ps, self.per_block, self.replay),
-        };
-        let mut t = now + start_cost;
+        let driver = self.fixed.is_none();
+        let c = self.costs.clone();
+        let mut st = Stages::default();
+        let mut t = now;
+        // The fixed-latency model replaces every stage cost by one latency; transfers come on top.
+        let fetch = self.fixed.unwrap_or(c.batch + c.per_fault * fetched.len() as Ps + c.per_duplicate * duplicates);
+        t += fetch;
+        st.fetch += fetch;
+        let mut segments = VecDeque::new();
+        let per_block_replay = self.policy == ReplayPolicy::Block;
         let mut i = 0;
         while i < pages.len() {
             let block = pages[i] / BLOCK_PAGES;
             let n = pages[i..].iter().take_while(|&&p| p / BLOCK_PAGES == block).count();
-            t += per_block;
-            let bytes = n as u64 * 4096;
-            let (_, end) = link.transfer(Dir::HostToDevice, bytes, t, now);
-            t = end;
+            let new_block = self.gpu_blocks.insert(block);
+            if driver {
+                let mut add = |d: Ps, stage: &mut Ps| {
+                    t += d;
+                    *stage += d;
+                };
+                add(c.per_block, &mut st.block);
+                if new_block {
+                    add(self.first_touch_cost(block), &mut st.first_touch);
+                    if self.pma_chunks_left == 0 {
+                        add(c.pma_alloc, &mut st.alloc);
+                        self.pma_chunks_left = c.pma_chunk_blocks;
+                    }
+                    self.pma_chunks_left -= 1;
+                }
+                if let Some(threads) = self.cpu_mapped.remove(&block) {
+                    add(c.unmap + c.unmap_per_thread * threads.saturating_sub(1) as Ps, &mut st.unmap);
+                }
+            }
+            let from_cpu = pages[i..i + n].iter().filter(|&&p| self.cpu_resident(p)).count() as u64;
+            if driver {
+                let zero = c.zero_per_page * (n as u64 - from_cpu);
+                t += zero;
+                st.zero += zero;
+            }
+            let bytes = from_cpu * 4096;
+            if bytes > 0 {
+                let (_, end) = link.transfer(Dir::HostToDevice, bytes, t, now);
+                st.transfer += end - t;
+                t = end;
+            }
+            if driver {
+                t += c.map;
+                st.map += c.map;
+            }
             self.stats.va_blocks += 1;
             self.stats.bytes_h2d += bytes;
+            if per_block_replay {
+                if driver {
+                    t += c.tracker + c.replay;
+                    (st.tracker, st.replay) = (st.tracker + c.tracker, st.replay + c.replay);
+                }
+                segments.push_back((t, pages[i..i + n].to_vec()));
+            }
             i += n;
         }
-        let end = t + replay;
+        if !per_block_replay || segments.is_empty() {
+            if driver {
+                t += c.tracker + c.replay;
+                (st.tracker, st.replay) = (st.tracker + c.tracker, st.replay + c.replay);
+            }
+            segments.push_back((t, if per_block_replay { vec![] } else { pages.clone() }));
+        }
+        let end = t;
         self.stats.batches += 1;
         if let Some(r) = self.records.as_mut() {
             let count = |pred: fn(&Fault) -> bool| fetched.iter().filter(|f| pred(f)).count() as u64;
+            let ns = |d: Ps| d as f64 / 1000.0;
             r.push(BatchRecord {
                 batch: self.stats.batches - 1,
-                start_ns: now as f64 / 1000.0,
-                end_ns: end as f64 / 1000.0,
+                start_ns: ns(now),
+                end_ns: ns(end),
                 fetched: fetched.len() as u64,
                 reads: count(|f| !f.write && !f.prefetch),
                 writes: count(|f| f.write),
                 prefetches: count(|f| f.prefetch),
                 unique: pages.len() as u64,
-                duplicates: (fetched.len() - pages.len()) as u64,
+                duplicates,
                 va_blocks: self.stats.va_blocks - blocks_before,
                 bytes_h2d: self.stats.bytes_h2d - bytes_before,
                 flushed: 0,
+                replays: 0,
+                fetch_ns: ns(st.fetch),
+                block_ns: ns(st.block),
+                first_touch_ns: ns(st.first_touch),
+                unmap_ns: ns(st.unmap),
+                alloc_ns: ns(st.alloc),
+                zero_ns: ns(st.zero),
+                transfer_ns: ns(st.transfer),
+                map_ns: ns(st.map),
+                tracker_ns: ns(st.tracker),
+                replay_ns: ns(st.replay),
             });
         }
-        self.state = State::Servicing { pages, fetched, start: now };
-        Next::BatchDone(end)
+        let first_end = segments.front().expect("at least one segment").0;
+        self.state = State::Servicing { segments, fetched, start: now };
+        Next::BatchDone(first_end)
     }
 
     /// The batch ends at `now`: map its pages, apply the replay policy.
     /// Returns what comes next, and whether the caller must replay the waiting warps now.
     pub fn batch_done(&mut self, now: Ps, residency: &mut Residency) -> (Next, bool) {
-        let State::Servicing { pages, fetched, start } = std::mem::replace(&mut self.state, State::Idle) else {
-            unreachable!("batch_done follows service")
-        };
+        let State::Servicing { segments, .. } = &mut self.state else { unreachable!("batch_done follows service") };
+        let (_, pages) = segments.pop_front().expect("a servicing batch has a segment left");
         for p in pages {
+            // In flight and resident at once would mean a page migrated twice.
+            debug_assert!(!residency.is_resident(p), "page {p:#x} serviced but already resident");
             residency.make_resident(p);
         }
+        if let Some(&(next, _)) = segments.front() {
+            // `block` policy: this VA block is mapped; replay, then the next block.
+            self.stats.replays += 1;
+            if let Some(last) = self.records.as_mut().and_then(|r| r.last_mut()) {
+                last.replays += 1;
+            }
+            return (Next::BatchDone(next), true);
+        }
+        let State::Servicing { fetched, start, .. } = std::mem::replace(&mut self.state, State::Idle) else {
+            unreachable!("checked above")
+        };
         for f in &fetched {
             self.outstanding[f.utlb as usize] -= 1;
         }
@@ -461,6 +666,9 @@ impl Uvm {
         let replay = !(self.policy == ReplayPolicy::Once && self.buffer.iter().any(|f| f.time <= now));
         if replay {
             self.stats.replays += 1;
+            if let Some(last) = self.records.as_mut().and_then(|r| r.last_mut()) {
+                last.replays += 1;
+            }
             self.unpark(now, residency);
         }
         let next = if self.buffer.is_empty() {
@@ -484,14 +692,19 @@ impl Uvm {
     /// tests): every raised fault is fetched, flushed or still buffered, and
     /// the µTLBs count exactly the buffered and in-service ones as outstanding.
     /// (A run may end while a batch of stale faults is in service.)
-    pub fn check_invariants(&self) -> Result<(), String> {
+    pub fn check_invariants(&self, residency: &Residency) -> Result<(), String> {
         let s = &self.stats;
         let buffered = self.buffer.len() as u64;
         if s.raw != s.fetched + s.flushed + buffered {
             return Err(format!("uvm: {} faults raised but {} fetched + {} flushed + {buffered} buffered", s.raw, s.fetched, s.flushed));
         }
         let in_service = match &self.state {
-            State::Servicing { fetched, .. } => fetched.len() as u64,
+            State::Servicing { fetched, segments, .. } => {
+                if let Some(p) = segments.iter().flat_map(|(_, pages)| pages).find(|&&p| residency.is_resident(p)) {
+                    return Err(format!("uvm: page {p:#x} is being migrated but already resident"));
+                }
+                fetched.len() as u64
+            }
             _ => 0,
         };
         let outstanding: u64 = self.outstanding.iter().map(|&o| o as u64).sum();
@@ -540,7 +753,7 @@ mod tests {
     fn uvm(policy: ReplayPolicy, limit: u32) -> (Uvm, Link, Residency) {
         let mut c = UvmConfig { replay_policy: policy, utlb_fault_limit: limit, batch_size: 4, ..UvmConfig::default() };
         c.interrupt_us = 1.0;
-        (Uvm::new(&c, 2, 4), Link::new(&Config::default().link), Residency::default())
+        (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default())
     }
 
     fn fault(vpn: u64, utlb: u32) -> Fault {
@@ -573,7 +786,7 @@ mod tests {
         assert_eq!((u.stats.flushed, u.stats.raw, u.buffer.len(), u.outstanding.clone()), (2, 8, 2, vec![2, 0]));
         assert!(u.buffer.iter().all(|f| f.time == end && (f.vpn == 9 || f.vpn == 10)));
         assert!(!res.is_resident(9));
-        u.check_invariants().unwrap();
+        u.check_invariants(&res).unwrap();
     }
 
     #[test]
@@ -587,7 +800,7 @@ mod tests {
         let Next::BatchDone(end2) = u.service(end, &mut link, &res) else { panic!() };
         assert_eq!(u.batch_done(end2, &mut res), (Next::Nothing, true));
         assert_eq!((u.stats.batches, u.stats.unique, u.stats.flushed), (2, 6, 0));
-        u.check_invariants().unwrap();
+        u.check_invariants(&res).unwrap();
     }
 
     #[test]
@@ -596,7 +809,8 @@ mod tests {
         let mut link_cfg = Config::default().link;
         link_cfg.latency_ns = 0.0;
         link_cfg.bandwidth_gbps = 16.0;
-        let (mut u, mut link, res) = (Uvm::new(&c, 2, 4), Link::new(&link_cfg), Residency::default());
+        let (mut u, mut link, res) = (Uvm::new(&c, 2, 4, 0), Link::new(&link_cfg), Residency::default());
+        u.host_touch(0, 512, 1);
         u.raise(fault(1, 0));
         let Next::BatchDone(end) = u.service(0, &mut link, &res) else { panic!() };
         // 20 µs, then 4 KiB at 16 GB/s = 256 ns (seed paged-memory §4.1: "~250 nanoseconds").
@@ -612,7 +826,7 @@ mod tests {
             interrupt_us: 1.0,
             ..UvmConfig::default()
         };
-        let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4), Link::new(&Config::default().link), Residency::default());
+        let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default());
         for vpn in 0..3 {
             u.raise(fault(vpn, 0));
         }
@@ -633,7 +847,7 @@ mod tests {
         let Next::BatchDone(end2) = u.service(end, &mut link, &res) else { panic!() };
         assert_eq!(u.batch_done(end2, &mut res), (Next::Nothing, true));
         assert_eq!((u.stats.batches, u.stats.replays), (2, 1));
-        u.check_invariants().unwrap();
+        u.check_invariants(&res).unwrap();
     }
 
     #[test]
@@ -650,13 +864,13 @@ mod tests {
         // The replay freed both of µTLB 1's slots: it raises pages 2 and 4 (3 no longer faults), in order.
         let raised: Vec<u64> = u.buffer.iter().map(|f| f.vpn).collect();
         assert_eq!((raised, u.parked(), u.stats.raw), (vec![2, 4], 0, 5));
-        u.check_invariants().unwrap();
+        u.check_invariants(&res).unwrap();
     }
 
     #[test]
     fn the_sm_throttle_spaces_an_sms_faults() {
         let c = UvmConfig { sm_fault_interval_ns: 100.0, batch_size: 4, ..UvmConfig::default() };
-        let mut u = Uvm::new(&c, 2, 4);
+        let (mut u, res) = (Uvm::new(&c, 2, 4, 0), Residency::default());
         let at = |vpn: u64, sm: u32| Fault { time: 0, vpn, utlb: sm / 2, sm, write: false, prefetch: false };
         for vpn in 0..3 {
             u.raise(at(vpn, 1));
@@ -668,7 +882,7 @@ mod tests {
         // SM 1's faults at 0, 100, 200 ns; SM 2's at 0; the prefetch escapes the throttle.
         let order: Vec<(u64, Ps)> = u.buffer.iter().map(|f| (f.vpn, f.time)).collect();
         assert_eq!(order, vec![(0, 0), (9, 0), (11, 0), (1, 100_000), (2, 200_000)]);
-        u.check_invariants().unwrap();
+        u.check_invariants(&res).unwrap();
     }
 
     #[test]
@@ -678,5 +892,89 @@ mod tests {
         u.raise(fault(3, 0));
         let Next::BatchDone(_) = u.service(0, &mut link, &res) else { panic!() };
         assert_eq!((u.stats.unique, u.stats.bytes_h2d), (0, 0));
+    }
+
+    /// A driver-cost-model Uvm with records, batches of `batch`, and every stage cost distinct.
+    fn costed(policy: ReplayPolicy, batch: u32) -> (Uvm, Link, Residency) {
+        let c = UvmConfig {
+            replay_policy: policy,
+            batch_size: batch,
+            records: true,
+            first_touch_tail: 100.0, // nearly constant: the median
+            pma_chunk_blocks: 2,
+            ..UvmConfig::default()
+        };
+        (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default())
+    }
+
+    #[test]
+    fn stage_costs_follow_block_state_and_sum_to_the_batch_time() {
+        let (mut u, mut link, mut res) = costed(ReplayPolicy::Batch, 8);
+        // Block 0 host-initialised by 4 threads; block 1 untouched by the host.
+        u.host_touch(0, 512, 4);
+        for vpn in [1, 2, 513] {
+            u.raise(fault(vpn, 0));
+        }
+        let Next::BatchDone(end) = u.service(0, &mut link, &res) else { panic!() };
+        let r = u.records.as_ref().unwrap()[0].clone();
+        let us = |ns: f64| ns / 1000.0;
+        assert!((us(r.fetch_ns) - (10.0 + 3.0 * 0.2)).abs() < 1e-6);
+        assert!((us(r.block_ns) - 16.0).abs() < 1e-6, "two blocks");
+        assert!((us(r.first_touch_ns) - 30.0).abs() < 0.5, "both blocks are new: 2 x the 15 µs median");
+        assert!((us(r.alloc_ns) - 100.0).abs() < 1e-6, "one allocator call gives 2 root chunks");
+        assert!((us(r.unmap_ns) - (5.0 + 3.0 * 3.0)).abs() < 1e-6, "only block 0 is CPU-mapped: 4 threads");
+        assert!((us(r.zero_ns) - 0.02).abs() < 1e-6, "page 513 is resident nowhere: zero-filled");
+        assert_eq!(r.bytes_h2d, 2 * 4096, "pages 1 and 2 come from the CPU");
+        assert!(r.transfer_ns > 0.0);
+        assert!((us(r.map_ns) - 4.0).abs() < 1e-6 && (us(r.tracker_ns) - 5.0).abs() < 1e-6 && (us(r.replay_ns) - 5.0).abs() < 1e-6);
+        let sum = r.fetch_ns
+            + r.block_ns
+            + r.first_touch_ns
+            + r.unmap_ns
+            + r.alloc_ns
+            + r.zero_ns
+            + r.transfer_ns
+            + r.map_ns
+            + r.tracker_ns
+            + r.replay_ns;
+        assert!((sum - (r.end_ns - r.start_ns)).abs() < 1e-3, "{sum} vs {}", r.end_ns - r.start_ns);
+        assert_eq!(u.batch_done(end, &mut res), (Next::Nothing, true));
+        // Block 0 again (page 3): no first touch, no unmap (already unmapped), no allocation.
+        u.raise(fault(3, 0));
+        let Next::BatchDone(_) = u.service(end, &mut link, &res) else { panic!() };
+        let r = u.records.as_ref().unwrap()[1].clone();
+        assert_eq!((r.first_touch_ns, r.unmap_ns, r.alloc_ns), (0.0, 0.0, 0.0));
+    }
+
+    #[test]
+    fn first_touch_costs_are_heavy_tailed_and_deterministic() {
+        let c = UvmConfig { first_touch_us: 10.0, first_touch_tail: 1.5, ..UvmConfig::default() };
+        let u = Uvm::new(&c, 2, 4, 7);
+        let mut draws: Vec<Ps> = (0..10_000).map(|b| u.first_touch_cost(b)).collect();
+        assert_eq!(draws[..5], (0..5).map(|b| Uvm::new(&c, 2, 4, 7).first_touch_cost(b)).collect::<Vec<_>>()[..]);
+        draws.sort_unstable();
+        let median = draws[5000] as f64 / 1e6;
+        let p99 = draws[9900] as f64 / 1e6;
+        assert!((9.0..11.0).contains(&median), "median {median} µs");
+        assert!(p99 > 8.0 * median, "a heavy tail: p99 {p99} µs");
+        assert!(*draws.last().unwrap() <= 200_000_000, "capped at 20 x");
+    }
+
+    #[test]
+    fn block_policy_replays_after_each_block() {
+        let (mut u, mut link, mut res) = costed(ReplayPolicy::Block, 8);
+        for vpn in [1, 513, 1025] {
+            u.raise(fault(vpn, 0));
+        }
+        let Next::BatchDone(e1) = u.service(0, &mut link, &res) else { panic!() };
+        // The first block is mapped and replayed before the others are serviced.
+        let (Next::BatchDone(e2), true) = u.batch_done(e1, &mut res) else { panic!() };
+        assert!(res.is_resident(1) && !res.is_resident(513));
+        let (Next::BatchDone(e3), true) = u.batch_done(e2, &mut res) else { panic!() };
+        assert!(e3 > e2 && e2 > e1 && res.is_resident(513) && !res.is_resident(1025));
+        let (next, replay) = u.batch_done(e3, &mut res);
+        assert_eq!((next, replay, res.is_resident(1025)), (Next::Nothing, true, true));
+        assert_eq!((u.stats.replays, u.records.as_ref().unwrap()[0].replays), (3, 3));
+        u.check_invariants(&res).unwrap();
     }
 }

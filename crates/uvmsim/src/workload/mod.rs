@@ -372,6 +372,10 @@ section! {
         pub memcpy_inputs: bool = false,
         /// Allocate the kernel's arrays as managed (unified) memory: the GPU faults pages in on first touch ([uvm]).
         pub managed: bool = false,
+        /// Managed arrays are initialised by the host before the kernels (CPU-resident and CPU-mapped: GPU faults migrate them and unmap the CPU); false: first touched by the GPU (zero-filled there, no transfer).
+        pub host_init: bool = true,
+        /// Host threads that initialised the managed arrays (the CPU unmap of a block costs more per thread that touched it; seed uvm-driver §4.4).
+        pub host_threads: u32 = 1,
         /// Parameters of `stride`.
         pub stride: StrideParams = StrideParams::default(),
         /// Parameters of `concurrency`.
@@ -459,6 +463,9 @@ impl WorkloadConfig {
                 format!("workload.{}", self.kind.name().replace('-', "_")),
                 format!("the parameters ask for {fp} bytes of arrays; at most 64 TiB can be allocated"),
             ));
+        }
+        if !(1..=1024).contains(&self.host_threads) {
+            return Err(("workload.host_threads".into(), format!("must be between 1 and 1024, got {}", self.host_threads)));
         }
         let ws = cfg.gpu.warp_size;
         let tpc = self.threads_per_cta;
