@@ -52,6 +52,8 @@ fn expected_mem_insts(kind: WorkloadKind) -> Option<(u64, u64)> {
         // 1024 queries, CTAs of 8 warps: each warp loads the query key and 2 + 2 + 1 node key rows;
         // per CTA 2 child indices, the record and the answer.
         WorkloadKind::Btree => exact(1024 * (8 * 6 + 4)),
+        // 4096 threads, one access each.
+        WorkloadKind::FaultBurst => exact(w(4096)),
         _ => return None,
     })
 }

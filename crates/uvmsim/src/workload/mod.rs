@@ -16,6 +16,7 @@
 
 mod backprop;
 mod btree;
+mod fault_burst;
 mod gather;
 mod gemm;
 mod grid;
@@ -36,6 +37,7 @@ mod xsbench;
 
 pub use backprop::BackpropParams;
 pub use btree::BtreeParams;
+pub use fault_burst::FaultBurstParams;
 pub use gather::GatherParams;
 pub use gemm::GemmParams;
 pub use hotspot::HotspotParams;
@@ -183,6 +185,7 @@ pub enum KernelGen {
     Spmv(Box<spmv::SpmvKernel>),
     Xsbench(Box<xsbench::XsbenchKernel>),
     Btree(Box<btree::BtreeKernel>),
+    FaultBurst(fault_burst::FaultBurstKernel),
 }
 
 /// Identity of one warp within a kernel launch.
@@ -211,6 +214,7 @@ impl KernelGen {
             KernelGen::Spmv(k) => WarpStream::Spmv(Box::new(k.warp(id))),
             KernelGen::Xsbench(k) => WarpStream::Xsbench(Box::new(k.warp(id))),
             KernelGen::Btree(k) => WarpStream::Btree(Box::new(k.warp(id))),
+            KernelGen::FaultBurst(k) => WarpStream::FaultBurst(k.warp(id)),
         }
     }
 }
@@ -230,6 +234,7 @@ pub enum WarpStream {
     Spmv(Box<spmv::SpmvWarp>),
     Xsbench(Box<xsbench::XsbenchWarp>),
     Btree(Box<btree::BtreeWarp>),
+    FaultBurst(fault_burst::FaultBurstWarp),
 }
 
 impl WarpStream {
@@ -249,6 +254,7 @@ impl WarpStream {
             WarpStream::Spmv(w) => w.next(scratch),
             WarpStream::Xsbench(w) => w.next(scratch),
             WarpStream::Btree(w) => w.next(),
+            WarpStream::FaultBurst(w) => w.next(),
         }
     }
 }
@@ -279,10 +285,11 @@ pub enum WorkloadKind {
     Spmv,
     Btree,
     Xsbench,
+    FaultBurst,
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 21] = [
+    pub const ALL: [WorkloadKind; 22] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
@@ -304,6 +311,7 @@ impl WorkloadKind {
         WorkloadKind::Spmv,
         WorkloadKind::Btree,
         WorkloadKind::Xsbench,
+        WorkloadKind::FaultBurst,
     ];
 
     pub fn name(self) -> &'static str {
@@ -329,6 +337,7 @@ impl WorkloadKind {
             WorkloadKind::Spmv => "spmv",
             WorkloadKind::Btree => "btree",
             WorkloadKind::Xsbench => "xsbench",
+            WorkloadKind::FaultBurst => "fault-burst",
         }
     }
 
@@ -355,6 +364,7 @@ impl WorkloadKind {
             WorkloadKind::Spmv => "CSR sparse matrix-vector product over a banded matrix with seeded random fill-in: per row, row pointers, then column indices and values read coalesced (warp per row) or a row apart (thread per row), then x gathered at the columns.",
             WorkloadKind::Btree => "B+tree point queries (Rodinia b+tree findK, svm-apu BPT): one CTA of fanout threads per query reads a whole node per level (keys coalesced), the matching thread its child index, then the record; unsorted or sorted queries.",
             WorkloadKind::Xsbench => "XSBench lookups (unionized grid, svm-apu / Zheng xsbench): per lookup a binary search of the unionized energy grid (dependent, divergent probes), then per nuclide its index-grid entry and two nuclide-grid points; unsorted or sorted lookups.",
+            WorkloadKind::FaultBurst => "Concurrent first-touch faults (issue 3, svm-apu fault bursts): faults threads each make one access to its own page (stride_bytes apart) as their first instruction, so a managed run raises that many far faults at once; for fault-latency and batching studies.",
         }
     }
 }
@@ -362,7 +372,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree or xsbench (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench or fault-burst (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -414,6 +424,8 @@ section! {
         pub btree: BtreeParams = BtreeParams::default(),
         /// Parameters of `xsbench`.
         pub xsbench: XsbenchParams = XsbenchParams::default(),
+        /// Parameters of `fault-burst`.
+        pub fault_burst: FaultBurstParams = FaultBurstParams::default(),
     }
 }
 
@@ -449,6 +461,7 @@ impl WorkloadConfig {
             WorkloadKind::Spmv => self.spmv.footprint(),
             WorkloadKind::Btree => self.btree.footprint(),
             WorkloadKind::Xsbench => self.xsbench.footprint(),
+            WorkloadKind::FaultBurst => self.fault_burst.footprint(),
         }
     }
 
@@ -493,6 +506,7 @@ impl WorkloadConfig {
             WorkloadKind::Spmv => self.spmv.validate("workload.spmv"),
             WorkloadKind::Btree => self.btree.validate("workload.btree", cfg),
             WorkloadKind::Xsbench => self.xsbench.validate("workload.xsbench", ws),
+            WorkloadKind::FaultBurst => self.fault_burst.validate("workload.fault_burst"),
         }
     }
 }
@@ -528,6 +542,7 @@ pub fn build(cfg: &Config) -> Program {
         WorkloadKind::Spmv => spmv::build(&w.spmv, w, cfg, page, &mut va),
         WorkloadKind::Btree => btree::build(&w.btree, w, cfg, page, &mut va),
         WorkloadKind::Xsbench => xsbench::build(&w.xsbench, w, cfg, page, &mut va),
+        WorkloadKind::FaultBurst => fault_burst::build(&w.fault_burst, w, page, &mut va),
     };
     let mut ops = vec![];
     if w.memcpy_inputs && inputs > 0 {
