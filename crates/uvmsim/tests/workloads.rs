@@ -54,6 +54,10 @@ fn expected_mem_insts(kind: WorkloadKind) -> Option<(u64, u64)> {
         WorkloadKind::Btree => exact(1024 * (8 * 6 + 4)),
         // 4096 threads, one access each.
         WorkloadKind::FaultBurst => exact(w(4096)),
+        // 32^3 rows, 32 per warp (one x row), CTAs of 8 warps; per iteration: dot(r, r) 1 load per warp + 1 store per CTA,
+        // waxpby 3 per warp, matvec 2 offset loads + 1 store per warp and 3 per entry up to the warp's longest row
+        // (3 * couplings(y) * couplings(z), summed over (y, z): 3 * 94^2), dot(Ap, p) 2 per warp + 1 per CTA, 2 waxpbys.
+        WorkloadKind::Minife => exact(2 * ((1024 + 128) + 3 * 1024 + (3 * 1024 + 3 * 3 * 94 * 94) + (2 * 1024 + 128) + 2 * 3 * 1024)),
         _ => return None,
     })
 }
@@ -121,6 +125,7 @@ fn small(kind: WorkloadKind) -> &'static [&'static str] {
         WorkloadKind::Spmv => &["workload.spmv.rows=2048", "workload.spmv.warp_per_row=false"],
         WorkloadKind::Btree => &["workload.btree.queries=64"],
         WorkloadKind::Xsbench => &["workload.xsbench.lookups=4096", "workload.xsbench.threads=1024"],
+        WorkloadKind::Minife => &["workload.minife.nz=4", "workload.minife.iterations=1"],
         _ => &[],
     }
 }

@@ -21,6 +21,7 @@ mod gather;
 mod gemm;
 mod grid;
 mod hotspot;
+mod minife;
 mod nw;
 mod pathfinder;
 mod pointer_chase;
@@ -41,6 +42,7 @@ pub use fault_burst::FaultBurstParams;
 pub use gather::GatherParams;
 pub use gemm::GemmParams;
 pub use hotspot::HotspotParams;
+pub use minife::MinifeParams;
 pub use nw::NwParams;
 pub use pathfinder::PathfinderParams;
 pub use pointer_chase::PointerChaseParams;
@@ -186,6 +188,7 @@ pub enum KernelGen {
     Xsbench(Box<xsbench::XsbenchKernel>),
     Btree(Box<btree::BtreeKernel>),
     FaultBurst(fault_burst::FaultBurstKernel),
+    Minife(Box<minife::MinifeKernel>),
 }
 
 /// Identity of one warp within a kernel launch.
@@ -215,6 +218,7 @@ impl KernelGen {
             KernelGen::Xsbench(k) => WarpStream::Xsbench(Box::new(k.warp(id))),
             KernelGen::Btree(k) => WarpStream::Btree(Box::new(k.warp(id))),
             KernelGen::FaultBurst(k) => WarpStream::FaultBurst(k.warp(id)),
+            KernelGen::Minife(k) => WarpStream::Minife(Box::new(k.warp(id))),
         }
     }
 }
@@ -235,6 +239,7 @@ pub enum WarpStream {
     Xsbench(Box<xsbench::XsbenchWarp>),
     Btree(Box<btree::BtreeWarp>),
     FaultBurst(fault_burst::FaultBurstWarp),
+    Minife(Box<minife::MinifeWarp>),
 }
 
 impl WarpStream {
@@ -255,6 +260,7 @@ impl WarpStream {
             WarpStream::Xsbench(w) => w.next(scratch),
             WarpStream::Btree(w) => w.next(),
             WarpStream::FaultBurst(w) => w.next(),
+            WarpStream::Minife(w) => w.next(scratch),
         }
     }
 }
@@ -286,10 +292,11 @@ pub enum WorkloadKind {
     Btree,
     Xsbench,
     FaultBurst,
+    Minife,
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 22] = [
+    pub const ALL: [WorkloadKind; 23] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
@@ -312,6 +319,7 @@ impl WorkloadKind {
         WorkloadKind::Btree,
         WorkloadKind::Xsbench,
         WorkloadKind::FaultBurst,
+        WorkloadKind::Minife,
     ];
 
     pub fn name(self) -> &'static str {
@@ -338,6 +346,7 @@ impl WorkloadKind {
             WorkloadKind::Btree => "btree",
             WorkloadKind::Xsbench => "xsbench",
             WorkloadKind::FaultBurst => "fault-burst",
+            WorkloadKind::Minife => "minife",
         }
     }
 
@@ -365,6 +374,7 @@ impl WorkloadKind {
             WorkloadKind::Btree => "B+tree point queries (Rodinia b+tree findK, svm-apu BPT): one CTA of fanout threads per query reads a whole node per level (keys coalesced), the matching thread its child index, then the record; unsorted or sorted queries.",
             WorkloadKind::Xsbench => "XSBench lookups (unionized grid, svm-apu / Zheng xsbench): per lookup a binary search of the unionized energy grid (dependent, divergent probes), then per nuclide its index-grid entry and two nuclide-grid points; unsorted or sorted lookups.",
             WorkloadKind::FaultBurst => "Concurrent first-touch faults (issue 3, svm-apu fault bursts): faults threads each make one access to its own page (stride_bytes apart) as their first instruction, so a managed run raises that many far faults at once; for fault-latency and batching studies.",
+            WorkloadKind::Minife => "miniFE conjugate gradient on the 27-point matrix of a structured 3D grid (CSR): per iteration six launches: dot(r, r), waxpby p, matvec (thread per row: row offsets, then per entry its index and value, uncoalesced, and p gathered), dot(Ap, p) and two waxpbys.",
         }
     }
 }
@@ -372,7 +382,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench or fault-burst (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst or minife (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -426,6 +436,8 @@ section! {
         pub xsbench: XsbenchParams = XsbenchParams::default(),
         /// Parameters of `fault-burst`.
         pub fault_burst: FaultBurstParams = FaultBurstParams::default(),
+        /// Parameters of `minife`.
+        pub minife: MinifeParams = MinifeParams::default(),
     }
 }
 
@@ -462,6 +474,7 @@ impl WorkloadConfig {
             WorkloadKind::Btree => self.btree.footprint(),
             WorkloadKind::Xsbench => self.xsbench.footprint(),
             WorkloadKind::FaultBurst => self.fault_burst.footprint(),
+            WorkloadKind::Minife => self.minife.footprint(),
         }
     }
 
@@ -507,6 +520,7 @@ impl WorkloadConfig {
             WorkloadKind::Btree => self.btree.validate("workload.btree", cfg),
             WorkloadKind::Xsbench => self.xsbench.validate("workload.xsbench", ws),
             WorkloadKind::FaultBurst => self.fault_burst.validate("workload.fault_burst"),
+            WorkloadKind::Minife => self.minife.validate("workload.minife"),
         }
     }
 }
@@ -543,6 +557,7 @@ pub fn build(cfg: &Config) -> Program {
         WorkloadKind::Btree => btree::build(&w.btree, w, cfg, page, &mut va),
         WorkloadKind::Xsbench => xsbench::build(&w.xsbench, w, cfg, page, &mut va),
         WorkloadKind::FaultBurst => fault_burst::build(&w.fault_burst, w, page, &mut va),
+        WorkloadKind::Minife => minife::build(&w.minife, w, cfg, page, &mut va),
     };
     let mut ops = vec![];
     if w.memcpy_inputs && inputs > 0 {
