@@ -58,6 +58,8 @@ fn expected_mem_insts(kind: WorkloadKind) -> Option<(u64, u64)> {
         // waxpby 3 per warp, matvec 2 offset loads + 1 store per warp and 3 per entry up to the warp's longest row
         // (3 * couplings(y) * couplings(z), summed over (y, z): 3 * 94^2), dot(Ap, p) 2 per warp + 1 per CTA, 2 waxpbys.
         WorkloadKind::Minife => exact(2 * ((1024 + 128) + 3 * 1024 + (3 * 1024 + 3 * 3 * 94 * 94) + (2 * 1024 + 128) + 2 * 3 * 1024)),
+        // 8^3 cells x 16 atoms = 256 warps: own position, 27 x (count + 16 positions), force.
+        WorkloadKind::Comd => exact(256 * (1 + 27 * 17 + 1)),
         _ => return None,
     })
 }
@@ -126,6 +128,7 @@ fn small(kind: WorkloadKind) -> &'static [&'static str] {
         WorkloadKind::Btree => &["workload.btree.queries=64"],
         WorkloadKind::Xsbench => &["workload.xsbench.lookups=4096", "workload.xsbench.threads=1024"],
         WorkloadKind::Minife => &["workload.minife.nz=4", "workload.minife.iterations=1"],
+        WorkloadKind::Comd => &["workload.comd.cells_z=2"],
         _ => &[],
     }
 }

@@ -16,6 +16,7 @@
 
 mod backprop;
 mod btree;
+mod comd;
 mod fault_burst;
 mod gather;
 mod gemm;
@@ -38,6 +39,7 @@ mod xsbench;
 
 pub use backprop::BackpropParams;
 pub use btree::BtreeParams;
+pub use comd::ComdParams;
 pub use fault_burst::FaultBurstParams;
 pub use gather::GatherParams;
 pub use gemm::GemmParams;
@@ -189,6 +191,7 @@ pub enum KernelGen {
     Btree(Box<btree::BtreeKernel>),
     FaultBurst(fault_burst::FaultBurstKernel),
     Minife(Box<minife::MinifeKernel>),
+    Comd(Box<comd::ComdKernel>),
 }
 
 /// Identity of one warp within a kernel launch.
@@ -219,6 +222,7 @@ impl KernelGen {
             KernelGen::Btree(k) => WarpStream::Btree(Box::new(k.warp(id))),
             KernelGen::FaultBurst(k) => WarpStream::FaultBurst(k.warp(id)),
             KernelGen::Minife(k) => WarpStream::Minife(Box::new(k.warp(id))),
+            KernelGen::Comd(k) => WarpStream::Comd(Box::new(k.warp(id))),
         }
     }
 }
@@ -240,6 +244,7 @@ pub enum WarpStream {
     Btree(Box<btree::BtreeWarp>),
     FaultBurst(fault_burst::FaultBurstWarp),
     Minife(Box<minife::MinifeWarp>),
+    Comd(Box<comd::ComdWarp>),
 }
 
 impl WarpStream {
@@ -261,6 +266,7 @@ impl WarpStream {
             WarpStream::Btree(w) => w.next(),
             WarpStream::FaultBurst(w) => w.next(),
             WarpStream::Minife(w) => w.next(scratch),
+            WarpStream::Comd(w) => w.next(scratch),
         }
     }
 }
@@ -293,10 +299,11 @@ pub enum WorkloadKind {
     Xsbench,
     FaultBurst,
     Minife,
+    Comd,
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 23] = [
+    pub const ALL: [WorkloadKind; 24] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
@@ -320,6 +327,7 @@ impl WorkloadKind {
         WorkloadKind::Xsbench,
         WorkloadKind::FaultBurst,
         WorkloadKind::Minife,
+        WorkloadKind::Comd,
     ];
 
     pub fn name(self) -> &'static str {
@@ -347,6 +355,7 @@ impl WorkloadKind {
             WorkloadKind::Xsbench => "xsbench",
             WorkloadKind::FaultBurst => "fault-burst",
             WorkloadKind::Minife => "minife",
+            WorkloadKind::Comd => "comd",
         }
     }
 
@@ -375,6 +384,7 @@ impl WorkloadKind {
             WorkloadKind::Xsbench => "XSBench lookups (unionized grid, svm-apu / Zheng xsbench): per lookup a binary search of the unionized energy grid (dependent, divergent probes), then per nuclide its index-grid entry and two nuclide-grid points; unsorted or sorted lookups.",
             WorkloadKind::FaultBurst => "Concurrent first-touch faults (issue 3, svm-apu fault bursts): faults threads each make one access to its own page (stride_bytes apart) as their first instruction, so a managed run raises that many far faults at once; for fault-latency and batching studies.",
             WorkloadKind::Minife => "miniFE conjugate gradient on the 27-point matrix of a structured 3D grid (CSR): per iteration six launches: dot(r, r), waxpby p, matvec (thread per row: row offsets, then per entry its index and value, uncoalesced, and p gathered), dot(Ap, p) and two waxpbys.",
+            WorkloadKind::Comd => "CoMD link-cell force kernel: one thread per atom loads its position, then for each of the 27 cells around its own (periodic) the cell's atom count and every atom's position (a broadcast within a cell), computes, and stores its force.",
         }
     }
 }
@@ -382,7 +392,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst or minife (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife or comd (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -438,6 +448,8 @@ section! {
         pub fault_burst: FaultBurstParams = FaultBurstParams::default(),
         /// Parameters of `minife`.
         pub minife: MinifeParams = MinifeParams::default(),
+        /// Parameters of `comd`.
+        pub comd: ComdParams = ComdParams::default(),
     }
 }
 
@@ -475,6 +487,7 @@ impl WorkloadConfig {
             WorkloadKind::Xsbench => self.xsbench.footprint(),
             WorkloadKind::FaultBurst => self.fault_burst.footprint(),
             WorkloadKind::Minife => self.minife.footprint(),
+            WorkloadKind::Comd => self.comd.footprint(),
         }
     }
 
@@ -521,6 +534,7 @@ impl WorkloadConfig {
             WorkloadKind::Xsbench => self.xsbench.validate("workload.xsbench", ws),
             WorkloadKind::FaultBurst => self.fault_burst.validate("workload.fault_burst"),
             WorkloadKind::Minife => self.minife.validate("workload.minife"),
+            WorkloadKind::Comd => self.comd.validate("workload.comd"),
         }
     }
 }
@@ -558,6 +572,7 @@ pub fn build(cfg: &Config) -> Program {
         WorkloadKind::Xsbench => xsbench::build(&w.xsbench, w, cfg, page, &mut va),
         WorkloadKind::FaultBurst => fault_burst::build(&w.fault_burst, w, page, &mut va),
         WorkloadKind::Minife => minife::build(&w.minife, w, cfg, page, &mut va),
+        WorkloadKind::Comd => comd::build(&w.comd, w, page, &mut va),
     };
     let mut ops = vec![];
     if w.memcpy_inputs && inputs > 0 {
