@@ -60,6 +60,10 @@ fn expected_mem_insts(kind: WorkloadKind) -> Option<(u64, u64)> {
         WorkloadKind::Minife => exact(2 * ((1024 + 128) + 3 * 1024 + (3 * 1024 + 3 * 3 * 94 * 94) + (2 * 1024 + 128) + 2 * 3 * 1024)),
         // 8^3 cells x 16 atoms = 256 warps: own position, 27 x (count + 16 positions), force.
         WorkloadKind::Comd => exact(256 * (1 + 27 * 17 + 1)),
+        // 4^3 coarse blocks, the 8 central ones refined: 120 blocks of 8^3 cells. Per iteration: the halo exchange's
+        // 120 x 6 x 64 threads (1440 warps, minus the 2 x 96 on domain-boundary faces) load and store, the stencil's
+        // 1920 warps make 7 loads and a store.
+        WorkloadKind::Miniamr => exact(2 * ((1440 - 192) * 2 + 1920 * 8)),
         _ => return None,
     })
 }
@@ -129,6 +133,7 @@ fn small(kind: WorkloadKind) -> &'static [&'static str] {
         WorkloadKind::Xsbench => &["workload.xsbench.lookups=4096", "workload.xsbench.threads=1024"],
         WorkloadKind::Minife => &["workload.minife.nz=4", "workload.minife.iterations=1"],
         WorkloadKind::Comd => &["workload.comd.cells_z=2"],
+        WorkloadKind::Miniamr => &["workload.miniamr.iterations=1"],
         _ => &[],
     }
 }

@@ -22,6 +22,7 @@ mod gather;
 mod gemm;
 mod grid;
 mod hotspot;
+mod miniamr;
 mod minife;
 mod nw;
 mod pathfinder;
@@ -44,6 +45,7 @@ pub use fault_burst::FaultBurstParams;
 pub use gather::GatherParams;
 pub use gemm::GemmParams;
 pub use hotspot::HotspotParams;
+pub use miniamr::MiniamrParams;
 pub use minife::MinifeParams;
 pub use nw::NwParams;
 pub use pathfinder::PathfinderParams;
@@ -192,6 +194,7 @@ pub enum KernelGen {
     FaultBurst(fault_burst::FaultBurstKernel),
     Minife(Box<minife::MinifeKernel>),
     Comd(Box<comd::ComdKernel>),
+    Miniamr(Box<miniamr::MiniamrKernel>),
 }
 
 /// Identity of one warp within a kernel launch.
@@ -223,6 +226,7 @@ impl KernelGen {
             KernelGen::FaultBurst(k) => WarpStream::FaultBurst(k.warp(id)),
             KernelGen::Minife(k) => WarpStream::Minife(Box::new(k.warp(id))),
             KernelGen::Comd(k) => WarpStream::Comd(Box::new(k.warp(id))),
+            KernelGen::Miniamr(k) => WarpStream::Miniamr(Box::new(k.warp(id))),
         }
     }
 }
@@ -245,6 +249,7 @@ pub enum WarpStream {
     FaultBurst(fault_burst::FaultBurstWarp),
     Minife(Box<minife::MinifeWarp>),
     Comd(Box<comd::ComdWarp>),
+    Miniamr(Box<miniamr::MiniamrWarp>),
 }
 
 impl WarpStream {
@@ -267,6 +272,7 @@ impl WarpStream {
             WarpStream::FaultBurst(w) => w.next(),
             WarpStream::Minife(w) => w.next(scratch),
             WarpStream::Comd(w) => w.next(scratch),
+            WarpStream::Miniamr(w) => w.next(scratch),
         }
     }
 }
@@ -300,10 +306,11 @@ pub enum WorkloadKind {
     FaultBurst,
     Minife,
     Comd,
+    Miniamr,
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 24] = [
+    pub const ALL: [WorkloadKind; 25] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
@@ -328,6 +335,7 @@ impl WorkloadKind {
         WorkloadKind::FaultBurst,
         WorkloadKind::Minife,
         WorkloadKind::Comd,
+        WorkloadKind::Miniamr,
     ];
 
     pub fn name(self) -> &'static str {
@@ -356,6 +364,7 @@ impl WorkloadKind {
             WorkloadKind::FaultBurst => "fault-burst",
             WorkloadKind::Minife => "minife",
             WorkloadKind::Comd => "comd",
+            WorkloadKind::Miniamr => "miniamr",
         }
     }
 
@@ -385,6 +394,7 @@ impl WorkloadKind {
             WorkloadKind::FaultBurst => "Concurrent first-touch faults (issue 3, svm-apu fault bursts): faults threads each make one access to its own page (stride_bytes apart) as their first instruction, so a managed run raises that many far faults at once; for fault-latency and batching studies.",
             WorkloadKind::Minife => "miniFE conjugate gradient on the 27-point matrix of a structured 3D grid (CSR): per iteration six launches: dot(r, r), waxpby p, matvec (thread per row: row offsets, then per entry its index and value, uncoalesced, and p gathered), dot(Ap, p) and two waxpbys.",
             WorkloadKind::Comd => "CoMD link-cell force kernel: one thread per atom loads its position, then for each of the 27 cells around its own (periodic) the cell's atom count and every atom's position (a broadcast within a cell), computes, and stores its force.",
+            WorkloadKind::Miniamr => "miniAMR: 7-point stencil over a list of mesh blocks (each a contiguous array with one-cell halos), the blocks near the domain's centre refined into 8 children; per iteration a halo exchange between neighbouring blocks (across refinement levels) and the stencil, ping-pong block lists.",
         }
     }
 }
@@ -392,7 +402,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife or comd (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd or miniamr (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -450,6 +460,8 @@ section! {
         pub minife: MinifeParams = MinifeParams::default(),
         /// Parameters of `comd`.
         pub comd: ComdParams = ComdParams::default(),
+        /// Parameters of `miniamr`.
+        pub miniamr: MiniamrParams = MiniamrParams::default(),
     }
 }
 
@@ -488,6 +500,7 @@ impl WorkloadConfig {
             WorkloadKind::FaultBurst => self.fault_burst.footprint(),
             WorkloadKind::Minife => self.minife.footprint(),
             WorkloadKind::Comd => self.comd.footprint(),
+            WorkloadKind::Miniamr => self.miniamr.footprint(),
         }
     }
 
@@ -535,6 +548,7 @@ impl WorkloadConfig {
             WorkloadKind::FaultBurst => self.fault_burst.validate("workload.fault_burst"),
             WorkloadKind::Minife => self.minife.validate("workload.minife"),
             WorkloadKind::Comd => self.comd.validate("workload.comd"),
+            WorkloadKind::Miniamr => self.miniamr.validate("workload.miniamr"),
         }
     }
 }
@@ -573,6 +587,7 @@ pub fn build(cfg: &Config) -> Program {
         WorkloadKind::FaultBurst => fault_burst::build(&w.fault_burst, w, page, &mut va),
         WorkloadKind::Minife => minife::build(&w.minife, w, cfg, page, &mut va),
         WorkloadKind::Comd => comd::build(&w.comd, w, page, &mut va),
+        WorkloadKind::Miniamr => miniamr::build(&w.miniamr, w, page, &mut va),
     };
     let mut ops = vec![];
     if w.memcpy_inputs && inputs > 0 {
