@@ -134,6 +134,7 @@ fn small(kind: WorkloadKind) -> &'static [&'static str] {
         WorkloadKind::Minife => &["workload.minife.nz=4", "workload.minife.iterations=1"],
         WorkloadKind::Comd => &["workload.comd.cells_z=2"],
         WorkloadKind::Miniamr => &["workload.miniamr.iterations=1"],
+        WorkloadKind::Bfs => &["workload.bfs.scale=10"],
         _ => &[],
     }
 }

@@ -15,6 +15,7 @@
 //! documents its first-touch order; docs/workloads.md collects them.
 
 mod backprop;
+mod bfs;
 mod btree;
 mod comd;
 mod fault_burst;
@@ -39,6 +40,7 @@ mod vecadd;
 mod xsbench;
 
 pub use backprop::BackpropParams;
+pub use bfs::BfsParams;
 pub use btree::BtreeParams;
 pub use comd::ComdParams;
 pub use fault_burst::FaultBurstParams;
@@ -195,6 +197,7 @@ pub enum KernelGen {
     Minife(Box<minife::MinifeKernel>),
     Comd(Box<comd::ComdKernel>),
     Miniamr(Box<miniamr::MiniamrKernel>),
+    Bfs(Box<bfs::BfsKernel>),
 }
 
 /// Identity of one warp within a kernel launch.
@@ -227,6 +230,7 @@ impl KernelGen {
             KernelGen::Minife(k) => WarpStream::Minife(Box::new(k.warp(id))),
             KernelGen::Comd(k) => WarpStream::Comd(Box::new(k.warp(id))),
             KernelGen::Miniamr(k) => WarpStream::Miniamr(Box::new(k.warp(id))),
+            KernelGen::Bfs(k) => WarpStream::Bfs(Box::new(k.warp(id))),
         }
     }
 }
@@ -250,6 +254,7 @@ pub enum WarpStream {
     Minife(Box<minife::MinifeWarp>),
     Comd(Box<comd::ComdWarp>),
     Miniamr(Box<miniamr::MiniamrWarp>),
+    Bfs(Box<bfs::BfsWarp>),
 }
 
 impl WarpStream {
@@ -273,6 +278,7 @@ impl WarpStream {
             WarpStream::Minife(w) => w.next(scratch),
             WarpStream::Comd(w) => w.next(scratch),
             WarpStream::Miniamr(w) => w.next(scratch),
+            WarpStream::Bfs(w) => w.next(scratch),
         }
     }
 }
@@ -307,10 +313,11 @@ pub enum WorkloadKind {
     Minife,
     Comd,
     Miniamr,
+    Bfs,
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 25] = [
+    pub const ALL: [WorkloadKind; 26] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
@@ -336,6 +343,7 @@ impl WorkloadKind {
         WorkloadKind::Minife,
         WorkloadKind::Comd,
         WorkloadKind::Miniamr,
+        WorkloadKind::Bfs,
     ];
 
     pub fn name(self) -> &'static str {
@@ -365,6 +373,7 @@ impl WorkloadKind {
             WorkloadKind::Minife => "minife",
             WorkloadKind::Comd => "comd",
             WorkloadKind::Miniamr => "miniamr",
+            WorkloadKind::Bfs => "bfs",
         }
     }
 
@@ -395,6 +404,7 @@ impl WorkloadKind {
             WorkloadKind::Minife => "miniFE conjugate gradient on the 27-point matrix of a structured 3D grid (CSR): per iteration six launches: dot(r, r), waxpby p, matvec (thread per row: row offsets, then per entry its index and value, uncoalesced, and p gathered), dot(Ap, p) and two waxpbys.",
             WorkloadKind::Comd => "CoMD link-cell force kernel: one thread per atom loads its position, then for each of the 27 cells around its own (periodic) the cell's atom count and every atom's position (a broadcast within a cell), computes, and stores its force.",
             WorkloadKind::Miniamr => "miniAMR: 7-point stencil over a list of mesh blocks (each a contiguous array with one-cell halos), the blocks near the domain's centre refined into 8 children; per iteration a halo exchange between neighbouring blocks (across refinement levels) and the stencil, ping-pong block lists.",
+            WorkloadKind::Bfs => "Graph500-like BFS on a Kronecker (R-MAT) graph generated from the seed: one launch per level, one thread per vertex; frontier vertices read their CSR offsets and neighbour lists, gather the neighbours' levels and mark the unvisited ones.",
         }
     }
 }
@@ -402,7 +412,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd or miniamr (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd, miniamr or bfs (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -462,6 +472,8 @@ section! {
         pub comd: ComdParams = ComdParams::default(),
         /// Parameters of `miniamr`.
         pub miniamr: MiniamrParams = MiniamrParams::default(),
+        /// Parameters of `bfs`.
+        pub bfs: BfsParams = BfsParams::default(),
     }
 }
 
@@ -501,6 +513,7 @@ impl WorkloadConfig {
             WorkloadKind::Minife => self.minife.footprint(),
             WorkloadKind::Comd => self.comd.footprint(),
             WorkloadKind::Miniamr => self.miniamr.footprint(),
+            WorkloadKind::Bfs => self.bfs.footprint(),
         }
     }
 
@@ -549,6 +562,7 @@ impl WorkloadConfig {
             WorkloadKind::Minife => self.minife.validate("workload.minife"),
             WorkloadKind::Comd => self.comd.validate("workload.comd"),
             WorkloadKind::Miniamr => self.miniamr.validate("workload.miniamr"),
+            WorkloadKind::Bfs => self.bfs.validate("workload.bfs"),
         }
     }
 }
@@ -588,6 +602,7 @@ pub fn build(cfg: &Config) -> Program {
         WorkloadKind::Minife => minife::build(&w.minife, w, cfg, page, &mut va),
         WorkloadKind::Comd => comd::build(&w.comd, w, page, &mut va),
         WorkloadKind::Miniamr => miniamr::build(&w.miniamr, w, page, &mut va),
+        WorkloadKind::Bfs => bfs::build(&w.bfs, w, cfg, page, &mut va),
     };
     let mut ops = vec![];
     if w.memcpy_inputs && inputs > 0 {
