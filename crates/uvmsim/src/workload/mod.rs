@@ -29,6 +29,7 @@ mod nw;
 mod pathfinder;
 mod pointer_chase;
 mod regular;
+mod sad;
 mod spmv;
 mod srad;
 mod stencil;
@@ -53,6 +54,7 @@ pub use nw::NwParams;
 pub use pathfinder::PathfinderParams;
 pub use pointer_chase::PointerChaseParams;
 pub use regular::RegularParams;
+pub use sad::SadParams;
 pub use spmv::SpmvParams;
 pub use srad::SradParams;
 pub use stencil::StencilParams;
@@ -198,6 +200,7 @@ pub enum KernelGen {
     Comd(Box<comd::ComdKernel>),
     Miniamr(Box<miniamr::MiniamrKernel>),
     Bfs(Box<bfs::BfsKernel>),
+    Sad(Box<sad::SadKernel>),
 }
 
 /// Identity of one warp within a kernel launch.
@@ -231,6 +234,7 @@ impl KernelGen {
             KernelGen::Comd(k) => WarpStream::Comd(Box::new(k.warp(id))),
             KernelGen::Miniamr(k) => WarpStream::Miniamr(Box::new(k.warp(id))),
             KernelGen::Bfs(k) => WarpStream::Bfs(Box::new(k.warp(id))),
+            KernelGen::Sad(k) => WarpStream::Sad(Box::new(k.warp(id))),
         }
     }
 }
@@ -255,6 +259,7 @@ pub enum WarpStream {
     Comd(Box<comd::ComdWarp>),
     Miniamr(Box<miniamr::MiniamrWarp>),
     Bfs(Box<bfs::BfsWarp>),
+    Sad(Box<sad::SadWarp>),
 }
 
 impl WarpStream {
@@ -279,6 +284,7 @@ impl WarpStream {
             WarpStream::Comd(w) => w.next(scratch),
             WarpStream::Miniamr(w) => w.next(scratch),
             WarpStream::Bfs(w) => w.next(scratch),
+            WarpStream::Sad(w) => w.next(scratch),
         }
     }
 }
@@ -314,10 +320,11 @@ pub enum WorkloadKind {
     Comd,
     Miniamr,
     Bfs,
+    Sad,
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 26] = [
+    pub const ALL: [WorkloadKind; 27] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
@@ -344,6 +351,7 @@ impl WorkloadKind {
         WorkloadKind::Comd,
         WorkloadKind::Miniamr,
         WorkloadKind::Bfs,
+        WorkloadKind::Sad,
     ];
 
     pub fn name(self) -> &'static str {
@@ -374,6 +382,7 @@ impl WorkloadKind {
             WorkloadKind::Comd => "comd",
             WorkloadKind::Miniamr => "miniamr",
             WorkloadKind::Bfs => "bfs",
+            WorkloadKind::Sad => "sad",
         }
     }
 
@@ -405,6 +414,7 @@ impl WorkloadKind {
             WorkloadKind::Comd => "CoMD link-cell force kernel: one thread per atom loads its position, then for each of the 27 cells around its own (periodic) the cell's atom count and every atom's position (a broadcast within a cell), computes, and stores its force.",
             WorkloadKind::Miniamr => "miniAMR: 7-point stencil over a list of mesh blocks (each a contiguous array with one-cell halos), the blocks near the domain's centre refined into 8 children; per iteration a halo exchange between neighbouring blocks (across refinement levels) and the stencil, ping-pong block lists.",
             WorkloadKind::Bfs => "Graph500-like BFS on a Kronecker (R-MAT) graph generated from the seed: one launch per level, one thread per vertex; frontier vertices read their CSR offsets and neighbour lists, gather the neighbours' levels and mark the unvisited ones.",
+            WorkloadKind::Sad => "Parboil SAD (H.264 motion estimation): per 16x16 macroblock, sums of absolute differences against the reference frame at every offset of a search window; one CTA per macroblock reads its rows and the reference rows at each offset and stores the 4x4 SADs, then two launches combine them into the larger partitions.",
         }
     }
 }
@@ -412,7 +422,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd, miniamr or bfs (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd, miniamr, bfs or sad (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -474,6 +484,8 @@ section! {
         pub miniamr: MiniamrParams = MiniamrParams::default(),
         /// Parameters of `bfs`.
         pub bfs: BfsParams = BfsParams::default(),
+        /// Parameters of `sad`.
+        pub sad: SadParams = SadParams::default(),
     }
 }
 
@@ -514,6 +526,7 @@ impl WorkloadConfig {
             WorkloadKind::Comd => self.comd.footprint(),
             WorkloadKind::Miniamr => self.miniamr.footprint(),
             WorkloadKind::Bfs => self.bfs.footprint(),
+            WorkloadKind::Sad => self.sad.footprint(),
         }
     }
 
@@ -563,6 +576,7 @@ impl WorkloadConfig {
             WorkloadKind::Comd => self.comd.validate("workload.comd"),
             WorkloadKind::Miniamr => self.miniamr.validate("workload.miniamr"),
             WorkloadKind::Bfs => self.bfs.validate("workload.bfs"),
+            WorkloadKind::Sad => self.sad.validate("workload.sad"),
         }
     }
 }
@@ -603,6 +617,7 @@ pub fn build(cfg: &Config) -> Program {
         WorkloadKind::Comd => comd::build(&w.comd, w, page, &mut va),
         WorkloadKind::Miniamr => miniamr::build(&w.miniamr, w, page, &mut va),
         WorkloadKind::Bfs => bfs::build(&w.bfs, w, cfg, page, &mut va),
+        WorkloadKind::Sad => sad::build(&w.sad, w, page, &mut va),
     };
     let mut ops = vec![];
     if w.memcpy_inputs && inputs > 0 {
