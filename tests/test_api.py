@@ -163,4 +163,10 @@ def test_config_reference_and_workloads() -> None:
         "spmv",
         "btree",
         "xsbench",
+        "fault-burst",
+        "minife",
+        "comd",
+        "miniamr",
+        "bfs",
+        "sad",
     ]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import uvmsim
 from conftest import Cli
 from uvmsim import cli as cli_mod
 
@@ -72,7 +73,18 @@ def test_presets_list_and_describe(cli: Cli) -> None:
 def test_workloads_list_and_describe(cli: Cli) -> None:
     p = cli("workloads")
     assert p.returncode == 0, p.stderr
-    assert [line.split()[0] for line in p.stdout.splitlines()] == [
+    lines = p.stdout.splitlines()
+    # One entry per workload: its name, then its whole description wrapped (continuation lines indented).
+    assert all(len(line) <= 100 for line in lines)
+    entries: dict[str, str] = {}
+    name = ""
+    for line in lines:
+        if line.startswith(" "):
+            entries[name] += line
+        else:
+            name, _, text = line.partition(" ")
+            entries[name] = text
+    assert list(entries) == [
         "stride",
         "concurrency",
         "regular",
@@ -94,7 +106,15 @@ def test_workloads_list_and_describe(cli: Cli) -> None:
         "spmv",
         "btree",
         "xsbench",
+        "fault-burst",
+        "minife",
+        "comd",
+        "miniamr",
+        "bfs",
+        "sad",
     ]
+    for w in uvmsim.workloads():
+        assert entries[w["name"]].split() == w["description"].split(), w["name"]
     d = cli("workloads", "gather")
     assert d.returncode == 0, d.stderr
     assert "workload.gather.table_entries" in d.stdout and "workload.gather.sorted" in d.stdout
@@ -150,8 +170,8 @@ BAD_INPUTS = [
     ),
     pytest.param(["run", "--preset", "kaveri"], ["unknown preset `kaveri`", "kaveri-apu"], id="unknown-preset"),
     pytest.param(
-        ["run", "--preset", "kaveri-apu", "--set", "workload.kind=bfs"],
-        ["workload.kind", "bfs", "gather"],
+        ["run", "--preset", "kaveri-apu", "--set", "workload.kind=no-such-workload"],
+        ["workload.kind", "no-such-workload", "gather"],
         id="unknown-workload-kind",
     ),
     pytest.param(

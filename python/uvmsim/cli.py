@@ -28,6 +28,8 @@ from uvmsim import sweep as sweep_mod
 PROG = "uvmsim"
 EXIT_SIM_FAILED = 1
 EXIT_BAD_INPUT = 2
+# Width of wrapped descriptions.
+WRAP = 100
 
 SET_OPTION = click.option(
     "--set",
@@ -124,14 +126,26 @@ def workloads_cmd(name: str | None) -> None:
     """List the workload generators, or describe workload NAME and its parameters."""
     all_w = uvmsim.workloads()
     if name is None:
-        _echo_rows([(w["name"], w["description"].split(": ", 1)[0].split(". ", 1)[0]) for w in all_w])
+        # Each name, then its whole description wrapped beside it (continuation lines indented).
+        indent = " " * (max(len(w["name"]) for w in all_w) + 2)
+        for w in all_w:
+            head = w["name"].ljust(len(indent))
+            text = textwrap.fill(
+                w["description"],
+                width=WRAP,
+                initial_indent=head,
+                subsequent_indent=indent,
+                break_on_hyphens=False,
+                break_long_words=False,
+            )
+            click.echo(text)
         return
     by_name = {w["name"]: w for w in all_w}
     if name not in by_name:
         _unknown("workload", name, list(by_name))
     w = by_name[name]
     click.echo(f"{w['name']}  (--set workload.kind={w['name']})\n")
-    click.echo(textwrap.fill(w["description"], width=100))
+    click.echo(textwrap.fill(w["description"], width=WRAP))
     click.echo("\nparameters:")
     _echo_rows([(p["key"], _value(p["default"]), p["doc"]) for p in w["params"]], indent="  ")
 

@@ -18,9 +18,9 @@ section! {
         /// Bytes per table entry.
         pub entry_bytes: u32 = 16,
         /// Total lookups.
-        pub lookups: u64 = 1 << 20,
+        pub lookups: u64 = 1 << 15,
         /// Threads; each makes lookups / threads lookups in turn.
-        pub threads: u64 = 1 << 16,
+        pub threads: u64 = 1 << 14,
         /// Sort the keys first (adjacent threads then search nearby keys).
         pub sorted: bool = false,
         /// Find each key by binary search (dependent probes); false reads its entry directly.

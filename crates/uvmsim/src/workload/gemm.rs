@@ -10,18 +10,25 @@
 //! last k-step it stores `C[by*tile + ty][bx*tile + tx]`.
 //! The CTA size is tile^2 threads; `workload.threads_per_cta` does not apply.
 //!
+//! `n` need not be a multiple of `tile` (Allen's sgemm sizes, 29,228 to
+//! 47,660, are not multiples of 16): the grid is ceil(n/tile)^2 CTAs, and a
+//! thread whose element of A, B or C lies outside the n x n matrix skips that
+//! load or store (the bounds guards of the CUDA-samples kernel, which put 0 in
+//! shared memory instead), so edge tiles are partial and nothing outside the
+//! matrices is touched. It still waits at the barriers and computes.
+//!
 //! First touch (lockstep): at k-step 0, column tile 0 of A for every row
 //! tile, interleaved with row tile 0 of B; then A's column tile 1 and B's
 //! row tile 1, and so on (A column-tile by column-tile, B row-major); C
 //! row-major at the end.
 
-use super::{Buffer, KernelGen, KernelSpec, MemKind, Op, VaAllocator, WarpId, WorkloadConfig, MAX_LANES};
+use super::{check, Buffer, KernelGen, KernelSpec, MemKind, Op, VaAllocator, WarpId, WorkloadConfig, MAX_LANES};
 use crate::config::Config;
 
 section! {
     /// Parameters of the shared-memory tiled matrix multiply.
     pub struct GemmParams {
-        /// Matrix order (rows = columns of A, B and C); a multiple of tile.
+        /// Matrix order (rows = columns of A, B and C); any size: edge tiles are partial when tile does not divide it.
         pub n: u64 = 256,
         /// Tile edge: a CTA of tile x tile threads computes a tile x tile block of C.
         pub tile: u32 = 16,
@@ -43,9 +50,7 @@ impl GemmParams {
                 ),
             ));
         }
-        if self.n == 0 || self.n % self.tile as u64 != 0 || self.n > 1 << 22 {
-            return Err((format!("{p}.n"), format!("must be a positive multiple of {p}.tile ({}) up to 2^22, got {}", self.tile, self.n)));
-        }
+        check(p, "n", self.n, 1, 1 << 22)?;
         if !matches!(self.element_bytes, 4 | 8) {
             return Err((format!("{p}.element_bytes"), format!("must be 4 or 8, got {}", self.element_bytes)));
         }
@@ -72,14 +77,15 @@ pub(super) fn build(p: &GemmParams, w: &WorkloadConfig, page: u64, va: &mut VaAl
     let (a, b, c) = (va.alloc(bytes, page), va.alloc(bytes, page), va.alloc(bytes, page));
     let threads_per_cta = p.tile * p.tile;
     let gen = KernelGen::Gemm(GemmKernel { a, b, c, p: p.clone(), compute: w.compute_cycles });
-    (vec![KernelSpec { name: "tiled-gemm", threads: p.n * p.n, threads_per_cta, gen }], 2 * bytes)
+    let tiles = p.n.div_ceil(p.tile as u64);
+    (vec![KernelSpec { name: "tiled-gemm", threads: tiles * tiles * threads_per_cta as u64, threads_per_cta, gen }], 2 * bytes)
 }
 
 impl GemmKernel {
     pub fn warp(&self, id: WarpId) -> GemmWarp {
         let t2 = (self.p.tile * self.p.tile) as u64;
         let cta = id.first_thread / t2;
-        let tiles = self.p.n / self.p.tile as u64;
+        let tiles = self.p.n.div_ceil(self.p.tile as u64);
         GemmWarp { k: self.clone(), bx: cta % tiles, by: cta / tiles, t0: id.first_thread % t2, lanes: id.lanes, kstep: 0, phase: 0 }
     }
 }
@@ -97,36 +103,48 @@ pub struct GemmWarp {
 }
 
 impl GemmWarp {
-    /// Lane addresses in `m` at tile (row tile `r`, column tile `c`) for the warp's threads.
-    fn tile(&self, m: Buffer, r: u64, c: u64, scratch: &mut [u64; MAX_LANES]) -> Op {
+    /// The access of the warp's threads to `m` at tile (row tile `r`, column tile `c`);
+    /// threads whose element is outside the matrix are inactive, and `None` if all are.
+    fn tile(&self, kind: MemKind, m: Buffer, r: u64, c: u64, scratch: &mut [u64; MAX_LANES]) -> Option<Op> {
         let (n, t, eb) = (self.k.p.n, self.k.p.tile as u64, self.k.p.element_bytes as u64);
-        for (l, slot) in scratch.iter_mut().take(self.lanes as usize).enumerate() {
-            let th = self.t0 + l as u64;
-            *slot = m.base + ((r * t + th / t) * n + c * t + th % t) * eb;
+        let mut active = 0;
+        for l in 0..self.lanes as u64 {
+            let th = self.t0 + l;
+            let (row, col) = (r * t + th / t, c * t + th % t);
+            if row < n && col < n {
+                scratch[active] = m.base + (row * n + col) * eb;
+                active += 1;
+            }
         }
-        let lanes = super::grid::compact(scratch, self.lanes as usize);
-        Op::Mem { kind: MemKind::Load, lanes, bytes: eb as u32 }
+        (active > 0).then(|| Op::Mem { kind, lanes: super::grid::compact(scratch, active), bytes: eb as u32 })
     }
 
     pub fn next(&mut self, scratch: &mut [u64; MAX_LANES]) -> Op {
-        let ksteps = self.k.p.n / self.k.p.tile as u64;
-        if self.kstep > ksteps {
-            return Op::Exit;
-        }
-        if self.kstep == ksteps {
-            self.kstep += 1;
-            let Op::Mem { lanes, bytes, .. } = self.tile(self.k.c, self.by, self.bx, scratch) else { unreachable!() };
-            return Op::Mem { kind: MemKind::Store, lanes, bytes };
-        }
-        self.phase += 1;
-        match self.phase {
-            1 => self.tile(self.k.a, self.by, self.kstep, scratch),
-            2 => self.tile(self.k.b, self.kstep, self.bx, scratch),
-            3 => Op::Wait,
-            _ => {
-                self.phase = 0;
+        let ksteps = self.k.p.n.div_ceil(self.k.p.tile as u64);
+        loop {
+            if self.kstep > ksteps {
+                return Op::Exit;
+            }
+            if self.kstep == ksteps {
                 self.kstep += 1;
-                Op::Compute(self.k.p.tile * self.k.compute)
+                match self.tile(MemKind::Store, self.k.c, self.by, self.bx, scratch) {
+                    Some(op) => return op,
+                    None => continue,
+                }
+            }
+            self.phase += 1;
+            let op = match self.phase {
+                1 => self.tile(MemKind::Load, self.k.a, self.by, self.kstep, scratch),
+                2 => self.tile(MemKind::Load, self.k.b, self.kstep, self.bx, scratch),
+                3 => Some(Op::Wait),
+                _ => {
+                    self.phase = 0;
+                    self.kstep += 1;
+                    Some(Op::Compute(self.k.p.tile * self.k.compute))
+                }
+            };
+            if let Some(op) = op {
+                return op;
             }
         }
     }
@@ -150,6 +168,53 @@ mod tests {
         assert_eq!(ops[4], (MemKind::Load, rows(a, 22, 32)));
         assert_eq!(ops[5], (MemKind::Load, rows(b, 38, 32)));
         assert_eq!(ops[8], (MemKind::Store, rows(c, 22, 32)));
+    }
+
+    #[test]
+    fn edge_tiles_are_partial_when_the_tile_does_not_divide_n() {
+        // n = 20, tile 16: 2 x 2 CTAs of 8 warps (threads 4 * 256). CTA 3 = (bx 1, by 1) covers rows and columns 16..20.
+        let p = program(&["workload.kind=tiled-gemm", "workload.tiled_gemm.n=20"]);
+        assert_eq!(kernels(&p)[0].threads, 4 * 256);
+        let (a, b, c) = (p.buffers[0].base, p.buffers[1].base, p.buffers[2].base);
+        assert_eq!(p.buffers[0].bytes, 20 * 20 * 4);
+        let el = |m: u64, row: u64, col: u64| m + (row * 20 + col) * 4;
+        // Warp 0 of CTA 3 = ty 0, 1: rows 16 and 17; k-step 0 reads A at columns 0..16, k-step 1 at 16..20.
+        let ops = mem_ops(&mut warps(&p, 0)[3 * 8]);
+        assert_eq!(ops.len(), 2 * 2 + 1);
+        let seg = |m: u64, rows: std::ops::Range<u64>, cols: std::ops::Range<u64>| -> Vec<u64> {
+            rows.flat_map(|r| cols.clone().map(move |col| el(m, r, col))).collect()
+        };
+        assert_eq!(ops[0], (MemKind::Load, seg(a, 16..18, 0..16)));
+        assert_eq!(ops[1], (MemKind::Load, seg(b, 0..2, 16..20)));
+        assert_eq!(ops[2], (MemKind::Load, seg(a, 16..18, 16..20)));
+        assert_eq!(ops[3], (MemKind::Load, seg(b, 16..18, 16..20)));
+        assert_eq!(ops[4], (MemKind::Store, seg(c, 16..18, 16..20)));
+        // Warp 2 of CTA 3 = rows 20, 21: outside A and C; it reads only B's rows 4, 5 at k-step 0 (B rows 20+ do not exist).
+        let ops = mem_ops(&mut warps(&p, 0)[3 * 8 + 2]);
+        assert_eq!(ops, [(MemKind::Load, seg(b, 4..6, 16..20))]);
+        // Every address stays inside the matrices; every element of C is stored exactly once.
+        let mut stored = vec![];
+        for mut w in warps(&p, 0) {
+            for (kind, v) in mem_ops(&mut w) {
+                assert!(v.iter().all(|&x| [a, b, c].iter().any(|&m| x >= m && x < m + 1600)));
+                if kind == MemKind::Store {
+                    stored.extend(v);
+                }
+            }
+        }
+        stored.sort_unstable();
+        assert_eq!(stored, (0..400).map(|e| c + 4 * e).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn allens_sizes_are_accepted() {
+        use crate::config::{resolve, Source};
+        for n in [29_228, 30_764, 47_660] {
+            let c = resolve(&[] as &[Source], &["workload.kind=tiled-gemm".into(), format!("workload.tiled_gemm.n={n}")]).unwrap();
+            let k = crate::workload::build(&c);
+            assert_eq!(k.buffers.iter().map(|b| b.bytes).sum::<u64>(), 3 * n * n * 4);
+            assert_eq!(kernels(&k)[0].threads, n.div_ceil(16).pow(2) * 256);
+        }
     }
 
     #[test]

@@ -15,15 +15,21 @@
 //! documents its first-touch order; docs/workloads.md collects them.
 
 mod backprop;
+mod bfs;
 mod btree;
+mod comd;
+mod fault_burst;
 mod gather;
 mod gemm;
 mod grid;
 mod hotspot;
+mod miniamr;
+mod minife;
 mod nw;
 mod pathfinder;
 mod pointer_chase;
 mod regular;
+mod sad;
 mod spmv;
 mod srad;
 mod stencil;
@@ -35,14 +41,20 @@ mod vecadd;
 mod xsbench;
 
 pub use backprop::BackpropParams;
+pub use bfs::BfsParams;
 pub use btree::BtreeParams;
+pub use comd::ComdParams;
+pub use fault_burst::FaultBurstParams;
 pub use gather::GatherParams;
 pub use gemm::GemmParams;
 pub use hotspot::HotspotParams;
+pub use miniamr::MiniamrParams;
+pub use minife::MinifeParams;
 pub use nw::NwParams;
 pub use pathfinder::PathfinderParams;
 pub use pointer_chase::PointerChaseParams;
 pub use regular::RegularParams;
+pub use sad::SadParams;
 pub use spmv::SpmvParams;
 pub use srad::SradParams;
 pub use stencil::StencilParams;
@@ -183,6 +195,12 @@ pub enum KernelGen {
     Spmv(Box<spmv::SpmvKernel>),
     Xsbench(Box<xsbench::XsbenchKernel>),
     Btree(Box<btree::BtreeKernel>),
+    FaultBurst(fault_burst::FaultBurstKernel),
+    Minife(Box<minife::MinifeKernel>),
+    Comd(Box<comd::ComdKernel>),
+    Miniamr(Box<miniamr::MiniamrKernel>),
+    Bfs(Box<bfs::BfsKernel>),
+    Sad(Box<sad::SadKernel>),
 }
 
 /// Identity of one warp within a kernel launch.
@@ -211,6 +229,12 @@ impl KernelGen {
             KernelGen::Spmv(k) => WarpStream::Spmv(Box::new(k.warp(id))),
             KernelGen::Xsbench(k) => WarpStream::Xsbench(Box::new(k.warp(id))),
             KernelGen::Btree(k) => WarpStream::Btree(Box::new(k.warp(id))),
+            KernelGen::FaultBurst(k) => WarpStream::FaultBurst(k.warp(id)),
+            KernelGen::Minife(k) => WarpStream::Minife(Box::new(k.warp(id))),
+            KernelGen::Comd(k) => WarpStream::Comd(Box::new(k.warp(id))),
+            KernelGen::Miniamr(k) => WarpStream::Miniamr(Box::new(k.warp(id))),
+            KernelGen::Bfs(k) => WarpStream::Bfs(Box::new(k.warp(id))),
+            KernelGen::Sad(k) => WarpStream::Sad(Box::new(k.warp(id))),
         }
     }
 }
@@ -230,6 +254,12 @@ pub enum WarpStream {
     Spmv(Box<spmv::SpmvWarp>),
     Xsbench(Box<xsbench::XsbenchWarp>),
     Btree(Box<btree::BtreeWarp>),
+    FaultBurst(fault_burst::FaultBurstWarp),
+    Minife(Box<minife::MinifeWarp>),
+    Comd(Box<comd::ComdWarp>),
+    Miniamr(Box<miniamr::MiniamrWarp>),
+    Bfs(Box<bfs::BfsWarp>),
+    Sad(Box<sad::SadWarp>),
 }
 
 impl WarpStream {
@@ -249,6 +279,12 @@ impl WarpStream {
             WarpStream::Spmv(w) => w.next(scratch),
             WarpStream::Xsbench(w) => w.next(scratch),
             WarpStream::Btree(w) => w.next(),
+            WarpStream::FaultBurst(w) => w.next(),
+            WarpStream::Minife(w) => w.next(scratch),
+            WarpStream::Comd(w) => w.next(scratch),
+            WarpStream::Miniamr(w) => w.next(scratch),
+            WarpStream::Bfs(w) => w.next(scratch),
+            WarpStream::Sad(w) => w.next(scratch),
         }
     }
 }
@@ -279,10 +315,16 @@ pub enum WorkloadKind {
     Spmv,
     Btree,
     Xsbench,
+    FaultBurst,
+    Minife,
+    Comd,
+    Miniamr,
+    Bfs,
+    Sad,
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 21] = [
+    pub const ALL: [WorkloadKind; 27] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
@@ -304,6 +346,12 @@ impl WorkloadKind {
         WorkloadKind::Spmv,
         WorkloadKind::Btree,
         WorkloadKind::Xsbench,
+        WorkloadKind::FaultBurst,
+        WorkloadKind::Minife,
+        WorkloadKind::Comd,
+        WorkloadKind::Miniamr,
+        WorkloadKind::Bfs,
+        WorkloadKind::Sad,
     ];
 
     pub fn name(self) -> &'static str {
@@ -329,6 +377,12 @@ impl WorkloadKind {
             WorkloadKind::Spmv => "spmv",
             WorkloadKind::Btree => "btree",
             WorkloadKind::Xsbench => "xsbench",
+            WorkloadKind::FaultBurst => "fault-burst",
+            WorkloadKind::Minife => "minife",
+            WorkloadKind::Comd => "comd",
+            WorkloadKind::Miniamr => "miniamr",
+            WorkloadKind::Bfs => "bfs",
+            WorkloadKind::Sad => "sad",
         }
     }
 
@@ -355,6 +409,12 @@ impl WorkloadKind {
             WorkloadKind::Spmv => "CSR sparse matrix-vector product over a banded matrix with seeded random fill-in: per row, row pointers, then column indices and values read coalesced (warp per row) or a row apart (thread per row), then x gathered at the columns.",
             WorkloadKind::Btree => "B+tree point queries (Rodinia b+tree findK, svm-apu BPT): one CTA of fanout threads per query reads a whole node per level (keys coalesced), the matching thread its child index, then the record; unsorted or sorted queries.",
             WorkloadKind::Xsbench => "XSBench lookups (unionized grid, svm-apu / Zheng xsbench): per lookup a binary search of the unionized energy grid (dependent, divergent probes), then per nuclide its index-grid entry and two nuclide-grid points; unsorted or sorted lookups.",
+            WorkloadKind::FaultBurst => "Concurrent first-touch faults (issue 3, svm-apu fault bursts): faults threads each make one access to its own page (stride_bytes apart) as their first instruction, so a managed run raises that many far faults at once; for fault-latency and batching studies.",
+            WorkloadKind::Minife => "miniFE conjugate gradient on the 27-point matrix of a structured 3D grid (CSR): per iteration six launches: dot(r, r), waxpby p, matvec (thread per row: row offsets, then per entry its index and value, uncoalesced, and p gathered), dot(Ap, p) and two waxpbys.",
+            WorkloadKind::Comd => "CoMD link-cell force kernel: one thread per atom loads its position, then for each of the 27 cells around its own (periodic) the cell's atom count and every atom's position (a broadcast within a cell), computes, and stores its force.",
+            WorkloadKind::Miniamr => "miniAMR: 7-point stencil over a list of mesh blocks (each a contiguous array with one-cell halos), the blocks near the domain's centre refined into 8 children; per iteration a halo exchange between neighbouring blocks (across refinement levels) and the stencil, ping-pong block lists.",
+            WorkloadKind::Bfs => "Graph500-like BFS on a Kronecker (R-MAT) graph generated from the seed: one launch per level, one thread per vertex; frontier vertices read their CSR offsets and neighbour lists, gather the neighbours' levels and mark the unvisited ones.",
+            WorkloadKind::Sad => "Parboil SAD (H.264 motion estimation): per 16x16 macroblock, sums of absolute differences against the reference frame at every offset of a search window; one CTA per macroblock reads its rows and the reference rows at each offset and stores the 4x4 SADs, then two launches combine them into the larger partitions.",
         }
     }
 }
@@ -362,7 +422,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree or xsbench (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd, miniamr, bfs or sad (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -418,6 +478,18 @@ section! {
         pub btree: BtreeParams = BtreeParams::default(),
         /// Parameters of `xsbench`.
         pub xsbench: XsbenchParams = XsbenchParams::default(),
+        /// Parameters of `fault-burst`.
+        pub fault_burst: FaultBurstParams = FaultBurstParams::default(),
+        /// Parameters of `minife`.
+        pub minife: MinifeParams = MinifeParams::default(),
+        /// Parameters of `comd`.
+        pub comd: ComdParams = ComdParams::default(),
+        /// Parameters of `miniamr`.
+        pub miniamr: MiniamrParams = MiniamrParams::default(),
+        /// Parameters of `bfs`.
+        pub bfs: BfsParams = BfsParams::default(),
+        /// Parameters of `sad`.
+        pub sad: SadParams = SadParams::default(),
     }
 }
 
@@ -453,6 +525,12 @@ impl WorkloadConfig {
             WorkloadKind::Spmv => self.spmv.footprint(),
             WorkloadKind::Btree => self.btree.footprint(),
             WorkloadKind::Xsbench => self.xsbench.footprint(),
+            WorkloadKind::FaultBurst => self.fault_burst.footprint(),
+            WorkloadKind::Minife => self.minife.footprint(),
+            WorkloadKind::Comd => self.comd.footprint(),
+            WorkloadKind::Miniamr => self.miniamr.footprint(),
+            WorkloadKind::Bfs => self.bfs.footprint(),
+            WorkloadKind::Sad => self.sad.footprint(),
         }
     }
 
@@ -500,6 +578,12 @@ impl WorkloadConfig {
             WorkloadKind::Spmv => self.spmv.validate("workload.spmv"),
             WorkloadKind::Btree => self.btree.validate("workload.btree", cfg),
             WorkloadKind::Xsbench => self.xsbench.validate("workload.xsbench", ws),
+            WorkloadKind::FaultBurst => self.fault_burst.validate("workload.fault_burst"),
+            WorkloadKind::Minife => self.minife.validate("workload.minife"),
+            WorkloadKind::Comd => self.comd.validate("workload.comd"),
+            WorkloadKind::Miniamr => self.miniamr.validate("workload.miniamr"),
+            WorkloadKind::Bfs => self.bfs.validate("workload.bfs"),
+            WorkloadKind::Sad => self.sad.validate("workload.sad"),
         }
     }
 }
@@ -535,6 +619,12 @@ pub fn build(cfg: &Config) -> Program {
         WorkloadKind::Spmv => spmv::build(&w.spmv, w, cfg, page, &mut va),
         WorkloadKind::Btree => btree::build(&w.btree, w, cfg, page, &mut va),
         WorkloadKind::Xsbench => xsbench::build(&w.xsbench, w, cfg, page, &mut va),
+        WorkloadKind::FaultBurst => fault_burst::build(&w.fault_burst, w, page, &mut va),
+        WorkloadKind::Minife => minife::build(&w.minife, w, cfg, page, &mut va),
+        WorkloadKind::Comd => comd::build(&w.comd, w, page, &mut va),
+        WorkloadKind::Miniamr => miniamr::build(&w.miniamr, w, page, &mut va),
+        WorkloadKind::Bfs => bfs::build(&w.bfs, w, cfg, page, &mut va),
+        WorkloadKind::Sad => sad::build(&w.sad, w, page, &mut va),
     };
     let mut ops = vec![];
     if w.memcpy_inputs && inputs > 0 {
