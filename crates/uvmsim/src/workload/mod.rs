@@ -31,7 +31,9 @@ mod stream;
 mod stride;
 mod strided;
 pub mod trace;
+pub mod tracefmt;
 mod vecadd;
+pub mod warptrace;
 mod xsbench;
 
 pub use backprop::BackpropParams;
@@ -51,6 +53,7 @@ pub use stride::StrideParams;
 pub use strided::StridedParams;
 pub use trace::TraceParams;
 pub use vecadd::VecaddParams;
+pub use warptrace::WarpTraceParams;
 pub use xsbench::XsbenchParams;
 
 use crate::config::{ByteSize, Config};
@@ -175,6 +178,7 @@ pub enum KernelGen {
     Regular(regular::RegularKernel),
     Stream(stream::StreamKernel),
     Gather(gather::GatherKernel),
+    WarpTrace(Box<warptrace::WarpTraceKernel>),
     Vecadd(vecadd::VecaddKernel),
     Grid(grid::GridKernel),
     PointerChase(pointer_chase::PointerChaseKernel),
@@ -203,6 +207,7 @@ impl KernelGen {
             KernelGen::Regular(k) => WarpStream::Regular(k.warp(id)),
             KernelGen::Stream(k) => WarpStream::Stream(k.warp(id)),
             KernelGen::Gather(k) => WarpStream::Gather(Box::new(k.warp(id))),
+            KernelGen::WarpTrace(k) => WarpStream::WarpTrace(Box::new(k.warp(id))),
             KernelGen::Vecadd(k) => WarpStream::Vecadd(k.warp(id)),
             KernelGen::Grid(k) => WarpStream::Grid(k.warp(id)),
             KernelGen::PointerChase(k) => WarpStream::PointerChase(k.warp(id)),
@@ -222,6 +227,7 @@ pub enum WarpStream {
     Regular(regular::RegularWarp),
     Stream(stream::StreamWarp),
     Gather(Box<gather::GatherWarp>),
+    WarpTrace(Box<warptrace::WarpTraceWarp>),
     Vecadd(vecadd::VecaddWarp),
     Grid(grid::GridWarp),
     PointerChase(pointer_chase::PointerChaseWarp),
@@ -241,6 +247,7 @@ impl WarpStream {
             WarpStream::Regular(w) => w.next(scratch),
             WarpStream::Stream(w) => w.next(),
             WarpStream::Gather(w) => w.next(scratch),
+            WarpStream::WarpTrace(w) => w.next(scratch),
             WarpStream::Vecadd(w) => w.next(),
             WarpStream::Grid(w) => w.next(scratch),
             WarpStream::PointerChase(w) => w.next(scratch),
@@ -266,6 +273,7 @@ pub enum WorkloadKind {
     Gather,
     VecaddProbe,
     Trace,
+    WarpTrace,
     PointerChase,
     Strided,
     TiledGemm,
@@ -282,7 +290,7 @@ pub enum WorkloadKind {
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 21] = [
+    pub const ALL: [WorkloadKind; 22] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
@@ -291,6 +299,7 @@ impl WorkloadKind {
         WorkloadKind::Gather,
         WorkloadKind::VecaddProbe,
         WorkloadKind::Trace,
+        WorkloadKind::WarpTrace,
         WorkloadKind::PointerChase,
         WorkloadKind::Strided,
         WorkloadKind::TiledGemm,
@@ -316,6 +325,7 @@ impl WorkloadKind {
             WorkloadKind::Gather => "gather",
             WorkloadKind::VecaddProbe => "vecadd-probe",
             WorkloadKind::Trace => "trace",
+            WorkloadKind::WarpTrace => "warp-trace",
             WorkloadKind::PointerChase => "pointer-chase",
             WorkloadKind::Strided => "strided",
             WorkloadKind::TiledGemm => "tiled-gemm",
@@ -342,6 +352,7 @@ impl WorkloadKind {
             WorkloadKind::Gather => "Lookups into a large sorted table by binary search (XSBench / B+tree-like): each lookup reads its key coalesced, then makes dependent probes; keys unsorted (random) or sorted (adjacent threads search nearby keys).",
             WorkloadKind::VecaddProbe => "Seed uvm-driver Listing 3.1: each thread adds the first float of a page of a and b into c, three pages per thread (LDG, LDG, wait, FADD, STG); with prefetch, prefetch.global.L2 of every page first. Use with workload.managed = true to see how faults form batches.",
             WorkloadKind::Trace => "Replay of a memory-access trace (CSV time_ns,gpu,cu,wavefront,kind,vaddr,size, plain or gzip; e.g. shared/traces/mgpusim): each access issues at its recorded time on its recorded CU; addresses map one-to-one to physical memory with translation.page_size pages.",
+            WorkloadKind::WarpTrace => "Replay of a binary warp trace (.uvmt, from `uvmsim trace record` or `trace convert`): the recorded allocations, copies and kernel launches, each warp issuing its recorded instruction stream through the GPU model; a generator's recording replays with identical metrics.",
             WorkloadKind::PointerChase => "Dependent loads around one seeded random cycle through all nodes (node P(i) points to P(i+1)); each thread starts at its own point of the cycle: fully divergent, latency-bound, one page per lane per hop.",
             WorkloadKind::Strided => "Thread t loads element t*stride_elements, repeatedly: the stride sets how many lines and pages a warp instruction touches (1 = one line, >= page/element = one page per lane).",
             WorkloadKind::TiledGemm => "C = A*B with shared-memory tiles (CUDA-samples / Parboil sgemm; seed uvm-driver 'sgemm'): per k-step each tile x tile CTA loads a tile of A's rows and of B's columns (coalesced row segments), syncs and computes; then stores its tile of C.",
@@ -362,7 +373,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree or xsbench (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, warp-trace, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree or xsbench (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -388,6 +399,8 @@ section! {
         pub vecadd_probe: VecaddParams = VecaddParams::default(),
         /// Parameters of `trace`.
         pub trace: TraceParams = TraceParams::default(),
+        /// Parameters of `warp-trace`.
+        pub warp_trace: WarpTraceParams = WarpTraceParams::default(),
         /// Parameters of `pointer-chase`.
         pub pointer_chase: PointerChaseParams = PointerChaseParams::default(),
         /// Parameters of `strided`.
@@ -435,7 +448,7 @@ impl WorkloadConfig {
             WorkloadKind::Stream => 3 * self.stream.elements as u128 * self.stream.element_bytes as u128,
             WorkloadKind::Gather => self.gather.table_entries as u128 * self.gather.entry_bytes as u128 + 4 * self.gather.lookups as u128,
             WorkloadKind::VecaddProbe => 3 * c.threads as u128 * c.iterations as u128 * 4096,
-            WorkloadKind::Trace => 0,
+            WorkloadKind::Trace | WorkloadKind::WarpTrace => 0,
             WorkloadKind::PointerChase => self.pointer_chase.footprint(),
             WorkloadKind::Strided => self.strided.footprint(),
             WorkloadKind::TiledGemm => self.tiled_gemm.footprint(),
@@ -480,6 +493,7 @@ impl WorkloadConfig {
             WorkloadKind::Gather => self.gather.validate("workload.gather", ws),
             WorkloadKind::VecaddProbe => self.vecadd_probe.validate("workload.vecadd_probe"),
             WorkloadKind::Trace => self.trace.validate("workload.trace"),
+            WorkloadKind::WarpTrace => self.warp_trace.validate("workload.warp_trace"),
             WorkloadKind::PointerChase => self.pointer_chase.validate("workload.pointer_chase"),
             WorkloadKind::Strided => self.strided.validate("workload.strided"),
             WorkloadKind::TiledGemm => self.tiled_gemm.validate("workload.tiled_gemm", cfg),
@@ -497,13 +511,17 @@ impl WorkloadConfig {
     }
 }
 
-/// Build the program the config describes.
-pub fn build(cfg: &Config) -> Program {
+/// Build the program the config describes; a trace workload whose file cannot be
+/// read fails here, with a message naming the file.
+pub fn build(cfg: &Config) -> Result<Program, String> {
     let w = &cfg.workload;
     let page = cfg.translation.page_size.0;
     let mut va = VaAllocator { managed: w.managed, ..VaAllocator::default() };
     if w.kind == WorkloadKind::Trace {
-        return Program { buffers: vec![], ops: vec![HostOp::Replay { path: w.trace.path.clone(), gpu: w.trace.gpu }] };
+        return Ok(Program { buffers: vec![], ops: vec![HostOp::Replay { path: w.trace.path.clone(), gpu: w.trace.gpu }] });
+    }
+    if w.kind == WorkloadKind::WarpTrace {
+        return warptrace::program(&w.warp_trace.path, cfg);
     }
     let one = |(k, inputs)| (vec![k], inputs);
     let (kernels, inputs) = match w.kind {
@@ -514,7 +532,7 @@ pub fn build(cfg: &Config) -> Program {
         WorkloadKind::Stream => one(stream::build(&w.stream, w, page, &mut va)),
         WorkloadKind::Gather => one(gather::build(&w.gather, w, cfg, page, &mut va)),
         WorkloadKind::VecaddProbe => one(vecadd::build(&w.vecadd_probe, w, page, &mut va)),
-        WorkloadKind::Trace => unreachable!("handled above"),
+        WorkloadKind::Trace | WorkloadKind::WarpTrace => unreachable!("handled above"),
         WorkloadKind::PointerChase => pointer_chase::build(&w.pointer_chase, w, cfg, page, &mut va),
         WorkloadKind::Strided => strided::build(&w.strided, w, page, &mut va),
         WorkloadKind::TiledGemm => gemm::build(&w.tiled_gemm, w, page, &mut va),
@@ -534,7 +552,7 @@ pub fn build(cfg: &Config) -> Program {
         ops.push(HostOp::MemcpyH2D { bytes: inputs });
     }
     ops.extend(kernels.into_iter().map(HostOp::Launch));
-    Program { buffers: va.buffers, ops }
+    Ok(Program { buffers: va.buffers, ops })
 }
 
 /// A seeded bijection on [0, n): a 4-round Feistel network on the next power
@@ -593,7 +611,7 @@ pub(crate) mod testutil {
     /// The program of the default config with these overrides (warp size 32).
     pub fn program(sets: &[&str]) -> Program {
         let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-        build(&resolve(&[] as &[Source], &o).unwrap_or_else(|e| panic!("{e}")))
+        build(&resolve(&[] as &[Source], &o).unwrap_or_else(|e| panic!("{e}"))).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// The kernel specs of the program, in launch order.
