@@ -14,6 +14,7 @@
 //! footprint (`WorkloadConfig::footprint`, checked before building) and
 //! documents its first-touch order; docs/workloads.md collects them.
 
+pub mod accelsim;
 mod backprop;
 mod btree;
 mod gather;
@@ -36,6 +37,7 @@ mod vecadd;
 pub mod warptrace;
 mod xsbench;
 
+pub use accelsim::AccelsimParams;
 pub use backprop::BackpropParams;
 pub use btree::BtreeParams;
 pub use gather::GatherParams;
@@ -274,6 +276,7 @@ pub enum WorkloadKind {
     VecaddProbe,
     Trace,
     WarpTrace,
+    Accelsim,
     PointerChase,
     Strided,
     TiledGemm,
@@ -290,7 +293,7 @@ pub enum WorkloadKind {
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 22] = [
+    pub const ALL: [WorkloadKind; 23] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
@@ -300,6 +303,7 @@ impl WorkloadKind {
         WorkloadKind::VecaddProbe,
         WorkloadKind::Trace,
         WorkloadKind::WarpTrace,
+        WorkloadKind::Accelsim,
         WorkloadKind::PointerChase,
         WorkloadKind::Strided,
         WorkloadKind::TiledGemm,
@@ -326,6 +330,7 @@ impl WorkloadKind {
             WorkloadKind::VecaddProbe => "vecadd-probe",
             WorkloadKind::Trace => "trace",
             WorkloadKind::WarpTrace => "warp-trace",
+            WorkloadKind::Accelsim => "accelsim",
             WorkloadKind::PointerChase => "pointer-chase",
             WorkloadKind::Strided => "strided",
             WorkloadKind::TiledGemm => "tiled-gemm",
@@ -353,6 +358,7 @@ impl WorkloadKind {
             WorkloadKind::VecaddProbe => "Seed uvm-driver Listing 3.1: each thread adds the first float of a page of a and b into c, three pages per thread (LDG, LDG, wait, FADD, STG); with prefetch, prefetch.global.L2 of every page first. Use with workload.managed = true to see how faults form batches.",
             WorkloadKind::Trace => "Replay of a memory-access trace (CSV time_ns,gpu,cu,wavefront,kind,vaddr,size, plain or gzip; e.g. shared/traces/mgpusim): each access issues at its recorded time on its recorded CU; addresses map one-to-one to physical memory with translation.page_size pages.",
             WorkloadKind::WarpTrace => "Replay of a binary warp trace (.uvmt, from `uvmsim trace record` or `trace convert`): the recorded allocations, copies and kernel launches, each warp issuing its recorded instruction stream through the GPU model; a generator's recording replays with identical metrics.",
+            WorkloadKind::Accelsim => "Replay of an Accel-Sim/NVBit trace (kernelslist.g + kernel-*.traceg): global loads/stores/atomics become warp memory instructions, other instructions compute, uses of a load's destination register waits; touched address ranges are allocated with translation.page_size pages (managed with workload.managed).",
             WorkloadKind::PointerChase => "Dependent loads around one seeded random cycle through all nodes (node P(i) points to P(i+1)); each thread starts at its own point of the cycle: fully divergent, latency-bound, one page per lane per hop.",
             WorkloadKind::Strided => "Thread t loads element t*stride_elements, repeatedly: the stride sets how many lines and pages a warp instruction touches (1 = one line, >= page/element = one page per lane).",
             WorkloadKind::TiledGemm => "C = A*B with shared-memory tiles (CUDA-samples / Parboil sgemm; seed uvm-driver 'sgemm'): per k-step each tile x tile CTA loads a tile of A's rows and of B's columns (coalesced row segments), syncs and computes; then stores its tile of C.",
@@ -373,7 +379,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, warp-trace, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree or xsbench (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, warp-trace, accelsim, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree or xsbench (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -401,6 +407,8 @@ section! {
         pub trace: TraceParams = TraceParams::default(),
         /// Parameters of `warp-trace`.
         pub warp_trace: WarpTraceParams = WarpTraceParams::default(),
+        /// Parameters of `accelsim`.
+        pub accelsim: AccelsimParams = AccelsimParams::default(),
         /// Parameters of `pointer-chase`.
         pub pointer_chase: PointerChaseParams = PointerChaseParams::default(),
         /// Parameters of `strided`.
@@ -448,7 +456,7 @@ impl WorkloadConfig {
             WorkloadKind::Stream => 3 * self.stream.elements as u128 * self.stream.element_bytes as u128,
             WorkloadKind::Gather => self.gather.table_entries as u128 * self.gather.entry_bytes as u128 + 4 * self.gather.lookups as u128,
             WorkloadKind::VecaddProbe => 3 * c.threads as u128 * c.iterations as u128 * 4096,
-            WorkloadKind::Trace | WorkloadKind::WarpTrace => 0,
+            WorkloadKind::Trace | WorkloadKind::WarpTrace | WorkloadKind::Accelsim => 0,
             WorkloadKind::PointerChase => self.pointer_chase.footprint(),
             WorkloadKind::Strided => self.strided.footprint(),
             WorkloadKind::TiledGemm => self.tiled_gemm.footprint(),
@@ -494,6 +502,7 @@ impl WorkloadConfig {
             WorkloadKind::VecaddProbe => self.vecadd_probe.validate("workload.vecadd_probe"),
             WorkloadKind::Trace => self.trace.validate("workload.trace"),
             WorkloadKind::WarpTrace => self.warp_trace.validate("workload.warp_trace"),
+            WorkloadKind::Accelsim => self.accelsim.validate("workload.accelsim"),
             WorkloadKind::PointerChase => self.pointer_chase.validate("workload.pointer_chase"),
             WorkloadKind::Strided => self.strided.validate("workload.strided"),
             WorkloadKind::TiledGemm => self.tiled_gemm.validate("workload.tiled_gemm", cfg),
@@ -523,6 +532,9 @@ pub fn build(cfg: &Config) -> Result<Program, String> {
     if w.kind == WorkloadKind::WarpTrace {
         return warptrace::program(&w.warp_trace.path, cfg);
     }
+    if w.kind == WorkloadKind::Accelsim {
+        return accelsim::program(&w.accelsim.path, cfg);
+    }
     let one = |(k, inputs)| (vec![k], inputs);
     let (kernels, inputs) = match w.kind {
         WorkloadKind::Stride => one(stride::build(&w.stride, w, cfg, page, &mut va)),
@@ -532,7 +544,7 @@ pub fn build(cfg: &Config) -> Result<Program, String> {
         WorkloadKind::Stream => one(stream::build(&w.stream, w, page, &mut va)),
         WorkloadKind::Gather => one(gather::build(&w.gather, w, cfg, page, &mut va)),
         WorkloadKind::VecaddProbe => one(vecadd::build(&w.vecadd_probe, w, page, &mut va)),
-        WorkloadKind::Trace | WorkloadKind::WarpTrace => unreachable!("handled above"),
+        WorkloadKind::Trace | WorkloadKind::WarpTrace | WorkloadKind::Accelsim => unreachable!("handled above"),
         WorkloadKind::PointerChase => pointer_chase::build(&w.pointer_chase, w, cfg, page, &mut va),
         WorkloadKind::Strided => strided::build(&w.strided, w, page, &mut va),
         WorkloadKind::TiledGemm => gemm::build(&w.tiled_gemm, w, page, &mut va),

@@ -121,7 +121,7 @@ impl Header {
             if !b.page_bytes.is_power_of_two() || b.page_bytes < 4096 || b.base % b.page_bytes != 0 || b.bytes == 0 {
                 return bad(format!("buffer at {:#x}: page_bytes must be a power of two >= 4096 dividing the base, bytes > 0", b.base));
             }
-            if b.base.checked_add(b.bytes).is_none_or(|e| e > ADDR_LIMIT) {
+            if b.base.checked_add(b.bytes).map_or(true, |e| e > ADDR_LIMIT) {
                 return bad(format!("buffer at {:#x} of {} bytes ends beyond the 57-bit address space", b.base, b.bytes));
             }
         }
@@ -334,7 +334,7 @@ impl OpDecoder {
                 let bytes = self.bytes(tag, buf, pos)?;
                 let last =
                     (n.max(1) as u64 - 1).checked_mul(stride).and_then(|d| d.checked_add(base)).and_then(|a| a.checked_add(bytes as u64));
-                if last.is_none_or(|a| a > ADDR_LIMIT) {
+                if last.map_or(true, |a| a > ADDR_LIMIT) {
                     return Err(format!("strided access from {base:#x} ({n} lanes, stride {stride}) leaves the 57-bit address space"));
                 }
                 self.s.addr = base;
@@ -348,7 +348,7 @@ impl OpDecoder {
                 let mut prev = self.s.addr;
                 for (i, slot) in scratch[..n as usize].iter_mut().enumerate() {
                     let a = prev.wrapping_add(unzigzag(get_varint(buf, pos)?) as u64);
-                    if a.checked_add(bytes as u64).is_none_or(|e| e > ADDR_LIMIT) {
+                    if a.checked_add(bytes as u64).map_or(true, |e| e > ADDR_LIMIT) {
                         return Err(format!("lane address {a:#x} is beyond the 57-bit address space"));
                     }
                     *slot = a;
@@ -530,7 +530,7 @@ impl Blob {
 
     /// Fill `buf` from byte `at`; false if the blob ends first.
     pub fn read_at(&self, at: u64, buf: &mut [u8]) -> std::io::Result<bool> {
-        if at.checked_add(buf.len() as u64).is_none_or(|e| e > self.len()) {
+        if at.checked_add(buf.len() as u64).map_or(true, |e| e > self.len()) {
             return Ok(false);
         }
         match self {
@@ -909,6 +909,11 @@ impl TimedReader {
         Ok(TimedReader { file, next, raw: vec![], pos: 0, left: 0, chunk_at: 0, index: 0, prev: TimedRec::default() })
     }
 
+    /// The header's source text.
+    pub fn source(&self) -> &str {
+        &self.file.header.source
+    }
+
     /// Where the reader is: file, record index and its chunk's byte offset.
     pub fn position(&self) -> String {
         format!("{}: record {} (chunk at byte {})", self.file.name, self.index, self.chunk_at)
@@ -977,6 +982,9 @@ pub fn for_each_op(
     Ok(())
 }
 
+/// An open group chunk: its data, each warp's byte range, its first warp and byte offset.
+type Group = (ChunkData, Vec<(u32, u32)>, u64, u64);
+
 /// The dispatch position in one kernel's chunks: hands out warps in grid order.
 #[derive(Debug, Clone)]
 pub struct KernelCursor {
@@ -984,7 +992,7 @@ pub struct KernelCursor {
     /// Next chunk to read.
     next: u64,
     /// The open group chunk: its data, where each warp starts, its first warp.
-    group: Option<(ChunkData, Vec<(u32, u32)>, u64, u64)>,
+    group: Option<Group>,
 }
 
 impl KernelCursor {

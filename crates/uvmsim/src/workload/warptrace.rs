@@ -73,6 +73,9 @@ impl WarpTraceWarp {
     pub fn next(&mut self, scratch: &mut [u64; MAX_LANES]) -> Op {
         if let Some(c) = &mut self.cur {
             match c.next(&self.file, scratch) {
+                // After its Exit a warp may be asked again (to re-run faulted instructions, then exit):
+                // it keeps answering Exit, and lets go of its chunk now.
+                Ok(Op::Exit) => self.cur = None,
                 Ok(op) => return op,
                 Err(e) => {
                     self.failure = Some(e.0);
