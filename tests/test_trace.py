@@ -131,11 +131,12 @@ def test_record_then_replay_gives_the_generators_metrics(cli: Cli, tmp_path: Pat
         k: v for k, v in replay.items() if k not in WALL_CLOCK
     }
     info = uvmsim.trace_info(tmp_path / "w.uvmt")
-    assert (
-        info["format"] == "uvmt-warps"
-        and info["mem_insts"] == direct["gpu0.warp_mem_insts"] - direct.get("uvm.faults.raw", 0)
-        or info["mem_insts"] <= direct["gpu0.warp_mem_insts"]
-    )
+    assert info["format"] == "uvmt-warps"
+    # Far faults re-execute instructions: a managed run issues more than the trace holds.
+    if direct.get("uvm.faults.raw", 0) == 0:
+        assert info["mem_insts"] == direct["gpu0.warp_mem_insts"]
+    else:
+        assert info["mem_insts"] < direct["gpu0.warp_mem_insts"]
 
 
 def test_csv_and_binary_convert_both_ways_and_replay_alike(cli: Cli, tmp_path: Path) -> None:
