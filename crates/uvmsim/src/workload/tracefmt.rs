@@ -126,8 +126,8 @@ impl Header {
             }
         }
         for (threads, tpc) in self.kernels() {
-            if tpc == 0 || threads == 0 {
-                return bad("a kernel launch needs threads > 0 and threads_per_cta > 0".into());
+            if tpc == 0 || threads == 0 || threads > 1 << 50 {
+                return bad("a kernel launch needs 1 to 2^50 threads and threads_per_cta > 0".into());
             }
         }
         Ok(())
@@ -1031,6 +1031,9 @@ impl KernelCursor {
                     )));
                 }
                 let raw = file.payload(&c, MAX_RAW)?;
+                if c.count as usize > raw.len() {
+                    return Err(TraceError(format!("{}: {} warps in {} bytes: corrupt trace", file.at(c.at), c.count, raw.len())));
+                }
                 let mut pos = 0;
                 let mut lens = Vec::with_capacity(c.count as usize);
                 for _ in 0..c.count {
