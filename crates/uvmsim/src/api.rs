@@ -81,7 +81,8 @@ fn bad(message: String) -> ConfigError {
 pub fn trace_record_json(sources: &[Source], overrides: &[String], out: &str) -> Result<String, ConfigError> {
     let cfg = resolve(sources, overrides)?;
     let program = crate::workload::build(&cfg).map_err(bad)?;
-    let source = format!("uvmsim {} workload {}", env!("CARGO_PKG_VERSION"), serde_json::to_string(&cfg.workload).expect("config serializes"));
+    let source =
+        format!("uvmsim {} workload {}", env!("CARGO_PKG_VERSION"), serde_json::to_string(&cfg.workload).expect("config serializes"));
     let totals = crate::workload::warptrace::record(&program, &cfg, &source, out).map_err(bad)?;
     Ok(serde_json::to_string(&totals).expect("totals serialize"))
 }
