@@ -150,6 +150,8 @@ def test_config_reference_and_workloads() -> None:
         "gather",
         "vecadd-probe",
         "trace",
+        "warp-trace",
+        "accelsim",
         "pointer-chase",
         "strided",
         "tiled-gemm",

@@ -93,6 +93,8 @@ def test_workloads_list_and_describe(cli: Cli) -> None:
         "gather",
         "vecadd-probe",
         "trace",
+        "warp-trace",
+        "accelsim",
         "pointer-chase",
         "strided",
         "tiled-gemm",

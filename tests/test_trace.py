@@ -101,3 +101,137 @@ def test_mgpusim_tlb_comparison(tmp_path: Path) -> None:
     assert by["l1_hits.kmeans"].simulated == 162176
     with (tmp_path / "tlb.csv").open() as f:
         assert len(list(csv.DictReader(f))) == 9
+
+
+# --- binary traces (.uvmt): record, replay, convert; Accel-Sim traces ------------------------------------
+
+WALL_CLOCK = {"sim.wall_s", "sim.events_per_s", "sim.warp_mem_insts_per_s"}
+ACCELSIM = Path(__file__).resolve().parent / "data" / "accelsim" / "kernelslist.g"
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [
+        ["workload.kind=stream", "workload.stream.elements=50000", "workload.stream.threads=4096"],
+        ["workload.kind=regular", "workload.managed=true", "workload.regular.threads=4096"],
+        ["workload.kind=gather", "workload.gather.lookups=4096", "workload.gather.threads=1024"],
+        ["workload.kind=stride", "workload.stride.work_items=64", "workload.stride.accesses=200"],
+    ],
+)
+def test_record_then_replay_gives_the_generators_metrics(cli: Cli, tmp_path: Path, sets: list[str]) -> None:
+    flags = [a for s in sets for a in ("--set", s)]
+    p = cli("trace", "record", "--preset", "titan-v", *flags, "w.uvmt")
+    assert p.returncode == 0, p.stderr
+    assert "wrote w.uvmt" in p.stdout
+    direct = uvmsim.run(preset="titan-v", set=sets).metrics
+    replay = uvmsim.run(
+        preset="titan-v", set={"workload.kind": "warp-trace", "workload.warp_trace.path": str(tmp_path / "w.uvmt")}
+    ).metrics
+    assert {k: v for k, v in direct.items() if k not in WALL_CLOCK} == {
+        k: v for k, v in replay.items() if k not in WALL_CLOCK
+    }
+    info = uvmsim.trace_info(tmp_path / "w.uvmt")
+    assert info["format"] == "uvmt-warps"
+    # Far faults re-execute instructions: a managed run issues more than the trace holds.
+    if direct.get("uvm.faults.raw", 0) == 0:
+        assert info["mem_insts"] == direct["gpu0.warp_mem_insts"]
+    else:
+        assert info["mem_insts"] < direct["gpu0.warp_mem_insts"]
+
+
+def test_csv_and_binary_convert_both_ways_and_replay_alike(cli: Cli, tmp_path: Path) -> None:
+    rows = [f"{10 + i},1,{i % 3},{i % 5},{'W' if i % 4 == 0 else 'R'},{hex(0x1000 + 64 * i)},64" for i in range(300)]
+    write_trace(tmp_path / "t.csv", rows)
+    assert cli("trace", "convert", "t.csv", "t.uvmt").returncode == 0
+    p = cli("trace", "convert", "t.uvmt", "back.csv.gz")
+    assert p.returncode == 0, p.stderr
+    assert gzip.decompress((tmp_path / "back.csv.gz").read_bytes()).decode() == (tmp_path / "t.csv").read_text()
+    a, b = uvmsim.trace_info(tmp_path / "t.csv"), uvmsim.trace_info(tmp_path / "t.uvmt")
+    assert (a["format"], b["format"]) == ("csv", "uvmt-timed")
+    assert {k: v for k, v in a.items() if k not in ("format", "source")} == {
+        k: v for k, v in b.items() if k not in ("format", "source")
+    }
+    run = {
+        f: uvmsim.run(preset="mgpusim-r9nano", set={"workload.kind": "trace", "workload.trace.path": str(tmp_path / f)})
+        for f in ("t.csv", "t.uvmt")
+    }
+    ma, mb = (run[f].metrics for f in ("t.csv", "t.uvmt"))
+    assert {k: v for k, v in ma.items() if k not in WALL_CLOCK} == {k: v for k, v in mb.items() if k not in WALL_CLOCK}
+
+
+def test_a_warp_trace_is_refused_where_a_timed_one_is_expected(cli: Cli, tmp_path: Path) -> None:
+    assert (
+        cli(
+            "trace", "record", "--set", "workload.kind=stream", "--set", "workload.stream.elements=1000", "w.uvmt"
+        ).returncode
+        == 0
+    )
+    p = cli("run", "--preset", "mgpusim-r9nano", "--set", "workload.kind=trace", "--set", "workload.trace.path=w.uvmt")
+    assert p.returncode == 2 and 'workload.kind = "warp-trace"' in p.stderr, p.stderr
+    p = cli("trace", "convert", "w.uvmt", "w.csv")
+    assert p.returncode == 2 and "no timed (CSV) form" in p.stderr, p.stderr
+
+
+def _flip(b: bytes, i: int) -> bytes:
+    """``b`` with byte ``i`` inverted (here: in the middle of the chunks)."""
+    return b[:i] + bytes([b[i] ^ 0xFF]) + b[i + 1 :]
+
+
+@pytest.mark.parametrize(
+    ("damage", "expected"),
+    [
+        (lambda b: b[: len(b) - 7], "truncated: the end marker is missing"),
+        (lambda b: b[:8] + b"\x07\x00\x00\x00" + b[12:], "byte 8: format version 7; this uvmsim reads version 1"),
+        (lambda b: b[:16] + b"#" + b[17:], "byte 16: bad header"),
+        (lambda b: _flip(b, (16 + int.from_bytes(b[12:16], "little") + len(b)) // 2), "corrupt"),
+    ],
+)
+def test_malformed_binary_traces_exit_2_with_the_byte_offset(cli: Cli, tmp_path: Path, damage, expected: str) -> None:
+    sets = ["--set", "workload.kind=stream", "--set", "workload.stream.elements=20000"]
+    assert cli("trace", "record", *sets, "good.uvmt").returncode == 0
+    (tmp_path / "bad.uvmt").write_bytes(damage((tmp_path / "good.uvmt").read_bytes()))
+    for args in (
+        ["trace", "info", "bad.uvmt"],
+        [
+            "run",
+            "--preset",
+            "titan-v",
+            "--set",
+            "workload.kind=warp-trace",
+            "--set",
+            "workload.warp_trace.path=bad.uvmt",
+        ],
+    ):
+        p = cli(*args)
+        assert p.returncode == 2, (args, p.stdout, p.stderr)
+        assert "bad.uvmt: byte " in p.stderr and expected in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_the_hand_made_accelsim_trace_runs(cli: Cli, tmp_path: Path) -> None:
+    info = uvmsim.trace_info(ACCELSIM)
+    assert (info["kernels"], info["warps"], info["mem_insts"], info["accesses"]) == (1, 4, 5, 83)
+    assert (info["reads"], info["writes"], info["unique_pages_4k"]) == (49, 34, 3)
+    sets = {"workload.kind": "accelsim", "workload.accelsim.path": str(ACCELSIM)}
+    m = uvmsim.run(preset="titan-v", set=sets).metrics
+    assert (m["gpu0.warp_mem_insts"], m["gpu0.warps"], m["host.memcpy_bytes"]) == (5, 4, 512)
+    managed = uvmsim.run(preset="titan-v", set={**sets, "workload.managed": True}).metrics
+    assert (managed["uvm.faults.unique"], managed["host.memcpy_bytes"]) == (3, 0)
+    p = cli("trace", "convert", str(ACCELSIM), "a.uvmt", "--preset", "titan-v")
+    assert p.returncode == 0, p.stderr
+    m2 = uvmsim.run(
+        preset="titan-v", set={"workload.kind": "warp-trace", "workload.warp_trace.path": str(tmp_path / "a.uvmt")}
+    )
+    assert {k: v for k, v in m.items() if k not in WALL_CLOCK} == {
+        k: v for k, v in m2.metrics.items() if k not in WALL_CLOCK
+    }
+
+
+def test_a_malformed_accelsim_trace_exits_2_with_file_and_line(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "kernelslist.g").write_text("kernel-1.traceg\n")
+    text = (ACCELSIM.parent / "kernel-1.traceg").read_text().replace("LDG.E 1 R2 4 1", "LDG.E 1 R2 4 9")
+    (tmp_path / "kernel-1.traceg").write_text(text)
+    p = cli(
+        "run", "--preset", "titan-v", "--set", "workload.kind=accelsim", "--set", "workload.accelsim.path=kernelslist.g"
+    )
+    assert p.returncode == 2, p.stderr
+    assert "kernel-1.traceg:25: address format `9`" in p.stderr and "Traceback" not in p.stderr, p.stderr

@@ -49,6 +49,9 @@ __all__ = [
     "resolve",
     "run",
     "sweep",
+    "trace_convert",
+    "trace_info",
+    "trace_record",
     "workloads",
 ]
 
@@ -307,9 +310,34 @@ def config_sections() -> list[dict[str, Any]]:
 
 
 def trace_info(path: str | Path) -> dict[str, Any]:
-    """Summary of a trace file (accesses, reads, writes, GPUs, CUs, wavefronts, unique pages and lines,
-    footprint, time span, request sizes); a malformed trace raises ``ConfigError`` naming file and line."""
+    """Summary of a trace (CSV, .uvmt or Accel-Sim kernelslist.g): format, accesses, reads, writes, kernels,
+    warps, GPUs, CUs, wavefronts, unique pages and lines, footprint, time span, request and page sizes;
+    a malformed trace raises ``ConfigError`` naming the file and line or byte offset."""
     return json.loads(_core.trace_info(str(path)))
+
+
+def trace_record(
+    out: str | os.PathLike[str],
+    config: ConfigLike = None,
+    *,
+    preset: str | os.PathLike[str] | None = None,
+    set: SetLike = None,
+) -> dict[str, Any]:
+    """Write the warp instruction streams of the workload a config describes to a binary trace
+    ``out`` (.uvmt), without simulating; returns its totals (warps, ops, mem_ops, lanes)."""
+    return json.loads(_core.trace_record(sources(config, preset), overrides(set), str(out)))
+
+
+def trace_convert(
+    src: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    preset: str | os.PathLike[str] | None = None,
+    set: SetLike = None,
+) -> dict[str, Any]:
+    """Convert a trace: CSV -> timed .uvmt, timed .uvmt -> CSV (gzip if ``out`` ends in .gz),
+    Accel-Sim kernelslist.g -> warp .uvmt (page size and managed flag from the config)."""
+    return json.loads(_core.trace_convert(str(src), str(out), sources(None, preset), overrides(set)))
 
 
 def workloads() -> list[dict[str, Any]]:

@@ -1,8 +1,9 @@
 """Simulator throughput on fixed workloads (``uvmsim bench``).
 
 Each workload stresses one path: TLB hits on a streaming kernel, page walks
-on a divergent gather, IOMMU round trips on a dependent stride chain, and
-memory use on a 100 GiB footprint.
+on a divergent gather, IOMMU round trips on a dependent stride chain,
+memory use on a 100 GiB footprint, and replay of a recorded binary warp trace
+(the streaming trace reader in front of the same GPU model).
 Throughput is simulated work per wall-clock second as the simulator measures
 it (``sim.wall_s`` covers the simulation only, not config parsing).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import resource
 import sys
+import tempfile
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -23,6 +25,8 @@ class Workload:
     preset: str
     set: dict[str, Any]
     quick_set: dict[str, Any]
+    # Record the workload to a binary trace first (not timed), then replay it (workload.kind = "warp-trace").
+    record: bool = False
 
 
 # A float STREAM triad on 2 MiB pages: 99% L1 TLB hits.
@@ -72,6 +76,9 @@ WORKLOADS: tuple[Workload, ...] = (
         {"workload.kind": "regular", "workload.managed": True, "workload.regular.threads": 1 << 16},
         {"workload.regular.threads": 1 << 12},
     ),
+    # Trace replay: the float STREAM triad recorded to a .uvmt, replayed through the GPU model
+    # (docs/performance.md has the command for a 1-billion-access trace).
+    Workload("warp-trace-replay", "titan-v", _STREAM_F32, {"workload.stream.elements": 1 << 20}, record=True),
     # Footprint: lookups spread over a 100 GiB table; memory must not grow with it.
     Workload(
         "footprint-100gib",
@@ -108,7 +115,16 @@ def peak_rss_kib() -> int:
 
 
 def run_one(w: Workload, quick: bool) -> BenchRow:
-    r = uvmsim.run(preset=w.preset, set={**w.set, **(w.quick_set if quick else {})})
+    sets = {**w.set, **(w.quick_set if quick else {})}
+    if w.record:
+        with tempfile.TemporaryDirectory(prefix="uvmsim-bench-") as d:
+            path = f"{d}/trace.uvmt"
+            uvmsim.trace_record(path, preset=w.preset, set=sets)
+            replay = {"workload.kind": "warp-trace", "workload.warp_trace.path": path}
+            replay.update({k: v for k, v in sets.items() if not k.startswith("workload.")})
+            r = uvmsim.run(preset=w.preset, set=replay)
+    else:
+        r = uvmsim.run(preset=w.preset, set=sets)
     m = r.metrics
     wall = float(m["sim.wall_s"])
     insts, events = int(m["gpu0.warp_mem_insts"]), int(m["sim.events"])

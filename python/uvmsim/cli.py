@@ -354,31 +354,98 @@ def plot_cmd(
 
 @cli.group("trace")
 def trace_group() -> None:
-    """Inspect memory-access traces (replay one with `uvmsim run --set workload.kind=trace`)."""
+    """Inspect, record and convert traces (formats: docs/traces.md).
+
+    Replay one with `uvmsim run --set workload.kind=trace` (timed CSV or .uvmt), `warp-trace` (a .uvmt
+    of warp streams) or `accelsim` (an Accel-Sim kernelslist.g)."""
 
 
 @trace_group.command("info")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def trace_info_cmd(file: Path, as_json: bool) -> None:
-    """Accesses, warps, footprint and unique pages of a trace FILE (CSV, plain or gzip)."""
+    """Accesses, warps, kernels, footprint, unique pages and page sizes of a trace FILE
+    (CSV plain or gzip, .uvmt, or an Accel-Sim kernelslist.g)."""
     info = uvmsim.trace_info(file)
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
-    rows = [
-        ("accesses", f"{info['accesses']:,}"),
-        ("reads / writes", f"{info['reads']:,} / {info['writes']:,}"),
-        ("GPUs / CUs", f"{info['gpus']} / {info['cus']}"),
-        ("wavefronts", f"{info['wavefronts']:,}"),
+    rows = [("format", info["format"])]
+    if info["source"]:
+        rows.append(("source", textwrap.shorten(info["source"], width=100)))
+    warps = info["format"] != "csv" and info["format"] != "uvmt-timed"
+    if warps:
+        rows += [
+            ("kernels / warps", f"{info['kernels']:,} / {info['warps']:,}"),
+            ("warp memory instructions", f"{info['mem_insts']:,}"),
+            ("accesses (active lanes)", f"{info['accesses']:,}"),
+            ("coalesced 64 B requests", f"{info['requests_64b']:,}"),
+            ("reads / writes (lanes)", f"{info['reads']:,} / {info['writes']:,}"),
+        ]
+    else:
+        rows += [
+            ("accesses", f"{info['accesses']:,}"),
+            ("reads / writes", f"{info['reads']:,} / {info['writes']:,}"),
+            ("GPUs / CUs", f"{info['gpus']} / {info['cus']}"),
+            ("wavefronts", f"{info['wavefronts']:,}"),
+        ]
+    rows += [
         ("unique 4 KiB pages", f"{info['unique_pages_4k']:,}"),
         ("unique 64 B lines", f"{info['unique_lines_64b']:,}"),
         ("footprint", f"{info['footprint_bytes'] / 2**20:.2f} MiB (4 KiB pages)"),
-        ("time span", f"{info['first_ns']:,} - {info['last_ns']:,} ns"),
-        ("request sizes", ", ".join(f"{b} B x {n:,}" for b, n in info["sizes"])),
     ]
+    if warps:
+        pages = ", ".join(f"{_size(p)} pages: {b / 2**20:.2f} MiB" for p, b in info["page_sizes"])
+        rows.append(("allocations", f"{pages or 'none'} ({info['managed_bytes'] / 2**20:.2f} MiB managed)"))
+    else:
+        rows.append(("time span", f"{info['first_ns']:,} - {info['last_ns']:,} ns"))
+    rows.append(
+        ("request sizes" if not warps else "bytes per lane", ", ".join(f"{b} B x {n:,}" for b, n in info["sizes"]))
+    )
     click.echo(f"{file}")
     _echo_rows(rows, indent="  ")
+
+
+def _size(b: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if b >= 1 << shift and b % (1 << shift) == 0:
+            return f"{b >> shift} {unit}"
+    return f"{b} B"
+
+
+@trace_group.command("record")
+@click.argument("files", nargs=-1, required=True, metavar="[CONFIG] OUT")
+@PRESET_OPTION
+@SET_OPTION
+def trace_record_cmd(files: tuple[str, ...], preset: str | None, sets: tuple[str, ...]) -> None:
+    """Write the warp instruction streams of the workload CONFIG/--preset/--set describe to the binary
+    trace OUT (.uvmt), without simulating. `uvmsim run --set workload.kind=warp-trace
+    --set workload.warp_trace.path=OUT` replays it with the same metrics."""
+    if len(files) > 2:
+        raise click.UsageError("give at most a CONFIG file and OUT")
+    config = Path(files[0]) if len(files) == 2 else None
+    out = Path(files[-1])
+    if config is None and preset is None and not sets:
+        raise click.UsageError("give a CONFIG file, a --preset or --set options describing the workload")
+    totals = uvmsim.trace_record(out, config, preset=preset, set=list(sets))
+    click.echo(
+        f"wrote {out}: {totals['warps']:,} warps, {totals['ops']:,} ops, {totals['mem_ops']:,} memory instructions, "
+        f"{totals['lanes']:,} lane accesses, {out.stat().st_size / 2**20:.2f} MiB"
+    )
+
+
+@trace_group.command("convert")
+@click.argument("src", metavar="IN", type=click.Path(path_type=Path))
+@click.argument("out", type=click.Path(path_type=Path))
+@PRESET_OPTION
+@SET_OPTION
+def trace_convert_cmd(src: Path, out: Path, preset: str | None, sets: tuple[str, ...]) -> None:
+    """Convert trace IN to OUT: CSV -> timed .uvmt, timed .uvmt -> CSV (gzip if OUT ends in .gz),
+    Accel-Sim kernelslist.g -> warp .uvmt (allocated with --preset/--set's translation.page_size
+    and workload.managed)."""
+    r = uvmsim.trace_convert(src, out, preset=preset, set=list(sets))
+    what = "warps" if r["to"] == "uvmt-warps" else "records"
+    click.echo(f"wrote {out} ({r['from']} -> {r['to']}, {r['records']:,} {what})")
 
 
 @cli.command("bench")

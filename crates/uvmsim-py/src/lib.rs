@@ -44,6 +44,20 @@ fn trace_info(py: Python<'_>, path: String) -> PyResult<String> {
     py.detach(|| api::trace_info_json(&path)).map_err(|e| ConfigError::new_err(e.to_string()))
 }
 
+/// Record a workload's warp streams to a .uvmt trace (no simulation); returns the totals as JSON.
+#[pyfunction]
+fn trace_record(py: Python<'_>, sources: Vec<(String, String)>, overrides: Vec<String>, out: String) -> PyResult<String> {
+    let src = to_sources(sources);
+    py.detach(|| api::trace_record_json(&src, &overrides, &out)).map_err(|e| ConfigError::new_err(e.to_string()))
+}
+
+/// Convert a trace between formats (CSV <-> timed .uvmt, Accel-Sim -> warp .uvmt); returns JSON.
+#[pyfunction]
+fn trace_convert(py: Python<'_>, input: String, out: String, sources: Vec<(String, String)>, overrides: Vec<String>) -> PyResult<String> {
+    let src = to_sources(sources);
+    py.detach(|| api::trace_convert_json(&input, &out, &src, &overrides)).map_err(|e| ConfigError::new_err(e.to_string()))
+}
+
 /// Every config section as JSON: [{key, doc}].
 #[pyfunction]
 fn config_sections() -> String {
@@ -64,6 +78,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(config_sections, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_record, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_convert, m)?)?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

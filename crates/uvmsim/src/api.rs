@@ -72,6 +72,42 @@ pub fn trace_info_json(path: &str) -> Result<String, ConfigError> {
     Ok(serde_json::to_string(&info).expect("trace info serializes"))
 }
 
+fn bad(message: String) -> ConfigError {
+    ConfigError { source: None, key: None, message }
+}
+
+/// Record the warp streams of the workload a config describes to a `.uvmt`
+/// trace at `out`, without simulating; returns the totals as JSON.
+pub fn trace_record_json(sources: &[Source], overrides: &[String], out: &str) -> Result<String, ConfigError> {
+    let cfg = resolve(sources, overrides)?;
+    let program = crate::workload::build(&cfg).map_err(bad)?;
+    let source =
+        format!("uvmsim {} workload {}", env!("CARGO_PKG_VERSION"), serde_json::to_string(&cfg.workload).expect("config serializes"));
+    let totals = crate::workload::warptrace::record(&program, &cfg, &source, out).map_err(bad)?;
+    Ok(serde_json::to_string(&totals).expect("totals serialize"))
+}
+
+/// Convert a trace: CSV → timed `.uvmt`, timed `.uvmt` → CSV, Accel-Sim
+/// `kernelslist.g` → warp `.uvmt` (laid out with the config's page size and
+/// managed flag). Returns `{"from", "to", "records"}` as JSON.
+pub fn trace_convert_json(input: &str, out: &str, sources: &[Source], overrides: &[String]) -> Result<String, ConfigError> {
+    use crate::workload::{accelsim, trace, tracefmt};
+    let (from, to, n) = if accelsim::is_kernelslist(input) {
+        let cfg = resolve(sources, overrides)?;
+        let f = accelsim::convert(input, out, &accelsim::Layout::of(&cfg)).map_err(|e| bad(e.0))?;
+        ("accelsim", "uvmt-warps", f.totals.warps)
+    } else if tracefmt::is_uvmt(input) {
+        let f = tracefmt::TraceFile::open(input).map_err(|e| bad(e.0))?;
+        if f.header.mode == tracefmt::Mode::Warps {
+            return Err(bad(format!("{input}: a warp trace has no timed (CSV) form; replay it with workload.kind = \"warp-trace\"")));
+        }
+        ("uvmt-timed", "csv", trace::convert_timed(input, out).map_err(|e| bad(e.0))?)
+    } else {
+        ("csv", "uvmt-timed", trace::convert_timed(input, out).map_err(|e| bad(e.0))?)
+    };
+    Ok(json!({"from": from, "to": to, "records": n}).to_string())
+}
+
 /// Every config section: `[{"key", "doc"}]`.
 pub fn sections_json() -> String {
     Value::Array(Config::sections().into_iter().map(|s| json!({"key": s.key, "doc": s.doc})).collect()).to_string()

@@ -223,7 +223,7 @@ pub fn simulate(cfg: &Config) -> Result<Metrics, SimError> {
 
 /// Run the system `cfg` describes; returns its metrics and record tables.
 pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
-    let program = workload::build(cfg);
+    let program = workload::build(cfg).map_err(SimError::BadInput)?;
     let mut world = World::new(cfg, program);
     let mut q = EventQueue::new();
     q.push(0, Ev::Host);

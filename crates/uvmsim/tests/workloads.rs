@@ -74,8 +74,8 @@ fn expected_mem_insts(kind: WorkloadKind) -> Option<(u64, u64)> {
 #[test]
 fn every_generator_runs_with_its_defaults_and_is_deterministic() {
     for kind in WorkloadKind::ALL {
-        if kind == WorkloadKind::Trace {
-            continue; // needs a file; tests/trace covers it
+        if matches!(kind, WorkloadKind::Trace | WorkloadKind::WarpTrace | WorkloadKind::Accelsim) {
+            continue; // needs a file; the trace modules and tests/test_trace.py cover them
         }
         let sets = vec![format!("workload.kind={}", kind.name())];
         let t = Instant::now();
@@ -96,7 +96,7 @@ fn every_generator_runs_with_its_defaults_and_is_deterministic() {
 #[test]
 fn every_generator_runs_managed_with_64_lane_wavefronts() {
     for kind in WorkloadKind::ALL {
-        if kind == WorkloadKind::Trace {
+        if matches!(kind, WorkloadKind::Trace | WorkloadKind::WarpTrace | WorkloadKind::Accelsim) {
             continue;
         }
         let sets: Vec<String> = [format!("workload.kind={}", kind.name()), "gpu.warp_size=64".into(), "workload.managed=true".into()]

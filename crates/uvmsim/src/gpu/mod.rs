@@ -275,6 +275,12 @@ impl Gpu {
                 }
                 None => w.stream.next(&mut self.scratch),
             };
+            if op == Op::Exit {
+                // A stream read from a trace ends early at a corrupt chunk: stop the run with its message.
+                if let Some(e) = w.stream.failure() {
+                    return Err(SimError::BadInput(e));
+                }
+            }
             let ready = match op {
                 Op::Compute(c) => issue + self.clock.cycles(c as u64).max(self.issue),
                 // A dependency on a faulted load: sleep until the replay, then re-execute

@@ -209,9 +209,9 @@ mod tests {
     #[test]
     fn allens_sizes_are_accepted() {
         use crate::config::{resolve, Source};
-        for n in [29_228, 30_764, 47_660] {
+        for n in [29_228u64, 30_764, 47_660] {
             let c = resolve(&[] as &[Source], &["workload.kind=tiled-gemm".into(), format!("workload.tiled_gemm.n={n}")]).unwrap();
-            let k = crate::workload::build(&c);
+            let k = crate::workload::build(&c).unwrap();
             assert_eq!(k.buffers.iter().map(|b| b.bytes).sum::<u64>(), 3 * n * n * 4);
             assert_eq!(kernels(&k)[0].threads, n.div_ceil(16).pow(2) * 256);
         }

@@ -14,6 +14,7 @@
 //! footprint (`WorkloadConfig::footprint`, checked before building) and
 //! documents its first-touch order; docs/workloads.md collects them.
 
+pub mod accelsim;
 mod backprop;
 mod bfs;
 mod btree;
@@ -37,9 +38,12 @@ mod stream;
 mod stride;
 mod strided;
 pub mod trace;
+pub mod tracefmt;
 mod vecadd;
+pub mod warptrace;
 mod xsbench;
 
+pub use accelsim::AccelsimParams;
 pub use backprop::BackpropParams;
 pub use bfs::BfsParams;
 pub use btree::BtreeParams;
@@ -63,6 +67,7 @@ pub use stride::StrideParams;
 pub use strided::StridedParams;
 pub use trace::TraceParams;
 pub use vecadd::VecaddParams;
+pub use warptrace::WarpTraceParams;
 pub use xsbench::XsbenchParams;
 
 use crate::config::{ByteSize, Config};
@@ -187,6 +192,7 @@ pub enum KernelGen {
     Regular(regular::RegularKernel),
     Stream(stream::StreamKernel),
     Gather(gather::GatherKernel),
+    WarpTrace(Box<warptrace::WarpTraceKernel>),
     Vecadd(vecadd::VecaddKernel),
     Grid(grid::GridKernel),
     PointerChase(pointer_chase::PointerChaseKernel),
@@ -221,6 +227,7 @@ impl KernelGen {
             KernelGen::Regular(k) => WarpStream::Regular(k.warp(id)),
             KernelGen::Stream(k) => WarpStream::Stream(k.warp(id)),
             KernelGen::Gather(k) => WarpStream::Gather(Box::new(k.warp(id))),
+            KernelGen::WarpTrace(k) => WarpStream::WarpTrace(Box::new(k.warp(id))),
             KernelGen::Vecadd(k) => WarpStream::Vecadd(k.warp(id)),
             KernelGen::Grid(k) => WarpStream::Grid(k.warp(id)),
             KernelGen::PointerChase(k) => WarpStream::PointerChase(k.warp(id)),
@@ -246,6 +253,7 @@ pub enum WarpStream {
     Regular(regular::RegularWarp),
     Stream(stream::StreamWarp),
     Gather(Box<gather::GatherWarp>),
+    WarpTrace(Box<warptrace::WarpTraceWarp>),
     Vecadd(vecadd::VecaddWarp),
     Grid(grid::GridWarp),
     PointerChase(pointer_chase::PointerChaseWarp),
@@ -271,6 +279,7 @@ impl WarpStream {
             WarpStream::Regular(w) => w.next(scratch),
             WarpStream::Stream(w) => w.next(),
             WarpStream::Gather(w) => w.next(scratch),
+            WarpStream::WarpTrace(w) => w.next(scratch),
             WarpStream::Vecadd(w) => w.next(),
             WarpStream::Grid(w) => w.next(scratch),
             WarpStream::PointerChase(w) => w.next(scratch),
@@ -302,6 +311,8 @@ pub enum WorkloadKind {
     Gather,
     VecaddProbe,
     Trace,
+    WarpTrace,
+    Accelsim,
     PointerChase,
     Strided,
     TiledGemm,
@@ -324,7 +335,7 @@ pub enum WorkloadKind {
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 27] = [
+    pub const ALL: [WorkloadKind; 29] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
@@ -333,6 +344,8 @@ impl WorkloadKind {
         WorkloadKind::Gather,
         WorkloadKind::VecaddProbe,
         WorkloadKind::Trace,
+        WorkloadKind::WarpTrace,
+        WorkloadKind::Accelsim,
         WorkloadKind::PointerChase,
         WorkloadKind::Strided,
         WorkloadKind::TiledGemm,
@@ -364,6 +377,8 @@ impl WorkloadKind {
             WorkloadKind::Gather => "gather",
             WorkloadKind::VecaddProbe => "vecadd-probe",
             WorkloadKind::Trace => "trace",
+            WorkloadKind::WarpTrace => "warp-trace",
+            WorkloadKind::Accelsim => "accelsim",
             WorkloadKind::PointerChase => "pointer-chase",
             WorkloadKind::Strided => "strided",
             WorkloadKind::TiledGemm => "tiled-gemm",
@@ -396,6 +411,8 @@ impl WorkloadKind {
             WorkloadKind::Gather => "Lookups into a large sorted table by binary search (XSBench / B+tree-like): each lookup reads its key coalesced, then makes dependent probes; keys unsorted (random) or sorted (adjacent threads search nearby keys).",
             WorkloadKind::VecaddProbe => "Seed uvm-driver Listing 3.1: each thread adds the first float of a page of a and b into c, three pages per thread (LDG, LDG, wait, FADD, STG); with prefetch, prefetch.global.L2 of every page first. Use with workload.managed = true to see how faults form batches.",
             WorkloadKind::Trace => "Replay of a memory-access trace (CSV time_ns,gpu,cu,wavefront,kind,vaddr,size, plain or gzip; e.g. shared/traces/mgpusim): each access issues at its recorded time on its recorded CU; addresses map one-to-one to physical memory with translation.page_size pages.",
+            WorkloadKind::WarpTrace => "Replay of a binary warp trace (.uvmt, from `uvmsim trace record` or `trace convert`): the recorded allocations, copies and kernel launches, each warp issuing its recorded instruction stream through the GPU model; a generator's recording replays with identical metrics.",
+            WorkloadKind::Accelsim => "Replay of an Accel-Sim/NVBit trace (kernelslist.g + kernel-*.traceg): global loads/stores/atomics become warp memory instructions, other instructions compute, uses of a load's destination register waits; touched address ranges are allocated with translation.page_size pages (managed with workload.managed).",
             WorkloadKind::PointerChase => "Dependent loads around one seeded random cycle through all nodes (node P(i) points to P(i+1)); each thread starts at its own point of the cycle: fully divergent, latency-bound, one page per lane per hop.",
             WorkloadKind::Strided => "Thread t loads element t*stride_elements, repeatedly: the stride sets how many lines and pages a warp instruction touches (1 = one line, >= page/element = one page per lane).",
             WorkloadKind::TiledGemm => "C = A*B with shared-memory tiles (CUDA-samples / Parboil sgemm; seed uvm-driver 'sgemm'): per k-step each tile x tile CTA loads a tile of A's rows and of B's columns (coalesced row segments), syncs and computes; then stores its tile of C.",
@@ -422,7 +439,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd, miniamr, bfs or sad (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, warp-trace, accelsim, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd, miniamr, bfs or sad (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -452,6 +469,10 @@ section! {
         pub vecadd_probe: VecaddParams = VecaddParams::default(),
         /// Parameters of `trace`.
         pub trace: TraceParams = TraceParams::default(),
+        /// Parameters of `warp-trace`.
+        pub warp_trace: WarpTraceParams = WarpTraceParams::default(),
+        /// Parameters of `accelsim`.
+        pub accelsim: AccelsimParams = AccelsimParams::default(),
         /// Parameters of `pointer-chase`.
         pub pointer_chase: PointerChaseParams = PointerChaseParams::default(),
         /// Parameters of `strided`.
@@ -511,7 +532,7 @@ impl WorkloadConfig {
             WorkloadKind::Stream => 3 * self.stream.elements as u128 * self.stream.element_bytes as u128,
             WorkloadKind::Gather => self.gather.table_entries as u128 * self.gather.entry_bytes as u128 + 4 * self.gather.lookups as u128,
             WorkloadKind::VecaddProbe => 3 * c.threads as u128 * c.iterations as u128 * 4096,
-            WorkloadKind::Trace => 0,
+            WorkloadKind::Trace | WorkloadKind::WarpTrace | WorkloadKind::Accelsim => 0,
             WorkloadKind::PointerChase => self.pointer_chase.footprint(),
             WorkloadKind::Strided => self.strided.footprint(),
             WorkloadKind::TiledGemm => self.tiled_gemm.footprint(),
@@ -565,6 +586,8 @@ impl WorkloadConfig {
             WorkloadKind::Gather => self.gather.validate("workload.gather", ws),
             WorkloadKind::VecaddProbe => self.vecadd_probe.validate("workload.vecadd_probe"),
             WorkloadKind::Trace => self.trace.validate("workload.trace"),
+            WorkloadKind::WarpTrace => self.warp_trace.validate("workload.warp_trace"),
+            WorkloadKind::Accelsim => self.accelsim.validate("workload.accelsim"),
             WorkloadKind::PointerChase => self.pointer_chase.validate("workload.pointer_chase"),
             WorkloadKind::Strided => self.strided.validate("workload.strided"),
             WorkloadKind::TiledGemm => self.tiled_gemm.validate("workload.tiled_gemm", cfg),
@@ -588,13 +611,20 @@ impl WorkloadConfig {
     }
 }
 
-/// Build the program the config describes.
-pub fn build(cfg: &Config) -> Program {
+/// Build the program the config describes; a trace workload whose file cannot be
+/// read fails here, with a message naming the file.
+pub fn build(cfg: &Config) -> Result<Program, String> {
     let w = &cfg.workload;
     let page = cfg.translation.page_size.0;
     let mut va = VaAllocator { managed: w.managed, ..VaAllocator::default() };
     if w.kind == WorkloadKind::Trace {
-        return Program { buffers: vec![], ops: vec![HostOp::Replay { path: w.trace.path.clone(), gpu: w.trace.gpu }] };
+        return Ok(Program { buffers: vec![], ops: vec![HostOp::Replay { path: w.trace.path.clone(), gpu: w.trace.gpu }] });
+    }
+    if w.kind == WorkloadKind::WarpTrace {
+        return warptrace::program(&w.warp_trace.path, cfg);
+    }
+    if w.kind == WorkloadKind::Accelsim {
+        return accelsim::program(&w.accelsim.path, cfg);
     }
     let one = |(k, inputs)| (vec![k], inputs);
     let (kernels, inputs) = match w.kind {
@@ -605,7 +635,7 @@ pub fn build(cfg: &Config) -> Program {
         WorkloadKind::Stream => one(stream::build(&w.stream, w, page, &mut va)),
         WorkloadKind::Gather => one(gather::build(&w.gather, w, cfg, page, &mut va)),
         WorkloadKind::VecaddProbe => one(vecadd::build(&w.vecadd_probe, w, page, &mut va)),
-        WorkloadKind::Trace => unreachable!("handled above"),
+        WorkloadKind::Trace | WorkloadKind::WarpTrace | WorkloadKind::Accelsim => unreachable!("handled above"),
         WorkloadKind::PointerChase => pointer_chase::build(&w.pointer_chase, w, cfg, page, &mut va),
         WorkloadKind::Strided => strided::build(&w.strided, w, page, &mut va),
         WorkloadKind::TiledGemm => gemm::build(&w.tiled_gemm, w, page, &mut va),
@@ -631,7 +661,7 @@ pub fn build(cfg: &Config) -> Program {
         ops.push(HostOp::MemcpyH2D { bytes: inputs });
     }
     ops.extend(kernels.into_iter().map(HostOp::Launch));
-    Program { buffers: va.buffers, ops }
+    Ok(Program { buffers: va.buffers, ops })
 }
 
 /// A seeded bijection on [0, n): a 4-round Feistel network on the next power
@@ -690,7 +720,7 @@ pub(crate) mod testutil {
     /// The program of the default config with these overrides (warp size 32).
     pub fn program(sets: &[&str]) -> Program {
         let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-        build(&resolve(&[] as &[Source], &o).unwrap_or_else(|e| panic!("{e}")))
+        build(&resolve(&[] as &[Source], &o).unwrap_or_else(|e| panic!("{e}"))).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// The kernel specs of the program, in launch order.

@@ -1,23 +1,27 @@
-//! Trace replay: memory-access traces in the generic text format
+//! Trace replay: timed memory-access traces in the generic text format
 //! (`time_ns,gpu,cu,wavefront,kind,vaddr,size`, optionally gzip-compressed;
-//! the format of the MGPUSim traces in `shared/traces/mgpusim/`).
+//! the format of the MGPUSim traces in `shared/traces/mgpusim/`) or the same
+//! records in a timed `.uvmt` binary trace (`tracefmt.rs`), detected by content.
 //!
-//! How it works: [`TraceReader`] streams records one line at a time into a
-//! reused buffer (no trace is loaded whole). During a run each access is
-//! issued at its recorded time on its recorded SM/CU, so the simulated
-//! hierarchy decides hits, MSHR merges and latencies while the trace keeps the
-//! recorded order and gaps. Bad input names the file and line.
+//! How it works: [`TraceReader`] streams records one line (or one chunk) at
+//! a time into a reused buffer (no trace is loaded whole). During a run each
+//! access is issued at its recorded time on its recorded SM/CU, so the
+//! simulated hierarchy decides hits, MSHR merges and latencies while the trace
+//! keeps the recorded order and gaps. Bad input names the file and line (or
+//! byte offset). [`info`] summarises any trace format, [`convert`] turns a
+//! CSV trace into a timed `.uvmt` and back, losslessly.
 
-use super::MemKind;
+use super::tracefmt::{self, Mode, TimedReader, TimedRec, TraceFile};
+use super::{Lanes, MemKind, Op};
 use crate::sim::{Ps, PS_PER_NS};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 
 section! {
     /// Parameters of trace replay (workload.kind = "trace").
     pub struct TraceParams {
-        /// Trace file: CSV with header time_ns,gpu,cu,wavefront,kind,vaddr,size, plain or gzip-compressed.
+        /// Trace file: CSV with header time_ns,gpu,cu,wavefront,kind,vaddr,size (plain or gzip-compressed), or a timed .uvmt made from one by `uvmsim trace convert`.
         pub path: String = String::new(),
         /// Which GPU of the trace to replay (GPUs are numbered from 1, as MGPUSim names them).
         pub gpu: u32 = 1,
@@ -60,29 +64,46 @@ impl std::fmt::Display for TraceError {
 
 const HEADER: [&str; 7] = ["time_ns", "gpu", "cu", "wavefront", "kind", "vaddr", "size"];
 
-/// Streams the records of a text trace.
+/// Streams the records of a timed trace (CSV, or a timed `.uvmt`).
 pub struct TraceReader {
     path: String,
     input: Box<dyn BufRead>,
     line: String,
     line_no: u64,
     last_time: Ps,
+    /// A binary timed trace, read chunk by chunk instead of `input`.
+    bin: Option<TimedReader>,
 }
 
 impl TraceReader {
     pub fn open(path: &str) -> Result<TraceReader, TraceError> {
+        if tracefmt::is_uvmt(path) {
+            return TraceReader::binary(TraceFile::open(path)?);
+        }
         let file = File::open(path).map_err(|e| TraceError(format!("{path}: cannot read the trace: {e}")))?;
         TraceReader::from_reader(path, Box::new(file))
+    }
+
+    fn binary(file: TraceFile) -> Result<TraceReader, TraceError> {
+        let path = file.name.clone();
+        let bin = Some(TimedReader::new(file)?);
+        Ok(TraceReader { path, input: Box::new(std::io::empty()), line: String::new(), line_no: 0, last_time: 0, bin })
     }
 
     /// Read a trace from any byte source; `name` is how errors refer to it.
     pub fn from_reader(name: &str, input: Box<dyn Read>) -> Result<TraceReader, TraceError> {
         let err = |e: std::io::Error| TraceError(format!("{name}: cannot read the trace: {e}"));
         let mut raw = BufReader::new(input);
-        // Gzip by content (magic bytes), not by file name.
-        let gz = raw.fill_buf().map_err(err)?.starts_with(&[0x1f, 0x8b]);
+        // Gzip or binary by content (magic bytes), not by file name.
+        let head = raw.fill_buf().map_err(err)?;
+        if head.starts_with(tracefmt::MAGIC) {
+            let mut bytes = vec![];
+            raw.read_to_end(&mut bytes).map_err(err)?;
+            return TraceReader::binary(TraceFile::from_blob(name, tracefmt::Blob::Mem(bytes))?);
+        }
+        let gz = head.starts_with(&[0x1f, 0x8b]);
         let input: Box<dyn BufRead> = if gz { Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(raw))) } else { Box::new(raw) };
-        let mut r = TraceReader { path: name.to_string(), input, line: String::new(), line_no: 0, last_time: 0 };
+        let mut r = TraceReader { path: name.to_string(), input, line: String::new(), line_no: 0, last_time: 0, bin: None };
         if !r.read_line()? {
             return Err(TraceError(format!("{name}: empty trace (expected the header {})", HEADER.join(","))));
         }
@@ -93,9 +114,12 @@ impl TraceReader {
         Ok(r)
     }
 
-    /// `path:line` of the last record read.
+    /// `path:line` of the last record read (`path: record N (chunk at byte B)` for a binary trace).
     pub fn position(&self) -> String {
-        format!("{}:{}", self.path, self.line_no)
+        match &self.bin {
+            Some(b) => b.position(),
+            None => format!("{}:{}", self.path, self.line_no),
+        }
     }
 
     fn bad(&self, why: &str) -> TraceError {
@@ -117,6 +141,15 @@ impl TraceReader {
 
     /// The next record, or `None` at the end of the trace.
     pub fn next_record(&mut self) -> Result<Option<Record>, TraceError> {
+        if let Some(b) = &mut self.bin {
+            let Some(t) = b.next_record()? else { return Ok(None) };
+            let rec = record_of(&t).map_err(|why| TraceError(format!("{}: {why}", b.position())))?;
+            if rec.time < self.last_time {
+                return Err(TraceError(format!("{}: time goes backwards (records must be in non-decreasing time order)", b.position())));
+            }
+            self.last_time = rec.time;
+            return Ok(Some(rec));
+        }
         loop {
             if !self.read_line()? {
                 return Ok(None);
@@ -147,14 +180,12 @@ impl TraceReader {
                 .ok_or_else(|| format!("vaddr `{va}` is not hex with a 0x prefix"))?;
             let vaddr = u64::from_str_radix(hex, 16).map_err(|_| format!("vaddr `{va}` is not a hex address"))?;
             let size: u32 = field("size")?.parse().map_err(|_| "size is not a whole number of bytes".to_string())?;
-            if size == 0 || size > 4096 {
-                return Err(format!("size {size} is outside 1..4096 bytes"));
-            }
-            if vaddr >= 1 << 57 {
-                return Err(format!("vaddr {va} is beyond a 57-bit address space"));
-            }
-            let time = time_ns.checked_mul(PS_PER_NS).ok_or("time_ns is too large")?;
-            Ok(Record { time, gpu, cu, wavefront, kind, vaddr, size })
+            let kind = match kind {
+                MemKind::Load => 0,
+                MemKind::Store => 1,
+                MemKind::Prefetch => 2,
+            };
+            record_of(&TimedRec { time_ns, gpu, cu, wavefront, kind, vaddr, size })
         })();
         let rec = parsed.map_err(|why| self.bad(&why))?;
         if it.next().is_some() {
@@ -168,10 +199,42 @@ impl TraceReader {
     }
 }
 
-/// Summary statistics of a trace (`uvmsim trace info`).
+/// A record's fields checked and converted (shared by the CSV and binary readers).
+fn record_of(t: &TimedRec) -> Result<Record, String> {
+    let kind = match t.kind {
+        0 => MemKind::Load,
+        1 => MemKind::Store,
+        2 => MemKind::Prefetch,
+        k => return Err(format!("kind {k} is not a read, write or prefetch")),
+    };
+    if t.size == 0 || t.size > 4096 {
+        return Err(format!("size {} is outside 1..4096 bytes", t.size));
+    }
+    if t.vaddr >= 1 << 57 {
+        return Err(format!("vaddr {:#x} is beyond a 57-bit address space", t.vaddr));
+    }
+    let time = t.time_ns.checked_mul(PS_PER_NS).ok_or("time_ns is too large")?;
+    Ok(Record { time, gpu: t.gpu, cu: t.cu, wavefront: t.wavefront, kind, vaddr: t.vaddr, size: t.size })
+}
+
+/// Summary statistics of a trace (`uvmsim trace info`). Fields a format does
+/// not record (times and CUs of a warp trace, kernels of a timed trace) are 0.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct TraceInfo {
+    /// `csv`, `uvmt-timed` or `uvmt-warps`.
+    pub format: String,
+    /// The `.uvmt` header's source (generator config or original file).
+    pub source: String,
+    /// Timed traces: records (one per coalesced request). Warp traces: lane accesses (active lanes of memory instructions).
     pub accesses: u64,
+    /// Warp memory instructions (timed traces: = accesses).
+    pub mem_insts: u64,
+    /// Distinct 64 B lines each memory instruction touches, summed (coalesced requests; timed traces: = accesses).
+    pub requests_64b: u64,
+    /// Kernel launches (warp traces).
+    pub kernels: u64,
+    /// Warps (warp traces).
+    pub warps: u64,
     pub reads: u64,
     pub writes: u64,
     pub prefetches: u64,
@@ -183,17 +246,57 @@ pub struct TraceInfo {
     pub footprint_bytes: u64,
     pub first_ns: u64,
     pub last_ns: u64,
-    /// Request sizes: (bytes, count), ascending.
+    /// Request sizes: (bytes, count), ascending (warp traces: bytes per lane access).
     pub sizes: Vec<(u32, u64)>,
+    /// Page sizes of the recorded allocations: (page bytes, allocated bytes), ascending (warp traces).
+    pub page_sizes: Vec<(u64, u64)>,
+    /// Managed (unified) bytes among the allocations (warp traces).
+    pub managed_bytes: u64,
 }
 
-/// Stream a trace once and summarise it.
+/// Touched 4 KiB pages and 64 B lines, as bitmaps per 2 MiB region (bounded by the footprint).
+#[derive(Default)]
+struct Touched {
+    regions: HashMap<u64, Box<[u64; 512]>>,
+    lines: u64,
+    pages: u64,
+}
+
+impl Touched {
+    fn line(&mut self, line: u64) {
+        let bits = self.regions.entry(line >> 15).or_insert_with(|| Box::new([0; 512]));
+        let i = (line & 0x7fff) as usize;
+        if bits[i / 64] & 1 << (i % 64) == 0 {
+            // A page's 64 lines are one word: its first line touched is the page's first touch.
+            if bits[i / 64] == 0 {
+                self.pages += 1;
+            }
+            bits[i / 64] |= 1 << (i % 64);
+            self.lines += 1;
+        }
+    }
+}
+
+/// Stream a trace once and summarise it: CSV, timed or warp `.uvmt`, or an Accel-Sim `kernelslist.g`.
 pub fn info(path: &str) -> Result<TraceInfo, TraceError> {
+    if tracefmt::is_uvmt(path) {
+        let f = TraceFile::open(path)?;
+        if f.header.mode == Mode::Warps {
+            return warp_info(&f);
+        }
+    } else if super::accelsim::is_kernelslist(path) {
+        let dir = tempdir_file("info")?;
+        let f = super::accelsim::convert(path, &dir, &super::accelsim::Layout::default())?;
+        return warp_info(&f);
+    }
     let mut r = TraceReader::open(path)?;
-    let mut out = TraceInfo::default();
+    let mut out = TraceInfo { format: if r.bin.is_some() { "uvmt-timed" } else { "csv" }.into(), ..TraceInfo::default() };
+    if let Some(b) = &r.bin {
+        out.source = b.source().to_string();
+    }
     let (mut gpus, mut cus, mut waves) = (HashSet::new(), HashSet::new(), HashSet::new());
-    let (mut pages, mut lines) = (HashSet::new(), HashSet::new());
-    let mut sizes = std::collections::BTreeMap::new();
+    let mut touched = Touched::default();
+    let mut sizes = BTreeMap::new();
     while let Some(rec) = r.next_record()? {
         if out.accesses == 0 {
             out.first_ns = rec.time / PS_PER_NS;
@@ -208,20 +311,165 @@ pub fn info(path: &str) -> Result<TraceInfo, TraceError> {
         gpus.insert(rec.gpu);
         cus.insert((rec.gpu, rec.cu));
         waves.insert(rec.wavefront);
-        for a in [rec.vaddr, rec.vaddr + rec.size as u64 - 1] {
-            pages.insert(a >> 12);
-            lines.insert(a >> 6);
+        for l in rec.vaddr >> 6..=(rec.vaddr + rec.size as u64 - 1) >> 6 {
+            touched.line(l);
         }
         *sizes.entry(rec.size).or_insert(0u64) += 1;
     }
+    out.mem_insts = out.accesses;
+    out.requests_64b = out.accesses;
     out.gpus = gpus.len() as u64;
     out.cus = cus.len() as u64;
     out.wavefronts = waves.len() as u64;
-    out.unique_pages_4k = pages.len() as u64;
-    out.unique_lines_64b = lines.len() as u64;
+    out.unique_pages_4k = touched.pages;
+    out.unique_lines_64b = touched.lines;
     out.footprint_bytes = out.unique_pages_4k * 4096;
     out.sizes = sizes.into_iter().collect();
     Ok(out)
+}
+
+/// A temporary file that is gone when the returned path is dropped... as a path for a converter's output.
+fn tempdir_file(what: &str) -> Result<TempPath, TraceError> {
+    TempPath::new(what).map_err(|e| TraceError(format!("cannot create a temporary file: {e}")))
+}
+
+/// A temporary file path, deleted on drop.
+pub struct TempPath(pub String);
+
+impl TempPath {
+    pub fn new(what: &str) -> std::io::Result<TempPath> {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("uvmsim-{what}-{}-{n}.uvmt", std::process::id()));
+        Ok(TempPath(p.to_string_lossy().into_owned()))
+    }
+}
+
+impl std::ops::Deref for TempPath {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Drop for TempPath {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Summary of a warp trace: every op of every warp, streamed.
+fn warp_info(f: &TraceFile) -> Result<TraceInfo, TraceError> {
+    let h = &f.header;
+    let mut out =
+        TraceInfo { format: "uvmt-warps".into(), source: h.source.clone(), kernels: h.kernels().count() as u64, ..TraceInfo::default() };
+    let mut touched = Touched::default();
+    let mut sizes = BTreeMap::new();
+    let mut lines = crate::gpu::Lines::default();
+    tracefmt::for_each_op(f, 4096, |_, _, op, scratch| {
+        match op {
+            Op::Exit => out.warps += 1,
+            Op::Mem { kind, lanes, bytes } => {
+                let n = match lanes {
+                    Lanes::Strided { n, .. } | Lanes::Explicit { n } => n as u64,
+                };
+                out.mem_insts += 1;
+                out.accesses += n;
+                match kind {
+                    MemKind::Load => out.reads += n,
+                    MemKind::Store => out.writes += n,
+                    MemKind::Prefetch => out.prefetches += n,
+                }
+                *sizes.entry(bytes).or_insert(0u64) += n;
+                // Per lane at most 4096 B = 64 lines: coalesce lane by lane into the bitmaps.
+                let each: &mut dyn FnMut(u64) = &mut |a| {
+                    for l in a >> 6..=(a + bytes as u64 - 1) >> 6 {
+                        touched.line(l);
+                    }
+                };
+                match lanes {
+                    Lanes::Strided { base, stride, n } => (0..n as u64).for_each(|i| each(base + i * stride)),
+                    Lanes::Explicit { n } => scratch[..n as usize].iter().for_each(|&a| each(a)),
+                }
+                if bytes <= 64 {
+                    crate::gpu::coalesce(lanes, bytes, scratch, 6, &mut lines);
+                    out.requests_64b += lines.n as u64;
+                } else {
+                    out.requests_64b += n * (bytes as u64).div_ceil(64);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    })?;
+    out.wavefronts = out.warps;
+    out.unique_pages_4k = touched.pages;
+    out.unique_lines_64b = touched.lines;
+    out.footprint_bytes = out.unique_pages_4k * 4096;
+    out.sizes = sizes.into_iter().collect();
+    let mut pages = BTreeMap::new();
+    for b in &h.buffers {
+        *pages.entry(b.page_bytes).or_insert(0u64) += b.bytes;
+        if b.managed {
+            out.managed_bytes += b.bytes;
+        }
+    }
+    out.page_sizes = pages.into_iter().collect();
+    Ok(out)
+}
+
+/// Convert a timed CSV trace to a timed `.uvmt` (losslessly), or a timed
+/// `.uvmt` back to CSV (gzip-compressed when `out` ends in `.gz`). Returns the records written.
+pub fn convert_timed(input: &str, out: &str) -> Result<u64, TraceError> {
+    let mut r = TraceReader::open(input)?;
+    let werr = |e: std::io::Error| TraceError(format!("{out}: cannot write: {e}"));
+    let file = File::create(out).map_err(werr)?;
+    let mut n = 0u64;
+    let kind = |k: MemKind| match k {
+        MemKind::Load => 0u8,
+        MemKind::Store => 1,
+        MemKind::Prefetch => 2,
+    };
+    if r.bin.is_none() {
+        let h = tracefmt::Header { mode: Mode::Timed, source: input.to_string(), warp_size: 0, buffers: vec![], ops: vec![] };
+        let mut w = tracefmt::Writer::new(std::io::BufWriter::new(file), &h).map_err(werr)?;
+        while let Some(rec) = r.next_record()? {
+            let t = TimedRec {
+                time_ns: rec.time / PS_PER_NS,
+                gpu: rec.gpu,
+                cu: rec.cu,
+                wavefront: rec.wavefront,
+                kind: kind(rec.kind),
+                vaddr: rec.vaddr,
+                size: rec.size,
+            };
+            w.record(&t).map_err(werr)?;
+            n += 1;
+        }
+        w.finish().map_err(werr)?;
+        return Ok(n);
+    }
+    let mut csv = |o: &mut dyn Write| -> Result<(), TraceError> {
+        writeln!(o, "{}", HEADER.join(",")).map_err(werr)?;
+        while let Some(rec) = r.next_record()? {
+            let k = ["R", "W", "P"][kind(rec.kind) as usize];
+            writeln!(o, "{},{},{},{},{k},{:#x},{}", rec.time / PS_PER_NS, rec.gpu, rec.cu, rec.wavefront, rec.vaddr, rec.size)
+                .map_err(werr)?;
+            n += 1;
+        }
+        Ok(())
+    };
+    let o = std::io::BufWriter::new(file);
+    if out.ends_with(".gz") {
+        let mut gz = flate2::write::GzEncoder::new(o, flate2::Compression::default());
+        csv(&mut gz)?;
+        gz.finish().and_then(|mut o| o.flush()).map_err(werr)?;
+    } else {
+        let mut o = o;
+        csv(&mut o)?;
+        o.flush().map_err(werr)?;
+    }
+    Ok(n)
 }
 
 /// Check that a reader can open `path` (fail early, before a run starts).

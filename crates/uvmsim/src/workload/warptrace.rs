@@ -1,0 +1,307 @@
+//! Warp-trace replay and recording: a `.uvmt` file of warp instruction
+//! streams (see `tracefmt.rs`) runs through the normal GPU model.
+//!
+//! How it works. `program` turns the file's header into the recorded host
+//! program: the same allocations (base, size, page size, managed flag), the
+//! same copies and, per kernel launch, the same grid with a
+//! [`WarpTraceKernel`] as its generator. The GPU dispatches CTAs in order, so
+//! it asks for warps in grid order: the kernel keeps one [`KernelCursor`] (the
+//! next chunk of its section) and hands each new warp a [`WarpCursor`], which
+//! shares the group chunk it is in or owns its segment chunk. Resident warps
+//! are the only readers, each holding one chunk of at most `CHUNK_BYTES`, so
+//! memory stays flat however long the trace is. A corrupt chunk ends the warp
+//! (`Exit`) with the error kept in the stream; the GPU stops the run with it
+//! as bad input (exit code 2), naming the file and byte offset.
+//!
+//! `record` is the other direction: it builds any workload's program and
+//! writes every kernel's warps in grid order, with the warp identities the
+//! GPU gives them, without simulating. Replaying the file then gives exactly
+//! the generator's op streams, so the metrics of a replay equal those of the
+//! generator run (except wall-clock ones).
+
+use super::tracefmt::{self, BufferRec, Header, HostRec, KernelCursor, Mode, TraceFile, WarpCursor};
+use super::{Buffer, HostOp, KernelGen, KernelSpec, Op, Program, WarpId, WarpStream, MAX_LANES};
+use crate::config::Config;
+use std::cell::RefCell;
+use std::sync::Arc;
+
+section! {
+    /// Parameters of warp-trace replay (workload.kind = "warp-trace").
+    pub struct WarpTraceParams {
+        /// Binary trace (.uvmt) of warp instruction streams, from `uvmsim trace record` or `uvmsim trace convert`.
+        pub path: String = String::new(),
+    }
+}
+
+impl WarpTraceParams {
+    pub fn validate(&self, p: &str) -> Result<(), (String, String)> {
+        if self.path.is_empty() {
+            return Err((format!("{p}.path"), "must name a .uvmt trace file".into()));
+        }
+        Ok(())
+    }
+}
+
+/// A kernel replayed from a trace: the file and the dispatch cursor.
+#[derive(Debug, Clone)]
+pub struct WarpTraceKernel {
+    file: Arc<TraceFile>,
+    max_bytes: u32,
+    cursor: RefCell<KernelCursor>,
+}
+
+impl WarpTraceKernel {
+    pub fn warp(&self, id: WarpId) -> WarpTraceWarp {
+        let file = self.file.clone();
+        match self.cursor.borrow_mut().warp(&self.file, id.global, self.max_bytes) {
+            Ok(cur) => WarpTraceWarp { file, cur: Some(cur), failure: None },
+            Err(e) => WarpTraceWarp { file, cur: None, failure: Some(e.0) },
+        }
+    }
+}
+
+/// One replayed warp.
+#[derive(Debug, Clone)]
+pub struct WarpTraceWarp {
+    file: Arc<TraceFile>,
+    cur: Option<WarpCursor>,
+    failure: Option<String>,
+}
+
+impl WarpTraceWarp {
+    #[inline]
+    pub fn next(&mut self, scratch: &mut [u64; MAX_LANES]) -> Op {
+        if let Some(c) = &mut self.cur {
+            match c.next(&self.file, scratch) {
+                // After its Exit a warp may be asked again (to re-run faulted instructions, then exit):
+                // it keeps answering Exit, and lets go of its chunk now.
+                Ok(Op::Exit) => self.cur = None,
+                Ok(op) => return op,
+                Err(e) => {
+                    self.failure = Some(e.0);
+                    self.cur = None;
+                }
+            }
+        }
+        Op::Exit
+    }
+
+    /// Why the stream ended early (a corrupt trace), once.
+    pub fn failure(&mut self) -> Option<String> {
+        self.failure.take()
+    }
+}
+
+/// The host program a warp trace recorded, ready to run on the GPU `cfg` describes.
+pub fn program(path: &str, cfg: &Config) -> Result<Program, String> {
+    let file = TraceFile::open(path).map_err(|e| e.0)?;
+    program_of(Arc::new(file), cfg)
+}
+
+pub(super) fn program_of(file: Arc<TraceFile>, cfg: &Config) -> Result<Program, String> {
+    let h = &file.header;
+    if h.mode != Mode::Warps {
+        return Err(format!("{}: holds timed accesses, not warp instruction streams: replay it with workload.kind = \"trace\"", file.name));
+    }
+    let ws = cfg.gpu.warp_size;
+    if h.warp_size != ws {
+        return Err(format!(
+            "{}: recorded with {}-lane warps, but gpu.warp_size is {ws} (choose a preset with the same warp size)",
+            file.name, h.warp_size
+        ));
+    }
+    let buffers = h.buffers.iter().map(|b| Buffer { base: b.base, bytes: b.bytes, page_bytes: b.page_bytes, managed: b.managed }).collect();
+    let mut ops = vec![];
+    let mut kernel = 0u32;
+    for op in &h.ops {
+        match op {
+            HostRec::MemcpyH2d { bytes } => ops.push(HostOp::MemcpyH2D { bytes: *bytes }),
+            HostRec::Launch { name, threads, threads_per_cta } => {
+                let wpc = threads_per_cta.div_ceil(ws);
+                if wpc > cfg.gpu.max_warps_per_sm {
+                    return Err(format!(
+                        "{}: kernel {kernel} (`{name}`) has {wpc} warps per CTA, more than gpu.max_warps_per_sm ({})",
+                        file.name, cfg.gpu.max_warps_per_sm
+                    ));
+                }
+                let cursor = RefCell::new(KernelCursor::new(&file, kernel).map_err(|e| e.0)?);
+                let gen = KernelGen::WarpTrace(Box::new(WarpTraceKernel { file: file.clone(), max_bytes: cfg.gpu.line_bytes, cursor }));
+                ops.push(HostOp::Launch(KernelSpec { name: "warp-trace", threads: *threads, threads_per_cta: *threads_per_cta, gen }));
+                kernel += 1;
+            }
+        }
+    }
+    Ok(Program { buffers, ops })
+}
+
+/// Every warp of a kernel in grid order, with the identities `Gpu::dispatch_one` gives them.
+pub fn grid_warps(k: &KernelSpec, warp_size: u32) -> impl Iterator<Item = WarpId> + '_ {
+    let (ws, tpc) = (warp_size as u64, k.threads_per_cta as u64);
+    let wpc = tpc.div_ceil(ws);
+    (0..k.ctas()).flat_map(move |c| {
+        let threads = (k.threads - c * tpc).min(tpc);
+        (0..threads.div_ceil(ws)).map(move |w| WarpId {
+            global: c * wpc + w,
+            first_thread: c * tpc + w * ws,
+            lanes: (threads - w * ws).min(ws) as u32,
+        })
+    })
+}
+
+/// Write the warp streams of `program` (built for `cfg`) to `out` as a `.uvmt`
+/// trace; `source` is recorded in the header. Nothing is simulated.
+pub fn record(program: &Program, cfg: &Config, source: &str, out: &str) -> Result<tracefmt::Totals, String> {
+    let mut hops = vec![];
+    for op in &program.ops {
+        hops.push(match op {
+            HostOp::MemcpyH2D { bytes } => HostRec::MemcpyH2d { bytes: *bytes },
+            HostOp::Launch(k) => HostRec::Launch { name: k.name.to_string(), threads: k.threads, threads_per_cta: k.threads_per_cta },
+            HostOp::Replay { .. } => {
+                return Err(
+                    "a timed trace (workload.kind = \"trace\") has no warp streams to record; use `uvmsim trace convert` instead".into()
+                )
+            }
+        });
+    }
+    let header = Header {
+        mode: Mode::Warps,
+        source: source.to_string(),
+        warp_size: cfg.gpu.warp_size,
+        buffers: program
+            .buffers
+            .iter()
+            .map(|b| BufferRec { base: b.base, bytes: b.bytes, page_bytes: b.page_bytes, managed: b.managed })
+            .collect(),
+        ops: hops,
+    };
+    // Written under a temporary name and renamed at the end: a failed record leaves no partial trace.
+    let tmp = format!("{out}.part");
+    let result = (|| {
+        let f = std::fs::File::create(&tmp).map_err(|e| format!("{out}: cannot write: {e}"))?;
+        let io = |e: std::io::Error| format!("{out}: cannot write: {e}");
+        let mut w = tracefmt::Writer::new(std::io::BufWriter::with_capacity(1 << 20, f), &header).map_err(io)?;
+        let mut scratch = [0u64; MAX_LANES];
+        for op in &program.ops {
+            let HostOp::Launch(k) = op else { continue };
+            w.begin_kernel();
+            for id in grid_warps(k, cfg.gpu.warp_size) {
+                let mut stream = k.gen.warp(id);
+                loop {
+                    let op = stream.next(&mut scratch);
+                    if op == Op::Exit {
+                        if let Some(e) = stream.failure() {
+                            return Err(e);
+                        }
+                    }
+                    w.op(op, &scratch).map_err(io)?;
+                    if op == Op::Exit {
+                        break;
+                    }
+                }
+            }
+            w.end_kernel().map_err(io)?;
+        }
+        let (_, totals) = w.finish().map_err(io)?;
+        Ok(totals)
+    })();
+    match result {
+        Ok(t) => {
+            std::fs::rename(&tmp, out).map_err(|e| format!("{out}: cannot write: {e}"))?;
+            Ok(t)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+impl WarpStream {
+    /// Why a stream read from a trace ended early (a corrupt trace), if it did; taken once.
+    pub fn failure(&mut self) -> Option<String> {
+        match self {
+            WarpStream::WarpTrace(w) => w.failure(),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{resolve, Source};
+    use crate::stats::Value;
+
+    fn cfg(sets: &[&str]) -> Config {
+        let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        resolve(&[] as &[Source], &o).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn tmp(name: &str) -> String {
+        let dir = std::env::temp_dir().join(format!("uvmsim-warptrace-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name).to_string_lossy().into_owned()
+    }
+
+    /// The metrics of a run, without the wall-clock ones.
+    fn metrics(c: &Config) -> Vec<(String, Value)> {
+        let m = crate::world::simulate(c).unwrap_or_else(|e| panic!("{e}"));
+        m.0.iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "sim.wall_s" | "sim.events_per_s" | "sim.warp_mem_insts_per_s"))
+            .map(|(k, v)| (k.clone(), *v))
+            .collect()
+    }
+
+    #[test]
+    fn record_then_replay_gives_identical_metrics() {
+        let cases: [&[&str]; 5] = [
+            &["workload.kind=stream", "workload.stream.elements=40000", "workload.stream.threads=2048"],
+            &["workload.kind=regular", "workload.managed=true", "workload.regular.threads=3000"],
+            &["workload.kind=gather", "workload.gather.lookups=2000", "workload.gather.threads=512", "translation.page_size=\"4KiB\""],
+            &["workload.kind=stride", "workload.stride.work_items=40", "workload.stride.accesses=300"],
+            &["workload.kind=stream", "workload.memcpy_inputs=true", "workload.stream.elements=5000", "workload.threads_per_cta=96"],
+        ];
+        for (i, sets) in cases.iter().enumerate() {
+            let direct = cfg(sets);
+            let path = tmp(&format!("rt{i}.uvmt"));
+            let program = crate::workload::build(&direct).unwrap();
+            let totals = record(&program, &direct, &sets.join(" "), &path).unwrap();
+            assert!(totals.mem_ops > 0);
+            let mut replay_sets: Vec<&str> = sets.iter().copied().filter(|s| !s.starts_with("workload.")).collect();
+            let kind = "workload.kind=warp-trace".to_string();
+            let p = format!("workload.warp_trace.path={path:?}");
+            replay_sets.push(&kind);
+            replay_sets.push(&p);
+            let a = metrics(&direct);
+            let b = metrics(&cfg(&replay_sets));
+            assert_eq!(a, b, "case {i}: {sets:?}");
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
+
+    #[test]
+    fn replay_checks_the_gpu_and_the_file_kind() {
+        let direct = cfg(&["workload.kind=stream", "workload.stream.elements=1000", "workload.stream.threads=256"]);
+        let path = tmp("ws.uvmt");
+        record(&crate::workload::build(&direct).unwrap(), &direct, "t", &path).unwrap();
+        let e =
+            crate::workload::build(&cfg(&["workload.kind=warp-trace", &format!("workload.warp_trace.path={path:?}"), "gpu.warp_size=64"]))
+                .unwrap_err();
+        assert!(e.contains("recorded with 32-lane warps") && e.contains(&path), "{e}");
+        let e = crate::workload::build(&cfg(&["workload.kind=warp-trace", "workload.warp_trace.path=/nonexistent.uvmt"])).unwrap_err();
+        assert!(e.contains("/nonexistent.uvmt") && e.contains("cannot read"), "{e}");
+    }
+
+    #[test]
+    fn a_corrupt_chunk_stops_the_run_as_bad_input() {
+        let direct = cfg(&["workload.kind=stream", "workload.stream.elements=100000", "workload.stream.threads=4096"]);
+        let path = tmp("corrupt.uvmt");
+        record(&crate::workload::build(&direct).unwrap(), &direct, "t", &path).unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let n = bytes.len();
+        bytes[n / 2] ^= 0xff;
+        std::fs::write(&path, bytes).unwrap();
+        let e = crate::world::simulate(&cfg(&["workload.kind=warp-trace", &format!("workload.warp_trace.path={path:?}")])).unwrap_err();
+        assert!(matches!(&e, crate::sim::SimError::BadInput(m) if m.contains(&path) && m.contains("byte") && m.contains("corrupt")), "{e}");
+    }
+}

@@ -1,0 +1,3 @@
+MemcpyHtoD,0x00007f0000000000,512
+kernel-1.traceg
+MemcpyDtoH,0x00007f0000200000,512
