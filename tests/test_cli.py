@@ -141,6 +141,7 @@ def test_reproduce_list(cli: Cli) -> None:
         "allen-base-cost",
         "allen-batch-composition",
         "allen-batch-size",
+        "allen-transfer-share",
         "allen-vecadd-probe",
         "apu-divergence",
         "apu-tlb-miss-latency",

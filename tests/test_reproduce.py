@@ -172,3 +172,11 @@ def test_allen_batch_size_trend(tmp_path: Path) -> None:
     rows = {r.metric: r for r in rep.reproduce("allen-batch-size", tmp_path, quick=True)}
     assert rows["time_ratio.1024_over_256"].simulated < 1.0
     assert (tmp_path / "batch_size.csv").read_text().startswith("batch_size,kernel_ms")
+
+
+def test_allen_transfer_share(tmp_path: Path) -> None:
+    rows = {r.metric: r for r in rep.reproduce("allen-transfer-share", tmp_path, quick=True)}
+    share = rows["batches_under_25pct_transfer"].simulated
+    assert 0.0 <= share <= 1.0
+    assert rows["va_blocks_per_batch"].simulated >= 1.0
+    assert (tmp_path / "transfer_share.csv").read_text().startswith("batch,duration_ns,transfer_ns")

@@ -531,3 +531,29 @@ def batch_size(ctx: Context) -> dict[str, float]:
     out["time_ratio.1024_over_256"] = times[1024] / times[256]
     out["time_change.6144_vs_1024"] = abs(times[6144] / times[1024] - 1.0)
     return out
+
+
+@experiment("allen-transfer-share")
+def transfer_share(ctx: Context) -> dict[str, float]:
+    """Fig. 4.2: the share of each sgemm batch spent in data transfer."""
+    r = ctx.run("sgemm", {"workload.tiled_gemm.n": ctx.params["n"]})
+    batches = _batch_rows(r)
+    shares = sorted(b["transfer_ns"] / max(1e-9, b["end_ns"] - b["start_ns"]) for b in batches)
+    sms = int(r.config["gpu"]["sms"])
+    write_csv(
+        ctx.out / "transfer_share.csv",
+        ("batch", "duration_ns", "transfer_ns", "share", "fetched", "va_blocks"),
+        [
+            (b["batch"], b["end_ns"] - b["start_ns"], b["transfer_ns"], b["transfer_ns"] / (b["end_ns"] - b["start_ns"]))
+            + (b["fetched"], b["va_blocks"])
+            for b in batches
+        ],
+    )
+    if not batches:
+        return {}
+    return {
+        "batches_under_25pct_transfer": sum(s < 0.25 for s in shares) / len(shares),
+        "median_transfer_share": shares[len(shares) // 2],
+        "faults_per_sm_per_batch": sum(b["fetched"] for b in batches) / len(batches) / sms,
+        "va_blocks_per_batch": sum(b["va_blocks"] for b in batches) / len(batches),
+    }

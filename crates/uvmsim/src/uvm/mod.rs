@@ -235,6 +235,8 @@ pub struct UvmStats {
     pub flushed: u64,
     /// Faults held at their µTLB (limit reached or buffer full), raised after a later replay.
     pub throttled: u64,
+    /// Misses merged into a fault their µTLB already had outstanding for the page.
+    pub merged: u64,
     pub batches: u64,
     pub va_blocks: u64,
     pub bytes_h2d: u64,
@@ -309,6 +311,9 @@ pub struct Uvm {
     policy: ReplayPolicy,
     limit: u32,
     outstanding: Vec<u32>,
+    /// (µTLB, page) pairs with a fault outstanding (buffered, in service or held):
+    /// a later miss of the same µTLB to the page merges into it.
+    pending: FxHashSet<(u32, u64)>,
     /// Faults held at their µTLB (its limit reached, the buffer full, or flushed):
     /// raised again after a replay, in order, as the µTLB retries them.
     parked: Vec<VecDeque<Fault>>,
@@ -351,6 +356,7 @@ impl Uvm {
             limit: c.utlb_fault_limit,
             outstanding: vec![0; utlbs],
             parked: vec![VecDeque::new(); utlbs],
+            pending: FxHashSet::default(),
             sm_next: if c.sm_fault_interval_ns > 0.0 { vec![0; sms] } else { vec![] },
             sm_interval: ns_to_ps(c.sm_fault_interval_ns),
             // The fixed latency covers the whole service, interrupt included.
@@ -387,6 +393,12 @@ impl Uvm {
 
     /// A walk raised `f`. Returns when the driver must be woken, if it was idle.
     pub fn raise(&mut self, f: Fault) -> Next {
+        if !self.pending.insert((f.utlb, f.vpn)) {
+            // The µTLB already has a miss outstanding for this page: the new one merges
+            // into it (its MSHR), no second fault. Faulting warps wait for residency.
+            self.stats.merged += 1;
+            return Next::Nothing;
+        }
         if !self.can_write(&f) {
             // The µTLB holds the miss (hardware keeps it; nothing is walked again) until a replay.
             self.stats.throttled += 1;
@@ -435,6 +447,7 @@ impl Uvm {
             active.retain(|&u| {
                 while let Some(f) = self.parked[u].front() {
                     if residency.is_resident(f.vpn) {
+                        self.pending.remove(&(f.utlb, f.vpn));
                         self.parked[u].pop_front();
                         continue;
                     }
@@ -634,6 +647,7 @@ impl Uvm {
         };
         for f in &fetched {
             self.outstanding[f.utlb as usize] -= 1;
+            self.pending.remove(&(f.utlb, f.vpn));
         }
         if self.policy == ReplayPolicy::BatchFlush {
             // Flush what the buffer holds now; faults whose walks end later arrive after
@@ -734,6 +748,7 @@ impl Uvm {
         m.int("uvm.faults.duplicate", s.duplicates);
         m.int("uvm.faults.flushed", s.flushed);
         m.int("uvm.faults.throttled", s.throttled);
+        m.int("uvm.faults.merged", s.merged);
         m.int("uvm.batches", s.batches);
         m.int("uvm.va_blocks", s.va_blocks);
         m.int("uvm.bytes_h2d", s.bytes_h2d);
