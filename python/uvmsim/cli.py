@@ -83,9 +83,34 @@ def cli(ctx: click.Context) -> None:
     "-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=Path("uvmsim-out"), show_default=True
 )
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors (no progress, no summary).")
-def run(config: Path | None, preset: str | None, sets: tuple[str, ...], out: Path, quiet: bool) -> None:
+@click.option(
+    "--timeline",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Also write a Chrome/Perfetto trace-event timeline (kernels, UVM batches and their stages) to FILE; "
+    "turns on uvm.records unless --set says otherwise.",
+)
+@click.option(
+    "--timeline-max-batches",
+    type=click.IntRange(min=1),
+    default=20_000,
+    show_default=True,
+    metavar="N",
+    help="Bound the timeline: beyond N batches keep every k-th.",
+)
+def run(
+    config: Path | None,
+    preset: str | None,
+    sets: tuple[str, ...],
+    out: Path,
+    quiet: bool,
+    timeline: Path | None,
+    timeline_max_batches: int,
+) -> None:
     """Simulate CONFIG (a TOML file, layered over --preset) and write OUT/summary.json."""
     overrides = list(sets)
+    if timeline is not None:
+        overrides.insert(0, "uvm.records=true")  # the batches table; an explicit --set still wins
     if not quiet and sys.stderr.isatty():
         # First, so that an explicit --set sim.progress_every_s=... still wins.
         overrides.insert(0, "sim.progress_every_s=2")
@@ -96,11 +121,17 @@ def run(config: Path | None, preset: str | None, sets: tuple[str, ...], out: Pat
     uvmsim.resolve(config, preset=preset, set=overrides)
     out.mkdir(parents=True, exist_ok=True)
     result = uvmsim.run(config, preset=preset, set=overrides, out=out)
+    if timeline is not None:
+        from uvmsim import timeline as timeline_mod
+
+        timeline_mod.write(result, timeline, max_batches=timeline_max_batches)
     if quiet:
         return
     rows = [(name, uvmsim.format_metric(name, value)) for name, value in result.key_metrics()]
     _echo_rows(rows, indent="  ")
     click.echo(f"wrote {out / uvmsim.SUMMARY_FILE} ({len(result.metrics)} metrics)")
+    if timeline is not None:
+        click.echo(f"wrote {timeline} (open it in https://ui.perfetto.dev)")
 
 
 @cli.command("presets")
