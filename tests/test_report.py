@@ -283,12 +283,21 @@ class RenderedPage(HTMLParser):
             self._in_summary = False
 
 
-def test_report_in_a_real_browser(quick_report: tuple[Path, subprocess.CompletedProcess], tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def chromium_binary() -> str:
+    """The Chromium to test with; skips (fails when UVMSIM_REQUIRE_BROWSER is set, as in CI) without one."""
     binary = find_chromium()
     if binary is None:
         if os.environ.get("UVMSIM_REQUIRE_BROWSER"):
             pytest.fail("UVMSIM_REQUIRE_BROWSER is set but no chromium binary was found")
         pytest.skip("no Chromium on this machine (Debian: apt-get install chromium; or set UVMSIM_CHROMIUM)")
+    return binary
+
+
+def test_report_in_a_real_browser(
+    chromium_binary: str, quick_report: tuple[Path, subprocess.CompletedProcess], tmp_path: Path
+) -> None:
+    binary = chromium_binary
     out, p = quick_report
     assert p.returncode == 0, p.stderr
     url = (out / report.REPORT_FILE).resolve().as_uri()
