@@ -133,6 +133,7 @@ def test_reproduce_cli_prints_status_and_exits_0(cli: Cli, tmp_path: Path) -> No
     assert "PASS" in p.stdout or "FAIL" in p.stdout
     assert "INFO" in p.stdout
     assert (tmp_path / "r" / "comparison.csv").is_file()
+    assert (tmp_path / "r" / "plot.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_allen_vecadd_probe(tmp_path: Path) -> None:

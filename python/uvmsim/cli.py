@@ -83,9 +83,34 @@ def cli(ctx: click.Context) -> None:
     "-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=Path("uvmsim-out"), show_default=True
 )
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors (no progress, no summary).")
-def run(config: Path | None, preset: str | None, sets: tuple[str, ...], out: Path, quiet: bool) -> None:
+@click.option(
+    "--timeline",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Also write a Chrome/Perfetto trace-event timeline (kernels, UVM batches and their stages) to FILE; "
+    "turns on uvm.records unless --set says otherwise.",
+)
+@click.option(
+    "--timeline-max-batches",
+    type=click.IntRange(min=1),
+    default=20_000,
+    show_default=True,
+    metavar="N",
+    help="Bound the timeline: beyond N batches keep every k-th.",
+)
+def run(
+    config: Path | None,
+    preset: str | None,
+    sets: tuple[str, ...],
+    out: Path,
+    quiet: bool,
+    timeline: Path | None,
+    timeline_max_batches: int,
+) -> None:
     """Simulate CONFIG (a TOML file, layered over --preset) and write OUT/summary.json."""
     overrides = list(sets)
+    if timeline is not None:
+        overrides.insert(0, "uvm.records=true")  # the batches table; an explicit --set still wins
     if not quiet and sys.stderr.isatty():
         # First, so that an explicit --set sim.progress_every_s=... still wins.
         overrides.insert(0, "sim.progress_every_s=2")
@@ -96,11 +121,17 @@ def run(config: Path | None, preset: str | None, sets: tuple[str, ...], out: Pat
     uvmsim.resolve(config, preset=preset, set=overrides)
     out.mkdir(parents=True, exist_ok=True)
     result = uvmsim.run(config, preset=preset, set=overrides, out=out)
+    if timeline is not None:
+        from uvmsim import timeline as timeline_mod
+
+        timeline_mod.write(result, timeline, max_batches=timeline_max_batches)
     if quiet:
         return
     rows = [(name, uvmsim.format_metric(name, value)) for name, value in result.key_metrics()]
     _echo_rows(rows, indent="  ")
     click.echo(f"wrote {out / uvmsim.SUMMARY_FILE} ({len(result.metrics)} metrics)")
+    if timeline is not None:
+        click.echo(f"wrote {timeline} (open it in https://ui.perfetto.dev)")
 
 
 @cli.command("presets")
@@ -230,15 +261,47 @@ def config_markdown(reference: Sequence[dict[str, Any]], section_docs: Sequence[
 @cli.command("reproduce")
 @click.argument("experiment_id", metavar="ID", required=False)
 @click.option("--list", "list_only", is_flag=True, help="List the experiments.")
-@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), help="[default: uvmsim-out/ID]")
+@click.option("--all", "run_all", is_flag=True, help="Run every supported experiment and write OUT/report.html.")
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="[default: uvmsim-out/ID, or with --all uvmsim-out/reproduce]",
+)
 @click.option("--quick", is_flag=True, help="Smaller runs (the spec's [quick] parameters): a smoke test.")
-def reproduce_cmd(experiment_id: str | None, list_only: bool, out: Path | None, quick: bool) -> None:
-    """Re-run seed experiment ID and compare with the published numbers (OUT/comparison.csv)."""
+@click.option(
+    "--markdown",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="With --all: rewrite the summary table of FILE (docs/validation.md) between its markers.",
+)
+def reproduce_cmd(
+    experiment_id: str | None, list_only: bool, run_all: bool, out: Path | None, quick: bool, markdown: Path | None
+) -> int:
+    """Re-run seed experiment ID and compare with the published numbers (OUT/comparison.csv, OUT/plot.png).
+
+    With --all, run every experiment of VALIDATION.md that uvmsim supports, each into OUT/ID as it finishes, and
+    write OUT/report.html listing every experiment (unsupported ones with the reason). Exit code 1 if an experiment
+    failed to run (it is recorded in the report and the others go on); checks outside their tolerance are results,
+    not errors.
+    """
+    from uvmsim import report as report_mod  # matplotlib: only for this command
+
+    if markdown is not None and not run_all:
+        raise click.UsageError("--markdown updates the summary of a --all run; add --all")
+    if run_all:
+        if experiment_id is not None or list_only:
+            raise click.UsageError("--all runs every experiment: give no ID and no --list")
+        if markdown is not None and quick:
+            raise click.UsageError("--markdown records the full experiments: drop --quick")
+        if markdown is not None:
+            report_mod.check_markdown_target(markdown)  # fail before the runs, not after
+        return _reproduce_all(out or Path("uvmsim-out") / "reproduce", quick, markdown)
     if list_only or experiment_id is None:
         if experiment_id is not None:
             raise click.UsageError("give an experiment ID or --list, not both")
         _echo_rows([(s.id, s.title) for s in reproduce_mod.list_experiments()])
-        return
+        return 0
     spec = reproduce_mod.load_spec(experiment_id)  # unknown IDs fail here, before any output
     outdir = out if out is not None else Path("uvmsim-out") / spec.id
     click.echo(f"{spec.id}: {spec.title} (preset {spec.preset}{', quick' if quick else ''})")
@@ -257,9 +320,38 @@ def reproduce_cmd(experiment_id: str | None, list_only: bool, out: Path | None, 
         indent="  ",
     )
     checked = [r for r in rows if r.passed is not None]
+    plot = report_mod.write_plot(spec.id, rows, outdir)
     click.echo(
-        f"{sum(bool(r.passed) for r in checked)}/{len(checked)} checks passed; wrote {outdir / 'comparison.csv'}"
+        f"{sum(bool(r.passed) for r in checked)}/{len(checked)} checks passed; "
+        f"wrote {outdir / 'comparison.csv'} and {plot}"
     )
+    return 0
+
+
+def _reproduce_all(out: Path, quick: bool, markdown: Path | None) -> int:
+    from uvmsim import report as report_mod
+
+    def on_done(o: report_mod.Outcome) -> None:
+        detail = f"{o.passed}/{len(o.checked)} checks" if o.rows else one_line(o.error)
+        click.echo(f"  {o.status:5} {o.id}  {detail}  ({o.elapsed_s:.1f} s)")
+
+    _, targets = report_mod.load_validation()
+    unsupported = [t.id for t in targets if not t.supported]
+    click.echo(
+        f"reproducing {len(targets) - len(unsupported)} experiments{' (quick)' if quick else ''} into {out}; "
+        f"{len(unsupported)} of VALIDATION.md are not yet supported"
+    )
+    outcomes = report_mod.reproduce_all(out, quick=quick, on_done=on_done)
+    counts = report_mod.summary_counts(outcomes)
+    elapsed = report_mod.load_run_meta(out).get("elapsed_s")
+    click.echo(
+        f"{counts['PASS']} pass, {counts['FAIL']} fail, {counts['ERROR']} error, {len(unsupported)} not yet "
+        f"supported in {elapsed} s; wrote {out / report_mod.REPORT_FILE}"
+    )
+    if markdown is not None:
+        report_mod.update_markdown(markdown, report_mod.markdown_table(out))
+        click.echo(f"updated the summary table of {markdown}")
+    return EXIT_SIM_FAILED if counts["ERROR"] else 0
 
 
 @cli.command("sweep")

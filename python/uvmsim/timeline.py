@@ -1,0 +1,149 @@
+"""Timelines of a run in Chrome / Perfetto trace-event JSON (``uvmsim run ... --timeline FILE``).
+
+Open the file in https://ui.perfetto.dev (or ``chrome://tracing``). Tracks:
+
+- **GPU 0 / kernels**: the host program, which runs its operations one after the other: the explicit
+  host-to-device copies (``time.memcpy_ns``, first, as the workloads issue them) and the kernels
+  (``time.kernel_ns``, ending with the program). A run with several kernels shows them as one span: the
+  simulator records their total time, not each launch.
+- **UVM driver / batches**: one span per driver batch (``start_ns`` to ``end_ns`` of the batches table, with its
+  fault and byte counts as arguments) and, nested in it, one span per stage (fetch, block, first_touch, unmap,
+  alloc, zero, transfer, map, tracker, replay). The stage columns are per-batch totals over the batch's VA blocks;
+  they add up to the batch's duration and are drawn end to end in the driver's order.
+
+Not shown yet: transfers per copy engine and sampled page walks, which need per-transfer and per-walk records
+the simulator does not produce.
+
+Trace-event times are microseconds; spans are complete events (``"ph": "X"``) with ``ts`` and ``dur``. Large runs
+are bounded by ``max_batches``: beyond it every k-th batch is kept (k = ceil(batches / max_batches)), and the
+file's ``otherData`` says how many were shown out of how many.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from uvmsim._core import ConfigError
+from uvmsim._files import atomic_write_text
+
+if TYPE_CHECKING:
+    import uvmsim
+
+__all__ = ["DEFAULT_MAX_BATCHES", "STAGES", "events", "timeline", "write"]
+
+# The driver's stages in batch order: the batches table's `STAGE_ns` columns.
+STAGES = ("fetch", "block", "first_touch", "unmap", "alloc", "zero", "transfer", "map", "tracker", "replay")
+DEFAULT_MAX_BATCHES = 20_000
+GPU_PID, UVM_PID = 1, 2
+KERNEL_TID, BATCH_TID = 1, 1
+# Batch-table columns passed along as a batch span's arguments.
+BATCH_ARGS = (
+    "fetched",
+    "unique",
+    "duplicates",
+    "reads",
+    "writes",
+    "prefetches",
+    "flushed",
+    "va_blocks",
+    "bytes_h2d",
+    "replays",
+)
+
+
+def _us(ns: float) -> float:
+    """Nanoseconds as trace-event microseconds, to the picosecond (the simulator's resolution)."""
+    return round(ns / 1000.0, 6)
+
+
+def _span(name: str, pid: int, tid: int, start_ns: float, dur_ns: float, cat: str, **args: Any) -> dict[str, Any]:
+    ev: dict[str, Any] = {
+        "name": name,
+        "cat": cat,
+        "ph": "X",
+        "ts": _us(start_ns),
+        "dur": _us(dur_ns),
+        "pid": pid,
+        "tid": tid,
+    }
+    if args:
+        ev["args"] = args
+    return ev
+
+
+def _meta(kind: str, pid: int, tid: int, name: str) -> dict[str, Any]:
+    return {"name": kind, "ph": "M", "ts": 0, "pid": pid, "tid": tid, "args": {"name": name}}
+
+
+def _plain(v: Any) -> Any:
+    """A table cell as a JSON value (numpy scalars to Python numbers)."""
+    return v.item() if hasattr(v, "item") else v
+
+
+def sample(n: int, max_batches: int) -> range:
+    """Indices of the batches kept: all of them up to ``max_batches``, else every k-th from the first."""
+    if max_batches < 1:
+        raise ConfigError(f"max_batches must be at least 1, got {max_batches}")
+    return range(0, n, max(1, math.ceil(n / max_batches)))
+
+
+def events(
+    metrics: Mapping[str, Any], batches: Sequence[Mapping[str, Any]], max_batches: int = DEFAULT_MAX_BATCHES
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The trace events of a run (its metrics and batch rows), and what was sampled (for ``otherData``)."""
+    evs = [
+        _meta("process_name", GPU_PID, KERNEL_TID, "GPU 0"),
+        _meta("thread_name", GPU_PID, KERNEL_TID, "kernels"),
+    ]
+    total = float(metrics.get("time.total_ns", 0.0))
+    memcpy = float(metrics.get("time.memcpy_ns", 0.0))
+    kernel = float(metrics.get("time.kernel_ns", 0.0))
+    kernels = int(metrics.get("gpu0.kernels", 0))
+    if memcpy > 0:
+        evs.append(
+            _span("memcpy H2D", GPU_PID, KERNEL_TID, 0.0, memcpy, "host", bytes=metrics.get("host.memcpy_bytes"))
+        )
+    if kernels:
+        name = "kernel" if kernels == 1 else f"{kernels} kernels"
+        evs.append(_span(name, GPU_PID, KERNEL_TID, max(0.0, total - kernel), kernel, "kernel", launches=kernels))
+    keep = sample(len(batches), max_batches)
+    if batches:
+        evs += [
+            _meta("process_name", UVM_PID, BATCH_TID, "UVM driver"),
+            _meta("thread_name", UVM_PID, BATCH_TID, "batches"),
+        ]
+    for i in keep:
+        b = batches[i]
+        start, end = float(b["start_ns"]), float(b["end_ns"])
+        args = {k: _plain(b[k]) for k in BATCH_ARGS if k in b}
+        number = int(b.get("batch", i))
+        evs.append(_span(f"batch {number}", UVM_PID, BATCH_TID, start, end - start, "batch", batch=number, **args))
+        t = start
+        for stage in STAGES:
+            d = float(b.get(f"{stage}_ns", 0.0))
+            if d > 0:
+                # Clamped to the batch so that rounding never lets a stage end after its batch (bad nesting).
+                evs.append(_span(stage, UVM_PID, BATCH_TID, t, max(0.0, min(d, end - t)), "stage", batch=number))
+            t += d
+    info = {"batches_total": len(batches), "batches_shown": len(keep), "batch_stride": keep.step}
+    return evs, info
+
+
+def timeline(result: uvmsim.Result, max_batches: int = DEFAULT_MAX_BATCHES) -> dict[str, Any]:
+    """The trace-event JSON object of a run: ``{"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}}``."""
+    b = result.tables.get("batches")
+    rows = [] if b is None else b.to_dict(orient="records")
+    evs, info = events(result.metrics, rows, max_batches)
+    return {"traceEvents": evs, "displayTimeUnit": "ns", "otherData": {"generator": "uvmsim", **info}}
+
+
+def write(result: uvmsim.Result, path: str | os.PathLike[str], max_batches: int = DEFAULT_MAX_BATCHES) -> Path:
+    """Write the run's timeline to ``path`` (atomically, compact JSON) and return the path."""
+    p = Path(path)
+    atomic_write_text(p, json.dumps(timeline(result, max_batches), separators=(",", ":")) + "\n")
+    return p

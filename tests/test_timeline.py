@@ -1,0 +1,116 @@
+"""``uvmsim run --timeline``: Chrome/Perfetto trace-event JSON of kernels, UVM batches and their stages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import uvmsim
+from conftest import Cli
+from uvmsim import ConfigError
+from uvmsim import timeline as tl
+
+# A small managed run: about 17 driver batches.
+UVM_RUN = [
+    "run",
+    "--preset",
+    "titan-v",
+    "--set",
+    "workload.kind=regular",
+    "--set",
+    "workload.managed=true",
+    "--set",
+    "workload.regular.threads=4096",
+    "-q",
+    "-o",
+    "out",
+]
+
+
+def load_trace(path: Path) -> dict[str, Any]:
+    """The timeline, checked against the trace-event format: every event has ph, ts, pid, tid and name;
+    complete events ("X") a non-negative ts and dur; metadata events ("M") a name argument."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    assert isinstance(doc["traceEvents"], list) and doc["displayTimeUnit"] == "ns"
+    for ev in doc["traceEvents"]:
+        assert {"ph", "ts", "pid", "tid", "name"} <= set(ev), ev
+        assert isinstance(ev["pid"], int) and isinstance(ev["tid"], int) and isinstance(ev["name"], str)
+        assert ev["ph"] in ("X", "M"), ev
+        if ev["ph"] == "X":
+            assert isinstance(ev["ts"], int | float) and isinstance(ev["dur"], int | float)
+            assert ev["ts"] >= 0 and ev["dur"] >= 0, ev
+        else:
+            assert ev["name"] in ("process_name", "thread_name") and ev["args"]["name"]
+    return doc
+
+
+def spans(doc: dict[str, Any], cat: str) -> list[dict[str, Any]]:
+    return [e for e in doc["traceEvents"] if e["ph"] == "X" and e.get("cat") == cat]
+
+
+def test_uvm_timeline_spans_match_the_batch_records(cli: Cli, tmp_path: Path) -> None:
+    p = cli(*UVM_RUN, "--timeline", "t.json")
+    assert p.returncode == 0, p.stderr
+    doc = load_trace(tmp_path / "t.json")
+    result = uvmsim.load(tmp_path / "out")
+    batches = result.tables["batches"].to_dict(orient="records")
+    assert len(batches) > 5
+    assert doc["otherData"]["batches_total"] == doc["otherData"]["batches_shown"] == len(batches)
+
+    (kernel,) = spans(doc, "kernel")
+    assert kernel["dur"] == pytest.approx(result.metrics["time.kernel_ns"] / 1e3, abs=1e-6)
+    batch_spans = {e["args"]["batch"]: e for e in spans(doc, "batch")}
+    stage_spans = spans(doc, "stage")
+    assert sorted(batch_spans) == [int(b["batch"]) for b in batches]
+    for b in batches:
+        n = int(b["batch"])
+        span = batch_spans[n]
+        assert span["ts"] == pytest.approx(b["start_ns"] / 1e3, abs=1e-6)
+        assert span["dur"] == pytest.approx((b["end_ns"] - b["start_ns"]) / 1e3, abs=1e-6)
+        mine = [s for s in stage_spans if s["args"]["batch"] == n]
+        # Each stage span is the recorded stage time; together they fill the batch, nested inside it, in order.
+        recorded = {s: b[f"{s}_ns"] / 1e3 for s in tl.STAGES if b[f"{s}_ns"] > 0}
+        assert [s["name"] for s in mine] == list(recorded)
+        for s in mine:
+            assert s["dur"] == pytest.approx(recorded[s["name"]], abs=1e-5)
+            assert span["ts"] - 1e-6 <= s["ts"] and s["ts"] + s["dur"] <= span["ts"] + span["dur"] + 1e-6
+        assert sum(s["dur"] for s in mine) == pytest.approx(span["dur"], abs=1e-5)
+        assert all(a["ts"] + a["dur"] <= z["ts"] + 1e-6 for a, z in zip(mine, mine[1:], strict=False))
+    assert sum(s["dur"] for s in stage_spans) == pytest.approx(result.metrics["uvm.time_ns"] / 1e3, rel=1e-6)
+
+
+def test_timeline_max_batches_samples_every_kth(cli: Cli, tmp_path: Path) -> None:
+    p = cli(*UVM_RUN, "--timeline", "t.json", "--timeline-max-batches", "5")
+    assert p.returncode == 0, p.stderr
+    doc = load_trace(tmp_path / "t.json")
+    info = doc["otherData"]
+    total = info["batches_total"]
+    stride = -(-total // 5)
+    assert info["batch_stride"] == stride and info["batches_shown"] == len(range(0, total, stride)) <= 5
+    assert [e["args"]["batch"] for e in spans(doc, "batch")] == list(range(0, total, stride))
+
+
+def test_timeline_of_a_run_without_unified_memory_has_the_kernel_only(cli: Cli, tmp_path: Path) -> None:
+    p = cli("run", "--preset", "kaveri-apu", "--set", "workload.stride.accesses=200", "-q", "--timeline", "t.json")
+    assert p.returncode == 0, p.stderr
+    doc = load_trace(tmp_path / "t.json")
+    assert [e["name"] for e in doc["traceEvents"] if e["ph"] == "X"] == ["kernel"]
+    assert doc["otherData"]["batches_total"] == 0
+
+
+def test_sample_and_bad_bound() -> None:
+    assert tl.sample(17, 5) == range(0, 17, 4)
+    assert tl.sample(3, 10) == range(3)
+    assert list(tl.sample(0, 5)) == []
+    with pytest.raises(ConfigError, match="at least 1"):
+        tl.sample(10, 0)
+
+
+def test_bad_timeline_bound_exits_2(cli: Cli, tmp_path: Path) -> None:
+    p = cli(*UVM_RUN, "--timeline", "t.json", "--timeline-max-batches", "0")
+    assert p.returncode == 2
+    assert "--timeline-max-batches" in p.stderr
+    assert not (tmp_path / "t.json").exists()
