@@ -544,9 +544,9 @@ def transfer_share(ctx: Context) -> dict[str, float]:
         ctx.out / "transfer_share.csv",
         ("batch", "duration_ns", "transfer_ns", "share", "fetched", "va_blocks"),
         [
-            (b["batch"], b["end_ns"] - b["start_ns"], b["transfer_ns"], b["transfer_ns"] / (b["end_ns"] - b["start_ns"]))
-            + (b["fetched"], b["va_blocks"])
+            (b["batch"], dur, b["transfer_ns"], b["transfer_ns"] / dur, b["fetched"], b["va_blocks"])
             for b in batches
+            for dur in [b["end_ns"] - b["start_ns"]]
         ],
     )
     if not batches:
