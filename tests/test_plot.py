@@ -18,6 +18,7 @@ MANAGED = {
     "workload.managed": True,
     "workload.regular.threads": 8192,
     "uvm.records": True,
+    "uvm.fault_records": True,
 }
 # A sweep of a numeric axis against a policy axis: 2 x 3 runs of a few ms each.
 SWEEP = """\
@@ -137,7 +138,6 @@ def test_batch_stages_draws_whatever_stage_columns_exist(run_dir: Path, tmp_path
 
 
 UNAVAILABLE = [
-    ("fault-scatter", "run", ["fault-scatter needs the per-fault table (not yet recorded)"]),
     ("batch-time-vs-bytes", "sweep", ["is a sweep", "run directory"]),
     ("runtime-bars", "run", ["not a sweep directory"]),
     ("runtime-bars", "nowhere", ["does not exist"]),
@@ -187,5 +187,16 @@ def test_list_names_every_kind_and_what_is_missing(cli: Cli) -> None:
     assert p.returncode == 0, p.stderr
     lines = {line.split()[0]: line for line in p.stdout.splitlines()}
     assert list(lines) == list(plot.KINDS)
-    assert "needs the per-fault table (not yet recorded)" in lines["fault-scatter"]
+    assert "needs per-transfer records of the link (not yet recorded)" in lines["link-utilization"]
     assert "needs" not in lines["runtime-bars"]
+
+
+def test_fault_scatter_draws_every_fault(run_dir: Path, tmp_path: Path) -> None:
+    faults = uvmsim.load(run_dir).tables["faults"]
+    assert set(faults["outcome"]) <= {"serviced", "duplicate", "stale", "flushed"}
+    # Every page of the run was serviced exactly once.
+    assert (faults["outcome"] == "serviced").sum() == uvmsim.load(run_dir).metrics["uvm.faults.unique"]
+    fig = plot.fault_scatter(faults)
+    drawn = sum(len(c.get_offsets()) for c in fig.axes[0].collections)
+    assert drawn == len(faults)
+    check_file(plot.save(fig, tmp_path / "faults.svg"), "svg")

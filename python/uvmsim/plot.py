@@ -249,6 +249,33 @@ def stage_columns(batches: pd.DataFrame) -> list[str]:
     return sorted(cols, key=lambda c: (rank.get(c, len(rank)), c))
 
 
+def fault_scatter(faults: pd.DataFrame | None) -> Figure:
+    """Each fault the driver saw, in the order it was written: its page (relative to the lowest) against its
+    position, coloured by the batch that fetched it (seed uvm-driver Fig. 3.1); flushed faults are hollow."""
+    import numpy as np
+
+    if faults is None or faults.empty:
+        raise PlotDataError(
+            "the run has no faults table: run a managed workload with per-fault records "
+            "(--set workload.managed=true --set uvm.fault_records=true)"
+        )
+    f = faults.sort_values("time_ns", kind="stable").reset_index(drop=True)
+    page = f["page"].to_numpy(dtype=np.int64)
+    page = page - page.min()
+    order = np.arange(len(f))
+    fig = _new_figure(8.0)
+    ax = fig.add_subplot()
+    flushed = (f["outcome"] == "flushed").to_numpy()
+    sc = ax.scatter(order[~flushed], page[~flushed], c=f["batch"].to_numpy()[~flushed], s=4, cmap="viridis")
+    if flushed.any():
+        ax.scatter(order[flushed], page[flushed], s=6, facecolors="none", edgecolors="0.5", linewidths=0.5)
+    fig.colorbar(sc, ax=ax, label="batch")
+    ax.set_xlabel("fault (in buffer order)")
+    ax.set_ylabel("page (4 KiB, from the lowest faulted)")
+    ax.set_title(f"{len(f)} faults in {f['batch'].nunique()} batches")
+    return fig
+
+
 def batch_stages(batches: pd.DataFrame) -> Figure:
     """Stacked bars of each batch's stage durations (whatever ``STAGE_ns`` columns the table has)."""
     import numpy as np
@@ -349,6 +376,10 @@ def _batch_time_vs_bytes(d: Path, axis: str | None, metric: str | None) -> Figur
     return batch_time_vs_bytes(_needs_run(d, "batch-time-vs-bytes").tables.get("batches"))
 
 
+def _fault_scatter(d: Path, axis: str | None, metric: str | None) -> Figure:
+    return fault_scatter(_needs_run(d, "fault-scatter").tables.get("faults"))
+
+
 def _batch_stages(d: Path, axis: str | None, metric: str | None) -> Figure:
     return batch_stages(_needs_run(d, "batch-stages").tables.get("batches"))
 
@@ -397,8 +428,8 @@ KINDS: dict[str, Kind] = {
         Kind(
             "fault-scatter",
             "run",
-            "page index against fault order, coloured by batch",
-            needs="the per-fault table (not yet recorded)",
+            "page index against fault order, coloured by batch (needs uvm.fault_records = true)",
+            _fault_scatter,
         ),
         Kind(
             "link-utilization",

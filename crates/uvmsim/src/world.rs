@@ -214,6 +214,8 @@ pub struct Output {
     pub metrics: Metrics,
     /// Per-batch records of the UVM driver (`uvm.records = true`).
     pub batches: Option<Vec<crate::uvm::BatchRecord>>,
+    /// Per-fault records (`uvm.fault_records = true`).
+    pub faults: Option<Vec<crate::uvm::FaultRecord>>,
 }
 
 /// Run the system `cfg` describes; returns its metrics.
@@ -250,7 +252,7 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     if cfg.uvm.baselines && cfg.workload.managed {
         baselines(cfg, end, &mut m)?;
     }
-    Ok(Output { metrics: m, batches: world.uvm.records.take() })
+    Ok(Output { metrics: m, batches: world.uvm.records.take(), faults: world.uvm.fault_records.take() })
 }
 
 /// The legacy baselines of a managed run (seed paged-memory §2): the same

@@ -125,10 +125,44 @@ section! {
         pub sm_fault_interval_ns: f64 = 0.0,
         /// Keep one record per batch (the `batches` table of the run's output).
         pub records: bool = false,
+        /// Keep one record per fault fetched or flushed (the `faults` table: arrival, SM, µTLB, page, access, batch, outcome).
+        pub fault_records: bool = false,
+        /// Most rows the `faults` table keeps (later faults are counted in uvm.fault_records_dropped).
+        pub fault_records_max: u64 = 1_000_000,
         /// Also run the same workload with device memory and explicit copies, and report the
         /// copy-then-execute and ideal-overlap baselines (`baseline.*`; seed paged-memory §2).
         pub baselines: bool = false,
     }
+}
+
+/// What became of a fault the driver saw (the `faults` table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// The first fault of its page in its batch: the page was migrated and mapped.
+    Serviced,
+    /// A later fault of a page already in the batch.
+    Duplicate,
+    /// Its page was already resident when the batch was sorted.
+    Stale,
+    /// Discarded from the buffer by batch-flush (its µTLB raises it again after the replay).
+    Flushed,
+}
+
+/// One fault the driver fetched or flushed (the `faults` table).
+#[derive(Debug, Clone, Serialize)]
+pub struct FaultRecord {
+    /// When the fault was written to the buffer.
+    pub time_ns: f64,
+    pub sm: u32,
+    pub utlb: u32,
+    /// 4 KiB virtual page number.
+    pub page: u64,
+    /// read, write or prefetch.
+    pub access: &'static str,
+    /// The batch that fetched it (or, flushed, the batch after which it was flushed).
+    pub batch: u64,
+    pub outcome: Outcome,
 }
 
 /// One serviced batch (the `batches` table).
@@ -340,6 +374,22 @@ pub struct Uvm {
     pub stats: UvmStats,
     /// Per-batch records, when `records` is on.
     pub records: Option<Vec<BatchRecord>>,
+    /// Per-fault records, when `fault_records` is on, and how many more there were.
+    pub fault_records: Option<Vec<FaultRecord>>,
+    fault_records_max: u64,
+    pub fault_records_dropped: u64,
+}
+
+impl Fault {
+    fn access(&self) -> &'static str {
+        if self.prefetch {
+            "prefetch"
+        } else if self.write {
+            "write"
+        } else {
+            "read"
+        }
+    }
 }
 
 fn us(x: f64) -> Ps {
@@ -388,6 +438,9 @@ impl Uvm {
             max_batches: c.max_batches_per_service,
             stats: UvmStats::default(),
             records: c.records.then(Vec::new),
+            fault_records: c.fault_records.then(Vec::new),
+            fault_records_max: c.fault_records_max,
+            fault_records_dropped: 0,
         }
     }
 
@@ -464,6 +517,15 @@ impl Uvm {
         }
     }
 
+    fn record_fault(&mut self, f: &Fault, batch: u64, outcome: Outcome) {
+        let Some(rows) = self.fault_records.as_mut() else { return };
+        if rows.len() as u64 >= self.fault_records_max {
+            self.fault_records_dropped += 1;
+            return;
+        }
+        rows.push(FaultRecord { time_ns: f.time as f64 / 1000.0, sm: f.sm, utlb: f.utlb, page: f.vpn, access: f.access(), batch, outcome });
+    }
+
     /// Faults held at µTLBs, waiting for a replay.
     pub fn parked(&self) -> usize {
         self.parked.iter().map(VecDeque::len).sum()
@@ -518,6 +580,20 @@ impl Uvm {
         pages.dedup();
         let duplicates = (fetched.len() - pages.len()) as u64;
         self.stats.duplicates += duplicates;
+        if self.fault_records.is_some() {
+            let mut seen = FxHashSet::default();
+            let batch = self.stats.batches;
+            for f in &fetched {
+                let outcome = if !seen.insert(f.vpn) {
+                    Outcome::Duplicate
+                } else if residency.is_resident(f.vpn) {
+                    Outcome::Stale
+                } else {
+                    Outcome::Serviced
+                };
+                self.record_fault(f, batch, outcome);
+            }
+        }
         pages.retain(|&p| !residency.is_resident(p));
         self.stats.unique += pages.len() as u64;
         let (blocks_before, bytes_before) = (self.stats.va_blocks, self.stats.bytes_h2d);
@@ -654,7 +730,7 @@ impl Uvm {
             // the flush. A flushed fault's access is still pending at its µTLB, which
             // raises it again after the replay (a duplicate, seed uvm-driver §3.2.1).
             let before = self.buffer.len();
-            let (outstanding, parked) = (&mut self.outstanding, &mut self.parked);
+            let outstanding = &mut self.outstanding;
             let mut requeue: Vec<Fault> = vec![];
             self.buffer.retain(|f| {
                 let keep = f.time > now;
@@ -664,6 +740,13 @@ impl Uvm {
                 }
                 keep
             });
+            if self.fault_records.is_some() {
+                let batch = self.stats.batches.saturating_sub(1);
+                for f in &requeue {
+                    self.record_fault(f, batch, Outcome::Flushed);
+                }
+            }
+            let parked = &mut self.parked;
             // Ahead of the faults the µTLB held back: they are older.
             for f in requeue.into_iter().rev() {
                 parked[f.utlb as usize].push_front(f);
@@ -749,6 +832,7 @@ impl Uvm {
         m.int("uvm.faults.flushed", s.flushed);
         m.int("uvm.faults.throttled", s.throttled);
         m.int("uvm.faults.merged", s.merged);
+        m.int("uvm.fault_records_dropped", self.fault_records_dropped);
         m.int("uvm.batches", s.batches);
         m.int("uvm.va_blocks", s.va_blocks);
         m.int("uvm.bytes_h2d", s.bytes_h2d);
@@ -991,5 +1075,33 @@ mod tests {
         assert_eq!((next, replay, res.is_resident(1025)), (Next::Nothing, true, true));
         assert_eq!((u.stats.replays, u.records.as_ref().unwrap()[0].replays), (3, 3));
         u.check_invariants(&res).unwrap();
+    }
+
+    #[test]
+    fn fault_records_give_each_fault_its_outcome() {
+        let c = UvmConfig { batch_size: 4, fault_records: true, fault_records_max: 6, ..UvmConfig::default() };
+        let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default());
+        res.make_resident(9);
+        // µTLB 0: pages 5, 9 (resident: stale); µTLB 1: 5 (a duplicate across µTLBs), 6; then 7, 8 stay buffered.
+        for (vpn, utlb) in [(5, 0), (9, 0), (5, 1), (6, 1), (7, 0), (8, 1)] {
+            u.raise(fault(vpn, utlb));
+        }
+        let Next::BatchDone(end) = u.service(0, &mut link, &res) else { panic!() };
+        let _ = u.batch_done(end, &mut res); // batch-flush: 7 and 8 are flushed
+        u.raise(fault(10, 0));
+        let Next::BatchDone(_) = u.service(end, &mut link, &res) else { panic!() };
+        let rows: Vec<(u64, Outcome, u64)> = u.fault_records.as_ref().unwrap().iter().map(|r| (r.page, r.outcome, r.batch)).collect();
+        assert_eq!(
+            rows,
+            vec![
+                (5, Outcome::Serviced, 0),
+                (9, Outcome::Stale, 0),
+                (5, Outcome::Duplicate, 0),
+                (6, Outcome::Serviced, 0),
+                (7, Outcome::Flushed, 0),
+                (8, Outcome::Flushed, 0),
+            ]
+        );
+        assert!(u.fault_records_dropped > 0, "the table keeps at most fault_records_max rows");
     }
 }
