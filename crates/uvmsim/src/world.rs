@@ -56,6 +56,9 @@ impl World {
         let mut uvm = Uvm::new(&cfg.uvm, gpu.xlat.l1.len(), gpu.sms(), cfg.sim.seed);
         for b in &program.buffers {
             gpu.xlat.space.map(b);
+            if b.managed {
+                uvm.add_allocation(b.base >> 12, (b.base + b.bytes).div_ceil(4096));
+            }
             if b.managed && cfg.workload.host_init {
                 // The host program initialised the array before the kernels: CPU-resident and CPU-mapped.
                 uvm.host_touch(b.base >> 12, (b.base + b.bytes).div_ceil(4096), cfg.workload.host_threads);
@@ -164,7 +167,12 @@ impl Model for World {
                 }
             }
             Ev::UvmService => {
-                let next = self.uvm.service(now, &mut self.link, &self.gpu.xlat.space.residency);
+                let next = self.uvm.service(now, &mut self.link, &mut self.gpu.xlat.space.residency);
+                if !self.uvm.shootdowns.is_empty() {
+                    // Evicted blocks: their translations leave every GPU TLB.
+                    self.gpu.xlat.shootdown(&self.uvm.shootdowns);
+                    self.uvm.shootdowns.clear();
+                }
                 schedule(next, q);
             }
             Ev::UvmBatchDone => {
