@@ -139,6 +139,8 @@ def test_reproduce_list(cli: Cli) -> None:
         "allen-base-cost",
         "allen-batch-composition",
         "allen-batch-size",
+        "allen-oversub-scaled",
+        "allen-prefetch-coverage",
         "allen-vecadd-probe",
         "apu-divergence",
         "apu-tlb-miss-latency",

@@ -172,3 +172,20 @@ def test_allen_batch_size_trend(tmp_path: Path) -> None:
     rows = {r.metric: r for r in rep.reproduce("allen-batch-size", tmp_path, quick=True)}
     assert rows["time_ratio.1024_over_256"].simulated < 1.0
     assert (tmp_path / "batch_size.csv").read_text().startswith("batch_size,kernel_ms")
+
+
+def test_allen_prefetch_coverage(tmp_path: Path) -> None:
+    # The density prefetcher removes most faults of both kernels, more of random's
+    # (scattered faults fill each VA block's tree sooner).
+    rows = {r.metric: r for r in rep.reproduce("allen-prefetch-coverage", tmp_path, quick=True)}
+    regular, random = rows["fault_reduction_pct.regular"].simulated, rows["fault_reduction_pct.random"].simulated
+    assert 60 < regular < random < 100
+    assert (tmp_path / "coverage.csv").read_text().startswith("kind,faults_without,faults_with")
+
+
+def test_allen_oversub_scaled(tmp_path: Path) -> None:
+    # No eviction while the footprint fits; evictions once it does not.
+    rows = {r.metric: r for r in rep.reproduce("allen-oversub-scaled", tmp_path, quick=True)}
+    assert rows["pages_evicted.0.92"].passed
+    assert rows["evicted_per_fault.1.436"].simulated > 0
+    assert (tmp_path / "oversub.csv").read_text().startswith("oversubscription,gpu_memory_bytes,faults")

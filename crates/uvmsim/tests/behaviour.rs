@@ -273,8 +273,8 @@ fn prefetch_reduces_faults() {
 }
 
 /// An oversubscribed managed run (footprint twice the GPU memory) evicts,
-/// stays within the capacity (checked after every batch in debug runs by the
-/// world's invariants), finishes, and is deterministic, for every policy.
+/// stays within the capacity (asserted after every batch in debug builds, and
+/// at the end), finishes, and is deterministic, for every policy.
 #[test]
 fn oversubscribed_runs_evict_within_capacity() {
     let base = [

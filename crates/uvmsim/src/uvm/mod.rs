@@ -156,8 +156,9 @@ section! {
         /// GPU memory available to managed data, allocated in 2 MiB root chunks, one per VA block with GPU-resident
         /// pages (spec/uvm-driver.md); 0 = unlimited (no eviction). Device (non-managed) allocations do not count.
         pub gpu_memory_bytes: ByteSize = ByteSize(0),
-        /// Managed footprint over GPU memory (2.0: half the footprint's 2 MiB blocks fit; seed paged-memory §5 sets GPU memory
-        /// to a fraction of the footprint); 0 = off. When set, it overrides gpu_memory_bytes.
+        /// Managed footprint over GPU memory, in 2 MiB blocks (2.0: half the footprint's blocks fit, rounded down; below 1 the
+        /// footprint fits; seed paged-memory §5 sets GPU memory to a fraction of the footprint); 0 = off. When set, it
+        /// overrides gpu_memory_bytes.
         pub oversubscription: f64 = 0.0,
         /// Eviction when GPU memory is full.
         pub eviction: EvictionConfig = EvictionConfig::default(),
@@ -228,8 +229,11 @@ impl UvmConfig {
             return Err(("uvm.pma_chunk_blocks".into(), format!("must be between 1 and 2^20, got {}", self.pma_chunk_blocks)));
         }
         self.prefetch.validate()?;
-        if !(self.oversubscription == 0.0 || (self.oversubscription.is_finite() && (1.0..=1000.0).contains(&self.oversubscription))) {
-            return Err(("uvm.oversubscription".into(), format!("must be 0 (off) or between 1 and 1000, got {}", self.oversubscription)));
+        if !(self.oversubscription == 0.0 || (self.oversubscription.is_finite() && (0.01..=1000.0).contains(&self.oversubscription))) {
+            return Err((
+                "uvm.oversubscription".into(),
+                format!("must be 0 (off) or between 0.01 and 1000, got {}", self.oversubscription),
+            ));
         }
         if self.gpu_memory_bytes.0 != 0 && self.gpu_memory_bytes.0 < BLOCK_BYTES {
             return Err((
@@ -900,6 +904,12 @@ impl Uvm {
             debug_assert!(!residency.is_resident(p), "page {p:#x} prefetched but already resident");
             residency.make_prefetched(p);
         }
+        debug_assert!(
+            self.capacity_chunks == u64::MAX || residency.resident_pages() <= self.capacity_chunks * BLOCK_PAGES,
+            "{} pages resident beyond the capacity of {} chunks",
+            residency.resident_pages(),
+            self.capacity_chunks
+        );
         if let Some(next) = segments.front().map(|s| s.end) {
             // `block` policy: this VA block is mapped; replay, then the next block.
             self.stats.replays += 1;
