@@ -539,8 +539,8 @@ def prefetch_coverage(ctx: Context) -> dict[str, float]:
     p = ctx.params
     out: dict[str, float] = {}
     rows = []
-    for kind in p["kinds"]:
-        size = {"workload.kind": kind, f"workload.{kind}.threads": p["threads"]}
+    for case in p["cases"]:
+        kind, size = case["name"], case["set"]
         m: dict[str, dict[str, float]] = {}
         for policy in ("none", "density"):
             r = ctx.run(f"{kind}-{policy}", {**size, "uvm.prefetch.policy": policy})
