@@ -140,7 +140,7 @@ def test_reproduce_list(cli: Cli) -> None:
         "allen-batch-composition",
         "allen-batch-size",
         "allen-oversub-scaled",
-        "allen-prefetch-coverage",
+        "allen-prefetch-reduction",
         "allen-vecadd-probe",
         "apu-divergence",
         "apu-tlb-miss-latency",

@@ -174,10 +174,10 @@ def test_allen_batch_size_trend(tmp_path: Path) -> None:
     assert (tmp_path / "batch_size.csv").read_text().startswith("batch_size,kernel_ms")
 
 
-def test_allen_prefetch_coverage(tmp_path: Path) -> None:
+def test_allen_prefetch_reduction(tmp_path: Path) -> None:
     # The density prefetcher removes most faults of both kernels, more of random's
     # (scattered faults fill each VA block's tree sooner).
-    rows = {r.metric: r for r in rep.reproduce("allen-prefetch-coverage", tmp_path, quick=True)}
+    rows = {r.metric: r for r in rep.reproduce("allen-prefetch-reduction", tmp_path, quick=True)}
     regular, random = rows["fault_reduction_pct.regular"].simulated, rows["fault_reduction_pct.random"].simulated
     assert 60 < regular < random < 100
     assert (tmp_path / "coverage.csv").read_text().startswith("kind,faults_without,faults_with")

@@ -533,8 +533,8 @@ def batch_size(ctx: Context) -> dict[str, float]:
     return out
 
 
-@experiment("allen-prefetch-coverage")
-def prefetch_coverage(ctx: Context) -> dict[str, float]:
+@experiment("allen-prefetch-reduction")
+def prefetch_reduction(ctx: Context) -> dict[str, float]:
     """Table 5.1: fault reduction by the driver's density prefetcher, 1 - faults_with / faults_without."""
     p = ctx.params
     out: dict[str, float] = {}

@@ -7,6 +7,7 @@ use crate::gpu::Gpu;
 use crate::link::{Dir, Link};
 use crate::sim::{self, EventQueue, Model, Ps, RunOptions, SimError, PS_PER_NS};
 use crate::stats::Metrics;
+use crate::uvm::prefetch::PrefetchPolicy;
 use crate::uvm::{Next, Uvm};
 use crate::workload::trace::{Record, TraceReader};
 use crate::workload::{self, HostOp, Program};
@@ -233,6 +234,18 @@ pub fn simulate(cfg: &Config) -> Result<Metrics, SimError> {
 pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     let program = workload::build(cfg);
     let mut world = World::new(cfg, program);
+    if cfg.uvm.prefetch.policy == PrefetchPolicy::Oracle && cfg.workload.managed {
+        // Zheng's oracle: a first pass, demand paging only, records the order in which pages are first faulted.
+        let mut first = cfg.clone();
+        first.uvm.prefetch.policy = PrefetchPolicy::None;
+        (first.uvm.records, first.uvm.baselines) = (false, false);
+        let mut pass = World::new(&first, workload::build(&first));
+        pass.uvm.record_first_touch();
+        let mut q = EventQueue::new();
+        q.push(0, Ev::Host);
+        sim::run(&mut pass, &mut q, &RunOptions { stall_events: cfg.sim.stall_events, progress_every_s: cfg.sim.progress_every_s })?;
+        world.uvm.set_oracle(pass.uvm.first_touch_order());
+    }
     let mut q = EventQueue::new();
     q.push(0, Ev::Host);
     let opts = RunOptions { stall_events: cfg.sim.stall_events, progress_every_s: cfg.sim.progress_every_s };

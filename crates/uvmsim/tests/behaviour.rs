@@ -246,7 +246,7 @@ fn managed_runs_report_legacy_baselines() {
 fn prefetch_reduces_faults() {
     let base = ["gpu.sms=8", "gpu.sms_per_l1tlb=2", "workload.kind=regular", "workload.regular.threads=8192", "workload.managed=true"];
     let none = run(&base);
-    for policy in ["density", "sequential-local", "sequential", "locality", "random", "random-4k"] {
+    for policy in ["density", "sequential-local", "sequential", "locality", "random", "oracle", "random-4k"] {
         // Zheng's transfer sets of 80 pages would be full of demand faults here (4 µTLBs x 56 per batch): take 512.
         let x = run(&[&base[..], &[&format!("uvm.prefetch.policy=\"{policy}\""), "uvm.prefetch.transfer_set_pages=512"]].concat());
         let (faults, before) = (m(&x, "uvm.faults.unique"), m(&none, "uvm.faults.unique"));

@@ -419,6 +419,11 @@ pub struct Uvm {
     allocs: Vec<(u64, u64)>,
     /// Sequential prefetch: every managed page below it is resident or in service.
     seq_cursor: u64,
+    /// Oracle prefetch: pages in first-touch order, and how far the transfer sets took them.
+    oracle: Vec<u64>,
+    oracle_at: usize,
+    /// Recording the first-touch order (the oracle's first pass): pages in order, and those seen.
+    first_touch: Option<(Vec<u64>, FxHashSet<u64>)>,
     /// VA blocks mapped on the CPU, with the number of host threads that touched them.
     cpu_mapped: FxHashMap<u64, u32>,
     /// Page ranges resident on the CPU (host-initialised); other pages are
@@ -480,6 +485,9 @@ impl Uvm {
             prefetch: c.prefetch.clone(),
             allocs: vec![],
             seq_cursor: 0,
+            oracle: vec![],
+            oracle_at: 0,
+            first_touch: None,
             cpu_mapped: FxHashMap::default(),
             cpu_resident: vec![],
             fixed: (c.cost_model == CostModel::FixedLatency).then(|| us(c.fault_latency_us)),
@@ -585,6 +593,21 @@ impl Uvm {
         }
     }
 
+    /// Record the order in which pages are first faulted (the oracle's first pass).
+    pub fn record_first_touch(&mut self) {
+        self.first_touch = Some((vec![], FxHashSet::default()));
+    }
+
+    /// The pages in the order they were first faulted (serviced), when recording.
+    pub fn first_touch_order(&mut self) -> Vec<u64> {
+        self.first_touch.take().map(|(order, _)| order).unwrap_or_default()
+    }
+
+    /// The oracle prefetcher's order of pages.
+    pub fn set_oracle(&mut self, order: Vec<u64>) {
+        (self.oracle, self.oracle_at) = (order, 0);
+    }
+
     /// GPU memory for managed data, in 2 MiB chunks (u64::MAX: unlimited).
     pub fn capacity_chunks(&self) -> u64 {
         self.capacity_chunks
@@ -626,6 +649,11 @@ impl Uvm {
         let taken = |p: u64| residency.is_resident(p) || demand.binary_search(&p).is_ok();
         let mut out = match self.prefetch.policy {
             PrefetchPolicy::Random => prefetch::random(&self.allocs, want, mix64(self.seed ^ 0x7072_6566 ^ self.stats.batches << 8), taken),
+            PrefetchPolicy::Oracle => {
+                let (out, at) = prefetch::oracle(&self.oracle, self.oracle_at, want, taken);
+                self.oracle_at = at;
+                out
+            }
             PrefetchPolicy::Locality => match last {
                 Some(l) => prefetch::locality(&self.allocs, l, self.prefetch.window_pages as u64, want, taken),
                 None => vec![],
@@ -712,6 +740,14 @@ impl Uvm {
         self.stats.duplicates += duplicates;
         pages.retain(|&p| !residency.is_resident(p));
         self.stats.unique += pages.len() as u64;
+        if let Some((order, seen)) = self.first_touch.as_mut() {
+            // Within a batch, faults in the order they were raised.
+            for f in &fetched {
+                if pages.binary_search(&f.vpn).is_ok() && seen.insert(f.vpn) {
+                    order.push(f.vpn);
+                }
+            }
+        }
         // Zheng's transfer set: prefetch candidates fill what the demand pages leave.
         let extra = if self.prefetch.policy.per_batch() {
             let last = fetched.iter().rev().map(|f| f.vpn).find(|p| pages.binary_search(p).is_ok());

@@ -16,9 +16,9 @@
 //!   fewer than `transfer_set_pages`, the set is filled with candidates of
 //!   `random` (uniform over the managed allocations), `sequential` (lowest
 //!   non-resident page first) or `locality` (the `window_pages` pages after the
-//!   last faulting page, then sequential). Resident and already chosen pages
-//!   are skipped. Zheng's `oracle` (first-touch order of a first run) is not
-//!   implemented.
+//!   last faulting page, then sequential) or `oracle` (the order in which a
+//!   first, demand-only run of the same workload faulted its pages: the world
+//!   runs that pass first). Resident and already chosen pages are skipped.
 //!
 //! Bitmaps: [`PageMask`] holds one bit per 4 KiB page of a 2 MiB block (512).
 
@@ -109,6 +109,8 @@ pub enum PrefetchPolicy {
     Sequential,
     /// Zheng's transfer set filled from the window after the last faulting page, then sequentially (seed paged-memory §4.2).
     Locality,
+    /// Zheng's transfer set filled in the order pages were first faulted in a first, demand-only run of the same workload (seed paged-memory §4.2).
+    Oracle,
     /// UVMSmart's sequential-local prefetcher: each faulted page brings its aligned 64 KiB (Ganguly et al., ISCA 2019).
     SequentialLocal,
     /// UVMSmart's random prefetcher: one random page of the faulted page's 2 MiB block per faulted page (Ganguly et al., ISCA 2019).
@@ -121,14 +123,14 @@ leaf!(PrefetchPolicy);
 impl PrefetchPolicy {
     /// Zheng's per-batch transfer-set policies (the others work per VA block).
     pub fn per_batch(self) -> bool {
-        matches!(self, PrefetchPolicy::Random | PrefetchPolicy::Sequential | PrefetchPolicy::Locality)
+        matches!(self, PrefetchPolicy::Random | PrefetchPolicy::Sequential | PrefetchPolicy::Locality | PrefetchPolicy::Oracle)
     }
 }
 
 section! {
     /// Prefetching: which pages migrate with a batch's faults (spec/uvm-driver.md "Prefetcher"; seed paged-memory §4).
     pub struct PrefetchConfig {
-        /// "none" (demand paging), "density" (the driver's tree; the driver enables it by default), Zheng's transfer-set policies "random", "sequential", "locality", or UVMSmart's "sequential-local" (64 KiB) and "random-4k".
+        /// "none" (demand paging), "density" (the driver's tree; the driver enables it by default), Zheng's transfer-set policies "random", "sequential", "locality", "oracle" (runs the workload twice), or UVMSmart's "sequential-local" (64 KiB) and "random-4k".
         pub policy: PrefetchPolicy = PrefetchPolicy::None,
         /// density: a subtree is prefetched when popcount * 100 > size * threshold, 1-100 (uvm_perf_prefetch_threshold, default 51).
         pub threshold: u32 = 51,
@@ -136,7 +138,7 @@ section! {
         pub min_faults: u32 = 1,
         /// density: treat the GPU as the preferred location of managed memory (cudaMemAdvise SetPreferredLocation): a block resident nowhere (not host-initialised, never evicted) is then prefetched whole (spec/uvm-driver.md). Default false: no preferred location, as without hints, and the rule never applies.
         pub gpu_preferred: bool = false,
-        /// random, sequential, locality: pages per transfer set, demand faults first (seed paged-memory §4.1: 80 = 16 GB/s x 20 µs / 4 KiB).
+        /// random, sequential, locality, oracle: pages per transfer set, demand faults first (seed paged-memory §4.1: 80 = 16 GB/s x 20 µs / 4 KiB).
         pub transfer_set_pages: u32 = 80,
         /// locality: pages after the last faulting page it takes candidates from (seed paged-memory §4.2: 128).
         pub window_pages: u32 = 128,
@@ -275,6 +277,21 @@ pub fn sequential(ranges: &[(u64, u64)], from: u64, want: usize, mut taken: impl
             }
             at += 1;
         }
+    }
+    (out, at)
+}
+
+/// Zheng's oracle candidates: up to `want` pages of `order` from position
+/// `from` on that `taken` rejects not. Returns them and the position after
+/// the last page of `order` it looked at.
+pub fn oracle(order: &[u64], from: usize, want: usize, mut taken: impl FnMut(u64) -> bool) -> (Vec<u64>, usize) {
+    let mut out = Vec::with_capacity(want);
+    let mut at = from;
+    while at < order.len() && out.len() < want {
+        if !taken(order[at]) {
+            out.push(order[at]);
+        }
+        at += 1;
     }
     (out, at)
 }
@@ -426,6 +443,14 @@ mod tests {
         assert_eq!(at, 202, "the scan stops after the last page it took");
         let (rest, at) = sequential(&ranges, at, 100, taken);
         assert_eq!((rest.len(), at), (8, 210));
+    }
+
+    #[test]
+    fn zheng_oracle_follows_the_recorded_order() {
+        let order = [50, 10, 11, 900, 12, 13];
+        let (got, at) = oracle(&order, 0, 3, |p| p == 10);
+        assert_eq!((got, at), (vec![50, 11, 900], 4));
+        assert_eq!(oracle(&order, at, 5, |_| false), (vec![12, 13], 6));
     }
 
     #[test]
