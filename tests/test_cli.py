@@ -141,6 +141,8 @@ def test_reproduce_list(cli: Cli) -> None:
         "allen-base-cost",
         "allen-batch-composition",
         "allen-batch-size",
+        "allen-oversub-scaled",
+        "allen-prefetch-reduction",
         "allen-transfer-share",
         "allen-vecadd-probe",
         "apu-divergence",

@@ -181,3 +181,20 @@ def test_allen_transfer_share(tmp_path: Path) -> None:
     assert 0.0 <= share <= 1.0
     assert rows["va_blocks_per_batch"].simulated >= 1.0
     assert (tmp_path / "transfer_share.csv").read_text().startswith("batch,duration_ns,transfer_ns")
+
+
+def test_allen_prefetch_reduction(tmp_path: Path) -> None:
+    # The density prefetcher removes most faults of both kernels, more of random's
+    # (scattered faults fill each VA block's tree sooner).
+    rows = {r.metric: r for r in rep.reproduce("allen-prefetch-reduction", tmp_path, quick=True)}
+    regular, random = rows["fault_reduction_pct.regular"].simulated, rows["fault_reduction_pct.random"].simulated
+    assert 60 < regular < random < 100
+    assert (tmp_path / "coverage.csv").read_text().startswith("kind,faults_without,faults_with")
+
+
+def test_allen_oversub_scaled(tmp_path: Path) -> None:
+    # No eviction while the footprint fits; evictions once it does not.
+    rows = {r.metric: r for r in rep.reproduce("allen-oversub-scaled", tmp_path, quick=True)}
+    assert rows["pages_evicted.0.92"].passed
+    assert rows["evicted_per_fault.1.436"].simulated > 0
+    assert (tmp_path / "oversub.csv").read_text().startswith("oversubscription,gpu_memory_bytes,faults")

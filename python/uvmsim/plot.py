@@ -239,7 +239,19 @@ def batch_time_vs_bytes(batches: pd.DataFrame) -> Figure:
 
 
 # The driver's stages in the order a batch goes through them (uvm.BatchRecord); others follow.
-STAGE_ORDER = ("fetch", "block", "first_touch", "unmap", "alloc", "zero", "transfer", "map", "tracker", "replay")
+STAGE_ORDER = (
+    "fetch",
+    "block",
+    "first_touch",
+    "unmap",
+    "alloc",
+    "evict",
+    "zero",
+    "transfer",
+    "map",
+    "tracker",
+    "replay",
+)
 
 
 def stage_columns(batches: pd.DataFrame) -> list[str]:

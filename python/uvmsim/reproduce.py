@@ -557,3 +557,78 @@ def transfer_share(ctx: Context) -> dict[str, float]:
         "faults_per_sm_per_batch": sum(b["fetched"] for b in batches) / len(batches) / sms,
         "va_blocks_per_batch": sum(b["va_blocks"] for b in batches) / len(batches),
     }
+
+
+@experiment("allen-prefetch-reduction")
+def prefetch_reduction(ctx: Context) -> dict[str, float]:
+    """Table 5.1: fault reduction by the driver's density prefetcher, 1 - faults_with / faults_without."""
+    p = ctx.params
+    out: dict[str, float] = {}
+    rows = []
+    for case in p["cases"]:
+        kind, size = case["name"], case["set"]
+        m: dict[str, dict[str, float]] = {}
+        for policy in ("none", "density"):
+            r = ctx.run(f"{kind}-{policy}", {**size, "uvm.prefetch.policy": policy})
+            m[policy] = r.metrics
+        without, with_ = m["none"]["uvm.faults.fetched"], m["density"]["uvm.faults.fetched"]
+        reduction = 100.0 * (1.0 - with_ / without) if without > 0 else math.nan
+        out[f"fault_reduction_pct.{kind}"] = reduction
+        uniq = 100.0 * (1.0 - m["density"]["uvm.faults.unique"] / max(1.0, m["none"]["uvm.faults.unique"]))
+        out[f"unique_fault_reduction_pct.{kind}"] = uniq
+        pre = m["density"]
+        rows.append(
+            (
+                kind,
+                without,
+                with_,
+                reduction,
+                m["none"]["uvm.faults.unique"],
+                pre["uvm.faults.unique"],
+                uniq,
+                pre["uvm.prefetch.pages"],
+                pre["uvm.prefetch.used"],
+                m["none"]["uvm.batches"],
+                pre["uvm.batches"],
+            )
+        )
+    write_csv(
+        ctx.out / "coverage.csv",
+        (
+            "kind",
+            "faults_without",
+            "faults_with",
+            "reduction_pct",
+            "unique_without",
+            "unique_with",
+            "unique_reduction_pct",
+            "prefetched_pages",
+            "prefetch_used",
+            "batches_without",
+            "batches_with",
+        ),
+        rows,
+    )
+    return out
+
+
+@experiment("allen-oversub-scaled")
+def oversub_scaled(ctx: Context) -> dict[str, float]:
+    """Table 5.2, scaled down: sgemm faults and pages evicted as the footprint passes GPU memory."""
+    p = ctx.params
+    out: dict[str, float] = {}
+    rows = []
+    for ratio in p["ratios"]:
+        r = ctx.run(f"sgemm-oversub-{ratio}", {"uvm.oversubscription": ratio})
+        m = r.metrics
+        faults, evicted = m["uvm.faults.fetched"], m["uvm.pages_evicted"]
+        out[f"faults.{ratio}"] = faults
+        out[f"pages_evicted.{ratio}"] = evicted
+        out[f"evicted_per_fault.{ratio}"] = evicted / faults if faults else math.nan
+        rows.append((ratio, m["uvm.gpu_memory_bytes"], faults, evicted, m["uvm.evictions"], m["time.kernel_ns"] / 1e6))
+    write_csv(
+        ctx.out / "oversub.csv",
+        ("oversubscription", "gpu_memory_bytes", "faults", "pages_evicted", "evictions", "kernel_ms"),
+        rows,
+    )
+    return out

@@ -7,6 +7,7 @@ use crate::gpu::Gpu;
 use crate::link::{Dir, Link};
 use crate::sim::{self, EventQueue, Model, Ps, RunOptions, SimError, PS_PER_NS};
 use crate::stats::Metrics;
+use crate::uvm::prefetch::PrefetchPolicy;
 use crate::uvm::{Next, Uvm};
 use crate::workload::trace::{Record, TraceReader};
 use crate::workload::{self, HostOp, Program};
@@ -56,6 +57,9 @@ impl World {
         let mut uvm = Uvm::new(&cfg.uvm, gpu.xlat.l1.len(), gpu.sms(), cfg.sim.seed);
         for b in &program.buffers {
             gpu.xlat.space.map(b);
+            if b.managed {
+                uvm.add_allocation(b.base >> 12, (b.base + b.bytes).div_ceil(4096));
+            }
             if b.managed && cfg.workload.host_init {
                 // The host program initialised the array before the kernels: CPU-resident and CPU-mapped.
                 uvm.host_touch(b.base >> 12, (b.base + b.bytes).div_ceil(4096), cfg.workload.host_threads);
@@ -164,7 +168,12 @@ impl Model for World {
                 }
             }
             Ev::UvmService => {
-                let next = self.uvm.service(now, &mut self.link, &self.gpu.xlat.space.residency);
+                let next = self.uvm.service(now, &mut self.link, &mut self.gpu.xlat.space.residency);
+                if !self.uvm.shootdowns.is_empty() {
+                    // Evicted blocks: their translations leave every GPU TLB.
+                    self.gpu.xlat.shootdown(&self.uvm.shootdowns);
+                    self.uvm.shootdowns.clear();
+                }
                 schedule(next, q);
             }
             Ev::UvmBatchDone => {
@@ -227,6 +236,18 @@ pub fn simulate(cfg: &Config) -> Result<Metrics, SimError> {
 pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     let program = workload::build(cfg).map_err(SimError::BadInput)?;
     let mut world = World::new(cfg, program);
+    if cfg.uvm.prefetch.policy == PrefetchPolicy::Oracle && cfg.workload.managed {
+        // Zheng's oracle: a first pass, demand paging only, records the order in which pages are first faulted.
+        let mut first = cfg.clone();
+        first.uvm.prefetch.policy = PrefetchPolicy::None;
+        (first.uvm.records, first.uvm.baselines) = (false, false);
+        let mut pass = World::new(&first, workload::build(&first).map_err(SimError::BadInput)?);
+        pass.uvm.record_first_touch();
+        let mut q = EventQueue::new();
+        q.push(0, Ev::Host);
+        sim::run(&mut pass, &mut q, &RunOptions { stall_events: cfg.sim.stall_events, progress_every_s: cfg.sim.progress_every_s })?;
+        world.uvm.set_oracle(pass.uvm.first_touch_order());
+    }
     let mut q = EventQueue::new();
     q.push(0, Ev::Host);
     let opts = RunOptions { stall_events: cfg.sim.stall_events, progress_every_s: cfg.sim.progress_every_s };

@@ -238,3 +238,65 @@ fn managed_runs_report_legacy_baselines() {
     let y = run(&["workload.kind=stream", "workload.stream.elements=262144", "workload.managed=true", "gpu.sms=4"]);
     assert!(y.get("baseline.copy_then_execute_ns").is_none());
 }
+
+/// Prefetching on a managed streaming kernel: every policy brings pages ahead
+/// of their faults, so fewer faults and batches; the migrated data is the same
+/// footprint, and most prefetched pages are used.
+#[test]
+fn prefetch_reduces_faults() {
+    let base = ["gpu.sms=8", "gpu.sms_per_l1tlb=2", "workload.kind=regular", "workload.regular.threads=8192", "workload.managed=true"];
+    let none = run(&base);
+    for policy in ["density", "sequential-local", "sequential", "locality", "random", "oracle", "random-4k"] {
+        // Zheng's transfer sets of 80 pages would be full of demand faults here (4 µTLBs x 56 per batch): take 512.
+        let x = run(&[&base[..], &[&format!("uvm.prefetch.policy=\"{policy}\""), "uvm.prefetch.transfer_set_pages=512"]].concat());
+        let (faults, before) = (m(&x, "uvm.faults.unique"), m(&none, "uvm.faults.unique"));
+        assert!(faults < 0.9 * before, "{policy}: {faults} vs {before}");
+        assert_eq!(
+            m(&x, "uvm.faults.unique") + m(&x, "uvm.prefetch.pages"),
+            m(&x, "uvm.resident_pages"),
+            "{policy}: every page migrated once"
+        );
+        assert_eq!(m(&x, "uvm.prefetch.used") + m(&x, "uvm.prefetch.wasted"), m(&x, "uvm.prefetch.pages"), "{policy}");
+        assert!(m(&x, "uvm.prefetch.used") > 0.5 * m(&x, "uvm.prefetch.pages"), "{policy}: a streaming kernel uses what is prefetched");
+    }
+    let density = run(&[&base[..], &["uvm.prefetch.policy=\"density\""]].concat());
+    assert!(m(&density, "uvm.batches") < m(&none, "uvm.batches"));
+    // Data resident nowhere (not host-initialised) and the GPU its preferred location: the
+    // first batch that faults in a block brings all of it.
+    let whole =
+        run(&[&base[..], &["uvm.prefetch.policy=\"density\"", "uvm.prefetch.gpu_preferred=true", "workload.host_init=false"]].concat());
+    let (w, d) = (m(&whole, "uvm.faults.unique"), m(&density, "uvm.faults.unique"));
+    assert!(w <= d / 4.0 && m(&whole, "uvm.resident_pages") == 8192.0, "{w} vs {d}");
+    // Threshold 1: the first fault in a block brings all of it.
+    let t1 = run(&[&base[..], &["uvm.prefetch.policy=\"density\"", "uvm.prefetch.threshold=1"]].concat());
+    assert!(m(&t1, "uvm.faults.unique") <= d / 4.0, "{}", m(&t1, "uvm.faults.unique"));
+}
+
+/// An oversubscribed managed run (footprint twice the GPU memory) evicts,
+/// stays within the capacity (asserted after every batch in debug builds, and
+/// at the end), finishes, and is deterministic, for every policy.
+#[test]
+fn oversubscribed_runs_evict_within_capacity() {
+    let base = [
+        "gpu.sms=8",
+        "gpu.sms_per_l1tlb=2",
+        "workload.kind=regular",
+        "workload.regular.threads=8192",
+        "workload.managed=true",
+        "uvm.oversubscription=2.0",
+    ];
+    for policy in ["driver", "lru", "random", "lfu"] {
+        let choice = format!("uvm.eviction.policy=\"{policy}\"");
+        let sets = [&base[..], &[&choice, "uvm.prefetch.policy=\"density\""]].concat();
+        let x = run(&sets);
+        let cap = m(&x, "uvm.gpu_memory_bytes");
+        assert_eq!(cap, 8.0 * 2.0 * 1048576.0, "16 blocks of footprint / 2");
+        assert!(m(&x, "uvm.evictions") > 0.0, "{policy}");
+        assert!(m(&x, "uvm.resident_pages") * 4096.0 <= cap, "{policy}");
+        assert_eq!(m(&x, "uvm.bytes_d2h"), m(&x, "uvm.pages_evicted") * 4096.0, "{policy}");
+        assert_eq!(m(&x, "link.d2h.bytes"), m(&x, "uvm.bytes_d2h"), "{policy}");
+        assert_eq!(m(&x, "time.kernel_ns"), m(&run(&sets), "time.kernel_ns"), "{policy}: deterministic");
+    }
+    let fits = run(&[&base[..5], &["uvm.oversubscription=0"]].concat());
+    assert_eq!(m(&fits, "uvm.evictions"), 0.0);
+}

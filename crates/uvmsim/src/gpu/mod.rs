@@ -57,6 +57,9 @@ struct Warp {
     /// warp once all are resident (its µTLB holds the misses until then, so
     /// nothing is walked again in between).
     faulted: Vec<u64>,
+    /// The residency's refault epoch at its last fault: if pages were evicted
+    /// since, a replay re-executes it even with pages missing (they fault again).
+    epoch: u64,
 }
 
 #[derive(Debug, Default)]
@@ -227,6 +230,7 @@ impl Gpu {
                 pending: vec![],
                 redo: Default::default(),
                 faulted: vec![],
+                epoch: 0,
             });
             q.push(now, Ev::Warp(slot));
         }
@@ -317,6 +321,7 @@ impl Gpu {
                         // meanwhile the warp goes on with independent instructions.
                         w.pending.push((op, Box::new(self.scratch)));
                         w.faulted.extend(self.faults[raised..].iter().map(|f| f.vpn));
+                        w.epoch = self.xlat.space.residency.refault_epoch;
                         if self.blocking {
                             // Blocking: the µTLB stops, and the warp waits where it is.
                             let u = self.xlat.utlb_of(sm);
@@ -395,6 +400,12 @@ impl Gpu {
         let (warps, residency) = (&mut self.warps, &self.xlat.space.residency);
         self.waiting.retain(|&slot| {
             if let Some(w) = warps[slot as usize].as_mut() {
+                if w.epoch != residency.refault_epoch {
+                    // Pages it waits for may have been evicted after their fault was
+                    // serviced (or their block deferred): nothing would raise them
+                    // again, so it re-executes, and faults again on what is missing.
+                    w.faulted.clear();
+                }
                 // Pages become resident in batches: drop them from the end, stop at the first still missing.
                 while let Some(&p) = w.faulted.last() {
                     if !residency.is_resident(p) {

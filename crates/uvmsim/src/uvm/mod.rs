@@ -24,14 +24,40 @@
 //! × fetched + Σ over blocks (per_block_us + transfer) + replay_us. Every
 //! term is a parameter; the defaults are assumptions to be calibrated
 //! (seed uvm-driver: 400-600 µs of UVM time for < 100 KB).
+//!
+//! Prefetch ([`prefetch`]): per VA block, the prefetcher adds pages to the
+//! block's faulted ones (or, for Zheng's transfer sets, per batch, before the
+//! blocks are formed); they migrate with the block, become resident at the
+//! end of the batch marked untouched, and count as used at their first walk.
+//!
+//! GPU memory and eviction ([`evict`]): a block takes a 2 MiB chunk with its
+//! first resident page (from the allocator, `pma_chunk_blocks` per call,
+//! up to the capacity). When none is left the driver evicts a victim chosen by
+//! the policy among the blocks not in this batch: all its resident pages go
+//! back over the link (device to host; they are host-resident afterwards, not
+//! CPU-mapped), they stop being resident at once, their GPU translations are
+//! shot down (`shootdowns`, done by the world), and the block's service
+//! restarts (its per-block cost again). If every chunk belongs to the batch's
+//! own blocks, the block is deferred: its faults come again after the replay.
+//! An eviction bumps the residency's refault epoch, so warps that wait for a
+//! replay re-execute and fault again on pages that were taken away.
 
+pub mod evict;
+pub mod prefetch;
+
+use crate::config::ByteSize;
 use crate::link::{Dir, Link};
 use crate::sim::{mix64, ns_to_ps, Ps};
 use crate::stats::{Latency, Metrics};
 use crate::xlat::space::{Residency, BLOCK_PAGES};
+use evict::{Chunks, EvictionConfig};
+use prefetch::{PageMask, PrefetchConfig, PrefetchPolicy};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+
+/// Bytes of a 2 MiB VA block (and of the GPU root chunk that backs it).
+const BLOCK_BYTES: u64 = BLOCK_PAGES * 4096;
 
 /// What happens to the faults left in the buffer after a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -123,6 +149,19 @@ section! {
         pub tracker_us: f64 = 5.0,
         /// Per-SM fault-rate throttle: least time between two faults one SM writes to the buffer, in ns; later faults wait; 0 = none (seed uvm-driver §3.2.1 infers a throttle, without its rate).
         pub sm_fault_interval_ns: f64 = 0.0,
+        /// Prefetching (spec/uvm-driver.md "Prefetcher"; seed paged-memory §4). Default policy "none": demand paging only,
+        /// as in the seeds' baseline measurements (seed uvm-driver Ch. 3-4 disable prefetching; seed paged-memory's replayable
+        /// baseline); the real driver's default is "density" (uvm_perf_prefetch_enable = 1).
+        pub prefetch: PrefetchConfig = PrefetchConfig::default(),
+        /// GPU memory available to managed data, allocated in 2 MiB root chunks, one per VA block with GPU-resident
+        /// pages (spec/uvm-driver.md); 0 = unlimited (no eviction). Device (non-managed) allocations do not count.
+        pub gpu_memory_bytes: ByteSize = ByteSize(0),
+        /// Managed footprint over GPU memory, in 2 MiB blocks (2.0: half the footprint's blocks fit, rounded down; below 1 the
+        /// footprint fits; seed paged-memory §5 sets GPU memory to a fraction of the footprint); 0 = off. When set, it
+        /// overrides gpu_memory_bytes.
+        pub oversubscription: f64 = 0.0,
+        /// Eviction when GPU memory is full.
+        pub eviction: EvictionConfig = EvictionConfig::default(),
         /// Keep one record per batch (the `batches` table of the run's output).
         pub records: bool = false,
         /// Keep one record per fault fetched or flushed (the `faults` table: arrival, SM, µTLB, page, access, batch, outcome).
@@ -180,6 +219,12 @@ pub struct BatchRecord {
     pub duplicates: u64,
     pub va_blocks: u64,
     pub bytes_h2d: u64,
+    /// Pages prefetched (migrated with the faulted pages, not faulted themselves).
+    pub prefetched: u64,
+    /// VA blocks evicted to make room, their resident pages, and the bytes copied back to the host.
+    pub evictions: u64,
+    pub pages_evicted: u64,
+    pub bytes_d2h: u64,
     /// Faults flushed from the buffer after this batch.
     pub flushed: u64,
     /// Replays issued during the batch (one per VA block under `block`, else one or none).
@@ -191,6 +236,8 @@ pub struct BatchRecord {
     pub first_touch_ns: f64,
     pub unmap_ns: f64,
     pub alloc_ns: f64,
+    /// Evictions: cost per evicted block plus copying its pages back.
+    pub evict_ns: f64,
     pub zero_ns: f64,
     pub transfer_ns: f64,
     pub map_ns: f64,
@@ -214,6 +261,22 @@ impl UvmConfig {
         }
         if self.pma_chunk_blocks == 0 || self.pma_chunk_blocks > 1 << 20 {
             return Err(("uvm.pma_chunk_blocks".into(), format!("must be between 1 and 2^20, got {}", self.pma_chunk_blocks)));
+        }
+        self.prefetch.validate()?;
+        if !(self.oversubscription == 0.0 || (self.oversubscription.is_finite() && (0.01..=1000.0).contains(&self.oversubscription))) {
+            return Err((
+                "uvm.oversubscription".into(),
+                format!("must be 0 (off) or between 0.01 and 1000, got {}", self.oversubscription),
+            ));
+        }
+        if self.gpu_memory_bytes.0 != 0 && self.gpu_memory_bytes.0 < BLOCK_BYTES {
+            return Err((
+                "uvm.gpu_memory_bytes".into(),
+                format!("must be 0 (unlimited) or at least one 2 MiB chunk, got {}", self.gpu_memory_bytes),
+            ));
+        }
+        if !(self.eviction.evict_us.is_finite() && (0.0..=1e6).contains(&self.eviction.evict_us)) {
+            return Err(("uvm.eviction.evict_us".into(), format!("must be between 0 and 1000000 µs, got {}", self.eviction.evict_us)));
         }
         if self.utlb_fault_limit == 0 {
             return Err(("uvm.utlb_fault_limit".into(), "must be greater than 0".into()));
@@ -275,6 +338,14 @@ pub struct UvmStats {
     pub va_blocks: u64,
     pub bytes_h2d: u64,
     pub replays: u64,
+    /// Pages prefetched, and those evicted before the GPU touched them.
+    pub prefetched: u64,
+    pub prefetch_evicted_untouched: u64,
+    pub evictions: u64,
+    pub pages_evicted: u64,
+    pub bytes_d2h: u64,
+    /// VA blocks a batch could not service: GPU memory full and every chunk held by the batch's own blocks.
+    pub deferred_blocks: u64,
     pub time_ps: Ps,
     pub batch: Latency,
 }
@@ -288,10 +359,18 @@ enum State {
     /// `block` policy, else one) end at these times, when their pages become
     /// resident and mapped and a replay may follow.
     Servicing {
-        segments: VecDeque<(Ps, Vec<u64>)>,
+        segments: VecDeque<Segment>,
         fetched: Vec<Fault>,
         start: Ps,
     },
+}
+
+/// Part of a batch: at `end`, its demanded and prefetched pages become resident.
+#[derive(Debug)]
+struct Segment {
+    end: Ps,
+    demand: Vec<u64>,
+    prefetched: Vec<u64>,
 }
 
 /// The driver's stage costs, in ps (see [`UvmConfig`] for each term's source).
@@ -307,6 +386,7 @@ struct Costs {
     unmap_per_thread: Ps,
     pma_alloc: Ps,
     pma_chunk_blocks: u32,
+    evict: Ps,
     zero_per_page: Ps,
     map: Ps,
     tracker: Ps,
@@ -321,6 +401,7 @@ struct Stages {
     first_touch: Ps,
     unmap: Ps,
     alloc: Ps,
+    evict: Ps,
     zero: Ps,
     transfer: Ps,
     map: Ps,
@@ -360,8 +441,28 @@ pub struct Uvm {
     seed: u64,
     /// VA blocks with GPU state (DMA-mapped, a physical chunk): their first touch is paid.
     gpu_blocks: FxHashSet<u64>,
-    /// Root chunks left from the allocator's last call.
-    pma_chunks_left: u32,
+    /// Root chunks taken from the allocator and not owned by a block.
+    free_chunks: u64,
+    /// Root chunks taken from the allocator so far, and at most.
+    allocated_chunks: u64,
+    capacity_chunks: u64,
+    oversubscription: f64,
+    /// The VA blocks owning a chunk, in eviction order.
+    chunks: Chunks,
+    /// Pages evicted to the host (resident there now: a later fault copies them back).
+    cpu_evicted: FxHashMap<u64, PageMask>,
+    /// Evicted VA blocks whose GPU translations the caller must shoot down.
+    pub shootdowns: Vec<u64>,
+    prefetch: PrefetchConfig,
+    /// Managed allocations as sorted page ranges (prefetch candidates, block ends).
+    allocs: Vec<(u64, u64)>,
+    /// Sequential prefetch: every managed page below it is resident or in service.
+    seq_cursor: u64,
+    /// Oracle prefetch: pages in first-touch order, and how far the transfer sets took them.
+    oracle: Vec<u64>,
+    oracle_at: usize,
+    /// Recording the first-touch order (the oracle's first pass): pages in order, and those seen.
+    first_touch: Option<(Vec<u64>, FxHashSet<u64>)>,
     /// VA blocks mapped on the CPU, with the number of host threads that touched them.
     cpu_mapped: FxHashMap<u64, u32>,
     /// Page ranges resident on the CPU (host-initialised); other pages are
@@ -422,6 +523,7 @@ impl Uvm {
                 unmap_per_thread: us(c.unmap_per_thread_us),
                 pma_alloc: us(c.pma_alloc_us),
                 pma_chunk_blocks: c.pma_chunk_blocks,
+                evict: us(c.eviction.evict_us),
                 zero_per_page: us(c.zero_us_per_page),
                 map: us(c.map_us),
                 tracker: us(c.tracker_us),
@@ -429,7 +531,19 @@ impl Uvm {
             },
             seed: mix64(seed ^ 0x7576_6d5f_6674),
             gpu_blocks: FxHashSet::default(),
-            pma_chunks_left: 0,
+            free_chunks: 0,
+            allocated_chunks: 0,
+            capacity_chunks: if c.gpu_memory_bytes.0 > 0 { c.gpu_memory_bytes.0 / BLOCK_BYTES } else { u64::MAX },
+            oversubscription: c.oversubscription,
+            chunks: Chunks::new(c.eviction.policy, seed),
+            cpu_evicted: FxHashMap::default(),
+            shootdowns: vec![],
+            prefetch: c.prefetch.clone(),
+            allocs: vec![],
+            seq_cursor: 0,
+            oracle: vec![],
+            oracle_at: 0,
+            first_touch: None,
             cpu_mapped: FxHashMap::default(),
             cpu_resident: vec![],
             fixed: (c.cost_model == CostModel::FixedLatency).then(|| us(c.fault_latency_us)),
@@ -542,9 +656,126 @@ impl Uvm {
         }
     }
 
+    /// A managed allocation of pages `first..end` (4 KiB page numbers): prefetch
+    /// candidates come from these, and with `uvm.oversubscription` they size GPU memory.
+    pub fn add_allocation(&mut self, first: u64, end: u64) {
+        self.allocs.push((first, end));
+        self.allocs.sort_unstable();
+        self.seq_cursor = self.allocs[0].0;
+        if self.oversubscription > 0.0 {
+            let blocks: u64 = self.allocs.iter().map(|&(f, e)| e.div_ceil(BLOCK_PAGES) - f / BLOCK_PAGES).sum();
+            self.capacity_chunks = ((blocks as f64 / self.oversubscription).floor() as u64).max(1);
+        }
+    }
+
+    /// Record the order in which pages are first faulted (the oracle's first pass).
+    pub fn record_first_touch(&mut self) {
+        self.first_touch = Some((vec![], FxHashSet::default()));
+    }
+
+    /// The pages in the order they were first faulted (serviced), when recording.
+    pub fn first_touch_order(&mut self) -> Vec<u64> {
+        self.first_touch.take().map(|(order, _)| order).unwrap_or_default()
+    }
+
+    /// The oracle prefetcher's order of pages.
+    pub fn set_oracle(&mut self, order: Vec<u64>) {
+        (self.oracle, self.oracle_at) = (order, 0);
+    }
+
+    /// GPU memory for managed data, in 2 MiB chunks (u64::MAX: unlimited).
+    pub fn capacity_chunks(&self) -> u64 {
+        self.capacity_chunks
+    }
+
+    /// Has `vpn` data on the host (host-initialised, or evicted there)? Else it is populated by zero-filling.
     fn cpu_resident(&self, vpn: u64) -> bool {
         let i = self.cpu_resident.partition_point(|&(first, _)| first <= vpn);
-        i > 0 && vpn < self.cpu_resident[i - 1].1
+        (i > 0 && vpn < self.cpu_resident[i - 1].1)
+            || self.cpu_evicted.get(&(vpn / BLOCK_PAGES)).is_some_and(|m| prefetch::get(m, (vpn % BLOCK_PAGES) as usize))
+    }
+
+    /// Does VA block `block` hold data anywhere (GPU, or the host)?
+    fn populated(&self, block: u64, residency: &Residency) -> bool {
+        let (first, end) = (block * BLOCK_PAGES, (block + 1) * BLOCK_PAGES);
+        let i = self.cpu_resident.partition_point(|&(f, _)| f < end);
+        residency.block_mask(block) != [0; 8]
+            || self.cpu_evicted.contains_key(&block)
+            || self.cpu_resident[..i].iter().any(|&(_, e)| e > first)
+    }
+
+    /// Pages of VA block `block` inside its allocation (512 but at an allocation's end).
+    fn block_pages(&self, block: u64) -> usize {
+        let first = block * BLOCK_PAGES;
+        let i = self.allocs.partition_point(|&(f, _)| f <= first);
+        match i.checked_sub(1).map(|i| self.allocs[i]) {
+            Some((_, end)) if end > first => (end - first).min(BLOCK_PAGES) as usize,
+            _ => BLOCK_PAGES as usize,
+        }
+    }
+
+    /// Zheng's transfer set: pages to prefetch with the batch's unique demand
+    /// pages `demand` (sorted), the last fault fetched being on `last`.
+    fn transfer_set(&mut self, demand: &[u64], last: Option<u64>, residency: &Residency) -> Vec<u64> {
+        let want = (self.prefetch.transfer_set_pages as usize).saturating_sub(demand.len());
+        if want == 0 || self.allocs.is_empty() {
+            return vec![];
+        }
+        let taken = |p: u64| residency.is_resident(p) || demand.binary_search(&p).is_ok();
+        let mut out = match self.prefetch.policy {
+            PrefetchPolicy::Random => prefetch::random(&self.allocs, want, mix64(self.seed ^ 0x7072_6566 ^ self.stats.batches << 8), taken),
+            PrefetchPolicy::Oracle => {
+                let (out, at) = prefetch::oracle(&self.oracle, self.oracle_at, want, taken);
+                self.oracle_at = at;
+                out
+            }
+            PrefetchPolicy::Locality => match last {
+                Some(l) => prefetch::locality(&self.allocs, l, self.prefetch.window_pages as u64, want, taken),
+                None => vec![],
+            },
+            _ => vec![],
+        };
+        if matches!(self.prefetch.policy, PrefetchPolicy::Sequential | PrefetchPolicy::Locality) && out.len() < want {
+            // Sequential fills the set; locality falls back to it when its window runs out.
+            let chosen = out.clone();
+            let (more, at) =
+                prefetch::sequential(&self.allocs, self.seq_cursor, want - out.len(), |p| taken(p) || chosen.binary_search(&p).is_ok());
+            // Every page the scan passed is resident, demanded or chosen: in service now.
+            self.seq_cursor = at;
+            out.extend(more);
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Per-block prefetch (density, sequential-local, random-4k): the pages of
+    /// VA block `block` to migrate with its faulted pages `faulted`.
+    fn block_prefetch(&self, block: u64, faulted: &[u64], residency: &Residency) -> Vec<u64> {
+        let p = &self.prefetch;
+        let n = self.block_pages(block);
+        let mut fmask = [0u64; 8];
+        for &f in faulted {
+            prefetch::set(&mut fmask, (f % BLOCK_PAGES) as usize);
+        }
+        let resident = residency.block_mask(block);
+        let mask = match p.policy {
+            PrefetchPolicy::Density if faulted.len() < p.min_faults as usize => return vec![],
+            PrefetchPolicy::Density if p.gpu_preferred && !self.populated(block, residency) => {
+                // Resident nowhere and the destination is the preferred location: the whole block.
+                let mut m = [0u64; 8];
+                prefetch::set_range(&mut m, 0, n);
+                for w in 0..8 {
+                    m[w] &= !fmask[w];
+                }
+                m
+            }
+            PrefetchPolicy::Density => prefetch::density(&resident, &fmask, n, p.threshold),
+            PrefetchPolicy::SequentialLocal => prefetch::sequential_local(&fmask, n),
+            PrefetchPolicy::Random4k => prefetch::random_4k(&resident, &fmask, n, mix64(self.seed ^ block ^ self.stats.batches << 40)),
+            _ => return vec![],
+        };
+        prefetch::pages(&mask).filter(|&i| !prefetch::get(&resident, i)).map(|i| block * BLOCK_PAGES + i as u64).collect()
     }
 
     /// The first-touch cost of `block`: the median times a Pareto draw of the
@@ -557,8 +788,10 @@ impl Uvm {
         (c.first_touch as f64 * x) as Ps
     }
 
-    /// The driver runs at `now`: fetch and service one batch.
-    pub fn service(&mut self, now: Ps, link: &mut Link, residency: &Residency) -> Next {
+    /// The driver runs at `now`: fetch and service one batch. Evictions take
+    /// effect at once (their pages leave `residency`; the blocks to shoot down
+    /// are left in `shootdowns`); the batch's pages become resident at its end.
+    pub fn service(&mut self, now: Ps, link: &mut Link, residency: &mut Residency) -> Next {
         // Fetch up to batch_size faults already written; the buffer is in time order.
         let mut fetched = Vec::with_capacity(self.batch_size);
         while fetched.len() < self.batch_size && self.buffer.front().is_some_and(|f| f.time <= now) {
@@ -596,7 +829,35 @@ impl Uvm {
         }
         pages.retain(|&p| !residency.is_resident(p));
         self.stats.unique += pages.len() as u64;
-        let (blocks_before, bytes_before) = (self.stats.va_blocks, self.stats.bytes_h2d);
+        if let Some((order, seen)) = self.first_touch.as_mut() {
+            // Within a batch, faults in the order they were raised.
+            for f in &fetched {
+                if pages.binary_search(&f.vpn).is_ok() && seen.insert(f.vpn) {
+                    order.push(f.vpn);
+                }
+            }
+        }
+        // Zheng's transfer set: prefetch candidates fill what the demand pages leave.
+        let extra = if self.prefetch.policy.per_batch() {
+            let last = fetched.iter().rev().map(|f| f.vpn).find(|p| pages.binary_search(p).is_ok());
+            self.transfer_set(&pages, last, residency)
+        } else {
+            vec![]
+        };
+        // The batch's VA blocks, in order, with their demanded and prefetched pages.
+        let mut work: Vec<(u64, Vec<u64>, Vec<u64>)> = vec![];
+        let (mut i, mut j) = (0, 0);
+        while i < pages.len() || j < extra.len() {
+            let block = pages.get(i).copied().unwrap_or(u64::MAX).min(extra.get(j).copied().unwrap_or(u64::MAX)) / BLOCK_PAGES;
+            let n = pages[i..].iter().take_while(|&&p| p / BLOCK_PAGES == block).count();
+            let m = extra[j..].iter().take_while(|&&p| p / BLOCK_PAGES == block).count();
+            work.push((block, pages[i..i + n].to_vec(), extra[j..j + m].to_vec()));
+            (i, j) = (i + n, j + m);
+        }
+        // Chunks of the blocks in service are pinned (ASSUMPTION: the whole batch's, not only the block being serviced).
+        let pinned: Vec<u64> = work.iter().map(|w| w.0).collect();
+        let (blocks_before, bytes_before, d2h_before) = (self.stats.va_blocks, self.stats.bytes_h2d, self.stats.bytes_d2h);
+        let (evictions_before, evicted_before, prefetched_before) = (self.stats.evictions, self.stats.pages_evicted, self.stats.prefetched);
         let driver = self.fixed.is_none();
         let c = self.costs.clone();
         let mut st = Stages::default();
@@ -606,33 +867,77 @@ impl Uvm {
         t += fetch;
         st.fetch += fetch;
         let mut segments = VecDeque::new();
+        let mut serviced: Vec<u64> = vec![];
         let per_block_replay = self.policy == ReplayPolicy::Block;
-        let mut i = 0;
-        while i < pages.len() {
-            let block = pages[i] / BLOCK_PAGES;
-            let n = pages[i..].iter().take_while(|&&p| p / BLOCK_PAGES == block).count();
-            let new_block = self.gpu_blocks.insert(block);
+        // The driver model's stage costs (the fixed-latency model has none).
+        let add = |t: &mut Ps, d: Ps, stage: &mut Ps| {
             if driver {
-                let mut add = |d: Ps, stage: &mut Ps| {
-                    t += d;
-                    *stage += d;
-                };
-                add(c.per_block, &mut st.block);
-                if new_block {
-                    add(self.first_touch_cost(block), &mut st.first_touch);
-                    if self.pma_chunks_left == 0 {
-                        add(c.pma_alloc, &mut st.alloc);
-                        self.pma_chunks_left = c.pma_chunk_blocks;
-                    }
-                    self.pma_chunks_left -= 1;
-                }
-                if let Some(threads) = self.cpu_mapped.remove(&block) {
-                    add(c.unmap + c.unmap_per_thread * threads.saturating_sub(1) as Ps, &mut st.unmap);
-                }
+                *t += d;
+                *stage += d;
             }
-            let from_cpu = pages[i..i + n].iter().filter(|&&p| self.cpu_resident(p)).count() as u64;
+        };
+        for (block, demand, mut prefetched) in work {
+            if !self.prefetch.policy.per_batch() && !demand.is_empty() {
+                prefetched = self.block_prefetch(block, &demand, residency);
+            }
+            let new_block = self.gpu_blocks.insert(block);
+            add(&mut t, c.per_block, &mut st.block);
+            if new_block {
+                add(&mut t, self.first_touch_cost(block), &mut st.first_touch);
+            }
+            // A GPU root chunk for the block's first resident page; when memory is full,
+            // evict, then restart the block's service (the driver drops the block lock).
+            if !self.chunks.owns(block) {
+                if self.free_chunks == 0 {
+                    if self.allocated_chunks < self.capacity_chunks {
+                        add(&mut t, c.pma_alloc, &mut st.alloc);
+                        let got = (c.pma_chunk_blocks as u64).min(self.capacity_chunks - self.allocated_chunks);
+                        self.allocated_chunks += got;
+                        self.free_chunks += got;
+                    } else if let Some(victim) = self.chunks.victim(|b| pinned.binary_search(&b).is_ok()) {
+                        add(&mut t, c.evict, &mut st.evict);
+                        let (mask, untouched) = residency.evict_block(victim);
+                        let n = prefetch::count(&mask) as u64;
+                        let host = self.cpu_evicted.entry(victim).or_insert([0; 8]);
+                        for w in 0..8 {
+                            host[w] |= mask[w];
+                        }
+                        // Every resident page goes back (spec/uvm-driver.md; dirtiness is not tracked).
+                        let bytes = n * 4096;
+                        if bytes > 0 {
+                            let (_, end) = link.transfer(Dir::DeviceToHost, bytes, t, now);
+                            st.evict += end - t;
+                            t = end;
+                        }
+                        self.stats.evictions += 1;
+                        self.stats.pages_evicted += n;
+                        self.stats.bytes_d2h += bytes;
+                        self.stats.prefetch_evicted_untouched += untouched;
+                        self.shootdowns.push(victim);
+                        self.seq_cursor = self.seq_cursor.min(victim * BLOCK_PAGES);
+                        self.free_chunks += 1;
+                        add(&mut t, c.per_block, &mut st.block);
+                    } else {
+                        // Every chunk belongs to this batch's blocks: this block waits; its
+                        // faults are raised again after the replay.
+                        self.stats.deferred_blocks += 1;
+                        residency.refault_epoch += 1;
+                        self.seq_cursor = self.seq_cursor.min(block * BLOCK_PAGES);
+                        continue;
+                    }
+                }
+                self.free_chunks -= 1;
+                self.chunks.insert(block);
+            } else {
+                self.chunks.serviced(block);
+            }
+            if let Some(threads) = self.cpu_mapped.remove(&block) {
+                add(&mut t, c.unmap + c.unmap_per_thread * threads.saturating_sub(1) as Ps, &mut st.unmap);
+            }
+            let moved = demand.len() + prefetched.len();
+            let from_cpu = demand.iter().chain(&prefetched).filter(|&&p| self.cpu_resident(p)).count() as u64;
             if driver {
-                let zero = c.zero_per_page * (n as u64 - from_cpu);
+                let zero = c.zero_per_page * (moved as u64 - from_cpu);
                 t += zero;
                 st.zero += zero;
             }
@@ -648,21 +953,26 @@ impl Uvm {
             }
             self.stats.va_blocks += 1;
             self.stats.bytes_h2d += bytes;
+            self.stats.prefetched += prefetched.len() as u64;
             if per_block_replay {
                 if driver {
                     t += c.tracker + c.replay;
                     (st.tracker, st.replay) = (st.tracker + c.tracker, st.replay + c.replay);
                 }
-                segments.push_back((t, pages[i..i + n].to_vec()));
+                segments.push_back(Segment { end: t, demand, prefetched });
+            } else {
+                serviced.extend(demand);
+                serviced.extend(prefetched);
             }
-            i += n;
         }
         if !per_block_replay || segments.is_empty() {
             if driver {
                 t += c.tracker + c.replay;
                 (st.tracker, st.replay) = (st.tracker + c.tracker, st.replay + c.replay);
             }
-            segments.push_back((t, if per_block_replay { vec![] } else { pages.clone() }));
+            // One segment: demand and prefetched pages told apart by the pages list.
+            let (demand, prefetched): (Vec<u64>, Vec<u64>) = serviced.into_iter().partition(|p| pages.binary_search(p).is_ok());
+            segments.push_back(Segment { end: t, demand, prefetched });
         }
         let end = t;
         self.stats.batches += 1;
@@ -681,6 +991,10 @@ impl Uvm {
                 duplicates,
                 va_blocks: self.stats.va_blocks - blocks_before,
                 bytes_h2d: self.stats.bytes_h2d - bytes_before,
+                prefetched: self.stats.prefetched - prefetched_before,
+                evictions: self.stats.evictions - evictions_before,
+                pages_evicted: self.stats.pages_evicted - evicted_before,
+                bytes_d2h: self.stats.bytes_d2h - d2h_before,
                 flushed: 0,
                 replays: 0,
                 fetch_ns: ns(st.fetch),
@@ -688,6 +1002,7 @@ impl Uvm {
                 first_touch_ns: ns(st.first_touch),
                 unmap_ns: ns(st.unmap),
                 alloc_ns: ns(st.alloc),
+                evict_ns: ns(st.evict),
                 zero_ns: ns(st.zero),
                 transfer_ns: ns(st.transfer),
                 map_ns: ns(st.map),
@@ -695,7 +1010,7 @@ impl Uvm {
                 replay_ns: ns(st.replay),
             });
         }
-        let first_end = segments.front().expect("at least one segment").0;
+        let first_end = segments.front().expect("at least one segment").end;
         self.state = State::Servicing { segments, fetched, start: now };
         Next::BatchDone(first_end)
     }
@@ -704,13 +1019,23 @@ impl Uvm {
     /// Returns what comes next, and whether the caller must replay the waiting warps now.
     pub fn batch_done(&mut self, now: Ps, residency: &mut Residency) -> (Next, bool) {
         let State::Servicing { segments, .. } = &mut self.state else { unreachable!("batch_done follows service") };
-        let (_, pages) = segments.pop_front().expect("a servicing batch has a segment left");
-        for p in pages {
+        let seg = segments.pop_front().expect("a servicing batch has a segment left");
+        for p in seg.demand {
             // In flight and resident at once would mean a page migrated twice.
             debug_assert!(!residency.is_resident(p), "page {p:#x} serviced but already resident");
             residency.make_resident(p);
         }
-        if let Some(&(next, _)) = segments.front() {
+        for p in seg.prefetched {
+            debug_assert!(!residency.is_resident(p), "page {p:#x} prefetched but already resident");
+            residency.make_prefetched(p);
+        }
+        debug_assert!(
+            self.capacity_chunks == u64::MAX || residency.resident_pages() <= self.capacity_chunks * BLOCK_PAGES,
+            "{} pages resident beyond the capacity of {} chunks",
+            residency.resident_pages(),
+            self.capacity_chunks
+        );
+        if let Some(next) = segments.front().map(|s| s.end) {
             // `block` policy: this VA block is mapped; replay, then the next block.
             self.stats.replays += 1;
             if let Some(last) = self.records.as_mut().and_then(|r| r.last_mut()) {
@@ -797,13 +1122,26 @@ impl Uvm {
         }
         let in_service = match &self.state {
             State::Servicing { fetched, segments, .. } => {
-                if let Some(p) = segments.iter().flat_map(|(_, pages)| pages).find(|&&p| residency.is_resident(p)) {
+                if let Some(p) = segments.iter().flat_map(|s| s.demand.iter().chain(&s.prefetched)).find(|&&p| residency.is_resident(p)) {
                     return Err(format!("uvm: page {p:#x} is being migrated but already resident"));
                 }
                 fetched.len() as u64
             }
             _ => 0,
         };
+        if self.capacity_chunks != u64::MAX {
+            let cap = self.capacity_chunks;
+            if self.chunks.len() as u64 > cap || self.allocated_chunks > cap {
+                return Err(format!(
+                    "uvm: {} chunks owned, {} allocated, beyond the capacity of {cap}",
+                    self.chunks.len(),
+                    self.allocated_chunks
+                ));
+            }
+            if residency.resident_pages() > cap * BLOCK_PAGES {
+                return Err(format!("uvm: {} pages resident, beyond the capacity of {cap} chunks", residency.resident_pages()));
+            }
+        }
         let outstanding: u64 = self.outstanding.iter().map(|&o| o as u64).sum();
         if outstanding != buffered + in_service {
             return Err(format!("uvm: µTLBs count {outstanding} outstanding faults, {buffered} buffered + {in_service} in service"));
@@ -837,6 +1175,15 @@ impl Uvm {
         m.int("uvm.va_blocks", s.va_blocks);
         m.int("uvm.bytes_h2d", s.bytes_h2d);
         m.int("uvm.replays", s.replays);
+        m.int("uvm.prefetch.pages", s.prefetched);
+        m.int("uvm.prefetch.used", residency.prefetch_used);
+        m.int("uvm.prefetch.wasted", s.prefetched - residency.prefetch_used);
+        m.int("uvm.prefetch.evicted_unused", s.prefetch_evicted_untouched);
+        m.int("uvm.evictions", s.evictions);
+        m.int("uvm.pages_evicted", s.pages_evicted);
+        m.int("uvm.bytes_d2h", s.bytes_d2h);
+        m.int("uvm.va_blocks_deferred", s.deferred_blocks);
+        m.int("uvm.gpu_memory_bytes", if self.capacity_chunks == u64::MAX { 0 } else { self.capacity_chunks * BLOCK_BYTES });
         m.float("uvm.time_ns", s.time_ps as f64 / 1000.0);
         s.batch.export(m, "uvm.batch_ns");
         m.ratio("uvm.faults_per_batch", s.raw - s.flushed, s.batches);
@@ -848,6 +1195,7 @@ impl Uvm {
 mod tests {
     use super::*;
     use crate::config::Config;
+    use evict::EvictionPolicy;
 
     fn uvm(policy: ReplayPolicy, limit: u32) -> (Uvm, Link, Residency) {
         let mut c = UvmConfig { replay_policy: policy, utlb_fault_limit: limit, batch_size: 4, ..UvmConfig::default() };
@@ -872,7 +1220,7 @@ mod tests {
         for (vpn, utlb) in [(7, 0), (7, 1), (600, 0), (8, 1), (9, 0), (10, 0)] {
             u.raise(fault(vpn, utlb));
         }
-        let Next::BatchDone(end) = u.service(0, &mut link, &res) else { panic!() };
+        let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
         // Batch of 4: pages 7, 7 (duplicate), 600, 8 -> 3 pages in 2 VA blocks.
         assert_eq!((u.stats.duplicates, u.stats.unique, u.stats.va_blocks), (1, 3, 2));
         assert!(!res.is_resident(7), "not mapped before the batch ends");
@@ -894,9 +1242,9 @@ mod tests {
         for vpn in 0..6 {
             u.raise(fault(vpn, 0));
         }
-        let Next::BatchDone(end) = u.service(0, &mut link, &res) else { panic!() };
+        let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
         assert_eq!(u.batch_done(end, &mut res), (Next::Service(end), true));
-        let Next::BatchDone(end2) = u.service(end, &mut link, &res) else { panic!() };
+        let Next::BatchDone(end2) = u.service(end, &mut link, &mut res) else { panic!() };
         assert_eq!(u.batch_done(end2, &mut res), (Next::Nothing, true));
         assert_eq!((u.stats.batches, u.stats.unique, u.stats.flushed), (2, 6, 0));
         u.check_invariants(&res).unwrap();
@@ -908,10 +1256,10 @@ mod tests {
         let mut link_cfg = Config::default().link;
         link_cfg.latency_ns = 0.0;
         link_cfg.bandwidth_gbps = 16.0;
-        let (mut u, mut link, res) = (Uvm::new(&c, 2, 4, 0), Link::new(&link_cfg), Residency::default());
+        let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&link_cfg), Residency::default());
         u.host_touch(0, 512, 1);
         u.raise(fault(1, 0));
-        let Next::BatchDone(end) = u.service(0, &mut link, &res) else { panic!() };
+        let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
         // 20 µs, then 4 KiB at 16 GB/s = 256 ns (seed paged-memory §4.1: "~250 nanoseconds").
         assert!((20_256_000..20_300_000).contains(&end), "{end}");
     }
@@ -929,9 +1277,9 @@ mod tests {
         for vpn in 0..3 {
             u.raise(fault(vpn, 0));
         }
-        let Next::BatchDone(e1) = u.service(0, &mut link, &res) else { panic!() };
+        let Next::BatchDone(e1) = u.service(0, &mut link, &mut res) else { panic!() };
         assert_eq!(u.batch_done(e1, &mut res).0, Next::Service(e1), "the second batch follows at once");
-        let Next::BatchDone(e2) = u.service(e1, &mut link, &res) else { panic!() };
+        let Next::BatchDone(e2) = u.service(e1, &mut link, &mut res) else { panic!() };
         assert_eq!(u.batch_done(e2, &mut res).0, Next::Service(e2 + 1_000_000), "after 2 batches: wait for an interrupt");
     }
 
@@ -941,9 +1289,9 @@ mod tests {
         for vpn in 0..6 {
             u.raise(fault(vpn, 0));
         }
-        let Next::BatchDone(end) = u.service(0, &mut link, &res) else { panic!() };
+        let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
         assert_eq!(u.batch_done(end, &mut res), (Next::Service(end), false), "faults left: no replay yet");
-        let Next::BatchDone(end2) = u.service(end, &mut link, &res) else { panic!() };
+        let Next::BatchDone(end2) = u.service(end, &mut link, &mut res) else { panic!() };
         assert_eq!(u.batch_done(end2, &mut res), (Next::Nothing, true));
         assert_eq!((u.stats.batches, u.stats.replays), (2, 1));
         u.check_invariants(&res).unwrap();
@@ -958,7 +1306,7 @@ mod tests {
         u.raise(fault(9, 0));
         assert_eq!((u.stats.raw, u.stats.throttled, u.parked()), (3, 3, 3));
         res.make_resident(3); // made resident meanwhile (e.g. by another µTLB's fault)
-        let Next::BatchDone(end) = u.service(10_000_000, &mut link, &res) else { panic!() };
+        let Next::BatchDone(end) = u.service(10_000_000, &mut link, &mut res) else { panic!() };
         assert_eq!(u.batch_done(end, &mut res), (Next::Service(end), true));
         // The replay freed both of µTLB 1's slots: it raises pages 2 and 4 (3 no longer faults), in order.
         let raised: Vec<u64> = u.buffer.iter().map(|f| f.vpn).collect();
@@ -989,7 +1337,7 @@ mod tests {
         let (mut u, mut link, mut res) = uvm(ReplayPolicy::BatchFlush, 56);
         res.make_resident(3);
         u.raise(fault(3, 0));
-        let Next::BatchDone(_) = u.service(0, &mut link, &res) else { panic!() };
+        let Next::BatchDone(_) = u.service(0, &mut link, &mut res) else { panic!() };
         assert_eq!((u.stats.unique, u.stats.bytes_h2d), (0, 0));
     }
 
@@ -1014,7 +1362,7 @@ mod tests {
         for vpn in [1, 2, 513] {
             u.raise(fault(vpn, 0));
         }
-        let Next::BatchDone(end) = u.service(0, &mut link, &res) else { panic!() };
+        let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
         let r = u.records.as_ref().unwrap()[0].clone();
         let us = |ns: f64| ns / 1000.0;
         assert!((us(r.fetch_ns) - (10.0 + 3.0 * 0.2)).abs() < 1e-6);
@@ -1040,7 +1388,7 @@ mod tests {
         assert_eq!(u.batch_done(end, &mut res), (Next::Nothing, true));
         // Block 0 again (page 3): no first touch, no unmap (already unmapped), no allocation.
         u.raise(fault(3, 0));
-        let Next::BatchDone(_) = u.service(end, &mut link, &res) else { panic!() };
+        let Next::BatchDone(_) = u.service(end, &mut link, &mut res) else { panic!() };
         let r = u.records.as_ref().unwrap()[1].clone();
         assert_eq!((r.first_touch_ns, r.unmap_ns, r.alloc_ns), (0.0, 0.0, 0.0));
     }
@@ -1065,7 +1413,7 @@ mod tests {
         for vpn in [1, 513, 1025] {
             u.raise(fault(vpn, 0));
         }
-        let Next::BatchDone(e1) = u.service(0, &mut link, &res) else { panic!() };
+        let Next::BatchDone(e1) = u.service(0, &mut link, &mut res) else { panic!() };
         // The first block is mapped and replayed before the others are serviced.
         let (Next::BatchDone(e2), true) = u.batch_done(e1, &mut res) else { panic!() };
         assert!(res.is_resident(1) && !res.is_resident(513));
@@ -1086,10 +1434,10 @@ mod tests {
         for (vpn, utlb) in [(5, 0), (9, 0), (5, 1), (6, 1), (7, 0), (8, 1)] {
             u.raise(fault(vpn, utlb));
         }
-        let Next::BatchDone(end) = u.service(0, &mut link, &res) else { panic!() };
+        let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
         let _ = u.batch_done(end, &mut res); // batch-flush: 7 and 8 are flushed
         u.raise(fault(10, 0));
-        let Next::BatchDone(_) = u.service(end, &mut link, &res) else { panic!() };
+        let Next::BatchDone(_) = u.service(end, &mut link, &mut res) else { panic!() };
         let rows: Vec<(u64, Outcome, u64)> = u.fault_records.as_ref().unwrap().iter().map(|r| (r.page, r.outcome, r.batch)).collect();
         assert_eq!(
             rows,
@@ -1103,5 +1451,147 @@ mod tests {
             ]
         );
         assert!(u.fault_records_dropped > 0, "the table keeps at most fault_records_max rows");
+    }
+
+    fn stage_sum(r: &BatchRecord) -> f64 {
+        r.fetch_ns
+            + r.block_ns
+            + r.first_touch_ns
+            + r.unmap_ns
+            + r.alloc_ns
+            + r.evict_ns
+            + r.zero_ns
+            + r.transfer_ns
+            + r.map_ns
+            + r.tracker_ns
+            + r.replay_ns
+    }
+
+    fn with(c: UvmConfig) -> (Uvm, Link, Residency) {
+        let c = UvmConfig { records: true, first_touch_tail: 100.0, ..c };
+        (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default())
+    }
+
+    #[test]
+    fn density_prefetch_migrates_the_64k_with_the_fault_and_counts_it() {
+        let mut c = UvmConfig::default();
+        c.prefetch.policy = PrefetchPolicy::Density;
+        let (mut u, mut link, mut res) = with(c);
+        u.add_allocation(0, 1024);
+        u.host_touch(0, 1024, 1);
+        u.raise(fault(1, 0));
+        let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
+        let r = u.records.as_ref().unwrap()[0].clone();
+        assert_eq!((r.unique, r.prefetched, r.bytes_h2d), (1, 15, 16 * 4096));
+        assert!(!res.is_resident(5));
+        u.batch_done(end, &mut res);
+        assert!((0..16).all(|p| res.is_resident(p)) && !res.is_resident(16));
+        assert_eq!((u.stats.prefetched, res.untouched_pages()), (15, 15));
+        assert!(res.access(5));
+        let mut m = Metrics::default();
+        u.export(&mut m, &res);
+        assert_eq!((m.get("uvm.prefetch.used"), m.get("uvm.prefetch.wasted")), (Some(1.0), Some(14.0)));
+    }
+
+    #[test]
+    fn zheng_policies_fill_the_transfer_set_after_the_demand_faults() {
+        for (policy, want) in
+            [(PrefetchPolicy::Sequential, vec![0, 1, 2, 3, 4, 5, 6]), (PrefetchPolicy::Locality, vec![101, 102, 103, 104, 105, 106, 107])]
+        {
+            let mut c = UvmConfig::default();
+            c.prefetch.policy = policy;
+            c.prefetch.transfer_set_pages = 8;
+            let (mut u, mut link, mut res) = with(c);
+            u.add_allocation(0, 2048);
+            u.raise(fault(100, 0));
+            let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
+            u.batch_done(end, &mut res);
+            let got: Vec<u64> = (0..2048).filter(|&p| res.is_resident(p) && p != 100).collect();
+            assert_eq!(got, want, "{policy:?}");
+        }
+        // Random: 7 distinct pages of the allocation.
+        let mut c = UvmConfig::default();
+        c.prefetch.policy = PrefetchPolicy::Random;
+        c.prefetch.transfer_set_pages = 8;
+        let (mut u, mut link, mut res) = with(c);
+        u.add_allocation(0, 2048);
+        u.raise(fault(100, 0));
+        let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
+        u.batch_done(end, &mut res);
+        assert_eq!((res.resident_pages(), u.stats.prefetched), (8, 7));
+    }
+
+    #[test]
+    fn a_full_gpu_evicts_the_oldest_block_copies_it_back_and_restarts() {
+        let c = UvmConfig {
+            gpu_memory_bytes: ByteSize(4 << 20),
+            pma_chunk_blocks: 64,
+            replay_policy: ReplayPolicy::Batch,
+            ..UvmConfig::default()
+        };
+        let (mut u, mut link, mut res) = with(c);
+        u.add_allocation(0, 4 * 512);
+        u.host_touch(0, 4 * 512, 1);
+        assert_eq!(u.capacity_chunks(), 2);
+        for vpn in [1, 2, 513] {
+            u.raise(fault(vpn, 0));
+        }
+        let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
+        u.batch_done(end, &mut res);
+        assert_eq!(u.allocated_chunks, 2, "one allocator call, clamped to the capacity");
+        u.raise(Fault { time: end, ..fault(1025, 0) });
+        let Next::BatchDone(end2) = u.service(end, &mut link, &mut res) else { panic!() };
+        // Block 0 (resident first) goes: its two pages back to the host, its translations shot down.
+        assert_eq!((u.stats.evictions, u.stats.pages_evicted, u.stats.bytes_d2h), (1, 2, 2 * 4096));
+        assert_eq!(u.shootdowns, vec![0]);
+        assert!(!res.is_resident(1) && !res.is_resident(2) && res.is_resident(513));
+        let r = u.records.as_ref().unwrap()[1].clone();
+        assert_eq!((r.evictions, r.pages_evicted, r.bytes_d2h, r.alloc_ns), (1, 2, 8192, 0.0));
+        assert!(r.evict_ns > 10_000.0, "evict_us plus the copy: {}", r.evict_ns);
+        assert!((r.block_ns - 16_000.0).abs() < 1e-6, "the block's service restarts after the eviction");
+        assert!((stage_sum(&r) - (r.end_ns - r.start_ns)).abs() < 1e-3);
+        u.batch_done(end2, &mut res);
+        u.check_invariants(&res).unwrap();
+        // Block 0 again: block 1 goes; page 1 comes back from the host (a copy, not a zero-fill), no CPU unmap.
+        u.raise(Fault { time: end2, ..fault(1, 0) });
+        let Next::BatchDone(_) = u.service(end2, &mut link, &mut res) else { panic!() };
+        let r = u.records.as_ref().unwrap()[2].clone();
+        assert_eq!((r.evictions, r.bytes_h2d, r.zero_ns, r.unmap_ns, r.first_touch_ns), (1, 4096, 0.0, 0.0, 0.0));
+        assert_eq!(u.shootdowns, vec![0, 1]);
+        assert!(res.resident_pages() <= 2 * 512);
+    }
+
+    #[test]
+    fn eviction_policies_choose_their_victims() {
+        // Blocks 0, 1 resident (0 first); block 0 serviced again; then block 2 needs room.
+        for (policy, victim) in [(EvictionPolicy::Driver, 0), (EvictionPolicy::Lru, 1), (EvictionPolicy::Lfu, 1)] {
+            let c = UvmConfig {
+                gpu_memory_bytes: ByteSize(4 << 20),
+                replay_policy: ReplayPolicy::Batch,
+                eviction: EvictionConfig { policy, ..EvictionConfig::default() },
+                ..UvmConfig::default()
+            };
+            let (mut u, mut link, mut res) = with(c);
+            let mut t = 0;
+            for vpn in [1, 513, 2, 1025] {
+                u.raise(Fault { time: t, ..fault(vpn, 0) });
+                let Next::BatchDone(end) = u.service(t, &mut link, &mut res) else { panic!() };
+                u.batch_done(end, &mut res);
+                t = end;
+            }
+            assert_eq!(u.shootdowns, vec![victim], "{policy:?}");
+        }
+    }
+
+    #[test]
+    fn a_batch_larger_than_gpu_memory_defers_blocks() {
+        let c = UvmConfig { gpu_memory_bytes: ByteSize(2 << 20), ..UvmConfig::default() };
+        let (mut u, mut link, mut res) = with(c);
+        u.raise(fault(1, 0));
+        u.raise(fault(513, 0));
+        let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
+        u.batch_done(end, &mut res);
+        assert_eq!((u.stats.deferred_blocks, res.refault_epoch, res.is_resident(1), res.is_resident(513)), (1, 1, true, false));
+        u.check_invariants(&res).unwrap();
     }
 }

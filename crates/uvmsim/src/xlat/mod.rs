@@ -144,7 +144,7 @@ impl Translator {
             None => (at, false),
         };
         let done = self.miss(sm, va, &r, at2, now, dram);
-        if r.managed && !self.space.residency.is_resident(va >> 12) {
+        if r.managed && !self.space.residency.access(va >> 12) {
             return Xlat::Fault(done);
         }
         if from_l2 {
@@ -154,6 +154,20 @@ impl Translator {
         }
         self.l1[sm / self.sms_per_l1].fill_miss(k, pa, t, done);
         Xlat::Ready(done, pa, page)
+    }
+
+    /// Shoot down the GPU's translations of the 4 KiB pages of VA blocks
+    /// `blocks` (2 MiB, evicted): every L1 and L2 TLB entry of those pages
+    /// goes (the page-walk caches hold upper levels, which stay valid).
+    pub fn shootdown(&mut self, blocks: &[u64]) {
+        if blocks.is_empty() {
+            return;
+        }
+        // A 4 KiB page's key is its page number with size class 0 (see `key`).
+        let hit = |k: u64| k >> 58 == 0 && blocks.contains(&(k / space::BLOCK_PAGES));
+        for t in self.l1.iter_mut().chain(self.l2.as_mut()) {
+            t.invalidate_where(hit);
+        }
     }
 
     /// The µTLB (L1 TLB) an SM uses.

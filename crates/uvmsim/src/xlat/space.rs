@@ -53,13 +53,27 @@ pub struct Region {
 pub const BLOCK_PAGES: u64 = 512;
 
 /// GPU residency of managed memory: one 512-bit map per 2 MiB VA block, as
-/// the driver keeps it, created on first use (memory grows with the touched
-/// footprint: 72 bytes per 2 MiB).
+/// the driver keeps it, created on first use, plus a map of the pages a
+/// prefetch brought that the GPU has not touched yet (memory grows with the
+/// touched footprint: 136 bytes per 2 MiB).
 #[derive(Debug, Clone, Default)]
 pub struct Residency {
     /// Fx hashing: SipHash (the std default) was a tenth of a fault-heavy run.
-    blocks: rustc_hash::FxHashMap<u64, [u64; 8]>,
+    blocks: rustc_hash::FxHashMap<u64, BlockBits>,
     resident_pages: u64,
+    /// Prefetched pages the GPU walked to (touched) before they were evicted.
+    pub prefetch_used: u64,
+    /// Bumped whenever a page whose fault was serviced may be missing again
+    /// (evicted, or its block deferred): warps waiting for a replay then
+    /// re-execute and fault again on what is missing.
+    pub refault_epoch: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct BlockBits {
+    resident: [u64; 8],
+    /// Resident because of a prefetch, not touched by the GPU since.
+    untouched: [u64; 8],
 }
 
 impl Residency {
@@ -67,18 +81,62 @@ impl Residency {
     #[inline]
     pub fn is_resident(&self, vpn: u64) -> bool {
         let (b, i) = (vpn / BLOCK_PAGES, vpn % BLOCK_PAGES);
-        self.blocks.get(&b).is_some_and(|m| m[(i / 64) as usize] >> (i % 64) & 1 == 1)
+        self.blocks.get(&b).is_some_and(|m| m.resident[(i / 64) as usize] >> (i % 64) & 1 == 1)
+    }
+
+    /// A walk reached `vpn` on the GPU: is it resident? A prefetched page
+    /// touched for the first time counts as used.
+    #[inline]
+    pub fn access(&mut self, vpn: u64) -> bool {
+        let (b, i) = (vpn / BLOCK_PAGES, vpn % BLOCK_PAGES);
+        let Some(m) = self.blocks.get_mut(&b) else { return false };
+        let (w, bit) = ((i / 64) as usize, 1u64 << (i % 64));
+        if m.untouched[w] & bit != 0 {
+            m.untouched[w] &= !bit;
+            self.prefetch_used += 1;
+        }
+        m.resident[w] & bit != 0
     }
 
     /// Mark the 4 KiB page `vpn` resident; false if it already was.
     pub fn make_resident(&mut self, vpn: u64) -> bool {
         let (b, i) = (vpn / BLOCK_PAGES, vpn % BLOCK_PAGES);
-        let m = self.blocks.entry(b).or_insert([0; 8]);
+        let m = self.blocks.entry(b).or_default();
         let (w, bit) = ((i / 64) as usize, 1u64 << (i % 64));
-        let new = m[w] & bit == 0;
-        m[w] |= bit;
+        let new = m.resident[w] & bit == 0;
+        m.resident[w] |= bit;
         self.resident_pages += new as u64;
         new
+    }
+
+    /// Mark `vpn` resident by a prefetch (untouched until the GPU walks to it).
+    pub fn make_prefetched(&mut self, vpn: u64) -> bool {
+        let new = self.make_resident(vpn);
+        let i = vpn % BLOCK_PAGES;
+        if let Some(m) = self.blocks.get_mut(&(vpn / BLOCK_PAGES)) {
+            m.untouched[(i / 64) as usize] |= 1 << (i % 64);
+        }
+        new
+    }
+
+    /// The resident pages of VA block `block` (bit i = page i of the block).
+    pub fn block_mask(&self, block: u64) -> [u64; 8] {
+        self.blocks.get(&block).map_or([0; 8], |m| m.resident)
+    }
+
+    /// Evict VA block `block`: none of its pages stays resident. Returns the
+    /// pages that were resident and how many of them were prefetched and never touched.
+    pub fn evict_block(&mut self, block: u64) -> ([u64; 8], u64) {
+        let Some(m) = self.blocks.remove(&block) else { return ([0; 8], 0) };
+        let n: u64 = m.resident.iter().map(|w| w.count_ones() as u64).sum();
+        self.resident_pages -= n;
+        self.refault_epoch += 1;
+        (m.resident, m.untouched.iter().map(|w| w.count_ones() as u64).sum())
+    }
+
+    /// Prefetched pages resident now that the GPU has not touched.
+    pub fn untouched_pages(&self) -> u64 {
+        self.blocks.values().flat_map(|m| m.untouched.iter()).map(|w| w.count_ones() as u64).sum()
     }
 
     pub fn resident_pages(&self) -> u64 {
@@ -155,6 +213,15 @@ mod tests {
         assert!(r.is_resident(1000) && !r.is_resident(1001) && !r.is_resident(1000 + 512));
         r.make_resident(5);
         assert_eq!((r.resident_pages(), r.blocks()), (2, 2));
+        // A prefetched page counts as used at its first walk only.
+        assert!(r.make_prefetched(1001));
+        assert_eq!(r.untouched_pages(), 1);
+        assert!(r.access(1001) && r.access(1001) && !r.access(1002));
+        assert_eq!((r.prefetch_used, r.untouched_pages()), (1, 0));
+        r.make_prefetched(1003);
+        let (mask, untouched) = r.evict_block(1000 / 512);
+        assert_eq!((mask[7] >> (1000 % 512 - 448), untouched), (0b1011, 1));
+        assert_eq!((r.resident_pages(), r.is_resident(1000), r.refault_epoch), (1, false, 1));
     }
 
     #[test]

@@ -96,6 +96,10 @@ impl Tlb {
     pub fn invalidate(&mut self, key: u64) -> bool {
         self.arr.invalidate(key)
     }
+    /// Invalidate every entry whose key satisfies `pred`; returns how many.
+    pub fn invalidate_where(&mut self, pred: impl FnMut(u64) -> bool) -> usize {
+        self.arr.invalidate_where(pred)
+    }
     pub fn flush(&mut self) {
         self.arr.flush()
     }
