@@ -10,6 +10,39 @@ from pathlib import Path
 
 import pytest
 
+# Every workload kind, in the order `uvmsim workloads` lists them (the registry's order).
+WORKLOADS = [
+    "stride",
+    "concurrency",
+    "regular",
+    "random",
+    "stream",
+    "gather",
+    "vecadd-probe",
+    "trace",
+    "warp-trace",
+    "accelsim",
+    "pointer-chase",
+    "strided",
+    "tiled-gemm",
+    "stencil2d",
+    "stencil3d",
+    "hotspot",
+    "pathfinder",
+    "nw",
+    "srad",
+    "backprop",
+    "spmv",
+    "btree",
+    "xsbench",
+    "fault-burst",
+    "minife",
+    "comd",
+    "miniamr",
+    "bfs",
+    "sad",
+]
+
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 
 

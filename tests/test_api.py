@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 import uvmsim
+from conftest import WORKLOADS
 
 # A small dependent-stride run on the APU: every access is an IOMMU translation.
 SMALL = {
@@ -141,34 +142,4 @@ def test_config_reference_and_workloads() -> None:
     assert ref["gpu.l1tlb.entries"]["doc"]
     assert "translation.page_size" in ref and "iommu.walker.threads" in ref
     names = [w["name"] for w in uvmsim.workloads()]
-    assert names == [
-        "stride",
-        "concurrency",
-        "regular",
-        "random",
-        "stream",
-        "gather",
-        "vecadd-probe",
-        "trace",
-        "warp-trace",
-        "accelsim",
-        "pointer-chase",
-        "strided",
-        "tiled-gemm",
-        "stencil2d",
-        "stencil3d",
-        "hotspot",
-        "pathfinder",
-        "nw",
-        "srad",
-        "backprop",
-        "spmv",
-        "btree",
-        "xsbench",
-        "fault-burst",
-        "minife",
-        "comd",
-        "miniamr",
-        "bfs",
-        "sad",
-    ]
+    assert names == WORKLOADS

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import uvmsim
-from conftest import Cli
+from conftest import WORKLOADS, Cli
 from uvmsim import cli as cli_mod
 
 STRIDE = ["--set", "workload.kind=stride", "--set", "workload.stride.accesses=500"]
@@ -84,37 +84,7 @@ def test_workloads_list_and_describe(cli: Cli) -> None:
         else:
             name, _, text = line.partition(" ")
             entries[name] = text
-    assert list(entries) == [
-        "stride",
-        "concurrency",
-        "regular",
-        "random",
-        "stream",
-        "gather",
-        "vecadd-probe",
-        "trace",
-        "warp-trace",
-        "accelsim",
-        "pointer-chase",
-        "strided",
-        "tiled-gemm",
-        "stencil2d",
-        "stencil3d",
-        "hotspot",
-        "pathfinder",
-        "nw",
-        "srad",
-        "backprop",
-        "spmv",
-        "btree",
-        "xsbench",
-        "fault-burst",
-        "minife",
-        "comd",
-        "miniamr",
-        "bfs",
-        "sad",
-    ]
+    assert list(entries) == WORKLOADS
     for w in uvmsim.workloads():
         assert entries[w["name"]].split() == w["description"].split(), w["name"]
     d = cli("workloads", "gather")

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from uvmsim import _core
 from uvmsim._core import ConfigError, SimulationError
-from uvmsim._files import atomic_write_json, atomic_write_parquet
+from uvmsim._files import atomic_write_json, atomic_write_parquet, read_toml_text
 from uvmsim.presets import list_presets, load_preset
 
 if TYPE_CHECKING:
@@ -229,14 +229,7 @@ def sources(config: ConfigLike = None, preset: str | os.PathLike[str] | None = N
         layers.append(("<dict config>", dict_to_toml(config)))
     else:
         path = Path(config)
-        try:
-            layers.append((str(path), path.read_text(encoding="utf-8")))
-        except FileNotFoundError:
-            raise FileNotFoundError(f"config file `{path}` does not exist") from None
-        except IsADirectoryError:
-            raise FileNotFoundError(f"config file `{path}` is a directory, not a TOML file") from None
-        except UnicodeDecodeError as e:
-            raise ConfigError(f"{path}: not a UTF-8 text file ({e.reason} at byte {e.start})") from None
+        layers.append((str(path), read_toml_text(path, "config file")))
     return layers
 
 

@@ -58,3 +58,18 @@ def atomic_write_parquet(path: Path, df: pd.DataFrame) -> None:
 def atomic_write_json(path: Path, obj: Any) -> None:
     """``atomic_write_text`` of ``obj`` as indented JSON with a trailing newline."""
     atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+
+
+def read_toml_text(path: Path, what: str) -> str:
+    """The text of a TOML file the user named (``what``: "config file", "sweep spec"): a clear error, naming the
+    file, when it is missing, a directory or not UTF-8 (the CLI turns these into exit code 2)."""
+    from uvmsim._core import ConfigError
+
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{what} `{path}` does not exist") from None
+    except IsADirectoryError:
+        raise FileNotFoundError(f"{what} `{path}` is a directory, not a TOML file") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not a UTF-8 text file ({e.reason} at byte {e.start})") from None

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 import uvmsim
 from uvmsim import _core
 from uvmsim._core import ConfigError
-from uvmsim._files import atomic_write, atomic_write_json
+from uvmsim._files import atomic_write, atomic_write_json, read_toml_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -235,14 +235,7 @@ def parse_spec(raw: Mapping[str, Any], name: str, base_dir: Path | None = None) 
 def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
     """Parse the sweep spec file at ``path`` (see the module doc); ``ConfigError`` names the file and the key."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FileNotFoundError(f"sweep spec `{p}` does not exist") from None
-    except IsADirectoryError:
-        raise FileNotFoundError(f"sweep spec `{p}` is a directory, not a TOML file") from None
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{p}: not a UTF-8 text file ({e.reason} at byte {e.start})") from None
+    text = read_toml_text(p, "sweep spec")
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
