@@ -116,6 +116,8 @@ def test_reproduce_list(cli: Cli) -> None:
         "allen-transfer-share",
         "allen-vecadd-probe",
         "apu-divergence",
+        "apu-fault-cpu-freq",
+        "apu-fault-latency",
         "apu-tlb-miss-latency",
         "apu-walk-concurrency",
         "mgpusim-tlb",

@@ -198,3 +198,14 @@ def test_allen_oversub_scaled(tmp_path: Path) -> None:
     assert rows["pages_evicted.0.92"].passed
     assert rows["evicted_per_fault.1.436"].simulated > 0
     assert (tmp_path / "oversub.csv").read_text().startswith("oversubscription,gpu_memory_bytes,faults")
+
+
+def test_apu_fault_path(tmp_path: Path) -> None:
+    # Latency grows with concurrent faults (the one worker thread); throughput flattens.
+    rows = {r.metric: r for r in rep.reproduce("apu-fault-latency", tmp_path / "lat")}
+    assert rows["throughput_ratio.64_over_32"].simulated < 1.1
+    lines = (tmp_path / "lat" / "fault_latency.csv").read_text().splitlines()[1:]
+    lat = [float(line.split(",")[1]) for line in lines]
+    assert len(lat) == 8 and all(a < b for a, b in zip(lat, lat[1:], strict=False)), lat
+    freq = {r.metric: r for r in rep.reproduce("apu-fault-cpu-freq", tmp_path / "freq")}
+    assert 1.5 < freq["latency_ratio.1"].simulated < 2.5

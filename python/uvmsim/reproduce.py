@@ -632,3 +632,38 @@ def oversub_scaled(ctx: Context) -> dict[str, float]:
         rows,
     )
     return out
+
+
+def _fault_burst(ctx: Context, name: str, n: int, extra: Mapping[str, Any] | None = None) -> tuple[float, float]:
+    """Mean APU fault latency (µs) and throughput (faults/ms) of ``n`` concurrent first-touch faults."""
+    r = ctx.run(name, {"workload.fault_burst.faults": n, **(extra or {})})
+    m = r.metrics
+    return m["apu.fault_latency_ns.mean"] / 1e3, m["apu.faults"] / (m["time.kernel_ns"] / 1e6)
+
+
+@experiment("apu-fault-latency")
+def apu_fault_latency(ctx: Context) -> dict[str, float]:
+    """Fig. 6: APU page-fault latency and throughput against the number of concurrent faults."""
+    out: dict[str, float] = {}
+    rows = []
+    for n in ctx.params["concurrency"]:
+        lat, tput = _fault_burst(ctx, f"faults-{n}", n)
+        out[f"latency_us.{n}"], out[f"throughput_per_ms.{n}"] = lat, tput
+        rows.append((n, lat, tput))
+    write_csv(ctx.out / "fault_latency.csv", ("concurrent_faults", "mean_latency_us", "faults_per_ms"), rows)
+    out["throughput_ratio.64_over_32"] = out["throughput_per_ms.64"] / out["throughput_per_ms.32"]
+    return out
+
+
+@experiment("apu-fault-cpu-freq")
+def apu_fault_cpu_freq(ctx: Context) -> dict[str, float]:
+    """Fig. 7: APU page-fault latency at a 1.7 GHz host clock over 3.7 GHz."""
+    out: dict[str, float] = {}
+    rows = []
+    for n in ctx.params["concurrency"]:
+        fast, _ = _fault_burst(ctx, f"faults-{n}-3.7GHz", n, {"iommu.ppr.host_ghz": 3.7})
+        slow, _ = _fault_burst(ctx, f"faults-{n}-1.7GHz", n, {"iommu.ppr.host_ghz": 1.7})
+        out[f"latency_ratio.{n}"] = slow / fast
+        rows.append((n, fast, slow, slow / fast))
+    write_csv(ctx.out / "cpu_freq.csv", ("concurrent_faults", "latency_us_3.7GHz", "latency_us_1.7GHz", "ratio"), rows)
+    return out

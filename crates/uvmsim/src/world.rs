@@ -2,11 +2,12 @@
 //! the run loop, and [`simulate`], which builds it from a config, runs it and
 //! collects the metrics.
 
-use crate::config::Config;
+use crate::config::{Config, TranslationMode};
 use crate::gpu::Gpu;
 use crate::link::{Dir, Link};
 use crate::sim::{self, EventQueue, Model, Ps, RunOptions, SimError, PS_PER_NS};
 use crate::stats::Metrics;
+use crate::uvm::ppr::Ppr;
 use crate::uvm::prefetch::PrefetchPolicy;
 use crate::uvm::{Next, Uvm};
 use crate::workload::trace::{Record, TraceReader};
@@ -27,6 +28,8 @@ pub enum Ev {
     UvmService,
     /// The UVM driver's current batch ends (pages mapped, warps replayed).
     UvmBatchDone,
+    /// An APU page request completes: this 4 KiB page is mapped (IOMMU mode).
+    PprDone(u64),
 }
 
 /// A trace being replayed: the reader and the record due next.
@@ -49,6 +52,8 @@ pub struct World {
     replay: Option<Replay>,
     page_bytes: u64,
     uvm: Uvm,
+    /// The APU page-fault path, in IOMMU mode (faults go there instead of the UVM driver).
+    ppr: Option<Ppr>,
 }
 
 impl World {
@@ -76,6 +81,7 @@ impl World {
             replay: None,
             page_bytes: cfg.translation.page_size.0,
             uvm,
+            ppr: (cfg.translation.mode == TranslationMode::Iommu).then(|| Ppr::new(&cfg.iommu.ppr)),
         }
     }
 
@@ -164,7 +170,14 @@ impl Model for World {
             Ev::Warp(slot) => {
                 self.gpu.run_warp(slot, now, q)?;
                 for f in self.gpu.drain_faults() {
-                    schedule(self.uvm.raise(f), q);
+                    match self.ppr.as_mut() {
+                        Some(ppr) => {
+                            if let Some(t) = ppr.raise(&f) {
+                                q.push(t, Ev::PprDone(f.vpn));
+                            }
+                        }
+                        None => schedule(self.uvm.raise(f), q),
+                    }
                 }
             }
             Ev::UvmService => {
@@ -182,6 +195,16 @@ impl Model for World {
                     self.gpu.replay(now, q);
                 }
                 schedule(next, q);
+            }
+            Ev::PprDone(vpn) => {
+                let ppr = self.ppr.as_mut().expect("PPR events only in IOMMU mode");
+                ppr.done(vpn);
+                let residency = &mut self.gpu.xlat.space.residency;
+                if !residency.is_resident(vpn) {
+                    residency.make_resident(vpn);
+                }
+                // The GPU retries: warps whose pages are all mapped run again.
+                self.gpu.replay(now, q);
             }
             Ev::CtaDone(c) => {
                 if self.gpu.cta_done(c, now, q) {
@@ -264,6 +287,9 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     world.gpu.export(&mut m, "gpu0");
     world.link.export(&mut m, end);
     world.uvm.export(&mut m, &world.gpu.xlat.space.residency);
+    if let Some(ppr) = &world.ppr {
+        ppr.export(&mut m);
+    }
     m.int("sim.events", rep.events);
     m.int("sim.seed", cfg.sim.seed);
     m.float("sim.wall_s", rep.wall_s);

@@ -211,6 +211,8 @@ section! {
         pub ats_prefetch_pages: u32 = 1,
         /// IOMMU walkers.
         pub walker: WalkerConfig = WalkerConfig { threads: 16, pte_from_dram: true, ..WalkerConfig::default() },
+        /// The page-fault path of an APU (PPR queue, interrupt, work-queue), for managed memory in IOMMU mode.
+        pub ppr: crate::uvm::ppr::PprConfig = crate::uvm::ppr::PprConfig::default(),
     }
 }
 
@@ -309,6 +311,7 @@ impl Config {
             return Err(("iommu.ats_prefetch_pages".into(), format!("must be a power of two from 1 to 64, got {}", io.ats_prefetch_pages)));
         }
         walker("iommu.walker", &io.walker)?;
+        io.ppr.validate("iommu.ppr")?;
         range("link.latency_ns", self.link.latency_ns, 0.0, 1e9)?;
         range("link.bandwidth_gbps", self.link.bandwidth_gbps, 0.001, 1e6)?;
         range("link.copy_engines", self.link.copy_engines as f64, 1.0, 64.0)?;

@@ -43,6 +43,7 @@
 //! replay re-execute and fault again on pages that were taken away.
 
 pub mod evict;
+pub mod ppr;
 pub mod prefetch;
 
 use crate::config::ByteSize;
