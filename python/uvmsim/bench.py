@@ -52,6 +52,9 @@ WORKLOADS: tuple[Workload, ...] = (
             "workload.kind": "gather",
             "workload.gather.sorted": False,
             "translation.page_size": "4KiB",
+            # Explicit, so a change of the generator's defaults cannot change the benchmark.
+            "workload.gather.table_entries": 1 << 24,
+            "workload.gather.entry_bytes": 16,
             "workload.gather.lookups": 1 << 18,
             "workload.gather.threads": 1 << 14,
         },
