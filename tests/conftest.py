@@ -41,6 +41,7 @@ WORKLOADS = [
     "miniamr",
     "bfs",
     "sad",
+    "shootdown",
 ]
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]

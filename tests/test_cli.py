@@ -118,6 +118,7 @@ def test_reproduce_list(cli: Cli) -> None:
         "apu-divergence",
         "apu-fault-cpu-freq",
         "apu-fault-latency",
+        "apu-shootdown",
         "apu-tlb-miss-latency",
         "apu-walk-concurrency",
         "mgpusim-tlb",

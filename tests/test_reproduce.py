@@ -209,3 +209,14 @@ def test_apu_fault_path(tmp_path: Path) -> None:
     assert len(lat) == 8 and all(a < b for a, b in zip(lat, lat[1:], strict=False)), lat
     freq = {r.metric: r for r in rep.reproduce("apu-fault-cpu-freq", tmp_path / "freq")}
     assert 1.5 < freq["latency_ratio.1"].simulated < 2.5
+
+
+def test_apu_shootdown(tmp_path: Path) -> None:
+    # The phases add up to the total; IOMMU and GPU invalidations take about as long; the CSV has both kinds.
+    rows = {r.metric: r for r in rep.reproduce("apu-shootdown", tmp_path)}
+    assert rows["single.gpu_over_iommu"].passed
+    lines = (tmp_path / "shootdown.csv").read_text().splitlines()
+    assert lines[0] == "kind,total_ns,init_ns,iommu_ns,gpu_ns,final_ns"
+    for line in lines[1:]:
+        total, *phases = map(float, line.split(",")[1:])
+        assert abs(total - sum(phases)) < 1e-6

@@ -667,3 +667,21 @@ def apu_fault_cpu_freq(ctx: Context) -> dict[str, float]:
         rows.append((n, fast, slow, slow / fast))
     write_csv(ctx.out / "cpu_freq.csv", ("concurrent_faults", "latency_us_3.7GHz", "latency_us_1.7GHz", "ratio"), rows)
     return out
+
+
+@experiment("apu-shootdown")
+def apu_shootdown(ctx: Context) -> dict[str, float]:
+    """Table 4: mean GPU TLB shootdown latency and its phases, single-entry and flush-all."""
+    out: dict[str, float] = {}
+    rows = []
+    phases = ("init", "iommu", "gpu", "final")
+    for name, flush_all in (("single", False), ("all", True)):
+        m = ctx.run(name, {"workload.shootdown.flush_all": flush_all}).metrics
+        out[f"{name}.total_ns"] = m["iommu.shootdown.latency_ns.mean"]
+        for p in phases:
+            out[f"{name}.{p}_ns"] = m[f"iommu.shootdown.{p}_ns.mean"]
+        rows.append((name, out[f"{name}.total_ns"], *(out[f"{name}.{p}_ns"] for p in phases)))
+    out["single.gpu_over_iommu"] = out["single.gpu_ns"] / out["single.iommu_ns"]
+    out["all_over_single"] = out["all.total_ns"] / out["single.total_ns"]
+    write_csv(ctx.out / "shootdown.csv", ("kind", "total_ns", *(f"{p}_ns" for p in phases)), rows)
+    return out

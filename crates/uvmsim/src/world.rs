@@ -12,6 +12,7 @@ use crate::uvm::prefetch::PrefetchPolicy;
 use crate::uvm::{Next, Uvm};
 use crate::workload::trace::{Record, TraceReader};
 use crate::workload::{self, HostOp, Program};
+use crate::xlat::shootdown::Shootdown;
 
 /// Every event of the system: compact and `Copy`, so the hot path never allocates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +55,8 @@ pub struct World {
     uvm: Uvm,
     /// The APU page-fault path, in IOMMU mode (faults go there instead of the UVM driver).
     ppr: Option<Ppr>,
+    /// Host TLB shootdowns through the IOMMU, in IOMMU mode.
+    shootdown: Option<Shootdown>,
 }
 
 impl World {
@@ -82,6 +85,17 @@ impl World {
             page_bytes: cfg.translation.page_size.0,
             uvm,
             ppr: (cfg.translation.mode == TranslationMode::Iommu).then(|| Ppr::new(&cfg.iommu.ppr)),
+            shootdown: (cfg.translation.mode == TranslationMode::Iommu).then(|| {
+                let io = &cfg.iommu;
+                Shootdown::new(
+                    &io.shootdown,
+                    io.ppr.ref_ghz / io.ppr.host_ghz,
+                    io.walker.level_latency_ns,
+                    io.tlb_latency_ns,
+                    io.link_latency_ns,
+                    cfg.gpu.core_mhz,
+                )
+            }),
         }
     }
 
@@ -154,6 +168,18 @@ impl World {
                 HostOp::Replay { path, gpu } => {
                     let (path, gpu) = (path.clone(), *gpu);
                     return self.start_replay(&path, gpu, now, q);
+                }
+                &HostOp::Shootdown { va, page_bytes, pages, count, all } => {
+                    // Serial shootdowns; no kernel runs meanwhile, so the translations go at once.
+                    let sd = self.shootdown.as_mut().expect("validation: shootdowns need IOMMU mode");
+                    let mut t = now;
+                    for i in 0..count {
+                        let gone =
+                            if all { self.gpu.xlat.flush_all() } else { self.gpu.xlat.invalidate_page(va + (i % pages) * page_bytes) };
+                        t += sd.record(gone);
+                    }
+                    q.push(t, Ev::Host);
+                    return Ok(());
                 }
             }
         }
@@ -289,6 +315,9 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     world.uvm.export(&mut m, &world.gpu.xlat.space.residency);
     if let Some(ppr) = &world.ppr {
         ppr.export(&mut m);
+    }
+    if let Some(sd) = world.shootdown.as_ref().filter(|s| s.count > 0) {
+        sd.export(&mut m, "iommu.shootdown");
     }
     m.int("sim.events", rep.events);
     m.int("sim.seed", cfg.sim.seed);

@@ -300,3 +300,40 @@ fn oversubscribed_runs_evict_within_capacity() {
     let fits = run(&[&base[..5], &["uvm.oversubscription=0"]].concat());
     assert_eq!(m(&fits, "uvm.evictions"), 0.0);
 }
+
+/// Host shootdowns through the IOMMU (svm-apu §VI): a single-entry shootdown
+/// removes that page's translation from every GPU TLB, so the second kernel
+/// misses again on exactly the pages shot down; flush-all empties the TLBs
+/// once; the host waits for each shootdown's four phases in turn.
+#[test]
+fn shootdowns_remove_translations_and_cost_host_time() {
+    let base = [
+        "translation.mode=iommu",
+        "iommu.ats_prefetch_pages=1",
+        "gpu.l1tlb.entries=64",
+        "gpu.l1tlb.ways=64",
+        "workload.kind=shootdown",
+        "workload.shootdown.pages=16",
+    ];
+    // Shoot down 4 of the 16 pages: the second kernel's L1 misses are exactly those 4.
+    let four = run(&[&base[..], &["workload.shootdown.count=4"]].concat());
+    assert_eq!(m(&four, "gpu0.l1tlb.misses"), 16.0 + 4.0);
+    // L1 and L2 each held the page.
+    assert_eq!(m(&four, "iommu.shootdown.gpu_entries_invalidated"), 8.0);
+    // Every page once, twice over: the second round finds nothing to remove.
+    let all = run(&[&base[..], &["workload.shootdown.count=32"]].concat());
+    assert_eq!(m(&all, "gpu0.l1tlb.misses"), 32.0);
+    assert_eq!(m(&all, "iommu.shootdown.gpu_entries_invalidated"), 32.0);
+    let flush = run(&[&base[..], &["workload.shootdown.count=3", "workload.shootdown.flush_all=true"]].concat());
+    assert_eq!(m(&flush, "gpu0.l1tlb.misses"), 32.0);
+    assert_eq!(m(&flush, "iommu.shootdown.gpu_entries_invalidated"), 32.0);
+    // Host time: the runs differ by the 28 extra shootdowns' latency.
+    let per = m(&four, "iommu.shootdown.latency_ns.mean");
+    let phases = ["init", "iommu", "gpu", "final"].iter().map(|p| m(&four, &format!("iommu.shootdown.{p}_ns.mean"))).sum::<f64>();
+    assert!((per - phases).abs() < 1e-6);
+    let extra = m(&all, "time.total_ns") - m(&four, "time.total_ns") - (m(&all, "time.kernel_ns") - m(&four, "time.kernel_ns"));
+    assert!((extra - 28.0 * per).abs() < 1.0, "{extra} vs {}", 28.0 * per);
+    // Shootdowns are an APU path: a discrete GPU config is refused, naming the key.
+    let err = resolve(&[] as &[Source], &["workload.kind=shootdown".to_string()]).unwrap_err().to_string();
+    assert!(err.contains("translation.mode"), "{err}");
+}

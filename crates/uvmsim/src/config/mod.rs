@@ -213,6 +213,8 @@ section! {
         pub walker: WalkerConfig = WalkerConfig { threads: 16, pte_from_dram: true, ..WalkerConfig::default() },
         /// The page-fault path of an APU (PPR queue, interrupt, work-queue), for managed memory in IOMMU mode.
         pub ppr: crate::uvm::ppr::PprConfig = crate::uvm::ppr::PprConfig::default(),
+        /// TLB shootdowns through the IOMMU (seed svm-apu §VI, Table 4).
+        pub shootdown: crate::xlat::shootdown::ShootdownConfig = crate::xlat::shootdown::ShootdownConfig::default(),
     }
 }
 
@@ -312,6 +314,7 @@ impl Config {
         }
         walker("iommu.walker", &io.walker)?;
         io.ppr.validate("iommu.ppr")?;
+        io.shootdown.validate("iommu.shootdown")?;
         range("link.latency_ns", self.link.latency_ns, 0.0, 1e9)?;
         range("link.bandwidth_gbps", self.link.bandwidth_gbps, 0.001, 1e6)?;
         range("link.copy_engines", self.link.copy_engines as f64, 1.0, 64.0)?;

@@ -31,6 +31,7 @@ mod pathfinder;
 mod pointer_chase;
 mod regular;
 mod sad;
+mod shootdown;
 mod spmv;
 mod srad;
 mod stencil;
@@ -59,6 +60,7 @@ pub use pathfinder::PathfinderParams;
 pub use pointer_chase::PointerChaseParams;
 pub use regular::RegularParams;
 pub use sad::SadParams;
+pub use shootdown::ShootdownParams;
 pub use spmv::SpmvParams;
 pub use srad::SradParams;
 pub use stencil::StencilParams;
@@ -176,6 +178,9 @@ pub enum HostOp {
     Launch(KernelSpec),
     /// Replay a memory-access trace, each access at its recorded time, and wait for it.
     Replay { path: String, gpu: u32 },
+    /// The host shoots down GPU translations `count` times, serially: page `i mod pages` of the
+    /// array at `va` (pages of `page_bytes`) each time, or every translation when `all`.
+    Shootdown { va: u64, page_bytes: u64, pages: u64, count: u64, all: bool },
 }
 
 /// A whole workload: its allocations and host operations.
@@ -332,10 +337,11 @@ pub enum WorkloadKind {
     Miniamr,
     Bfs,
     Sad,
+    Shootdown,
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 29] = [
+    pub const ALL: [WorkloadKind; 30] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
@@ -365,6 +371,7 @@ impl WorkloadKind {
         WorkloadKind::Miniamr,
         WorkloadKind::Bfs,
         WorkloadKind::Sad,
+        WorkloadKind::Shootdown,
     ];
 
     pub fn name(self) -> &'static str {
@@ -398,6 +405,7 @@ impl WorkloadKind {
             WorkloadKind::Miniamr => "miniamr",
             WorkloadKind::Bfs => "bfs",
             WorkloadKind::Sad => "sad",
+            WorkloadKind::Shootdown => "shootdown",
         }
     }
 
@@ -431,6 +439,7 @@ impl WorkloadKind {
             WorkloadKind::Comd => "CoMD link-cell force kernel: one thread per atom loads its position, then for each of the 27 cells around its own (periodic) the cell's atom count and every atom's position (a broadcast within a cell), computes, and stores its force.",
             WorkloadKind::Miniamr => "miniAMR: 7-point stencil over a list of mesh blocks (each a contiguous array with one-cell halos), the blocks near the domain's centre refined into 8 children; per iteration a halo exchange between neighbouring blocks (across refinement levels) and the stencil, ping-pong block lists.",
             WorkloadKind::Bfs => "Graph500-like BFS on a Kronecker (R-MAT) graph generated from the seed: one launch per level, one thread per vertex; frontier vertices read their CSR offsets and neighbour lists, gather the neighbours' levels and mark the unvisited ones.",
+            WorkloadKind::Shootdown => "GPU TLB shootdowns (svm-apu §VI, Table 4): one work-item touches N pages, the host shoots their translations down (one page at a time, or flush-all) K times, and the kernel runs again; needs translation.mode = \"iommu\".",
             WorkloadKind::Sad => "Parboil SAD (H.264 motion estimation): per 16x16 macroblock, sums of absolute differences against the reference frame at every offset of a search window; one CTA per macroblock reads its rows and the reference rows at each offset and stores the 4x4 SADs, then two launches combine them into the larger partitions.",
         }
     }
@@ -439,7 +448,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, warp-trace, accelsim, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd, miniamr, bfs or sad (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, warp-trace, accelsim, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd, miniamr, bfs, sad or shootdown (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -511,6 +520,8 @@ section! {
         pub bfs: BfsParams = BfsParams::default(),
         /// Parameters of `sad`.
         pub sad: SadParams = SadParams::default(),
+        /// Parameters of `shootdown`.
+        pub shootdown: ShootdownParams = ShootdownParams::default(),
     }
 }
 
@@ -552,6 +563,7 @@ impl WorkloadConfig {
             WorkloadKind::Miniamr => self.miniamr.footprint(),
             WorkloadKind::Bfs => self.bfs.footprint(),
             WorkloadKind::Sad => self.sad.footprint(),
+            WorkloadKind::Shootdown => self.shootdown.pages as u128 * (2 << 20), // at most a 2 MiB page each
         }
     }
 
@@ -607,6 +619,7 @@ impl WorkloadConfig {
             WorkloadKind::Miniamr => self.miniamr.validate("workload.miniamr"),
             WorkloadKind::Bfs => self.bfs.validate("workload.bfs"),
             WorkloadKind::Sad => self.sad.validate("workload.sad"),
+            WorkloadKind::Shootdown => self.shootdown.validate("workload.shootdown", cfg),
         }
     }
 }
@@ -655,6 +668,11 @@ pub fn build(cfg: &Config) -> Result<Program, String> {
         WorkloadKind::Miniamr => miniamr::build(&w.miniamr, w, page, &mut va),
         WorkloadKind::Bfs => bfs::build(&w.bfs, w, cfg, page, &mut va),
         WorkloadKind::Sad => sad::build(&w.sad, w, page, &mut va),
+        WorkloadKind::Shootdown => {
+            // Touch, shoot down, touch again.
+            let (k, op) = shootdown::build(&w.shootdown, w, cfg, page, &mut va);
+            return Ok(Program { buffers: va.buffers, ops: vec![HostOp::Launch(k.clone()), op, HostOp::Launch(k)] });
+        }
     };
     let mut ops = vec![];
     if w.memcpy_inputs && inputs > 0 {

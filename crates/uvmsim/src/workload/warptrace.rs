@@ -161,6 +161,7 @@ pub fn record(program: &Program, cfg: &Config, source: &str, out: &str) -> Resul
                     "a timed trace (workload.kind = \"trace\") has no warp streams to record; use `uvmsim trace convert` instead".into()
                 )
             }
+            HostOp::Shootdown { .. } => return Err("the trace format has no host shootdowns: `shootdown` cannot be recorded".into()),
         });
     }
     let header = Header {

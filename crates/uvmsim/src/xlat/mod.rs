@@ -11,6 +11,7 @@
 //! first-free-thread pool. Control protocol for shootdowns: `invalidate`, `flush`.
 
 mod outstanding;
+pub mod shootdown;
 pub mod space;
 mod tlb;
 mod walker;
@@ -168,6 +169,25 @@ impl Translator {
         for t in self.l1.iter_mut().chain(self.l2.as_mut()) {
             t.invalidate_where(hit);
         }
+    }
+
+    /// A host shootdown of the translation of `va` (one entry: every GPU TLB and
+    /// the IOMMU TLB drop it); returns the GPU TLB entries removed.
+    pub fn invalidate_page(&mut self, va: u64) -> usize {
+        let Some(&r) = self.space.lookup(va) else { return 0 };
+        let k = key(va, &r);
+        if let Some(t) = self.iommu.as_mut().and_then(|io| io.tlb.as_mut()) {
+            t.invalidate(k);
+        }
+        self.l1.iter_mut().chain(self.l2.as_mut()).map(|t| t.invalidate(k) as usize).sum()
+    }
+
+    /// A host shootdown of every translation (flush all); returns the GPU TLB entries removed.
+    pub fn flush_all(&mut self) -> usize {
+        if let Some(t) = self.iommu.as_mut().and_then(|io| io.tlb.as_mut()) {
+            t.flush();
+        }
+        self.l1.iter_mut().chain(self.l2.as_mut()).map(|t| t.flush()).sum()
     }
 
     /// The µTLB (L1 TLB) an SM uses.

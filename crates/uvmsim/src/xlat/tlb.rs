@@ -100,8 +100,11 @@ impl Tlb {
     pub fn invalidate_where(&mut self, pred: impl FnMut(u64) -> bool) -> usize {
         self.arr.invalidate_where(pred)
     }
-    pub fn flush(&mut self) {
-        self.arr.flush()
+    /// Drop every translation; returns how many there were.
+    pub fn flush(&mut self) -> usize {
+        let n = self.arr.occupancy();
+        self.arr.flush();
+        n
     }
 
     pub fn export(&self, m: &mut Metrics, p: &str) {
