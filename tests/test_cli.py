@@ -122,6 +122,9 @@ def test_reproduce_list(cli: Cli) -> None:
         "apu-tlb-miss-latency",
         "apu-walk-concurrency",
         "mgpusim-tlb",
+        "zheng-blocking",
+        "zheng-pcie-util",
+        "zheng-replayable-mshr",
     ]
 
 

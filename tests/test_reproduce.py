@@ -220,3 +220,13 @@ def test_apu_shootdown(tmp_path: Path) -> None:
     for line in lines[1:]:
         total, *phases = map(float, line.split(",")[1:])
         assert abs(total - sum(phases)) < 1e-6
+
+
+def test_zheng_suite_experiments(tmp_path: Path) -> None:
+    # Every workload of the suite runs; utilisation is a percentage; slowdowns fall with more far-fault MSHRs.
+    rows = {r.metric: r for r in rep.reproduce("zheng-pcie-util", tmp_path / "util", quick=True)}
+    assert 0 < rows["mean_utilization_pct"].simulated < 100
+    names = [line.split(",")[0] for line in (tmp_path / "util" / "utilization.csv").read_text().splitlines()[1:]]
+    assert names == sorted(["backprop", "hotspot", "nw", "sgemm", "sad", "stencil", "minife", "comd", "xsbench"])
+    mshr = {r.metric: r for r in rep.reproduce("zheng-replayable-mshr", tmp_path / "mshr", quick=True)}
+    assert mshr["mean_slowdown.1"].simulated > mshr["mean_slowdown.16"].simulated > 1

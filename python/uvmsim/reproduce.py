@@ -685,3 +685,73 @@ def apu_shootdown(ctx: Context) -> dict[str, float]:
     out["all_over_single"] = out["all.total_ns"] / out["single.total_ns"]
     write_csv(ctx.out / "shootdown.csv", ("kind", "total_ns", *(f"{p}_ns" for p in phases)), rows)
     return out
+
+
+SUITE_DIR = Path(__file__).parent / "data" / "suites"
+
+
+def load_suite(ctx: Context) -> list[tuple[str, dict[str, Any]]]:
+    """The workloads of the spec's ``suite`` (``data/suites/NAME.toml``): (name, overrides) each, at the
+    quick sizes when ``suite_sizes = "quick"``."""
+    raw = tomllib.loads((SUITE_DIR / f"{ctx.params['suite']}.toml").read_text(encoding="utf-8"))
+    key = "quick" if ctx.params.get("suite_sizes") == "quick" else "set"
+    return [(w["name"], dict(w[key])) for w in raw["workloads"]]
+
+
+def _suite_slowdowns(ctx: Context, tag: str, extra: Mapping[str, Any]) -> dict[str, float]:
+    """Each suite workload's managed runtime over its copy-then-execute baseline, with ``extra`` set."""
+    return {
+        name: ctx.run(f"{name}-{tag}", {**size, **extra}).metrics["baseline.slowdown_vs_copy"]
+        for name, size in load_suite(ctx)
+    }
+
+
+def _mean(xs: Mapping[str, float]) -> float:
+    return sum(xs.values()) / len(xs)
+
+
+def _geomean(xs: Mapping[str, float]) -> float:
+    return math.exp(sum(math.log(v) for v in xs.values()) / len(xs))
+
+
+def _write_slowdowns(ctx: Context, name: str, column: str, table: Mapping[Any, Mapping[str, float]]) -> None:
+    """One CSV row per (setting, workload) with its slowdown."""
+    rows = [(k, w, s) for k, per in table.items() for w, s in per.items()]
+    write_csv(ctx.out / name, (column, "workload", "slowdown_vs_copy"), rows)
+
+
+@experiment("zheng-blocking")
+def zheng_blocking(ctx: Context) -> dict[str, float]:
+    """Fig. 3: blocking far faults, mean and max slowdown over copy-then-execute at 20 and 5 µs."""
+    out: dict[str, float] = {}
+    table = {}
+    for lat in ctx.params["latencies_us"]:
+        tag = f"{lat:g}us"
+        s = _suite_slowdowns(ctx, tag, {"uvm.fault_latency_us": lat})
+        table[lat] = s
+        out[f"mean_slowdown.{tag}"], out[f"max_slowdown.{tag}"] = _mean(s), max(s.values())
+        out[f"geomean_slowdown.{tag}"] = _geomean(s)
+    _write_slowdowns(ctx, "slowdowns.csv", "fault_latency_us", table)
+    return out
+
+
+@experiment("zheng-replayable-mshr")
+def zheng_replayable_mshr(ctx: Context) -> dict[str, float]:
+    """Fig. 5: replayable far faults, mean slowdown over copy-then-execute against far-fault MSHRs per CU."""
+    out: dict[str, float] = {}
+    table = {}
+    for n in ctx.params["mshrs"]:
+        s = _suite_slowdowns(ctx, f"mshr{n}", {"uvm.utlb_fault_limit": n})
+        table[n] = s
+        out[f"mean_slowdown.{n}"], out[f"geomean_slowdown.{n}"] = _mean(s), _geomean(s)
+    out["mshr4_over_mshr16"] = out["mean_slowdown.4"] / out["mean_slowdown.16"]
+    _write_slowdowns(ctx, "slowdowns.csv", "mshrs_per_cu", table)
+    return out
+
+
+@experiment("zheng-pcie-util")
+def zheng_pcie_util(ctx: Context) -> dict[str, float]:
+    """Fig. 6: host-to-device link utilisation over the run, averaged over the suite."""
+    util = {name: 100.0 * ctx.run(name, size).metrics["link.h2d.utilization"] for name, size in load_suite(ctx)}
+    write_csv(ctx.out / "utilization.csv", ("workload", "h2d_utilization_pct"), sorted(util.items()))
+    return {"mean_utilization_pct": _mean(util), **{f"utilization_pct.{k}": v for k, v in util.items()}}
