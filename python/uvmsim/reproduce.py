@@ -516,18 +516,18 @@ def base_cost(ctx: Context) -> dict[str, float]:
 
 @experiment("allen-batch-size")
 def batch_size(ctx: Context) -> dict[str, float]:
-    """Fig. 4.5: kernel time of the regular kernel against the driver's batch size."""
+    """Fig. 4.5: kernel time of sgemm against the driver's batch size."""
     times: dict[int, float] = {}
     rows = []
     out: dict[str, float] = {}
     for b in ctx.params["batch_sizes"]:
-        r = ctx.run(f"batch-{b}", {"uvm.batch_size": b, "workload.regular.threads": ctx.params["threads"]})
+        r = ctx.run(f"batch-{b}", {"uvm.batch_size": b})
         m = r.metrics
         times[b] = m["time.kernel_ns"]
         unique = m["uvm.faults.unique"] / max(1, m["uvm.batches"])
         out[f"unique_per_batch.{b}"] = unique
-        rows.append((b, m["time.kernel_ns"] / 1e6, m["uvm.batches"], unique))
-    write_csv(ctx.out / "batch_size.csv", ("batch_size", "kernel_ms", "batches", "unique_per_batch"), rows)
+        rows.append((b, m["time.kernel_ns"] / 1e6, m["uvm.batches"], unique, m["uvm.faults.duplicate"]))
+    write_csv(ctx.out / "batch_size.csv", ("batch_size", "kernel_ms", "batches", "unique_per_batch", "duplicates"), rows)
     out["time_ratio.1024_over_256"] = times[1024] / times[256]
     out["time_change.6144_vs_1024"] = abs(times[6144] / times[1024] - 1.0)
     return out
