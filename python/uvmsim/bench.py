@@ -79,6 +79,19 @@ WORKLOADS: tuple[Workload, ...] = (
         {"workload.kind": "regular", "workload.managed": True, "workload.regular.threads": 1 << 16},
         {"workload.regular.threads": 1 << 12},
     ),
+    # Fault-heavy, one event per fault: 512,000 concurrent first-touch faults through the APU's
+    # page-request path (svm-apu's fault burst), each completion waking the warps that wait for it.
+    Workload(
+        "faults-apu",
+        "kaveri-apu",
+        {
+            "workload.kind": "fault-burst",
+            "workload.managed": True,
+            "workload.fault_burst.faults": 512_000,
+            "workload.threads_per_cta": 64,
+        },
+        {"workload.fault_burst.faults": 4096},
+    ),
     # Trace replay: the float STREAM triad recorded to a .uvmt, replayed through the GPU model
     # (docs/performance.md has the command for a 1-billion-access trace).
     Workload("warp-trace-replay", "titan-v", _STREAM_F32, {"workload.stream.elements": 1 << 20}, record=True),

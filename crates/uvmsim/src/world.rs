@@ -230,7 +230,7 @@ impl Model for World {
                     residency.make_resident(vpn);
                 }
                 // The GPU retries: warps whose pages are all mapped run again.
-                self.gpu.replay(now, q);
+                self.gpu.replay_page(vpn, now, q);
             }
             Ev::CtaDone(c) => {
                 if self.gpu.cta_done(c, now, q) {

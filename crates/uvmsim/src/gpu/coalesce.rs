@@ -4,8 +4,12 @@
 
 use crate::workload::{Lanes, MAX_LANES};
 
-/// At most two lines per lane (an access may straddle a line boundary).
-pub const MAX_LINES: usize = 2 * MAX_LANES;
+/// The widest access a generator makes (xsbench reads a 48-byte grid point and its neighbour).
+pub const MAX_ACCESS_BYTES: u32 = 96;
+
+/// At most four lines per lane: a 96-byte access on the smallest (32-byte) lines
+/// touches up to four of them.
+pub const MAX_LINES: usize = 4 * MAX_LANES;
 
 #[derive(Debug, Clone)]
 pub struct Lines {
@@ -23,6 +27,7 @@ impl Default for Lines {
 #[inline]
 pub fn coalesce(lanes: Lanes, bytes: u32, scratch: &[u64; MAX_LANES], shift: u32, out: &mut Lines) {
     out.n = 0;
+    debug_assert!(bytes <= MAX_ACCESS_BYTES && shift >= 5, "{bytes}-byte access on {}-byte lines", 1u64 << shift);
     let span = bytes.max(1) as u64 - 1;
     match lanes {
         Lanes::Strided { n: 0, .. } | Lanes::Explicit { n: 0 } => {}
@@ -75,10 +80,23 @@ mod tests {
     use proptest::prelude::*;
 
     fn reference(addrs: &[u64], bytes: u32, shift: u32) -> Vec<u64> {
-        let mut v: Vec<u64> = addrs.iter().flat_map(|&a| [a >> shift, (a + bytes as u64 - 1) >> shift]).collect();
+        let mut v: Vec<u64> = addrs.iter().flat_map(|&a| (a >> shift)..=((a + bytes as u64 - 1) >> shift)).collect();
         v.sort();
         v.dedup();
         v
+    }
+
+    #[test]
+    fn widest_scattered_access_fits() {
+        // 64 lanes, each a 96-byte access straddling four 32-byte lines, none shared.
+        let mut s = [0u64; MAX_LANES];
+        for (i, a) in s.iter_mut().enumerate() {
+            *a = (i as u64) * 4096 + 31;
+        }
+        let mut o = Lines::default();
+        coalesce(Lanes::Explicit { n: 64 }, MAX_ACCESS_BYTES, &s, 5, &mut o);
+        assert_eq!(o.n, 256);
+        assert_eq!(&o.line[..o.n], &reference(&s, MAX_ACCESS_BYTES, 5)[..]);
     }
 
     #[test]

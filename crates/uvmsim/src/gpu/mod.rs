@@ -33,6 +33,7 @@ use crate::uvm::{Fault, FaultMode};
 use crate::workload::{KernelSpec, Lanes, MemKind, Op, WarpId, WarpStream, MAX_LANES};
 use crate::world::Ev;
 use crate::xlat::{Translator, Xlat};
+use rustc_hash::FxHashMap;
 
 /// Longest stall (in cycles) a greedy warp runs through inline: well inside
 /// the issue port's 64-slot window, longer than ALU dependency chains.
@@ -124,6 +125,8 @@ pub struct Gpu {
     faults: Vec<Fault>,
     /// Warps waiting for a replay.
     waiting: Vec<u32>,
+    /// With per-page replays (`replay_page`, the APU path): sleeping warps filed under the page they wait for.
+    by_page: FxHashMap<u64, Vec<u32>>,
     /// Blocking fault mode (`uvm.fault_mode = "blocking"`), and which µTLBs are blocked.
     blocking: bool,
     blocked: Vec<bool>,
@@ -156,6 +159,7 @@ impl Gpu {
             stats: GpuStats::default(),
             faults: vec![],
             waiting: vec![],
+            by_page: FxHashMap::default(),
             blocking: cfg.uvm.fault_mode == FaultMode::Blocking,
             blocked: vec![false; g.sms.div_ceil(g.sms_per_l1tlb) as usize],
         }
@@ -420,6 +424,41 @@ impl Gpu {
         });
     }
 
+    /// Page `vpn` became resident at `now` (an APU page request completed): the µTLBs
+    /// unblock and the sleeping warps that waited only for it re-execute — what
+    /// `replay` does, without scanning every sleeping warp on every page: warps that
+    /// went to sleep since the last call are filed under the page they wait for.
+    pub fn replay_page(&mut self, vpn: u64, now: Ps, q: &mut EventQueue<Ev>) {
+        self.blocked.fill(false);
+        let mut inbox = std::mem::take(&mut self.waiting);
+        for slot in inbox.drain(..) {
+            self.file_or_wake(slot, now, q);
+        }
+        self.waiting = inbox;
+        for slot in self.by_page.remove(&vpn).unwrap_or_default() {
+            self.file_or_wake(slot, now, q);
+        }
+    }
+
+    /// File a sleeping warp under the last of its pages still missing, or wake it if none is.
+    fn file_or_wake(&mut self, slot: u32, now: Ps, q: &mut EventQueue<Ev>) {
+        let residency = &self.xlat.space.residency;
+        if let Some(w) = self.warps[slot as usize].as_mut() {
+            if w.epoch != residency.refault_epoch {
+                w.faulted.clear(); // as in `replay`
+            }
+            while let Some(&p) = w.faulted.last() {
+                if !residency.is_resident(p) {
+                    self.by_page.entry(p).or_default().push(slot);
+                    return;
+                }
+                w.faulted.pop();
+            }
+            w.redo.extend(w.pending.drain(..));
+        }
+        q.push(now, Ev::Warp(slot));
+    }
+
     /// Note a far fault for the driver (kept out of line: the hot path never takes it).
     #[cold]
     fn record_fault(&mut self, sm: usize, kind: MemKind, va: u64, at: Ps) {
@@ -479,8 +518,9 @@ impl Gpu {
 
     /// What the GPU waits for, for deadlock reports.
     pub fn describe_waiting(&self, out: &mut Vec<String>) {
-        if !self.waiting.is_empty() {
-            out.push(format!("{} warps wait for a far-fault replay", self.waiting.len()));
+        let asleep = self.waiting.len() + self.by_page.values().map(Vec::len).sum::<usize>();
+        if asleep > 0 {
+            out.push(format!("{asleep} warps wait for a far-fault replay"));
         }
         if let Some(k) = &self.kernel {
             let resident: Vec<&Warp> = self.warps.iter().flatten().collect();
