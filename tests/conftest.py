@@ -41,6 +41,16 @@ WORKLOADS = [
     "miniamr",
     "bfs",
     "sad",
+    "fir",
+    "kmeans",
+    "pagerank",
+    "aes",
+    "matrix-transpose",
+    "bitonic-sort",
+    "fft",
+    "simple-convolution",
+    "im2col",
+    "conv2d",
 ]
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
