@@ -42,6 +42,16 @@ WORKLOADS = [
     "bfs",
     "sad",
     "shootdown",
+    "fir",
+    "kmeans",
+    "pagerank",
+    "aes",
+    "matrix-transpose",
+    "bitonic-sort",
+    "fft",
+    "simple-convolution",
+    "im2col",
+    "conv2d",
 ]
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]

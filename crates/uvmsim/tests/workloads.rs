@@ -69,6 +69,26 @@ fn expected_mem_insts(kind: WorkloadKind) -> Option<(u64, u64)> {
         WorkloadKind::Sad => exact(99 * (35 * 32 + 8) + (1089 * 99u64).div_ceil(32) * (36 + 9)),
         // One work-item touching 64 pages, before and after the shootdowns.
         WorkloadKind::Shootdown => exact(2 * 64),
+        // 512 Ki samples: 16 taps, a load each, and the store.
+        WorkloadKind::Fir => exact(w(524_288) * 17),
+        // 2048 points: swap 32 loads + 32 stores; 5 iterations of 5 x 32 loads + the membership store.
+        WorkloadKind::Kmeans => exact(w(2048) * (64 + 5 * 161)),
+        // 2048 rows, a warp each, 4 iterations: row pointers, one chunk of 20 (indices, values, x), the store.
+        WorkloadKind::Pagerank => exact(2048 * 5 * 4),
+        // 16 Ki blocks: load, 14 x 16 S-box lookups, store.
+        WorkloadKind::Aes => exact(w(16_384) * 226),
+        // 512 x 512 threads: 4 float4 loads + 4 float4 stores.
+        WorkloadKind::MatrixTranspose => exact(w(512 * 512) * 8),
+        // 4096 threads, 91 passes of 2 loads + 2 stores.
+        WorkloadKind::BitonicSort => exact(w(4096) * 91 * 4),
+        // 32 Ki threads: 8 loads + 8 stores.
+        WorkloadKind::Fft => exact(w(32_768) * 16),
+        // 510 x 510 pixels: 9 loads + 1 store.
+        WorkloadKind::SimpleConvolution => exact(w(510 * 510) * 10),
+        // 27 x 126^2 column-matrix elements: a load and a store each.
+        WorkloadKind::Im2col => exact(w(27 * 126 * 126) * 2),
+        // im2col of 27 x 62^2 elements, then 8 x 62^2 outputs of 27 x 2 loads + 1 store.
+        WorkloadKind::Conv2d => exact(w(27 * 62 * 62) * 2 + w(8 * 62 * 62) * 55),
         _ => return None,
     })
 }
@@ -148,6 +168,16 @@ fn small(kind: WorkloadKind) -> &'static [&'static str] {
         WorkloadKind::Miniamr => &["workload.miniamr.iterations=1"],
         WorkloadKind::Bfs => &["workload.bfs.scale=10"],
         WorkloadKind::Sad => &["workload.sad.width=64", "workload.sad.height=32"],
+        WorkloadKind::Fir => &["workload.fir.length=65536"],
+        WorkloadKind::Kmeans => &["workload.kmeans.points=1024", "workload.kmeans.iterations=1"],
+        WorkloadKind::Pagerank => &["workload.pagerank.nodes=512"],
+        WorkloadKind::Aes => &["workload.aes.length=65536"],
+        WorkloadKind::MatrixTranspose => &["workload.matrix_transpose.width=512"],
+        WorkloadKind::BitonicSort => &["workload.bitonic_sort.length=4096"],
+        WorkloadKind::Fft => &["workload.fft.points=32768"],
+        WorkloadKind::SimpleConvolution => &["workload.simple_convolution.width=126", "workload.simple_convolution.height=126"],
+        WorkloadKind::Im2col => &["workload.im2col.height=32", "workload.im2col.width=32"],
+        WorkloadKind::Conv2d => &["workload.conv2d.height=32", "workload.conv2d.width=32"],
         _ => &[],
     }
 }

@@ -15,23 +15,31 @@
 //! documents its first-touch order; docs/workloads.md collects them.
 
 pub mod accelsim;
+mod aes;
 mod backprop;
 mod bfs;
+mod bitonic;
 mod btree;
 mod comd;
 mod fault_burst;
+mod fft;
+mod fir;
 mod gather;
 mod gemm;
 mod grid;
 mod hotspot;
+mod im2col;
+mod kmeans;
 mod miniamr;
 mod minife;
 mod nw;
+mod pagerank;
 mod pathfinder;
 mod pointer_chase;
 mod regular;
 mod sad;
 mod shootdown;
+mod simple_conv;
 mod spmv;
 mod srad;
 mod stencil;
@@ -40,27 +48,36 @@ mod stride;
 mod strided;
 pub mod trace;
 pub mod tracefmt;
+mod transpose;
 mod vecadd;
 pub mod warptrace;
 mod xsbench;
 
 pub use accelsim::AccelsimParams;
+pub use aes::AesParams;
 pub use backprop::BackpropParams;
 pub use bfs::BfsParams;
+pub use bitonic::BitonicParams;
 pub use btree::BtreeParams;
 pub use comd::ComdParams;
 pub use fault_burst::FaultBurstParams;
+pub use fft::FftParams;
+pub use fir::FirParams;
 pub use gather::GatherParams;
 pub use gemm::GemmParams;
 pub use hotspot::HotspotParams;
+pub use im2col::Im2colParams;
+pub use kmeans::KmeansParams;
 pub use miniamr::MiniamrParams;
 pub use minife::MinifeParams;
 pub use nw::NwParams;
+pub use pagerank::PagerankParams;
 pub use pathfinder::PathfinderParams;
 pub use pointer_chase::PointerChaseParams;
 pub use regular::RegularParams;
 pub use sad::SadParams;
 pub use shootdown::ShootdownParams;
+pub use simple_conv::SimpleConvParams;
 pub use spmv::SpmvParams;
 pub use srad::SradParams;
 pub use stencil::StencilParams;
@@ -68,6 +85,7 @@ pub use stream::StreamParams;
 pub use stride::StrideParams;
 pub use strided::StridedParams;
 pub use trace::TraceParams;
+pub use transpose::TransposeParams;
 pub use vecadd::VecaddParams;
 pub use warptrace::WarpTraceParams;
 pub use xsbench::XsbenchParams;
@@ -212,6 +230,9 @@ pub enum KernelGen {
     Miniamr(Box<miniamr::MiniamrKernel>),
     Bfs(Box<bfs::BfsKernel>),
     Sad(Box<sad::SadKernel>),
+    Aes(Box<aes::AesKernel>),
+    Transpose(transpose::TransposeKernel),
+    Im2col(Box<im2col::Im2colKernel>),
 }
 
 /// Identity of one warp within a kernel launch.
@@ -247,6 +268,9 @@ impl KernelGen {
             KernelGen::Miniamr(k) => WarpStream::Miniamr(Box::new(k.warp(id))),
             KernelGen::Bfs(k) => WarpStream::Bfs(Box::new(k.warp(id))),
             KernelGen::Sad(k) => WarpStream::Sad(Box::new(k.warp(id))),
+            KernelGen::Aes(k) => WarpStream::Aes(Box::new(k.warp(id))),
+            KernelGen::Transpose(k) => WarpStream::Transpose(Box::new(k.warp(id))),
+            KernelGen::Im2col(k) => WarpStream::Im2col(Box::new(k.warp(id))),
         }
     }
 }
@@ -273,6 +297,9 @@ pub enum WarpStream {
     Miniamr(Box<miniamr::MiniamrWarp>),
     Bfs(Box<bfs::BfsWarp>),
     Sad(Box<sad::SadWarp>),
+    Aes(Box<aes::AesWarp>),
+    Transpose(Box<transpose::TransposeWarp>),
+    Im2col(Box<im2col::Im2colWarp>),
 }
 
 impl WarpStream {
@@ -299,6 +326,9 @@ impl WarpStream {
             WarpStream::Miniamr(w) => w.next(scratch),
             WarpStream::Bfs(w) => w.next(scratch),
             WarpStream::Sad(w) => w.next(scratch),
+            WarpStream::Aes(w) => w.next(scratch),
+            WarpStream::Transpose(w) => w.next(scratch),
+            WarpStream::Im2col(w) => w.next(scratch),
         }
     }
 }
@@ -338,10 +368,20 @@ pub enum WorkloadKind {
     Bfs,
     Sad,
     Shootdown,
+    Fir,
+    Kmeans,
+    Pagerank,
+    Aes,
+    MatrixTranspose,
+    BitonicSort,
+    Fft,
+    SimpleConvolution,
+    Im2col,
+    Conv2d,
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 30] = [
+    pub const ALL: [WorkloadKind; 40] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
@@ -372,6 +412,16 @@ impl WorkloadKind {
         WorkloadKind::Bfs,
         WorkloadKind::Sad,
         WorkloadKind::Shootdown,
+        WorkloadKind::Fir,
+        WorkloadKind::Kmeans,
+        WorkloadKind::Pagerank,
+        WorkloadKind::Aes,
+        WorkloadKind::MatrixTranspose,
+        WorkloadKind::BitonicSort,
+        WorkloadKind::Fft,
+        WorkloadKind::SimpleConvolution,
+        WorkloadKind::Im2col,
+        WorkloadKind::Conv2d,
     ];
 
     pub fn name(self) -> &'static str {
@@ -406,6 +456,16 @@ impl WorkloadKind {
             WorkloadKind::Bfs => "bfs",
             WorkloadKind::Sad => "sad",
             WorkloadKind::Shootdown => "shootdown",
+            WorkloadKind::Fir => "fir",
+            WorkloadKind::Kmeans => "kmeans",
+            WorkloadKind::Pagerank => "pagerank",
+            WorkloadKind::Aes => "aes",
+            WorkloadKind::MatrixTranspose => "matrix-transpose",
+            WorkloadKind::BitonicSort => "bitonic-sort",
+            WorkloadKind::Fft => "fft",
+            WorkloadKind::SimpleConvolution => "simple-convolution",
+            WorkloadKind::Im2col => "im2col",
+            WorkloadKind::Conv2d => "conv2d",
         }
     }
 
@@ -440,6 +500,16 @@ impl WorkloadKind {
             WorkloadKind::Miniamr => "miniAMR: 7-point stencil over a list of mesh blocks (each a contiguous array with one-cell halos), the blocks near the domain's centre refined into 8 children; per iteration a halo exchange between neighbouring blocks (across refinement levels) and the stencil, ping-pong block lists.",
             WorkloadKind::Bfs => "Graph500-like BFS on a Kronecker (R-MAT) graph generated from the seed: one launch per level, one thread per vertex; frontier vertices read their CSR offsets and neighbour lists, gather the neighbours' levels and mark the unvisited ones.",
             WorkloadKind::Shootdown => "GPU TLB shootdowns (svm-apu §VI, Table 4): one work-item touches N pages, the host shoots their translations down (one page at a time, or flush-all) K times, and the kernel runs again; needs translation.mode = \"iommu\".",
+            WorkloadKind::Fir => "Hetero-Mark FIR (MGPUSim; seed multi-gpu FIR, 'adjacent'): one thread per sample loads input[t - j] for each of 16 taps (load, wait, multiply-add) and stores output[t].",
+            WorkloadKind::Kmeans => "Hetero-Mark KMeans (MGPUSim; seed multi-gpu KM): a swap kernel transposes the features point-major to feature-major (strided loads, coalesced stores), then per iteration each point thread loads every feature once per cluster (coalesced) and stores its membership.",
+            WorkloadKind::Pagerank => "Hetero-Mark PageRank (MGPUSim; seed multi-gpu PR, 'random'): per iteration a CSR-vector SpMV (one wavefront per node) over a random graph, gathering the rank vector at random columns; rank vectors ping-pong.",
+            WorkloadKind::Aes => "Hetero-Mark AES-256 (MGPUSim; seed multi-gpu AES, 'partition'): one thread per 16-byte block loads it, makes 14 x 16 data-dependent lookups into a 256-byte S-box in global memory, and stores it back in place.",
+            WorkloadKind::MatrixTranspose => "AMDAPPSDK MatrixTranspose (MGPUSim; seed multi-gpu MT, 'scatter-gather', highest MPKI): each thread moves a 4x4 float block with float4 loads along input rows and float4 stores spread over 16 output rows per wavefront.",
+            WorkloadKind::BitonicSort => "AMDAPPSDK BitonicSort (MGPUSim; seed multi-gpu BS): one launch per pass (log2 n (log2 n + 1) / 2), each thread loads, compares and stores a pair of keys pair-distance apart.",
+            WorkloadKind::Fft => "SHOC FFT (MGPUSim; seed multi-gpu FFT, 'stride'): in-place 512-point transforms, one 64-thread group per 4 KiB: eight coalesced 512 B loads at stride 64 points, compute, eight stores.",
+            WorkloadKind::SimpleConvolution => "AMDAPPSDK SimpleConvolution (MGPUSim; seed multi-gpu SC, 'adjacent'): one thread per output pixel (row-major, wavefronts wrap rows) loads the mask x mask input neighbourhood of a padded image and stores one pixel.",
+            WorkloadKind::Im2col => "MGPUSim DNN im2col (seed multi-gpu Im2col, 'scatter-gather'): one thread per column-matrix element (kernel offset fastest) loads an input pixel and stores it into its column-matrix row: each wavefront writes a line in each of kernel^2 rows.",
+            WorkloadKind::Conv2d => "MGPUSim DNN conv2d (seed multi-gpu Conv2d): the im2col kernel, then a GEMM with one thread per output element looping over the column-matrix rows (weight broadcast, coalesced column-matrix loads).",
             WorkloadKind::Sad => "Parboil SAD (H.264 motion estimation): per 16x16 macroblock, sums of absolute differences against the reference frame at every offset of a search window; one CTA per macroblock reads its rows and the reference rows at each offset and stores the 4x4 SADs, then two launches combine them into the larger partitions.",
         }
     }
@@ -448,7 +518,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, warp-trace, accelsim, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd, miniamr, bfs, sad or shootdown (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, warp-trace, accelsim, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd, miniamr, bfs, sad, shootdown, fir, kmeans, pagerank, aes, matrix-transpose, bitonic-sort, fft, simple-convolution, im2col or conv2d (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -522,6 +592,26 @@ section! {
         pub sad: SadParams = SadParams::default(),
         /// Parameters of `shootdown`.
         pub shootdown: ShootdownParams = ShootdownParams::default(),
+        /// Parameters of `fir`.
+        pub fir: FirParams = FirParams::default(),
+        /// Parameters of `kmeans`.
+        pub kmeans: KmeansParams = KmeansParams::default(),
+        /// Parameters of `pagerank`.
+        pub pagerank: PagerankParams = PagerankParams::default(),
+        /// Parameters of `aes`.
+        pub aes: AesParams = AesParams::default(),
+        /// Parameters of `matrix-transpose`.
+        pub matrix_transpose: TransposeParams = TransposeParams::default(),
+        /// Parameters of `bitonic-sort`.
+        pub bitonic_sort: BitonicParams = BitonicParams::default(),
+        /// Parameters of `fft`.
+        pub fft: FftParams = FftParams::default(),
+        /// Parameters of `simple-convolution`.
+        pub simple_convolution: SimpleConvParams = SimpleConvParams::default(),
+        /// Parameters of `im2col`.
+        pub im2col: Im2colParams = Im2colParams::default(),
+        /// Parameters of `conv2d`.
+        pub conv2d: Im2colParams = im2col::default_conv2d(),
     }
 }
 
@@ -564,6 +654,16 @@ impl WorkloadConfig {
             WorkloadKind::Bfs => self.bfs.footprint(),
             WorkloadKind::Sad => self.sad.footprint(),
             WorkloadKind::Shootdown => self.shootdown.pages as u128 * (2 << 20), // at most a 2 MiB page each
+            WorkloadKind::Fir => self.fir.footprint(),
+            WorkloadKind::Kmeans => self.kmeans.footprint(),
+            WorkloadKind::Pagerank => self.pagerank.footprint(),
+            WorkloadKind::Aes => self.aes.footprint(),
+            WorkloadKind::MatrixTranspose => self.matrix_transpose.footprint(),
+            WorkloadKind::BitonicSort => self.bitonic_sort.footprint(),
+            WorkloadKind::Fft => self.fft.footprint(),
+            WorkloadKind::SimpleConvolution => self.simple_convolution.footprint(),
+            WorkloadKind::Im2col => self.im2col.footprint(false),
+            WorkloadKind::Conv2d => self.conv2d.footprint(true),
         }
     }
 
@@ -620,6 +720,16 @@ impl WorkloadConfig {
             WorkloadKind::Bfs => self.bfs.validate("workload.bfs"),
             WorkloadKind::Sad => self.sad.validate("workload.sad"),
             WorkloadKind::Shootdown => self.shootdown.validate("workload.shootdown", cfg),
+            WorkloadKind::Fir => self.fir.validate("workload.fir"),
+            WorkloadKind::Kmeans => self.kmeans.validate("workload.kmeans"),
+            WorkloadKind::Pagerank => self.pagerank.validate("workload.pagerank"),
+            WorkloadKind::Aes => self.aes.validate("workload.aes"),
+            WorkloadKind::MatrixTranspose => self.matrix_transpose.validate("workload.matrix_transpose", cfg),
+            WorkloadKind::BitonicSort => self.bitonic_sort.validate("workload.bitonic_sort"),
+            WorkloadKind::Fft => self.fft.validate("workload.fft"),
+            WorkloadKind::SimpleConvolution => self.simple_convolution.validate("workload.simple_convolution"),
+            WorkloadKind::Im2col => self.im2col.validate("workload.im2col"),
+            WorkloadKind::Conv2d => self.conv2d.validate("workload.conv2d"),
         }
     }
 }
@@ -673,6 +783,16 @@ pub fn build(cfg: &Config) -> Result<Program, String> {
             let (k, op) = shootdown::build(&w.shootdown, w, cfg, page, &mut va);
             return Ok(Program { buffers: va.buffers, ops: vec![HostOp::Launch(k.clone()), op, HostOp::Launch(k)] });
         }
+        WorkloadKind::Fir => fir::build(&w.fir, w, page, &mut va),
+        WorkloadKind::Kmeans => kmeans::build(&w.kmeans, w, page, &mut va),
+        WorkloadKind::Pagerank => pagerank::build(&w.pagerank, w, cfg, page, &mut va),
+        WorkloadKind::Aes => aes::build(&w.aes, w, cfg, page, &mut va),
+        WorkloadKind::MatrixTranspose => transpose::build(&w.matrix_transpose, w, page, &mut va),
+        WorkloadKind::BitonicSort => bitonic::build(&w.bitonic_sort, w, page, &mut va),
+        WorkloadKind::Fft => fft::build(&w.fft, w, page, &mut va),
+        WorkloadKind::SimpleConvolution => simple_conv::build(&w.simple_convolution, w, page, &mut va),
+        WorkloadKind::Im2col => im2col::build(&w.im2col, false, w, page, &mut va),
+        WorkloadKind::Conv2d => im2col::build(&w.conv2d, true, w, page, &mut va),
     };
     let mut ops = vec![];
     if w.memcpy_inputs && inputs > 0 {
@@ -782,6 +902,52 @@ pub(crate) mod testutil {
                 _ => {}
             }
         }
+    }
+
+    /// What an MGPUSim trace counts, over every kernel run with `ws`-lane
+    /// wavefronts: (wavefronts, accesses = distinct 64 B lines per memory
+    /// instruction summed, distinct 4 KiB pages touched). MGPUSim's coalescer
+    /// makes one trace row per line a wavefront instruction touches.
+    pub fn trace_stats(p: &Program, ws: u64) -> (u64, u64, u64) {
+        let (mut waves, mut accesses) = (0, 0);
+        let mut pages = std::collections::HashSet::new();
+        let mut s = [0; MAX_LANES];
+        let mut lines = std::collections::BTreeSet::new();
+        for k in kernels(p) {
+            let tpc = k.threads_per_cta as u64;
+            for cta in 0..k.ctas() {
+                let threads = (k.threads - cta * tpc).min(tpc);
+                for w in 0..threads.div_ceil(ws) {
+                    let id = WarpId {
+                        global: cta * tpc.div_ceil(ws) + w,
+                        first_thread: cta * tpc + w * ws,
+                        lanes: (threads - w * ws).min(ws) as u32,
+                    };
+                    let mut st = k.gen.warp(id);
+                    waves += 1;
+                    loop {
+                        match st.next(&mut s) {
+                            Op::Exit => break,
+                            op @ Op::Mem { bytes, .. } => {
+                                lines.clear();
+                                for a in addrs(op, &s) {
+                                    lines.extend(a >> 6..=(a + bytes as u64 - 1) >> 6);
+                                }
+                                accesses += lines.len() as u64;
+                                pages.extend(lines.iter().map(|l| l >> 6));
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+        (waves, accesses, pages.len() as u64)
+    }
+
+    /// Assert `got` is within `tol` (a fraction) of `want`.
+    pub fn near(what: &str, got: f64, want: f64, tol: f64) {
+        assert!((got - want).abs() <= tol * want, "{what}: got {got}, trace {want} (tolerance {:.0}%)", tol * 100.0);
     }
 
     /// Runs the kernels in launch order, each in lockstep (every warp issues

@@ -77,6 +77,20 @@ pub struct SpmvKernel {
 }
 
 pub(super) fn build(p: &SpmvParams, w: &WorkloadConfig, cfg: &Config, page: u64, va: &mut VaAllocator) -> (Vec<KernelSpec>, u64) {
+    build_iterated(p, 1, "spmv", w, cfg, page, va)
+}
+
+/// `iterations` products with one matrix, x and y swapping roles between
+/// launches (launch i + 1 reads what launch i wrote; `pagerank`).
+pub(super) fn build_iterated(
+    p: &SpmvParams,
+    iterations: u32,
+    name: &'static str,
+    w: &WorkloadConfig,
+    cfg: &Config,
+    page: u64,
+    va: &mut VaAllocator,
+) -> (Vec<KernelSpec>, u64) {
     let nnz = p.rows * p.nnz_per_row as u64;
     let vb = p.value_bytes as u64;
     let (row_ptr, col, val) = (va.alloc((p.rows + 1) * 4, page), va.alloc(nnz * 4, page), va.alloc(nnz * vb, page));
@@ -96,7 +110,13 @@ pub(super) fn build(p: &SpmvParams, w: &WorkloadConfig, cfg: &Config, page: u64,
     };
     let threads = if p.warp_per_row { p.rows * ws as u64 } else { p.rows };
     let inputs = row_ptr.bytes + col.bytes + val.bytes + x.bytes;
-    (vec![KernelSpec { name: "spmv", threads, threads_per_cta: w.threads_per_cta, gen: KernelGen::Spmv(Box::new(k)) }], inputs)
+    let kernels = (0..iterations)
+        .map(|i| {
+            let k = if i % 2 == 0 { k.clone() } else { SpmvKernel { x: k.y, y: k.x, ..k.clone() } };
+            KernelSpec { name, threads, threads_per_cta: w.threads_per_cta, gen: KernelGen::Spmv(Box::new(k)) }
+        })
+        .collect();
+    (kernels, inputs)
 }
 
 impl SpmvKernel {

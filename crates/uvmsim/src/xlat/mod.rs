@@ -10,6 +10,8 @@
 //! MSHRs and walker queues are [`Outstanding`] sets, walkers are a
 //! first-free-thread pool. Control protocol for shootdowns: `invalidate`, `flush`.
 
+pub mod cuckoo;
+pub mod irmb;
 mod outstanding;
 pub mod shootdown;
 pub mod space;
