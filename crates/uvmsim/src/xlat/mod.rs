@@ -17,7 +17,7 @@ mod walker;
 
 pub use outstanding::Outstanding;
 pub use space::{AddressSpace, Region};
-pub use tlb::{Lookup, Tlb, TlbStats};
+pub use tlb::{export_stats as export_tlb_stats, Lookup, Tlb, TlbStats};
 pub use walker::{Walker, WalkerStats};
 
 use crate::config::{Config, TranslationMode};
@@ -72,6 +72,11 @@ impl Iommu {
             None => self.walker.walk(va, leaf_level(r.class), arrive, now, dram),
         };
         ready + self.link
+    }
+
+    /// Drop the IOMMU TLB's translation of the 4 KiB page `vpn` (its mapping changed).
+    pub fn invalidate_page(&mut self, vpn: u64) -> bool {
+        self.tlb.as_mut().is_some_and(|t| t.invalidate(vpn))
     }
 }
 
@@ -168,6 +173,16 @@ impl Translator {
         for t in self.l1.iter_mut().chain(self.l2.as_mut()) {
             t.invalidate_where(hit);
         }
+    }
+
+    /// Shoot down this GPU's translations of the 4 KiB page `vpn` (every L1 and
+    /// the L2 TLB; a 4 KiB page's key is its page number, see `key`). True if any TLB held it.
+    pub fn invalidate_page(&mut self, vpn: u64) -> bool {
+        let mut had = false;
+        for t in self.l1.iter_mut().chain(self.l2.as_mut()) {
+            had |= t.invalidate(vpn);
+        }
+        had
     }
 
     /// The µTLB (L1 TLB) an SM uses.
