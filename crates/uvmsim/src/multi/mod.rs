@@ -80,6 +80,8 @@ section! {
         pub peer_latency_ns: f64 = 150.0,
         /// Bandwidth per direction of a GPU's switch port (or of a direct link) in GB/s. ASSUMPTION: the seed gives none; PCIe 4.0 x16 (~32 GB/s raw).
         pub peer_bandwidth_gbps: f64 = 32.0,
+        /// GPUs reach host memory through one switch upstream port (a PCIe switch tree): page moves from the host share its bandwidth (link.bandwidth_gbps) as well as each GPU's own link; false = every GPU has its own root port.
+        pub host_uplink_shared: bool = true,
         /// One-way latency of a message between a GPU and the host (far fault, reply, invalidation, acknowledgement) in ns; seed multi-gpu Table 5: PCIe 150 cycles.
         pub host_latency_ns: f64 = 150.0,
         /// The host MMU that serves every GPU's far faults in GMMU mode (seed multi-gpu Table 5).
@@ -250,6 +252,8 @@ pub struct Multi {
     fabric: Fabric,
     /// Each GPU's PCIe link to the host, for page migrations from host memory.
     host_links: Vec<Link>,
+    /// The switch's upstream port to the host, when shared.
+    uplink: Option<Link>,
     pub host_tlb: Option<Tlb>,
     pub host_walker: Walker,
     host_dram: Dram,
@@ -291,6 +295,7 @@ impl Multi {
             dir: Directory::default(),
             fabric: Fabric::new(n, m.peer_topology, m.peer_bandwidth_gbps, cfg.gpu.line_bytes as u64),
             host_links: (0..n).map(|_| Link::new(&cfg.link)).collect(),
+            uplink: m.host_uplink_shared.then(|| Link::new(&cfg.link)),
             host_tlb: (h.tlb_entries > 0).then(|| {
                 Tlb::with(
                     h.tlb_entries as usize,
@@ -444,7 +449,9 @@ impl Multi {
         }
         if src == HOST {
             self.stats.bytes_h2d += PAGE;
-            self.host_links[dst].transfer(Dir::HostToDevice, PAGE, t, now.min(t)).1
+            let own = self.host_links[dst].transfer(Dir::HostToDevice, PAGE, t, now.min(t)).1;
+            let up = self.uplink.as_mut().map_or(own, |u| u.transfer(Dir::HostToDevice, PAGE, t, now.min(t)).1);
+            own.max(up)
         } else {
             self.stats.bytes_p2p += PAGE;
             self.fabric.transfer(src as usize, dst, PAGE, t, now) + self.peer_lat
