@@ -18,7 +18,14 @@ IOMMU_RUN = {"preset": "kaveri-apu", "set": ["workload.stride.accesses=200"]}
 
 # A table row of docs/metrics.md: `| `name` | unit | meaning |`.
 _ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|")
-_MODE = {"GMMU mode only": "gmmu", "IOMMU mode only": "iommu", "uvm.baselines only": "baselines"}
+_MODE = {
+    "GMMU mode only": "gmmu",
+    "IOMMU mode only": "iommu",
+    "uvm.baselines only": "baselines",
+    "multi-GPU only": "multi",
+}
+# A small 4-GPU run (GMMU mode, host MMU): every GPU's metrics are documented under `gpu0`.
+MULTI_RUN = {"preset": "li-4gpu-gmmu", "set": ["workload.kind=stream", "workload.stream.elements=65536", "gpu.sms=4"]}
 # A managed run with its legacy baselines (GMMU mode), for the `baseline.*` metrics.
 BASELINES_RUN = {
     "preset": "r9nano",
@@ -65,10 +72,12 @@ def _matcher(name: str) -> re.Pattern[str]:
 
 @pytest.fixture(scope="module")
 def produced() -> dict[str, set[str]]:
+    multi_metrics = uvmsim.run(preset=MULTI_RUN["preset"], set=MULTI_RUN["set"]).metrics
     return {
         "gmmu": set(uvmsim.run(preset=GMMU_RUN["preset"], set=GMMU_RUN["set"]).metrics),
         "iommu": set(uvmsim.run(preset=IOMMU_RUN["preset"], set=IOMMU_RUN["set"]).metrics),
         "baselines": set(uvmsim.run(preset=BASELINES_RUN["preset"], set=BASELINES_RUN["set"]).metrics),
+        "multi": {re.sub(r"^gpu[0-9]+\.", "gpu0.", k) for k in multi_metrics},
     }
 
 
@@ -84,8 +93,8 @@ def test_every_documented_metric_is_produced_in_its_mode(produced: dict[str, set
     assert len(documented_metrics()) > 50
     for name, mode in documented_metrics().items():
         m = _matcher(name)
-        if mode == "baselines":
-            assert any(m.fullmatch(k) for k in produced["baselines"]), f"`{name}` is not produced with uvm.baselines"
+        if mode in ("baselines", "multi"):
+            assert any(m.fullmatch(k) for k in produced[mode]), f"`{name}` is not produced by the {mode} run"
             continue
         where = {run for run in ("gmmu", "iommu") if any(m.fullmatch(k) for k in produced[run])}
         expect = {"gmmu", "iommu"} if mode == "both" else {mode}

@@ -11,6 +11,7 @@ pub mod assoc;
 pub mod gpu;
 pub mod link;
 pub mod mem;
+pub mod multi;
 pub mod sim;
 pub mod stats;
 pub mod uvm;

@@ -1,10 +1,16 @@
-//! The world: one simulated system (host program + GPU) as a [`Model`] for
-//! the run loop, and [`simulate`], which builds it from a config, runs it and
-//! collects the metrics.
+//! The world: one simulated system (host program + one GPU, or several with
+//! [`Multi`] between them) as a [`Model`] for the run loop, and [`simulate`],
+//! which builds it from a config, runs it and collects the metrics.
+//!
+//! With `multi.gpus` > 1 every kernel's CTAs are spread over the GPUs
+//! (`multi.cta_placement`) and the kernel ends when every GPU has finished
+//! its share; far faults go to [`Multi`] instead of the UVM driver; a trace
+//! replays each GPU's records on that GPU.
 
 use crate::config::{Config, TranslationMode};
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, EV_GPU_SHIFT};
 use crate::link::{Dir, Link};
+use crate::multi::{self, Multi};
 use crate::sim::{self, EventQueue, Model, Ps, RunOptions, SimError, PS_PER_NS};
 use crate::stats::Metrics;
 use crate::uvm::ppr::Ppr;
@@ -31,7 +37,14 @@ pub enum Ev {
     UvmBatchDone,
     /// An APU page request completes: this 4 KiB page is mapped (IOMMU mode).
     PprDone(u64),
+    /// Multi-GPU: the host's answer to a far fault reaches the GPU (`vpn << 5 | gpu`): its PTE becomes valid.
+    PageReady(u64),
+    /// Multi-GPU: an invalidation request reaches the GPU (`vpn << 5 | gpu`).
+    Invalidate(u64),
 }
+
+/// Low bits of an event's slot or CTA number: the index within its GPU.
+const EV_INDEX_MASK: u32 = (1 << EV_GPU_SHIFT) - 1;
 
 /// A trace being replayed: the reader and the record due next.
 struct Replay {
@@ -45,7 +58,15 @@ struct Replay {
 pub struct World {
     program: Program,
     pc: usize,
-    pub gpu: Gpu,
+    /// The GPUs (one unless `multi.gpus` > 1).
+    pub gpus: Vec<Gpu>,
+    /// The shared side of a multi-GPU system.
+    pub multi: Option<Multi>,
+    /// GPUs still running the current kernel, since when, and the kernels' total span (multi-GPU).
+    running: usize,
+    multi_placement: multi::CtaPlacement,
+    kernel_start: Ps,
+    kernel_ps: Ps,
     link: Link,
     memcpy_ps: Ps,
     memcpy_bytes: u64,
@@ -61,9 +82,31 @@ pub struct World {
 
 impl World {
     pub fn new(cfg: &Config, program: Program) -> World {
-        let mut gpu = Gpu::new(cfg);
+        let n = cfg.multi.gpus as usize;
+        let cfg = &multi::effective(cfg);
+        let mut gpus: Vec<Gpu> = (0..n).map(|i| Gpu::with_id(cfg, i)).collect();
+        for g in gpus.iter_mut() {
+            multi::unlimit_walkers(cfg, g);
+        }
+        let multi = cfg.multi.active().then(|| {
+            // One IOMMU for all GPUs (ATS mode): it lives in `Multi` and is lent to the GPU that runs.
+            let iommu = gpus[0].xlat.iommu.take();
+            for g in gpus.iter_mut() {
+                g.xlat.iommu = None;
+            }
+            Multi::new(cfg, iommu)
+        });
+        let gpu = &mut gpus[0];
         let mut uvm = Uvm::new(&cfg.uvm, gpu.xlat.l1.len(), gpu.sms(), cfg.sim.seed);
         for b in &program.buffers {
+            if multi.is_some() {
+                // Every buffer is unified memory whose pages the multi-GPU policy places.
+                for g in gpus.iter_mut() {
+                    g.xlat.space.map(&crate::workload::Buffer { managed: true, page_bytes: 4096, ..*b });
+                }
+                continue;
+            }
+            let gpu = &mut gpus[0];
             gpu.xlat.space.map(b);
             if b.managed {
                 uvm.add_allocation(b.base >> 12, (b.base + b.bytes).div_ceil(4096));
@@ -76,7 +119,12 @@ impl World {
         World {
             program,
             pc: 0,
-            gpu,
+            gpus,
+            multi,
+            running: 0,
+            multi_placement: cfg.multi.cta_placement,
+            kernel_start: 0,
+            kernel_ps: 0,
             link: Link::new(&cfg.link),
             memcpy_ps: 0,
             memcpy_bytes: 0,
@@ -102,7 +150,10 @@ impl World {
     /// Start replaying a trace: map every address, schedule the first record.
     fn start_replay(&mut self, path: &str, gpu: u32, now: Ps, q: &mut EventQueue<Ev>) -> Result<(), SimError> {
         let mut reader = TraceReader::open(path).map_err(|e| SimError::BadInput(e.0))?;
-        self.gpu.xlat.space.map_identity(self.page_bytes);
+        let multi = self.multi.is_some();
+        for g in self.gpus.iter_mut() {
+            g.xlat.space.map_identity(self.page_bytes, multi);
+        }
         let next = reader.next_record().map_err(|e| SimError::BadInput(e.0))?;
         match next {
             Some(r) => q.push(r.time.max(now), Ev::Trace),
@@ -113,7 +164,8 @@ impl World {
     }
 
     /// Issue every traced access due at `now`, then schedule the next one (or
-    /// resume the host program once the last access is done).
+    /// resume the host program once the last access is done). Record `gpu` runs on
+    /// GPU `gpu - workload.trace.gpu` (records of GPUs the system lacks are skipped).
     fn step_trace(&mut self, now: Ps, q: &mut EventQueue<Ev>) -> Result<(), SimError> {
         let rp = self.replay.as_mut().expect("a trace event means a replay is running");
         while let Some(r) = rp.next {
@@ -121,27 +173,54 @@ impl World {
                 q.push(r.time, Ev::Trace);
                 return Ok(());
             }
-            if r.gpu == rp.gpu {
-                if r.cu as usize >= self.gpu.sms() {
+            let g = r.gpu.wrapping_sub(rp.gpu) as usize;
+            if g < self.gpus.len() {
+                let gpu = &mut self.gpus[g];
+                if r.cu as usize >= gpu.sms() {
                     return Err(SimError::BadInput(format!(
                         "{}: cu {} does not exist: gpu.sms is {} (choose a preset with as many SMs as the traced GPU)",
                         rp.reader.position(),
                         r.cu,
-                        self.gpu.sms()
+                        gpu.sms()
                     )));
                 }
                 rp.first.get_or_insert(r.time);
-                let done = self
-                    .gpu
-                    .replay_access(r.cu as usize, r.kind, r.vaddr, r.size, now, now)
-                    .map_err(|va| SimError::Model(format!("{}: address {va:#x} is not mapped", rp.reader.position())))?;
+                let pos = rp.reader.position();
+                let mut t = now;
+                let mut tries = 0;
+                let done = loop {
+                    let gpu = &mut self.gpus[g];
+                    lend_iommu(&mut self.multi, gpu);
+                    let res = gpu.replay_access(r.cu as usize, r.kind, r.vaddr, r.size, t, now, self.multi.as_mut());
+                    unlend_iommu(&mut self.multi, gpu);
+                    let (done, faulted) = res.map_err(|va| SimError::Model(format!("{pos}: address {va:#x} is not mapped")))?;
+                    if !faulted {
+                        break done;
+                    }
+                    // Multi-GPU far fault: no warp to park, so the host answers at once and the access is issued again then.
+                    let faults: Vec<_> = gpu.drain_faults().collect();
+                    let m = self.multi.as_mut().expect("only placed pages fault in a trace");
+                    for f in faults {
+                        let ready = m.fault(g, f.vpn, f.write, f.time, now, &mut self.gpus).unwrap_or(f.time);
+                        m.page_ready(g, f.vpn, &mut self.gpus[g]);
+                        t = t.max(ready);
+                    }
+                    tries += 1;
+                    if tries > 8 {
+                        return Err(SimError::Model(format!("{pos}: page {:#x} keeps faulting", r.vaddr >> 12)));
+                    }
+                };
+                if let Some(m) = self.multi.as_mut() {
+                    service_requests(m, now, &mut self.gpus, q);
+                }
                 rp.done = rp.done.max(done);
             }
             rp.next = rp.reader.next_record().map_err(|e| SimError::BadInput(e.0))?;
         }
         // End of the trace: its span counts as kernel time; the host resumes when the last access is done.
         let (first, done) = (rp.first.unwrap_or(rp.done), rp.done);
-        self.gpu.add_kernel_time(done - first);
+        self.gpus[0].add_kernel_time(done - first);
+        self.kernel_ps += done - first;
         self.replay = None;
         q.push(done.max(now), Ev::Host);
         Ok(())
@@ -161,7 +240,16 @@ impl World {
                     return Ok(());
                 }
                 HostOp::Launch(k) => {
-                    if self.gpu.launch(k.clone(), now, q) {
+                    let n = self.gpus.len() as u64;
+                    let total = k.ctas();
+                    let placement = self.multi_placement;
+                    self.running = 0;
+                    for (g, gpu) in self.gpus.iter_mut().enumerate() {
+                        let (first, step, count) = multi::cta_share(placement, g as u64, n, total);
+                        self.running += gpu.launch_part(k.clone(), first, step, count, now, q) as usize;
+                    }
+                    if self.running > 0 {
+                        self.kernel_start = now;
                         return Ok(());
                     }
                 }
@@ -174,8 +262,8 @@ impl World {
                     let sd = self.shootdown.as_mut().expect("validation: shootdowns need IOMMU mode");
                     let mut t = now;
                     for i in 0..count {
-                        let gone =
-                            if all { self.gpu.xlat.flush_all() } else { self.gpu.xlat.invalidate_page(va + (i % pages) * page_bytes) };
+                        let x = &mut self.gpus[0].xlat;
+                        let gone = if all { x.flush_all() } else { x.shootdown_page(va + (i % pages) * page_bytes) };
                         t += sd.record(gone);
                     }
                     q.push(t, Ev::Host);
@@ -188,14 +276,71 @@ impl World {
     }
 }
 
+impl World {
+    /// A warp of a multi-GPU system runs; its far faults go to the host. (Out of
+    /// line: the single-GPU issue loop stays small enough to inline into the run loop.)
+    #[inline(never)]
+    fn warp_multi(&mut self, tagged: u32, now: Ps, q: &mut EventQueue<Ev>) -> Result<(), SimError> {
+        let g = (tagged >> EV_GPU_SHIFT) as usize;
+        let gpu = &mut self.gpus[g];
+        lend_iommu(&mut self.multi, gpu);
+        let m = self.multi.as_mut().expect("multi-GPU warps only");
+        let res = gpu.run_warp(tagged & EV_INDEX_MASK, now, q, Some(m));
+        unlend_iommu(&mut self.multi, gpu);
+        res?;
+        let m = self.multi.as_mut().expect("multi-GPU warps only");
+        let faults: Vec<_> = gpu.drain_faults().collect();
+        for f in faults {
+            if let Some(t) = m.fault(g, f.vpn, f.write, f.time, now, &mut self.gpus) {
+                q.push(t.max(now), Ev::PageReady(f.vpn << 5 | g as u64));
+            }
+        }
+        service_requests(m, now, &mut self.gpus, q);
+        Ok(())
+    }
+}
+
+/// Lend the shared IOMMU (multi-GPU ATS mode) to the GPU about to translate.
+#[inline]
+fn lend_iommu(multi: &mut Option<Multi>, gpu: &mut Gpu) {
+    if let Some(m) = multi.as_mut() {
+        if m.iommu.is_some() {
+            gpu.xlat.iommu = m.iommu.take();
+        }
+    }
+}
+
+/// Take the shared IOMMU back.
+#[inline]
+fn unlend_iommu(multi: &mut Option<Multi>, gpu: &mut Gpu) {
+    if let Some(m) = multi.as_mut() {
+        if gpu.xlat.iommu.is_some() {
+            m.iommu = gpu.xlat.iommu.take();
+        }
+    }
+}
+
+/// Migrations that access counters asked for while a GPU ran; then schedule
+/// every invalidation request sent since the last call.
+fn service_requests(m: &mut Multi, now: Ps, gpus: &mut [Gpu], q: &mut EventQueue<Ev>) {
+    for (vpn, g, t) in std::mem::take(&mut m.requests) {
+        m.migrate(vpn, g, t, now, gpus);
+    }
+    for (at, x) in m.arrivals.drain(..) {
+        q.push(at.max(now), Ev::Invalidate(x));
+    }
+}
+
 impl Model for World {
     type Event = Ev;
 
     fn handle(&mut self, now: Ps, ev: Ev, q: &mut EventQueue<Ev>) -> Result<(), SimError> {
         match ev {
+            Ev::Warp(tagged) if self.multi.is_some() => self.warp_multi(tagged, now, q)?,
             Ev::Warp(slot) => {
-                self.gpu.run_warp(slot, now, q)?;
-                for f in self.gpu.drain_faults() {
+                let gpu = &mut self.gpus[0];
+                gpu.run_warp(slot, now, q, None)?;
+                for f in gpu.drain_faults() {
                     match self.ppr.as_mut() {
                         Some(ppr) => {
                             if let Some(t) = ppr.raise(&f) {
@@ -206,35 +351,55 @@ impl Model for World {
                     }
                 }
             }
+            Ev::Invalidate(x) => {
+                let (vpn, g) = (x >> 5, (x & 31) as usize);
+                let m = self.multi.as_mut().expect("invalidations only in a multi-GPU system");
+                m.invalidation_arrives(g, vpn, &mut self.gpus[g]);
+            }
+            Ev::PageReady(x) => {
+                let (vpn, g) = (x >> 5, (x & 31) as usize);
+                let m = self.multi.as_mut().expect("page answers only in a multi-GPU system");
+                m.page_ready(g, vpn, &mut self.gpus[g]);
+                self.gpus[g].replay(now, q);
+            }
             Ev::UvmService => {
-                let next = self.uvm.service(now, &mut self.link, &mut self.gpu.xlat.space.residency);
+                let gpu = &mut self.gpus[0];
+                let next = self.uvm.service(now, &mut self.link, &mut gpu.xlat.space.residency);
                 if !self.uvm.shootdowns.is_empty() {
                     // Evicted blocks: their translations leave every GPU TLB.
-                    self.gpu.xlat.shootdown(&self.uvm.shootdowns);
+                    gpu.xlat.shootdown(&self.uvm.shootdowns);
                     self.uvm.shootdowns.clear();
                 }
                 schedule(next, q);
             }
             Ev::UvmBatchDone => {
-                let (next, replay) = self.uvm.batch_done(now, &mut self.gpu.xlat.space.residency);
+                let gpu = &mut self.gpus[0];
+                let (next, replay) = self.uvm.batch_done(now, &mut gpu.xlat.space.residency);
                 if replay {
-                    self.gpu.replay(now, q);
+                    gpu.replay(now, q);
                 }
                 schedule(next, q);
             }
             Ev::PprDone(vpn) => {
                 let ppr = self.ppr.as_mut().expect("PPR events only in IOMMU mode");
                 ppr.done(vpn);
-                let residency = &mut self.gpu.xlat.space.residency;
+                let gpu = &mut self.gpus[0];
+                let residency = &mut gpu.xlat.space.residency;
                 if !residency.is_resident(vpn) {
                     residency.make_resident(vpn);
                 }
                 // The GPU retries: warps whose pages are all mapped run again.
-                self.gpu.replay_page(vpn, now, q);
+                gpu.replay_page(vpn, now, q);
             }
-            Ev::CtaDone(c) => {
-                if self.gpu.cta_done(c, now, q) {
-                    self.step_host(now, q)?;
+            Ev::CtaDone(tagged) => {
+                let g = (tagged >> EV_GPU_SHIFT) as usize;
+                if self.gpus[g].cta_done(tagged & EV_INDEX_MASK, now, q) {
+                    // The kernel ends when every GPU has finished its share.
+                    self.running -= 1;
+                    if self.running == 0 {
+                        self.kernel_ps += now - self.kernel_start;
+                        self.step_host(now, q)?;
+                    }
                 }
             }
             Ev::Host => self.step_host(now, q)?,
@@ -253,7 +418,12 @@ impl Model for World {
             out.push(format!("trace replay: at {}", rp.reader.position()));
         }
         self.uvm.describe(&mut out);
-        self.gpu.describe_waiting(&mut out);
+        for (g, gpu) in self.gpus.iter().enumerate() {
+            if self.gpus.len() > 1 {
+                out.push(format!("GPU {g}:"));
+            }
+            gpu.describe_waiting(&mut out);
+        }
         out
     }
 }
@@ -301,18 +471,27 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     q.push(0, Ev::Host);
     let opts = RunOptions { stall_events: cfg.sim.stall_events, progress_every_s: cfg.sim.progress_every_s };
     let rep = sim::run(&mut world, &mut q, &opts)?;
-    if cfg!(debug_assertions) {
-        world.uvm.check_invariants(&world.gpu.xlat.space.residency).map_err(SimError::Model)?;
+    if cfg!(debug_assertions) && world.multi.is_none() {
+        world.uvm.check_invariants(&world.gpus[0].xlat.space.residency).map_err(SimError::Model)?;
     }
     let mut m = Metrics::default();
     let end = world.done_at.unwrap_or(rep.end_ps);
+    let kernel_ps = if world.multi.is_some() { world.kernel_ps } else { world.gpus[0].stats.kernel_ps };
     m.float("time.total_ns", end as f64 / PS_PER_NS as f64);
-    m.float("time.kernel_ns", world.gpu.stats.kernel_ps as f64 / PS_PER_NS as f64);
+    m.float("time.kernel_ns", kernel_ps as f64 / PS_PER_NS as f64);
     m.float("time.memcpy_ns", world.memcpy_ps as f64 / PS_PER_NS as f64);
     m.int("host.memcpy_bytes", world.memcpy_bytes);
-    world.gpu.export(&mut m, "gpu0");
+    for g in 0..world.gpus.len() {
+        // The shared IOMMU (ATS mode) is exported with each GPU's translation: the same `iommu.*` values.
+        lend_iommu(&mut world.multi, &mut world.gpus[g]);
+        world.gpus[g].export(&mut m, &format!("gpu{g}"));
+        unlend_iommu(&mut world.multi, &mut world.gpus[g]);
+    }
+    if let Some(mx) = &world.multi {
+        mx.export(&mut m, &world.gpus);
+    }
     world.link.export(&mut m, end);
-    world.uvm.export(&mut m, &world.gpu.xlat.space.residency);
+    world.uvm.export(&mut m, &world.gpus[0].xlat.space.residency);
     if let Some(ppr) = &world.ppr {
         ppr.export(&mut m);
     }
@@ -324,7 +503,8 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     m.float("sim.wall_s", rep.wall_s);
     let wall = rep.wall_s.max(1e-9);
     m.float("sim.events_per_s", rep.events as f64 / wall);
-    m.float("sim.warp_mem_insts_per_s", world.gpu.stats.warp_mem_insts as f64 / wall);
+    let mem_insts: u64 = world.gpus.iter().map(|g| g.stats.warp_mem_insts).sum();
+    m.float("sim.warp_mem_insts_per_s", mem_insts as f64 / wall);
     if cfg.uvm.baselines && cfg.workload.managed {
         baselines(cfg, end, &mut m)?;
     }

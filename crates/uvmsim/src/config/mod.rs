@@ -257,6 +257,8 @@ section! {
         pub link: LinkConfig = LinkConfig::default(),
         /// Unified memory: fault buffer and driver.
         pub uvm: UvmConfig = UvmConfig::default(),
+        /// Multi-GPU system: GPU count, CTA and page placement, migration, invalidation, host MMU, oracles.
+        pub multi: crate::multi::MultiConfig = crate::multi::MultiConfig::default(),
         /// What runs.
         pub workload: WorkloadConfig = WorkloadConfig::default(),
     }
@@ -323,6 +325,7 @@ impl Config {
         range("sim.progress_every_s", self.sim.progress_every_s, 0.0, 1e6)?;
         pos("sim.stall_events", self.sim.stall_events as f64)?;
         self.uvm.validate()?;
+        self.multi.validate(self)?;
         self.workload.validate(self)
     }
 }
@@ -400,6 +403,11 @@ fn cache(p: &str, c: &CacheConfig, line: u32) -> Check {
         return Err((format!("{p}.size_bytes"), format!("must be a whole number of {line}-byte lines, got {}", c.size_bytes)));
     }
     geometry(&format!("{p}.size_bytes"), lines as u32, &format!("{p}.ways"), c.ways)
+}
+
+/// Range checks of a walker section at key prefix `p`.
+pub fn check_walker(p: &str, w: &WalkerConfig) -> Check {
+    walker(p, w)
 }
 
 fn walker(p: &str, w: &WalkerConfig) -> Check {

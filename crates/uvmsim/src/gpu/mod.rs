@@ -27,6 +27,7 @@ use port::{IssuePort, SlotLen};
 
 use crate::config::{Config, WarpScheduler};
 use crate::mem::MemSystem;
+use crate::multi::{Locate, Multi};
 use crate::sim::{Clock, EventQueue, Ps, SimError};
 use crate::stats::Metrics;
 use crate::uvm::{Fault, FaultMode};
@@ -34,6 +35,27 @@ use crate::workload::{KernelSpec, Lanes, MemKind, Op, WarpId, WarpStream, MAX_LA
 use crate::world::Ev;
 use crate::xlat::{Translator, Xlat};
 use rustc_hash::FxHashMap;
+
+/// The part of memory instruction `op` (lanes in `scratch` if explicit) that
+/// touches the pages of `faults`: explicit lanes for the re-execution.
+fn narrow(op: Op, scratch: &[u64; MAX_LANES], faults: &[Fault]) -> (Op, Box<[u64; MAX_LANES]>) {
+    let Op::Mem { kind, lanes, bytes } = op else { return (op, Box::new(*scratch)) };
+    let mut out = Box::new([0u64; MAX_LANES]);
+    let mut n = 0;
+    let (count, lane) = match lanes {
+        Lanes::Strided { base, stride, n } => (n as usize, (base, stride, false)),
+        Lanes::Explicit { n } => (n as usize, (0, 0, true)),
+    };
+    for (i, &x) in scratch.iter().enumerate().take(count) {
+        let a = if lane.2 { x } else { lane.0 + i as u64 * lane.1 };
+        let (first, last) = (a >> 12, (a + bytes.max(1) as u64 - 1) >> 12);
+        if faults.iter().any(|f| f.vpn == first || f.vpn == last) {
+            out[n] = a;
+            n += 1;
+        }
+    }
+    (Op::Mem { kind, lanes: Lanes::Explicit { n: n as u32 }, bytes }, out)
+}
 
 /// Longest stall (in cycles) a greedy warp runs through inline: well inside
 /// the issue port's 64-slot window, longer than ALU dependency chains.
@@ -82,6 +104,9 @@ struct Cta {
 struct Kernel {
     spec: KernelSpec,
     warps_per_cta: u32,
+    /// This GPU runs CTAs `first + i * step` for `i < total_ctas` (all of them on a single GPU).
+    first: u64,
+    step: u64,
     next_cta: u64,
     total_ctas: u64,
     done_ctas: u64,
@@ -92,6 +117,8 @@ struct Kernel {
 #[derive(Debug, Clone, Default)]
 pub struct GpuStats {
     pub warp_insts: u64,
+    /// Compute instructions (`Op::Compute`); with `warp_mem_insts` they are the instructions of MPKI.
+    pub compute_insts: u64,
     pub warp_mem_insts: u64,
     pub line_accesses: u64,
     pub translations: u64,
@@ -101,7 +128,19 @@ pub struct GpuStats {
     pub warps: u64,
 }
 
+impl GpuStats {
+    /// Instructions for per-kilo-instruction rates: warp memory and compute instructions
+    /// (not waits or exits; a trace replay has memory instructions only).
+    pub fn insts(&self) -> u64 {
+        self.warp_mem_insts + self.compute_insts
+    }
+}
+
 pub struct Gpu {
+    /// Index in a multi-GPU system (0 for a single GPU).
+    pub id: usize,
+    /// `id` in the top bits of the slot and CTA numbers of this GPU's events.
+    tag: u32,
     sms: Vec<Sm>,
     warps: Vec<Option<Warp>>,
     ctas: Vec<Cta>,
@@ -132,11 +171,21 @@ pub struct Gpu {
     blocked: Vec<bool>,
 }
 
+/// Bits of an event's slot or CTA number that index within one GPU; the GPU's id is above them.
+pub const EV_GPU_SHIFT: u32 = 24;
+
 impl Gpu {
     pub fn new(cfg: &Config) -> Gpu {
+        Gpu::with_id(cfg, 0)
+    }
+
+    /// GPU `id` of a multi-GPU system.
+    pub fn with_id(cfg: &Config, id: usize) -> Gpu {
         let g = &cfg.gpu;
         let clock = Clock::from_mhz(g.core_mhz);
         Gpu {
+            id,
+            tag: (id as u32) << EV_GPU_SHIFT,
             sms: (0..g.sms)
                 .map(|s| Sm { free_slots: (0..g.max_warps_per_sm).rev().map(|i| s * g.max_warps_per_sm + i).collect(), ..Sm::default() })
                 .collect(),
@@ -168,11 +217,17 @@ impl Gpu {
     /// Start a kernel at `now`. Returns false if it has no work (nothing to wait for).
     pub fn launch(&mut self, spec: KernelSpec, now: Ps, q: &mut EventQueue<Ev>) -> bool {
         let total = spec.ctas();
-        if total == 0 {
+        self.launch_part(spec, 0, 1, total, now, q)
+    }
+
+    /// Start this GPU's share of a kernel at `now`: CTAs `first + i * step` for
+    /// `i < count` (multi-GPU CTA placement). Returns false if the share is empty.
+    pub fn launch_part(&mut self, spec: KernelSpec, first: u64, step: u64, count: u64, now: Ps, q: &mut EventQueue<Ev>) -> bool {
+        if count == 0 {
             return false;
         }
         let warps_per_cta = spec.threads_per_cta.div_ceil(self.warp_size);
-        self.kernel = Some(Kernel { spec, warps_per_cta, next_cta: 0, total_ctas: total, done_ctas: 0, start: now });
+        self.kernel = Some(Kernel { spec, warps_per_cta, first, step, next_cta: 0, total_ctas: count, done_ctas: 0, start: now });
         self.stats.kernels += 1;
         // Round-robin: one CTA per SM per pass until no SM takes more.
         loop {
@@ -196,7 +251,7 @@ impl Gpu {
         if k.next_cta >= k.total_ctas || s.ctas >= self.max_ctas || (s.free_slots.len() as u32) < k.warps_per_cta {
             return false;
         }
-        let c = k.next_cta;
+        let c = k.first + k.next_cta * k.step;
         k.next_cta += 1;
         let tpc = k.spec.threads_per_cta as u64;
         let first = c * tpc;
@@ -236,7 +291,7 @@ impl Gpu {
                 faulted: vec![],
                 epoch: 0,
             });
-            q.push(now, Ev::Warp(slot));
+            q.push(now, Ev::Warp(self.tag | slot));
         }
         self.stats.ctas += 1;
         self.stats.warps += nwarps as u64;
@@ -264,7 +319,9 @@ impl Gpu {
     }
 
     /// Run warp `slot` from `now`: issue instructions until it must wait for something.
-    pub fn run_warp(&mut self, slot: u32, now: Ps, q: &mut EventQueue<Ev>) -> Result<(), SimError> {
+    /// `place` is the multi-GPU page placement (None on a single GPU).
+    #[inline(always)]
+    pub fn run_warp(&mut self, slot: u32, now: Ps, q: &mut EventQueue<Ev>, mut place: Option<&mut Multi>) -> Result<(), SimError> {
         let mut t = now;
         loop {
             let w = self.warps[slot as usize].as_mut().expect("events only name resident warps");
@@ -290,7 +347,10 @@ impl Gpu {
                 }
             }
             let ready = match op {
-                Op::Compute(c) => issue + self.clock.cycles(c as u64).max(self.issue),
+                Op::Compute(c) => {
+                    self.stats.compute_insts += 1;
+                    issue + self.clock.cycles(c as u64).max(self.issue)
+                }
                 // A dependency on a faulted load: sleep until the replay, then re-execute
                 // the faulted instructions and this wait.
                 Op::Wait if !w.pending.is_empty() => {
@@ -310,7 +370,12 @@ impl Gpu {
                     // No later request can arrive before this: bandwidth timelines may forget the past.
                     let floor = issue.min(q.peek_time());
                     let raised = self.faults.len();
-                    let (done, faulted) = self.access(sm, kind, issue, floor).map_err(|va| {
+                    // Monomorphised: the single-GPU access has no placement code in it.
+                    let res = match place.as_deref_mut() {
+                        None => self.access::<false>(sm, kind, issue, floor, None),
+                        p => self.access::<true>(sm, kind, issue, floor, p),
+                    };
+                    let (done, faulted) = res.map_err(|va| {
                         let w = self.warps[slot as usize].as_ref().expect("resident");
                         SimError::Model(format!(
                             "warp {} (threads {}..{}) on SM {sm} accessed {va:#x}, outside every allocation",
@@ -323,7 +388,14 @@ impl Gpu {
                     if faulted {
                         // Replayable far fault: the instruction is re-executed after the replay;
                         // meanwhile the warp goes on with independent instructions.
-                        w.pending.push((op, Box::new(self.scratch)));
+                        w.pending.push(if place.is_some() {
+                            // Multi-GPU: only the lanes on faulted pages run again; the others are
+                            // done (with migrations, a page obtained for the retry may be taken
+                            // away again before the others arrive: retrying everything could livelock).
+                            narrow(op, &self.scratch, &self.faults[raised..])
+                        } else {
+                            (op, Box::new(self.scratch))
+                        });
                         w.faulted.extend(self.faults[raised..].iter().map(|f| f.vpn));
                         w.epoch = self.xlat.space.residency.refault_epoch;
                         if self.blocking {
@@ -355,7 +427,7 @@ impl Gpu {
                     cta.end = cta.end.max(end);
                     cta.warps_left -= 1;
                     if cta.warps_left == 0 {
-                        q.push(cta.end, Ev::CtaDone(ci));
+                        q.push(cta.end, Ev::CtaDone(self.tag | ci));
                     }
                     return Ok(());
                 }
@@ -367,7 +439,7 @@ impl Gpu {
             if (self.greedy && ready <= next + self.short_stall) || ready < q.peek_time() {
                 t = ready;
             } else {
-                q.push(ready, Ev::Warp(slot));
+                q.push(ready, Ev::Warp(self.tag | slot));
                 return Ok(());
             }
         }
@@ -379,11 +451,21 @@ impl Gpu {
     }
 
     /// One traced access of `size` bytes at `va` from SM `sm`, issued at `t` (trace
-    /// replay, no warp behind it); returns when it is done, or the unmapped address.
-    pub fn replay_access(&mut self, sm: usize, kind: MemKind, va: u64, size: u32, t: Ps, floor: Ps) -> Result<Ps, u64> {
+    /// replay, no warp behind it); returns when it is done and whether it far-faulted
+    /// (only in a multi-GPU system, whose pages are placed), or the unmapped address.
+    #[allow(clippy::too_many_arguments)]
+    pub fn replay_access(
+        &mut self,
+        sm: usize,
+        kind: MemKind,
+        va: u64,
+        size: u32,
+        t: Ps,
+        floor: Ps,
+        place: Option<&mut Multi>,
+    ) -> Result<(Ps, bool), u64> {
         coalesce(Lanes::Strided { base: va, stride: 0, n: 1 }, size, &self.scratch, self.line_shift, &mut self.lines);
-        // Replayed addresses are mapped one-to-one and never managed: no far faults.
-        self.access(sm, kind, t, floor).map(|(done, _)| done)
+        self.access::<true>(sm, kind, t, floor, place)
     }
 
     /// Add a replayed trace's span to the kernel time.
@@ -419,7 +501,7 @@ impl Gpu {
                 }
                 w.redo.extend(w.pending.drain(..));
             }
-            q.push(now, Ev::Warp(slot));
+            q.push(now, Ev::Warp(self.tag | slot));
             false
         });
     }
@@ -456,7 +538,7 @@ impl Gpu {
             }
             w.redo.extend(w.pending.drain(..));
         }
-        q.push(now, Ev::Warp(slot));
+        q.push(now, Ev::Warp(self.tag | slot));
     }
 
     /// Note a far fault for the driver (kept out of line: the hot path never takes it).
@@ -475,7 +557,14 @@ impl Gpu {
 
     /// Translate and access the coalesced lines in `self.lines`; returns when all are
     /// done and whether any page far-faulted, or the first address outside every allocation.
-    fn access(&mut self, sm: usize, kind: MemKind, t: Ps, now: Ps) -> Result<(Ps, bool), u64> {
+    fn access<const MULTI: bool>(
+        &mut self,
+        sm: usize,
+        kind: MemKind,
+        t: Ps,
+        now: Ps,
+        mut place: Option<&mut Multi>,
+    ) -> Result<(Ps, bool), u64> {
         self.stats.warp_mem_insts += 1;
         self.stats.line_accesses += self.lines.n as u64;
         let ls = self.line_shift;
@@ -485,7 +574,7 @@ impl Gpu {
         while i < self.lines.n {
             let va = self.lines.line[i] << ls;
             self.stats.translations += 1;
-            let (ready, pa, page) = match self.xlat.translate(sm, va, t, now, &mut self.mem.dram) {
+            let (mut ready, pa, page) = match self.xlat.translate(sm, va, t, now, &mut self.mem.dram) {
                 Xlat::Ready(r, pa, page) => (r, pa, page),
                 Xlat::Unmapped => return Err(va),
                 Xlat::Fault(at) => {
@@ -501,6 +590,28 @@ impl Gpu {
             };
             let first_line = (va & !(page - 1)) >> ls;
             let end_line = first_line + (page >> ls).max(1);
+            if let (true, Some(m)) = (MULTI, place.as_deref_mut()) {
+                // Multi-GPU: the page may be in another GPU's memory (pages are 4 KiB there).
+                let write = kind == MemKind::Store;
+                match m.locate(self.id, va >> 12, write, ready) {
+                    Locate::Local(r) => ready = r,
+                    Locate::Remote(owner, r) => {
+                        while i < self.lines.n && self.lines.line[i] < end_line {
+                            done = done.max(m.remote_line(self.id, owner, va >> 12, write, r, now));
+                            i += 1;
+                        }
+                        continue;
+                    }
+                    Locate::WriteFault => {
+                        self.record_fault(sm, kind, va, ready);
+                        faulted = true;
+                        while i < self.lines.n && self.lines.line[i] < end_line {
+                            i += 1;
+                        }
+                        continue;
+                    }
+                }
+            }
             let pa_line = pa >> ls;
             while i < self.lines.n && self.lines.line[i] < end_line {
                 let line = pa_line + (self.lines.line[i] - first_line);

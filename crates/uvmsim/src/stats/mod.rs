@@ -109,6 +109,11 @@ impl Latency {
         self.n
     }
 
+    /// Sum of all samples in picoseconds.
+    pub fn sum_ps(&self) -> u128 {
+        self.sum_ps
+    }
+
     pub fn mean_ns(&self) -> f64 {
         if self.n == 0 {
             0.0

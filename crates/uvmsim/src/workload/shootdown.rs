@@ -31,6 +31,9 @@ impl ShootdownParams {
         if !(1..=10_000_000).contains(&self.count) {
             return Err((format!("{p}.count"), format!("must be between 1 and 10000000, got {}", self.count)));
         }
+        if cfg.multi.gpus > 1 {
+            return Err(("multi.gpus".into(), "the shootdown workload models one APU: it needs multi.gpus = 1".into()));
+        }
         if cfg.translation.mode != crate::config::TranslationMode::Iommu {
             return Err((
                 "translation.mode".into(),

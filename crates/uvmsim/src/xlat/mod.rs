@@ -20,7 +20,7 @@ mod walker;
 
 pub use outstanding::Outstanding;
 pub use space::{AddressSpace, Region};
-pub use tlb::{Lookup, Tlb, TlbStats};
+pub use tlb::{export_stats as export_tlb_stats, Lookup, Tlb, TlbStats};
 pub use walker::{Walker, WalkerStats};
 
 use crate::config::{Config, TranslationMode};
@@ -75,6 +75,11 @@ impl Iommu {
             None => self.walker.walk(va, leaf_level(r.class), arrive, now, dram),
         };
         ready + self.link
+    }
+
+    /// Drop the IOMMU TLB's translation of the 4 KiB page `vpn` (its mapping changed).
+    pub fn invalidate_page(&mut self, vpn: u64) -> bool {
+        self.tlb.as_mut().is_some_and(|t| t.invalidate(vpn))
     }
 }
 
@@ -175,7 +180,7 @@ impl Translator {
 
     /// A host shootdown of the translation of `va` (one entry: every GPU TLB and
     /// the IOMMU TLB drop it); returns the GPU TLB entries removed.
-    pub fn invalidate_page(&mut self, va: u64) -> usize {
+    pub fn shootdown_page(&mut self, va: u64) -> usize {
         let Some(&r) = self.space.lookup(va) else { return 0 };
         let k = key(va, &r);
         if let Some(t) = self.iommu.as_mut().and_then(|io| io.tlb.as_mut()) {
@@ -190,6 +195,16 @@ impl Translator {
             t.flush();
         }
         self.l1.iter_mut().chain(self.l2.as_mut()).map(|t| t.flush()).sum()
+    }
+
+    /// Shoot down this GPU's translations of the 4 KiB page `vpn` (every L1 and
+    /// the L2 TLB; a 4 KiB page's key is its page number, see `key`). True if any TLB held it.
+    pub fn invalidate_page(&mut self, vpn: u64) -> bool {
+        let mut had = false;
+        for t in self.l1.iter_mut().chain(self.l2.as_mut()) {
+            had |= t.invalidate(vpn);
+        }
+        had
     }
 
     /// The µTLB (L1 TLB) an SM uses.

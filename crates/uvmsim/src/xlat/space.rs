@@ -109,6 +109,18 @@ impl Residency {
         new
     }
 
+    /// The page `vpn` loses its GPU mapping (a multi-GPU invalidation); false if it had none.
+    pub fn make_nonresident(&mut self, vpn: u64) -> bool {
+        let (b, i) = (vpn / BLOCK_PAGES, vpn % BLOCK_PAGES);
+        let Some(m) = self.blocks.get_mut(&b) else { return false };
+        let (w, bit) = ((i / 64) as usize, 1u64 << (i % 64));
+        let had = m.resident[w] & bit != 0;
+        m.resident[w] &= !bit;
+        m.untouched[w] &= !bit;
+        self.resident_pages -= had as u64;
+        had
+    }
+
     /// Mark `vpn` resident by a prefetch (untouched until the GPU walks to it).
     pub fn make_prefetched(&mut self, vpn: u64) -> bool {
         let new = self.make_resident(vpn);
@@ -170,10 +182,11 @@ impl AddressSpace {
     }
 
     /// Map the whole 57-bit address space one-to-one onto physical memory (trace
-    /// replay: a trace carries virtual addresses but no allocations).
-    pub fn map_identity(&mut self, page_bytes: u64) {
+    /// replay: a trace carries virtual addresses but no allocations). `managed`:
+    /// pages are placed by a multi-GPU policy, and fault until placed.
+    pub fn map_identity(&mut self, page_bytes: u64, managed: bool) {
         self.regions =
-            vec![Region { va: 0, end: 1 << 57, pa: 0, shift: page_bytes.trailing_zeros(), class: class_of(page_bytes), managed: false }];
+            vec![Region { va: 0, end: 1 << 57, pa: 0, shift: page_bytes.trailing_zeros(), class: class_of(page_bytes), managed }];
     }
 
     #[inline]

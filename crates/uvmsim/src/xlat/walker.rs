@@ -36,6 +36,11 @@ pub struct Walker {
     level_latency: Ps,
     pte_from_dram: bool,
     pwc_latency: Ps,
+    /// Limit-study oracle: a walk never waits for a thread or a queue slot.
+    unlimited: bool,
+    /// Queue wait and entries read of the last walk (the multi-GPU latency breakdown reads them).
+    pub last_wait: Ps,
+    pub last_reads: u32,
     pub stats: WalkerStats,
 }
 
@@ -53,15 +58,32 @@ impl Walker {
             level_latency: ns_to_ps(c.level_latency_ns),
             pte_from_dram: c.pte_from_dram,
             pwc_latency: if c.pwc_entries > 0 { ns_to_ps(c.pwc_latency_ns) } else { 0 },
+            unlimited: false,
+            last_wait: 0,
+            last_reads: 0,
             stats: WalkerStats::default(),
         }
     }
 
+    /// Limit-study oracle (infinite walker threads): every walk starts when it arrives.
+    pub fn set_unlimited(&mut self) {
+        self.unlimited = true;
+    }
+
+    /// Latency of one entry read (without DRAM queueing).
+    pub fn level_latency(&self) -> Ps {
+        self.level_latency
+    }
+
     /// Walk for `va` whose leaf entry is at `leaf`, requested at `t`; returns when the walk is done.
     pub fn walk(&mut self, va: u64, leaf: u32, t: Ps, now: Ps, dram: &mut Dram) -> Ps {
-        let admitted = self.queue.admit(t);
-        let (slot, free) = self.threads.iter().copied().enumerate().min_by_key(|&(_, f)| f).unwrap_or((0, t));
-        let start = admitted.max(free);
+        let (slot, start) = if self.unlimited {
+            (usize::MAX, t)
+        } else {
+            let admitted = self.queue.admit(t);
+            let (slot, free) = self.threads.iter().copied().enumerate().min_by_key(|&(_, f)| f).unwrap_or((0, t));
+            (slot, admitted.max(free))
+        };
         // Deepest cached level: read from the level below it.
         let mut first = self.levels;
         for l in leaf + 1..=self.levels {
@@ -85,8 +107,12 @@ impl Walker {
                 }
             }
         }
-        self.threads[slot] = time;
-        self.queue.push(time);
+        if let Some(th) = self.threads.get_mut(slot) {
+            *th = time;
+            self.queue.push(time);
+        }
+        self.last_wait = start - t;
+        self.last_reads = first - leaf + 1;
         self.stats.walks += 1;
         self.stats.latency.record(time - t);
         self.stats.queue_wait.record(start - t);

@@ -1,0 +1,848 @@
+//! Multi-GPU systems (seed multi-gpu, Li 2024): N copies of the GPU sharing
+//! one virtual address space, pages placed in their memories by a migration
+//! policy, far faults served by the host MMU (GMMU mode) or the shared IOMMU
+//! (ATS mode), and invalidations broadcast to every GPU before a page moves.
+//!
+//! How it works. Each GPU is an ordinary [`Gpu`]: its residency bitmap is its
+//! local page table (a set bit is a valid PTE, local or remote), so a GMMU
+//! walk that finds no valid PTE raises a far fault through the existing
+//! replayable-fault path. The world hands those faults to [`Multi::fault`],
+//! which computes the host's answer in issue order, like every other
+//! component: message to the host, host-MMU TLB and walk (shared by all GPUs,
+//! so GPUs contend there), then the policy's action (map remotely, migrate,
+//! replicate), with the invalidation broadcast a migration needs: each GPU
+//! shoots down its TLBs and invalidates the PTE with a walk on its own GMMU
+//! walkers, competing with demand walks, and the data moves only when every
+//! acknowledgement is back. The world then schedules `Ev::PageReady` at the
+//! time the answer reaches the GPU, which sets the PTE and replays its warps.
+//!
+//! The data side asks [`Multi::locate`] for every translated page: local (a
+//! copy in this GPU's memory), remote (over the peer fabric to the owner,
+//! bypassing this GPU's caches), or a write to a read-replicated page (a
+//! protection fault). Access counters count remote line requests and ask for
+//! a migration at the threshold ([`Multi::requests`]).
+//!
+//! Phase-2 hook points (Least-TLB, Trans-FW, IDYLL): the L2-TLB fill in
+//! `Translator::translate` (an eviction callback to the IOMMU TLB as victim),
+//! the L2-miss path before `Translator::miss` (a pre-walk filter), the host
+//! walk in [`Multi::host_translate`] (forwarding to an owner GPU), and the
+//! per-GPU loop of [`Multi::invalidate`] (directory filtering and lazy PTE
+//! invalidation).
+
+pub mod dir;
+pub mod topo;
+
+pub use dir::{Directory, Page, HOST};
+pub use topo::{cta_share, CtaPlacement, Fabric, PeerTopology};
+
+use crate::config::{Config, TranslationMode, WalkerConfig};
+use crate::gpu::Gpu;
+use crate::link::{Dir, Link};
+use crate::mem::Dram;
+use crate::sim::{ns_to_ps, Ps, PS_PER_NS};
+use crate::stats::{Latency, Metrics};
+use crate::xlat::{Iommu, Lookup, Tlb, Walker};
+use serde::{Deserialize, Serialize};
+
+/// Where pages go when GPUs touch them (seed multi-gpu §2.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum MigrationPolicy {
+    /// Every far fault migrates the page to the faulting GPU.
+    #[default]
+    OnTouch,
+    /// A page stays on the GPU that touched it first; others map it remotely.
+    FirstTouch,
+    /// Remote mapping, and migration to a GPU after `access_threshold` of its remote accesses.
+    AccessCounter,
+    /// Reads replicate the page; a write invalidates every other copy (ESI).
+    ReadReplication,
+}
+
+leaf!(MigrationPolicy);
+
+section! {
+    /// Multi-GPU system (seed multi-gpu, Li 2024): GPUs sharing one address space, page placement and migration, invalidations.
+    pub struct MultiConfig {
+        /// GPUs, each a copy of [gpu]; 1 = the single-GPU system (the rest of [multi] except the oracles does not apply). Seed multi-gpu: 4 (8, 16, 32 in its sensitivity studies); at most 32.
+        pub gpus: u32 = 1,
+        /// With gpus = 1, still run the multi-GPU model (every buffer unified memory placed from host memory, far faults to the host MMU or IOMMU) instead of the single-GPU UVM path: the 1-GPU point of a scaling study.
+        pub model_one_gpu: bool = false,
+        /// How a kernel's CTAs are spread over the GPUs: "greedy" (contiguous blocks, an equal share per GPU, as MGPUSim's multi-GPU driver and the seed's §4.1.1 greedy scheduling) or "round-robin" (CTA i on GPU i mod gpus).
+        pub cta_placement: CtaPlacement = CtaPlacement::Greedy,
+        /// Page placement: "on-touch", "first-touch", "access-counter" (remote mapping, migrate at the threshold) or "read-replication" (ESI); seed multi-gpu §2.3, §4.3.2. A page first touched while in host memory always migrates to the toucher.
+        pub migration: MigrationPolicy = MigrationPolicy::OnTouch,
+        /// access-counter: remote accesses (line requests) by one GPU to a page that migrate it to that GPU; seed multi-gpu §2.3: 256, §5.3.2: 512.
+        pub access_threshold: u32 = 256,
+        /// GPU-to-GPU fabric: "switch" (one port per GPU and direction into a PCIe switch) or "direct" (a link per ordered pair, NVLink/xGMI).
+        pub peer_topology: PeerTopology = PeerTopology::Switch,
+        /// One-way latency between two GPUs in ns (a remote read pays it twice); seed multi-gpu Table 5: 150 cycles at 1 GHz.
+        pub peer_latency_ns: f64 = 150.0,
+        /// Bandwidth per direction of a GPU's switch port (or of a direct link) in GB/s. ASSUMPTION: the seed gives none; PCIe 4.0 x16 (~32 GB/s raw).
+        pub peer_bandwidth_gbps: f64 = 32.0,
+        /// GPUs reach host memory through one switch upstream port (a PCIe switch tree): page moves from the host share its bandwidth (link.bandwidth_gbps) as well as each GPU's own link; false = every GPU has its own root port.
+        pub host_uplink_shared: bool = true,
+        /// One-way latency of a message between a GPU and the host (far fault, reply, invalidation, acknowledgement) in ns; seed multi-gpu Table 5: PCIe 150 cycles.
+        pub host_latency_ns: f64 = 150.0,
+        /// The host MMU that serves every GPU's far faults in GMMU mode (seed multi-gpu Table 5).
+        pub host_mmu: HostMmuConfig = HostMmuConfig::default(),
+        /// Oracles for limit studies (seed multi-gpu Fig. 25, 47, 54); they apply to single-GPU runs too.
+        pub oracle: OracleConfig = OracleConfig::default(),
+    }
+}
+
+section! {
+    /// Host MMU: a TLB and walkers shared by all GPUs.
+    pub struct HostMmuConfig {
+        /// TLB entries (0 = none); seed multi-gpu Table 5: 2048.
+        pub tlb_entries: u32 = 2048,
+        /// TLB associativity; Table 5: 64-way.
+        pub tlb_ways: u32 = 64,
+        /// TLB lookup latency in ns. ASSUMPTION: Table 5 gives none; the IOMMU TLB default.
+        pub tlb_latency_ns: f64 = 10.0,
+        /// Walkers; Table 5: 16 threads, 64-entry PW-queue, 100 cycles per level, a 128-entry PW-cache (32 per level for the 4 cached levels of a 5-level table).
+        pub walker: WalkerConfig = WalkerConfig { threads: 16, queue_depth: 64, level_latency_ns: 100.0, pte_from_dram: false, pwc_entries: 32, pwc_ways: 32, pwc_latency_ns: 1.0 },
+    }
+}
+
+section! {
+    /// Limit-study oracles, each removing one cost (seed multi-gpu §4.1.2 Fig. 25, §5.1 Fig. 47).
+    pub struct OracleConfig {
+        /// The IOMMU TLB (iommu mode) and the host-MMU TLB hold every translation: 2^20 entries (4 GiB of 4 KiB pages), so only cold misses.
+        pub infinite_iommu_tlb: bool = false,
+        /// Every page-walk cache (GMMU, host MMU, IOMMU) has 2^16 entries per level, so only cold misses.
+        pub infinite_pwc: bool = false,
+        /// Walks never wait for a walker thread or queue slot (GMMU, host MMU, IOMMU).
+        pub infinite_walkers: bool = false,
+        /// Invalidations cost nothing: no PTE walk, no message latency; a migration does not wait for them.
+        pub zero_latency_invalidation: bool = false,
+        /// Page data moves instantly (the translation side of a migration still costs).
+        pub no_migration_latency: bool = false,
+    }
+}
+
+impl MultiConfig {
+    /// Does the multi-GPU model run (more than one GPU, or asked for with one)?
+    pub fn active(&self) -> bool {
+        self.gpus > 1 || self.model_one_gpu
+    }
+
+    pub fn validate(&self, cfg: &Config) -> Result<(), (String, String)> {
+        let r = |k: &str, v: f64, lo: f64, hi: f64| {
+            if v.is_finite() && v >= lo && v <= hi {
+                Ok(())
+            } else {
+                Err((format!("multi.{k}"), format!("must be between {lo} and {hi}, got {v}")))
+            }
+        };
+        r("gpus", self.gpus as f64, 1.0, MAX_GPUS as f64)?;
+        r("access_threshold", self.access_threshold as f64, 1.0, 1e9)?;
+        r("peer_latency_ns", self.peer_latency_ns, 0.0, 1e6)?;
+        r("peer_bandwidth_gbps", self.peer_bandwidth_gbps, 0.001, 1e6)?;
+        r("host_latency_ns", self.host_latency_ns, 0.0, 1e6)?;
+        let h = &self.host_mmu;
+        r("host_mmu.tlb_latency_ns", h.tlb_latency_ns, 0.0, 1e6)?;
+        if h.tlb_entries > 0 && (h.tlb_ways == 0 || h.tlb_ways > h.tlb_entries || h.tlb_entries % h.tlb_ways != 0) {
+            return Err((
+                "multi.host_mmu.tlb_ways".into(),
+                format!("must divide multi.host_mmu.tlb_entries ({}), got {}", h.tlb_entries, h.tlb_ways),
+            ));
+        }
+        crate::config::check_walker("multi.host_mmu.walker", &h.walker)?;
+        if self.active() && cfg.translation.page_size.0 != 4096 {
+            return Err((
+                "translation.page_size".into(),
+                format!("must be 4KiB with multi.gpus > 1 (pages are placed and migrated at 4 KiB), got {}", cfg.translation.page_size),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Most GPUs in a system: GPU sets are 32-bit masks, and events carry the GPU in 5 bits.
+pub const MAX_GPUS: u32 = 32;
+
+/// The config with the oracles' structure changes applied (capacities; walker
+/// limits are applied to the built walkers by [`unlimit_walkers`]).
+pub fn effective(cfg: &Config) -> Config {
+    let mut c = cfg.clone();
+    let o = &cfg.multi.oracle;
+    if o.infinite_iommu_tlb {
+        (c.iommu.tlb_entries, c.iommu.tlb_ways) = (1 << 20, 64);
+        (c.multi.host_mmu.tlb_entries, c.multi.host_mmu.tlb_ways) = (1 << 20, 64);
+    }
+    if o.infinite_pwc {
+        for w in [&mut c.gmmu.walker, &mut c.iommu.walker, &mut c.multi.host_mmu.walker] {
+            (w.pwc_entries, w.pwc_ways) = (1 << 16, 64);
+        }
+    }
+    c
+}
+
+/// The infinite-walkers oracle on one GPU's walkers.
+pub fn unlimit_walkers(cfg: &Config, gpu: &mut Gpu) {
+    if cfg.multi.oracle.infinite_walkers {
+        gpu.xlat.gmmu.set_unlimited();
+        if let Some(io) = gpu.xlat.iommu.as_mut() {
+            io.walker.set_unlimited();
+        }
+    }
+}
+
+/// Where a GPU finds a page it has a translation for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Locate {
+    /// In its own memory, available from this time.
+    Local(Ps),
+    /// In this GPU's memory, available from this time.
+    Remote(usize, Ps),
+    /// A write to a page other GPUs hold read replicas of: a protection fault.
+    WriteFault,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct MultiStats {
+    /// Far faults the host serviced, per GPU.
+    pub faults: Vec<u64>,
+    /// Far faults on a page whose fault from the same GPU was being serviced.
+    pub duplicate_faults: u64,
+    /// Line requests served from another GPU's memory, per GPU.
+    pub remote_lines: Vec<u64>,
+    pub migrations_h2d: u64,
+    pub migrations_p2p: u64,
+    /// Of the peer migrations, those an access counter asked for.
+    pub counter_migrations: u64,
+    pub replications: u64,
+    pub remote_maps: u64,
+    /// Writes to read-replicated pages (protection faults that invalidated the other copies).
+    pub write_invalidations: u64,
+    pub bytes_h2d: u64,
+    pub bytes_p2p: u64,
+    pub inv_sent: u64,
+    pub inv_necessary: u64,
+    pub inv_unnecessary: u64,
+    /// Send to acknowledgement, per invalidation request.
+    pub inv_latency: Latency,
+    /// Send of the first invalidation to the last acknowledgement, per migration.
+    pub migration_wait: Latency,
+    /// Latency-breakdown sums (ps) over faults: host walker queue, host PW-cache misses, migration, host link.
+    pub host_queue_ps: u128,
+    pub host_pwc_ps: u128,
+    pub migration_ps: u128,
+    pub link_ps: u128,
+    /// Invalidation walks' share of the GMMU walkers' queue waits and extra entry reads (subtracted from the demand breakdown).
+    pub inv_walks: u64,
+    pub inv_queue_ps: u128,
+    pub inv_reads: u64,
+}
+
+/// The shared side of a multi-GPU system.
+pub struct Multi {
+    n: usize,
+    policy: MigrationPolicy,
+    threshold: u32,
+    gmmu_mode: bool,
+    zero_inval: bool,
+    no_migration: bool,
+    host_lat: Ps,
+    peer_lat: Ps,
+    remote_dram: Ps,
+    line_bytes: u64,
+    pub dir: Directory,
+    fabric: Fabric,
+    /// Each GPU's PCIe link to the host, for page migrations from host memory.
+    host_links: Vec<Link>,
+    /// The switch's upstream port to the host, when shared.
+    uplink: Option<Link>,
+    pub host_tlb: Option<Tlb>,
+    pub host_walker: Walker,
+    host_dram: Dram,
+    /// The IOMMU every GPU shares (iommu mode); lent to a GPU while it runs.
+    pub iommu: Option<Iommu>,
+    /// Migrations access counters asked for while a GPU ran: (page, GPU, time). The world services them.
+    pub requests: Vec<(u64, usize, Ps)>,
+    /// Invalidation requests on their way to GPUs: (arrival, `vpn << 5 | gpu`). The world schedules them.
+    pub arrivals: Vec<(Ps, u64)>,
+    pub stats: MultiStats,
+}
+
+const PAGE: u64 = 4096;
+
+impl Multi {
+    pub fn new(cfg: &Config, iommu: Option<Iommu>) -> Multi {
+        let m = &cfg.multi;
+        let n = m.gpus as usize;
+        let h = &m.host_mmu;
+        let mut host_walker = Walker::new(&h.walker, cfg.translation.levels);
+        if m.oracle.infinite_walkers {
+            host_walker.set_unlimited();
+        }
+        let mut iommu = iommu;
+        if let (Some(io), true) = (iommu.as_mut(), m.oracle.infinite_walkers) {
+            io.walker.set_unlimited();
+        }
+        Multi {
+            n,
+            policy: m.migration,
+            threshold: m.access_threshold,
+            gmmu_mode: cfg.translation.mode == TranslationMode::Gmmu,
+            zero_inval: m.oracle.zero_latency_invalidation,
+            no_migration: m.oracle.no_migration_latency,
+            host_lat: ns_to_ps(m.host_latency_ns),
+            peer_lat: ns_to_ps(m.peer_latency_ns),
+            remote_dram: ns_to_ps(cfg.gpu.dram.latency_ns),
+            line_bytes: cfg.gpu.line_bytes as u64,
+            dir: Directory::default(),
+            fabric: Fabric::new(n, m.peer_topology, m.peer_bandwidth_gbps, cfg.gpu.line_bytes as u64),
+            host_links: (0..n).map(|_| Link::new(&cfg.link)).collect(),
+            uplink: m.host_uplink_shared.then(|| Link::new(&cfg.link)),
+            host_tlb: (h.tlb_entries > 0).then(|| {
+                Tlb::with(
+                    h.tlb_entries as usize,
+                    h.tlb_ways as usize,
+                    ns_to_ps(h.tlb_latency_ns),
+                    (h.walker.threads + h.walker.queue_depth) as usize,
+                )
+            }),
+            host_walker,
+            host_dram: Dram::new(&cfg.gpu.dram, cfg.gpu.line_bytes),
+            iommu,
+            requests: vec![],
+            arrivals: vec![],
+            stats: MultiStats { faults: vec![0; n], remote_lines: vec![0; n], ..MultiStats::default() },
+        }
+    }
+
+    pub fn gpus(&self) -> usize {
+        self.n
+    }
+
+    /// GPU `g` translated page `vpn` for an access at `ready`: where the data is
+    /// and from when (a page in flight is available when its migration ends).
+    #[inline]
+    pub fn locate(&mut self, g: usize, vpn: u64, write: bool, ready: Ps) -> Locate {
+        let bit = 1u32 << g;
+        let p = self.dir.page(vpn);
+        p.touched |= bit;
+        let ready = ready.max(p.ready);
+        if p.copies & bit != 0 || p.owner == HOST {
+            if write && p.copies & !bit != 0 {
+                return Locate::WriteFault;
+            }
+            Locate::Local(ready)
+        } else {
+            Locate::Remote(p.owner as usize, ready)
+        }
+    }
+
+    /// One line request of GPU `g` served by GPU `owner`'s memory, issued at `t`;
+    /// returns when it is done. Counts the access for access-counter migration.
+    #[inline]
+    pub fn remote_line(&mut self, g: usize, owner: usize, vpn: u64, write: bool, t: Ps, now: Ps) -> Ps {
+        self.stats.remote_lines[g] += 1;
+        if self.policy == MigrationPolicy::AccessCounter && self.dir.count_remote(vpn, g, self.threshold) {
+            self.requests.push((vpn, g, t));
+        }
+        // Remote memory: its DRAM latency, not its caches or bandwidth (ASSUMPTION, as the seed's 150-cycle remote access).
+        if write {
+            self.fabric.transfer(g, owner, self.line_bytes, t, now) + self.peer_lat + self.remote_dram
+        } else {
+            let at = t + self.peer_lat + self.remote_dram;
+            self.fabric.transfer(owner, g, self.line_bytes, at, now) + self.peer_lat
+        }
+    }
+
+    /// The host translates `vpn` for a fault arriving at `t`: host-MMU TLB, then a
+    /// walk by the shared host walkers (GMMU mode); in ATS mode the IOMMU walk that
+    /// failed has already been paid. Hook point: Trans-FW forwards this walk.
+    pub fn host_translate(&mut self, vpn: u64, t: Ps, now: Ps) -> Ps {
+        if !self.gmmu_mode {
+            return t;
+        }
+        let at = match self.host_tlb.as_mut().map(|tlb| tlb.lookup(vpn, t)) {
+            Some(Lookup::Done(d, _)) => return d,
+            Some(Lookup::Miss(at)) => at,
+            None => t,
+        };
+        let done = self.host_walker.walk(vpn << 12, 1, at, now, &mut self.host_dram);
+        self.stats.host_queue_ps += self.host_walker.last_wait as u128;
+        self.stats.host_pwc_ps += (self.host_walker.last_reads.saturating_sub(1) as u64 * self.host_walker.level_latency()) as u128;
+        if let Some(tlb) = self.host_tlb.as_mut() {
+            tlb.fill_miss(vpn, 0, t, done);
+        }
+        done
+    }
+
+    /// Invalidate page `vpn` on every GPU but `skip`: the driver sends at `t`; each
+    /// GPU shoots down its TLBs and, in GMMU mode, invalidates its PTE with a walk on
+    /// its own walkers (competing with demand walks). Returns when the last
+    /// acknowledgement is back at the host. Hook point: IDYLL filters the GPUs
+    /// (in-PTE directory) and defers the PTE walk (lazy invalidation) here.
+    pub fn invalidate(&mut self, vpn: u64, skip: Option<usize>, t: Ps, now: Ps, gpus: &mut [Gpu]) -> Ps {
+        let mut acks = t;
+        for (x, gpu) in gpus.iter_mut().enumerate() {
+            if Some(x) == skip {
+                continue;
+            }
+            self.stats.inv_sent += 1;
+            if self.zero_inval {
+                self.arrivals.push((t, vpn << 5 | x as u64));
+                continue;
+            }
+            let at = t + self.host_lat;
+            // The shootdown takes effect when the request arrives (`Ev::Invalidate`):
+            // an answer the GPU got before then is used first.
+            self.arrivals.push((at, vpn << 5 | x as u64));
+            let done = if self.gmmu_mode {
+                let w = &mut gpu.xlat.gmmu;
+                let d = w.walk(vpn << 12, 1, at, now, &mut gpu.mem.dram);
+                self.stats.inv_walks += 1;
+                self.stats.inv_queue_ps += w.last_wait as u128;
+                self.stats.inv_reads += w.last_reads.saturating_sub(1) as u64;
+                d
+            } else {
+                at
+            };
+            let ack = done + self.host_lat;
+            self.stats.inv_latency.record(ack - t);
+            acks = acks.max(ack);
+        }
+        // The host's own cached translation of the page changes too.
+        if let Some(tlb) = self.host_tlb.as_mut() {
+            tlb.invalidate(vpn);
+        }
+        if let Some(io) = self.iommu.as_mut() {
+            io.invalidate_page(vpn);
+        }
+        self.stats.migration_wait.record(acks - t);
+        acks
+    }
+
+    /// An invalidation request for `vpn` reaches GPU `x`: its TLBs drop the
+    /// translation and its PTE becomes invalid. Necessary if it had either.
+    pub fn invalidation_arrives(&mut self, x: usize, vpn: u64, gpu: &mut Gpu) {
+        let had_tlb = gpu.xlat.invalidate_page(vpn);
+        let residency = &mut gpu.xlat.space.residency;
+        let had_pte = residency.make_nonresident(vpn);
+        if had_pte {
+            // A warp waiting for other pages may have counted on this one: it re-executes and faults again.
+            residency.refault_epoch += 1;
+        }
+        let p = self.dir.page(vpn);
+        let mapped = p.mapped >> x & 1 == 1;
+        // An answer still on its way to the GPU was issued after this request was sent
+        // (the driver handles one page in order): the new mapping stands.
+        if p.pending >> x & 1 == 0 {
+            p.mapped &= !(1 << x);
+        }
+        if had_tlb || had_pte || mapped {
+            self.stats.inv_necessary += 1;
+        } else {
+            self.stats.inv_unnecessary += 1;
+        }
+    }
+
+    /// Move page `vpn`'s data from `src` (a GPU, or [`HOST`]) to GPU `dst`, starting at `t`; returns when it is there.
+    fn move_data(&mut self, src: u8, dst: usize, t: Ps, now: Ps) -> Ps {
+        if self.no_migration {
+            return t;
+        }
+        if src == HOST {
+            self.stats.bytes_h2d += PAGE;
+            let own = self.host_links[dst].transfer(Dir::HostToDevice, PAGE, t, now.min(t)).1;
+            let up = self.uplink.as_mut().map_or(own, |u| u.transfer(Dir::HostToDevice, PAGE, t, now.min(t)).1);
+            own.max(up)
+        } else {
+            self.stats.bytes_p2p += PAGE;
+            self.fabric.transfer(src as usize, dst, PAGE, t, now) + self.peer_lat
+        }
+    }
+
+    /// A far fault of GPU `g` on page `vpn` (a store if `write`) raised at `t`:
+    /// the host translates, applies the policy, and answers. Returns when the
+    /// answer is back at the GPU (its PTE is then valid), or None for a fault
+    /// on a page whose earlier fault from `g` is still being serviced.
+    pub fn fault(&mut self, g: usize, vpn: u64, write: bool, t: Ps, now: Ps, gpus: &mut [Gpu]) -> Option<Ps> {
+        let bit = 1u32 << g;
+        let p = *self.dir.page(vpn);
+        if p.pending & bit != 0 {
+            self.stats.duplicate_faults += 1;
+            return None;
+        }
+        self.stats.faults[g] += 1;
+        let arrive = t + self.host_lat;
+        let walked = self.host_translate(vpn, arrive, now);
+        let start = walked.max(p.ready);
+        // Invalidations wait for the page's previous operation (see `Page::busy`).
+        let send = arrive.max(p.busy);
+        let mut moved = false;
+        let done = if p.owner == HOST {
+            // First touch anywhere: the page comes from host memory, nobody else maps it.
+            moved = true;
+            self.stats.migrations_h2d += 1;
+            self.move_data(HOST, g, start, now)
+        } else if p.copies & bit != 0 {
+            if write && p.copies != bit {
+                // A store to a read-replicated page: every other copy goes first.
+                self.stats.write_invalidations += 1;
+                moved = true;
+                let acks = self.invalidate(vpn, Some(g), send, now, gpus);
+                start.max(acks)
+            } else {
+                start // its own copy: the PTE comes back
+            }
+        } else {
+            match (self.policy, write) {
+                (MigrationPolicy::FirstTouch | MigrationPolicy::AccessCounter, _) => {
+                    self.stats.remote_maps += 1;
+                    start
+                }
+                (MigrationPolicy::ReadReplication, false) => {
+                    self.stats.replications += 1;
+                    self.move_data(p.owner, g, start, now)
+                }
+                (MigrationPolicy::OnTouch | MigrationPolicy::ReadReplication, _) => {
+                    moved = true;
+                    self.stats.migrations_p2p += 1;
+                    let acks = self.invalidate(vpn, None, send, now, gpus);
+                    self.move_data(p.owner, g, start.max(acks), now)
+                }
+            }
+        };
+        let ready = done + self.host_lat;
+        self.stats.link_ps += 2 * self.host_lat as u128;
+        self.stats.migration_ps += (done - start) as u128;
+        let replicated = self.policy == MigrationPolicy::ReadReplication && !write && p.owner != HOST && p.copies & bit == 0;
+        let q = self.dir.page(vpn);
+        if moved {
+            q.owner = g as u8;
+            q.copies = bit;
+            q.ready = done;
+            q.busy = ready;
+        } else if replicated {
+            q.copies |= bit;
+        }
+        q.mapped |= bit;
+        q.pending |= bit;
+        if moved {
+            self.dir.reset_counters(vpn, self.n);
+        }
+        Some(ready)
+    }
+
+    /// An access counter of GPU `g` reached the threshold on `vpn` at `t`: the driver
+    /// migrates the page there (broadcast invalidation, wait, copy). Every GPU, `g`
+    /// included, then faults to re-map the page.
+    pub fn migrate(&mut self, vpn: u64, g: usize, t: Ps, now: Ps, gpus: &mut [Gpu]) {
+        let p = *self.dir.page(vpn);
+        if p.owner == HOST || p.owner as usize == g {
+            return;
+        }
+        self.stats.migrations_p2p += 1;
+        self.stats.counter_migrations += 1;
+        let arrive = t + self.host_lat;
+        let walked = self.host_translate(vpn, arrive, now);
+        let acks = self.invalidate(vpn, None, arrive.max(p.busy), now, gpus);
+        let done = self.move_data(p.owner, g, walked.max(acks).max(p.ready), now);
+        let q = self.dir.page(vpn);
+        q.owner = g as u8;
+        q.copies = 1 << g;
+        q.ready = done;
+        q.busy = done;
+        self.dir.reset_counters(vpn, self.n);
+    }
+
+    /// GPU `g`'s answer for `vpn` arrived: its PTE becomes valid, unless the page was
+    /// invalidated again meanwhile (then the warps re-execute and fault again).
+    pub fn page_ready(&mut self, g: usize, vpn: u64, gpu: &mut Gpu) {
+        let p = self.dir.page(vpn);
+        p.pending &= !(1 << g);
+        let residency = &mut gpu.xlat.space.residency;
+        if p.mapped >> g & 1 == 1 {
+            residency.make_resident(vpn);
+        } else {
+            residency.refault_epoch += 1;
+        }
+    }
+
+    pub fn export(&self, m: &mut Metrics, gpus: &[Gpu]) {
+        let s = &self.stats;
+        let n = self.n;
+        m.int("multi.gpus", n as u64);
+        let faults: u64 = s.faults.iter().sum();
+        let remote: u64 = s.remote_lines.iter().sum();
+        let (mut l2_misses, mut insts, mut lines) = (0u64, 0u64, 0u64);
+        let (mut gq, mut greads, mut gwalks) = (0u128, 0u64, 0u64);
+        for (i, gpu) in gpus.iter().enumerate() {
+            let l2 = gpu.xlat.l2.as_ref().map_or(0, |t| t.stats.misses);
+            let ins = gpu.stats.insts();
+            m.int(format!("gpu{i}.far_faults"), s.faults[i]);
+            m.int(format!("gpu{i}.remote_accesses"), s.remote_lines[i]);
+            m.int(format!("gpu{i}.insts"), ins);
+            m.float(format!("gpu{i}.l2tlb.mpki"), per_kilo(l2, ins));
+            m.float(format!("gpu{i}.far_faults_pki"), per_kilo(s.faults[i], ins));
+            l2_misses += l2;
+            insts += ins;
+            lines += gpu.stats.line_accesses;
+            let w = &gpu.xlat.gmmu.stats;
+            gq += w.queue_wait.sum_ps();
+            greads += w.pte_reads;
+            gwalks += w.walks;
+        }
+        m.int("multi.insts", insts);
+        m.float("multi.l2tlb.mpki", per_kilo(l2_misses, insts));
+        m.int("multi.far_faults", faults);
+        m.int("multi.far_faults.duplicate", s.duplicate_faults);
+        m.float("multi.far_faults_pki", per_kilo(faults, insts));
+        m.int("multi.remote_accesses", remote);
+        m.int("multi.local_accesses", lines.saturating_sub(remote));
+        m.ratio("multi.remote_fraction", remote, lines);
+        m.int("multi.migrations", s.migrations_h2d + s.migrations_p2p);
+        m.int("multi.migrations.h2d", s.migrations_h2d);
+        m.int("multi.migrations.p2p", s.migrations_p2p);
+        m.int("multi.migrations.counter", s.counter_migrations);
+        m.int("multi.replications", s.replications);
+        m.int("multi.remote_maps", s.remote_maps);
+        m.int("multi.write_invalidations", s.write_invalidations);
+        m.int("multi.bytes_h2d", s.bytes_h2d);
+        m.int("multi.bytes_p2p", s.bytes_p2p);
+        m.int("multi.invalidations.sent", s.inv_sent);
+        m.int("multi.invalidations.necessary", s.inv_necessary);
+        m.int("multi.invalidations.unnecessary", s.inv_unnecessary);
+        s.inv_latency.export(m, "multi.invalidations.latency_ns");
+        s.migration_wait.export(m, "multi.migration_wait_ns");
+        // L2-TLB-miss latency breakdown: each source's total over the run, per L2 miss (all GPUs).
+        let per = |ps: u128| if l2_misses == 0 { 0.0 } else { ps as f64 / PS_PER_NS as f64 / l2_misses as f64 };
+        let level = gpus.first().map_or(0, |g| g.xlat.gmmu.level_latency()) as u128;
+        let demand_extra = (greads - gwalks) as u128 - (s.inv_reads as u128).min((greads - gwalks) as u128);
+        m.float("multi.l2miss.gmmu_queue_ns", per(gq.saturating_sub(s.inv_queue_ps)));
+        m.float("multi.l2miss.gmmu_pwc_miss_ns", per(demand_extra * level));
+        m.float("multi.l2miss.host_queue_ns", per(s.host_queue_ps));
+        m.float("multi.l2miss.host_pwc_miss_ns", per(s.host_pwc_ps));
+        m.float("multi.l2miss.migration_ns", per(s.migration_ps));
+        m.float("multi.l2miss.link_ns", per(s.link_ps));
+        for (k, c) in self.dir.sharing(n).iter().enumerate() {
+            m.int(format!("multi.sharing.pages_{}", k + 1), *c);
+        }
+        if self.gmmu_mode {
+            match &self.host_tlb {
+                Some(t) => t.export(m, "host_mmu.tlb"),
+                None => crate::xlat::export_tlb_stats(&Default::default(), 0, m, "host_mmu.tlb"),
+            }
+            self.host_walker.export(m, "host_mmu.walker");
+        }
+    }
+}
+
+fn per_kilo(n: u64, insts: u64) -> f64 {
+    if insts == 0 {
+        0.0
+    } else {
+        n as f64 * 1000.0 / insts as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::simulate;
+
+    fn system(n: u32, policy: MigrationPolicy) -> (Multi, Vec<Gpu>) {
+        let mut cfg = Config::default();
+        cfg.gpu.sms = 2;
+        cfg.multi.gpus = n;
+        cfg.multi.migration = policy;
+        let gpus = (0..n as usize).map(|i| Gpu::with_id(&cfg, i)).collect();
+        (Multi::new(&cfg, None), gpus)
+    }
+
+    /// Deliver every invalidation request sent so far (the world does it with `Ev::Invalidate`).
+    fn deliver(m: &mut Multi, gpus: &mut [Gpu]) {
+        for (_, x) in std::mem::take(&mut m.arrivals) {
+            m.invalidation_arrives((x & 31) as usize, x >> 5, &mut gpus[(x & 31) as usize]);
+        }
+    }
+
+    /// GPU `g` faults on `vpn` and gets its answer.
+    fn fault(m: &mut Multi, gpus: &mut [Gpu], g: usize, vpn: u64, write: bool, t: Ps) -> Ps {
+        let ready = m.fault(g, vpn, write, t, t, gpus).expect("not a duplicate");
+        deliver(m, gpus);
+        m.page_ready(g, vpn, &mut gpus[g]);
+        ready
+    }
+
+    #[test]
+    fn access_counter_migrates_exactly_at_the_threshold() {
+        let (mut m, mut gpus) = system(2, MigrationPolicy::AccessCounter);
+        let vpn = 0x1234;
+        fault(&mut m, &mut gpus, 0, vpn, false, 0); // from the host to GPU 0
+        fault(&mut m, &mut gpus, 1, vpn, false, 1_000_000); // GPU 1: remote mapping
+        assert_eq!((m.stats.migrations_h2d, m.stats.remote_maps), (1, 1));
+        assert_eq!(m.locate(1, vpn, false, 2_000_000), Locate::Remote(0, 2_000_000));
+        for i in 1..256 {
+            m.remote_line(1, 0, vpn, false, 2_000_000 + i, 2_000_000);
+        }
+        assert!(m.requests.is_empty(), "255 remote accesses must not migrate");
+        m.remote_line(1, 0, vpn, false, 3_000_000, 2_000_000);
+        assert_eq!(m.requests, vec![(vpn, 1, 3_000_000)]);
+        for (v, g, t) in std::mem::take(&mut m.requests) {
+            m.migrate(v, g, t, t, &mut gpus);
+        }
+        deliver(&mut m, &mut gpus);
+        let p = *m.dir.page(vpn);
+        assert_eq!((p.owner, p.copies, p.mapped), (1, 0b10, 0), "on GPU 1, no GPU keeps a PTE");
+        assert_eq!((m.stats.counter_migrations, m.stats.inv_sent, m.stats.inv_necessary), (1, 2, 2));
+        assert!(!gpus[0].xlat.space.residency.is_resident(vpn) && !gpus[1].xlat.space.residency.is_resident(vpn));
+        // GPU 1's next access faults and maps its own copy: local from then on.
+        fault(&mut m, &mut gpus, 1, vpn, false, 10_000_000);
+        assert!(matches!(m.locate(1, vpn, false, 20_000_000), Locate::Local(_)));
+        assert_eq!(m.stats.migrations_p2p, 1);
+    }
+
+    #[test]
+    fn read_replication_write_invalidates_every_other_copy() {
+        let (mut m, mut gpus) = system(4, MigrationPolicy::ReadReplication);
+        let vpn = 77;
+        fault(&mut m, &mut gpus, 0, vpn, false, 0);
+        for g in 1..4 {
+            fault(&mut m, &mut gpus, g, vpn, false, 1_000_000 * g as u64);
+        }
+        assert_eq!(m.stats.replications, 3);
+        assert_eq!(m.dir.page(vpn).copies, 0b1111);
+        for g in 0..4 {
+            assert!(matches!(m.locate(g, vpn, false, 9_000_000), Locate::Local(_)), "GPU {g} reads its replica");
+        }
+        // A store from GPU 2 is a protection fault; the driver invalidates the three other copies.
+        assert_eq!(m.locate(2, vpn, true, 9_000_000), Locate::WriteFault);
+        fault(&mut m, &mut gpus, 2, vpn, true, 10_000_000);
+        assert_eq!(m.stats.write_invalidations, 1);
+        assert_eq!((m.stats.inv_sent, m.stats.inv_necessary, m.stats.inv_unnecessary), (3, 3, 0));
+        let p = *m.dir.page(vpn);
+        assert_eq!((p.owner, p.copies, p.mapped), (2, 0b0100, 0b0100));
+        for g in [0, 1, 3] {
+            assert!(!gpus[g].xlat.space.residency.is_resident(vpn), "GPU {g} lost its copy's PTE");
+        }
+        assert!(gpus[2].xlat.space.residency.is_resident(vpn));
+        assert!(matches!(m.locate(2, vpn, true, 20_000_000), Locate::Local(_)));
+    }
+
+    #[test]
+    fn broadcast_counts_necessary_and_unnecessary_invalidations() {
+        let (mut m, mut gpus) = system(4, MigrationPolicy::FirstTouch);
+        let vpn = 5;
+        fault(&mut m, &mut gpus, 0, vpn, false, 0); // placed on GPU 0
+        fault(&mut m, &mut gpus, 1, vpn, false, 1_000_000); // GPU 1 maps it remotely
+                                                            // The driver migrates the page to GPU 3 (as an access counter would): all 4 GPUs get
+                                                            // the request; GPUs 0 and 1 had a PTE (necessary), GPUs 2 and 3 had nothing.
+        m.migrate(vpn, 3, 2_000_000, 2_000_000, &mut gpus);
+        assert_eq!(m.stats.inv_sent, 4);
+        deliver(&mut m, &mut gpus);
+        assert_eq!((m.stats.inv_necessary, m.stats.inv_unnecessary), (2, 2));
+        // Each invalidation walked the GMMU page table of its GPU and was acknowledged.
+        assert_eq!(m.stats.inv_walks, 4);
+        assert_eq!(m.stats.inv_latency.count(), 4);
+        let walks: u64 = gpus.iter().map(|g| g.xlat.gmmu.stats.walks).sum();
+        assert_eq!(walks, 4, "invalidation walks use the GPUs' own walkers");
+        // With the zero-latency oracle, requests are still counted but cost nothing.
+        let (mut z, mut zg) = system(4, MigrationPolicy::FirstTouch);
+        z.zero_inval = true;
+        fault(&mut z, &mut zg, 0, vpn, false, 0);
+        z.migrate(vpn, 3, 1_000_000, 1_000_000, &mut zg);
+        deliver(&mut z, &mut zg);
+        assert_eq!((z.stats.inv_sent, z.stats.inv_walks), (4, 0));
+    }
+
+    #[test]
+    fn a_migration_waits_for_every_acknowledgement() {
+        let (mut m, mut gpus) = system(2, MigrationPolicy::OnTouch);
+        fault(&mut m, &mut gpus, 0, 9, false, 0);
+        let busy = m.dir.page(9).busy;
+        // GPU 1 takes the page: its answer comes after the invalidation walks of both GPUs.
+        let ready = fault(&mut m, &mut gpus, 1, 9, false, busy);
+        let wait = m.stats.migration_wait.mean_ns();
+        // Send -> GPU (150 ns) -> walk of 4 levels (400 ns + 1 ns PW-cache) -> host (150 ns).
+        assert_eq!(wait, 701.0);
+        assert!(ready >= busy + ns_to_ps(wait) + ns_to_ps(150.0));
+        assert_eq!(m.dir.page(9).owner, 1);
+    }
+
+    fn run(extra: &[&str]) -> Metrics {
+        let mut o: Vec<String> = [
+            "gpu.sms=4",
+            "workload.kind=stencil2d",
+            "workload.stencil2d.nx=128",
+            "workload.stencil2d.ny=128",
+            "workload.stencil2d.threads=16384",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        o.extend(extra.iter().map(|s| s.to_string()));
+        let cfg = crate::config::resolve(&[], &o).unwrap();
+        simulate(&cfg).unwrap()
+    }
+
+    fn sans_wall(m: &Metrics) -> Vec<(String, f64)> {
+        m.0.iter().filter(|(k, _)| !k.starts_with("sim.") || k.as_str() == "sim.events").map(|(k, v)| (k.clone(), v.as_f64())).collect()
+    }
+
+    #[test]
+    fn sixteen_gpus_complete_and_split_the_ctas() {
+        let m = run(&["multi.gpus=16"]);
+        let ctas: f64 = (0..16).map(|g| m.get(&format!("gpu{g}.ctas")).unwrap()).sum();
+        assert_eq!(ctas, m.get("gpu0.ctas").unwrap() * 16.0, "equal shares");
+        assert!(m.get("time.kernel_ns").unwrap() > 0.0);
+        assert!(m.get("multi.far_faults").unwrap() > 0.0);
+        let shared: f64 = (2..=16).map(|k| m.get(&format!("multi.sharing.pages_{k}")).unwrap()).sum();
+        assert!(shared > 0.0, "halo rows are shared between neighbouring GPUs");
+    }
+
+    #[test]
+    fn same_seed_same_metrics_for_1_4_16_gpus() {
+        for n in ["1", "4", "16"] {
+            let a = run(&[&format!("multi.gpus={n}"), "multi.model_one_gpu=true"]);
+            let b = run(&[&format!("multi.gpus={n}"), "multi.model_one_gpu=true"]);
+            assert_eq!(sans_wall(&a), sans_wall(&b), "{n} GPUs");
+        }
+    }
+
+    #[test]
+    fn round_robin_and_policies_run_in_both_modes() {
+        for mode in ["gmmu", "iommu"] {
+            for pol in ["on-touch", "first-touch", "access-counter", "read-replication"] {
+                let m = run(&[
+                    "multi.gpus=4",
+                    &format!("translation.mode={mode}"),
+                    &format!("multi.migration={pol}"),
+                    "multi.cta_placement=round-robin",
+                ]);
+                assert!(m.get("time.kernel_ns").unwrap() > 0.0, "{mode} {pol}");
+                if pol == "first-touch" {
+                    assert_eq!(m.get("multi.migrations.p2p"), Some(0.0), "first-touch never moves a placed page");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn oracles_remove_their_costs() {
+        let base = run(&["multi.gpus=4", "multi.migration=on-touch"]);
+        let zero = run(&["multi.gpus=4", "multi.migration=on-touch", "multi.oracle.zero_latency_invalidation=true"]);
+        assert!(base.get("multi.invalidations.latency_ns.mean").unwrap() > 0.0);
+        assert_eq!(zero.get("multi.invalidations.latency_ns.mean"), Some(0.0));
+        let nomig = run(&["multi.gpus=4", "multi.oracle.no_migration_latency=true"]);
+        assert_eq!(nomig.get("multi.bytes_h2d"), Some(0.0));
+        let inf = run(&["multi.gpus=4", "multi.oracle.infinite_walkers=true"]);
+        assert_eq!(inf.get("host_mmu.walker.queue_wait_ns.mean"), Some(0.0));
+        assert_eq!(inf.get("gpu0.walker.queue_wait_ns.mean"), Some(0.0));
+    }
+
+    #[test]
+    fn one_gpu_without_the_model_has_no_multi_metrics() {
+        let m = run(&[]);
+        assert!(m.get("multi.gpus").is_none() && m.get("gpu1.ctas").is_none());
+        // Settings of the multi-GPU model do not touch a single-GPU run.
+        let same = run(&["multi.cta_placement=round-robin", "multi.migration=first-touch", "multi.peer_latency_ns=1"]);
+        assert_eq!(sans_wall(&m), sans_wall(&same));
+    }
+}
