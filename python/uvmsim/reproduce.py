@@ -527,7 +527,8 @@ def batch_size(ctx: Context) -> dict[str, float]:
         unique = m["uvm.faults.unique"] / max(1, m["uvm.batches"])
         out[f"unique_per_batch.{b}"] = unique
         rows.append((b, m["time.kernel_ns"] / 1e6, m["uvm.batches"], unique, m["uvm.faults.duplicate"]))
-    write_csv(ctx.out / "batch_size.csv", ("batch_size", "kernel_ms", "batches", "unique_per_batch", "duplicates"), rows)
+    header_row = ("batch_size", "kernel_ms", "batches", "unique_per_batch", "duplicates")
+    write_csv(ctx.out / "batch_size.csv", header_row, rows)
     out["time_ratio.1024_over_256"] = times[1024] / times[256]
     out["time_change.6144_vs_1024"] = abs(times[6144] / times[1024] - 1.0)
     return out

@@ -495,7 +495,7 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     if let Some(ppr) = &world.ppr {
         ppr.export(&mut m);
     }
-    if let Some(sd) = world.shootdown.as_ref().filter(|s| s.count > 0) {
+    if let Some(sd) = &world.shootdown {
         sd.export(&mut m, "iommu.shootdown");
     }
     m.int("sim.events", rep.events);
