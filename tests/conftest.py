@@ -41,6 +41,7 @@ WORKLOADS = [
     "miniamr",
     "bfs",
     "sad",
+    "ping-pong",
 ]
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]

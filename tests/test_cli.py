@@ -108,6 +108,7 @@ def test_reproduce_list(cli: Cli) -> None:
     assert p.returncode == 0, p.stderr
     ids = [line.split()[0] for line in p.stdout.splitlines()]
     assert ids == [
+        "allen-async-unmap",
         "allen-base-cost",
         "allen-batch-composition",
         "allen-batch-size",

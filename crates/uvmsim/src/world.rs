@@ -30,6 +30,8 @@ pub enum Ev {
     UvmBatchDone,
     /// An APU page request completes: this 4 KiB page is mapped (IOMMU mode).
     PprDone(u64),
+    /// Pages pinned by thrashing mitigation reach their unpin deadline.
+    UvmUnpin,
 }
 
 /// A trace being replayed: the reader and the record due next.
@@ -52,6 +54,7 @@ pub struct World {
     replay: Option<Replay>,
     page_bytes: u64,
     uvm: Uvm,
+    host_threads: u32,
     /// The APU page-fault path, in IOMMU mode (faults go there instead of the UVM driver).
     ppr: Option<Ppr>,
 }
@@ -70,6 +73,7 @@ impl World {
                 uvm.host_touch(b.base >> 12, (b.base + b.bytes).div_ceil(4096), cfg.workload.host_threads);
             }
         }
+        uvm.apply_advice(&mut gpu.xlat.space.residency);
         World {
             program,
             pc: 0,
@@ -81,6 +85,7 @@ impl World {
             replay: None,
             page_bytes: cfg.translation.page_size.0,
             uvm,
+            host_threads: cfg.workload.host_threads,
             ppr: (cfg.translation.mode == TranslationMode::Iommu).then(|| Ppr::new(&cfg.iommu.ppr)),
         }
     }
@@ -155,6 +160,24 @@ impl World {
                     let (path, gpu) = (path.clone(), *gpu);
                     return self.start_replay(&path, gpu, now, q);
                 }
+                &HostOp::HostAccess { buffer, offset, bytes, write } => {
+                    let b = self.program.buffers[buffer];
+                    let end = if b.managed {
+                        let (first, last) = ((b.base + offset) >> 12, (b.base + offset + bytes).div_ceil(4096));
+                        let residency = &mut self.gpu.xlat.space.residency;
+                        let end = self.uvm.host_access(now, first..last, write, self.host_threads, &mut self.link, residency);
+                        self.after_uvm(q);
+                        end
+                    } else {
+                        now
+                    };
+                    q.push(end, Ev::Host);
+                    return Ok(());
+                }
+                &HostOp::HostCompute { ns } => {
+                    q.push(now + sim::ns_to_ps(ns), Ev::Host);
+                    return Ok(());
+                }
             }
         }
         self.done_at = Some(now);
@@ -182,12 +205,12 @@ impl Model for World {
             }
             Ev::UvmService => {
                 let next = self.uvm.service(now, &mut self.link, &mut self.gpu.xlat.space.residency);
-                if !self.uvm.shootdowns.is_empty() {
-                    // Evicted blocks: their translations leave every GPU TLB.
-                    self.gpu.xlat.shootdown(&self.uvm.shootdowns);
-                    self.uvm.shootdowns.clear();
-                }
+                self.after_uvm(q);
                 schedule(next, q);
+            }
+            Ev::UvmUnpin => {
+                self.uvm.unpin_due(now, &mut self.gpu.xlat.space.residency);
+                self.after_uvm(q);
             }
             Ev::UvmBatchDone => {
                 let (next, replay) = self.uvm.batch_done(now, &mut self.gpu.xlat.space.residency);
@@ -232,6 +255,21 @@ impl Model for World {
     }
 }
 
+impl World {
+    /// After the driver changed GPU mappings: shoot down the blocks it left
+    /// (evicted, taken back by the host, unpinned) in every GPU TLB, and
+    /// schedule the unpin deadlines of newly pinned pages.
+    fn after_uvm(&mut self, q: &mut EventQueue<Ev>) {
+        if !self.uvm.shootdowns.is_empty() {
+            self.gpu.xlat.shootdown(&self.uvm.shootdowns);
+            self.uvm.shootdowns.clear();
+        }
+        for t in self.uvm.unpin_wakeups.drain(..) {
+            q.push(t, Ev::UvmUnpin);
+        }
+    }
+}
+
 /// Put what the UVM driver asked for on the queue.
 fn schedule(next: Next, q: &mut EventQueue<Ev>) {
     match next {
@@ -248,6 +286,8 @@ pub struct Output {
     pub batches: Option<Vec<crate::uvm::BatchRecord>>,
     /// Per-fault records (`uvm.fault_records = true`).
     pub faults: Option<Vec<crate::uvm::FaultRecord>>,
+    /// Per-migration records (`uvm.records = true`).
+    pub migrations: Option<Vec<crate::uvm::MigrationRecord>>,
 }
 
 /// Run the system `cfg` describes; returns its metrics.
@@ -287,6 +327,7 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     world.gpu.export(&mut m, "gpu0");
     world.link.export(&mut m, end);
     world.uvm.export(&mut m, &world.gpu.xlat.space.residency);
+    world.gpu.remote.export(&mut m);
     if let Some(ppr) = &world.ppr {
         ppr.export(&mut m);
     }
@@ -299,7 +340,12 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     if cfg.uvm.baselines && cfg.workload.managed {
         baselines(cfg, end, &mut m)?;
     }
-    Ok(Output { metrics: m, batches: world.uvm.records.take(), faults: world.uvm.fault_records.take() })
+    Ok(Output {
+        metrics: m,
+        batches: world.uvm.records.take(),
+        faults: world.uvm.fault_records.take(),
+        migrations: world.uvm.migrations.take(),
+    })
 }
 
 /// The legacy baselines of a managed run (seed paged-memory §2): the same

@@ -67,6 +67,8 @@ fn expected_mem_insts(kind: WorkloadKind) -> Option<(u64, u64)> {
         // 11 x 9 macroblocks, 1089 positions. sad-mb: CTAs of 8 warps, 35 rounds of 32 positions per CTA, each 16 loads
         // and 16 stores, plus each warp's macroblock load; sad-8 and sad-16: 1089 x 99 threads of 36 and 9 accesses.
         WorkloadKind::Sad => exact(99 * (35 * 32 + 8) + (1089 * 99u64).div_ceil(32) * (36 + 9)),
+        // 2000 iterations of one 16-thread warp that loads (no store by default).
+        WorkloadKind::PingPong => exact(2000),
         _ => return None,
     })
 }
@@ -135,6 +137,7 @@ fn small(kind: WorkloadKind) -> &'static [&'static str] {
         WorkloadKind::Miniamr => &["workload.miniamr.iterations=1"],
         WorkloadKind::Bfs => &["workload.bfs.scale=10"],
         WorkloadKind::Sad => &["workload.sad.width=64", "workload.sad.height=32"],
+        WorkloadKind::PingPong => &["workload.ping_pong.iterations=50"],
         _ => &[],
     }
 }

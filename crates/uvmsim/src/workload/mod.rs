@@ -28,6 +28,7 @@ mod miniamr;
 mod minife;
 mod nw;
 mod pathfinder;
+mod pingpong;
 mod pointer_chase;
 mod regular;
 mod sad;
@@ -56,6 +57,7 @@ pub use miniamr::MiniamrParams;
 pub use minife::MinifeParams;
 pub use nw::NwParams;
 pub use pathfinder::PathfinderParams;
+pub use pingpong::PingPongParams;
 pub use pointer_chase::PointerChaseParams;
 pub use regular::RegularParams;
 pub use sad::SadParams;
@@ -176,6 +178,10 @@ pub enum HostOp {
     Launch(KernelSpec),
     /// Replay a memory-access trace, each access at its recorded time, and wait for it.
     Replay { path: String, gpu: u32 },
+    /// The host touches `bytes` of a buffer from `offset` (stores if `write`): managed pages on the GPU fault back.
+    HostAccess { buffer: usize, offset: u64, bytes: u64, write: bool },
+    /// The host computes for this many ns (no memory traffic modelled).
+    HostCompute { ns: f64 },
 }
 
 /// A whole workload: its allocations and host operations.
@@ -332,10 +338,11 @@ pub enum WorkloadKind {
     Miniamr,
     Bfs,
     Sad,
+    PingPong,
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 29] = [
+    pub const ALL: [WorkloadKind; 30] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
@@ -365,6 +372,7 @@ impl WorkloadKind {
         WorkloadKind::Miniamr,
         WorkloadKind::Bfs,
         WorkloadKind::Sad,
+        WorkloadKind::PingPong,
     ];
 
     pub fn name(self) -> &'static str {
@@ -398,6 +406,7 @@ impl WorkloadKind {
             WorkloadKind::Miniamr => "miniamr",
             WorkloadKind::Bfs => "bfs",
             WorkloadKind::Sad => "sad",
+            WorkloadKind::PingPong => "ping-pong",
         }
     }
 
@@ -432,6 +441,7 @@ impl WorkloadKind {
             WorkloadKind::Miniamr => "miniAMR: 7-point stencil over a list of mesh blocks (each a contiguous array with one-cell halos), the blocks near the domain's centre refined into 8 children; per iteration a halo exchange between neighbouring blocks (across refinement levels) and the stencil, ping-pong block lists.",
             WorkloadKind::Bfs => "Graph500-like BFS on a Kronecker (R-MAT) graph generated from the seed: one launch per level, one thread per vertex; frontier vertices read their CSR offsets and neighbour lists, gather the neighbours' levels and mark the unvisited ones.",
             WorkloadKind::Sad => "Parboil SAD (H.264 motion estimation): per 16x16 macroblock, sums of absolute differences against the reference frame at every offset of a search window; one CTA per macroblock reads its rows and the reference rows at each offset and stores the 4x4 SADs, then two launches combine them into the larger partitions.",
+            WorkloadKind::PingPong => "Host and GPU take turns on the same pages (thrashing, issue 4): per iteration a kernel where thread g reads (and optionally writes) one element of page g, then the host writes (or reads) every page, then computes for host_us; with managed memory the pages migrate back and forth until thrashing mitigation throttles and pins them.",
         }
     }
 }
@@ -439,7 +449,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, warp-trace, accelsim, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd, miniamr, bfs or sad (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, warp-trace, accelsim, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd, miniamr, bfs, sad or ping-pong (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -511,6 +521,8 @@ section! {
         pub bfs: BfsParams = BfsParams::default(),
         /// Parameters of `sad`.
         pub sad: SadParams = SadParams::default(),
+        /// Parameters of `ping-pong`.
+        pub ping_pong: PingPongParams = PingPongParams::default(),
     }
 }
 
@@ -552,6 +564,7 @@ impl WorkloadConfig {
             WorkloadKind::Miniamr => self.miniamr.footprint(),
             WorkloadKind::Bfs => self.bfs.footprint(),
             WorkloadKind::Sad => self.sad.footprint(),
+            WorkloadKind::PingPong => self.ping_pong.footprint(),
         }
     }
 
@@ -607,6 +620,7 @@ impl WorkloadConfig {
             WorkloadKind::Miniamr => self.miniamr.validate("workload.miniamr"),
             WorkloadKind::Bfs => self.bfs.validate("workload.bfs"),
             WorkloadKind::Sad => self.sad.validate("workload.sad"),
+            WorkloadKind::PingPong => self.ping_pong.validate("workload.ping_pong"),
         }
     }
 }
@@ -626,6 +640,10 @@ pub fn build(cfg: &Config) -> Result<Program, String> {
     if w.kind == WorkloadKind::Accelsim {
         return accelsim::program(&w.accelsim.path, cfg);
     }
+    if w.kind == WorkloadKind::PingPong {
+        let ops = pingpong::build(&w.ping_pong, w, cfg, page, &mut va);
+        return Ok(Program { buffers: va.buffers, ops });
+    }
     let one = |(k, inputs)| (vec![k], inputs);
     let (kernels, inputs) = match w.kind {
         WorkloadKind::Stride => one(stride::build(&w.stride, w, cfg, page, &mut va)),
@@ -635,7 +653,7 @@ pub fn build(cfg: &Config) -> Result<Program, String> {
         WorkloadKind::Stream => one(stream::build(&w.stream, w, page, &mut va)),
         WorkloadKind::Gather => one(gather::build(&w.gather, w, cfg, page, &mut va)),
         WorkloadKind::VecaddProbe => one(vecadd::build(&w.vecadd_probe, w, page, &mut va)),
-        WorkloadKind::Trace | WorkloadKind::WarpTrace | WorkloadKind::Accelsim => unreachable!("handled above"),
+        WorkloadKind::Trace | WorkloadKind::WarpTrace | WorkloadKind::Accelsim | WorkloadKind::PingPong => unreachable!("handled above"),
         WorkloadKind::PointerChase => pointer_chase::build(&w.pointer_chase, w, cfg, page, &mut va),
         WorkloadKind::Strided => strided::build(&w.strided, w, page, &mut va),
         WorkloadKind::TiledGemm => gemm::build(&w.tiled_gemm, w, page, &mut va),

@@ -161,6 +161,9 @@ pub fn record(program: &Program, cfg: &Config, source: &str, out: &str) -> Resul
                     "a timed trace (workload.kind = \"trace\") has no warp streams to record; use `uvmsim trace convert` instead".into()
                 )
             }
+            HostOp::HostAccess { .. } | HostOp::HostCompute { .. } => {
+                return Err("host accesses and host compute (the ping-pong workload) cannot be recorded in a warp trace".into())
+            }
         });
     }
     let header = Header {
