@@ -146,6 +146,16 @@ BAD_INPUTS = [
         ["gpu.dram.latency_ns", "10us"],
         id="wrong-type",
     ),
+    pytest.param(
+        ["run", "--preset", "titan-v", "--set", "uvm.thrashing.threshold=9"],
+        ["uvm.thrashing.threshold", "between 1 and 7"],
+        id="thrashing-threshold-out-of-range",
+    ),
+    pytest.param(
+        ["run", "--preset", "titan-v", "--set", "uvm.advise.policy=read-only"],
+        ["uvm.advise.policy", "read-only"],
+        id="unknown-advice",
+    ),
     pytest.param(["run", "--preset", "kaveri"], ["unknown preset `kaveri`", "kaveri-apu"], id="unknown-preset"),
     pytest.param(
         ["run", "--preset", "kaveri-apu", "--set", "workload.kind=no-such-workload"],

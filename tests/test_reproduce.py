@@ -205,7 +205,7 @@ def test_allen_async_unmap(tmp_path: Path) -> None:
     rows = {r.metric: r for r in rep.reproduce("allen-async-unmap", tmp_path, quick=True)}
     assert {"max_reduction_pct", "worst_async_ratio"} <= set(rows)
     lines = (tmp_path / "unmap.csv").read_text().splitlines()
-    assert lines[0].startswith("oversubscription,config,uvm_time_us") and len(lines) == 1 + 2 * 4
+    assert lines[0].startswith("oversubscription,config,uvm_time_us") and len(lines) == 1 + 2 * 4 + 3
     asy = [line.split(",") for line in lines[1:] if ",async-space," in line]
     assert all(float(f[8]) > 0 for f in asy), "blocks unmapped by the worker"
 

@@ -679,6 +679,31 @@ def async_unmap(ctx: Context) -> dict[str, float]:
         out[f"reduction_pct.{ratio}"] = 100.0 * (1.0 - best)
     out["max_reduction_pct"] = 100.0 * (1.0 - min(best_ratios))
     out["worst_async_ratio"] = max(best_ratios)
+    # Sensitivity (informational): data initialised by more host threads makes each block's unmap dearer.
+    threads = p.get("host_threads_sensitivity")
+    if threads:
+        times = {}
+        for name in ("default", "async-allocation", "async-space"):
+            r = ctx.run(f"sgemm-threads{threads}-{name}", {"workload.host_threads": threads, **UNMAP_CONFIGS[name]})
+            times[name] = r.metrics["uvm.time_ns"]
+            batches = r.tables["batches"]
+            rows.append(
+                (
+                    f"0 ({threads} host threads)",
+                    name,
+                    times[name] / 1e3,
+                    times[name] / times["default"],
+                    float(batches["unmap_ns"].sum()) / times[name],
+                    float(batches["tracker_ns"].sum() + batches["transfer_ns"].sum()) / 1e3,
+                    r.metrics["uvm.unmap.on_demand"],
+                    r.metrics["uvm.unmap.sync"],
+                    r.metrics["uvm.unmap.async"],
+                    r.metrics["uvm.unmap.waits"],
+                    r.metrics["uvm.batches"],
+                )
+            )
+        best = min(times["async-allocation"], times["async-space"]) / times["default"]
+        out[f"reduction_pct.host_threads_{threads}"] = 100.0 * (1.0 - best)
     write_csv(
         ctx.out / "unmap.csv",
         (
