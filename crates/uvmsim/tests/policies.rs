@@ -127,9 +127,14 @@ fn preferred_location_host_maps_remotely() {
     assert_eq!(out.batches.unwrap().iter().map(|r| r.remote_mapped).sum::<u64>(), 2048);
     // No CPU unmap: the host keeps its mapping.
     assert_eq!(m(x, "uvm.unmap.on_demand"), 0.0);
-    // Remote access is slower than local once resident, but saves the migrations: the kernel still completes.
-    let local = run(&REGULAR).metrics;
-    assert!(m(&local, "link.h2d.bytes") == 2048.0 * 4096.0);
+    // Each access moves its line (128 B) over the link.
+    assert_eq!(m(x, "uvm.remote.bytes"), 2.0 * 2048.0 * 128.0);
+    // A load waits for the round trip: 4 µs more link latency each way makes the kernel at least 8 µs longer.
+    let pl =
+        ["workload.kind=regular", "workload.regular.threads=2048", "workload.managed=true", "uvm.advise.policy=preferred-location-host"];
+    let slow = run(&[&pl[..], &["link.latency_ns=5000"]].concat()).metrics;
+    let fast = run(&[&pl[..], &["link.latency_ns=1000"]].concat()).metrics;
+    assert!(m(&slow, "time.kernel_ns") - m(&fast, "time.kernel_ns") >= 8000.0);
 }
 
 /// SetAccessedBy(GPU): host-initialised pages are mapped remotely from the
@@ -141,6 +146,11 @@ fn accessed_by_maps_host_pages_and_populates_the_rest_on_the_gpu() {
     assert_eq!(m(&x, "uvm.remote.loads"), 2048.0);
     let y = run(&[&REGULAR[..], &["uvm.advise.policy=accessed-by", "workload.host_init=false"]].concat()).metrics;
     assert_eq!((m(&y, "uvm.resident_pages"), m(&y, "uvm.remote.loads"), m(&y, "link.h2d.bytes")), (2048.0, 0.0, 0.0));
+    // Pages the host takes back stay mapped by the GPU (remotely): the next kernels do not fault on them.
+    let pp = ["workload.kind=ping-pong", "workload.managed=true", "workload.ping_pong.pages=4", "workload.ping_pong.iterations=10"];
+    let z = run(&[&pp[..], &["uvm.advise.policy=accessed-by", "workload.host_init=false"]].concat()).metrics;
+    assert_eq!((m(&z, "uvm.faults.unique"), m(&z, "uvm.host.pages_d2h")), (4.0, 4.0), "first touch on the GPU, one trip back");
+    assert_eq!(m(&z, "uvm.remote.loads"), 9.0 * 4.0, "the 9 later kernels read remotely");
 }
 
 /// SetReadMostly: reads duplicate the pages (the host keeps its copy and

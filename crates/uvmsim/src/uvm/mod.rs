@@ -1035,6 +1035,12 @@ impl Uvm {
                     self.stats.remote_mapped += pages.len() as u64;
                 } else {
                     self.thrashing.migrated(block, &pages, Proc::Host, t);
+                    if self.advice_of(block * BLOCK_PAGES) == Advice::AccessedBy {
+                        // Accessed-by: the GPU keeps a (now remote) mapping wherever the page goes.
+                        for &p in &pages {
+                            residency.map_remote(p);
+                        }
+                    }
                 }
             }
             for &p in &drop_dup {
@@ -1329,6 +1335,12 @@ impl Uvm {
                         add(&mut t, c.evict, &mut st.evict);
                         let (mask, untouched) = residency.evict_block(victim);
                         let n = prefetch::count(&mask) as u64;
+                        if self.advice_of(victim * BLOCK_PAGES) == Advice::AccessedBy {
+                            // Accessed-by: the GPU keeps a mapping of the pages, now in host memory.
+                            for i in prefetch::pages(&mask) {
+                                residency.map_remote(victim * BLOCK_PAGES + i as u64);
+                            }
+                        }
                         let host = self.cpu_evicted.entry(victim).or_insert([0; 8]);
                         for w in 0..8 {
                             host[w] |= mask[w];

@@ -16,7 +16,8 @@
 //! - `accessed-by` (SetAccessedBy = GPU): the GPU keeps a mapping wherever the
 //!   page is: host-resident pages are mapped remotely from the start (no
 //!   fault); pages resident nowhere are populated on the GPU at their first
-//!   fault, and migrate as usual.
+//!   fault, and migrate as usual; pages the host takes back, or evicted ones,
+//!   stay mapped remotely.
 //!
 //! Remote accesses cost the link ([`super::remote`]).
 //!
