@@ -41,6 +41,20 @@
 //! own blocks, the block is deferred: its faults come again after the replay.
 //! An eviction bumps the residency's refault epoch, so warps that wait for a
 //! replay re-execute and fault again on pages that were taken away.
+//!
+//! Thrashing, hints and the host ([`thrashing`], [`policy`], [`remote`]):
+//! before a batch's blocks are formed, every faulted page asks the thrashing
+//! module for a hint: throttled pages are not serviced (the refault epoch
+//! makes their warps fault again after the replay), pinned pages and pages
+//! hinted to stay on the host are mapped remotely (no chunk, no copy, no CPU
+//! unmap). Read-mostly reads are copied as read-only duplicates and leave the
+//! host mapped; a GPU store to a duplicate faults and collapses it. Thrashing
+//! and preferred-location pages are never prefetched. A host access
+//! ([`Uvm::host_access`]) takes GPU-resident pages back over the link, one CPU
+//! fault per VA block (the block keeps its GPU chunk). CPU unmapping is on
+//! demand per block, or preemptive (`[uvm.preunmap]`: a synchronous range, or
+//! the background worker the batches skip, wait for or fall back from). With
+//! `records`, every copy over the link is a row of the `migrations` table.
 
 pub mod evict;
 pub mod policy;
