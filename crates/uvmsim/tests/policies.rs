@@ -3,7 +3,7 @@
 
 use uvmsim::config::{resolve, Config, Source};
 use uvmsim::stats::Metrics;
-use uvmsim::uvm::{Cause, MigrationRecord};
+use uvmsim::uvm::{Cause, MigrationRecord, Outcome};
 use uvmsim::world::{simulate_full, Output};
 
 fn cfg(sets: &[&str]) -> Config {
@@ -20,7 +20,8 @@ fn m(x: &Metrics, k: &str) -> f64 {
     x.get(k).unwrap_or_else(|| panic!("no metric {k}"))
 }
 
-const PING_PONG: [&str; 4] = ["workload.kind=ping-pong", "workload.managed=true", "workload.ping_pong.pages=1", "uvm.records=true"];
+const PING_PONG: [&str; 5] =
+    ["workload.kind=ping-pong", "workload.managed=true", "workload.ping_pong.pages=1", "uvm.records=true", "uvm.fault_records=true"];
 
 /// The host and the GPU take one page from each other at every iteration
 /// (kernel reads it, host writes it, 100 µs of host compute). With the
@@ -46,6 +47,8 @@ fn ping_pong_throttles_then_pins_then_unpins() {
     assert_eq!(naps, 10, "{gaps:?}");
     let b = out.batches.as_ref().unwrap();
     assert!(b.iter().filter(|r| r.start_ns < pin_ns).any(|r| r.throttled > 0), "throttled GPU faults are in the batch records");
+    let throttled = out.faults.as_ref().unwrap().iter().filter(|f| f.outcome == Outcome::Throttled).count() as f64;
+    assert_eq!(throttled, m(&out.metrics, "uvm.thrashing.throttled_faults"), "and in the faults table");
     // Pinned: the host keeps the page, the GPU maps it remotely; 150 ms (300 lapses) later it migrates again.
     let next = &mig[pin + 1];
     assert_eq!((next.direction, next.cause), ("h2d", Cause::Demand));

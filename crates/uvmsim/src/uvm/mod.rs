@@ -216,6 +216,8 @@ pub enum Outcome {
     Stale,
     /// Discarded from the buffer by batch-flush (its µTLB raises it again after the replay).
     Flushed,
+    /// Not serviced: the GPU was throttled on its page (thrashing); raised again after the replay.
+    Throttled,
 }
 
 /// One fault the driver fetched or flushed (the `faults` table).
@@ -1199,20 +1201,6 @@ impl Uvm {
         pages.dedup();
         let duplicates = (fetched.len() - pages.len()) as u64;
         self.stats.duplicates += duplicates;
-        if self.fault_records.is_some() {
-            let mut seen = FxHashSet::default();
-            let batch = self.stats.batches;
-            for f in &fetched {
-                let outcome = if !seen.insert(f.vpn) {
-                    Outcome::Duplicate
-                } else if residency.is_resident(f.vpn) {
-                    Outcome::Stale
-                } else {
-                    Outcome::Serviced
-                };
-                self.record_fault(f, batch, outcome);
-            }
-        }
         // Read-mostly: a store to a read-only duplicate collapses it (nothing moves; the host's mapping goes).
         let (collapse, writes): (Vec<u64>, Vec<u64>) = if self.advice == Advice::ReadMostly {
             let mut w: Vec<u64> = fetched.iter().filter(|f| f.write).map(|f| f.vpn).collect();
@@ -1234,13 +1222,13 @@ impl Uvm {
         }
         // Thrashing hints and placement hints: throttled pages wait (their warps fault
         // again after the replay), pinned or hinted ones are mapped remotely.
-        let mut throttled = 0u64;
+        let mut throttled_pages: Vec<u64> = vec![];
         let mut remote: Vec<u64> = vec![];
         if self.thrashing.tracking() || !self.advised.is_empty() {
             let mut keep = Vec::with_capacity(pages.len());
             for &p in &pages {
                 match self.thrashing.hint(p, Proc::Gpu, now) {
-                    Hint::Throttle(_) => throttled += 1,
+                    Hint::Throttle(_) => throttled_pages.push(p),
                     Hint::Pin => remote.push(p),
                     Hint::None => match self.advice_of(p) {
                         Advice::PreferredLocationHost => remote.push(p),
@@ -1250,8 +1238,25 @@ impl Uvm {
                 }
             }
             pages = keep;
-            if throttled > 0 {
+            if !throttled_pages.is_empty() {
                 residency.refault_epoch += 1;
+            }
+        }
+        let throttled = throttled_pages.len() as u64;
+        if self.fault_records.is_some() {
+            let mut seen = FxHashSet::default();
+            let batch = self.stats.batches;
+            for f in &fetched {
+                let outcome = if !seen.insert(f.vpn) {
+                    Outcome::Duplicate
+                } else if residency.is_resident(f.vpn) || residency.is_remote(f.vpn) {
+                    Outcome::Stale
+                } else if throttled_pages.contains(&f.vpn) {
+                    Outcome::Throttled
+                } else {
+                    Outcome::Serviced
+                };
+                self.record_fault(f, batch, outcome);
             }
         }
         // Zheng's transfer set: prefetch candidates fill what the demand pages leave.
