@@ -221,3 +221,26 @@ fn preemptive_unmapping_moves_the_unmap_off_the_fault_path() {
         assert_eq!(m(x, "uvm.unmap.on_demand") + m(x, "uvm.unmap.sync") + m(x, "uvm.unmap.async"), 6.0);
     }
 }
+
+/// The policies combine with the other driver options without breaking the
+/// driver's invariants (checked at the end of every debug run).
+#[test]
+fn policies_run_under_every_fault_mode_and_cost_model() {
+    let pp = ["workload.kind=ping-pong", "workload.managed=true", "workload.ping_pong.pages=40", "workload.ping_pong.iterations=100"];
+    for extra in [
+        &["uvm.fault_mode=blocking"][..],
+        &["uvm.replay_policy=once"][..],
+        &["uvm.replay_policy=block"][..],
+        &["uvm.cost_model=fixed-latency"][..],
+        &["workload.ping_pong.gpu_write=true", "uvm.advise.policy=read-mostly"][..],
+        &["uvm.advise.policy=accessed-by", "uvm.gpu_memory_bytes=2MiB"][..],
+        &["uvm.advise.policy=preferred-location-host", "uvm.prefetch.policy=density"][..],
+        &["uvm.preunmap.mode=async", "uvm.preunmap.granularity=space", "workload.host_threads=4"][..],
+    ] {
+        let x = run(&[&pp[..], extra].concat()).metrics;
+        assert!(m(&x, "time.total_ns") > 0.0, "{extra:?}");
+        if extra.len() == 1 {
+            assert!(m(&x, "uvm.thrashing.pins") > 0.0, "{extra:?}: the ping-pong thrashes");
+        }
+    }
+}
