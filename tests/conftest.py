@@ -52,6 +52,7 @@ WORKLOADS = [
     "simple-convolution",
     "im2col",
     "conv2d",
+    "ping-pong",
 ]
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]

@@ -110,6 +110,26 @@ def test_tables_are_dataframes_on_disk_as_json_rows_and_parquet(tmp_path: Path) 
     assert "<code>batches</code>" in r._repr_html_() and f"({len(batches)} rows)" in r._repr_html_()
 
 
+def test_migrations_table_matches_the_link_bytes(tmp_path: Path) -> None:
+    # The host and the GPU take pages from each other: copies both ways, every byte in the table.
+    pp = {
+        "workload.kind": "ping-pong",
+        "workload.managed": True,
+        "workload.ping_pong.pages": 8,
+        "workload.ping_pong.iterations": 30,
+        "uvm.records": True,
+    }
+    r = uvmsim.run(preset="titan-v", set=pp, out=tmp_path)
+    mig = r.tables["migrations"]
+    columns = {"start_ns", "end_ns", "first_page", "pages", "bytes", "direction", "cause", "copy_engine"}
+    assert set(mig.columns) == columns
+    by_dir = mig.groupby("direction")["bytes"].sum()
+    assert by_dir["h2d"] == r.metrics["link.h2d.bytes"] and by_dir["d2h"] == r.metrics["link.d2h.bytes"]
+    assert {"demand", "thrashing"} <= set(mig["cause"])
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "migrations.parquet"), mig)
+    assert r.metrics["uvm.thrashing.throttles_gpu"] > 0 and r.metrics["uvm.thrashing.pins"] > 0
+
+
 def test_load_explains_what_the_directory_is(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="does not exist"):
         uvmsim.load(tmp_path / "absent")

@@ -108,6 +108,7 @@ def test_reproduce_list(cli: Cli) -> None:
     assert p.returncode == 0, p.stderr
     ids = [line.split()[0] for line in p.stdout.splitlines()]
     assert ids == [
+        "allen-async-unmap",
         "allen-base-cost",
         "allen-batch-composition",
         "allen-batch-size",
@@ -148,6 +149,16 @@ BAD_INPUTS = [
         ["run", "--preset", "kaveri-apu", "--set", "gpu.dram.latency_ns=10us"],
         ["gpu.dram.latency_ns", "10us"],
         id="wrong-type",
+    ),
+    pytest.param(
+        ["run", "--preset", "titan-v", "--set", "uvm.thrashing.threshold=9"],
+        ["uvm.thrashing.threshold", "between 1 and 7"],
+        id="thrashing-threshold-out-of-range",
+    ),
+    pytest.param(
+        ["run", "--preset", "titan-v", "--set", "uvm.advise.policy=read-only"],
+        ["uvm.advise.policy", "read-only"],
+        id="unknown-advice",
     ),
     pytest.param(["run", "--preset", "kaveri"], ["unknown preset `kaveri`", "kaveri-apu"], id="unknown-preset"),
     pytest.param(

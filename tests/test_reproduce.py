@@ -201,6 +201,16 @@ def test_allen_oversub_scaled(tmp_path: Path) -> None:
     assert (tmp_path / "oversub.csv").read_text().startswith("oversubscription,gpu_memory_bytes,faults")
 
 
+def test_allen_async_unmap(tmp_path: Path) -> None:
+    # Every configuration runs every size; the worker takes blocks off the fault path in the async ones.
+    rows = {r.metric: r for r in rep.reproduce("allen-async-unmap", tmp_path, quick=True)}
+    assert {"max_reduction_pct", "worst_async_ratio"} <= set(rows)
+    lines = (tmp_path / "unmap.csv").read_text().splitlines()
+    assert lines[0].startswith("oversubscription,config,uvm_time_us") and len(lines) == 1 + 2 * 4 + 3
+    asy = [line.split(",") for line in lines[1:] if ",async-space," in line]
+    assert all(float(f[8]) > 0 for f in asy), "blocks unmapped by the worker"
+
+
 def test_apu_fault_path(tmp_path: Path) -> None:
     # Latency grows with concurrent faults (the one worker thread); throughput flattens.
     rows = {r.metric: r for r in rep.reproduce("apu-fault-latency", tmp_path / "lat")}

@@ -47,6 +47,9 @@ pub fn run_json(sources: &[Source], overrides: &[String]) -> Result<String, ApiE
     if let Some(f) = out.faults {
         tables.insert("faults".into(), serde_json::to_value(f).expect("records serialize"));
     }
+    if let Some(m) = out.migrations {
+        tables.insert("migrations".into(), serde_json::to_value(m).expect("records serialize"));
+    }
     Ok(json!({"version": env!("CARGO_PKG_VERSION"), "config": cfg, "metrics": out.metrics, "tables": tables}).to_string())
 }
 

@@ -41,6 +41,8 @@ pub enum Ev {
     PageReady(u64),
     /// Multi-GPU: an invalidation request reaches the GPU (`vpn << 5 | gpu`).
     Invalidate(u64),
+    /// Pages pinned by thrashing mitigation reach their unpin deadline.
+    UvmUnpin,
 }
 
 /// Low bits of an event's slot or CTA number: the index within its GPU.
@@ -74,6 +76,7 @@ pub struct World {
     replay: Option<Replay>,
     page_bytes: u64,
     uvm: Uvm,
+    host_threads: u32,
     /// The APU page-fault path, in IOMMU mode (faults go there instead of the UVM driver).
     ppr: Option<Ppr>,
     /// Host TLB shootdowns through the IOMMU, in IOMMU mode.
@@ -96,8 +99,7 @@ impl World {
             }
             Multi::new(cfg, iommu)
         });
-        let gpu = &mut gpus[0];
-        let mut uvm = Uvm::new(&cfg.uvm, gpu.xlat.l1.len(), gpu.sms(), cfg.sim.seed);
+        let mut uvm = Uvm::new(&cfg.uvm, gpus[0].xlat.l1.len(), gpus[0].sms(), cfg.sim.seed);
         for b in &program.buffers {
             if multi.is_some() {
                 // Every buffer is unified memory whose pages the multi-GPU policy places.
@@ -116,6 +118,7 @@ impl World {
                 uvm.host_touch(b.base >> 12, (b.base + b.bytes).div_ceil(4096), cfg.workload.host_threads);
             }
         }
+        uvm.apply_advice(&mut gpus[0].xlat.space.residency);
         World {
             program,
             pc: 0,
@@ -132,6 +135,7 @@ impl World {
             replay: None,
             page_bytes: cfg.translation.page_size.0,
             uvm,
+            host_threads: cfg.workload.host_threads,
             ppr: (cfg.translation.mode == TranslationMode::Iommu).then(|| Ppr::new(&cfg.iommu.ppr)),
             shootdown: (cfg.translation.mode == TranslationMode::Iommu).then(|| {
                 let io = &cfg.iommu;
@@ -269,6 +273,24 @@ impl World {
                     q.push(t, Ev::Host);
                     return Ok(());
                 }
+                &HostOp::HostAccess { buffer, offset, bytes, write } => {
+                    let b = self.program.buffers[buffer];
+                    let end = if b.managed {
+                        let (first, last) = ((b.base + offset) >> 12, (b.base + offset + bytes).div_ceil(4096));
+                        let residency = &mut self.gpus[0].xlat.space.residency;
+                        let end = self.uvm.host_access(now, first..last, write, self.host_threads, &mut self.link, residency);
+                        self.after_uvm(q);
+                        end
+                    } else {
+                        now
+                    };
+                    q.push(end, Ev::Host);
+                    return Ok(());
+                }
+                &HostOp::HostCompute { ns } => {
+                    q.push(now + sim::ns_to_ps(ns), Ev::Host);
+                    return Ok(());
+                }
             }
         }
         self.done_at = Some(now);
@@ -363,14 +385,13 @@ impl Model for World {
                 self.gpus[g].replay(now, q);
             }
             Ev::UvmService => {
-                let gpu = &mut self.gpus[0];
-                let next = self.uvm.service(now, &mut self.link, &mut gpu.xlat.space.residency);
-                if !self.uvm.shootdowns.is_empty() {
-                    // Evicted blocks: their translations leave every GPU TLB.
-                    gpu.xlat.shootdown(&self.uvm.shootdowns);
-                    self.uvm.shootdowns.clear();
-                }
+                let next = self.uvm.service(now, &mut self.link, &mut self.gpus[0].xlat.space.residency);
+                self.after_uvm(q);
                 schedule(next, q);
+            }
+            Ev::UvmUnpin => {
+                self.uvm.unpin_due(now, &mut self.gpus[0].xlat.space.residency);
+                self.after_uvm(q);
             }
             Ev::UvmBatchDone => {
                 let gpu = &mut self.gpus[0];
@@ -428,6 +449,21 @@ impl Model for World {
     }
 }
 
+impl World {
+    /// After the driver changed GPU mappings: shoot down the blocks it left
+    /// (evicted, taken back by the host, unpinned) in every GPU TLB, and
+    /// schedule the unpin deadlines of newly pinned pages.
+    fn after_uvm(&mut self, q: &mut EventQueue<Ev>) {
+        if !self.uvm.shootdowns.is_empty() {
+            self.gpus[0].xlat.shootdown(&self.uvm.shootdowns);
+            self.uvm.shootdowns.clear();
+        }
+        for t in self.uvm.unpin_wakeups.drain(..) {
+            q.push(t, Ev::UvmUnpin);
+        }
+    }
+}
+
 /// Put what the UVM driver asked for on the queue.
 fn schedule(next: Next, q: &mut EventQueue<Ev>) {
     match next {
@@ -444,6 +480,8 @@ pub struct Output {
     pub batches: Option<Vec<crate::uvm::BatchRecord>>,
     /// Per-fault records (`uvm.fault_records = true`).
     pub faults: Option<Vec<crate::uvm::FaultRecord>>,
+    /// Per-migration records (`uvm.records = true`).
+    pub migrations: Option<Vec<crate::uvm::MigrationRecord>>,
 }
 
 /// Run the system `cfg` describes; returns its metrics.
@@ -492,6 +530,7 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     }
     world.link.export(&mut m, end);
     world.uvm.export(&mut m, &world.gpus[0].xlat.space.residency);
+    world.gpus[0].remote.export(&mut m);
     if let Some(ppr) = &world.ppr {
         ppr.export(&mut m);
     }
@@ -508,7 +547,12 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     if cfg.uvm.baselines && cfg.workload.managed {
         baselines(cfg, end, &mut m)?;
     }
-    Ok(Output { metrics: m, batches: world.uvm.records.take(), faults: world.uvm.fault_records.take() })
+    Ok(Output {
+        metrics: m,
+        batches: world.uvm.records.take(),
+        faults: world.uvm.fault_records.take(),
+        migrations: world.uvm.migrations.take(),
+    })
 }
 
 /// The legacy baselines of a managed run (seed paged-memory §2): the same

@@ -89,6 +89,8 @@ fn expected_mem_insts(kind: WorkloadKind) -> Option<(u64, u64)> {
         WorkloadKind::Im2col => exact(w(27 * 126 * 126) * 2),
         // im2col of 27 x 62^2 elements, then 8 x 62^2 outputs of 27 x 2 loads + 1 store.
         WorkloadKind::Conv2d => exact(w(27 * 62 * 62) * 2 + w(8 * 62 * 62) * 55),
+        // 2000 iterations of one 16-thread warp that loads (no store by default).
+        WorkloadKind::PingPong => exact(2000),
         _ => return None,
     })
 }
@@ -178,6 +180,7 @@ fn small(kind: WorkloadKind) -> &'static [&'static str] {
         WorkloadKind::SimpleConvolution => &["workload.simple_convolution.width=126", "workload.simple_convolution.height=126"],
         WorkloadKind::Im2col => &["workload.im2col.height=32", "workload.im2col.width=32"],
         WorkloadKind::Conv2d => &["workload.conv2d.height=32", "workload.conv2d.width=32"],
+        WorkloadKind::PingPong => &["workload.ping_pong.iterations=50"],
         _ => &[],
     }
 }

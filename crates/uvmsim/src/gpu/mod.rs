@@ -30,9 +30,11 @@ use crate::mem::MemSystem;
 use crate::multi::{Locate, Multi};
 use crate::sim::{Clock, EventQueue, Ps, SimError};
 use crate::stats::Metrics;
-use crate::uvm::{Fault, FaultMode};
+use crate::uvm::remote::RemoteAccess;
+use crate::uvm::{Advice, Fault, FaultMode};
 use crate::workload::{KernelSpec, Lanes, MemKind, Op, WarpId, WarpStream, MAX_LANES};
 use crate::world::Ev;
+use crate::xlat::space::REMOTE_PA;
 use crate::xlat::{Translator, Xlat};
 use rustc_hash::FxHashMap;
 
@@ -169,6 +171,10 @@ pub struct Gpu {
     /// Blocking fault mode (`uvm.fault_mode = "blocking"`), and which µTLBs are blocked.
     blocking: bool,
     blocked: Vec<bool>,
+    /// Zero-copy accesses to remotely mapped managed pages (host memory over the link).
+    pub remote: RemoteAccess,
+    /// Read-mostly pages may be read-only duplicates: a store to one faults.
+    read_dup: bool,
 }
 
 /// Bits of an event's slot or CTA number that index within one GPU; the GPU's id is above them.
@@ -211,6 +217,8 @@ impl Gpu {
             by_page: FxHashMap::default(),
             blocking: cfg.uvm.fault_mode == FaultMode::Blocking,
             blocked: vec![false; g.sms.div_ceil(g.sms_per_l1tlb) as usize],
+            remote: RemoteAccess::new(&cfg.link),
+            read_dup: cfg.uvm.advise.policy == Advice::ReadMostly,
         }
     }
 
@@ -494,7 +502,7 @@ impl Gpu {
                 }
                 // Pages become resident in batches: drop them from the end, stop at the first still missing.
                 while let Some(&p) = w.faulted.last() {
-                    if !residency.is_resident(p) {
+                    if !residency.is_mapped(p) {
                         return true;
                     }
                     w.faulted.pop();
@@ -575,6 +583,16 @@ impl Gpu {
             let va = self.lines.line[i] << ls;
             self.stats.translations += 1;
             let (mut ready, pa, page) = match self.xlat.translate(sm, va, t, now, &mut self.mem.dram) {
+                // A store to a read-only duplicate (read-mostly) faults: the driver collapses the copies.
+                Xlat::Ready(at, ..) if self.read_dup && kind == MemKind::Store && self.xlat.space.residency.is_dup(va >> 12) => {
+                    self.record_fault(sm, kind, va, at);
+                    faulted = true;
+                    let end_line = ((va >> 12) + 1) << 12 >> ls;
+                    while i < self.lines.n && self.lines.line[i] < end_line {
+                        i += 1;
+                    }
+                    continue;
+                }
                 Xlat::Ready(r, pa, page) => (r, pa, page),
                 Xlat::Unmapped => return Err(va),
                 Xlat::Fault(at) => {
@@ -611,6 +629,13 @@ impl Gpu {
                         continue;
                     }
                 }
+            }
+            if pa & REMOTE_PA != 0 {
+                // Remotely mapped (host memory): the page's lines go over the link, uncached.
+                let n = self.lines.line[i..self.lines.n].iter().take_while(|&&l| l < end_line).count();
+                done = done.max(self.remote.access(kind, n as u64 * (1 << ls), ready, now));
+                i += n;
+                continue;
             }
             let pa_line = pa >> ls;
             while i < self.lines.n && self.lines.line[i] < end_line {

@@ -90,6 +90,12 @@ impl Link {
     /// Move `bytes` in direction `dir`, requested at `t` (no earlier than `now`);
     /// returns (start, end): when a copy engine took it and when its last byte arrived.
     pub fn transfer(&mut self, dir: Dir, bytes: u64, t: Ps, now: Ps) -> (Ps, Ps) {
+        let (start, end, _) = self.transfer_on(dir, bytes, t, now);
+        (start, end)
+    }
+
+    /// [`Link::transfer`], also returning the copy engine that carried it.
+    pub fn transfer_on(&mut self, dir: Dir, bytes: u64, t: Ps, now: Ps) -> (Ps, Ps, u32) {
         let (e, free) = self.engines.iter().copied().enumerate().min_by_key(|&(_, f)| f).unwrap_or((0, t));
         let start = t.max(free);
         let d = dir as usize;
@@ -102,7 +108,7 @@ impl Link {
         s.transfers += 1;
         s.bytes += bytes;
         s.busy_ps += done - start;
-        (start, done + self.latency)
+        (start, done + self.latency, e as u32)
     }
 
     /// Export `link.{h2d,d2h}.{transfers,bytes,busy_ns}` and utilisation over `span` ps.

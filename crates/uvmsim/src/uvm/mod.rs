@@ -41,10 +41,27 @@
 //! own blocks, the block is deferred: its faults come again after the replay.
 //! An eviction bumps the residency's refault epoch, so warps that wait for a
 //! replay re-execute and fault again on pages that were taken away.
+//!
+//! Thrashing, hints and the host ([`thrashing`], [`policy`], [`remote`]):
+//! before a batch's blocks are formed, every faulted page asks the thrashing
+//! module for a hint: throttled pages are not serviced (the refault epoch
+//! makes their warps fault again after the replay), pinned pages and pages
+//! hinted to stay on the host are mapped remotely (no chunk, no copy, no CPU
+//! unmap). Read-mostly reads are copied as read-only duplicates and leave the
+//! host mapped; a GPU store to a duplicate faults and collapses it. Thrashing
+//! and preferred-location pages are never prefetched. A host access
+//! ([`Uvm::host_access`]) takes GPU-resident pages back over the link, one CPU
+//! fault per VA block (the block keeps its GPU chunk). CPU unmapping is on
+//! demand per block, or preemptive (`[uvm.preunmap]`: a synchronous range, or
+//! the background worker the batches skip, wait for or fall back from). With
+//! `records`, every copy over the link is a row of the `migrations` table.
 
 pub mod evict;
+pub mod policy;
 pub mod ppr;
 pub mod prefetch;
+pub mod remote;
+pub mod thrashing;
 
 use crate::config::ByteSize;
 use crate::link::{Dir, Link};
@@ -52,10 +69,13 @@ use crate::sim::{mix64, ns_to_ps, Ps};
 use crate::stats::{Latency, Metrics};
 use crate::xlat::space::{Residency, BLOCK_PAGES};
 use evict::{Chunks, EvictionConfig};
+pub use policy::Advice;
+use policy::{AdviseConfig, PreunmapConfig, UnmapGranularity, UnmapMode, Worker};
 use prefetch::{PageMask, PrefetchConfig, PrefetchPolicy};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+use thrashing::{Hint, Proc, Thrashing, ThrashingConfig};
 
 /// Bytes of a 2 MiB VA block (and of the GPU root chunk that backs it).
 const BLOCK_BYTES: u64 = BLOCK_PAGES * 4096;
@@ -163,7 +183,16 @@ section! {
         pub oversubscription: f64 = 0.0,
         /// Eviction when GPU memory is full.
         pub eviction: EvictionConfig = EvictionConfig::default(),
-        /// Keep one record per batch (the `batches` table of the run's output).
+        /// Thrashing detection and mitigation between the host and the GPU.
+        pub thrashing: ThrashingConfig = ThrashingConfig::default(),
+        /// cudaMemAdvise hints.
+        pub advise: AdviseConfig = AdviseConfig::default(),
+        /// Preemptive CPU unmapping.
+        pub preunmap: PreunmapConfig = PreunmapConfig::default(),
+        /// A host access that finds a managed page on the GPU (or its VA block not mapped on the host): the CPU page fault's
+        /// service per VA block, before any copy back, in µs. ASSUMPTION, to be calibrated.
+        pub cpu_fault_us: f64 = 20.0,
+        /// Keep one record per batch and one per migration (the `batches` and `migrations` tables of the run's output).
         pub records: bool = false,
         /// Keep one record per fault fetched or flushed (the `faults` table: arrival, SM, µTLB, page, access, batch, outcome).
         pub fault_records: bool = false,
@@ -187,6 +216,8 @@ pub enum Outcome {
     Stale,
     /// Discarded from the buffer by batch-flush (its µTLB raises it again after the replay).
     Flushed,
+    /// Not serviced: the GPU was throttled on its page (thrashing); raised again after the replay.
+    Throttled,
 }
 
 /// One fault the driver fetched or flushed (the `faults` table).
@@ -203,6 +234,37 @@ pub struct FaultRecord {
     /// The batch that fetched it (or, flushed, the batch after which it was flushed).
     pub batch: u64,
     pub outcome: Outcome,
+}
+
+/// Why pages moved (the `migrations` table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cause {
+    /// A fault (GPU or host) on a page of the copy.
+    Demand,
+    /// Only prefetched pages.
+    Prefetch,
+    /// A VA block evicted from full GPU memory.
+    Eviction,
+    /// A hint: read-duplication copies (read-mostly).
+    Hint,
+    /// Thrashing mitigation: a page pinned on the host moved there.
+    Thrashing,
+}
+
+/// One copy over the link (the `migrations` table).
+#[derive(Debug, Clone, Serialize)]
+pub struct MigrationRecord {
+    pub start_ns: f64,
+    pub end_ns: f64,
+    /// The lowest 4 KiB page number of the copy, and its pages (not necessarily contiguous: a VA block's set).
+    pub first_page: u64,
+    pub pages: u64,
+    pub bytes: u64,
+    /// "h2d" or "d2h".
+    pub direction: &'static str,
+    pub cause: Cause,
+    pub copy_engine: u32,
 }
 
 /// One serviced batch (the `batches` table).
@@ -228,6 +290,12 @@ pub struct BatchRecord {
     pub bytes_d2h: u64,
     /// Faults flushed from the buffer after this batch.
     pub flushed: u64,
+    /// Pages whose GPU fault was not serviced because the GPU was throttled on them (thrashing).
+    pub throttled: u64,
+    /// Pages the batch mapped remotely instead of migrating (pinned by thrashing mitigation, or by a hint).
+    pub remote_mapped: u64,
+    /// Blocks whose host mapping the batch found already removed by the asynchronous unmap worker.
+    pub unmaps_skipped: u64,
     /// Replays issued during the batch (one per VA block under `block`, else one or none).
     pub replays: u64,
     /// Time in each stage, in ns; together they make end_ns - start_ns (the
@@ -264,6 +332,10 @@ impl UvmConfig {
             return Err(("uvm.pma_chunk_blocks".into(), format!("must be between 1 and 2^20, got {}", self.pma_chunk_blocks)));
         }
         self.prefetch.validate()?;
+        self.thrashing.validate()?;
+        if !(self.cpu_fault_us.is_finite() && (0.0..=1e6).contains(&self.cpu_fault_us)) {
+            return Err(("uvm.cpu_fault_us".into(), format!("must be between 0 and 1000000 µs, got {}", self.cpu_fault_us)));
+        }
         if !(self.oversubscription == 0.0 || (self.oversubscription.is_finite() && (0.01..=1000.0).contains(&self.oversubscription))) {
             return Err((
                 "uvm.oversubscription".into(),
@@ -347,6 +419,24 @@ pub struct UvmStats {
     pub bytes_d2h: u64,
     /// VA blocks a batch could not service: GPU memory full and every chunk held by the batch's own blocks.
     pub deferred_blocks: u64,
+    /// Pages mapped remotely by batches (pinned, or hinted to stay on the host).
+    pub remote_mapped: u64,
+    /// Read-mostly: pages duplicated on the GPU, duplicates collapsed by a GPU store, and invalidated by a host write.
+    pub dup_copies: u64,
+    pub dup_collapses: u64,
+    pub dup_invalidations: u64,
+    /// Host accesses: VA blocks the host faulted on, pages it took back from the GPU, and their bytes.
+    pub host_faults: u64,
+    pub host_pages_d2h: u64,
+    pub host_bytes_d2h: u64,
+    /// Time host accesses took (faults, copies back and thrashing naps), in ps.
+    pub host_ps: Ps,
+    /// CPU unmapping: blocks unmapped on demand (by the driver, in a batch), by a synchronous preemptive
+    /// call, by the background worker; the driver's waits for a block the worker held.
+    pub unmaps_on_demand: u64,
+    pub unmaps_sync: u64,
+    pub unmaps_async: u64,
+    pub unmap_waits: u64,
     pub time_ps: Ps,
     pub batch: Latency,
 }
@@ -366,12 +456,15 @@ enum State {
     },
 }
 
-/// Part of a batch: at `end`, its demanded and prefetched pages become resident.
-#[derive(Debug)]
+/// Part of a batch: at `end`, its demanded and prefetched pages become
+/// resident (read-only duplicates among them marked), its remote pages mapped.
+#[derive(Debug, Default)]
 struct Segment {
     end: Ps,
     demand: Vec<u64>,
     prefetched: Vec<u64>,
+    remote: Vec<u64>,
+    dup: Vec<u64>,
 }
 
 /// The driver's stage costs, in ps (see [`UvmConfig`] for each term's source).
@@ -480,6 +573,21 @@ pub struct Uvm {
     pub fault_records: Option<Vec<FaultRecord>>,
     fault_records_max: u64,
     pub fault_records_dropped: u64,
+    /// Per-migration records, when `records` is on.
+    pub migrations: Option<Vec<MigrationRecord>>,
+    pub thrashing: Thrashing,
+    /// Pinned pages' unpin deadlines the caller must schedule (`Ev::UvmUnpin`).
+    pub unpin_wakeups: Vec<Ps>,
+    unpin_scheduled: Ps,
+    advice: Advice,
+    advise_buffers: Vec<u32>,
+    /// Page ranges of the allocations under the hint (sorted).
+    advised: Vec<(u64, u64)>,
+    preunmap: PreunmapConfig,
+    worker: Worker,
+    /// Blocks the worker unmapped that no batch has serviced since.
+    worker_done: FxHashSet<u64>,
+    cpu_fault: Ps,
 }
 
 impl Fault {
@@ -556,6 +664,17 @@ impl Uvm {
             fault_records: c.fault_records.then(Vec::new),
             fault_records_max: c.fault_records_max,
             fault_records_dropped: 0,
+            migrations: c.records.then(Vec::new),
+            thrashing: Thrashing::new(&c.thrashing),
+            unpin_wakeups: vec![],
+            unpin_scheduled: 0,
+            advice: c.advise.policy,
+            advise_buffers: c.advise.buffers.clone(),
+            advised: vec![],
+            preunmap: c.preunmap.clone(),
+            worker: Worker::default(),
+            worker_done: FxHashSet::default(),
+            cpu_fault: us(c.cpu_fault_us),
         }
     }
 
@@ -614,7 +733,7 @@ impl Uvm {
         while !active.is_empty() {
             active.retain(|&u| {
                 while let Some(f) = self.parked[u].front() {
-                    if residency.is_resident(f.vpn) {
+                    if residency.is_mapped(f.vpn) {
                         self.pending.remove(&(f.utlb, f.vpn));
                         self.parked[u].pop_front();
                         continue;
@@ -660,6 +779,11 @@ impl Uvm {
     /// A managed allocation of pages `first..end` (4 KiB page numbers): prefetch
     /// candidates come from these, and with `uvm.oversubscription` they size GPU memory.
     pub fn add_allocation(&mut self, first: u64, end: u64) {
+        let index = self.allocs.len() as u32;
+        if self.advice != Advice::None && (self.advise_buffers.is_empty() || self.advise_buffers.contains(&index)) {
+            self.advised.push((first, end));
+            self.advised.sort_unstable();
+        }
         self.allocs.push((first, end));
         self.allocs.sort_unstable();
         self.seq_cursor = self.allocs[0].0;
@@ -713,6 +837,269 @@ impl Uvm {
             Some((_, end)) if end > first => (end - first).min(BLOCK_PAGES) as usize,
             _ => BLOCK_PAGES as usize,
         }
+    }
+
+    /// The hint on `vpn`'s allocation.
+    #[inline]
+    fn advice_of(&self, vpn: u64) -> Advice {
+        if self.advised.is_empty() {
+            return Advice::None;
+        }
+        let i = self.advised.partition_point(|&(f, _)| f <= vpn);
+        if i > 0 && vpn < self.advised[i - 1].1 {
+            self.advice
+        } else {
+            Advice::None
+        }
+    }
+
+    /// May `vpn` be prefetched to the GPU? Not when it thrashes, nor away from its preferred location (the host).
+    fn prefetchable(&self, vpn: u64) -> bool {
+        !self.thrashing.is_thrashing(vpn) && self.advice_of(vpn) != Advice::PreferredLocationHost
+    }
+
+    /// Apply the hints once the host program has initialised its data:
+    /// accessed-by maps the host-resident pages of its allocations remotely.
+    pub fn apply_advice(&mut self, residency: &mut Residency) {
+        if self.advice != Advice::AccessedBy {
+            return;
+        }
+        for &(first, end) in &self.advised {
+            for p in first..end {
+                if self.cpu_resident(p) && !residency.is_mapped(p) {
+                    residency.map_remote(p);
+                }
+            }
+        }
+    }
+
+    /// Record a copy over the link (the `migrations` table).
+    fn record_migration(&mut self, (start, end, engine): (Ps, Ps, u32), pages: &[u64], dir: Dir, cause: Cause) {
+        let Some(rows) = self.migrations.as_mut() else { return };
+        rows.push(MigrationRecord {
+            start_ns: start as f64 / 1000.0,
+            end_ns: end as f64 / 1000.0,
+            first_page: pages.iter().copied().min().unwrap_or(0),
+            pages: pages.len() as u64,
+            bytes: pages.len() as u64 * 4096,
+            direction: if dir == Dir::HostToDevice { "h2d" } else { "d2h" },
+            cause,
+            copy_engine: engine,
+        });
+    }
+
+    /// The on-demand cost of unmapping a block touched by `threads` host threads.
+    fn unmap_cost(&self, threads: u32) -> Ps {
+        self.costs.unmap + self.costs.unmap_per_thread * threads.saturating_sub(1) as Ps
+    }
+
+    /// The host-mapped VA blocks a preemptive unmap triggered in `block` covers, in address order.
+    fn unmap_range(&self, block: u64) -> Vec<u64> {
+        let ranges: Vec<(u64, u64)> = match self.preunmap.granularity {
+            UnmapGranularity::VaBlock => vec![(block, block + 1)],
+            UnmapGranularity::Allocation => {
+                let i = self.allocs.partition_point(|&(f, _)| f <= block * BLOCK_PAGES);
+                match i.checked_sub(1).map(|i| self.allocs[i]) {
+                    Some((f, e)) if e > block * BLOCK_PAGES => vec![(f / BLOCK_PAGES, e.div_ceil(BLOCK_PAGES))],
+                    _ => vec![(block, block + 1)],
+                }
+            }
+            UnmapGranularity::Space => self.allocs.iter().map(|&(f, e)| (f / BLOCK_PAGES, e.div_ceil(BLOCK_PAGES))).collect(),
+        };
+        let mut out: Vec<u64> = ranges.into_iter().flat_map(|(a, b)| a..b).filter(|b| self.cpu_mapped.contains_key(b)).collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The driver, servicing `block` at `t`, must have it unmapped from the
+    /// host: returns how long that takes in the batch (on demand, a
+    /// synchronous preemptive range, or waiting for the worker).
+    fn cpu_unmap(&mut self, block: u64, t: Ps, rec_skipped: &mut u64) -> Ps {
+        if self.preunmap.mode == UnmapMode::Async {
+            let cpu_mapped = &mut self.cpu_mapped;
+            let (unmap, per_thread) = (self.costs.unmap, self.costs.unmap_per_thread);
+            let cost = |th: u32| unmap + per_thread * th.saturating_sub(1) as Ps;
+            let done = self.worker.advance(t, |b| cpu_mapped.get(&b).map(|&th| cost(th)));
+            for b in &done {
+                cpu_mapped.remove(b);
+            }
+            self.stats.unmaps_async += done.len() as u64;
+            self.worker_done.extend(done);
+            let Some(&threads) = self.cpu_mapped.get(&block) else {
+                // Done in the background already (or never host-mapped): nothing to do.
+                if self.worker_done.remove(&block) {
+                    *rec_skipped += 1;
+                }
+                return 0;
+            };
+            let held = self.worker.holding(t, |b| cost(self.cpu_mapped.get(&b).copied().unwrap_or(1)));
+            if let Some((b, end)) = held.filter(|&(b, _)| b == block) {
+                // The worker holds the block's lock: wait for it.
+                self.cpu_mapped.remove(&b);
+                self.worker.finish_front(end);
+                self.stats.unmaps_async += 1;
+                self.stats.unmap_waits += 1;
+                return end - t;
+            }
+            // Not reached yet: unmap it on demand (the fallback), and start the worker on the rest of the range.
+            if !self.worker.is_queued(block) {
+                let range = self.unmap_range(block);
+                self.worker.enqueue(range.into_iter().filter(|&b| b != block), t);
+            }
+            self.cpu_mapped.remove(&block);
+            self.stats.unmaps_on_demand += 1;
+            return cost(threads);
+        }
+        let Some(threads) = self.cpu_mapped.remove(&block) else { return 0 };
+        if self.preunmap.granularity == UnmapGranularity::VaBlock {
+            self.stats.unmaps_on_demand += 1;
+            return self.unmap_cost(threads);
+        }
+        // One call over the range: every block's page tables, one TLB shootdown round.
+        let mut most = threads;
+        let mut n = 1;
+        for b in self.unmap_range(block) {
+            if let Some(th) = self.cpu_mapped.remove(&b) {
+                most = most.max(th);
+                n += 1;
+            }
+        }
+        self.stats.unmaps_sync += n;
+        self.costs.unmap * n + self.costs.unmap_per_thread * most.saturating_sub(1) as Ps
+    }
+
+    /// The host program accesses `pages` (4 KiB page numbers; `write`: stores) with
+    /// `threads` host threads, at `now`: GPU-resident pages fault on the host
+    /// and come back over the link (read-mostly duplicates stay for reads; a
+    /// write invalidates them), a host thrashing on a page sleeps through its
+    /// nap, pinned and remotely mapped pages are used in place. Returns when
+    /// the access is done; evicted-like GPU translations to shoot down are
+    /// left in `shootdowns`.
+    pub fn host_access(
+        &mut self,
+        now: Ps,
+        pages: std::ops::Range<u64>,
+        write: bool,
+        threads: u32,
+        link: &mut Link,
+        residency: &mut Residency,
+    ) -> Ps {
+        let (first, end) = (pages.start, pages.end);
+        let mut t = now;
+        let mut block = first / BLOCK_PAGES;
+        while block * BLOCK_PAGES < end {
+            let (lo, hi) = ((block * BLOCK_PAGES).max(first), ((block + 1) * BLOCK_PAGES).min(end));
+            // Pages of the block the access takes from the GPU, after any thrashing nap.
+            let mut take: Vec<u64> = vec![];
+            let mut pin: Vec<u64> = vec![];
+            let mut drop_dup: Vec<u64> = vec![];
+            for p in lo..hi {
+                if !residency.is_resident(p) {
+                    continue;
+                }
+                if residency.is_dup(p) {
+                    if write {
+                        drop_dup.push(p);
+                    }
+                    continue;
+                }
+                let mut hint = self.thrashing.hint(p, Proc::Host, t);
+                while let Hint::Throttle(until) = hint {
+                    // The host thread sleeps through the nap, then faults again.
+                    t = t.max(until);
+                    hint = self.thrashing.hint(p, Proc::Host, t);
+                }
+                if hint == Hint::Pin {
+                    pin.push(p);
+                } else {
+                    take.push(p);
+                }
+            }
+            let mapped = self.cpu_mapped.contains_key(&block);
+            if take.is_empty() && pin.is_empty() && drop_dup.is_empty() && mapped {
+                block += 1;
+                continue;
+            }
+            // One CPU fault per block: the driver unmaps the GPU (and revokes duplicates), copies back.
+            self.stats.host_faults += 1;
+            t += self.cpu_fault;
+            if !take.is_empty() || !pin.is_empty() || !drop_dup.is_empty() {
+                t += self.costs.map;
+                self.shootdowns.push(block);
+            }
+            for (pages, cause) in [(take, Cause::Demand), (pin, Cause::Thrashing)] {
+                if pages.is_empty() {
+                    continue;
+                }
+                let bytes = pages.len() as u64 * 4096;
+                let xfer = link.transfer_on(Dir::DeviceToHost, bytes, t, now);
+                t = xfer.1;
+                self.record_migration(xfer, &pages, Dir::DeviceToHost, cause);
+                let host = self.cpu_evicted.entry(block).or_insert([0; 8]);
+                for &p in &pages {
+                    prefetch::set(host, (p % BLOCK_PAGES) as usize);
+                    residency.unmake_resident(p);
+                }
+                self.stats.host_pages_d2h += pages.len() as u64;
+                self.stats.host_bytes_d2h += bytes;
+                if cause == Cause::Thrashing {
+                    // Pinned on the host: the GPU keeps a remote mapping.
+                    for &p in &pages {
+                        residency.map_remote(p);
+                    }
+                    self.stats.remote_mapped += pages.len() as u64;
+                } else {
+                    self.thrashing.migrated(block, &pages, Proc::Host, t);
+                    if self.advice_of(block * BLOCK_PAGES) == Advice::AccessedBy {
+                        // Accessed-by: the GPU keeps a (now remote) mapping wherever the page goes.
+                        for &p in &pages {
+                            residency.map_remote(p);
+                        }
+                    }
+                }
+            }
+            for &p in &drop_dup {
+                residency.unmake_resident(p);
+            }
+            self.stats.dup_invalidations += drop_dup.len() as u64;
+            // Pages resident nowhere are populated on the host (zero-filled), and the block is host-mapped again.
+            if (lo..hi).any(|p| !self.cpu_resident(p)) {
+                self.host_touch(lo, hi, threads);
+            }
+            let n = self.cpu_mapped.entry(block).or_insert(0);
+            *n = (*n).max(threads);
+            block += 1;
+        }
+        self.stats.host_ps += t - now;
+        self.collect_unpins();
+        t
+    }
+
+    /// New pins: their deadlines for the caller to schedule.
+    fn collect_unpins(&mut self) {
+        if let Some(t) = self.thrashing.next_unpin() {
+            if t != self.unpin_scheduled {
+                self.unpin_scheduled = t;
+                self.unpin_wakeups.push(t);
+            }
+        }
+    }
+
+    /// Unpin the pages whose pin period ended by `now`: the GPU's remote
+    /// mappings go (their blocks are left in `shootdowns`), so the next GPU
+    /// access faults and migrates the page.
+    pub fn unpin_due(&mut self, now: Ps, residency: &mut Residency) {
+        for p in self.thrashing.unpin_due(now) {
+            if residency.unmap_remote(p) {
+                residency.refault_epoch += 1;
+            }
+            let b = p / BLOCK_PAGES;
+            if self.shootdowns.last() != Some(&b) {
+                self.shootdowns.push(b);
+            }
+        }
+        self.collect_unpins();
     }
 
     /// Zheng's transfer set: pages to prefetch with the batch's unique demand
@@ -814,21 +1201,16 @@ impl Uvm {
         pages.dedup();
         let duplicates = (fetched.len() - pages.len()) as u64;
         self.stats.duplicates += duplicates;
-        if self.fault_records.is_some() {
-            let mut seen = FxHashSet::default();
-            let batch = self.stats.batches;
-            for f in &fetched {
-                let outcome = if !seen.insert(f.vpn) {
-                    Outcome::Duplicate
-                } else if residency.is_resident(f.vpn) {
-                    Outcome::Stale
-                } else {
-                    Outcome::Serviced
-                };
-                self.record_fault(f, batch, outcome);
-            }
-        }
-        pages.retain(|&p| !residency.is_resident(p));
+        // Read-mostly: a store to a read-only duplicate collapses it (nothing moves; the host's mapping goes).
+        let (collapse, writes): (Vec<u64>, Vec<u64>) = if self.advice == Advice::ReadMostly {
+            let mut w: Vec<u64> = fetched.iter().filter(|f| f.write).map(|f| f.vpn).collect();
+            w.sort_unstable();
+            w.dedup();
+            (w.iter().copied().filter(|&p| residency.is_dup(p)).collect(), w)
+        } else {
+            (vec![], vec![])
+        };
+        pages.retain(|&p| !residency.is_mapped(p));
         self.stats.unique += pages.len() as u64;
         if let Some((order, seen)) = self.first_touch.as_mut() {
             // Within a batch, faults in the order they were raised.
@@ -838,13 +1220,55 @@ impl Uvm {
                 }
             }
         }
+        // Thrashing hints and placement hints: throttled pages wait (their warps fault
+        // again after the replay), pinned or hinted ones are mapped remotely.
+        let mut throttled_pages: Vec<u64> = vec![];
+        let mut remote: Vec<u64> = vec![];
+        if self.thrashing.tracking() || !self.advised.is_empty() {
+            let mut keep = Vec::with_capacity(pages.len());
+            for &p in &pages {
+                match self.thrashing.hint(p, Proc::Gpu, now) {
+                    Hint::Throttle(_) => throttled_pages.push(p),
+                    Hint::Pin => remote.push(p),
+                    Hint::None => match self.advice_of(p) {
+                        Advice::PreferredLocationHost => remote.push(p),
+                        Advice::AccessedBy if self.cpu_resident(p) => remote.push(p),
+                        _ => keep.push(p),
+                    },
+                }
+            }
+            pages = keep;
+            if !throttled_pages.is_empty() {
+                residency.refault_epoch += 1;
+            }
+        }
+        let throttled = throttled_pages.len() as u64;
+        if self.fault_records.is_some() {
+            let mut seen = FxHashSet::default();
+            let batch = self.stats.batches;
+            for f in &fetched {
+                let outcome = if !seen.insert(f.vpn) {
+                    Outcome::Duplicate
+                } else if residency.is_resident(f.vpn) || residency.is_remote(f.vpn) {
+                    Outcome::Stale
+                } else if throttled_pages.contains(&f.vpn) {
+                    Outcome::Throttled
+                } else {
+                    Outcome::Serviced
+                };
+                self.record_fault(f, batch, outcome);
+            }
+        }
         // Zheng's transfer set: prefetch candidates fill what the demand pages leave.
-        let extra = if self.prefetch.policy.per_batch() {
+        let mut extra = if self.prefetch.policy.per_batch() {
             let last = fetched.iter().rev().map(|f| f.vpn).find(|p| pages.binary_search(p).is_ok());
             self.transfer_set(&pages, last, residency)
         } else {
             vec![]
         };
+        if self.thrashing.tracking() || !self.advised.is_empty() {
+            extra.retain(|&p| self.prefetchable(p));
+        }
         // The batch's VA blocks, in order, with their demanded and prefetched pages.
         let mut work: Vec<(u64, Vec<u64>, Vec<u64>)> = vec![];
         let (mut i, mut j) = (0, 0);
@@ -859,6 +1283,7 @@ impl Uvm {
         let pinned: Vec<u64> = work.iter().map(|w| w.0).collect();
         let (blocks_before, bytes_before, d2h_before) = (self.stats.va_blocks, self.stats.bytes_h2d, self.stats.bytes_d2h);
         let (evictions_before, evicted_before, prefetched_before) = (self.stats.evictions, self.stats.pages_evicted, self.stats.prefetched);
+        let remote_before = self.stats.remote_mapped;
         let driver = self.fixed.is_none();
         let c = self.costs.clone();
         let mut st = Stages::default();
@@ -869,6 +1294,7 @@ impl Uvm {
         st.fetch += fetch;
         let mut segments = VecDeque::new();
         let mut serviced: Vec<u64> = vec![];
+        let mut all_dup: Vec<u64> = vec![];
         let per_block_replay = self.policy == ReplayPolicy::Block;
         // The driver model's stage costs (the fixed-latency model has none).
         let add = |t: &mut Ps, d: Ps, stage: &mut Ps| {
@@ -877,9 +1303,38 @@ impl Uvm {
                 *stage += d;
             }
         };
+        let mut unmaps_skipped = 0;
+        // Collapses of read-only duplicates, per block: the host's mapping goes, the GPU's becomes writable.
+        for group in collapse.chunk_by(|a, b| a / BLOCK_PAGES == b / BLOCK_PAGES) {
+            let block = group[0] / BLOCK_PAGES;
+            add(&mut t, c.per_block, &mut st.block);
+            let d = self.cpu_unmap(block, t, &mut unmaps_skipped);
+            add(&mut t, d, &mut st.unmap);
+            add(&mut t, c.map, &mut st.map);
+            for &p in group {
+                residency.set_dup(p, false);
+            }
+            self.stats.dup_collapses += group.len() as u64;
+        }
+        // Remote mappings, per block: no chunk, no copy; pages resident nowhere are zero-filled on the host.
+        for group in remote.chunk_by(|a, b| a / BLOCK_PAGES == b / BLOCK_PAGES) {
+            let block = group[0] / BLOCK_PAGES;
+            add(&mut t, c.per_block, &mut st.block);
+            let fresh: Vec<u64> = group.iter().copied().filter(|&p| !self.cpu_resident(p)).collect();
+            add(&mut t, c.zero_per_page * fresh.len() as Ps, &mut st.zero);
+            let host = self.cpu_evicted.entry(block).or_insert([0; 8]);
+            for p in fresh {
+                prefetch::set(host, (p % BLOCK_PAGES) as usize);
+            }
+            add(&mut t, c.map, &mut st.map);
+        }
+        self.stats.remote_mapped += remote.len() as u64;
         for (block, demand, mut prefetched) in work {
             if !self.prefetch.policy.per_batch() && !demand.is_empty() {
                 prefetched = self.block_prefetch(block, &demand, residency);
+                if self.thrashing.tracking() || !self.advised.is_empty() {
+                    prefetched.retain(|&p| self.prefetchable(p));
+                }
             }
             let new_block = self.gpu_blocks.insert(block);
             add(&mut t, c.per_block, &mut st.block);
@@ -899,6 +1354,12 @@ impl Uvm {
                         add(&mut t, c.evict, &mut st.evict);
                         let (mask, untouched) = residency.evict_block(victim);
                         let n = prefetch::count(&mask) as u64;
+                        if self.advice_of(victim * BLOCK_PAGES) == Advice::AccessedBy {
+                            // Accessed-by: the GPU keeps a mapping of the pages, now in host memory.
+                            for i in prefetch::pages(&mask) {
+                                residency.map_remote(victim * BLOCK_PAGES + i as u64);
+                            }
+                        }
                         let host = self.cpu_evicted.entry(victim).or_insert([0; 8]);
                         for w in 0..8 {
                             host[w] |= mask[w];
@@ -906,9 +1367,13 @@ impl Uvm {
                         // Every resident page goes back (spec/uvm-driver.md; dirtiness is not tracked).
                         let bytes = n * 4096;
                         if bytes > 0 {
-                            let (_, end) = link.transfer(Dir::DeviceToHost, bytes, t, now);
-                            st.evict += end - t;
-                            t = end;
+                            let xfer = link.transfer_on(Dir::DeviceToHost, bytes, t, now);
+                            st.evict += xfer.1 - t;
+                            t = xfer.1;
+                            if self.migrations.is_some() {
+                                let evicted: Vec<u64> = prefetch::pages(&mask).map(|i| victim * BLOCK_PAGES + i as u64).collect();
+                                self.record_migration(xfer, &evicted, Dir::DeviceToHost, Cause::Eviction);
+                            }
                         }
                         self.stats.evictions += 1;
                         self.stats.pages_evicted += n;
@@ -932,22 +1397,46 @@ impl Uvm {
             } else {
                 self.chunks.serviced(block);
             }
-            if let Some(threads) = self.cpu_mapped.remove(&block) {
-                add(&mut t, c.unmap + c.unmap_per_thread * threads.saturating_sub(1) as Ps, &mut st.unmap);
+            // Read-mostly reads duplicate the pages: the host keeps its copy and its mapping.
+            let duplicate = self.advice == Advice::ReadMostly
+                && self.advice_of(block * BLOCK_PAGES) == Advice::ReadMostly
+                && !demand.iter().any(|p| writes.binary_search(p).is_ok());
+            if !duplicate {
+                let d = self.cpu_unmap(block, t, &mut unmaps_skipped);
+                add(&mut t, d, &mut st.unmap);
             }
             let moved = demand.len() + prefetched.len();
-            let from_cpu = demand.iter().chain(&prefetched).filter(|&&p| self.cpu_resident(p)).count() as u64;
+            let from_cpu: Vec<u64> = demand.iter().chain(&prefetched).copied().filter(|&p| self.cpu_resident(p)).collect();
             if driver {
-                let zero = c.zero_per_page * (moved as u64 - from_cpu);
+                let zero = c.zero_per_page * (moved - from_cpu.len()) as Ps;
                 t += zero;
                 st.zero += zero;
             }
-            let bytes = from_cpu * 4096;
+            let bytes = from_cpu.len() as u64 * 4096;
             if bytes > 0 {
-                let (_, end) = link.transfer(Dir::HostToDevice, bytes, t, now);
-                st.transfer += end - t;
-                t = end;
+                let xfer = link.transfer_on(Dir::HostToDevice, bytes, t, now);
+                st.transfer += xfer.1 - t;
+                t = xfer.1;
+                if self.migrations.is_some() {
+                    // One copy, one row per cause: the faulted pages, then the prefetched ones.
+                    let (dem, pre): (Vec<u64>, Vec<u64>) = from_cpu.iter().partition(|p| demand.binary_search(p).is_ok());
+                    let (cd, cp) = if duplicate { (Cause::Hint, Cause::Hint) } else { (Cause::Demand, Cause::Prefetch) };
+                    for (rows, cause) in [(dem, cd), (pre, cp)] {
+                        if !rows.is_empty() {
+                            self.record_migration(xfer, &rows, Dir::HostToDevice, cause);
+                        }
+                    }
+                }
+                if !duplicate {
+                    self.thrashing.migrated(block, &from_cpu, Proc::Gpu, t);
+                }
             }
+            let dup: Vec<u64> = if duplicate {
+                self.stats.dup_copies += moved as u64;
+                demand.iter().chain(&prefetched).copied().collect()
+            } else {
+                vec![]
+            };
             if driver {
                 t += c.map;
                 st.map += c.map;
@@ -960,10 +1449,11 @@ impl Uvm {
                     t += c.tracker + c.replay;
                     (st.tracker, st.replay) = (st.tracker + c.tracker, st.replay + c.replay);
                 }
-                segments.push_back(Segment { end: t, demand, prefetched });
+                segments.push_back(Segment { end: t, demand, prefetched, dup, ..Segment::default() });
             } else {
                 serviced.extend(demand);
                 serviced.extend(prefetched);
+                all_dup.extend(dup);
             }
         }
         if !per_block_replay || segments.is_empty() {
@@ -973,8 +1463,9 @@ impl Uvm {
             }
             // One segment: demand and prefetched pages told apart by the pages list.
             let (demand, prefetched): (Vec<u64>, Vec<u64>) = serviced.into_iter().partition(|p| pages.binary_search(p).is_ok());
-            segments.push_back(Segment { end: t, demand, prefetched });
+            segments.push_back(Segment { end: t, demand, prefetched, dup: all_dup, ..Segment::default() });
         }
+        segments.back_mut().expect("at least one segment").remote = remote;
         let end = t;
         self.stats.batches += 1;
         if let Some(r) = self.records.as_mut() {
@@ -997,6 +1488,9 @@ impl Uvm {
                 pages_evicted: self.stats.pages_evicted - evicted_before,
                 bytes_d2h: self.stats.bytes_d2h - d2h_before,
                 flushed: 0,
+                throttled,
+                remote_mapped: self.stats.remote_mapped - remote_before,
+                unmaps_skipped,
                 replays: 0,
                 fetch_ns: ns(st.fetch),
                 block_ns: ns(st.block),
@@ -1011,6 +1505,7 @@ impl Uvm {
                 replay_ns: ns(st.replay),
             });
         }
+        self.collect_unpins();
         let first_end = segments.front().expect("at least one segment").end;
         self.state = State::Servicing { segments, fetched, start: now };
         Next::BatchDone(first_end)
@@ -1029,6 +1524,12 @@ impl Uvm {
         for p in seg.prefetched {
             debug_assert!(!residency.is_resident(p), "page {p:#x} prefetched but already resident");
             residency.make_prefetched(p);
+        }
+        for p in seg.remote {
+            residency.map_remote(p);
+        }
+        for p in seg.dup {
+            residency.set_dup(p, true);
         }
         debug_assert!(
             self.capacity_chunks == u64::MAX || residency.resident_pages() <= self.capacity_chunks * BLOCK_PAGES,
@@ -1184,6 +1685,26 @@ impl Uvm {
         m.int("uvm.pages_evicted", s.pages_evicted);
         m.int("uvm.bytes_d2h", s.bytes_d2h);
         m.int("uvm.va_blocks_deferred", s.deferred_blocks);
+        let th = &self.thrashing.stats;
+        m.int("uvm.thrashing.detected", th.detected);
+        m.int("uvm.thrashing.events", th.events);
+        m.int("uvm.thrashing.throttles_gpu", th.throttles[Proc::Gpu as usize]);
+        m.int("uvm.thrashing.throttles_host", th.throttles[Proc::Host as usize]);
+        m.int("uvm.thrashing.throttled_faults", th.throttled_faults);
+        m.int("uvm.thrashing.pins", th.pins);
+        m.int("uvm.thrashing.unpins", th.unpins);
+        m.int("uvm.remote_mapped", s.remote_mapped);
+        m.int("uvm.read_dup.copies", s.dup_copies);
+        m.int("uvm.read_dup.collapses", s.dup_collapses);
+        m.int("uvm.read_dup.invalidations", s.dup_invalidations);
+        m.int("uvm.host.faults", s.host_faults);
+        m.int("uvm.host.pages_d2h", s.host_pages_d2h);
+        m.int("uvm.host.bytes_d2h", s.host_bytes_d2h);
+        m.float("uvm.host.time_ns", s.host_ps as f64 / 1000.0);
+        m.int("uvm.unmap.on_demand", s.unmaps_on_demand);
+        m.int("uvm.unmap.sync", s.unmaps_sync);
+        m.int("uvm.unmap.async", s.unmaps_async);
+        m.int("uvm.unmap.waits", s.unmap_waits);
         m.int("uvm.gpu_memory_bytes", if self.capacity_chunks == u64::MAX { 0 } else { self.capacity_chunks * BLOCK_BYTES });
         m.float("uvm.time_ns", s.time_ps as f64 / 1000.0);
         s.batch.export(m, "uvm.batch_ns");

@@ -35,6 +35,7 @@ mod minife;
 mod nw;
 mod pagerank;
 mod pathfinder;
+mod pingpong;
 mod pointer_chase;
 mod regular;
 mod sad;
@@ -73,6 +74,7 @@ pub use minife::MinifeParams;
 pub use nw::NwParams;
 pub use pagerank::PagerankParams;
 pub use pathfinder::PathfinderParams;
+pub use pingpong::PingPongParams;
 pub use pointer_chase::PointerChaseParams;
 pub use regular::RegularParams;
 pub use sad::SadParams;
@@ -199,6 +201,10 @@ pub enum HostOp {
     /// The host shoots down GPU translations `count` times, serially: page `i mod pages` of the
     /// array at `va` (pages of `page_bytes`) each time, or every translation when `all`.
     Shootdown { va: u64, page_bytes: u64, pages: u64, count: u64, all: bool },
+    /// The host touches `bytes` of a buffer from `offset` (stores if `write`): managed pages on the GPU fault back.
+    HostAccess { buffer: usize, offset: u64, bytes: u64, write: bool },
+    /// The host computes for this many ns (no memory traffic modelled).
+    HostCompute { ns: f64 },
 }
 
 /// A whole workload: its allocations and host operations.
@@ -378,10 +384,11 @@ pub enum WorkloadKind {
     SimpleConvolution,
     Im2col,
     Conv2d,
+    PingPong,
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 40] = [
+    pub const ALL: [WorkloadKind; 41] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
@@ -422,6 +429,7 @@ impl WorkloadKind {
         WorkloadKind::SimpleConvolution,
         WorkloadKind::Im2col,
         WorkloadKind::Conv2d,
+        WorkloadKind::PingPong,
     ];
 
     pub fn name(self) -> &'static str {
@@ -466,6 +474,7 @@ impl WorkloadKind {
             WorkloadKind::SimpleConvolution => "simple-convolution",
             WorkloadKind::Im2col => "im2col",
             WorkloadKind::Conv2d => "conv2d",
+            WorkloadKind::PingPong => "ping-pong",
         }
     }
 
@@ -511,6 +520,7 @@ impl WorkloadKind {
             WorkloadKind::Im2col => "MGPUSim DNN im2col (seed multi-gpu Im2col, 'scatter-gather'): one thread per column-matrix element (kernel offset fastest) loads an input pixel and stores it into its column-matrix row: each wavefront writes a line in each of kernel^2 rows.",
             WorkloadKind::Conv2d => "MGPUSim DNN conv2d (seed multi-gpu Conv2d): the im2col kernel, then a GEMM with one thread per output element looping over the column-matrix rows (weight broadcast, coalesced column-matrix loads).",
             WorkloadKind::Sad => "Parboil SAD (H.264 motion estimation): per 16x16 macroblock, sums of absolute differences against the reference frame at every offset of a search window; one CTA per macroblock reads its rows and the reference rows at each offset and stores the 4x4 SADs, then two launches combine them into the larger partitions.",
+            WorkloadKind::PingPong => "Host and GPU take turns on the same pages (thrashing, issue 4): per iteration a kernel where thread g reads (and optionally writes) one element of page g, then the host writes (or reads) every page, then computes for host_us; with managed memory the pages migrate back and forth until thrashing mitigation throttles and pins them.",
         }
     }
 }
@@ -518,7 +528,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, warp-trace, accelsim, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd, miniamr, bfs, sad, shootdown, fir, kmeans, pagerank, aes, matrix-transpose, bitonic-sort, fft, simple-convolution, im2col or conv2d (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, warp-trace, accelsim, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd, miniamr, bfs, sad, shootdown, fir, kmeans, pagerank, aes, matrix-transpose, bitonic-sort, fft, simple-convolution, im2col, conv2d or ping-pong (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -612,6 +622,8 @@ section! {
         pub im2col: Im2colParams = Im2colParams::default(),
         /// Parameters of `conv2d`.
         pub conv2d: Im2colParams = im2col::default_conv2d(),
+        /// Parameters of `ping-pong`.
+        pub ping_pong: PingPongParams = PingPongParams::default(),
     }
 }
 
@@ -664,6 +676,7 @@ impl WorkloadConfig {
             WorkloadKind::SimpleConvolution => self.simple_convolution.footprint(),
             WorkloadKind::Im2col => self.im2col.footprint(false),
             WorkloadKind::Conv2d => self.conv2d.footprint(true),
+            WorkloadKind::PingPong => self.ping_pong.footprint(),
         }
     }
 
@@ -730,6 +743,7 @@ impl WorkloadConfig {
             WorkloadKind::SimpleConvolution => self.simple_convolution.validate("workload.simple_convolution"),
             WorkloadKind::Im2col => self.im2col.validate("workload.im2col"),
             WorkloadKind::Conv2d => self.conv2d.validate("workload.conv2d"),
+            WorkloadKind::PingPong => self.ping_pong.validate("workload.ping_pong"),
         }
     }
 }
@@ -749,6 +763,10 @@ pub fn build(cfg: &Config) -> Result<Program, String> {
     if w.kind == WorkloadKind::Accelsim {
         return accelsim::program(&w.accelsim.path, cfg);
     }
+    if w.kind == WorkloadKind::PingPong {
+        let ops = pingpong::build(&w.ping_pong, w, cfg, page, &mut va);
+        return Ok(Program { buffers: va.buffers, ops });
+    }
     let one = |(k, inputs)| (vec![k], inputs);
     let (kernels, inputs) = match w.kind {
         WorkloadKind::Stride => one(stride::build(&w.stride, w, cfg, page, &mut va)),
@@ -758,7 +776,7 @@ pub fn build(cfg: &Config) -> Result<Program, String> {
         WorkloadKind::Stream => one(stream::build(&w.stream, w, page, &mut va)),
         WorkloadKind::Gather => one(gather::build(&w.gather, w, cfg, page, &mut va)),
         WorkloadKind::VecaddProbe => one(vecadd::build(&w.vecadd_probe, w, page, &mut va)),
-        WorkloadKind::Trace | WorkloadKind::WarpTrace | WorkloadKind::Accelsim => unreachable!("handled above"),
+        WorkloadKind::Trace | WorkloadKind::WarpTrace | WorkloadKind::Accelsim | WorkloadKind::PingPong => unreachable!("handled above"),
         WorkloadKind::PointerChase => pointer_chase::build(&w.pointer_chase, w, cfg, page, &mut va),
         WorkloadKind::Strided => strided::build(&w.strided, w, page, &mut va),
         WorkloadKind::TiledGemm => gemm::build(&w.tiled_gemm, w, page, &mut va),

@@ -162,6 +162,9 @@ pub fn record(program: &Program, cfg: &Config, source: &str, out: &str) -> Resul
                 )
             }
             HostOp::Shootdown { .. } => return Err("the trace format has no host shootdowns: `shootdown` cannot be recorded".into()),
+            HostOp::HostAccess { .. } | HostOp::HostCompute { .. } => {
+                return Err("host accesses and host compute (the ping-pong workload) cannot be recorded in a warp trace".into())
+            }
         });
     }
     let header = Header {

@@ -27,7 +27,7 @@ use crate::config::{Config, TranslationMode};
 use crate::mem::Dram;
 use crate::sim::{ns_to_ps, Clock, Ps};
 use crate::stats::Metrics;
-use space::leaf_level;
+use space::{leaf_level, Mapped};
 
 /// The outcome of a translation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,12 +139,14 @@ impl Translator {
         let pa = r.pa + ((va - r.va) & !(page - 1));
         let k = key(va, &r);
         let l1 = &mut self.l1[sm / self.sms_per_l1];
+        // A hit keeps the entry's remote tag (a managed page mapped in host memory).
         let at = match l1.lookup(k, t) {
-            Lookup::Done(d, _) => return Xlat::Ready(d, pa, page),
+            Lookup::Done(d, epa) => return Xlat::Ready(d, pa | (epa & space::REMOTE_PA), page),
             Lookup::Miss(at) => at,
         };
         let (at2, from_l2) = match self.l2.as_mut().map(|l2| l2.lookup(k, at)) {
-            Some(Lookup::Done(d, _)) => {
+            Some(Lookup::Done(d, epa)) => {
+                let pa = pa | (epa & space::REMOTE_PA);
                 self.l1[sm / self.sms_per_l1].fill_miss(k, pa, t, d);
                 return Xlat::Ready(d, pa, page);
             }
@@ -152,8 +154,14 @@ impl Translator {
             None => (at, false),
         };
         let done = self.miss(sm, va, &r, at2, now, dram);
-        if r.managed && !self.space.residency.access(va >> 12) {
-            return Xlat::Fault(done);
+        let mut pa = pa;
+        if r.managed {
+            match self.space.residency.access_mapped(va >> 12) {
+                Mapped::No => return Xlat::Fault(done),
+                Mapped::Local => {}
+                // Host memory over the link: the TLB entry carries the tag, so hits see it too.
+                Mapped::Remote => pa |= space::REMOTE_PA,
+            }
         }
         if from_l2 {
             if let Some(l2) = self.l2.as_mut() {

@@ -49,13 +49,20 @@ pub struct Region {
     pub managed: bool,
 }
 
+/// Tag of a physical address in host memory, mapped remotely by the GPU
+/// (zero-copy): its accesses go over the link, not to GPU memory.
+pub const REMOTE_PA: u64 = 1 << 62;
+
 /// 4 KiB pages per 2 MiB VA block (the UVM driver's unit of work).
 pub const BLOCK_PAGES: u64 = 512;
 
 /// GPU residency of managed memory: one 512-bit map per 2 MiB VA block, as
 /// the driver keeps it, created on first use, plus a map of the pages a
-/// prefetch brought that the GPU has not touched yet (memory grows with the
-/// touched footprint: 136 bytes per 2 MiB).
+/// prefetch brought that the GPU has not touched yet, of the pages the GPU
+/// maps remotely (host-resident, accessed over the link: preferred location
+/// host, accessed-by, or pinned by thrashing mitigation) and of the resident
+/// pages that are read-only duplicates (read-mostly: the host keeps its copy;
+/// a GPU store faults). Memory grows with the touched footprint: 264 bytes per 2 MiB.
 #[derive(Debug, Clone, Default)]
 pub struct Residency {
     /// Fx hashing: SipHash (the std default) was a tenth of a fault-heavy run.
@@ -74,6 +81,27 @@ struct BlockBits {
     resident: [u64; 8],
     /// Resident because of a prefetch, not touched by the GPU since.
     untouched: [u64; 8],
+    /// Mapped by the GPU but resident on the host (zero-copy access over the link).
+    remote: [u64; 8],
+    /// Resident read-only duplicates (read-mostly): the host keeps its copy.
+    dup: [u64; 8],
+}
+
+/// How a walk finds a managed page on the GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mapped {
+    /// Not mapped: a far fault.
+    No,
+    /// Resident in GPU memory.
+    Local,
+    /// Mapped remotely: host memory over the link.
+    Remote,
+}
+
+#[inline]
+fn bit(vpn: u64) -> (u64, usize, u64) {
+    let i = vpn % BLOCK_PAGES;
+    (vpn / BLOCK_PAGES, (i / 64) as usize, 1u64 << (i % 64))
 }
 
 impl Residency {
@@ -98,6 +126,87 @@ impl Residency {
         m.resident[w] & bit != 0
     }
 
+    /// A walk reached `vpn` on the GPU: how is it mapped? (A prefetched page
+    /// touched for the first time counts as used, as in [`Residency::access`].)
+    #[inline]
+    pub fn access_mapped(&mut self, vpn: u64) -> Mapped {
+        if self.access(vpn) {
+            return Mapped::Local;
+        }
+        if self.is_remote(vpn) {
+            Mapped::Remote
+        } else {
+            Mapped::No
+        }
+    }
+
+    /// Is `vpn` mapped on the GPU (resident, or remotely)?
+    #[inline]
+    pub fn is_mapped(&self, vpn: u64) -> bool {
+        let (b, w, bit) = bit(vpn);
+        self.blocks.get(&b).is_some_and(|m| (m.resident[w] | m.remote[w]) & bit != 0)
+    }
+
+    /// Is `vpn` mapped remotely (host-resident, accessed over the link)?
+    #[inline]
+    pub fn is_remote(&self, vpn: u64) -> bool {
+        let (b, w, bit) = bit(vpn);
+        self.blocks.get(&b).is_some_and(|m| m.remote[w] & bit != 0)
+    }
+
+    /// Map `vpn` remotely (it must not be resident).
+    pub fn map_remote(&mut self, vpn: u64) {
+        let (b, w, bit) = bit(vpn);
+        let m = self.blocks.entry(b).or_default();
+        debug_assert!(m.resident[w] & bit == 0, "page {vpn:#x} resident and mapped remotely");
+        m.remote[w] |= bit;
+    }
+
+    /// Drop the remote mapping of `vpn`; false if it had none.
+    pub fn unmap_remote(&mut self, vpn: u64) -> bool {
+        let (b, w, bit) = bit(vpn);
+        let Some(m) = self.blocks.get_mut(&b) else { return false };
+        let had = m.remote[w] & bit != 0;
+        m.remote[w] &= !bit;
+        had
+    }
+
+    /// Is `vpn` a resident read-only duplicate (read-mostly)?
+    #[inline]
+    pub fn is_dup(&self, vpn: u64) -> bool {
+        let (b, w, bit) = bit(vpn);
+        self.blocks.get(&b).is_some_and(|m| m.dup[w] & bit != 0)
+    }
+
+    /// Mark the resident page `vpn` a read-only duplicate, or (false) the only copy.
+    pub fn set_dup(&mut self, vpn: u64, dup: bool) {
+        let (b, w, bit) = bit(vpn);
+        if let Some(m) = self.blocks.get_mut(&b) {
+            if dup {
+                m.dup[w] |= bit;
+            } else {
+                m.dup[w] &= !bit;
+            }
+        }
+    }
+
+    /// The GPU loses `vpn` (migrated to the host, or a duplicate invalidated):
+    /// no longer resident. Returns whether it was. Waiting warps re-execute
+    /// (the refault epoch), so that they fault again on it.
+    pub fn unmake_resident(&mut self, vpn: u64) -> bool {
+        let (b, w, bit) = bit(vpn);
+        let Some(m) = self.blocks.get_mut(&b) else { return false };
+        let was = m.resident[w] & bit != 0;
+        m.resident[w] &= !bit;
+        m.untouched[w] &= !bit;
+        m.dup[w] &= !bit;
+        if was {
+            self.resident_pages -= 1;
+            self.refault_epoch += 1;
+        }
+        was
+    }
+
     /// Mark the 4 KiB page `vpn` resident; false if it already was.
     pub fn make_resident(&mut self, vpn: u64) -> bool {
         let (b, i) = (vpn / BLOCK_PAGES, vpn % BLOCK_PAGES);
@@ -105,6 +214,8 @@ impl Residency {
         let (w, bit) = ((i / 64) as usize, 1u64 << (i % 64));
         let new = m.resident[w] & bit == 0;
         m.resident[w] |= bit;
+        // Migrated in: a remote mapping it had is replaced by the local one.
+        m.remote[w] &= !bit;
         self.resident_pages += new as u64;
         new
     }

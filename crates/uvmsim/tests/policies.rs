@@ -1,0 +1,246 @@
+//! Behaviour of the unified-memory policies of issue 4: thrashing mitigation,
+//! cudaMemAdvise hints, preemptive CPU unmapping, and the migrations table.
+
+use uvmsim::config::{resolve, Config, Source};
+use uvmsim::stats::Metrics;
+use uvmsim::uvm::{Cause, MigrationRecord, Outcome};
+use uvmsim::world::{simulate_full, Output};
+
+fn cfg(sets: &[&str]) -> Config {
+    let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let preset = Source { name: "titan-v".into(), text: std::fs::read_to_string("../../presets/titan-v.toml").unwrap() };
+    resolve(&[preset], &o).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn run(sets: &[&str]) -> Output {
+    simulate_full(&cfg(sets)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn m(x: &Metrics, k: &str) -> f64 {
+    x.get(k).unwrap_or_else(|| panic!("no metric {k}"))
+}
+
+const PING_PONG: [&str; 5] =
+    ["workload.kind=ping-pong", "workload.managed=true", "workload.ping_pong.pages=1", "uvm.records=true", "uvm.fault_records=true"];
+
+/// The host and the GPU take one page from each other at every iteration
+/// (kernel reads it, host writes it, 100 µs of host compute). With the
+/// driver's defaults the page thrashes after 3 counted migrations, the two
+/// processors are throttled in turn (each waits a 500 µs nap) 10 times, then
+/// the page is pinned on the host and the GPU reads it remotely for 150 ms,
+/// then it is unpinned and migrates again.
+#[test]
+fn ping_pong_throttles_then_pins_then_unpins() {
+    let out = run(&PING_PONG);
+    let mig = out.migrations.as_ref().unwrap();
+    let pin = mig.iter().position(|r| r.cause == Cause::Thrashing).expect("the page is pinned");
+    let pin_ns = mig[pin].start_ns;
+    let before = &mig[..pin];
+    // Demand migrations alternate direction until the pin.
+    assert!(before.iter().all(|r| r.cause == Cause::Demand && r.pages == 1));
+    assert!(before.windows(2).all(|w| w[0].direction != w[1].direction), "h2d and d2h alternate");
+    // Free-running round trips first (kernel + host + 100 µs apart, under the 500 µs lapse), then one
+    // throttled nap (>= 500 µs) between consecutive migrations, 10 times.
+    let gaps: Vec<f64> = before.windows(2).map(|w| w[1].start_ns - w[0].end_ns).collect();
+    let naps = gaps.iter().filter(|&&g| g >= 500_000.0).count();
+    assert!(gaps[..3].iter().all(|&g| g < 500_000.0), "no throttling before the page thrashes: {gaps:?}");
+    assert_eq!(naps, 10, "{gaps:?}");
+    let b = out.batches.as_ref().unwrap();
+    assert!(b.iter().filter(|r| r.start_ns < pin_ns).any(|r| r.throttled > 0), "throttled GPU faults are in the batch records");
+    let throttled = out.faults.as_ref().unwrap().iter().filter(|f| f.outcome == Outcome::Throttled).count() as f64;
+    assert_eq!(throttled, m(&out.metrics, "uvm.thrashing.throttled_faults"), "and in the faults table");
+    // Pinned: the host keeps the page, the GPU maps it remotely; 150 ms (300 lapses) later it migrates again.
+    let next = &mig[pin + 1];
+    assert_eq!((next.direction, next.cause), ("h2d", Cause::Demand));
+    let unpinned_after = next.start_ns - pin_ns;
+    assert!((150e6..151e6).contains(&unpinned_after), "the next migration {unpinned_after} ns after the pin");
+    let x = &out.metrics;
+    assert!(m(x, "uvm.remote.loads") > 500.0, "the GPU read the pinned page remotely in every kernel meanwhile");
+    assert!(m(x, "uvm.thrashing.pins") >= 1.0 && m(x, "uvm.thrashing.unpins") >= 1.0);
+}
+
+#[test]
+fn without_thrashing_mitigation_the_page_keeps_migrating() {
+    let out = run(&[&PING_PONG[..], &["uvm.thrashing.enable=false", "workload.ping_pong.iterations=200"]].concat());
+    let x = &out.metrics;
+    assert_eq!((m(x, "uvm.thrashing.pins"), m(x, "uvm.thrashing.throttles_gpu"), m(x, "uvm.remote.loads")), (0.0, 0.0, 0.0));
+    let mig = out.migrations.unwrap();
+    assert_eq!(mig.len(), 400, "one round trip per iteration");
+    assert!(mig.iter().all(|r| r.cause == Cause::Demand));
+}
+
+/// The thrashing module never acts on a single processor's migrations: a
+/// GPU-only run is identical with it on or off, even with evictions.
+#[test]
+fn gpu_only_runs_do_not_depend_on_thrashing_mitigation() {
+    let base = ["workload.kind=stream", "workload.managed=true", "uvm.prefetch.policy=density", "uvm.oversubscription=2.0"];
+    let on = run(&base).metrics;
+    let off = run(&[&base[..], &["uvm.thrashing.enable=false"]].concat()).metrics;
+    let strip = |x: &Metrics| x.0.iter().filter(|(k, _)| !k.starts_with("sim.")).map(|(k, v)| (k.clone(), *v)).collect::<Vec<_>>();
+    assert!(m(&on, "uvm.evictions") > 0.0);
+    assert_eq!(strip(&on), strip(&off));
+}
+
+fn bytes(mig: &[MigrationRecord], dir: &str) -> f64 {
+    mig.iter().filter(|r| r.direction == dir).map(|r| r.bytes as f64).sum()
+}
+
+/// Every byte the link carries is in the migrations table, with its cause.
+#[test]
+fn migrations_sum_to_the_link_bytes() {
+    for sets in [
+        &["workload.kind=tiled-gemm", "workload.tiled_gemm.n=512", "uvm.prefetch.policy=density", "uvm.oversubscription=1.5"][..],
+        &["workload.kind=ping-pong", "workload.ping_pong.pages=40", "workload.ping_pong.iterations=50"][..],
+    ] {
+        let out = run(&[sets, &["workload.managed=true", "uvm.records=true"]].concat());
+        let mig = out.migrations.as_ref().unwrap();
+        let x = &out.metrics;
+        assert_eq!(bytes(mig, "h2d"), m(x, "link.h2d.bytes"), "{sets:?}");
+        assert_eq!(bytes(mig, "d2h"), m(x, "link.d2h.bytes"), "{sets:?}");
+        // One row per copy and cause (a VA block's copy carries its faulted and its prefetched pages).
+        assert!(mig.len() as f64 >= m(x, "link.h2d.transfers") + m(x, "link.d2h.transfers"));
+        assert!(mig.iter().all(|r| r.end_ns > r.start_ns && r.bytes == r.pages * 4096 && r.copy_engine < 2));
+        let evicted: u64 = mig.iter().filter(|r| r.cause == Cause::Eviction).map(|r| r.pages).sum();
+        assert_eq!(evicted as f64, m(x, "uvm.pages_evicted"));
+        if sets[0].ends_with("tiled-gemm") {
+            let prefetched: u64 = mig.iter().filter(|r| r.cause == Cause::Prefetch).map(|r| r.pages).sum();
+            assert!(evicted > 0 && prefetched > 0 && mig.iter().any(|r| r.cause == Cause::Demand));
+            // Prefetched pages copied (some were zero-filled instead: resident nowhere) are at most those prefetched.
+            assert!(prefetched as f64 <= m(x, "uvm.prefetch.pages"));
+            // Per batch: evictions and prefetches add up to the totals.
+            let b = out.batches.as_ref().unwrap();
+            assert_eq!(b.iter().map(|r| r.pages_evicted).sum::<u64>() as f64, m(x, "uvm.pages_evicted"));
+            assert_eq!(b.iter().map(|r| r.prefetched).sum::<u64>() as f64, m(x, "uvm.prefetch.pages"));
+        }
+    }
+}
+
+const REGULAR: [&str; 4] = ["workload.kind=regular", "workload.regular.threads=2048", "workload.managed=true", "uvm.records=true"];
+
+/// SetPreferredLocation(host): the GPU maps every page remotely: no copy,
+/// no prefetch away from the host, every access over the link.
+#[test]
+fn preferred_location_host_maps_remotely() {
+    let out = run(&[&REGULAR[..], &["uvm.advise.policy=preferred-location-host", "uvm.prefetch.policy=density"]].concat());
+    let x = &out.metrics;
+    assert_eq!((m(x, "link.h2d.bytes"), m(x, "uvm.prefetch.pages"), m(x, "uvm.resident_pages")), (0.0, 0.0, 0.0));
+    assert_eq!(m(x, "uvm.remote_mapped"), 2048.0);
+    // Each thread reads then writes its page: one remote load and one remote store per page.
+    assert_eq!((m(x, "uvm.remote.loads"), m(x, "uvm.remote.stores")), (2048.0, 2048.0));
+    assert_eq!(out.batches.unwrap().iter().map(|r| r.remote_mapped).sum::<u64>(), 2048);
+    // No CPU unmap: the host keeps its mapping.
+    assert_eq!(m(x, "uvm.unmap.on_demand"), 0.0);
+    // Each access moves its line (128 B) over the link.
+    assert_eq!(m(x, "uvm.remote.bytes"), 2.0 * 2048.0 * 128.0);
+    // A load waits for the round trip: 4 µs more link latency each way makes the kernel at least 8 µs longer.
+    let pl =
+        ["workload.kind=regular", "workload.regular.threads=2048", "workload.managed=true", "uvm.advise.policy=preferred-location-host"];
+    let slow = run(&[&pl[..], &["link.latency_ns=5000"]].concat()).metrics;
+    let fast = run(&[&pl[..], &["link.latency_ns=1000"]].concat()).metrics;
+    assert!(m(&slow, "time.kernel_ns") - m(&fast, "time.kernel_ns") >= 8000.0);
+}
+
+/// SetAccessedBy(GPU): host-initialised pages are mapped remotely from the
+/// start (no fault at all); pages resident nowhere are populated on the GPU.
+#[test]
+fn accessed_by_maps_host_pages_and_populates_the_rest_on_the_gpu() {
+    let x = run(&[&REGULAR[..], &["uvm.advise.policy=accessed-by"]].concat()).metrics;
+    assert_eq!((m(&x, "uvm.faults.raw"), m(&x, "link.h2d.bytes")), (0.0, 0.0));
+    assert_eq!(m(&x, "uvm.remote.loads"), 2048.0);
+    let y = run(&[&REGULAR[..], &["uvm.advise.policy=accessed-by", "workload.host_init=false"]].concat()).metrics;
+    assert_eq!((m(&y, "uvm.resident_pages"), m(&y, "uvm.remote.loads"), m(&y, "link.h2d.bytes")), (2048.0, 0.0, 0.0));
+    // Pages the host takes back stay mapped by the GPU (remotely): the next kernels do not fault on them.
+    let pp = ["workload.kind=ping-pong", "workload.managed=true", "workload.ping_pong.pages=4", "workload.ping_pong.iterations=10"];
+    let z = run(&[&pp[..], &["uvm.advise.policy=accessed-by", "workload.host_init=false"]].concat()).metrics;
+    assert_eq!((m(&z, "uvm.faults.unique"), m(&z, "uvm.host.pages_d2h")), (4.0, 4.0), "first touch on the GPU, one trip back");
+    assert_eq!(m(&z, "uvm.remote.loads"), 9.0 * 4.0, "the 9 later kernels read remotely");
+}
+
+/// SetReadMostly: reads duplicate the pages (the host keeps its copy and
+/// mapping: no CPU unmap, nothing comes back); a host write invalidates the
+/// GPU copies (they are copied again at the next kernel, never back); a GPU
+/// store to a duplicate collapses it.
+#[test]
+fn read_mostly_duplicates_and_writes_invalidate() {
+    let pp = ["workload.kind=ping-pong", "workload.managed=true", "workload.ping_pong.pages=8", "workload.ping_pong.iterations=20"];
+    let rm = "uvm.advise.policy=read-mostly";
+    let out = run(&[&pp[..], &[rm, "workload.ping_pong.host_write=false", "uvm.records=true"]].concat());
+    let x = &out.metrics;
+    assert_eq!((m(x, "uvm.read_dup.copies"), m(x, "link.h2d.bytes"), m(x, "link.d2h.bytes")), (8.0, 8.0 * 4096.0, 0.0));
+    assert_eq!((m(x, "uvm.host.faults"), m(x, "uvm.unmap.on_demand")), (0.0, 0.0));
+    assert!(out.migrations.unwrap().iter().all(|r| r.cause == Cause::Hint));
+    // Host writes invalidate: the GPU copies again every iteration, nothing is copied back, nothing thrashes.
+    let x = run(&[&pp[..], &[rm]].concat()).metrics;
+    assert_eq!((m(&x, "uvm.read_dup.copies"), m(&x, "uvm.read_dup.invalidations")), (160.0, 160.0));
+    assert_eq!((m(&x, "link.d2h.bytes"), m(&x, "uvm.thrashing.pins")), (0.0, 0.0));
+    // Without the hint the same program migrates both ways.
+    let y = run(&[&pp[..], &["uvm.thrashing.enable=false"]].concat()).metrics;
+    assert_eq!(m(&y, "link.d2h.bytes"), 160.0 * 4096.0);
+    // GPU stores: the first read of each page duplicates it, the store collapses it.
+    let z = run(&[&REGULAR[..], &[rm]].concat()).metrics;
+    assert_eq!((m(&z, "uvm.read_dup.copies"), m(&z, "uvm.read_dup.collapses")), (2048.0, 2048.0));
+    assert!(m(&z, "uvm.unmap.on_demand") > 0.0, "a collapse unmaps the host copy");
+}
+
+const GEMM: [&str; 5] =
+    ["workload.kind=tiled-gemm", "workload.tiled_gemm.n=1024", "workload.managed=true", "uvm.records=true", "uvm.prefetch.policy=density"];
+
+fn unmap_ns(o: &Output) -> f64 {
+    o.batches.as_ref().unwrap().iter().map(|r| r.unmap_ns).sum()
+}
+
+/// Preemptive CPU unmapping (seed uvm-driver Ch. 6) on sgemm's three 4 MiB
+/// matrices (6 host-mapped VA blocks).
+#[test]
+fn preemptive_unmapping_moves_the_unmap_off_the_fault_path() {
+    let base = run(&GEMM);
+    let b = &base.metrics;
+    assert_eq!((m(b, "uvm.unmap.on_demand"), m(b, "uvm.unmap.sync"), m(b, "uvm.unmap.async")), (6.0, 0.0, 0.0));
+    assert!((unmap_ns(&base) - 6.0 * 5000.0).abs() < 1e-6, "5 µs per block, one host thread");
+    // Synchronous, per allocation: each matrix's first fault unmaps both of its blocks at once.
+    let sync = run(&[&GEMM[..], &["uvm.preunmap.granularity=allocation"]].concat());
+    assert_eq!((m(&sync.metrics, "uvm.unmap.on_demand"), m(&sync.metrics, "uvm.unmap.sync")), (0.0, 6.0));
+    assert!((unmap_ns(&sync) - unmap_ns(&base)).abs() < 1e-6, "one host thread: the same work, earlier");
+    // With 8 host threads one shootdown round per range is cheaper than one per block.
+    let t8 = ["workload.host_threads=8"];
+    let base8 = run(&[&GEMM[..], &t8].concat());
+    let sync8 = run(&[&GEMM[..], &t8, &["uvm.preunmap.granularity=allocation"]].concat());
+    // On demand: 6 x (5 + 7 x 3) µs; per allocation: 3 x (2 x 5 + 7 x 3) µs.
+    assert!((unmap_ns(&base8) - 156_000.0).abs() < 1e-6 && (unmap_ns(&sync8) - 93_000.0).abs() < 1e-6);
+    // Asynchronous, whole space: the first fault unmaps its block on demand, the worker does the rest meanwhile.
+    let asy = run(&[&GEMM[..], &["uvm.preunmap.granularity=space", "uvm.preunmap.mode=async"]].concat());
+    let a = &asy.metrics;
+    assert!(m(a, "uvm.unmap.on_demand") >= 1.0 && m(a, "uvm.unmap.async") >= 1.0);
+    assert_eq!(m(a, "uvm.unmap.on_demand") + m(a, "uvm.unmap.async"), 6.0);
+    let skipped: u64 = asy.batches.as_ref().unwrap().iter().map(|r| r.unmaps_skipped).sum();
+    assert!(skipped > 0, "batches find blocks already unmapped");
+    assert!(unmap_ns(&asy) < 0.5 * unmap_ns(&base), "{} vs {}", unmap_ns(&asy), unmap_ns(&base));
+    // Every block is unmapped exactly once in every mode.
+    for o in [&base, &sync, &asy] {
+        let x = &o.metrics;
+        assert_eq!(m(x, "uvm.unmap.on_demand") + m(x, "uvm.unmap.sync") + m(x, "uvm.unmap.async"), 6.0);
+    }
+}
+
+/// The policies combine with the other driver options without breaking the
+/// driver's invariants (checked at the end of every debug run).
+#[test]
+fn policies_run_under_every_fault_mode_and_cost_model() {
+    let pp = ["workload.kind=ping-pong", "workload.managed=true", "workload.ping_pong.pages=40", "workload.ping_pong.iterations=100"];
+    for extra in [
+        &["uvm.fault_mode=blocking"][..],
+        &["uvm.replay_policy=once"][..],
+        &["uvm.replay_policy=block"][..],
+        &["uvm.cost_model=fixed-latency"][..],
+        &["workload.ping_pong.gpu_write=true", "uvm.advise.policy=read-mostly"][..],
+        &["uvm.advise.policy=accessed-by", "uvm.gpu_memory_bytes=2MiB"][..],
+        &["uvm.advise.policy=preferred-location-host", "uvm.prefetch.policy=density"][..],
+        &["uvm.preunmap.mode=async", "uvm.preunmap.granularity=space", "workload.host_threads=4"][..],
+    ] {
+        let x = run(&[&pp[..], extra].concat()).metrics;
+        assert!(m(&x, "time.total_ns") > 0.0, "{extra:?}");
+        if extra.len() == 1 {
+            assert!(m(&x, "uvm.thrashing.pins") > 0.0, "{extra:?}: the ping-pong thrashes");
+        }
+    }
+}
