@@ -44,7 +44,7 @@ pub fn join_key(prefix: &str, field: &str) -> String {
     }
 }
 
-leaf!(u32, u64, f64, bool, String, ByteSize, Replacement, TranslationMode, WarpScheduler);
+leaf!(u32, u64, f64, bool, String, ByteSize, Replacement, TranslationMode, WarpScheduler, TlbAllocate);
 
 /// Which ready warp an SM issues from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -66,6 +66,20 @@ pub enum TranslationMode {
     Gmmu,
     /// APU / ATS: misses travel over a link to the host IOMMU, which has its own TLB and walkers.
     Iommu,
+}
+
+/// When a missed translation takes its TLB entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum TlbAllocate {
+    /// At the miss: the entry is reserved (and made most recently used) at once and
+    /// filled later; lookups before the fill are MSHR hits that refresh it.
+    #[default]
+    OnMiss,
+    /// At the fill: the miss waits in an MSHR outside the array; when the translation
+    /// arrives the set's least recently used entry is evicted and the new one made most
+    /// recently used. Lookups before the fill are MSHR hits that touch no recency.
+    OnFill,
 }
 
 section! {
@@ -93,6 +107,17 @@ section! {
         pub mshrs: u32 = 32,
         /// Replacement policy: "lru" or "fifo".
         pub replacement: Replacement = Replacement::Lru,
+        /// When a miss takes its entry: "on-miss" (reserved at the miss) or "on-fill"
+        /// (inserted when the translation arrives, evicting the set's LRU entry then; the
+        /// pending miss lives only in its MSHR). "on-fill" is MGPUSim v4's Akita TLB
+        /// (akita v4 mem/vm/tlb: a miss only adds an MSHR entry; the response evicts,
+        /// updates and visits a way).
+        pub allocate: TlbAllocate = TlbAllocate::OnMiss,
+        /// Lookups are served in arrival order: a miss that finds every MSHR busy holds
+        /// back every later lookup of this TLB (hits too) until an MSHR frees. Akita's TLB
+        /// does this (akita v4 mem/vm/tlb: the lookup stage retries the request at the head
+        /// of its buffer while the MSHR is full). false: only that miss waits.
+        pub full_mshrs_block: bool = false,
     }
 }
 
@@ -146,7 +171,7 @@ section! {
         /// Per-SM (or per-µTLB) L1 TLB.
         pub l1tlb: TlbConfig = TlbConfig::default(),
         /// Shared L2 TLB (entries = 0: none).
-        pub l2tlb: TlbConfig = TlbConfig { entries: 512, ways: 16, latency_cycles: 10, mshrs: 64, replacement: Replacement::Lru },
+        pub l2tlb: TlbConfig = TlbConfig { entries: 512, ways: 16, latency_cycles: 10, mshrs: 64, ..TlbConfig::default() },
         /// Per-SM L1 data cache.
         pub l1d: CacheConfig = CacheConfig::default(),
         /// Shared L2 data cache.

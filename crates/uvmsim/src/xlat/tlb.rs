@@ -1,9 +1,15 @@
 //! A TLB level: set-associative entries that remember when their
 //! translation arrives, MSHRs that bound outstanding misses, and counters.
+//!
+//! Two options model MGPUSim's (Akita's) TLB: `allocate = "on-fill"` keeps a
+//! pending miss out of the array until its translation arrives (a list of
+//! pending fills, installed in fill order before each later lookup), and
+//! `full_mshrs_block` makes a miss that waits for an MSHR hold back every
+//! later lookup. With neither, lookups take the short path below unchanged.
 
 use super::Outstanding;
 use crate::assoc::SetAssoc;
-use crate::config::TlbConfig;
+use crate::config::{TlbAllocate, TlbConfig};
 use crate::sim::{Clock, Ps};
 use crate::stats::{Latency, Metrics};
 
@@ -32,36 +38,70 @@ pub enum Lookup {
     Miss(Ps),
 }
 
+/// A miss whose translation is on its way (`allocate = "on-fill"`).
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    ready: Ps,
+    key: u64,
+    pa: u64,
+}
+
 #[derive(Debug, Clone)]
 pub struct Tlb {
     arr: SetAssoc<Entry>,
     latency: Ps,
     mshrs: Outstanding,
+    /// Either option is on: lookups take [`Tlb::lookup_ordered`].
+    modelled: bool,
+    on_fill: bool,
+    full_blocks: bool,
+    /// Pending fills (on-fill), earliest first (ties in fill order).
+    pending: Vec<Pending>,
+    /// Lookups wait until then behind a miss that waited for an MSHR (full_mshrs_block).
+    blocked_until: Ps,
     pub stats: TlbStats,
 }
 
 impl Tlb {
     pub fn new(c: &TlbConfig, clock: Clock) -> Option<Tlb> {
-        (c.entries > 0).then(|| Tlb {
-            arr: SetAssoc::new(c.entries as usize, c.ways as usize, c.replacement),
-            latency: clock.cycles(c.latency_cycles as u64),
-            mshrs: Outstanding::new(c.mshrs as usize),
-            stats: TlbStats::default(),
+        (c.entries > 0).then(|| {
+            let arr = SetAssoc::new(c.entries as usize, c.ways as usize, c.replacement);
+            let mut t = Tlb::build(arr, clock.cycles(c.latency_cycles as u64), c.mshrs as usize);
+            t.set_options(c.allocate, c.full_mshrs_block);
+            t
         })
     }
 
     /// A TLB with explicit geometry and latency (IOMMU TLB).
     pub fn with(entries: usize, ways: usize, latency: Ps, mshrs: usize) -> Tlb {
+        Tlb::build(SetAssoc::new(entries, ways, crate::assoc::Replacement::Lru), latency, mshrs)
+    }
+
+    fn build(arr: SetAssoc<Entry>, latency: Ps, mshrs: usize) -> Tlb {
         Tlb {
-            arr: SetAssoc::new(entries, ways, crate::assoc::Replacement::Lru),
+            arr,
             latency,
             mshrs: Outstanding::new(mshrs),
+            modelled: false,
+            on_fill: false,
+            full_blocks: false,
+            pending: Vec::new(),
+            blocked_until: 0,
             stats: TlbStats::default(),
         }
     }
 
+    fn set_options(&mut self, allocate: TlbAllocate, full_mshrs_block: bool) {
+        self.on_fill = allocate == TlbAllocate::OnFill;
+        self.full_blocks = full_mshrs_block;
+        self.modelled = self.on_fill || self.full_blocks;
+    }
+
     #[inline]
     pub fn lookup(&mut self, key: u64, t: Ps) -> Lookup {
+        if self.modelled {
+            return self.lookup_ordered(key, t);
+        }
         self.stats.accesses += 1;
         let at = t + self.latency;
         match self.arr.lookup(key) {
@@ -80,9 +120,60 @@ impl Tlb {
         }
     }
 
+    /// [`Self::lookup`] with the options on (kept out of line: the default path stays small).
+    #[inline(never)]
+    fn lookup_ordered(&mut self, key: u64, t: Ps) -> Lookup {
+        self.stats.accesses += 1;
+        // Behind a miss that waited for an MSHR: this lookup is made when that one was.
+        let t = t.max(self.blocked_until);
+        let at = t + self.latency;
+        if self.on_fill {
+            self.install_until(t);
+            // Akita checks the MSHR before the sets: a merge touches no recency.
+            if let Some(p) = self.pending.iter().find(|p| p.key == key) {
+                self.stats.mshr_hits += 1;
+                return Lookup::Done(at.max(p.ready), p.pa);
+            }
+        }
+        match self.arr.lookup(key) {
+            Some(e) if e.ready <= t => {
+                self.stats.hits += 1;
+                Lookup::Done(at, e.pa)
+            }
+            Some(e) => {
+                self.stats.mshr_hits += 1;
+                Lookup::Done(at.max(e.ready), e.pa)
+            }
+            None => {
+                self.stats.misses += 1;
+                let admitted = self.mshrs.admit(at);
+                if self.full_blocks && admitted > at {
+                    // The pipeline latency overlaps the wait: later lookups complete from `admitted` on.
+                    self.blocked_until = admitted - self.latency;
+                }
+                Lookup::Miss(admitted)
+            }
+        }
+    }
+
+    /// Install the pending fills that arrived by `t`, in arrival order: each evicts
+    /// its set's LRU entry and becomes the most recently used.
+    fn install_until(&mut self, t: Ps) {
+        let n = self.pending.partition_point(|p| p.ready <= t);
+        for p in self.pending.drain(..n) {
+            // `insert`, not `insert_absent`: a prefetch may have put the key in meanwhile.
+            self.arr.insert(p.key, Entry { pa: p.pa, ready: p.ready });
+        }
+    }
+
     /// Complete a miss that was looked up at `t`: fill and free its MSHR at `ready`.
     pub fn fill_miss(&mut self, key: u64, pa: u64, t: Ps, ready: Ps) {
-        self.arr.insert_absent(key, Entry { pa, ready });
+        if self.on_fill {
+            let i = self.pending.partition_point(|p| p.ready <= ready);
+            self.pending.insert(i, Pending { ready, key, pa });
+        } else {
+            self.arr.insert_absent(key, Entry { pa, ready });
+        }
         self.mshrs.push(ready);
         self.stats.miss_latency.record(ready.saturating_sub(t));
     }
@@ -93,17 +184,21 @@ impl Tlb {
     }
 
     /// Control protocol: drop one translation, or all.
+    /// A pending fill of the key is dropped too (its translation is discarded on arrival).
     pub fn invalidate(&mut self, key: u64) -> bool {
+        self.pending.retain(|p| p.key != key);
         self.arr.invalidate(key)
     }
     /// Invalidate every entry whose key satisfies `pred`; returns how many.
-    pub fn invalidate_where(&mut self, pred: impl FnMut(u64) -> bool) -> usize {
+    pub fn invalidate_where(&mut self, mut pred: impl FnMut(u64) -> bool) -> usize {
+        self.pending.retain(|p| !pred(p.key));
         self.arr.invalidate_where(pred)
     }
     /// Drop every translation; returns how many there were.
     pub fn flush(&mut self) -> usize {
         let n = self.arr.occupancy();
         self.arr.flush();
+        self.pending.clear();
         n
     }
 
@@ -217,6 +312,191 @@ mod tests {
             }
             prop_assert_eq!(tlb.stats.accesses, ops.len() as u64);
         }
+    }
+
+    /// Naive reference for the Akita options: recency lists, a pending list
+    /// installed in fill order, and MSHR end times; returns the class and the
+    /// time the TLB answers (`Done`) or asks the next level (`Miss`).
+    struct AkitaRef {
+        sets: Vec<VecDeque<(u64, Ps)>>,
+        ways: usize,
+        lat: Ps,
+        cap: usize,
+        on_fill: bool,
+        blocks: bool,
+        pending: Vec<(Ps, u64)>,
+        ends: Vec<Ps>,
+        blocked: Ps,
+    }
+
+    impl AkitaRef {
+        fn access(&mut self, key: u64, t: Ps, miss_lat: Ps) -> (Class, Ps) {
+            let t = if self.blocks { t.max(self.blocked) } else { t };
+            let n = self.sets.len() as u64;
+            if self.on_fill {
+                // Fill order: by time, ties in the order the misses were filled.
+                while let Some(i) = (0..self.pending.len()).filter(|&i| self.pending[i].0 <= t).min_by_key(|&i| (self.pending[i].0, i)) {
+                    let (ready, k) = self.pending.remove(i);
+                    let set = &mut self.sets[(k % n) as usize];
+                    if set.len() == self.ways {
+                        set.pop_front();
+                    }
+                    set.push_back((k, ready));
+                }
+                if let Some(&(ready, _)) = self.pending.iter().find(|p| p.1 == key) {
+                    return (Class::Merge, ready.max(t + self.lat));
+                }
+            }
+            let set = &mut self.sets[(key % n) as usize];
+            if let Some(p) = set.iter().position(|e| e.0 == key) {
+                let e = set.remove(p).unwrap();
+                set.push_back(e);
+                return if e.1 <= t { (Class::Hit, t + self.lat) } else { (Class::Merge, e.1.max(t + self.lat)) };
+            }
+            let mut at = t + self.lat;
+            self.ends.retain(|&e| e > at);
+            if self.ends.len() >= self.cap {
+                let first = *self.ends.iter().min().unwrap();
+                self.ends.retain(|&e| e > first);
+                if self.blocks {
+                    self.blocked = first - self.lat;
+                }
+                at = first;
+            }
+            let ready = at + miss_lat;
+            self.ends.push(ready);
+            if self.on_fill {
+                self.pending.push((ready, key));
+            } else {
+                if set.len() == self.ways {
+                    set.pop_front();
+                }
+                set.push_back((key, ready));
+            }
+            (Class::Miss, at)
+        }
+    }
+
+    proptest! {
+        /// With "on-fill" allocation and/or blocking on full MSHRs: every lookup's
+        /// class and time agree with the naive reference, for several geometries and MSHR counts.
+        #[test]
+        fn akita_options_match_reference(
+            ops in proptest::collection::vec((0u64..40, 0u64..300, 1u64..2000), 1..300),
+            geo in prop_oneof![Just((16usize, 16usize)), Just((32, 4)), Just((64, 8)), Just((8, 2))],
+            cap in prop_oneof![Just(1usize), Just(2), Just(4), Just(1 << 20)],
+            opts in prop_oneof![Just((true, false)), Just((false, true)), Just((true, true))],
+        ) {
+            let lat = 7;
+            let mut tlb = Tlb::with(geo.0, geo.1, lat, cap);
+            tlb.set_options(if opts.0 { TlbAllocate::OnFill } else { TlbAllocate::OnMiss }, opts.1);
+            let mut r = AkitaRef {
+                sets: vec![VecDeque::new(); geo.0 / geo.1], ways: geo.1, lat, cap,
+                on_fill: opts.0, blocks: opts.1, pending: vec![], ends: vec![], blocked: 0,
+            };
+            let mut t = 0;
+            let mut counts = (0, 0, 0);
+            for &(key, dt, miss_lat) in &ops {
+                t += dt;
+                let (class, when) = r.access(key, t, miss_lat);
+                match tlb.lookup(key, t) {
+                    Lookup::Done(d, pa) => {
+                        prop_assert_ne!(class, Class::Miss, "key {} at {}", key, t);
+                        prop_assert_eq!(d, when);
+                        prop_assert_eq!(pa, key * 4096);
+                    }
+                    Lookup::Miss(at) => {
+                        prop_assert_eq!(class, Class::Miss, "key {} at {}", key, t);
+                        prop_assert_eq!(at, when);
+                        tlb.fill_miss(key, key * 4096, t, at + miss_lat);
+                    }
+                }
+                match class { Class::Hit => counts.0 += 1, Class::Merge => counts.1 += 1, Class::Miss => counts.2 += 1 }
+                prop_assert_eq!((tlb.stats.hits, tlb.stats.mshr_hits, tlb.stats.misses), counts);
+            }
+        }
+    }
+
+    /// One lookup: 'H'it, 'S' (MSHR hit) or 'M'iss (filled `miss_lat` after it is sent on) and when it is answered or sent on.
+    fn step(tlb: &mut Tlb, key: u64, t: Ps, miss_lat: Ps) -> (char, Ps) {
+        let (h, s) = (tlb.stats.hits, tlb.stats.mshr_hits);
+        match tlb.lookup(key, t) {
+            Lookup::Done(d, _) => (
+                if tlb.stats.hits > h {
+                    'H'
+                } else {
+                    assert!(tlb.stats.mshr_hits > s);
+                    'S'
+                },
+                d,
+            ),
+            Lookup::Miss(at) => {
+                tlb.fill_miss(key, 0, t, at + miss_lat);
+                ('M', at)
+            }
+        }
+    }
+
+    #[test]
+    fn on_fill_inserts_at_the_fill_and_merges_do_not_refresh() {
+        // One set of two ways, no latency. A and B are filled at 10 and 20; A is used at 30.
+        // C misses at 40 (fill at 100); lookups of C before then are MSHR hits.
+        // The same sequence on both allocations; they differ in what is evicted.
+        let seq = |alloc| {
+            let mut tlb = Tlb::with(2, 2, 0, 8);
+            tlb.set_options(alloc, false);
+            let mut got = vec![];
+            for (key, t, lat) in [(1, 0, 10), (2, 0, 20), (1, 30, 0), (3, 40, 60), (3, 50, 0), (2, 60, 0), (1, 110, 0)] {
+                got.push(step(&mut tlb, key, t, lat).0);
+            }
+            got.into_iter().collect::<String>()
+        };
+        // on-miss: C takes B's slot (the LRU) at 40, so B misses at 60 (refilled by 60, evicting A, LRU),
+        // and A misses at 110.
+        assert_eq!(seq(TlbAllocate::OnMiss), "MMHMSMM");
+        // on-fill: the set keeps A and B until C arrives at 100, so B hits at 60; C then
+        // evicts A (used at 30, before B at 60), and A misses at 110.
+        assert_eq!(seq(TlbAllocate::OnFill), "MMHMSHM");
+    }
+
+    #[test]
+    fn on_fill_evicts_the_lru_at_the_fill() {
+        // Two ways. A and B are filled at 5 and 6. D misses at 10, when A is the LRU entry,
+        // but is filled at 50, after A was used at 40: the fill evicts B, not A.
+        let mut tlb = Tlb::with(2, 2, 0, 8);
+        tlb.set_options(TlbAllocate::OnFill, false);
+        assert_eq!(step(&mut tlb, 1, 0, 5), ('M', 0));
+        assert_eq!(step(&mut tlb, 2, 0, 6), ('M', 0));
+        assert_eq!(step(&mut tlb, 4, 10, 40), ('M', 10));
+        assert_eq!(step(&mut tlb, 4, 20, 0), ('S', 50));
+        assert_eq!(step(&mut tlb, 1, 40, 0), ('H', 40));
+        assert_eq!(step(&mut tlb, 1, 60, 0), ('H', 60));
+        assert_eq!(step(&mut tlb, 4, 61, 0), ('H', 61));
+        assert_eq!(step(&mut tlb, 2, 62, 0), ('M', 62));
+        // On-miss allocation: D takes A's slot at 10, so A misses at 40.
+        let mut tlb = Tlb::with(2, 2, 0, 8);
+        for (key, t, lat) in [(1, 0, 5), (2, 0, 6), (4, 10, 40)] {
+            step(&mut tlb, key, t, lat);
+        }
+        assert_eq!(step(&mut tlb, 1, 40, 0).0, 'M');
+    }
+
+    #[test]
+    fn full_mshrs_block_later_lookups() {
+        // One MSHR, latency 0. A misses at 0 (fill at 100); B misses at 10 and waits for the MSHR until 100.
+        // C was filled before. At 20 C and A are looked up.
+        let run = |blocks| {
+            let mut tlb = Tlb::with(16, 16, 0, 1);
+            tlb.set_options(TlbAllocate::OnMiss, blocks);
+            tlb.fill_prefetch(3, 0, 0);
+            let a = step(&mut tlb, 1, 0, 100);
+            let b = step(&mut tlb, 2, 10, 100);
+            (a, b, step(&mut tlb, 3, 20, 0), step(&mut tlb, 1, 20, 0))
+        };
+        // Only B waits: C hits at 20, A merges into its pending miss (answered at 100).
+        assert_eq!(run(false), (('M', 0), ('M', 100), ('H', 20), ('S', 100)));
+        // Everything after B waits until B gets its MSHR at 100: C and A (filled at 100) hit then.
+        assert_eq!(run(true), (('M', 0), ('M', 100), ('H', 100), ('H', 100)));
     }
 
     #[test]
