@@ -40,6 +40,14 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def multi_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # A small 4-GPU run: the multi-GPU model measures the L2-miss latency breakdown.
+    d = tmp_path_factory.mktemp("multi")
+    uvmsim.run(preset="li-4gpu-gmmu", set={"workload.kind": "stencil2d", "workload.stencil2d.nx": 256}, out=d)
+    return d
+
+
+@pytest.fixture(scope="module")
 def sweep_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("sweep")
     (d / "spec.toml").write_text(SWEEP)
@@ -65,15 +73,25 @@ CASES = [
     ("tlb-hit-rates", "run", []),
     ("latency-concurrency", "sweep", []),
     ("batch-time-vs-bytes", "run", []),
+    ("link-utilization", "run", []),
+    ("l2-miss-latency", "multi", []),
 ]
 
 
 @pytest.mark.parametrize("fmt", ["png", "svg"])
 @pytest.mark.parametrize(("kind", "source", "extra"), CASES)
 def test_kind_renders(
-    cli: Cli, run_dir: Path, sweep_dir: Path, tmp_path: Path, kind: str, source: str, extra: list[str], fmt: str
+    cli: Cli,
+    run_dir: Path,
+    sweep_dir: Path,
+    multi_dir: Path,
+    tmp_path: Path,
+    kind: str,
+    source: str,
+    extra: list[str],
+    fmt: str,
 ) -> None:
-    d = run_dir if source == "run" else sweep_dir
+    d = {"run": run_dir, "sweep": sweep_dir, "multi": multi_dir}[source]
     out = tmp_path / f"{kind}.{fmt}"
     p = cli("plot", kind, str(d), "-o", str(out), *extra)
     assert p.returncode == 0, p.stderr
@@ -187,8 +205,34 @@ def test_list_names_every_kind_and_what_is_missing(cli: Cli) -> None:
     assert p.returncode == 0, p.stderr
     lines = {line.split()[0]: line for line in p.stdout.splitlines()}
     assert list(lines) == list(plot.KINDS)
-    assert "needs per-transfer records of the link (not yet recorded)" in lines["link-utilization"]
-    assert "needs" not in lines["runtime-bars"]
+    assert "migrations table" in lines["link-utilization"] and "multi.l2miss" in lines["l2-miss-latency"]
+    assert not any("not yet recorded" in line for line in lines.values())
+
+
+def test_link_utilization_is_bytes_over_capacity() -> None:
+    import pandas as pd
+
+    # 12,000 bytes over 1 µs on a 12 GB/s link: 100% for the whole span; a second, half-rate copy after it: 50%.
+    m = pd.DataFrame(
+        {
+            "start_ns": [0.0, 1000.0],
+            "end_ns": [1000.0, 2000.0],
+            "bytes": [12_000, 6_000],
+            "direction": ["h2d", "h2d"],
+        }
+    )
+    line = plot.link_utilization(m, 12.0, bins=20).axes[0].lines[0]
+    y = list(line.get_ydata())
+    assert y[:10] == pytest.approx([100.0] * 10) and y[10:] == pytest.approx([50.0] * 10)
+
+
+def test_l2_miss_latency_stacks_the_terms(multi_dir: Path) -> None:
+    m = uvmsim.load(multi_dir).metrics
+    fig = plot.l2_miss_latency([("a", m)])
+    tops = sum(p.get_height() for p in fig.axes[0].patches)
+    assert tops == pytest.approx(sum(m[f"multi.l2miss.{t}_ns"] for t in plot.L2MISS_TERMS))
+    with pytest.raises(plot.PlotDataError, match="multi-GPU"):
+        plot.l2_miss_latency([("single", {"time.total_ns": 1.0})])
 
 
 def test_fault_scatter_draws_every_fault(run_dir: Path, tmp_path: Path) -> None:

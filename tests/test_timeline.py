@@ -82,6 +82,27 @@ def test_uvm_timeline_spans_match_the_batch_records(cli: Cli, tmp_path: Path) ->
     assert sum(s["dur"] for s in stage_spans) == pytest.approx(result.metrics["uvm.time_ns"] / 1e3, rel=1e-6)
 
 
+def test_uvm_timeline_transfer_spans_add_up_to_the_transfer_stage(cli: Cli, tmp_path: Path) -> None:
+    p = cli(*UVM_RUN, "--timeline", "t.json")
+    assert p.returncode == 0, p.stderr
+    doc = load_trace(tmp_path / "t.json")
+    result = uvmsim.load(tmp_path / "out")
+    copies = result.tables["migrations"]
+    transfers = spans(doc, "transfer")
+    # One span per copy, on its copy engine's track, named by direction and cause.
+    assert len(transfers) == len(copies) > 0
+    tracks = {e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M" and e["pid"] == tl.LINK_PID}
+    assert {"Link", "copy engine 0"} <= tracks
+    assert {t["name"] for t in transfers} == {"h2d demand"}
+    assert sum(t["args"]["bytes"] for t in transfers) == result.metrics["link.h2d.bytes"]
+    # Each batch's copies lie inside it and add up to its transfer stage (no copy engine was busy here).
+    for b in result.tables["batches"].to_dict(orient="records"):
+        mine = [t for t in transfers if t["args"]["batch"] == b["batch"]]
+        assert sum(t["dur"] for t in mine) == pytest.approx(b["transfer_ns"] / 1e3, abs=1e-5)
+        for t in mine:
+            assert b["start_ns"] / 1e3 - 1e-6 <= t["ts"] and t["ts"] + t["dur"] <= b["end_ns"] / 1e3 + 1e-6
+
+
 def test_timeline_max_batches_samples_every_kth(cli: Cli, tmp_path: Path) -> None:
     p = cli(*UVM_RUN, "--timeline", "t.json", "--timeline-max-batches", "5")
     assert p.returncode == 0, p.stderr

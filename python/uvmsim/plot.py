@@ -5,15 +5,15 @@ its ``batches`` table) to a matplotlib ``Figure``, so a notebook can call it dir
 or sweep directory, draws the kind and writes the file. Figures are built without pyplot: drawing one changes
 no global matplotlib state (backend, current figure) of the caller.
 
-Kinds whose data the simulator does not record yet are listed with what they need, and refuse with that
-message, rather than draw something else.
+A kind whose data a directory lacks (no records, not a multi-GPU run) refuses with a message saying what to
+run, rather than draw something else.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,8 @@ __all__ = [
     "PlotDataError",
     "batch_stages",
     "batch_time_vs_bytes",
+    "l2_miss_latency",
+    "link_utilization",
     "metric_vs_axis",
     "render",
     "runtime_bars",
@@ -369,14 +371,7 @@ def _tlb_hit_rates(d: Path, axis: str | None, metric: str | None) -> Figure:
     if not _is_sweep(d):
         r = _needs_run(d, "tlb-hit-rates")
         return tlb_hit_rates([(str(r.config.get("workload", {}).get("kind", d.name)), r.metrics)])
-    ok = _ok_runs(sweep_mod.load_sweep(d))
-    sets = [c for c in ok.columns if c.startswith(sweep_mod.SET_PREFIX)]
-    short = _short_keys([c[len(sweep_mod.SET_PREFIX) :] for c in sets])
-    runs = [
-        (_label({c[len(sweep_mod.SET_PREFIX) :]: row[c] for c in sets}, short), row.to_dict())
-        for _, row in ok.iterrows()
-    ]
-    return tlb_hit_rates(runs)
+    return tlb_hit_rates(_sweep_runs(d))
 
 
 def _latency_concurrency(d: Path, axis: str | None, metric: str | None) -> Figure:
@@ -394,6 +389,94 @@ def _fault_scatter(d: Path, axis: str | None, metric: str | None) -> Figure:
 
 def _batch_stages(d: Path, axis: str | None, metric: str | None) -> Figure:
     return batch_stages(_needs_run(d, "batch-stages").tables.get("batches"))
+
+
+def link_utilization(migrations: pd.DataFrame | None, bandwidth_gbps: float, bins: int = 200) -> Figure:
+    """Host-device link utilisation over time, per direction: each copy of the ``migrations`` table spreads its
+    bytes evenly over its span; each time bin's bytes over what ``bandwidth_gbps`` could carry in it."""
+    import numpy as np
+
+    if migrations is None or migrations.empty:
+        raise PlotDataError(
+            "the run has no migrations table: run a managed workload with records "
+            "(--set workload.managed=true --set uvm.records=true)"
+        )
+    t0, t1 = float(migrations["start_ns"].min()), float(migrations["end_ns"].max())
+    edges = np.linspace(t0, max(t1, t0 + 1.0), bins + 1)
+    width = edges[1] - edges[0]
+    fig = _new_figure()
+    ax = fig.add_subplot()
+    for direction, part in migrations.groupby("direction", sort=True):
+        carried = np.zeros(bins)
+        for start, end, nbytes in zip(part["start_ns"], part["end_ns"], part["bytes"], strict=True):
+            span = max(float(end) - float(start), 1e-9)
+            # Overlap of [start, end) with every bin, as a fraction of the copy.
+            lo = np.clip(edges[:-1], start, end)
+            hi = np.clip(edges[1:], start, end)
+            carried += float(nbytes) * (hi - lo) / span
+        util = 100.0 * carried / (bandwidth_gbps * width)  # GB/s x ns = bytes
+        ax.plot((edges[:-1] + width / 2 - t0) / 1e3, util, label=str(direction))
+    ax.set_xlabel("time since the first copy (µs)")
+    ax.set_ylabel(f"utilisation of {bandwidth_gbps:g} GB/s (%)")
+    ax.set_ylim(bottom=0)
+    ax.set_title("link utilisation over time")
+    ax.legend(fontsize="small")
+    return fig
+
+
+# The multi-GPU L2-TLB-miss latency terms (docs/metrics.md "Multi-GPU"), in the order they happen.
+L2MISS_TERMS = ("gmmu_queue", "gmmu_pwc_miss", "host_queue", "host_pwc_miss", "link", "migration")
+
+
+def l2_miss_latency(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> Figure:
+    """Stacked bars of the L2-TLB-miss latency per component (``multi.l2miss.*``), one bar per run: ``runs`` is
+    ``(label, metrics)`` pairs."""
+    import numpy as np
+
+    present = [t for t in L2MISS_TERMS if any(f"multi.l2miss.{t}_ns" in m for _, m in runs)]
+    if not present:
+        raise PlotDataError(
+            "the runs report no L2-miss latency breakdown: it is measured by the multi-GPU model "
+            "(--set multi.gpus=2 or more, or a li-4gpu-* preset)"
+        )
+    fig = _new_figure(max(5.0, 0.8 * len(runs) + 3))
+    ax = fig.add_subplot()
+    x = np.arange(len(runs))
+    bottom = np.zeros(len(runs))
+    for t in present:
+        v = np.array([float(m.get(f"multi.l2miss.{t}_ns", 0.0) or 0.0) for _, m in runs])
+        v = np.nan_to_num(v)
+        ax.bar(x, v, 0.6, bottom=bottom, label=t.replace("_", " "))
+        bottom += v
+    labels = [label for label, _ in runs]
+    ax.set_xticks(x, labels, rotation=30 if len(runs) > 3 else 0, ha="right" if len(runs) > 3 else "center")
+    ax.set_ylabel("mean per L2 TLB miss (ns)")
+    ax.set_title("L2 TLB miss latency by component")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig
+
+
+def _link_utilization(d: Path, axis: str | None, metric: str | None) -> Figure:
+    r = _needs_run(d, "link-utilization")
+    return link_utilization(r.tables.get("migrations"), float(r.config.get("link", {}).get("bandwidth_gbps", 0.0)))
+
+
+def _sweep_runs(d: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(label, metrics) of each finished run of a sweep, labelled by its axis values."""
+    ok = _ok_runs(sweep_mod.load_sweep(d))
+    sets = [c for c in ok.columns if c.startswith(sweep_mod.SET_PREFIX)]
+    short = _short_keys([c[len(sweep_mod.SET_PREFIX) :] for c in sets])
+    return [
+        (_label({c[len(sweep_mod.SET_PREFIX) :]: row[c] for c in sets}, short), row.to_dict())
+        for _, row in ok.iterrows()
+    ]
+
+
+def _l2_miss_latency(d: Path, axis: str | None, metric: str | None) -> Figure:
+    if _is_sweep(d):
+        return l2_miss_latency(_sweep_runs(d))
+    r = _needs_run(d, "l2-miss-latency")
+    return l2_miss_latency([(str(r.config.get("workload", {}).get("kind", d.name)), r.metrics)])
 
 
 @dataclass(frozen=True)
@@ -446,14 +529,16 @@ KINDS: dict[str, Kind] = {
         Kind(
             "link-utilization",
             "run",
-            "link utilisation over time",
-            needs="per-transfer records of the link (not yet recorded)",
+            "host-device link utilisation over time per direction, from the migrations table "
+            "(needs uvm.records = true)",
+            _link_utilization,
         ),
         Kind(
             "l2-miss-latency",
             "run or sweep",
-            "L2 TLB miss latency broken down by component",
-            needs="a per-component breakdown of the miss latency (not yet recorded)",
+            "L2 TLB miss latency per component (multi.l2miss.*: GMMU and host queues, page-walk-cache misses, "
+            "link, migration), one stacked bar per run (needs a multi-GPU run)",
+            _l2_miss_latency,
         ),
     )
 }

@@ -8,11 +8,14 @@ Open the file in https://ui.perfetto.dev (or ``chrome://tracing``). Tracks:
   simulator records their total time, not each launch.
 - **UVM driver / batches**: one span per driver batch (``start_ns`` to ``end_ns`` of the batches table, with its
   fault and byte counts as arguments) and, nested in it, one span per stage (fetch, block, first_touch, unmap,
-  alloc, zero, transfer, map, tracker, replay). The stage columns are per-batch totals over the batch's VA blocks;
-  they add up to the batch's duration and are drawn end to end in the driver's order.
+  alloc, evict, zero, transfer, map, tracker, replay). The stage columns are per-batch totals over the batch's VA
+  blocks; they add up to the batch's duration and are drawn end to end in the driver's order.
+- **Link / copy engine N**: one span per copy of the migrations table (``start_ns`` to ``end_ns``: the copy
+  engine's transfer and the link latency), named by direction and cause (demand, prefetch, eviction, hint,
+  thrashing), with its bytes, pages and batch as arguments. A batch's host-to-device copies add up to its
+  ``transfer`` stage, less any wait for a busy copy engine (which the stage counts and the copy does not).
 
-Not shown yet: transfers per copy engine and sampled page walks, which need per-transfer and per-walk records
-the simulator does not produce.
+Not shown yet: sampled page walks, which need per-walk records the simulator does not produce.
 
 Trace-event times are microseconds; spans are complete events (``"ph": "X"``) with ``ts`` and ``dur``. Large runs
 are bounded by ``max_batches``: beyond it every k-th batch is kept (k = ceil(batches / max_batches)), and the
@@ -37,9 +40,9 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_MAX_BATCHES", "STAGES", "events", "timeline", "write"]
 
 # The driver's stages in batch order: the batches table's `STAGE_ns` columns.
-STAGES = ("fetch", "block", "first_touch", "unmap", "alloc", "zero", "transfer", "map", "tracker", "replay")
+STAGES = ("fetch", "block", "first_touch", "unmap", "alloc", "evict", "zero", "transfer", "map", "tracker", "replay")
 DEFAULT_MAX_BATCHES = 20_000
-GPU_PID, UVM_PID = 1, 2
+GPU_PID, UVM_PID, LINK_PID = 1, 2, 3
 KERNEL_TID, BATCH_TID = 1, 1
 # Batch-table columns passed along as a batch span's arguments.
 BATCH_ARGS = (
@@ -93,9 +96,12 @@ def sample(n: int, max_batches: int) -> range:
 
 
 def events(
-    metrics: Mapping[str, Any], batches: Sequence[Mapping[str, Any]], max_batches: int = DEFAULT_MAX_BATCHES
+    metrics: Mapping[str, Any],
+    batches: Sequence[Mapping[str, Any]],
+    max_batches: int = DEFAULT_MAX_BATCHES,
+    migrations: Sequence[Mapping[str, Any]] = (),
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The trace events of a run (its metrics and batch rows), and what was sampled (for ``otherData``)."""
+    """The trace events of a run (its metrics, batch rows and copies), and what was sampled (for ``otherData``)."""
     evs = [
         _meta("process_name", GPU_PID, KERNEL_TID, "GPU 0"),
         _meta("thread_name", GPU_PID, KERNEL_TID, "kernels"),
@@ -131,14 +137,46 @@ def events(
                 evs.append(_span(stage, UVM_PID, BATCH_TID, t, max(0.0, min(d, end - t)), "stage", batch=number))
             t += d
     info = {"batches_total": len(batches), "batches_shown": len(keep), "batch_stride": keep.step}
+    evs += _transfers(batches, keep, migrations)
     return evs, info
+
+
+def _transfers(
+    batches: Sequence[Mapping[str, Any]], keep: range, migrations: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """One span per copy on its copy engine's track; when batches are sampled, only the kept batches' copies
+    (a copy belongs to the batch during which it starts)."""
+    import bisect
+
+    starts = [float(b["start_ns"]) for b in batches]
+    kept = set(keep)
+    evs: list[dict[str, Any]] = []
+    engines: set[int] = set()
+    for m in migrations:
+        start, end = float(m["start_ns"]), float(m["end_ns"])
+        i = bisect.bisect_right(starts, start) - 1
+        inside = 0 <= i < len(batches) and start <= float(batches[i]["end_ns"])
+        if batches and inside and i not in kept:
+            continue
+        engine = int(m.get("copy_engine", 0))
+        engines.add(engine)
+        args = {k: _plain(m[k]) for k in ("bytes", "pages", "direction", "cause") if k in m}
+        if inside:
+            args["batch"] = int(batches[i].get("batch", i))
+        name = f"{m.get('direction', 'copy')} {m.get('cause', '')}".strip()
+        evs.append(_span(name, LINK_PID, engine + 1, start, end - start, "transfer", **args))
+    meta = [_meta("process_name", LINK_PID, 1, "Link")] if engines else []
+    meta += [_meta("thread_name", LINK_PID, e + 1, f"copy engine {e}") for e in sorted(engines)]
+    return meta + evs
 
 
 def timeline(result: uvmsim.Result, max_batches: int = DEFAULT_MAX_BATCHES) -> dict[str, Any]:
     """The trace-event JSON object of a run: ``{"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}}``."""
     b = result.tables.get("batches")
     rows = [] if b is None else b.to_dict(orient="records")
-    evs, info = events(result.metrics, rows, max_batches)
+    m = result.tables.get("migrations")
+    copies = [] if m is None else m.to_dict(orient="records")
+    evs, info = events(result.metrics, rows, max_batches, copies)
     return {"traceEvents": evs, "displayTimeUnit": "ns", "otherData": {"generator": "uvmsim", **info}}
 
 
