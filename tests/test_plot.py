@@ -73,6 +73,8 @@ CASES = [
     ("tlb-hit-rates", "run", []),
     ("latency-concurrency", "sweep", []),
     ("batch-time-vs-bytes", "run", []),
+    ("batch-stages", "run", []),
+    ("fault-scatter", "run", []),
     ("link-utilization", "run", []),
     ("l2-miss-latency", "multi", []),
 ]
