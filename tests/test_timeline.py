@@ -135,3 +135,20 @@ def test_bad_timeline_bound_exits_2(cli: Cli, tmp_path: Path) -> None:
     assert p.returncode == 2
     assert "--timeline-max-batches" in p.stderr
     assert not (tmp_path / "t.json").exists()
+
+
+def test_sampled_walks_table_and_timeline(cli: Cli, tmp_path: Path) -> None:
+    # One work-item, 200 accesses a page apart: 200 GMMU walks; every 10th is kept.
+    args = ["run", "--preset", "titan-v", "--set", "workload.stride.accesses=200", "--set"]
+    p = cli(*args, "workload.stride.stride_bytes=4096", "--set", "translation.walk_records_every=10", "-q", "-o", "out")
+    assert p.returncode == 0, p.stderr
+    result = uvmsim.load(tmp_path / "out")
+    walks = result.tables["walks"]
+    n = int(result.metrics["gpu0.walker.walks"])
+    assert len(walks) == -(-n // 10) and list(walks["walk"]) == list(range(0, n, 10))
+    assert set(walks["walker"]) == {"gmmu"} and (walks["end_ns"] > walks["start_ns"]).all()
+    assert (walks["start_ns"] >= walks["request_ns"]).all() and (walks["levels_read"] >= 1).all()
+    doc = tl.timeline(result)
+    walk_spans = spans(doc, "walk")
+    assert len(walk_spans) == len(walks)
+    assert sum(s["dur"] for s in walk_spans) == pytest.approx(((walks["end_ns"] - walks["start_ns"]) / 1e3).sum())

@@ -15,7 +15,9 @@ Open the file in https://ui.perfetto.dev (or ``chrome://tracing``). Tracks:
   thrashing), with its bytes, pages and batch as arguments. A batch's host-to-device copies add up to its
   ``transfer`` stage, less any wait for a busy copy engine (which the stage counts and the copy does not).
 
-Not shown yet: sampled page walks, which need per-walk records the simulator does not produce.
+- **Page walks (sampled) / GPU g walker**: with ``translation.walk_records_every = N``, every N-th walk of each
+  walker (the walks table): from the walk starting on a walker thread to its leaf entry, with the page, the
+  entries read and the queue wait before it as arguments.
 
 Trace-event times are microseconds; spans are complete events (``"ph": "X"``) with ``ts`` and ``dur``. Large runs
 are bounded by ``max_batches``: beyond it every k-th batch is kept (k = ceil(batches / max_batches)), and the
@@ -42,7 +44,7 @@ __all__ = ["DEFAULT_MAX_BATCHES", "STAGES", "events", "timeline", "write"]
 # The driver's stages in batch order: the batches table's `STAGE_ns` columns.
 STAGES = ("fetch", "block", "first_touch", "unmap", "alloc", "evict", "zero", "transfer", "map", "tracker", "replay")
 DEFAULT_MAX_BATCHES = 20_000
-GPU_PID, UVM_PID, LINK_PID = 1, 2, 3
+GPU_PID, UVM_PID, LINK_PID, WALK_PID = 1, 2, 3, 4
 KERNEL_TID, BATCH_TID = 1, 1
 # Batch-table columns passed along as a batch span's arguments.
 BATCH_ARGS = (
@@ -100,6 +102,7 @@ def events(
     batches: Sequence[Mapping[str, Any]],
     max_batches: int = DEFAULT_MAX_BATCHES,
     migrations: Sequence[Mapping[str, Any]] = (),
+    walks: Sequence[Mapping[str, Any]] = (),
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The trace events of a run (its metrics, batch rows and copies), and what was sampled (for ``otherData``)."""
     evs = [
@@ -138,7 +141,29 @@ def events(
             t += d
     info = {"batches_total": len(batches), "batches_shown": len(keep), "batch_stride": keep.step}
     evs += _transfers(batches, keep, migrations)
+    evs += _walks(walks)
+    info["walks_shown"] = len(walks)
     return evs, info
+
+
+def _walks(walks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One span per sampled walk, on a track per (GPU, walker)."""
+    tracks: dict[tuple[int, str], int] = {}
+    evs: list[dict[str, Any]] = []
+    for w in walks:
+        key = (int(w.get("gpu", 0)), str(w.get("walker", "gmmu")))
+        tid = tracks.setdefault(key, len(tracks) + 1)
+        start, end = float(w["start_ns"]), float(w["end_ns"])
+        args = {
+            "page": _plain(w["page"]),
+            "levels_read": _plain(w["levels_read"]),
+            "queue_wait_ns": start - float(w["request_ns"]),
+            "walk": _plain(w["walk"]),
+        }
+        evs.append(_span("walk", WALK_PID, tid, start, end - start, "walk", **args))
+    meta = [_meta("process_name", WALK_PID, 1, "Page walks (sampled)")] if tracks else []
+    meta += [_meta("thread_name", WALK_PID, tid, f"GPU {g} {name}") for (g, name), tid in tracks.items()]
+    return meta + evs
 
 
 def _transfers(
@@ -176,7 +201,9 @@ def timeline(result: uvmsim.Result, max_batches: int = DEFAULT_MAX_BATCHES) -> d
     rows = [] if b is None else b.to_dict(orient="records")
     m = result.tables.get("migrations")
     copies = [] if m is None else m.to_dict(orient="records")
-    evs, info = events(result.metrics, rows, max_batches, copies)
+    w = result.tables.get("walks")
+    walks = [] if w is None else w.to_dict(orient="records")
+    evs, info = events(result.metrics, rows, max_batches, copies, walks)
     return {"traceEvents": evs, "displayTimeUnit": "ns", "otherData": {"generator": "uvmsim", **info}}
 
 

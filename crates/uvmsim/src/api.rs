@@ -50,6 +50,9 @@ pub fn run_json(sources: &[Source], overrides: &[String]) -> Result<String, ApiE
     if let Some(m) = out.migrations {
         tables.insert("migrations".into(), serde_json::to_value(m).expect("records serialize"));
     }
+    if let Some(w) = out.walks {
+        tables.insert("walks".into(), serde_json::to_value(w).expect("records serialize"));
+    }
     Ok(json!({"version": env!("CARGO_PKG_VERSION"), "config": cfg, "metrics": out.metrics, "tables": tables}).to_string())
 }
 

@@ -482,6 +482,8 @@ pub struct Output {
     pub faults: Option<Vec<crate::uvm::FaultRecord>>,
     /// Per-migration records (`uvm.records = true`).
     pub migrations: Option<Vec<crate::uvm::MigrationRecord>>,
+    /// Sampled page walks (`translation.walk_records_every > 0`).
+    pub walks: Option<Vec<crate::xlat::WalkRecord>>,
 }
 
 /// Run the system `cfg` describes; returns its metrics.
@@ -552,6 +554,8 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
         batches: world.uvm.records.take(),
         faults: world.uvm.fault_records.take(),
         migrations: world.uvm.migrations.take(),
+        walks: (cfg.translation.walk_records_every > 0)
+            .then(|| world.gpus.iter_mut().enumerate().flat_map(|(i, g)| g.xlat.take_walk_records(i as u32)).collect()),
     })
 }
 

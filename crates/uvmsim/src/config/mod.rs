@@ -190,6 +190,10 @@ section! {
         pub levels: u32 = 4,
         /// Page size of allocations that do not choose one: 4KiB, 64KiB, 2MiB or 1GiB.
         pub page_size: ByteSize = ByteSize(4 << 10),
+        /// Record every N-th page walk of each walker (GMMU, IOMMU) in the `walks` table; 0 = none.
+        pub walk_records_every: u64 = 0,
+        /// At most this many walk records per walker (the rest are counted, not kept).
+        pub walk_records_max: u64 = 100_000,
     }
 }
 
@@ -328,6 +332,7 @@ impl Config {
         let t = &self.translation;
         one_of("translation.levels", t.levels as u64, &[4, 5])?;
         one_of("translation.page_size", t.page_size.0, &PAGE_SIZES)?;
+        range("translation.walk_records_max", t.walk_records_max as f64, 0.0, 1e8)?;
         walker("gmmu.walker", &self.gmmu.walker)?;
         let io = &self.iommu;
         range("iommu.link_latency_ns", io.link_latency_ns, 0.0, 1e6)?;

@@ -21,7 +21,7 @@ mod walker;
 pub use outstanding::Outstanding;
 pub use space::{AddressSpace, Region};
 pub use tlb::{export_stats as export_tlb_stats, Lookup, Tlb, TlbStats};
-pub use walker::{Walker, WalkerStats};
+pub use walker::{WalkRecord, WalkSampler, Walker, WalkerStats};
 
 use crate::config::{Config, TranslationMode};
 use crate::mem::Dram;
@@ -118,14 +118,35 @@ impl Translator {
                 ats_prefetched: 0,
             }
         });
-        Translator {
+        let mut x = Translator {
             l1: (0..n_l1).map(|_| Tlb::new(&g.l1tlb, clock).expect("L1 TLB entries validated > 0")).collect(),
             sms_per_l1: g.sms_per_l1tlb as usize,
             l2: Tlb::new(&g.l2tlb, clock),
             gmmu: Walker::new(&cfg.gmmu.walker, levels),
             iommu,
             space: AddressSpace::default(),
+        };
+        let t = &cfg.translation;
+        if t.walk_records_every > 0 {
+            let sampler = || Some(Box::new(WalkSampler::new(t.walk_records_every, t.walk_records_max)));
+            x.gmmu.records = sampler();
+            if let Some(io) = x.iommu.as_mut() {
+                io.walker.records = sampler();
+            }
         }
+        x
+    }
+
+    /// The sampled walk records of this GPU's walkers (`translation.walk_records_every`), labelled.
+    pub fn take_walk_records(&mut self, gpu: u32) -> Vec<WalkRecord> {
+        let mut rows = vec![];
+        let walkers = [("gmmu", Some(&mut self.gmmu)), ("iommu", self.iommu.as_mut().map(|io| &mut io.walker))];
+        for (name, w) in walkers {
+            if let Some(r) = w.and_then(|w| w.records.as_mut()) {
+                rows.extend(std::mem::take(&mut r.rows).into_iter().map(|row| WalkRecord { walker: name, gpu, ..row }));
+            }
+        }
+        rows
     }
 
     /// Translate `va` for SM `sm`, requested at `t`: when it is ready, the

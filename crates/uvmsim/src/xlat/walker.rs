@@ -14,6 +14,7 @@ use crate::config::WalkerConfig;
 use crate::mem::Dram;
 use crate::sim::{ns_to_ps, Ps};
 use crate::stats::{Latency, Metrics};
+use serde::Serialize;
 
 #[derive(Debug, Clone, Default)]
 pub struct WalkerStats {
@@ -24,6 +25,58 @@ pub struct WalkerStats {
     /// Indexed by level (0 and 1 unused: the leaf level is never cached).
     pub pwc_hits: [u64; 6],
     pub pwc_misses: [u64; 6],
+}
+
+/// One sampled page walk (the `walks` table).
+#[derive(Debug, Clone, Serialize)]
+pub struct WalkRecord {
+    /// Which walker: "gmmu" or "iommu", and the GPU it belongs to (set when the tables are collected).
+    pub walker: &'static str,
+    pub gpu: u32,
+    /// The walk's sequence number at its walker (every `walk_records_every`-th is kept).
+    pub walk: u64,
+    /// The virtual page walked (address >> 12).
+    pub page: u64,
+    /// Request reaching the walker, walk starting on a thread, leaf entry read.
+    pub request_ns: f64,
+    pub start_ns: f64,
+    pub end_ns: f64,
+    /// Page-table entries read (levels below the deepest page-walk-cache hit).
+    pub levels_read: u32,
+}
+
+/// Keeps every `every`-th walk, up to `max`.
+#[derive(Debug, Clone)]
+pub struct WalkSampler {
+    every: u64,
+    max: usize,
+    seen: u64,
+    pub rows: Vec<WalkRecord>,
+}
+
+impl WalkSampler {
+    pub fn new(every: u64, max: u64) -> WalkSampler {
+        WalkSampler { every: every.max(1), max: max as usize, seen: 0, rows: vec![] }
+    }
+
+    #[inline]
+    fn offer(&mut self, va: u64, t: Ps, start: Ps, end: Ps, levels_read: u32) {
+        let n = self.seen;
+        self.seen += 1;
+        if n % self.every == 0 && self.rows.len() < self.max {
+            let ns = |p: Ps| p as f64 / 1000.0;
+            self.rows.push(WalkRecord {
+                walker: "",
+                gpu: 0,
+                walk: n,
+                page: va >> 12,
+                request_ns: ns(t),
+                start_ns: ns(start),
+                end_ns: ns(end),
+                levels_read,
+            });
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -38,6 +91,8 @@ pub struct Walker {
     pwc_latency: Ps,
     /// Limit-study oracle: a walk never waits for a thread or a queue slot.
     unlimited: bool,
+    /// Sampled walk records (`translation.walk_records_every`).
+    pub records: Option<Box<WalkSampler>>,
     /// Queue wait and entries read of the last walk (the multi-GPU latency breakdown reads them).
     pub last_wait: Ps,
     pub last_reads: u32,
@@ -59,6 +114,7 @@ impl Walker {
             pte_from_dram: c.pte_from_dram,
             pwc_latency: if c.pwc_entries > 0 { ns_to_ps(c.pwc_latency_ns) } else { 0 },
             unlimited: false,
+            records: None,
             last_wait: 0,
             last_reads: 0,
             stats: WalkerStats::default(),
@@ -113,6 +169,9 @@ impl Walker {
         }
         self.last_wait = start - t;
         self.last_reads = first - leaf + 1;
+        if let Some(r) = self.records.as_mut() {
+            r.offer(va, t, start, time, first - leaf + 1);
+        }
         self.stats.walks += 1;
         self.stats.latency.record(time - t);
         self.stats.queue_wait.record(start - t);
@@ -141,6 +200,20 @@ mod tests {
     use crate::config::{DramConfig, WalkerConfig};
     use crate::xlat::space::{class_of, leaf_level};
     use proptest::prelude::*;
+
+    #[test]
+    fn sampler_keeps_every_nth_walk_up_to_its_bound() {
+        let mut w = Walker::new(&cfg(4, 0), 4);
+        w.records = Some(Box::new(WalkSampler::new(3, 2)));
+        let mut dram = Dram::new(&DramConfig::default(), 128);
+        for i in 0..10u64 {
+            w.walk(i << 12, 1, i * 1000, i * 1000, &mut dram);
+        }
+        let rows = &w.records.as_ref().unwrap().rows;
+        // Walks 0, 3, 6 qualify; the bound keeps two.
+        assert_eq!(rows.iter().map(|r| (r.walk, r.page)).collect::<Vec<_>>(), vec![(0, 0), (3, 3)]);
+        assert!(rows.iter().all(|r| r.request_ns <= r.start_ns && r.start_ns < r.end_ns && r.levels_read == 4));
+    }
 
     fn cfg(threads: u32, pwc: u32) -> WalkerConfig {
         WalkerConfig {
