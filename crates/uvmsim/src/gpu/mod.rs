@@ -180,6 +180,17 @@ pub struct Gpu {
 /// Bits of an event's slot or CTA number that index within one GPU; the GPU's id is above them.
 pub const EV_GPU_SHIFT: u32 = 24;
 
+/// The index of the first line at or after `i` beyond the 4 KiB page of `va`:
+/// the rest of a faulting page's lines fault with it.
+#[inline]
+fn past_page(lines: &Lines, mut i: usize, va: u64, ls: u32) -> usize {
+    let end_line = ((va >> 12) + 1) << 12 >> ls;
+    while i < lines.n && lines.line[i] < end_line {
+        i += 1;
+    }
+    i
+}
+
 impl Gpu {
     pub fn new(cfg: &Config) -> Gpu {
         Gpu::with_id(cfg, 0)
@@ -587,10 +598,7 @@ impl Gpu {
                 Xlat::Ready(at, ..) if self.read_dup && kind == MemKind::Store && self.xlat.space.residency.is_dup(va >> 12) => {
                     self.record_fault(sm, kind, va, at);
                     faulted = true;
-                    let end_line = ((va >> 12) + 1) << 12 >> ls;
-                    while i < self.lines.n && self.lines.line[i] < end_line {
-                        i += 1;
-                    }
+                    i = past_page(&self.lines, i, va, ls);
                     continue;
                 }
                 Xlat::Ready(r, pa, page) => (r, pa, page),
@@ -598,11 +606,7 @@ impl Gpu {
                 Xlat::Fault(at) => {
                     self.record_fault(sm, kind, va, at);
                     faulted = true;
-                    // Skip the rest of this 4 KiB page's lines: they fault with it.
-                    let end_line = ((va >> 12) + 1) << 12 >> ls;
-                    while i < self.lines.n && self.lines.line[i] < end_line {
-                        i += 1;
-                    }
+                    i = past_page(&self.lines, i, va, ls);
                     continue;
                 }
             };
