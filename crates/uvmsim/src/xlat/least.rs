@@ -198,6 +198,7 @@ impl LeastTlb {
         m.int(format!("{p}.remote_first"), s.remote_first);
         m.int(format!("{p}.walks_avoided"), s.walks_avoided);
         m.int(format!("{p}.false_positives"), s.false_positives);
+        m.int(format!("{p}.absent_tests"), s.absent_tests);
         m.ratio(format!("{p}.false_positive_rate"), s.false_positives, s.absent_tests);
         m.int(format!("{p}.insert_failures"), s.insert_failures);
     }
