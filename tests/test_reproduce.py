@@ -241,3 +241,15 @@ def test_zheng_suite_experiments(tmp_path: Path) -> None:
     assert names == sorted(["backprop", "hotspot", "nw", "sgemm", "sad", "stencil", "minife", "comd", "xsbench"])
     mshr = {r.metric: r for r in rep.reproduce("zheng-replayable-mshr", tmp_path / "mshr", quick=True)}
     assert mshr["mean_slowdown.1"].simulated > mshr["mean_slowdown.16"].simulated > 1
+
+
+def test_li_least_tlb_quick(tmp_path: Path) -> None:
+    # Both runs of each application exist; Least-TLB's tracker looked something up; the CSV has one row per app.
+    rows = {r.metric: r for r in rep.reproduce("li-least-tlb", tmp_path, quick=True)}
+    assert set(rows) >= {"mean_speedup", "apps_faster", "false_positive_rate"}
+    assert rows["mean_speedup"].simulated > 0
+    assert 0 <= rows["false_positive_rate"].simulated <= 1
+    lines = (tmp_path / "speedups.csv").read_text().splitlines()
+    assert [line.split(",")[0] for line in lines[1:]] == ["FIR", "PR", "ST"]
+    for app in ("FIR", "PR", "ST"):
+        assert (tmp_path / "runs" / f"{app}-least").exists()

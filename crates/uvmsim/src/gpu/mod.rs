@@ -220,7 +220,7 @@ impl Gpu {
             line_shift: g.line_bytes.trailing_zeros(),
             scratch: [0; MAX_LANES],
             lines: Lines::default(),
-            xlat: Translator::new(cfg),
+            xlat: Translator::with_gpu(cfg, id),
             mem: MemSystem::new(g),
             stats: GpuStats::default(),
             faults: vec![],

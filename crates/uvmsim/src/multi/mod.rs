@@ -88,6 +88,26 @@ section! {
         pub host_mmu: HostMmuConfig = HostMmuConfig::default(),
         /// Oracles for limit studies (seed multi-gpu Fig. 25, 47, 54); they apply to single-GPU runs too.
         pub oracle: OracleConfig = OracleConfig::default(),
+        /// Least-TLB (seed multi-gpu §3.2.1, Algorithm 1): the shared IOMMU TLB as a victim cache of the GPUs' L2 TLBs, with a local TLB tracker (ATS mode only).
+        pub least_tlb: LeastTlbConfig = LeastTlbConfig::default(),
+    }
+}
+
+section! {
+    /// Least-TLB, single-application part (seed multi-gpu §3.2.1, Algorithm 1, Fig. 10). Off by default: the baseline is mostly-inclusive (§3.1.1.1).
+    pub struct LeastTlbConfig {
+        /// Least-inclusive IOMMU TLB: a walk's translation fills the L2 (and L1) TLB but not the IOMMU TLB; an entry evicted from a GPU's L2 TLB goes into the IOMMU TLB; an IOMMU-TLB hit moves the entry to the requesting GPU's L2 TLB and removes it from the IOMMU TLB (Algorithm 1 lines 7-11). Needs translation.mode = "iommu", an IOMMU TLB, an L2 TLB with allocate = "on-miss", and iommu.ats_prefetch_pages = 1.
+        pub enabled: bool = false,
+        /// Local TLB tracker in the IOMMU: a cuckoo filter partitioned by GPU recording which L2 TLBs hold a translation (insert on L2 fill, delete on L2 eviction); an IOMMU-TLB miss it says another GPU holds sends a remote L2 lookup that races the page walk (§3.2.1). Only with enabled = true.
+        pub tracker: bool = true,
+        /// Tracker fingerprints in all, split equally over the GPUs; seed multi-gpu §3.2.3: 2048.
+        pub tracker_entries: u32 = 2048,
+        /// Fingerprints per tracker bucket. ASSUMPTION: the seed gives none; Fan et al.'s 4.
+        pub tracker_bucket_size: u32 = 4,
+        /// Bits per fingerprint. ASSUMPTION: the seed gives only the target false-positive rate 0.2 (§3.2.3); 6 is the smallest width whose full-load bound 2b/(2^f - 1) = 0.127 meets it (xlat/cuckoo.rs).
+        pub tracker_fingerprint_bits: u32 = 6,
+        /// One-way latency of a remote lookup message between the IOMMU and another GPU, in ns (a remote lookup pays it twice plus that GPU's L2 TLB latency). Seed multi-gpu §3.3.3: PCIe ~300 ns.
+        pub remote_latency_ns: f64 = 300.0,
     }
 }
 
@@ -149,6 +169,26 @@ impl MultiConfig {
             ));
         }
         crate::config::check_walker("multi.host_mmu.walker", &h.walker)?;
+        let l = &self.least_tlb;
+        r("least_tlb.tracker_entries", l.tracker_entries as f64, self.gpus as f64, 1e8)?;
+        r("least_tlb.tracker_bucket_size", l.tracker_bucket_size as f64, 1.0, 8.0)?;
+        r("least_tlb.tracker_fingerprint_bits", l.tracker_fingerprint_bits as f64, 1.0, 16.0)?;
+        r("least_tlb.remote_latency_ns", l.remote_latency_ns, 0.0, 1e6)?;
+        if l.enabled {
+            let need = |k: &str, why: &str| Err((k.to_string(), format!("must be {why} with multi.least_tlb.enabled = true")));
+            if cfg.translation.mode != TranslationMode::Iommu {
+                return need("translation.mode", "\"iommu\"");
+            }
+            if cfg.iommu.tlb_entries == 0 {
+                return need("iommu.tlb_entries", "> 0");
+            }
+            if cfg.gpu.l2tlb.entries == 0 || cfg.gpu.l2tlb.allocate != crate::config::TlbAllocate::OnMiss {
+                return need("gpu.l2tlb", "an L2 TLB (entries > 0) with allocate = \"on-miss\"");
+            }
+            if cfg.iommu.ats_prefetch_pages != 1 {
+                return need("iommu.ats_prefetch_pages", "1");
+            }
+        }
         if self.active() && cfg.translation.page_size.0 != 4096 {
             return Err((
                 "translation.page_size".into(),
@@ -422,6 +462,10 @@ impl Multi {
     /// translation and its PTE becomes invalid. Necessary if it had either.
     pub fn invalidation_arrives(&mut self, x: usize, vpn: u64, gpu: &mut Gpu) {
         let had_tlb = gpu.xlat.invalidate_page(vpn);
+        // Least-TLB: the L2 TLB no longer holds it (a 4 KiB page's key is its number).
+        if let Some(lt) = self.iommu.as_mut().and_then(|io| io.least.as_mut()) {
+            lt.l2_dropped(x, vpn);
+        }
         let residency = &mut gpu.xlat.space.residency;
         let had_pte = residency.make_nonresident(vpn);
         if had_pte {

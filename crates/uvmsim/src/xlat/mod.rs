@@ -12,6 +12,7 @@
 
 pub mod cuckoo;
 pub mod irmb;
+pub mod least;
 mod outstanding;
 pub mod shootdown;
 pub mod space;
@@ -55,14 +56,19 @@ pub struct Iommu {
     prefetch: u64,
     pub ats_requests: u64,
     pub ats_prefetched: u64,
+    /// Least-TLB (multi-GPU ATS, `multi.least_tlb`): victim IOMMU TLB and local TLB tracker.
+    pub least: Option<least::LeastTlb>,
 }
 
 impl Iommu {
-    /// Serve an ATS request sent from the GPU at `t`; returns when the response is back at the GPU.
-    fn serve(&mut self, va: u64, r: &Region, t: Ps, now: Ps, dram: &mut Dram) -> Ps {
+    /// Serve an ATS request sent from GPU `g` at `t`; returns when the response is back at the GPU.
+    fn serve(&mut self, g: usize, va: u64, r: &Region, t: Ps, now: Ps, dram: &mut Dram) -> Ps {
         self.ats_requests += 1;
         let arrive = t + self.link;
         let k = key(va, r);
+        if self.least.is_some() {
+            return self.serve_least(g, va, k, r, arrive, now, dram) + self.link;
+        }
         let ready = match self.tlb.as_mut().map(|tlb| tlb.lookup(k, arrive)) {
             Some(Lookup::Done(d, _)) => d,
             Some(Lookup::Miss(at)) => {
@@ -75,6 +81,46 @@ impl Iommu {
             None => self.walker.walk(va, leaf_level(r.class), arrive, now, dram),
         };
         ready + self.link
+    }
+
+    /// Least-TLB (Algorithm 1): an IOMMU-TLB hit moves the entry to the requester's
+    /// L2 TLB; a miss walks without filling the IOMMU TLB, racing a
+    /// remote L2 lookup the tracker sends. Returns when the answer is ready at the IOMMU.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn serve_least(&mut self, g: usize, va: u64, k: u64, r: &Region, arrive: Ps, now: Ps, dram: &mut Dram) -> Ps {
+        let (Some(tlb), Some(lt)) = (self.tlb.as_mut(), self.least.as_mut()) else { unreachable!("validated") };
+        match tlb.lookup(k, arrive) {
+            // A hit moves the entry to the requester's L2 TLB: it leaves this TLB when the L2 takes it (`LeastTlb::l2_filled`).
+            Lookup::Done(d, _) => d,
+            Lookup::Miss(at) => {
+                // A walk of this key in flight answers this request too (the IOMMU's
+                // pending-request table, §3.2.1; the baseline merges in its TLB's MSHRs).
+                if let Some(end) = lt.in_flight(k, arrive) {
+                    tlb.complete_miss(arrive, end);
+                    return end;
+                }
+                // The tracker is searched in parallel with the IOMMU TLB, from the arrival.
+                let end = match lt.remote(g, k, arrive) {
+                    // The remote hit is back before a walker takes the request: it leaves the queue unwalked.
+                    Some(rd) if rd <= self.walker.start_at(at) => {
+                        lt.stats.remote_first += 1;
+                        lt.stats.walks_avoided += 1;
+                        rd
+                    }
+                    // A walk under way runs to its end; the earlier answer is used.
+                    Some(rd) => {
+                        let walked = self.walker.walk(va, leaf_level(r.class), at, now, dram);
+                        lt.stats.remote_first += (rd < walked) as u64;
+                        rd.min(walked)
+                    }
+                    None => self.walker.walk(va, leaf_level(r.class), at, now, dram),
+                };
+                lt.walked(k, arrive, end);
+                tlb.complete_miss(arrive, end);
+                end
+            }
+        }
     }
 
     /// Drop the IOMMU TLB's translation of the 4 KiB page `vpn` (its mapping changed).
@@ -92,9 +138,16 @@ pub struct Translator {
     pub gmmu: Walker,
     pub iommu: Option<Iommu>,
     pub space: AddressSpace,
+    /// This GPU's index in a multi-GPU system (Least-TLB's tracker partition).
+    pub gpu: usize,
 }
 
 impl Translator {
+    /// The translation of GPU `gpu` of a multi-GPU system.
+    pub fn with_gpu(cfg: &Config, gpu: usize) -> Translator {
+        Translator { gpu, ..Translator::new(cfg) }
+    }
+
     pub fn new(cfg: &Config) -> Translator {
         let g = &cfg.gpu;
         let clock = Clock::from_mhz(g.core_mhz);
@@ -116,6 +169,16 @@ impl Translator {
                 prefetch: c.ats_prefetch_pages as u64,
                 ats_requests: 0,
                 ats_prefetched: 0,
+                least: (cfg.multi.least_tlb.enabled && cfg.multi.active()).then(|| {
+                    let l = &cfg.multi.least_tlb;
+                    let tracker = l.tracker.then_some((
+                        l.tracker_entries as usize,
+                        l.tracker_bucket_size as usize,
+                        l.tracker_fingerprint_bits,
+                        crate::sim::mix64(cfg.sim.seed ^ 0x1ea5_7f1b),
+                    ));
+                    least::LeastTlb::new(cfg.multi.gpus as usize, tracker, l.remote_latency_ns, clock.cycles(g.l2tlb.latency_cycles as u64))
+                }),
             }
         });
         let mut x = Translator {
@@ -125,6 +188,7 @@ impl Translator {
             gmmu: Walker::new(&cfg.gmmu.walker, levels),
             iommu,
             space: AddressSpace::default(),
+            gpu: 0,
         };
         let t = &cfg.translation;
         if t.walk_records_every > 0 {
@@ -178,7 +242,14 @@ impl Translator {
         let mut pa = pa;
         if r.managed {
             match self.space.residency.access_mapped(va >> 12) {
-                Mapped::No => return Xlat::Fault(done),
+                Mapped::No => {
+                    // Least-TLB: the L2 TLB does not take a translation that faults, so the IOMMU
+                    // TLB keeps it (as the mostly-inclusive baseline's walk fill does).
+                    if let Some(Iommu { least: Some(_), tlb: Some(tlb), link, .. }) = self.iommu.as_mut() {
+                        tlb.fill_prefetch(k, 0, done - *link);
+                    }
+                    return Xlat::Fault(done);
+                }
                 Mapped::Local => {}
                 // Host memory over the link: the TLB entry carries the tag, so hits see it too.
                 Mapped::Remote => pa |= space::REMOTE_PA,
@@ -186,7 +257,10 @@ impl Translator {
         }
         if from_l2 {
             if let Some(l2) = self.l2.as_mut() {
-                l2.fill_miss(k, pa, at, done);
+                let evicted = l2.fill_miss(k, pa, at, done);
+                if let Some(Iommu { least: Some(lt), tlb: Some(tlb), .. }) = self.iommu.as_mut() {
+                    lt.l2_filled(self.gpu, k, evicted, at, tlb);
+                }
             }
         }
         self.l1[sm / self.sms_per_l1].fill_miss(k, pa, t, done);
@@ -246,7 +320,7 @@ impl Translator {
         let Some(io) = self.iommu.as_mut() else {
             return self.gmmu.walk(va, leaf_level(r.class), t, now, dram);
         };
-        let done = io.serve(va, r, t, now, dram);
+        let done = io.serve(self.gpu, va, r, t, now, dram);
         if io.prefetch > 1 {
             // ATS returns the aligned group of contiguous translations holding the demanded
             // page (its PTEs share a cache line); they fill the GPU's last-level TLB.
@@ -289,6 +363,9 @@ impl Translator {
                     None => tlb::export_stats(&TlbStats::default(), 0, m, "iommu.tlb"),
                 }
                 io.walker.export(m, "iommu.walker");
+                if let Some(lt) = &io.least {
+                    lt.export(m);
+                }
             }
         }
     }

@@ -167,20 +167,39 @@ impl Tlb {
     }
 
     /// Complete a miss that was looked up at `t`: fill and free its MSHR at `ready`.
-    pub fn fill_miss(&mut self, key: u64, pa: u64, t: Ps, ready: Ps) {
-        if self.on_fill {
+    /// Returns the entry the fill evicted (none with allocate = "on-fill": that happens later).
+    pub fn fill_miss(&mut self, key: u64, pa: u64, t: Ps, ready: Ps) -> Option<(u64, Entry)> {
+        let evicted = if self.on_fill {
             let i = self.pending.partition_point(|p| p.ready <= ready);
             self.pending.insert(i, Pending { ready, key, pa });
+            None
         } else {
-            self.arr.insert_absent(key, Entry { pa, ready });
-        }
+            self.arr.insert_absent(key, Entry { pa, ready })
+        };
         self.mshrs.push(ready);
         self.stats.miss_latency.record(ready.saturating_sub(t));
+        evicted
+    }
+
+    /// Complete a miss looked up at `t` without filling (a least-inclusive IOMMU TLB): free its MSHR at `ready`.
+    pub fn complete_miss(&mut self, t: Ps, ready: Ps) {
+        self.mshrs.push(ready);
+        self.stats.miss_latency.record(ready.saturating_sub(t));
+    }
+
+    /// Insert a victim from an upper level (no lookup, no counters), most recently used; replaces an existing entry.
+    pub fn insert_victim(&mut self, key: u64, pa: u64, ready: Ps) {
+        self.arr.insert(key, Entry { pa, ready });
     }
 
     /// Insert a translation nobody is waiting for (a prefetch); keeps an existing entry.
     pub fn fill_prefetch(&mut self, key: u64, pa: u64, ready: Ps) -> bool {
         self.arr.insert_if_absent(key, Entry { pa, ready })
+    }
+
+    /// Does the array hold `key` (no recency or counter change)?
+    pub fn holds(&self, key: u64) -> bool {
+        self.arr.probe(key).is_some()
     }
 
     /// Control protocol: drop one translation, or all.

@@ -121,6 +121,14 @@ impl Walker {
         }
     }
 
+    /// When a walk issued at `t` would get a thread (no change; a full queue's extra wait is not counted).
+    pub fn start_at(&self, t: Ps) -> Ps {
+        if self.unlimited {
+            return t;
+        }
+        self.threads.iter().copied().min().map_or(t, |f| f.max(t))
+    }
+
     /// Limit-study oracle (infinite walker threads): every walk starts when it arrives.
     pub fn set_unlimited(&mut self) {
         self.unlimited = true;

@@ -1,0 +1,385 @@
+//! Least-TLB (seed multi-gpu §3.2.1, Algorithm 1): the shared IOMMU TLB as a
+//! victim cache of the GPUs' L2 TLBs ("least-inclusive"), and a local TLB
+//! tracker that finds a translation in another GPU's L2 TLB.
+//!
+//! How it works. The IOMMU owns this state (it is lent to the GPU that runs,
+//! so the translating GPU reaches it). For each GPU it keeps the set of keys
+//! its L2 TLB holds, each with whether the tracker took it (a full cuckoo
+//! filter refuses an insert; only what was inserted is deleted, so the filter
+//! never loses another key's fingerprint). That set is the L2 TLB's contents,
+//! kept in step by the callbacks below: it answers a remote lookup exactly as
+//! the remote L2 TLB would, without borrowing another GPU while this one runs.
+//! - [`LeastTlb::l2_filled`]: a GPU's L2 TLB took a translation (walk, IOMMU
+//!   hit, remote hit): the tracker records it in that GPU's partition; the L2
+//!   entry it evicted leaves the tracker and goes into the IOMMU TLB.
+//! - [`LeastTlb::l2_dropped`]: an invalidation removed an L2 entry.
+//! - [`LeastTlb::remote`]: an IOMMU-TLB miss asks the tracker (looked up in
+//!   parallel with the IOMMU TLB, from the request's arrival); every other
+//!   GPU whose partition answers positive gets a remote lookup, and the first
+//!   remote hit is back at the IOMMU after two messages and its L2 latency.
+//!   A positive for a GPU that does not hold the key is a false positive: a
+//!   wasted probe, and the walk answers.
+//!
+//! The walk races the remote lookup (§3.2.1, "whichever comes first"): a
+//! remote hit back before a walker takes the request ends it unwalked
+//! (Algorithm 1 line 18, "end Pthread_IOMMUTLB"); a walk already under way
+//! runs to its end (ASSUMPTION: walkers are not pre-empted), and the earlier
+//! answer is used. Misses of a key whose walk is in flight wait for it (the
+//! IOMMU's pending-request table; the baseline merges them in its TLB MSHRs).
+//! A walk whose page then faults at the GPU leaves its translation in the
+//! IOMMU TLB (the L2 TLB did not take it), as the baseline's fill does.
+//!
+//! ASSUMPTION: a remote lookup does not refresh the remote L2 entry's
+//! recency (the seed does not say).
+
+use super::cuckoo::PartitionedCuckoo;
+use super::tlb::{Entry, Tlb};
+use crate::sim::{ns_to_ps, Ps};
+use crate::stats::Metrics;
+use std::collections::HashMap;
+
+/// Pending-table size at which answered entries are dropped.
+const PENDING_PURGE: usize = 4096;
+
+#[derive(Debug, Clone, Default)]
+pub struct LeastStats {
+    /// L2-TLB evictions inserted into the IOMMU TLB.
+    pub victim_inserts: u64,
+    /// IOMMU-TLB hits moved to the requester's L2 TLB (removed from the IOMMU TLB).
+    pub iommu_hits_moved: u64,
+    /// Tracker lookups (IOMMU-TLB misses).
+    pub filter_lookups: u64,
+    /// Lookups with a positive answer for at least one other GPU.
+    pub filter_positive: u64,
+    /// Remote L2 lookups sent (one per positive partition).
+    pub remote_probes: u64,
+    /// Misses a remote L2 TLB held (at least one probe hit).
+    pub remote_hits: u64,
+    /// Remote hits that answered before the walk.
+    pub remote_first: u64,
+    /// Remote hits back before a walker took the request: no walk.
+    pub walks_avoided: u64,
+    /// Probes to a GPU whose L2 TLB did not hold the key (wasted).
+    pub false_positives: u64,
+    /// (lookup, other GPU) pairs where that GPU did not hold the key: the false-positive rate's denominator.
+    pub absent_tests: u64,
+    /// Inserts the tracker refused (its partition full): that L2 entry is not shareable.
+    pub insert_failures: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct LeastTlb {
+    tracker: Option<PartitionedCuckoo>,
+    /// Per GPU: the keys its L2 TLB holds → whether the tracker recorded the key.
+    held: Vec<HashMap<u64, bool>>,
+    /// Misses being answered: key → when (the IOMMU's pending-request table).
+    pending: HashMap<u64, Ps>,
+    /// One-way IOMMU ↔ GPU message latency of a remote lookup.
+    remote_lat: Ps,
+    /// The remote GPU's L2 TLB lookup latency.
+    l2_lat: Ps,
+    pub stats: LeastStats,
+}
+
+impl LeastTlb {
+    /// Least-TLB for `gpus` GPUs; `tracker`: (entries, bucket size, fingerprint bits, seed).
+    pub fn new(gpus: usize, tracker: Option<(usize, usize, u32, u64)>, remote_latency_ns: f64, l2_lat: Ps) -> LeastTlb {
+        LeastTlb {
+            tracker: tracker.map(|(e, b, f, seed)| PartitionedCuckoo::new(e, gpus, b, f, seed)),
+            held: vec![HashMap::new(); gpus],
+            pending: HashMap::new(),
+            remote_lat: ns_to_ps(remote_latency_ns),
+            l2_lat,
+            stats: LeastStats::default(),
+        }
+    }
+
+    /// GPU `g`'s L2 TLB took `key`, evicting `evicted` at `t`: the IOMMU TLB's
+    /// copy, if any, moves to the L2 (it leaves the IOMMU TLB); the tracker records
+    /// the new entry; the evicted one leaves the tracker and becomes the IOMMU TLB's victim.
+    pub fn l2_filled(&mut self, g: usize, key: u64, evicted: Option<(u64, Entry)>, t: Ps, iommu_tlb: &mut Tlb) {
+        if iommu_tlb.invalidate(key) {
+            self.stats.iommu_hits_moved += 1;
+        }
+        if let Some((ek, e)) = evicted {
+            self.untrack(g, ek);
+            iommu_tlb.insert_victim(ek, e.pa, e.ready.max(t));
+            self.stats.victim_inserts += 1;
+        }
+        if self.held[g].contains_key(&key) {
+            return;
+        }
+        let tracked = match self.tracker.as_mut() {
+            Some(f) => {
+                let ok = f.insert(g, key);
+                self.stats.insert_failures += !ok as u64;
+                ok
+            }
+            None => false,
+        };
+        self.held[g].insert(key, tracked);
+    }
+
+    /// An invalidation removed `key` from GPU `g`'s L2 TLB (if it was there).
+    pub fn l2_dropped(&mut self, g: usize, key: u64) {
+        self.untrack(g, key);
+    }
+
+    fn untrack(&mut self, g: usize, key: u64) {
+        if self.held[g].remove(&key) == Some(true) {
+            if let Some(f) = self.tracker.as_mut() {
+                f.delete(g, key);
+            }
+        }
+    }
+
+    /// GPU `g`'s request for `key` missed the IOMMU TLB; it arrived at the IOMMU at
+    /// `arrive`. Returns when a remote L2 hit is back at the IOMMU, if any GPU holds it
+    /// and the tracker says so.
+    pub fn remote(&mut self, g: usize, key: u64, arrive: Ps) -> Option<Ps> {
+        let f = self.tracker.as_ref()?;
+        self.stats.filter_lookups += 1;
+        let positive = f.lookup(key) & !(1u64 << g);
+        let mut hit = false;
+        for (x, held) in self.held.iter().enumerate() {
+            if x == g {
+                continue;
+            }
+            let has = held.contains_key(&key);
+            self.stats.absent_tests += !has as u64;
+            if positive >> x & 1 == 1 {
+                self.stats.remote_probes += 1;
+                hit |= has;
+                self.stats.false_positives += !has as u64;
+            }
+        }
+        self.stats.filter_positive += (positive != 0) as u64;
+        hit.then(|| {
+            self.stats.remote_hits += 1;
+            arrive + 2 * self.remote_lat + self.l2_lat
+        })
+    }
+
+    /// A walk (or remote lookup) of `key` in flight at `t`: when it answers.
+    pub fn in_flight(&mut self, key: u64, t: Ps) -> Option<Ps> {
+        match self.pending.get(&key) {
+            Some(&end) if end > t => Some(end),
+            Some(_) => {
+                self.pending.remove(&key);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// A miss of `key` that arrived at `t` is answered at `end`.
+    pub fn walked(&mut self, key: u64, t: Ps, end: Ps) {
+        if self.pending.len() >= PENDING_PURGE {
+            // Requests arrive in time order: answers before this one's arrival are stale.
+            self.pending.retain(|_, e| *e > t);
+        }
+        self.pending.insert(key, end);
+    }
+
+    /// Does GPU `g`'s L2 TLB hold `key` (as far as Least-TLB knows)?
+    pub fn holds(&self, g: usize, key: u64) -> bool {
+        self.held[g].contains_key(&key)
+    }
+
+    pub fn export(&self, m: &mut Metrics) {
+        let s = &self.stats;
+        let p = "multi.least_tlb";
+        m.int(format!("{p}.victim_inserts"), s.victim_inserts);
+        m.int(format!("{p}.iommu_hits_moved"), s.iommu_hits_moved);
+        m.int(format!("{p}.filter_lookups"), s.filter_lookups);
+        m.int(format!("{p}.filter_positive"), s.filter_positive);
+        m.int(format!("{p}.remote_probes"), s.remote_probes);
+        m.int(format!("{p}.remote_hits"), s.remote_hits);
+        m.int(format!("{p}.remote_first"), s.remote_first);
+        m.int(format!("{p}.walks_avoided"), s.walks_avoided);
+        m.int(format!("{p}.false_positives"), s.false_positives);
+        m.int(format!("{p}.absent_tests"), s.absent_tests);
+        m.ratio(format!("{p}.false_positive_rate"), s.false_positives, s.absent_tests);
+        m.int(format!("{p}.insert_failures"), s.insert_failures);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{Config, TranslationMode};
+    use crate::mem::Dram;
+    use crate::sim::PS_PER_NS;
+    use crate::workload::Buffer;
+    use crate::xlat::{Translator, Xlat};
+
+    const BASE: u64 = 1 << 30;
+
+    /// Two GPUs of one SM, a 1-entry L1 TLB (1 ns), a 2-entry fully associative L2
+    /// TLB (10 ns), a 4-entry IOMMU TLB (20 ns) behind a 100 ns link, flat 500 ns
+    /// walks (4 levels x 125 ns), remote lookups 50 ns each way.
+    fn config(least: bool) -> Config {
+        let mut c = Config::default();
+        c.translation.mode = TranslationMode::Iommu;
+        c.translation.levels = 4;
+        c.gpu.sms = 1;
+        c.gpu.sms_per_l1tlb = 1;
+        c.gpu.core_mhz = 1000.0;
+        (c.gpu.l1tlb.entries, c.gpu.l1tlb.ways, c.gpu.l1tlb.latency_cycles) = (1, 1, 1);
+        (c.gpu.l2tlb.entries, c.gpu.l2tlb.ways, c.gpu.l2tlb.latency_cycles) = (2, 2, 10);
+        let io = &mut c.iommu;
+        (io.link_latency_ns, io.tlb_entries, io.tlb_ways, io.tlb_latency_ns) = (100.0, 4, 4, 20.0);
+        let w = &mut io.walker;
+        (w.threads, w.queue_depth, w.level_latency_ns, w.pte_from_dram, w.pwc_entries, w.pwc_latency_ns) = (8, 64, 125.0, false, 0, 0.0);
+        c.multi.gpus = 2;
+        c.multi.least_tlb.enabled = least;
+        c.multi.least_tlb.remote_latency_ns = 50.0;
+        c
+    }
+
+    struct Sys {
+        gpus: Vec<Translator>,
+        dram: Dram,
+    }
+
+    impl Sys {
+        fn new(c: &Config) -> Sys {
+            let mut gpus: Vec<Translator> = (0..2).map(|g| Translator::with_gpu(c, g)).collect();
+            gpus[1].iommu = None;
+            for t in gpus.iter_mut() {
+                t.space.map(&Buffer { base: BASE, bytes: 1 << 20, page_bytes: 4096, managed: false });
+            }
+            Sys { gpus, dram: Dram::new(&c.gpu.dram, c.gpu.line_bytes) }
+        }
+
+        /// GPU `g` translates page `p` at `t_ns`: when it is ready, in ns (the shared IOMMU is lent to it).
+        fn xlat(&mut self, g: usize, p: u64, t_ns: u64) -> u64 {
+            let io = self.gpus.iter_mut().find_map(|t| t.iommu.take());
+            self.gpus[g].iommu = io;
+            let t = t_ns * PS_PER_NS;
+            match self.gpus[g].translate(0, BASE + p * 4096, t, t, &mut self.dram) {
+                Xlat::Ready(d, _, _) => d / PS_PER_NS,
+                x => panic!("{x:?}"),
+            }
+        }
+
+        fn iommu_holds(&self, p: u64) -> bool {
+            let io = self.gpus.iter().find_map(|t| t.iommu.as_ref()).unwrap();
+            io.tlb.as_ref().unwrap().holds(BASE / 4096 + p)
+        }
+
+        fn stats(&self) -> super::LeastStats {
+            self.gpus.iter().find_map(|t| t.iommu.as_ref()).unwrap().least.as_ref().unwrap().stats.clone()
+        }
+    }
+
+    /// A walk fills the L2 TLB only; an L2 eviction goes into the IOMMU TLB; an IOMMU
+    /// hit moves the entry back to the L2 TLB. Times by hand: L1 1 + L2 10 + link 100
+    /// + IOMMU TLB 20 + walk 500 + link 100 = 731 ns; an IOMMU hit 1 + 10 + 100 + 20 + 100 = 231 ns.
+    #[test]
+    fn victim_fill_and_move() {
+        let mut s = Sys::new(&config(true));
+        assert_eq!(s.xlat(0, 0, 0), 731);
+        assert!(!s.iommu_holds(0), "a walk does not fill the IOMMU TLB");
+        assert_eq!(s.xlat(0, 1, 10_000), 10_731);
+        assert_eq!(s.stats().victim_inserts, 0);
+        // Page 2 evicts page 0 (LRU) from the 2-entry L2 TLB: page 0 becomes the IOMMU TLB's victim.
+        assert_eq!(s.xlat(0, 2, 20_000), 20_731);
+        assert!(s.iommu_holds(0) && !s.iommu_holds(2));
+        assert_eq!(s.stats().victim_inserts, 1);
+        // Page 0 again: an IOMMU hit, moved to the L2 TLB (which evicts page 1 into the IOMMU TLB).
+        assert_eq!(s.xlat(0, 0, 30_000), 30_231);
+        assert!(!s.iommu_holds(0) && s.iommu_holds(1));
+        let st = s.stats();
+        assert_eq!((st.victim_inserts, st.iommu_hits_moved), (2, 1));
+        // The same sequence in the mostly-inclusive baseline: the walk fills the IOMMU TLB, which keeps it.
+        let mut b = Sys::new(&config(false));
+        assert_eq!(b.xlat(0, 0, 0), 731);
+        assert!(b.iommu_holds(0));
+        b.xlat(0, 1, 10_000);
+        b.xlat(0, 2, 20_000);
+        assert_eq!(b.xlat(0, 0, 30_000), 30_231);
+        assert!(b.iommu_holds(0));
+    }
+
+    /// The tracker finds page 0 in GPU 0's L2 TLB: GPU 1's miss is answered by the remote
+    /// lookup (arrival 111 + 50 + 10 + 50 = 221, + link 100 = 321 ns) instead of the walk (731).
+    #[test]
+    fn remote_hit_shortens_the_miss() {
+        let mut s = Sys::new(&config(true));
+        s.xlat(0, 0, 0);
+        assert_eq!(s.xlat(1, 0, 10_000), 10_321);
+        let st = s.stats();
+        // Two tracker lookups: GPU 0's own miss (nothing tracked yet) and GPU 1's.
+        assert_eq!((st.filter_lookups, st.remote_probes, st.remote_hits, st.remote_first, st.false_positives), (2, 1, 1, 1, 0));
+        // Both L2 TLBs keep it now (§3.2.1: shared translations stay in both).
+        let io = s.gpus[1].iommu.as_ref().unwrap().least.as_ref().unwrap();
+        assert!(io.holds(0, BASE / 4096) && io.holds(1, BASE / 4096));
+        // Without the tracker the same miss walks.
+        let mut c = config(true);
+        c.multi.least_tlb.tracker = false;
+        let mut n = Sys::new(&c);
+        n.xlat(0, 0, 0);
+        assert_eq!(n.xlat(1, 0, 10_000), 10_731);
+    }
+
+    /// A 1-bit fingerprint in one bucket per GPU matches every key once anything is
+    /// stored: GPU 1's page 5 (never in GPU 0) gets a wasted probe and the walk answers.
+    #[test]
+    fn false_positive_falls_back_to_the_walk() {
+        let mut c = config(true);
+        (c.multi.least_tlb.tracker_entries, c.multi.least_tlb.tracker_bucket_size, c.multi.least_tlb.tracker_fingerprint_bits) = (8, 4, 1);
+        let mut s = Sys::new(&c);
+        s.xlat(0, 0, 0);
+        assert_eq!(s.xlat(1, 5, 10_000), 10_731);
+        let st = s.stats();
+        // Absent tests: GPU 1 lacked page 0 at GPU 0's miss, GPU 0 lacks page 5.
+        assert_eq!((st.remote_probes, st.remote_hits, st.false_positives, st.absent_tests), (1, 0, 1, 2));
+    }
+
+    /// L2 evictions and invalidations delete from the tracker: after GPU 0's L2 TLB lost
+    /// page 0 (evicted into the IOMMU TLB), GPU 1 finds it in the IOMMU TLB, not remotely.
+    #[test]
+    fn tracker_follows_evictions_and_invalidations() {
+        let mut s = Sys::new(&config(true));
+        s.xlat(0, 0, 0);
+        s.xlat(0, 1, 10_000);
+        s.xlat(0, 2, 20_000);
+        assert_eq!(s.stats().filter_lookups, 3);
+        // IOMMU hit: 30_000 + 231.
+        assert_eq!(s.xlat(1, 0, 30_000), 30_231);
+        assert_eq!(s.stats().filter_lookups, 3, "an IOMMU hit needs no tracker");
+        // An invalidation of page 2 in GPU 0 (the world calls this when its request arrives).
+        let lt = s.gpus[1].iommu.as_mut().unwrap().least.as_mut().unwrap();
+        lt.l2_dropped(0, BASE / 4096 + 2);
+        assert!(!lt.holds(0, BASE / 4096 + 2));
+        assert_eq!(lt.tracker.as_ref().unwrap().partition(0).len(), 1, "page 1 only");
+    }
+
+    /// Least-TLB needs the shared IOMMU: other modes are refused, naming the key.
+    #[test]
+    fn needs_iommu_mode() {
+        let mut c = config(true);
+        c.translation.mode = TranslationMode::Gmmu;
+        assert_eq!(c.validate().unwrap_err().0, "translation.mode");
+        let mut c = config(true);
+        c.iommu.ats_prefetch_pages = 4;
+        assert_eq!(c.validate().unwrap_err().0, "iommu.ats_prefetch_pages");
+        assert!(config(true).validate().is_ok());
+    }
+
+    /// One walker thread, busy with GPU 0's page 1 (10_131 to 10_631 ns): GPU 1's request
+    /// for page 0 (in GPU 0's L2) gets the remote answer at 10_001 + 111 + 110 = 10_222
+    /// before the walker is free, so it is never walked: done at 10_322.
+    #[test]
+    fn remote_hit_before_a_walker_is_free_skips_the_walk() {
+        let mut c = config(true);
+        c.iommu.walker.threads = 1;
+        let mut s = Sys::new(&c);
+        s.xlat(0, 0, 0);
+        assert_eq!(s.xlat(0, 1, 10_000), 10_731);
+        assert_eq!(s.xlat(1, 0, 10_001), 10_322);
+        let io = s.gpus[1].iommu.as_ref().unwrap();
+        assert_eq!(io.walker.stats.walks, 2);
+        assert_eq!(s.stats().walks_avoided, 1);
+    }
+}
