@@ -122,6 +122,7 @@ def test_reproduce_list(cli: Cli) -> None:
         "apu-shootdown",
         "apu-tlb-miss-latency",
         "apu-walk-concurrency",
+        "li-idyll",
         "li-least-tlb",
         "mgpusim-tlb",
         "zheng-blocking",

@@ -253,3 +253,24 @@ def test_li_least_tlb_quick(tmp_path: Path) -> None:
     assert [line.split(",")[0] for line in lines[1:]] == ["FIR", "PR", "ST"]
     for app in ("FIR", "PR", "ST"):
         assert (tmp_path / "runs" / f"{app}-least").exists()
+
+
+def test_li_idyll_quick(tmp_path: Path) -> None:
+    # Every scheme ran for each application; the directory sent fewer requests than the broadcast.
+    rows = {r.metric: r for r in rep.reproduce("li-idyll", tmp_path, quick=True)}
+    assert set(rows) >= {
+        "mean_improvement_pct.directory",
+        "mean_improvement_pct.lazy",
+        "mean_improvement_pct.both",
+        "ordering",
+    }
+    assert rows["ordering"].simulated in (0.0, 1.0)
+    lines = (tmp_path / "improvements.csv").read_text().splitlines()
+    assert [line.split(",")[0] for line in lines[1:]] == ["PR", "BS"]
+    head = lines[0].split(",")
+    for line in lines[1:]:
+        row = dict(zip(head, line.split(","), strict=True))
+        assert float(row["both_invalidations"]) < float(row["base_invalidations"])
+    for app in ("PR", "BS"):
+        for k in ("base", "directory", "lazy", "both", "zero_latency"):
+            assert (tmp_path / "runs" / f"{app}-{k}").exists()

@@ -905,3 +905,55 @@ def li_least_tlb(ctx: Context) -> dict[str, float]:
     out["apps_faster"] = float(sum(v > 1.0 for v in speedups.values()))
     out["false_positive_rate"] = fp / absent if absent else 0.0
     return out
+
+
+@experiment("li-idyll")
+def li_idyll(ctx: Context) -> dict[str, float]:
+    """Fig. 54: IDYLL's directory, lazy invalidation and both vs the access-counter baseline, per application."""
+    schemes = {
+        "directory": {"multi.idyll.directory": True},
+        "lazy": {"multi.idyll.lazy": True},
+        "both": {"multi.idyll.directory": True, "multi.idyll.lazy": True},
+        "zero_latency": {"multi.oracle.zero_latency_invalidation": True},
+    }
+    gain: dict[str, dict[str, float]] = {k: {} for k in schemes}
+    rows = []
+    unnecessary, sent = 0.0, 0.0
+    for w in ctx.params["workloads"]:
+        name, size = w["name"], dict(w["set"])
+        base = ctx.run(f"{name}-base", size).metrics
+        row: list[float | str] = [name, base["time.kernel_ns"], base["multi.invalidations.sent"]]
+        for k, extra in schemes.items():
+            m = ctx.run(f"{name}-{k}", {**size, **extra}).metrics
+            gain[k][name] = 100.0 * (base["time.kernel_ns"] / m["time.kernel_ns"] - 1.0)
+            row.append(gain[k][name])
+            if k == "directory":
+                unnecessary += m["multi.invalidations.unnecessary"]
+                sent += m["multi.invalidations.sent"]
+            if k == "both":
+                row += [m["multi.invalidations.sent"], m["multi.idyll.irmb.hits"], m["multi.idyll.irmb.merges"]]
+        rows.append(tuple(row))
+    write_csv(
+        ctx.out / "improvements.csv",
+        (
+            "app",
+            "base_kernel_ns",
+            "base_invalidations",
+            "directory_pct",
+            "lazy_pct",
+            "both_pct",
+            "both_invalidations",
+            "both_irmb_hits",
+            "both_irmb_merges",
+            "zero_latency_pct",
+        ),
+        rows,
+    )
+    out: dict[str, float] = {}
+    for k, per_app in gain.items():
+        out[f"mean_improvement_pct.{k}"] = _mean(per_app)
+        out.update({f"improvement_pct.{k}.{a}": v for a, v in per_app.items()})
+    d, lz, b = (out[f"mean_improvement_pct.{k}"] for k in ("directory", "lazy", "both"))
+    out["ordering"] = float(d < lz < b)
+    out["unnecessary_fraction.directory"] = unnecessary / sent if sent else 0.0
+    return out

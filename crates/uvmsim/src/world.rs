@@ -376,12 +376,13 @@ impl Model for World {
             Ev::Invalidate(x) => {
                 let (vpn, g) = (x >> 5, (x & 31) as usize);
                 let m = self.multi.as_mut().expect("invalidations only in a multi-GPU system");
-                m.invalidation_arrives(g, vpn, &mut self.gpus[g]);
+                m.invalidation_arrives(g, vpn, now, &mut self.gpus[g]);
             }
             Ev::PageReady(x) => {
                 let (vpn, g) = (x >> 5, (x & 31) as usize);
                 let m = self.multi.as_mut().expect("page answers only in a multi-GPU system");
                 m.page_ready(g, vpn, &mut self.gpus[g]);
+                m.idle_drain(now, &mut self.gpus[g]);
                 self.gpus[g].replay(now, q);
             }
             Ev::UvmService => {

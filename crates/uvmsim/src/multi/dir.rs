@@ -21,6 +21,9 @@ pub struct Page {
     pub pending: u32,
     /// GPUs that ever accessed the page (the sharing histogram).
     pub touched: u32,
+    /// IDYLL's access bits in the host PTE (bit `g % ACCESS_BITS` for GPU g): set by a far
+    /// fault, cleared by an invalidation; aliased GPUs share a bit.
+    pub access: u16,
     /// The page's data is where `owner`/`copies` say from this time on (a migration in flight ends then).
     pub ready: Ps,
     /// The driver works on one page at a time (the VA-block lock): the last operation
@@ -31,8 +34,22 @@ pub struct Page {
 
 impl Default for Page {
     fn default() -> Page {
-        Page { owner: HOST, copies: 0, mapped: 0, pending: 0, touched: 0, ready: 0, busy: 0 }
+        Page { owner: HOST, copies: 0, mapped: 0, pending: 0, touched: 0, access: 0, ready: 0, busy: 0 }
     }
+}
+
+/// Unused host-PTE bits 52-62 that IDYLL uses as access bits (seed multi-gpu §5.2.1: m = 11).
+pub const ACCESS_BITS: usize = 11;
+
+/// The access bit of GPU `g` (h(g) = g mod 11, bit 52 + h(g) of the PTE; here bit h(g)).
+#[inline]
+pub fn access_bit(g: usize) -> u16 {
+    1 << (g % ACCESS_BITS)
+}
+
+/// The access bits of a set of GPUs.
+pub fn access_bits(gpus: u32) -> u16 {
+    (0..32).filter(|g| gpus >> g & 1 == 1).fold(0, |a, g| a | access_bit(g))
 }
 
 /// Every page any GPU touched (memory grows with the touched footprint), and access counters.

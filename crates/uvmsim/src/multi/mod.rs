@@ -32,7 +32,7 @@
 pub mod dir;
 pub mod topo;
 
-pub use dir::{Directory, Page, HOST};
+pub use dir::{access_bit, access_bits, Directory, Page, ACCESS_BITS, HOST};
 pub use topo::{cta_share, CtaPlacement, Fabric, PeerTopology};
 
 use crate::config::{Config, TranslationMode, WalkerConfig};
@@ -90,6 +90,22 @@ section! {
         pub oracle: OracleConfig = OracleConfig::default(),
         /// Least-TLB (seed multi-gpu §3.2.1, Algorithm 1): the shared IOMMU TLB as a victim cache of the GPUs' L2 TLBs, with a local TLB tracker (ATS mode only).
         pub least_tlb: LeastTlbConfig = LeastTlbConfig::default(),
+        /// IDYLL (seed multi-gpu §5.2): in-PTE directory of the GPUs that accessed a page, and lazy PTE invalidation through a per-GPU merging buffer (GMMU mode).
+        pub idyll: IdyllConfig = IdyllConfig::default(),
+    }
+}
+
+section! {
+    /// IDYLL (seed multi-gpu §5.2, Fig. 52-54). Off by default: the baseline broadcasts every invalidation and walks to invalidate each PTE at once.
+    pub struct IdyllConfig {
+        /// In-PTE directory (§5.2.1): the host PTE keeps one access bit per GPU in its unused bits 52-62 (bit 52 + gpu mod 11, so GPUs 11 apart share a bit); a GPU's far fault sets its bit, and an invalidation goes only to the GPUs whose bit is set (a shared bit still sends to every GPU behind it). Needs translation.mode = "gmmu".
+        pub directory: bool = false,
+        /// Lazy PTE invalidation (§5.2.2): a GPU receiving an invalidation shoots down its TLBs, acknowledges at once and parks the PTE invalidation in its IRMB; the IRMB writes an entry back with one walk when the GMMU walkers are idle (or when it evicts one); an L2-TLB miss that hits a pending IRMB entry raises the far fault without a walk. Needs translation.mode = "gmmu".
+        pub lazy: bool = false,
+        /// IRMB merged entries (bases = VPN >> 9) per GPU; seed multi-gpu §5.2.2: 32.
+        pub irmb_bases: u32 = 32,
+        /// Offsets (leaf PTE indices) per IRMB entry; seed multi-gpu §5.2.2: 16.
+        pub irmb_offsets: u32 = 16,
     }
 }
 
@@ -189,6 +205,13 @@ impl MultiConfig {
                 return need("iommu.ats_prefetch_pages", "1");
             }
         }
+        let i = &self.idyll;
+        r("idyll.irmb_bases", i.irmb_bases as f64, 1.0, 4096.0)?;
+        r("idyll.irmb_offsets", i.irmb_offsets as f64, 1.0, 512.0)?;
+        if (i.directory || i.lazy) && cfg.translation.mode != TranslationMode::Gmmu {
+            let k = if i.directory { "directory" } else { "lazy" };
+            return Err(("translation.mode".into(), format!("must be \"gmmu\" with multi.idyll.{k} = true")));
+        }
         if self.active() && cfg.translation.page_size.0 != 4096 {
             return Err((
                 "translation.page_size".into(),
@@ -274,6 +297,8 @@ pub struct MultiStats {
     pub inv_walks: u64,
     pub inv_queue_ps: u128,
     pub inv_reads: u64,
+    /// IDYLL: invalidation requests the in-PTE directory did not send (the GPU's access bit was clear).
+    pub idyll_filtered: u64,
 }
 
 /// The shared side of a multi-GPU system.
@@ -284,6 +309,9 @@ pub struct Multi {
     gmmu_mode: bool,
     zero_inval: bool,
     no_migration: bool,
+    /// IDYLL's in-PTE directory and lazy invalidation (`multi.idyll`).
+    directory: bool,
+    lazy: bool,
     host_lat: Ps,
     peer_lat: Ps,
     remote_dram: Ps,
@@ -328,6 +356,8 @@ impl Multi {
             gmmu_mode: cfg.translation.mode == TranslationMode::Gmmu,
             zero_inval: m.oracle.zero_latency_invalidation,
             no_migration: m.oracle.no_migration_latency,
+            directory: m.idyll.directory,
+            lazy: m.idyll.lazy,
             host_lat: ns_to_ps(m.host_latency_ns),
             peer_lat: ns_to_ps(m.peer_latency_ns),
             remote_dram: ns_to_ps(cfg.gpu.dram.latency_ns),
@@ -420,8 +450,14 @@ impl Multi {
     /// (in-PTE directory) and defers the PTE walk (lazy invalidation) here.
     pub fn invalidate(&mut self, vpn: u64, skip: Option<usize>, t: Ps, now: Ps, gpus: &mut [Gpu]) -> Ps {
         let mut acks = t;
+        let p = *self.dir.page(vpn);
         for (x, gpu) in gpus.iter_mut().enumerate() {
             if Some(x) == skip {
+                continue;
+            }
+            // IDYLL's directory: only GPUs whose access bit is set (or that share it) hold a mapping.
+            if self.directory && p.access & access_bit(x) == 0 {
+                self.stats.idyll_filtered += 1;
                 continue;
             }
             self.stats.inv_sent += 1;
@@ -433,7 +469,7 @@ impl Multi {
             // The shootdown takes effect when the request arrives (`Ev::Invalidate`):
             // an answer the GPU got before then is used first.
             self.arrivals.push((at, vpn << 5 | x as u64));
-            let done = if self.gmmu_mode {
+            let done = if self.gmmu_mode && !self.lazy {
                 let w = &mut gpu.xlat.gmmu;
                 let d = w.walk(vpn << 12, 1, at, now, &mut gpu.mem.dram);
                 self.stats.inv_walks += 1;
@@ -441,12 +477,16 @@ impl Multi {
                 self.stats.inv_reads += w.last_reads.saturating_sub(1) as u64;
                 d
             } else {
-                at
+                at // ATS (no GPU page table), or IDYLL's lazy invalidation: the IRMB takes it and acknowledges
             };
             let ack = done + self.host_lat;
             self.stats.inv_latency.record(ack - t);
             acks = acks.max(ack);
         }
+        // Every mapping is being invalidated: the access bits clear, except those of the GPU
+        // that keeps its copy and of GPUs whose answer is still on its way (it stands).
+        let keep = skip.map_or(0, |g| 1u32 << g) | p.pending;
+        self.dir.page(vpn).access = access_bits(keep);
         // The host's own cached translation of the page changes too.
         if let Some(tlb) = self.host_tlb.as_mut() {
             tlb.invalidate(vpn);
@@ -460,8 +500,17 @@ impl Multi {
 
     /// An invalidation request for `vpn` reaches GPU `x`: its TLBs drop the
     /// translation and its PTE becomes invalid. Necessary if it had either.
-    pub fn invalidation_arrives(&mut self, x: usize, vpn: u64, gpu: &mut Gpu) {
+    pub fn invalidation_arrives(&mut self, x: usize, vpn: u64, t: Ps, gpu: &mut Gpu) {
         let had_tlb = gpu.xlat.invalidate_page(vpn);
+        // IDYLL lazy invalidation: the PTE invalidation waits in the IRMB (the page counts as
+        // not resident from now on: a walk would find the IRMB entry first); entries it evicts
+        // are written to the page table now, one walk each.
+        if let Some(b) = gpu.xlat.irmb.as_mut() {
+            let mut evicted = vec![];
+            b.insert(vpn, &mut evicted);
+            self.pte_walks(&evicted, t, t, gpu);
+            self.idle_drain(t, gpu);
+        }
         // Least-TLB: the L2 TLB no longer holds it (a 4 KiB page's key is its number).
         if let Some(lt) = self.iommu.as_mut().and_then(|io| io.least.as_mut()) {
             lt.l2_dropped(x, vpn);
@@ -484,6 +533,29 @@ impl Multi {
         } else {
             self.stats.inv_unnecessary += 1;
         }
+    }
+
+    /// Invalidate the PTEs of `vpns` in GPU `gpu`'s page table, one walk each from `t`
+    /// (on its walkers, competing with demand walks; nearby VPNs share the PW-cache).
+    fn pte_walks(&mut self, vpns: &[u64], t: Ps, now: Ps, gpu: &mut Gpu) {
+        for &v in vpns {
+            let w = &mut gpu.xlat.gmmu;
+            w.walk(v << 12, 1, t, now, &mut gpu.mem.dram);
+            self.stats.inv_walks += 1;
+            self.stats.inv_queue_ps += w.last_wait as u128;
+            self.stats.inv_reads += w.last_reads.saturating_sub(1) as u64;
+        }
+    }
+
+    /// IDYLL: when GPU `gpu`'s walkers are idle at `t`, its IRMB writes back its LRU entry.
+    pub fn idle_drain(&mut self, t: Ps, gpu: &mut Gpu) {
+        let Some(b) = gpu.xlat.irmb.as_mut() else { return };
+        if b.is_empty() || !gpu.xlat.gmmu.idle_at(t) {
+            return;
+        }
+        let mut out = vec![];
+        b.drain_one(&mut out);
+        self.pte_walks(&out, t, t, gpu);
     }
 
     /// Move page `vpn`'s data from `src` (a GPU, or [`HOST`]) to GPU `dst`, starting at `t`; returns when it is there.
@@ -518,7 +590,7 @@ impl Multi {
         let walked = self.host_translate(vpn, arrive, now);
         let start = walked.max(p.ready);
         // Invalidations wait for the page's previous operation (see `Page::busy`).
-        let send = arrive.max(p.busy);
+        let send = self.send_time(arrive, walked, p.busy);
         let mut moved = false;
         let done = if p.owner == HOST {
             // First touch anywhere: the page comes from host memory, nobody else maps it.
@@ -568,10 +640,23 @@ impl Multi {
         }
         q.mapped |= bit;
         q.pending |= bit;
+        // The host walk found the PTE: this GPU's access bit is set (IDYLL, §5.2.1).
+        q.access |= access_bit(g);
         if moved {
             self.dir.reset_counters(vpn, self.n);
         }
         Some(ready)
+    }
+
+    /// When the driver sends a page's invalidations: after the page's previous operation; with
+    /// IDYLL's directory also after the host walk, which reads the access bits (§5.2.1).
+    fn send_time(&self, arrive: Ps, walked: Ps, busy: Ps) -> Ps {
+        let t = arrive.max(busy);
+        if self.directory {
+            t.max(walked)
+        } else {
+            t
+        }
     }
 
     /// An access counter of GPU `g` reached the threshold on `vpn` at `t`: the driver
@@ -586,7 +671,7 @@ impl Multi {
         self.stats.counter_migrations += 1;
         let arrive = t + self.host_lat;
         let walked = self.host_translate(vpn, arrive, now);
-        let acks = self.invalidate(vpn, None, arrive.max(p.busy), now, gpus);
+        let acks = self.invalidate(vpn, None, self.send_time(arrive, walked, p.busy), now, gpus);
         let done = self.move_data(p.owner, g, walked.max(acks).max(p.ready), now);
         let q = self.dir.page(vpn);
         q.owner = g as u8;
@@ -601,8 +686,15 @@ impl Multi {
     pub fn page_ready(&mut self, g: usize, vpn: u64, gpu: &mut Gpu) {
         let p = self.dir.page(vpn);
         p.pending &= !(1 << g);
+        let mapped = p.mapped >> g & 1 == 1;
+        if mapped {
+            // IDYLL: the new mapping overwrites the PTE; its pending invalidation is dropped.
+            if let Some(b) = gpu.xlat.irmb.as_mut() {
+                b.remove(vpn);
+            }
+        }
         let residency = &mut gpu.xlat.space.residency;
-        if p.mapped >> g & 1 == 1 {
+        if mapped {
             residency.make_resident(vpn);
         } else {
             residency.refault_epoch += 1;
@@ -665,6 +757,29 @@ impl Multi {
         m.float("multi.l2miss.host_pwc_miss_ns", per(s.host_pwc_ps));
         m.float("multi.l2miss.migration_ns", per(s.migration_ps));
         m.float("multi.l2miss.link_ns", per(s.link_ps));
+        if self.directory || self.lazy {
+            m.int("multi.idyll.filtered", s.idyll_filtered);
+            let mut b = crate::xlat::irmb::IrmbStats::default();
+            for x in gpus.iter().filter_map(|g| g.xlat.irmb.as_ref()) {
+                let y = &x.stats;
+                (b.inserts, b.merges, b.evicted, b.drains, b.drained, b.hits, b.removed) = (
+                    b.inserts + y.inserts,
+                    b.merges + y.merges,
+                    b.evicted + y.evicted,
+                    b.drains + y.drains,
+                    b.drained + y.drained,
+                    b.hits + y.hits,
+                    b.removed + y.removed,
+                );
+            }
+            m.int("multi.idyll.irmb.inserts", b.inserts);
+            m.int("multi.idyll.irmb.merges", b.merges);
+            m.int("multi.idyll.irmb.evictions", b.evicted);
+            m.int("multi.idyll.irmb.drains", b.drains);
+            m.int("multi.idyll.irmb.drained", b.drained);
+            m.int("multi.idyll.irmb.hits", b.hits);
+            m.int("multi.idyll.irmb.removed", b.removed);
+        }
         for (k, c) in self.dir.sharing(n).iter().enumerate() {
             m.int(format!("multi.sharing.pages_{}", k + 1), *c);
         }
@@ -690,20 +805,144 @@ fn per_kilo(n: u64, insts: u64) -> f64 {
 mod tests {
     use super::*;
     use crate::world::simulate;
+    use crate::xlat::Xlat;
 
     fn system(n: u32, policy: MigrationPolicy) -> (Multi, Vec<Gpu>) {
+        system_with(n, policy, |_| {})
+    }
+
+    fn system_with(n: u32, policy: MigrationPolicy, f: impl FnOnce(&mut Config)) -> (Multi, Vec<Gpu>) {
         let mut cfg = Config::default();
         cfg.gpu.sms = 2;
         cfg.multi.gpus = n;
         cfg.multi.migration = policy;
+        f(&mut cfg);
         let gpus = (0..n as usize).map(|i| Gpu::with_id(&cfg, i)).collect();
         (Multi::new(&cfg, None), gpus)
     }
 
+    #[test]
+    fn idyll_directory_sends_only_to_access_bits_and_aliases_beyond_11() {
+        let (mut m, mut gpus) = system_with(12, MigrationPolicy::FirstTouch, |c| c.multi.idyll.directory = true);
+        let vpn = 5;
+        fault(&mut m, &mut gpus, 0, vpn, false, 0); // placed on GPU 0: bit 0
+        fault(&mut m, &mut gpus, 1, vpn, false, 1_000_000); // GPU 1 maps it remotely: bit 1
+        assert_eq!(m.dir.page(vpn).access, 0b11);
+        m.migrate(vpn, 3, 2_000_000, 2_000_000, &mut gpus);
+        // GPUs 0 and 1 hold mappings; GPU 11 shares GPU 0's bit (11 mod 11 = 0) and gets one too.
+        let to: Vec<usize> = m.arrivals.iter().map(|&(_, x)| (x & 31) as usize).collect();
+        assert_eq!(to, [0, 1, 11]);
+        assert_eq!((m.stats.inv_sent, m.stats.idyll_filtered), (3, 9));
+        deliver(&mut m, &mut gpus);
+        assert_eq!((m.stats.inv_necessary, m.stats.inv_unnecessary), (2, 1), "the aliased request is unnecessary");
+        assert_eq!(m.dir.page(vpn).access, 0, "an invalidation clears the bits");
+        // GPU 3 faults on its new copy: only its bit is set, so a next move invalidates only GPU 3.
+        fault(&mut m, &mut gpus, 3, vpn, false, 10_000_000);
+        assert_eq!(m.dir.page(vpn).access, 0b1000);
+        m.migrate(vpn, 5, 20_000_000, 20_000_000, &mut gpus);
+        let to: Vec<usize> = m.arrivals.iter().map(|&(_, x)| (x & 31) as usize).collect();
+        assert_eq!(to, [3]);
+        // The driver sends after its host walk, which reads the bits: 150 ns message + 10 ns host
+        // TLB (the page was walked before: hit) -> sent at +160 ns, arriving at +310 ns.
+        assert_eq!(m.arrivals[0].0, 20_000_000 + ns_to_ps(310.0));
+        // Without the directory the same move reaches every GPU.
+        let (mut b, mut bg) = system(12, MigrationPolicy::FirstTouch);
+        fault(&mut b, &mut bg, 0, vpn, false, 0);
+        fault(&mut b, &mut bg, 1, vpn, false, 1_000_000);
+        b.migrate(vpn, 3, 2_000_000, 2_000_000, &mut bg);
+        assert_eq!((b.stats.inv_sent, b.stats.idyll_filtered), (12, 0));
+    }
+
+    #[test]
+    fn idyll_lazy_acknowledges_at_once_and_an_irmb_hit_faults_without_a_walk() {
+        let (mut m, mut gpus) = system_with(2, MigrationPolicy::OnTouch, |c| c.multi.idyll.lazy = true);
+        let base = 1u64 << 30;
+        for g in gpus.iter_mut() {
+            g.xlat.space.map(&crate::workload::Buffer { base, bytes: 1 << 20, page_bytes: 4096, managed: true });
+        }
+        let vpn = base >> 12;
+        fault(&mut m, &mut gpus, 0, vpn, false, 0);
+        let busy = m.dir.page(vpn).busy;
+        // GPU 0's walkers are all busy (demand walks) when the invalidation arrives: it is parked.
+        let threads = Config::default().gmmu.walker.threads as u64;
+        for i in 0..threads {
+            let g = &mut gpus[0];
+            g.xlat.gmmu.walk((100 + i) << 30, 1, busy, busy, &mut g.mem.dram);
+        }
+        let walks0 = gpus[0].xlat.gmmu.stats.walks;
+        m.fault(1, vpn, false, busy, busy, &mut gpus).unwrap();
+        // No PTE walk: send -> GPU (150 ns) -> acknowledgement (150 ns).
+        assert_eq!(m.stats.migration_wait.mean_ns(), 300.0);
+        deliver(&mut m, &mut gpus);
+        assert_eq!(m.stats.inv_walks, 1, "GPU 1's walkers were idle: its entry drained at once");
+        let b0 = gpus[0].xlat.irmb.as_ref().unwrap();
+        assert!(b0.lookup(vpn) && gpus[1].xlat.irmb.as_ref().unwrap().is_empty());
+        assert_eq!(gpus[0].xlat.gmmu.stats.walks, walks0);
+        // GPU 0 misses its TLBs on the page: the IRMB hit raises the far fault after the L1 and
+        // L2 lookups, without waiting for a walker.
+        let t = busy + ns_to_ps(1000.0);
+        let g = &mut gpus[0];
+        let cfg = Config::default();
+        let clock = crate::sim::Clock::from_mhz(cfg.gpu.core_mhz);
+        let lookups = clock.cycles((cfg.gpu.l1tlb.latency_cycles + cfg.gpu.l2tlb.latency_cycles) as u64);
+        match g.xlat.translate(0, base, t, t, &mut g.mem.dram) {
+            Xlat::Fault(d) => assert_eq!(d, t + lookups),
+            x => panic!("expected a far fault, got {x:?}"),
+        }
+        assert_eq!(g.xlat.irmb.as_ref().unwrap().stats.hits, 1);
+        assert_eq!(g.xlat.gmmu.stats.walks, walks0, "no walk");
+        // A page with no pending invalidation walks (and waits for a walker).
+        match g.xlat.translate(0, base + 4096, t, t, &mut g.mem.dram) {
+            Xlat::Fault(d) => assert!(d > t + lookups + ns_to_ps(100.0)),
+            x => panic!("expected a far fault, got {x:?}"),
+        }
+        assert_eq!(g.xlat.gmmu.stats.walks, walks0 + 1);
+        // A new mapping for GPU 0 arrives (as the answer to that fault would): the pending invalidation is dropped.
+        m.dir.page(vpn).mapped |= 1;
+        m.page_ready(0, vpn, &mut gpus[0]);
+        assert!(gpus[0].xlat.irmb.as_ref().unwrap().is_empty());
+        assert_eq!(gpus[0].xlat.irmb.as_ref().unwrap().stats.removed, 1);
+        // Walkers idle: an arrival's idle drain writes the entry back with one walk.
+        let (mut z, mut zg) = system_with(2, MigrationPolicy::OnTouch, |c| c.multi.idyll.lazy = true);
+        fault(&mut z, &mut zg, 0, 9, false, 0);
+        let busy = z.dir.page(9).busy;
+        fault(&mut z, &mut zg, 1, 9, false, busy);
+        assert_eq!(z.stats.inv_walks, 2);
+        assert!(zg.iter().all(|g| g.xlat.irmb.as_ref().unwrap().is_empty()));
+        assert_eq!(zg[0].xlat.irmb.as_ref().unwrap().stats.drains, 1);
+    }
+
+    #[test]
+    fn idyll_options_run_and_change_nothing_when_off() {
+        let base = run(&["multi.gpus=4", "multi.migration=access-counter", "multi.access_threshold=8"]);
+        assert!(base.get("multi.idyll.filtered").is_none());
+        let both = run(&[
+            "multi.gpus=4",
+            "multi.migration=access-counter",
+            "multi.access_threshold=8",
+            "multi.idyll.directory=true",
+            "multi.idyll.lazy=true",
+        ]);
+        assert!(base.get("multi.invalidations.sent").unwrap() > 0.0);
+        assert!(both.get("multi.idyll.filtered").unwrap() > 0.0);
+        assert_eq!(both.get("multi.invalidations.unnecessary"), Some(0.0), "4 GPUs: no aliasing, every request needed");
+        assert!(both.get("multi.idyll.irmb.inserts").unwrap() > 0.0);
+        assert_eq!(
+            sans_wall(&both),
+            sans_wall(&run(&[
+                "multi.gpus=4",
+                "multi.migration=access-counter",
+                "multi.access_threshold=8",
+                "multi.idyll.directory=true",
+                "multi.idyll.lazy=true",
+            ]))
+        );
+    }
+
     /// Deliver every invalidation request sent so far (the world does it with `Ev::Invalidate`).
     fn deliver(m: &mut Multi, gpus: &mut [Gpu]) {
-        for (_, x) in std::mem::take(&mut m.arrivals) {
-            m.invalidation_arrives((x & 31) as usize, x >> 5, &mut gpus[(x & 31) as usize]);
+        for (at, x) in std::mem::take(&mut m.arrivals) {
+            m.invalidation_arrives((x & 31) as usize, x >> 5, at, &mut gpus[(x & 31) as usize]);
         }
     }
 

@@ -39,19 +39,37 @@ struct Entry {
     used: u64,
 }
 
+/// What the buffer did (metrics `multi.idyll.irmb.*`).
+#[derive(Debug, Clone, Default)]
+pub struct IrmbStats {
+    pub inserts: u64,
+    /// Inserts whose base already had an entry (merged, or already pending).
+    pub merges: u64,
+    /// VPNs written back because an insert needed room (full offsets or a full buffer).
+    pub evicted: u64,
+    /// Entries written back by `drain_one`, and their VPNs.
+    pub drains: u64,
+    pub drained: u64,
+    /// L2-TLB misses that found a pending invalidation (counted by the caller).
+    pub hits: u64,
+    /// Pending invalidations dropped because a new mapping arrived.
+    pub removed: u64,
+}
+
 #[derive(Debug, Clone)]
 pub struct Irmb {
     bases: usize,
     offsets: usize,
     entries: Vec<Entry>,
     clock: u64,
+    pub stats: IrmbStats,
 }
 
 impl Irmb {
     /// A buffer of `bases` merged entries of `offsets` offsets each (the seed: 32 x 16).
     pub fn new(bases: usize, offsets: usize) -> Irmb {
         assert!(bases >= 1 && (1..=1 << OFFSET_BITS).contains(&offsets), "bases >= 1 and 1..=512 offsets, got {bases} x {offsets}");
-        Irmb { bases, offsets, entries: Vec::with_capacity(bases), clock: 0 }
+        Irmb { bases, offsets, entries: Vec::with_capacity(bases), clock: 0, stats: IrmbStats::default() }
     }
 
     fn split(vpn: u64) -> (u64, u16) {
@@ -81,13 +99,16 @@ impl Irmb {
     pub fn insert(&mut self, vpn: u64, evicted: &mut Vec<u64>) {
         let (base, off) = Self::split(vpn);
         self.clock += 1;
+        self.stats.inserts += 1;
         if let Some(e) = self.entries.iter_mut().find(|e| e.base == base) {
             e.used = self.clock;
+            self.stats.merges += 1;
             if e.offsets.contains(&off) {
                 return;
             }
             if e.offsets.len() == self.offsets {
                 // Offsets full: write back the whole entry, keep the newcomer.
+                self.stats.evicted += e.offsets.len() as u64;
                 evicted.extend(e.offsets.drain(..).map(|o| Self::join(base, o)));
             }
             e.offsets.push(off);
@@ -96,6 +117,7 @@ impl Irmb {
         if self.entries.len() == self.bases {
             let lru = self.lru().expect("a full buffer has entries");
             let e = self.entries.swap_remove(lru);
+            self.stats.evicted += e.offsets.len() as u64;
             evicted.extend(e.offsets.iter().map(|&o| Self::join(e.base, o)));
         }
         let mut offsets = Vec::with_capacity(self.offsets);
@@ -120,6 +142,7 @@ impl Irmb {
         let e = &mut self.entries[i];
         let Some(j) = e.offsets.iter().position(|&o| o == off) else { return false };
         e.offsets.remove(j);
+        self.stats.removed += 1;
         if e.offsets.is_empty() {
             self.entries.swap_remove(i);
         }
@@ -132,6 +155,8 @@ impl Irmb {
         let Some(i) = self.lru() else { return 0 };
         let e = self.entries.swap_remove(i);
         out.extend(e.offsets.iter().map(|&o| Self::join(e.base, o)));
+        self.stats.drains += 1;
+        self.stats.drained += e.offsets.len() as u64;
         e.offsets.len()
     }
 }
@@ -165,6 +190,7 @@ mod tests {
         }
         m.insert(B + 10, &mut ev);
         assert_eq!(ev, [B, B + 1, B + 2, B + 3]);
+        assert_eq!((m.stats.inserts, m.stats.merges, m.stats.evicted), (5, 4, 4));
         assert!(m.lookup(B + 10) && !m.lookup(B));
         assert_eq!(m.len(), 1);
     }
@@ -214,6 +240,7 @@ mod tests {
         assert_eq!(out, [9 * B + 2, 5 * B + 1, 5 * B + 3]);
         assert_eq!(m.drain_one(&mut out), 0);
         assert!(m.is_empty());
+        assert_eq!((m.stats.drains, m.stats.drained, m.stats.merges), (2, 3, 1));
     }
 
     #[test]

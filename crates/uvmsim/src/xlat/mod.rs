@@ -140,6 +140,8 @@ pub struct Translator {
     pub space: AddressSpace,
     /// This GPU's index in a multi-GPU system (Least-TLB's tracker partition).
     pub gpu: usize,
+    /// IDYLL's lazy PTE invalidation (`multi.idyll.lazy`): PTE invalidations not yet written to the page table.
+    pub irmb: Option<Box<irmb::Irmb>>,
 }
 
 impl Translator {
@@ -189,6 +191,8 @@ impl Translator {
             iommu,
             space: AddressSpace::default(),
             gpu: 0,
+            irmb: (cfg.multi.idyll.lazy && cfg.multi.active())
+                .then(|| Box::new(irmb::Irmb::new(cfg.multi.idyll.irmb_bases as usize, cfg.multi.idyll.irmb_offsets as usize))),
         };
         let t = &cfg.translation;
         if t.walk_records_every > 0 {
@@ -318,6 +322,14 @@ impl Translator {
     /// A miss in every GPU TLB: walk locally or ask the IOMMU.
     fn miss(&mut self, sm: usize, va: u64, r: &Region, t: Ps, now: Ps, dram: &mut Dram) -> Ps {
         let Some(io) = self.iommu.as_mut() else {
+            // IDYLL: a pending invalidation in the IRMB (looked up with the L2 TLB) means the PTE
+            // is stale: no walk, the far fault is raised at once (the page is not resident).
+            if let Some(b) = self.irmb.as_mut() {
+                if b.lookup(va >> 12) {
+                    b.stats.hits += 1;
+                    return t;
+                }
+            }
             return self.gmmu.walk(va, leaf_level(r.class), t, now, dram);
         };
         let done = io.serve(self.gpu, va, r, t, now, dram);

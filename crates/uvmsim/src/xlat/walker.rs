@@ -129,6 +129,11 @@ impl Walker {
         self.threads.iter().copied().min().map_or(t, |f| f.max(t))
     }
 
+    /// No walk running or queued at `t` (IDYLL's IRMB writes back then).
+    pub fn idle_at(&self, t: Ps) -> bool {
+        self.unlimited || self.threads.iter().all(|&f| f <= t)
+    }
+
     /// Limit-study oracle (infinite walker threads): every walk starts when it arrives.
     pub fn set_unlimited(&mut self) {
         self.unlimited = true;
