@@ -24,11 +24,17 @@ _MODE = {
     "uvm.baselines only": "baselines",
     "multi-GPU only": "multi",
     "Least-TLB only": "least",
+    "IDYLL only": "idyll",
 }
 # A small 4-GPU run (GMMU mode, host MMU): every GPU's metrics are documented under `gpu0`.
 MULTI_RUN = {"preset": "li-4gpu-gmmu", "set": ["workload.kind=stream", "workload.stream.elements=65536", "gpu.sms=4"]}
 # A small Least-TLB run (4 GPUs, shared IOMMU), for the `multi.least_tlb.*` metrics.
 LEAST_RUN = {"preset": "li-4gpu-ats", "set": ["workload.kind=stencil2d", "gpu.sms=4", "multi.least_tlb.enabled=true"]}
+# A small IDYLL run (4 GPUs, GMMU mode, directory and lazy invalidation), for the `multi.idyll.*` metrics.
+IDYLL_RUN = {
+    "preset": "li-4gpu-gmmu",
+    "set": ["workload.kind=stencil2d", "gpu.sms=4", "multi.idyll.directory=true", "multi.idyll.lazy=true"],
+}
 # A managed run with its legacy baselines (GMMU mode), for the `baseline.*` metrics.
 BASELINES_RUN = {
     "preset": "r9nano",
@@ -85,6 +91,10 @@ def produced() -> dict[str, set[str]]:
             re.sub(r"^gpu[0-9]+\.", "gpu0.", k)
             for k in uvmsim.run(preset=LEAST_RUN["preset"], set=LEAST_RUN["set"]).metrics
         },
+        "idyll": {
+            re.sub(r"^gpu[0-9]+\.", "gpu0.", k)
+            for k in uvmsim.run(preset=IDYLL_RUN["preset"], set=IDYLL_RUN["set"]).metrics
+        },
     }
 
 
@@ -100,7 +110,7 @@ def test_every_documented_metric_is_produced_in_its_mode(produced: dict[str, set
     assert len(documented_metrics()) > 50
     for name, mode in documented_metrics().items():
         m = _matcher(name)
-        if mode in ("baselines", "multi", "least"):
+        if mode in ("baselines", "multi", "least", "idyll"):
             assert any(m.fullmatch(k) for k in produced[mode]), f"`{name}` is not produced by the {mode} run"
             continue
         where = {run for run in ("gmmu", "iommu") if any(m.fullmatch(k) for k in produced[run])}
