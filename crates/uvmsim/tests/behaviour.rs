@@ -336,4 +336,7 @@ fn shootdowns_remove_translations_and_cost_host_time() {
     // Shootdowns are an APU path: a discrete GPU config is refused, naming the key.
     let err = resolve(&[] as &[Source], &["workload.kind=shootdown".to_string()]).unwrap_err().to_string();
     assert!(err.contains("translation.mode"), "{err}");
+    let sets = ["translation.mode=iommu", "workload.kind=shootdown", "workload.shootdown.pages=1048576", "translation.page_size=\"1GiB\""];
+    let err = resolve(&[] as &[Source], &sets.map(String::from)).unwrap_err().to_string();
+    assert!(err.contains("workload.shootdown.pages"), "{err}");
 }

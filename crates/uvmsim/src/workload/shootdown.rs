@@ -31,6 +31,13 @@ impl ShootdownParams {
         if !(1..=10_000_000).contains(&self.count) {
             return Err((format!("{p}.count"), format!("must be between 1 and 10000000, got {}", self.count)));
         }
+        // One page of translation.page_size each (the generic footprint check assumes at most 2 MiB).
+        if self.pages as u128 * cfg.translation.page_size.0 as u128 > 1 << 46 {
+            return Err((
+                format!("{p}.pages"),
+                format!("{} pages of {} ask for more than the 64 TiB that can be allocated", self.pages, cfg.translation.page_size),
+            ));
+        }
         if cfg.multi.gpus > 1 {
             return Err(("multi.gpus".into(), "the shootdown workload models one APU: it needs multi.gpus = 1".into()));
         }
