@@ -287,6 +287,15 @@ impl World {
                     q.push(end, Ev::Host);
                     return Ok(());
                 }
+                &HostOp::PrefetchAsync { buffer } => {
+                    let b = self.program.buffers[buffer];
+                    let (first, last) = (b.base >> 12, (b.base + b.bytes).div_ceil(4096));
+                    let residency = &mut self.gpus[0].xlat.space.residency;
+                    let end = self.uvm.prefetch_async(now, first..last, &mut self.link, residency);
+                    self.after_uvm(q);
+                    q.push(end, Ev::Host);
+                    return Ok(());
+                }
                 &HostOp::HostCompute { ns } => {
                     q.push(now + sim::ns_to_ps(ns), Ev::Host);
                     return Ok(());

@@ -244,3 +244,22 @@ fn policies_run_under_every_fault_mode_and_cost_model() {
         }
     }
 }
+
+/// cudaMemPrefetchAsync before the kernel (`workload.prefetch_inputs`): every
+/// page is on the GPU before the first access, so nothing faults; the copies
+/// and the migrations table say why the bytes moved; an accessed-by page's
+/// remote mapping is replaced (the hint is ignored, as the driver does).
+#[test]
+fn prefetch_async_moves_everything_before_the_kernel() {
+    let on = run(&[&REGULAR[..], &["workload.prefetch_inputs=true"]].concat());
+    let off = run(&REGULAR).metrics;
+    let x = &on.metrics;
+    assert_eq!(m(x, "uvm.faults.raw"), 0.0);
+    assert_eq!(m(x, "uvm.prefetch_async.pages"), 2048.0);
+    assert_eq!(m(x, "link.h2d.bytes"), m(&off, "link.h2d.bytes"));
+    assert!(on.migrations.unwrap().iter().all(|r| r.cause == Cause::PrefetchAsync));
+    // The kernel runs without a fault: far shorter than the faulting one.
+    assert!(m(x, "time.kernel_ns") * 5.0 < m(&off, "time.kernel_ns"));
+    let ab = run(&[&REGULAR[..], &["workload.prefetch_inputs=true", "uvm.advise.policy=accessed-by"]].concat()).metrics;
+    assert_eq!((m(&ab, "uvm.prefetch_async.remote_replaced"), m(&ab, "uvm.remote.loads")), (2048.0, 0.0));
+}

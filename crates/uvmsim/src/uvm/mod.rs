@@ -57,6 +57,7 @@
 //! `records`, every copy over the link is a row of the `migrations` table.
 
 pub mod evict;
+pub mod migrate;
 pub mod policy;
 pub mod ppr;
 pub mod prefetch;
@@ -250,6 +251,8 @@ pub enum Cause {
     Hint,
     /// Thrashing mitigation: a page pinned on the host moved there.
     Thrashing,
+    /// cudaMemPrefetchAsync to the GPU.
+    PrefetchAsync,
 }
 
 /// One copy over the link (the `migrations` table).
@@ -588,6 +591,8 @@ pub struct Uvm {
     /// Blocks the worker unmapped that no batch has serviced since.
     worker_done: FxHashSet<u64>,
     cpu_fault: Ps,
+    /// cudaMemPrefetchAsync calls (`migrate.rs`).
+    pub async_prefetch: migrate::AsyncPrefetchStats,
 }
 
 impl Fault {
@@ -675,6 +680,7 @@ impl Uvm {
             worker: Worker::default(),
             worker_done: FxHashSet::default(),
             cpu_fault: us(c.cpu_fault_us),
+            async_prefetch: migrate::AsyncPrefetchStats::default(),
         }
     }
 
@@ -1710,6 +1716,7 @@ impl Uvm {
         s.batch.export(m, "uvm.batch_ns");
         m.ratio("uvm.faults_per_batch", s.raw - s.flushed, s.batches);
         m.int("uvm.resident_pages", residency.resident_pages());
+        self.async_prefetch.export(m);
     }
 }
 

@@ -205,6 +205,8 @@ pub enum HostOp {
     HostAccess { buffer: usize, offset: u64, bytes: u64, write: bool },
     /// The host computes for this many ns (no memory traffic modelled).
     HostCompute { ns: f64 },
+    /// cudaMemPrefetchAsync of a managed buffer to the GPU; the next kernel waits for it (stream order).
+    PrefetchAsync { buffer: usize },
 }
 
 /// A whole workload: its allocations and host operations.
@@ -540,6 +542,8 @@ section! {
         pub managed: bool = false,
         /// Managed arrays are initialised by the host before the kernels (CPU-resident and CPU-mapped: GPU faults migrate them and unmap the CPU); false: first touched by the GPU (zero-filled there, no transfer).
         pub host_init: bool = true,
+        /// cudaMemPrefetchAsync every managed allocation to the GPU before the first kernel (the usual managed-memory optimisation; spec/uvm-driver.md: block by block, no faults, may evict). Applies to trace replays too.
+        pub prefetch_inputs: bool = false,
         /// Host threads that initialised the managed arrays (the CPU unmap of a block costs more per thread that touched it; seed uvm-driver §4.4).
         pub host_threads: u32 = 1,
         /// Parameters of `stride`.
@@ -688,6 +692,12 @@ impl WorkloadConfig {
                 format!("the parameters ask for {fp} bytes of arrays; at most 64 TiB can be allocated"),
             ));
         }
+        if self.prefetch_inputs && !self.managed && !matches!(self.kind, WorkloadKind::WarpTrace | WorkloadKind::Accelsim) {
+            return Err(("workload.prefetch_inputs".into(), "prefetches managed memory: set workload.managed = true".into()));
+        }
+        if self.prefetch_inputs && cfg.multi.gpus > 1 {
+            return Err(("workload.prefetch_inputs".into(), "models one GPU's driver: it needs multi.gpus = 1".into()));
+        }
         if !(1..=1024).contains(&self.host_threads) {
             return Err(("workload.host_threads".into(), format!("must be between 1 and 1024, got {}", self.host_threads)));
         }
@@ -751,6 +761,18 @@ impl WorkloadConfig {
 /// Build the program the config describes; a trace workload whose file cannot be
 /// read fails here, with a message naming the file.
 pub fn build(cfg: &Config) -> Result<Program, String> {
+    let mut p = build_ops(cfg)?;
+    if cfg.workload.prefetch_inputs {
+        // cudaMemPrefetchAsync of every managed allocation, before the first kernel.
+        let at = p.ops.iter().position(|op| matches!(op, HostOp::Launch(_))).unwrap_or(p.ops.len());
+        let pre: Vec<HostOp> =
+            p.buffers.iter().enumerate().filter(|(_, b)| b.managed).map(|(i, _)| HostOp::PrefetchAsync { buffer: i }).collect();
+        p.ops.splice(at..at, pre);
+    }
+    Ok(p)
+}
+
+fn build_ops(cfg: &Config) -> Result<Program, String> {
     let w = &cfg.workload;
     let page = cfg.translation.page_size.0;
     let mut va = VaAllocator { managed: w.managed, ..VaAllocator::default() };

@@ -153,6 +153,10 @@ pub fn grid_warps(k: &KernelSpec, warp_size: u32) -> impl Iterator<Item = WarpId
 pub fn record(program: &Program, cfg: &Config, source: &str, out: &str) -> Result<tracefmt::Totals, String> {
     let mut hops = vec![];
     for op in &program.ops {
+        if matches!(op, HostOp::PrefetchAsync { .. }) {
+            // A property of the run (workload.prefetch_inputs), applied again when the trace is replayed.
+            continue;
+        }
         hops.push(match op {
             HostOp::MemcpyH2D { bytes } => HostRec::MemcpyH2d { bytes: *bytes },
             HostOp::Launch(k) => HostRec::Launch { name: k.name.to_string(), threads: k.threads, threads_per_cta: k.threads_per_cta },
@@ -162,6 +166,7 @@ pub fn record(program: &Program, cfg: &Config, source: &str, out: &str) -> Resul
                 )
             }
             HostOp::Shootdown { .. } => return Err("the trace format has no host shootdowns: `shootdown` cannot be recorded".into()),
+            HostOp::PrefetchAsync { .. } => unreachable!("skipped above"),
             HostOp::HostAccess { .. } | HostOp::HostCompute { .. } => {
                 return Err("host accesses and host compute (the ping-pong workload) cannot be recorded in a warp trace".into())
             }

@@ -1,0 +1,276 @@
+//! Driver-initiated migration to the GPU: `cudaMemPrefetchAsync`
+//! (spec/uvm-driver.md "Residency, hints": it "migrates block by block,
+//! populates untouched pages, ignores preferred location, may evict; CPU
+//! pre-unmap in 8 MiB steps").
+//!
+//! No fault is involved, so there is no fetch, no batch and no replay: per VA
+//! block the driver pays its per-block cost, the first GPU touch of the block
+//! (DMA map), a root chunk (allocated, or freed by evicting the block the
+//! eviction policy chooses), zero-fill of the pages resident nowhere, the copy
+//! of the host-resident ones over the link and the map; the host side is
+//! unmapped in 8 MiB steps (one `unmap_mapping_range` per step: every block's
+//! page tables, one TLB-shootdown round), and the tracker is waited on once
+//! at the end. Under the fixed-latency cost model only the copies cost time.
+//!
+//! The host program waits for the prefetch (stream order: the next kernel on
+//! the stream starts after it; ASSUMPTION: the host does nothing else
+//! meanwhile, which is what the workloads that use it do).
+
+use super::{prefetch, Advice, Cause, Residency, Uvm, BLOCK_PAGES};
+use crate::link::{Dir, Link};
+use crate::sim::Ps;
+use crate::stats::Metrics;
+
+/// VA blocks the host unmaps in one step (8 MiB).
+const UNMAP_STEP_BLOCKS: u64 = 4;
+
+/// What `cudaMemPrefetchAsync` calls did (exported as `uvm.prefetch_async.*`).
+#[derive(Debug, Clone, Default)]
+pub struct AsyncPrefetchStats {
+    pub calls: u64,
+    /// Pages made resident on the GPU (copied or zero-filled).
+    pub pages: u64,
+    pub bytes_h2d: u64,
+    /// Remote mappings replaced by a migration (the hint is ignored).
+    pub remote_replaced: u64,
+    pub evictions: u64,
+    pub time_ps: Ps,
+}
+
+impl AsyncPrefetchStats {
+    pub fn export(&self, m: &mut Metrics) {
+        m.int("uvm.prefetch_async.calls", self.calls);
+        m.int("uvm.prefetch_async.pages", self.pages);
+        m.int("uvm.prefetch_async.bytes_h2d", self.bytes_h2d);
+        m.int("uvm.prefetch_async.remote_replaced", self.remote_replaced);
+        m.int("uvm.prefetch_async.evictions", self.evictions);
+        m.float("uvm.prefetch_async.time_ns", self.time_ps as f64 / 1000.0);
+    }
+}
+
+impl Uvm {
+    /// `cudaMemPrefetchAsync(pages → GPU)` issued at `now`: returns when the
+    /// last page is resident and mapped. GPU translations to drop (remote
+    /// mappings replaced, evicted blocks) are left in `shootdowns`.
+    pub fn prefetch_async(&mut self, now: Ps, pages: std::ops::Range<u64>, link: &mut Link, residency: &mut Residency) -> Ps {
+        let driver = self.fixed.is_none();
+        let c = self.costs.clone();
+        let cost = |d: Ps| if driver { d } else { 0 };
+        let mut t = now;
+        self.async_prefetch.calls += 1;
+        let (first_block, end_block) = (pages.start / BLOCK_PAGES, pages.end.div_ceil(BLOCK_PAGES));
+        // The blocks of this call keep their chunks (ASSUMPTION, as for a batch's blocks).
+        let in_call = |b: u64| (first_block..end_block).contains(&b);
+        let mut block = first_block;
+        while block < end_block {
+            if (block - first_block) % UNMAP_STEP_BLOCKS == 0 {
+                t += cost(self.unmap_step(block, end_block.min(block + UNMAP_STEP_BLOCKS)));
+            }
+            let (lo, hi) = ((block * BLOCK_PAGES).max(pages.start), ((block + 1) * BLOCK_PAGES).min(pages.end));
+            let want: Vec<u64> = (lo..hi).filter(|&p| !residency.is_resident(p)).collect();
+            if want.is_empty() {
+                block += 1;
+                continue;
+            }
+            t += cost(c.per_block);
+            if self.gpu_blocks.insert(block) {
+                t += cost(self.first_touch_cost(block));
+            }
+            if !self.chunks.owns(block) {
+                if self.free_chunks == 0 {
+                    if self.allocated_chunks < self.capacity_chunks {
+                        t += cost(c.pma_alloc);
+                        let got = (c.pma_chunk_blocks as u64).min(self.capacity_chunks - self.allocated_chunks);
+                        self.allocated_chunks += got;
+                        self.free_chunks += got;
+                    } else if let Some(victim) = self.chunks.victim(in_call) {
+                        t += cost(c.evict);
+                        t = self.evict_to_host(victim, t, now, link, residency);
+                        t += cost(c.per_block);
+                        self.async_prefetch.evictions += 1;
+                    } else {
+                        // GPU memory holds only this call's blocks: the rest stays on the host.
+                        break;
+                    }
+                }
+                self.free_chunks -= 1;
+                self.chunks.insert(block);
+            } else {
+                self.chunks.serviced(block);
+            }
+            let from_cpu: Vec<u64> = want.iter().copied().filter(|&p| self.cpu_resident(p)).collect();
+            t += cost(c.zero_per_page * (want.len() - from_cpu.len()) as Ps);
+            let bytes = from_cpu.len() as u64 * 4096;
+            if bytes > 0 {
+                let xfer = link.transfer_on(Dir::HostToDevice, bytes, t, now);
+                t = xfer.1;
+                self.record_migration(xfer, &from_cpu, Dir::HostToDevice, Cause::PrefetchAsync);
+                self.thrashing.migrated(block, &from_cpu, crate::uvm::thrashing::Proc::Gpu, t);
+            }
+            t += cost(c.map);
+            let mut remote = false;
+            for &p in &want {
+                if residency.unmap_remote(p) {
+                    self.async_prefetch.remote_replaced += 1;
+                    remote = true;
+                }
+                residency.make_resident(p);
+            }
+            if remote {
+                self.shootdowns.push(block);
+            }
+            self.async_prefetch.pages += want.len() as u64;
+            self.async_prefetch.bytes_h2d += bytes;
+            self.stats.bytes_h2d += bytes;
+            block += 1;
+        }
+        t += cost(c.tracker);
+        self.async_prefetch.time_ps += t - now;
+        t
+    }
+
+    /// Unmap the host-mapped blocks of `[block, end)` in one call: every
+    /// block's page tables and one shootdown round for the most threads.
+    fn unmap_step(&mut self, block: u64, end: u64) -> Ps {
+        let (mut n, mut most) = (0, 0);
+        for b in block..end {
+            if let Some(th) = self.cpu_mapped.remove(&b) {
+                n += 1;
+                most = most.max(th);
+            }
+        }
+        if n == 0 {
+            return 0;
+        }
+        self.stats.unmaps_sync += n;
+        self.costs.unmap * n + self.costs.unmap_per_thread * most.saturating_sub(1) as Ps
+    }
+
+    /// Evict VA block `victim` at `t`: its resident pages go back to the host
+    /// over the link (dirtiness is not tracked), its GPU translations are
+    /// shot down, its chunk is free. Returns when the copy is done.
+    pub(super) fn evict_to_host(&mut self, victim: u64, t: Ps, now: Ps, link: &mut Link, residency: &mut Residency) -> Ps {
+        let (mask, untouched) = residency.evict_block(victim);
+        let n = prefetch::count(&mask) as u64;
+        if self.advice_of(victim * BLOCK_PAGES) == Advice::AccessedBy {
+            // Accessed-by: the GPU keeps a mapping of the pages, now in host memory.
+            for i in prefetch::pages(&mask) {
+                residency.map_remote(victim * BLOCK_PAGES + i as u64);
+            }
+        }
+        let host = self.cpu_evicted.entry(victim).or_insert([0; 8]);
+        for w in 0..8 {
+            host[w] |= mask[w];
+        }
+        let bytes = n * 4096;
+        let mut end = t;
+        if bytes > 0 {
+            let xfer = link.transfer_on(Dir::DeviceToHost, bytes, t, now);
+            end = xfer.1;
+            if self.migrations.is_some() {
+                let evicted: Vec<u64> = prefetch::pages(&mask).map(|i| victim * BLOCK_PAGES + i as u64).collect();
+                self.record_migration(xfer, &evicted, Dir::DeviceToHost, Cause::Eviction);
+            }
+        }
+        self.stats.evictions += 1;
+        self.stats.pages_evicted += n;
+        self.stats.bytes_d2h += bytes;
+        self.stats.prefetch_evicted_untouched += untouched;
+        self.shootdowns.push(victim);
+        self.seq_cursor = self.seq_cursor.min(victim * BLOCK_PAGES);
+        self.free_chunks += 1;
+        end
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::uvm::UvmConfig;
+
+    fn setup(c: UvmConfig) -> (Uvm, Link, Residency) {
+        let cfg = Config::default();
+        let mut u = Uvm::new(&c, 4, 4, 1);
+        u.add_allocation(0, 4 * BLOCK_PAGES);
+        (u, Link::new(&cfg.link), Residency::default())
+    }
+
+    fn costed() -> UvmConfig {
+        let mut c = Config::default().uvm;
+        (c.per_block_us, c.first_touch_us, c.first_touch_tail, c.pma_alloc_us, c.pma_chunk_blocks) = (8.0, 15.0, 1e9, 100.0, 64);
+        (c.zero_us_per_page, c.map_us, c.tracker_us, c.unmap_us, c.unmap_per_thread_us) = (0.5, 3.0, 4.0, 5.0, 3.0);
+        c
+    }
+
+    #[test]
+    fn host_resident_pages_are_copied_and_untouched_ones_zero_filled() {
+        let (mut u, mut link, mut r) = setup(costed());
+        // The first half of block 0 was initialised by 2 host threads; the rest never touched.
+        u.host_touch(0, BLOCK_PAGES / 2, 2);
+        let end = u.prefetch_async(0, 0..BLOCK_PAGES, &mut link, &mut r);
+        assert!((0..BLOCK_PAGES).all(|p| r.is_resident(p)));
+        let s = &u.async_prefetch;
+        assert_eq!((s.calls, s.pages, s.bytes_h2d), (1, 512, 256 * 4096));
+        // Hand-checked: unmap 5 + 3 (2 threads, one step), block 8, first touch 15 (the
+        // huge Pareto shape puts every draw at the median), chunk 100, zero-fill 256 x 0.5,
+        // the 1 MiB copy (what the same copy takes on an idle link), map 3, tracker 4.
+        let copy = Link::new(&Config::default().link).transfer_on(Dir::HostToDevice, 256 * 4096, 0, 0).1;
+        let want = 1_000_000 * (8 + 8 + 15 + 100 + 128 + 3 + 4) + copy;
+        // (The link's bandwidth timeline rounds a copy's start to its slots: a few ns.)
+        assert!(end.abs_diff(want) < 5000, "{end} vs {want}");
+        assert_eq!(u.stats.unmaps_sync, 1);
+        // Resident pages are skipped the second time: nothing moves, only the tracker wait.
+        let again = u.prefetch_async(end, 0..BLOCK_PAGES, &mut link, &mut r);
+        assert_eq!(again - end, 4_000_000);
+        assert_eq!(u.async_prefetch.pages, 512);
+    }
+
+    #[test]
+    fn a_full_gpu_evicts_other_blocks_but_never_the_calls_own() {
+        let mut c = costed();
+        c.gpu_memory_bytes = crate::config::ByteSize(2 * 2 * 1024 * 1024);
+        let (mut u, mut link, mut r) = setup(c);
+        u.host_touch(0, 4 * BLOCK_PAGES, 1);
+        // Blocks 0 and 1 fill the GPU; prefetching 2..4 evicts both.
+        let t = u.prefetch_async(0, 0..2 * BLOCK_PAGES, &mut link, &mut r);
+        let t = u.prefetch_async(t, 2 * BLOCK_PAGES..4 * BLOCK_PAGES, &mut link, &mut r);
+        assert_eq!(u.async_prefetch.evictions, 2);
+        assert!((0..2 * BLOCK_PAGES).all(|p| !r.is_resident(p)));
+        assert!((2 * BLOCK_PAGES..4 * BLOCK_PAGES).all(|p| r.is_resident(p)));
+        assert_eq!(u.stats.bytes_d2h, 2 * 512 * 4096);
+        assert_eq!(u.shootdowns, vec![0, 1]);
+        // A call larger than GPU memory stops at its capacity instead of evicting itself.
+        let (mut u, mut link, mut r) = setup({
+            let mut c = costed();
+            c.gpu_memory_bytes = crate::config::ByteSize(2 * 1024 * 1024);
+            c
+        });
+        u.host_touch(0, 4 * BLOCK_PAGES, 1);
+        u.prefetch_async(t, 0..4 * BLOCK_PAGES, &mut link, &mut r);
+        assert_eq!(u.async_prefetch.evictions, 0);
+        assert_eq!(r.resident_pages(), 512);
+    }
+
+    #[test]
+    fn remote_mappings_are_replaced_and_shot_down() {
+        let (mut u, mut link, mut r) = setup(costed());
+        u.host_touch(0, BLOCK_PAGES, 1);
+        r.map_remote(3);
+        u.prefetch_async(0, 0..8, &mut link, &mut r);
+        assert!(!r.is_remote(3) && r.is_resident(3));
+        assert_eq!(u.async_prefetch.remote_replaced, 1);
+        assert_eq!(u.shootdowns, vec![0]);
+    }
+
+    #[test]
+    fn the_fixed_latency_model_costs_only_the_copies() {
+        let mut c = costed();
+        c.cost_model = crate::uvm::CostModel::FixedLatency;
+        let (mut u, mut link, mut r) = setup(c);
+        let end = u.prefetch_async(0, 0..BLOCK_PAGES, &mut link, &mut r);
+        // Nothing was on the host: all zero-filled, free under this model.
+        assert_eq!(end, 0);
+        assert_eq!(r.resident_pages(), 512);
+    }
+}
