@@ -12,8 +12,9 @@ Open the file in https://ui.perfetto.dev (or ``chrome://tracing``). Tracks:
   blocks; they add up to the batch's duration and are drawn end to end in the driver's order.
 - **Link / copy engine N**: one span per copy of the migrations table (``start_ns`` to ``end_ns``: the copy
   engine's transfer and the link latency), named by direction and cause (demand, prefetch, eviction, hint,
-  thrashing, prefetch-async), with its bytes, pages and batch as arguments. A batch's host-to-device copies add up
-  to its ``transfer`` stage, less any wait for a busy copy engine (which the stage counts and the copy does not).
+  thrashing, prefetch-async, access-counter), with its bytes, pages and batch as arguments. A batch's host-to-device
+  copies add up to its ``transfer`` stage, less any wait for a busy copy engine (which the stage counts and the copy
+  does not).
 
 - **Page walks (sampled) / GPU g walker**: with ``translation.walk_records_every = N``, every N-th walk of each
   walker (the walks table): from the walk starting on a walker thread to its leaf entry, with the page, the

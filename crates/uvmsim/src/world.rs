@@ -43,6 +43,10 @@ pub enum Ev {
     Invalidate(u64),
     /// Pages pinned by thrashing mitigation reach their unpin deadline.
     UvmUnpin,
+    /// The driver services the GPU's access-counter notifications.
+    UvmCounters,
+    /// An access-counter migration's copies end: its pages become GPU-resident.
+    UvmCountersDone,
 }
 
 /// Low bits of an event's slot or CTA number: the index within its GPU.
@@ -74,6 +78,8 @@ pub struct World {
     memcpy_bytes: u64,
     done_at: Option<Ps>,
     replay: Option<Replay>,
+    /// An `Ev::UvmCounters` is on the queue.
+    counters_armed: bool,
     page_bytes: u64,
     uvm: Uvm,
     host_threads: u32,
@@ -119,6 +125,9 @@ impl World {
             }
         }
         uvm.apply_advice(&mut gpus[0].xlat.space.residency);
+        if cfg.uvm.access_counters.migrate && multi.is_none() && cfg.workload.managed {
+            gpus[0].remote.counters = Some(crate::uvm::counters::AccessCounters::new(&cfg.uvm.access_counters));
+        }
         World {
             program,
             pc: 0,
@@ -133,6 +142,7 @@ impl World {
             memcpy_bytes: 0,
             done_at: None,
             replay: None,
+            counters_armed: false,
             page_bytes: cfg.translation.page_size.0,
             uvm,
             host_threads: cfg.workload.host_threads,
@@ -371,6 +381,10 @@ impl Model for World {
             Ev::Warp(slot) => {
                 let gpu = &mut self.gpus[0];
                 gpu.run_warp(slot, now, q, None)?;
+                if gpu.remote.counters.as_ref().is_some_and(|c| !c.notifications.is_empty()) && !self.counters_armed {
+                    self.counters_armed = true;
+                    q.push(now + gpu.remote.counters.as_ref().map_or(0, |c| c.notify), Ev::UvmCounters);
+                }
                 for f in gpu.drain_faults() {
                     match self.ppr.as_mut() {
                         Some(ppr) => {
@@ -398,6 +412,25 @@ impl Model for World {
                 let next = self.uvm.service(now, &mut self.link, &mut self.gpus[0].xlat.space.residency);
                 self.after_uvm(q);
                 schedule(next, q);
+            }
+            Ev::UvmCounters => {
+                let gpu = &mut self.gpus[0];
+                let c = gpu.remote.counters.as_mut().expect("counter events only with access counters");
+                if !self.uvm.counters_can_run(now) {
+                    // A batch or a migration is in service: the notifications wait in the buffer.
+                    q.push(now + c.notify.max(1), Ev::UvmCounters);
+                    return Ok(());
+                }
+                self.counters_armed = false;
+                let notes = std::mem::take(&mut c.notifications);
+                if let Some(end) = self.uvm.service_counters(now, &notes, &mut self.link, &mut gpu.xlat.space.residency) {
+                    q.push(end, Ev::UvmCountersDone);
+                }
+                self.after_uvm(q);
+            }
+            Ev::UvmCountersDone => {
+                self.uvm.counters_done(&mut self.gpus[0].xlat.space.residency);
+                self.after_uvm(q);
             }
             Ev::UvmUnpin => {
                 self.uvm.unpin_due(now, &mut self.gpus[0].xlat.space.residency);
@@ -543,6 +576,7 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     world.link.export(&mut m, end);
     world.uvm.export(&mut m, &world.gpus[0].xlat.space.residency);
     world.gpus[0].remote.export(&mut m);
+    world.uvm.counters.export(world.gpus[0].remote.counters.as_ref().map_or(0, |c| c.raised), &mut m);
     if let Some(ppr) = &world.ppr {
         ppr.export(&mut m);
     }

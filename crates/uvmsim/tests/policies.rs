@@ -263,3 +263,32 @@ fn prefetch_async_moves_everything_before_the_kernel() {
     let ab = run(&[&REGULAR[..], &["workload.prefetch_inputs=true", "uvm.advise.policy=accessed-by"]].concat()).metrics;
     assert_eq!((m(&ab, "uvm.prefetch_async.remote_replaced"), m(&ab, "uvm.remote.loads")), (2048.0, 0.0));
 }
+
+/// Access-counter migration: a kernel that keeps gathering from a 2 MiB
+/// table mapped remotely (accessed-by) reads it over the link until the
+/// counters move the hot sub-regions to the GPU; then its accesses are local.
+/// The driver migrates nothing whose preferred location is the host, and
+/// nothing when the option is off (x86 + PCIe's default).
+#[test]
+fn access_counters_migrate_hot_remote_pages() {
+    let g = [
+        "workload.kind=gather",
+        "workload.gather.table_entries=131072",
+        "workload.gather.lookups=262144",
+        "workload.managed=true",
+        "uvm.records=true",
+    ];
+    let off = run(&[&g[..], &["uvm.advise.policy=accessed-by"]].concat()).metrics;
+    let on = run(&[&g[..], &["uvm.advise.policy=accessed-by", "uvm.access_counters.migrate=true"]].concat());
+    let x = &on.metrics;
+    assert_eq!(m(&off, "link.h2d.bytes"), 0.0);
+    assert!(m(x, "uvm.access_counters.notifications") > 0.0 && m(x, "uvm.access_counters.pages") > 0.0);
+    assert!(m(x, "uvm.remote.loads") * 4.0 < m(&off, "uvm.remote.loads"));
+    assert!(m(x, "time.kernel_ns") * 2.0 < m(&off, "time.kernel_ns"));
+    let mig = on.migrations.unwrap();
+    assert!(mig.iter().all(|r| r.cause == Cause::AccessCounter));
+    assert_eq!(mig.iter().map(|r| r.bytes).sum::<u64>() as f64, m(x, "uvm.access_counters.bytes_h2d"));
+    let pl = run(&[&g[..], &["uvm.advise.policy=preferred-location-host", "uvm.access_counters.migrate=true"]].concat()).metrics;
+    assert!(m(&pl, "uvm.access_counters.notifications") > 0.0);
+    assert_eq!((m(&pl, "uvm.access_counters.pages"), m(&pl, "link.h2d.bytes")), (0.0, 0.0));
+}

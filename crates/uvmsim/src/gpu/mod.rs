@@ -637,7 +637,7 @@ impl Gpu {
             if pa & REMOTE_PA != 0 {
                 // Remotely mapped (host memory): the page's lines go over the link, uncached.
                 let n = self.lines.line[i..self.lines.n].iter().take_while(|&&l| l < end_line).count();
-                done = done.max(self.remote.access(kind, n as u64 * (1 << ls), ready, now));
+                done = done.max(self.remote.access(kind, va >> 12, n as u32, n as u64 * (1 << ls), ready, now));
                 i += n;
                 continue;
             }

@@ -48,29 +48,65 @@ impl AsyncPrefetchStats {
     }
 }
 
+/// What one driver-initiated migration did.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Moved {
+    pub pages: u64,
+    pub bytes_h2d: u64,
+    pub remote_replaced: u64,
+    pub evictions: u64,
+}
+
 impl Uvm {
     /// `cudaMemPrefetchAsync(pages → GPU)` issued at `now`: returns when the
     /// last page is resident and mapped. GPU translations to drop (remote
     /// mappings replaced, evicted blocks) are left in `shootdowns`.
     pub fn prefetch_async(&mut self, now: Ps, pages: std::ops::Range<u64>, link: &mut Link, residency: &mut Residency) -> Ps {
+        let want: Vec<u64> = pages.filter(|&p| !residency.is_resident(p)).collect();
+        let (end, moved, _) = self.migrate_to_gpu(now, &want, Cause::PrefetchAsync, link, residency, true);
+        let s = &mut self.async_prefetch;
+        s.calls += 1;
+        s.pages += moved.pages;
+        s.bytes_h2d += moved.bytes_h2d;
+        s.remote_replaced += moved.remote_replaced;
+        s.evictions += moved.evictions;
+        s.time_ps += end - now;
+        end
+    }
+
+    /// Migrate `pages` (sorted, none GPU-resident) to the GPU from `now`, VA
+    /// block by VA block; returns when the last is copied and mapped, and
+    /// what moved. With `apply` the pages become resident (remote mappings
+    /// replaced) at once; otherwise the pages that moved are returned for the
+    /// caller to make resident at that time. The pages of a block that finds
+    /// GPU memory full of this call's own blocks, and those after it, stay
+    /// where they are.
+    pub(super) fn migrate_to_gpu(
+        &mut self,
+        now: Ps,
+        pages: &[u64],
+        cause: Cause,
+        link: &mut Link,
+        residency: &mut Residency,
+        apply: bool,
+    ) -> (Ps, Moved, Vec<u64>) {
         let driver = self.fixed.is_none();
         let c = self.costs.clone();
         let cost = |d: Ps| if driver { d } else { 0 };
         let mut t = now;
-        self.async_prefetch.calls += 1;
-        let (first_block, end_block) = (pages.start / BLOCK_PAGES, pages.end.div_ceil(BLOCK_PAGES));
+        let mut moved = Moved::default();
+        let mut later = vec![];
+        let (Some(&first), Some(&last)) = (pages.first(), pages.last()) else { return (now, moved, later) };
+        let (first_block, end_block) = (first / BLOCK_PAGES, last / BLOCK_PAGES + 1);
         // The blocks of this call keep their chunks (ASSUMPTION, as for a batch's blocks).
         let in_call = |b: u64| (first_block..end_block).contains(&b);
-        let mut block = first_block;
-        while block < end_block {
-            if (block - first_block) % UNMAP_STEP_BLOCKS == 0 {
-                t += cost(self.unmap_step(block, end_block.min(block + UNMAP_STEP_BLOCKS)));
-            }
-            let (lo, hi) = ((block * BLOCK_PAGES).max(pages.start), ((block + 1) * BLOCK_PAGES).min(pages.end));
-            let want: Vec<u64> = (lo..hi).filter(|&p| !residency.is_resident(p)).collect();
-            if want.is_empty() {
-                block += 1;
-                continue;
+        let mut unmapped_to = first_block;
+        for want in pages.chunk_by(|a, b| a / BLOCK_PAGES == b / BLOCK_PAGES) {
+            let block = want[0] / BLOCK_PAGES;
+            if block >= unmapped_to {
+                // The host side goes in 8 MiB steps.
+                unmapped_to = block + UNMAP_STEP_BLOCKS;
+                t += cost(self.unmap_step(block, unmapped_to));
             }
             t += cost(c.per_block);
             if self.gpu_blocks.insert(block) {
@@ -87,9 +123,9 @@ impl Uvm {
                         t += cost(c.evict);
                         t = self.evict_to_host(victim, t, now, link, residency);
                         t += cost(c.per_block);
-                        self.async_prefetch.evictions += 1;
+                        moved.evictions += 1;
                     } else {
-                        // GPU memory holds only this call's blocks: the rest stays on the host.
+                        // GPU memory holds only this call's blocks: the rest stays where it is.
                         break;
                     }
                 }
@@ -104,29 +140,33 @@ impl Uvm {
             if bytes > 0 {
                 let xfer = link.transfer_on(Dir::HostToDevice, bytes, t, now);
                 t = xfer.1;
-                self.record_migration(xfer, &from_cpu, Dir::HostToDevice, Cause::PrefetchAsync);
+                self.record_migration(xfer, &from_cpu, Dir::HostToDevice, cause);
                 self.thrashing.migrated(block, &from_cpu, crate::uvm::thrashing::Proc::Gpu, t);
             }
             t += cost(c.map);
-            let mut remote = false;
-            for &p in &want {
-                if residency.unmap_remote(p) {
-                    self.async_prefetch.remote_replaced += 1;
-                    remote = true;
-                }
-                residency.make_resident(p);
-            }
-            if remote {
+            moved.remote_replaced += want.iter().filter(|&&p| residency.is_remote(p)).count() as u64;
+            if !apply {
+                later.extend_from_slice(want);
+            } else if self.make_gpu_resident(want, residency) {
                 self.shootdowns.push(block);
             }
-            self.async_prefetch.pages += want.len() as u64;
-            self.async_prefetch.bytes_h2d += bytes;
+            moved.pages += want.len() as u64;
+            moved.bytes_h2d += bytes;
             self.stats.bytes_h2d += bytes;
-            block += 1;
         }
         t += cost(c.tracker);
-        self.async_prefetch.time_ps += t - now;
-        t
+        (t, moved, later)
+    }
+
+    /// The migrated `pages` of one block are GPU-resident now; true if a
+    /// remote mapping was replaced (the block's GPU translations must go).
+    pub(super) fn make_gpu_resident(&mut self, pages: &[u64], residency: &mut Residency) -> bool {
+        let mut remote = false;
+        for &p in pages {
+            remote |= residency.unmap_remote(p);
+            residency.make_resident(p);
+        }
+        remote
     }
 
     /// Unmap the host-mapped blocks of `[block, end)` in one call: every
@@ -220,9 +260,9 @@ mod tests {
         // (The link's bandwidth timeline rounds a copy's start to its slots: a few ns.)
         assert!(end.abs_diff(want) < 5000, "{end} vs {want}");
         assert_eq!(u.stats.unmaps_sync, 1);
-        // Resident pages are skipped the second time: nothing moves, only the tracker wait.
+        // Resident pages are skipped the second time: nothing moves, nothing to wait for.
         let again = u.prefetch_async(end, 0..BLOCK_PAGES, &mut link, &mut r);
-        assert_eq!(again - end, 4_000_000);
+        assert_eq!(again, end);
         assert_eq!(u.async_prefetch.pages, 512);
     }
 

@@ -56,6 +56,7 @@
 //! the background worker the batches skip, wait for or fall back from). With
 //! `records`, every copy over the link is a row of the `migrations` table.
 
+pub mod counters;
 pub mod evict;
 pub mod migrate;
 pub mod policy;
@@ -190,6 +191,8 @@ section! {
         pub advise: AdviseConfig = AdviseConfig::default(),
         /// Preemptive CPU unmapping.
         pub preunmap: PreunmapConfig = PreunmapConfig::default(),
+        /// Access-counter migration of remotely mapped pages.
+        pub access_counters: counters::AccessCounterConfig = counters::AccessCounterConfig::default(),
         /// A host access that finds a managed page on the GPU (or its VA block not mapped on the host): the CPU page fault's
         /// service per VA block, before any copy back, in µs. ASSUMPTION, to be calibrated.
         pub cpu_fault_us: f64 = 20.0,
@@ -253,6 +256,8 @@ pub enum Cause {
     Thrashing,
     /// cudaMemPrefetchAsync to the GPU.
     PrefetchAsync,
+    /// Access-counter migration of remotely mapped pages to the GPU.
+    AccessCounter,
 }
 
 /// One copy over the link (the `migrations` table).
@@ -336,6 +341,7 @@ impl UvmConfig {
         }
         self.prefetch.validate()?;
         self.thrashing.validate()?;
+        self.access_counters.validate()?;
         if !(self.cpu_fault_us.is_finite() && (0.0..=1e6).contains(&self.cpu_fault_us)) {
             return Err(("uvm.cpu_fault_us".into(), format!("must be between 0 and 1000000 µs, got {}", self.cpu_fault_us)));
         }
@@ -593,6 +599,10 @@ pub struct Uvm {
     cpu_fault: Ps,
     /// cudaMemPrefetchAsync calls (`migrate.rs`).
     pub async_prefetch: migrate::AsyncPrefetchStats,
+    /// Access-counter migrations (`counters.rs`): the driver is busy with one until then, its pages.
+    busy_until: Ps,
+    counter_pages: Vec<u64>,
+    pub counters: counters::CounterStats,
 }
 
 impl Fault {
@@ -681,6 +691,9 @@ impl Uvm {
             worker_done: FxHashSet::default(),
             cpu_fault: us(c.cpu_fault_us),
             async_prefetch: migrate::AsyncPrefetchStats::default(),
+            busy_until: 0,
+            counter_pages: vec![],
+            counters: counters::CounterStats::default(),
         }
     }
 
@@ -1186,6 +1199,10 @@ impl Uvm {
     /// effect at once (their pages leave `residency`; the blocks to shoot down
     /// are left in `shootdowns`); the batch's pages become resident at its end.
     pub fn service(&mut self, now: Ps, link: &mut Link, residency: &mut Residency) -> Next {
+        if now < self.busy_until {
+            // The bottom half is migrating for the access counters: the batch waits.
+            return Next::Service(self.busy_until);
+        }
         // Fetch up to batch_size faults already written; the buffer is in time order.
         let mut fetched = Vec::with_capacity(self.batch_size);
         while fetched.len() < self.batch_size && self.buffer.front().is_some_and(|f| f.time <= now) {

@@ -26,6 +26,8 @@ pub struct RemoteAccess {
     pub loads: u64,
     pub stores: u64,
     pub bytes: u64,
+    /// Access counters, when access-counter migration is on.
+    pub counters: Option<super::counters::AccessCounters>,
 }
 
 impl RemoteAccess {
@@ -36,12 +38,16 @@ impl RemoteAccess {
             loads: 0,
             stores: 0,
             bytes: 0,
+            counters: None,
         }
     }
 
-    /// `bytes` of one page accessed remotely from `t` (no request arrives before `now`); returns when done.
-    pub fn access(&mut self, kind: MemKind, bytes: u64, t: Ps, now: Ps) -> Ps {
+    /// `bytes` (`lines` line requests) of page `vpn` accessed remotely from `t` (no request arrives before `now`); returns when done.
+    pub fn access(&mut self, kind: MemKind, vpn: u64, lines: u32, bytes: u64, t: Ps, now: Ps) -> Ps {
         self.bytes += bytes;
+        if let Some(c) = self.counters.as_mut() {
+            c.count(vpn, lines);
+        }
         match kind {
             MemKind::Store => {
                 self.stores += 1;
@@ -73,14 +79,14 @@ mod tests {
         (c.latency_ns, c.bandwidth_gbps) = (1000.0, 16.0);
         let mut r = RemoteAccess::new(&c);
         // 128 B at 16 GB/s = 8 ns; 2 x 1 µs of latency.
-        let done = r.access(MemKind::Load, 128, 0, 0);
+        let done = r.access(MemKind::Load, 0, 1, 128, 0, 0);
         assert!((2_008_000..2_020_000).contains(&done), "{done}");
         // A store is posted: one latency.
-        let done = r.access(MemKind::Store, 128, 0, 0);
+        let done = r.access(MemKind::Store, 0, 1, 128, 0, 0);
         assert!((1_008_000..1_020_000).contains(&done), "{done}");
         // Bandwidth is shared: 64 KiB of loads at once take 4 µs more than one line.
         let mut r2 = RemoteAccess::new(&c);
-        let last = (0..512).map(|_| r2.access(MemKind::Load, 128, 0, 0)).max().unwrap();
+        let last = (0..512).map(|_| r2.access(MemKind::Load, 0, 1, 128, 0, 0)).max().unwrap();
         assert!((6_000_000..6_200_000).contains(&last), "{last}");
         assert_eq!((r.loads, r.stores, r.bytes), (1, 1, 256));
     }
