@@ -255,6 +255,39 @@ def test_li_least_tlb_quick(tmp_path: Path) -> None:
         assert (tmp_path / "runs" / f"{app}-least").exists()
 
 
+def test_mpki_class_bounds() -> None:
+    # multi-gpu §3.1.1.2: L < 0.1, M 0.1-1, H > 1.
+    assert [rep.mpki_class(x) for x in (0.0, 0.099, 0.1, 0.5, 1.0, 1.01, 200.0)] == ["L", "L", "M", "M", "M", "H", "H"]
+
+
+def test_translated_l2_misses_drop_the_fault_path() -> None:
+    # 100 ATS requests, of which 10 raised a far fault and 40 were duplicates while it was serviced: 50 translated.
+    m = {"iommu.ats_requests": 100, "multi.far_faults": 10, "multi.far_faults.duplicate": 40}
+    assert rep.translated_l2_misses(m) == 50
+    with pytest.raises(ValueError, match="ATS"):
+        rep.translated_l2_misses({**m, "iommu.ats_requests": 0})
+
+
+def test_li_mpki_quick(tmp_path: Path) -> None:
+    # At the traced inputs the GCN3 count is MGPUSim's own; a streaming kernel's translated misses are its pages.
+    rows = {r.metric: r for r in rep.reproduce("li-mpki", tmp_path, quick=True)}
+    assert 0 <= rows["class_matches"].simulated <= 9
+    lines = (tmp_path / "mpki.csv").read_text().splitlines()
+    head = lines[0].split(",")
+    table = {r["app"]: r for r in (dict(zip(head, line.split(","), strict=True)) for line in lines[1:])}
+    assert list(table) == ["FIR", "KM", "PR", "AES", "MT", "MM", "BS", "ST", "FFT", "SC"]
+    spec = {w["name"]: w for w in rep.load_spec("li-mpki").params["workloads"]}
+    for app, row in table.items():
+        assert float(row["gcn3_insts"]) == pytest.approx(spec[app]["gcn3_insts"], rel=1e-5)
+        assert 0 < float(row["l2_misses_translated"]) <= float(row["l2_misses_raw"])
+        assert rows[f"mpki.{app}"].simulated == pytest.approx(
+            1000 * float(row["l2_misses_translated"]) / float(row["gcn3_insts"]), rel=1e-5
+        )
+    # fir: 1024 pages (4 MiB), each GPU misses once on its own pages (plus a few shared at the borders).
+    assert 1024 <= float(table["FIR"]["l2_misses_translated"]) < 1100
+    assert not (tmp_path / "runs" / "FIR").exists()  # quick: no large runs
+
+
 def test_li_idyll_quick(tmp_path: Path) -> None:
     # Every scheme ran for each application; the directory sent fewer requests than the broadcast.
     rows = {r.metric: r for r in rep.reproduce("li-idyll", tmp_path, quick=True)}

@@ -420,11 +420,33 @@ def batch_size_plot(rows: Sequence[rep.Row], out: Path) -> Figure:
     return fig
 
 
+def mpki_plot(rows: Sequence[rep.Row], out: Path) -> Figure:
+    """multi-gpu Table 3: published and simulated L2-TLB MPKI per application (log scale), with the class
+    bounds 0.1 and 1."""
+    table = _read_csv(out / "mpki.csv")
+    fig = _new_figure()
+    ax = fig.add_subplot()
+    x = range(len(table))
+    ax.bar([i - 0.2 for i in x], [float(r["published_mpki"]) for r in table], width=0.4, label="published (Table 3)")
+    ax.bar([i + 0.2 for i in x], [float(r["mpki"]) for r in table], width=0.4, label="simulated")
+    for bound in (0.1, 1.0):
+        ax.axhline(bound, color="0.3", linestyle="--", linewidth=0.8)
+    star = {"True": "", "False": "*"}
+    labels = [f"{r['app']}{star[r['counted']]}\n{r['published_class']}/{r['class']}" for r in table]
+    ax.set_xticks(list(x), labels, fontsize=7)
+    ax.set_yscale("log")
+    ax.set_ylabel("L2 TLB misses per 1000 GCN3 instructions")
+    ax.set_title("L2-TLB MPKI, class published/simulated (multi-gpu Table 3; * not counted)", fontsize=10)
+    ax.legend(fontsize=7)
+    return fig
+
+
 # Experiment-specific figures, drawn from the experiment's own tables in its output directory.
 PLOTTERS: dict[str, Callable[[Sequence[rep.Row], Path], Figure]] = {
     "apu-walk-concurrency": walk_concurrency_plot,
     "allen-base-cost": base_cost_plot,
     "allen-batch-size": batch_size_plot,
+    "li-mpki": mpki_plot,
 }
 
 
