@@ -180,8 +180,10 @@ pub struct FwStats {
     pub forwarded: u64,
     /// Forwarded to the GPU that held the page (its walk found the PTE).
     pub remote_hits: u64,
-    /// Forwarded to a GPU that did not hold the page (FT false positive): discarded.
+    /// Forwarded to a GPU that did not own the page (FT false positive): discarded.
     pub false_positives: u64,
+    /// Forwarded to the owner before its PTE was valid (the page still on its way there): discarded.
+    pub owner_not_ready: u64,
     /// Remote hits whose notification removed the request from the host PW-queue (no host walk).
     pub walks_removed: u64,
     /// Remote hits that answered before a host walk that had already started.
@@ -271,10 +273,11 @@ impl Multi {
         // The owner's GMMU walks its own table (its walkers and PW-cache), then notifies the host.
         let gx = &mut gpus[x];
         let walked = gx.xlat.gmmu.walk(vpn << 12, 1, at + self.host_lat, now, &mut gx.mem.dram);
-        let hit = self.dir.page(vpn).owner as usize == x && gx.xlat.space.residency.is_resident(vpn);
+        let owner = self.dir.page(vpn).owner as usize == x;
         let notified = walked + self.host_lat;
-        if !hit {
-            fw.stats.false_positives += 1;
+        if !owner || !gx.xlat.space.residency.is_resident(vpn) {
+            fw.stats.false_positives += !owner as u64;
+            fw.stats.owner_not_ready += owner as u64;
             return self.host_walk(vpn, t, at, now);
         }
         fw.stats.remote_hits += 1;
@@ -324,6 +327,7 @@ pub fn export(fw: Option<&Forwarding>, m: &mut Metrics, gpus: &[Gpu]) {
         m.int(format!("{p}.forwarded"), s.forwarded);
         m.int(format!("{p}.remote_hits"), s.remote_hits);
         m.int(format!("{p}.false_positives"), s.false_positives);
+        m.int(format!("{p}.owner_not_ready"), s.owner_not_ready);
         m.int(format!("{p}.host_walks_removed"), s.walks_removed);
         m.int(format!("{p}.remote_first"), s.remote_first);
         m.int(format!("{p}.insert_failures"), s.insert_failures);
@@ -453,6 +457,25 @@ mod tests {
         assert_eq!((p.stats.insert_failures, p.stats.untrusted), (1, 2));
     }
 
+    #[test]
+    fn a_walk_forwarded_before_the_owner_has_the_page_is_discarded() {
+        let (mut m, mut gpus, _) = system(2, |c| {
+            c.multi.transfw.forwarding = true;
+            c.multi.host_mmu.walker.threads = 2;
+        });
+        let vpn = BASE >> 12;
+        // GPU 1's fault moves the page there, but its answer has not arrived (no `page_ready`).
+        m.fault(1, vpn, false, 0, 0, &mut gpus).unwrap();
+        let arrive = ns_to_ps(1_000.0);
+        for i in 0..5u64 {
+            m.host_walker.walk((1000 + i) << 30, 1, arrive, arrive, &mut m.host_dram);
+        }
+        let walked = m.host_translate_fw(0, vpn, arrive, arrive, &mut gpus);
+        assert_eq!(walked - arrive, ns_to_ps(1200.0), "the host walk answers");
+        let s = &m.forwarding.as_ref().unwrap().stats;
+        assert_eq!((s.forwarded, s.false_positives, s.owner_not_ready), (1, 0, 1));
+    }
+
     /// GPU 1 owns page `vpn`; `busy` dummy walks occupy the host walkers (2 threads) when
     /// GPU 0's fault on it arrives. Returns (answer time - arrival, the system).
     fn forwarded_fault(busy: u64, threshold: f64) -> (Ps, Multi, Vec<Gpu>) {
@@ -522,7 +545,7 @@ mod tests {
         let walked = m.host_translate_fw(0, vpn + 1, arrive, arrive, &mut gpus);
         assert_eq!(walked - arrive, ns_to_ps(1200.0), "the host walk answers (800-1200 ns)");
         let s = &m.forwarding.as_ref().unwrap().stats;
-        assert_eq!((s.forwarded, s.false_positives, s.remote_hits), (1, 1, 0));
+        assert_eq!((s.forwarded, s.false_positives, s.owner_not_ready, s.remote_hits), (1, 1, 0, 0));
     }
 
     fn run(extra: &[&str]) -> Metrics {
