@@ -124,6 +124,7 @@ def test_reproduce_list(cli: Cli) -> None:
         "apu-walk-concurrency",
         "li-idyll",
         "li-least-tlb",
+        "li-transfw",
         "mgpusim-tlb",
         "zheng-blocking",
         "zheng-pcie-util",
