@@ -125,6 +125,7 @@ def test_reproduce_list(cli: Cli) -> None:
         "li-idyll",
         "li-least-tlb",
         "li-mpki",
+        "li-transfw",
         "mgpusim-tlb",
         "zheng-blocking",
         "zheng-pcie-util",

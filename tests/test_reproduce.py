@@ -307,3 +307,20 @@ def test_li_idyll_quick(tmp_path: Path) -> None:
     for app in ("PR", "BS"):
         for k in ("base", "directory", "lazy", "both", "zero_latency"):
             assert (tmp_path / "runs" / f"{app}-{k}").exists()
+
+
+def test_li_transfw_quick(tmp_path: Path) -> None:
+    # Every scheme ran for each application; the PRT skipped local walks of MT's far faults.
+    rows = {r.metric: r for r in rep.reproduce("li-transfw", tmp_path, quick=True)}
+    assert set(rows) >= {"mean_speedup", "mt_highest", "speedup.MT", "speedup.FIR", "speedup.AES"}
+    assert rows["mean_speedup"].simulated > 0
+    assert rows["mt_highest"].simulated in (0.0, 1.0)
+    assert 0 <= rows["prt_false_positive_rate"].simulated <= 1
+    lines = (tmp_path / "speedups.csv").read_text().splitlines()
+    assert [line.split(",")[0] for line in lines[1:]] == ["AES", "FIR", "MT"]
+    head = lines[0].split(",")
+    mt = dict(zip(head, lines[3].split(","), strict=True))
+    assert float(mt["skipped_walks"]) > 0
+    for app in ("AES", "FIR", "MT"):
+        for k in ("base", "prt", "forwarding", "transfw"):
+            assert (tmp_path / "runs" / f"{app}-{k}").exists()

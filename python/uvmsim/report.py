@@ -441,12 +441,41 @@ def mpki_plot(rows: Sequence[rep.Row], out: Path) -> Figure:
     return fig
 
 
+def transfw_plot(rows: Sequence[rep.Row], out: Path) -> Figure:
+    """multi-gpu Fig. 32: performance normalized to the GMMU baseline per application (PRT alone, host
+    forwarding alone, Trans-FW, Trans-FW with a PRT that never overflows), with the published average (1.538)."""
+    import numpy as np
+
+    table = _read_csv(out / "speedups.csv")
+    apps = [r["app"] for r in table]
+    series = [
+        ("prt_speedup", "PRT only"),
+        ("forwarding_speedup", "forwarding only"),
+        ("speedup", "Trans-FW"),
+        ("large_prt_speedup", "Trans-FW, 65536-entry PRT"),
+    ]
+    fig = _new_figure(8.5, 4.0)
+    ax = fig.add_subplot()
+    x = np.arange(len(apps), dtype=float)
+    w = 0.8 / len(series)
+    for i, (col, label) in enumerate(series):
+        ax.bar(x + (i - (len(series) - 1) / 2) * w, [float(r[col]) for r in table], w, label=label)
+    ax.axhline(1.0, color="0.3", linewidth=0.8)
+    ax.axhline(1.538, color="C3", linestyle="--", linewidth=1.0, label="published Trans-FW average (1.538)")
+    ax.set_xticks(x, apps, fontsize=8)
+    ax.set_ylabel("performance / baseline")
+    ax.set_title("Trans-FW normalized performance (multi-gpu Fig. 32)", fontsize=10)
+    ax.legend(fontsize=7)
+    return fig
+
+
 # Experiment-specific figures, drawn from the experiment's own tables in its output directory.
 PLOTTERS: dict[str, Callable[[Sequence[rep.Row], Path], Figure]] = {
     "apu-walk-concurrency": walk_concurrency_plot,
     "allen-base-cost": base_cost_plot,
     "allen-batch-size": batch_size_plot,
     "li-mpki": mpki_plot,
+    "li-transfw": transfw_plot,
 }
 
 

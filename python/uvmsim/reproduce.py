@@ -1035,3 +1035,70 @@ def li_mpki(ctx: Context) -> dict[str, float]:
     )
     out["class_matches"] = float(matches)
     return out
+
+
+@experiment("li-transfw")
+def li_transfw(ctx: Context) -> dict[str, float]:
+    """Fig. 32: Trans-FW (PRT, host forwarding, both) vs the access-counter GMMU baseline, per application."""
+    schemes = {
+        "prt": {"multi.transfw.prt": True},
+        "forwarding": {"multi.transfw.forwarding": True},
+        "transfw": {"multi.transfw.prt": True, "multi.transfw.forwarding": True},
+        "large_prt": {"multi.transfw.prt": True, "multi.transfw.forwarding": True, "multi.transfw.prt_entries": 65536},
+    }
+    speed: dict[str, dict[str, float]] = {k: {} for k in schemes}
+    rows = []
+    fp, trusted = 0.0, 0.0
+    for w in ctx.params["workloads"]:
+        name, size = w["name"], dict(w["set"])
+        base = ctx.run(f"{name}-base", size).metrics
+        row: list[float | str] = [name, base["time.kernel_ns"], base["multi.far_faults"]]
+        runs = {k: ctx.run(f"{name}-{k}", {**size, **extra}).metrics for k, extra in schemes.items()}
+        for k, r in runs.items():
+            speed[k][name] = base["time.kernel_ns"] / r["time.kernel_ns"]
+            row.append(speed[k][name])
+        m = runs["transfw"]  # its details
+        row += [
+            m["multi.transfw.prt.lookups"],
+            m["multi.transfw.prt.skipped_walks"],
+            m["multi.transfw.prt.false_positives"],
+            m["multi.transfw.prt.untrusted"],
+            m["multi.transfw.fw.host_queue_mean"],
+            m["multi.transfw.fw.forwarded"],
+            m["multi.transfw.fw.remote_hits"],
+            m["multi.transfw.fw.host_walks_removed"],
+        ]
+        fp += m["multi.transfw.prt.false_positives"]
+        trusted += m["multi.transfw.prt.lookups"] - m["multi.transfw.prt.untrusted"]
+        rows.append(tuple(row))
+    write_csv(
+        ctx.out / "speedups.csv",
+        (
+            "app",
+            "base_kernel_ns",
+            "base_far_faults",
+            "prt_speedup",
+            "forwarding_speedup",
+            "speedup",
+            "large_prt_speedup",
+            "prt_lookups",
+            "skipped_walks",
+            "prt_false_positives",
+            "prt_untrusted",
+            "host_queue_mean",
+            "forwarded",
+            "remote_hits",
+            "host_walks_removed",
+        ),
+        rows,
+    )
+    out: dict[str, float] = {f"speedup.{a}": v for a, v in speed["transfw"].items()}
+    for k in ("prt", "forwarding", "large_prt"):
+        out.update({f"speedup.{k}.{a}": v for a, v in speed[k].items()})
+        out[f"mean_speedup.{k}"] = _mean(speed[k])
+    out["mean_speedup"] = _mean(speed["transfw"])
+    out["geomean_speedup"] = _geomean(speed["transfw"])
+    best = max(speed["transfw"], key=lambda a: speed["transfw"][a])
+    out["mt_highest"] = float(best == "MT")
+    out["prt_false_positive_rate"] = fp / trusted if trusted else 0.0
+    return out

@@ -31,6 +31,7 @@
 
 pub mod dir;
 pub mod topo;
+pub mod transfw;
 
 pub use dir::{access_bit, access_bits, Directory, Page, ACCESS_BITS, HOST};
 pub use topo::{cta_share, CtaPlacement, Fabric, PeerTopology};
@@ -92,6 +93,8 @@ section! {
         pub least_tlb: LeastTlbConfig = LeastTlbConfig::default(),
         /// IDYLL (seed multi-gpu §5.2): in-PTE directory of the GPUs that accessed a page, and lazy PTE invalidation through a per-GPU merging buffer (GMMU mode).
         pub idyll: IdyllConfig = IdyllConfig::default(),
+        /// Trans-FW (seed multi-gpu §4.2): the GMMUs' pending request tables (skip a local walk that cannot succeed) and the host's forwarding of walks to the owner GPU (GMMU mode).
+        pub transfw: transfw::TransFwConfig = transfw::TransFwConfig::default(),
     }
 }
 
@@ -212,6 +215,7 @@ impl MultiConfig {
             let k = if i.directory { "directory" } else { "lazy" };
             return Err(("translation.mode".into(), format!("must be \"gmmu\" with multi.idyll.{k} = true")));
         }
+        transfw::validate(&self.transfw, cfg)?;
         if self.active() && cfg.translation.page_size.0 != 4096 {
             return Err((
                 "translation.page_size".into(),
@@ -312,6 +316,8 @@ pub struct Multi {
     /// IDYLL's in-PTE directory and lazy invalidation (`multi.idyll`).
     directory: bool,
     lazy: bool,
+    /// Trans-FW's forwarding table (`multi.transfw.forwarding`).
+    forwarding: Option<Box<transfw::Forwarding>>,
     host_lat: Ps,
     peer_lat: Ps,
     remote_dram: Ps,
@@ -358,6 +364,7 @@ impl Multi {
             no_migration: m.oracle.no_migration_latency,
             directory: m.idyll.directory,
             lazy: m.idyll.lazy,
+            forwarding: transfw::Forwarding::build(cfg),
             host_lat: ns_to_ps(m.host_latency_ns),
             peer_lat: ns_to_ps(m.peer_latency_ns),
             remote_dram: ns_to_ps(cfg.gpu.dram.latency_ns),
@@ -434,6 +441,11 @@ impl Multi {
             Some(Lookup::Miss(at)) => at,
             None => t,
         };
+        self.host_walk(vpn, t, at, now)
+    }
+
+    /// The host walkers translate `vpn` (a host-TLB miss at `at` of a request that arrived at `t`).
+    fn host_walk(&mut self, vpn: u64, t: Ps, at: Ps, now: Ps) -> Ps {
         let done = self.host_walker.walk(vpn << 12, 1, at, now, &mut self.host_dram);
         self.stats.host_queue_ps += self.host_walker.last_wait as u128;
         self.stats.host_pwc_ps += (self.host_walker.last_reads.saturating_sub(1) as u64 * self.host_walker.level_latency()) as u128;
@@ -517,6 +529,9 @@ impl Multi {
         }
         let residency = &mut gpu.xlat.space.residency;
         let had_pte = residency.make_nonresident(vpn);
+        if let (true, Some(prt)) = (had_pte, gpu.xlat.prt.as_mut()) {
+            prt.unmapped(vpn);
+        }
         if had_pte {
             // A warp waiting for other pages may have counted on this one: it re-executes and faults again.
             residency.refault_epoch += 1;
@@ -587,7 +602,7 @@ impl Multi {
         }
         self.stats.faults[g] += 1;
         let arrive = t + self.host_lat;
-        let walked = self.host_translate(vpn, arrive, now);
+        let walked = self.host_translate_fw(g, vpn, arrive, now, gpus);
         let start = walked.max(p.ready);
         // Invalidations wait for the page's previous operation (see `Page::busy`).
         let send = self.send_time(arrive, walked, p.busy);
@@ -644,6 +659,7 @@ impl Multi {
         q.access |= access_bit(g);
         if moved {
             self.dir.reset_counters(vpn, self.n);
+            self.owner_changed(vpn, p.owner, g);
         }
         Some(ready)
     }
@@ -679,6 +695,7 @@ impl Multi {
         q.ready = done;
         q.busy = done;
         self.dir.reset_counters(vpn, self.n);
+        self.owner_changed(vpn, p.owner, g);
     }
 
     /// GPU `g`'s answer for `vpn` arrived: its PTE becomes valid, unless the page was
@@ -695,7 +712,11 @@ impl Multi {
         }
         let residency = &mut gpu.xlat.space.residency;
         if mapped {
-            residency.make_resident(vpn);
+            if residency.make_resident(vpn) {
+                if let Some(prt) = gpu.xlat.prt.as_mut() {
+                    prt.mapped(vpn);
+                }
+            }
         } else {
             residency.refault_epoch += 1;
         }
@@ -780,6 +801,7 @@ impl Multi {
             m.int("multi.idyll.irmb.hits", b.hits);
             m.int("multi.idyll.irmb.removed", b.removed);
         }
+        transfw::export(self.forwarding.as_deref(), m, gpus);
         for (k, c) in self.dir.sharing(n).iter().enumerate() {
             m.int(format!("multi.sharing.pages_{}", k + 1), *c);
         }

@@ -142,12 +142,14 @@ pub struct Translator {
     pub gpu: usize,
     /// IDYLL's lazy PTE invalidation (`multi.idyll.lazy`): PTE invalidations not yet written to the page table.
     pub irmb: Option<Box<irmb::Irmb>>,
+    /// Trans-FW's pending request table (`multi.transfw.prt`): the pages this GPU's table maps.
+    pub prt: Option<Box<crate::multi::transfw::Prt>>,
 }
 
 impl Translator {
     /// The translation of GPU `gpu` of a multi-GPU system.
     pub fn with_gpu(cfg: &Config, gpu: usize) -> Translator {
-        Translator { gpu, ..Translator::new(cfg) }
+        Translator { gpu, prt: crate::multi::transfw::Prt::build(cfg, gpu), ..Translator::new(cfg) }
     }
 
     pub fn new(cfg: &Config) -> Translator {
@@ -193,6 +195,7 @@ impl Translator {
             gpu: 0,
             irmb: (cfg.multi.idyll.lazy && cfg.multi.active())
                 .then(|| Box::new(irmb::Irmb::new(cfg.multi.idyll.irmb_bases as usize, cfg.multi.idyll.irmb_offsets as usize))),
+            prt: crate::multi::transfw::Prt::build(cfg, 0),
         };
         let t = &cfg.translation;
         if t.walk_records_every > 0 {
@@ -327,6 +330,12 @@ impl Translator {
             if let Some(b) = self.irmb.as_mut() {
                 if b.lookup(va >> 12) {
                     b.stats.hits += 1;
+                    return t;
+                }
+            }
+            // Trans-FW: a page the PRT rules out is not in the local table: the fault goes to the host at once.
+            if let (Some(p), true) = (self.prt.as_mut(), r.managed) {
+                if p.skip(va >> 12, self.space.residency.is_resident(va >> 12)) {
                     return t;
                 }
             }

@@ -39,6 +39,12 @@ impl Outstanding {
         first
     }
 
+    /// Operations not complete at `t` (retires those done by then).
+    pub fn in_flight(&mut self, t: Ps) -> usize {
+        self.retire_until(t);
+        self.ends.len()
+    }
+
     /// Record an admitted operation that completes at `end`.
     #[inline]
     pub fn push(&mut self, end: Ps) {

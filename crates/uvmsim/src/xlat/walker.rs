@@ -129,6 +129,17 @@ impl Walker {
         self.threads.iter().copied().min().map_or(t, |f| f.max(t))
     }
 
+    /// Requests admitted and waiting for a thread at `t`: walks not finished at `t`
+    /// less the threads busy then (each busy thread runs one of them). Trans-FW's
+    /// forwarding threshold reads it. Retires the walks done by `t`, as `walk` would.
+    pub fn queued_at(&mut self, t: Ps) -> usize {
+        if self.unlimited {
+            return 0;
+        }
+        let busy = self.threads.iter().filter(|&&f| f > t).count();
+        self.queue.in_flight(t).saturating_sub(busy)
+    }
+
     /// No walk running or queued at `t` (IDYLL's IRMB writes back then).
     pub fn idle_at(&self, t: Ps) -> bool {
         self.unlimited || self.threads.iter().all(|&f| f <= t)
