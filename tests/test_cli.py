@@ -126,7 +126,10 @@ def test_reproduce_list(cli: Cli) -> None:
         "li-least-tlb",
         "mgpusim-tlb",
         "zheng-blocking",
+        "zheng-latency-sensitivity",
         "zheng-pcie-util",
+        "zheng-prefetch",
+        "zheng-prefetch-blocking",
         "zheng-replayable-mshr",
     ]
 
