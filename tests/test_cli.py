@@ -128,7 +128,10 @@ def test_reproduce_list(cli: Cli) -> None:
         "li-transfw",
         "mgpusim-tlb",
         "zheng-blocking",
+        "zheng-latency-sensitivity",
         "zheng-pcie-util",
+        "zheng-prefetch",
+        "zheng-prefetch-blocking",
         "zheng-replayable-mshr",
     ]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import math
 from pathlib import Path
 
@@ -241,6 +242,34 @@ def test_zheng_suite_experiments(tmp_path: Path) -> None:
     assert names == sorted(["backprop", "hotspot", "nw", "sgemm", "sad", "stencil", "minife", "comd", "xsbench"])
     mshr = {r.metric: r for r in rep.reproduce("zheng-replayable-mshr", tmp_path / "mshr", quick=True)}
     assert mshr["mean_slowdown.1"].simulated > mshr["mean_slowdown.16"].simulated > 1
+
+
+def test_zheng_prefetch_experiments(tmp_path: Path) -> None:
+    # Every policy ran for every workload; prefetching moves pages the demand-only run does not; the
+    # derived metrics follow from the per-policy geomeans; the latency runs scale the transfer set.
+    rows = {r.metric: r for r in rep.reproduce("zheng-prefetch", tmp_path / "pf", quick=True)}
+    g = {p: policy_geomean(tmp_path / "pf", p) for p in ("none", "random", "sequential", "locality", "oracle")}
+    assert all(v > 0 for v in g.values())
+    assert rows["locality_speedup_pct"].simulated == pytest.approx(100 * (1 - g["locality"]))
+    assert rows["ranking_matches"].simulated in (0, 1)
+    hotspot = json.loads((tmp_path / "pf" / "runs" / "hotspot-locality" / "summary.json").read_text())["metrics"]
+    none = json.loads((tmp_path / "pf" / "runs" / "hotspot-none" / "summary.json").read_text())["metrics"]
+    assert hotspot["uvm.prefetch.pages"] > 0 == none["uvm.prefetch.pages"]
+    blk = {r.metric: r for r in rep.reproduce("zheng-prefetch-blocking", tmp_path / "blk", quick=True)}
+    assert blk["blocking_over_replayable"].simulated > 0
+    lat = {r.metric: r for r in rep.reproduce("zheng-latency-sensitivity", tmp_path / "lat", quick=True)}
+    assert set(lat) == {"slowdown_pct", "slowdown_pct.fixed_set"}
+    scaled = json.loads((tmp_path / "lat" / "runs" / "nw-scaled" / "summary.json").read_text())
+    assert scaled["config"]["uvm"]["prefetch"]["transfer_set_pages"] == 160
+    assert scaled["config"]["uvm"]["fault_latency_us"] == 40.0
+
+
+def policy_geomean(out: Path, policy: str) -> float:
+    """The geomean slowdown of ``policy`` from the experiment's slowdowns.csv (all policies are in it)."""
+    lines = (out / "slowdowns.csv").read_text().splitlines()[1:]
+    vals = [float(line.split(",")[2]) for line in lines if line.split(",")[0] == policy]
+    assert len(vals) == 9
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
 
 
 def test_li_least_tlb_quick(tmp_path: Path) -> None:

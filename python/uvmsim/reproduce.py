@@ -848,6 +848,70 @@ def zheng_pcie_util(ctx: Context) -> dict[str, float]:
     return {"mean_utilization_pct": _mean(util), **{f"utilization_pct.{k}": v for k, v in util.items()}}
 
 
+@experiment("zheng-prefetch")
+def zheng_prefetch(ctx: Context) -> dict[str, float]:
+    """Fig. 7: geomean runtime over copy-then-execute per prefetch policy, with replayable far faults."""
+    out: dict[str, float] = {}
+    table = {}
+    for policy in ctx.params["policies"]:
+        s = _suite_slowdowns(ctx, policy, {"uvm.prefetch.policy": policy})
+        table[policy] = s
+        out[f"geomean_slowdown.{policy}"], out[f"mean_slowdown.{policy}"] = _geomean(s), _mean(s)
+    _write_slowdowns(ctx, "slowdowns.csv", "policy", table)
+    g = {p: out[f"geomean_slowdown.{p}"] for p in ("random", "sequential", "locality", "oracle")}
+    # The seed's order, best first: oracle, locality, sequential, random (lower runtime is better).
+    out["ranking_matches"] = float(g["oracle"] < g["locality"] < g["sequential"] < g["random"])
+    out["locality_speedup_pct"] = 100.0 * (1.0 - g["locality"])
+    out["policies_beating_legacy"] = float(sum(v < 1.0 for v in g.values()))
+    out["locality_over_oracle_pct"] = 100.0 * (g["locality"] / g["oracle"] - 1.0)
+    out["worst_best_gap_pct"] = 100.0 * (max(g.values()) / min(g.values()) - 1.0)
+    return out
+
+
+@experiment("zheng-prefetch-blocking")
+def zheng_prefetch_blocking(ctx: Context) -> dict[str, float]:
+    """§4.3: locality prefetching with blocking and with replayable far faults, geomean over copy-then-execute."""
+    out: dict[str, float] = {}
+    table = {}
+    for mode in ctx.params["modes"]:
+        s = _suite_slowdowns(ctx, mode, {"uvm.fault_mode": mode})
+        table[mode] = s
+        out[f"geomean_slowdown.{mode}"], out[f"mean_slowdown.{mode}"] = _geomean(s), _mean(s)
+    _write_slowdowns(ctx, "slowdowns.csv", "fault_mode", table)
+    out["blocking_slowdown_pct"] = 100.0 * (out["geomean_slowdown.blocking"] - 1.0)
+    out["replayable_speedup_pct"] = 100.0 * (1.0 - out["geomean_slowdown.replayable"])
+    out["blocking_over_replayable"] = out["geomean_slowdown.blocking"] / out["geomean_slowdown.replayable"]
+    return out
+
+
+@experiment("zheng-latency-sensitivity")
+def zheng_latency_sensitivity(ctx: Context) -> dict[str, float]:
+    """Fig. 8: runtime at the longer far-fault latency over the runtime at the base one, locality prefetching."""
+    base_us, lat_us = ctx.params["base_latency_us"], ctx.params["latency_us"]
+    # The transfer set is what the link moves in one interval (§4.1: 80 pages at 20 µs).
+    base_set = ctx.params.get("base_set_pages", 80)
+    scaled = round(base_set * lat_us / base_us)
+    runs = {
+        "base": (base_us, base_set),
+        "scaled": (lat_us, scaled),
+        "fixed_set": (lat_us, base_set),
+    }
+    times: dict[str, dict[str, float]] = {k: {} for k in runs}
+    for name, size in load_suite(ctx):
+        for k, (lat, pages) in runs.items():
+            extra = {"uvm.fault_latency_us": lat, "uvm.prefetch.transfer_set_pages": pages}
+            times[k][name] = ctx.run(f"{name}-{k}", {**size, **extra}).metrics["time.total_ns"]
+    ratio = {k: {w: times[k][w] / times["base"][w] for w in times["base"]} for k in ("scaled", "fixed_set")}
+    rows = [(w, times["base"][w], times["scaled"][w], times["fixed_set"][w]) for w in times["base"]]
+    write_csv(ctx.out / "runtimes.csv", ("workload", "base_ns", "scaled_set_ns", "fixed_set_ns"), rows)
+    return {
+        "slowdown_pct": 100.0 * (_geomean(ratio["scaled"]) - 1.0),
+        "slowdown_pct.fixed_set": 100.0 * (_geomean(ratio["fixed_set"]) - 1.0),
+        "set_pages.scaled": float(scaled),
+        **{f"ratio.{w}": v for w, v in ratio["scaled"].items()},
+    }
+
+
 @experiment("li-least-tlb")
 def li_least_tlb(ctx: Context) -> dict[str, float]:
     """Fig. 13: Least-TLB's speedup over the mostly-inclusive baseline per application, and the mean."""

@@ -395,6 +395,9 @@ impl Model for World {
                         None => schedule(self.uvm.raise(f), q),
                     }
                 }
+                for next in self.uvm.events.drain(..) {
+                    schedule(next, q);
+                }
             }
             Ev::Invalidate(x) => {
                 let (vpn, g) = (x >> 5, (x & 31) as usize);
@@ -412,6 +415,9 @@ impl Model for World {
                 let next = self.uvm.service(now, &mut self.link, &mut self.gpus[0].xlat.space.residency);
                 self.after_uvm(q);
                 schedule(next, q);
+                for next in self.uvm.events.drain(..) {
+                    schedule(next, q);
+                }
             }
             Ev::UvmCounters => {
                 let gpu = &mut self.gpus[0];
@@ -440,9 +446,16 @@ impl Model for World {
                 let gpu = &mut self.gpus[0];
                 let (next, replay) = self.uvm.batch_done(now, &mut gpu.xlat.space.residency);
                 if replay {
-                    gpu.replay(now, q);
+                    match self.uvm.take_resumed() {
+                        // Polled model: only µTLBs with no far fault left resume.
+                        Some(utlbs) => gpu.resume(&utlbs, now, q),
+                        None => gpu.replay(now, q),
+                    }
                 }
                 schedule(next, q);
+                for next in self.uvm.events.drain(..) {
+                    schedule(next, q);
+                }
             }
             Ev::PprDone(vpn) => {
                 let ppr = self.ppr.as_mut().expect("PPR events only in IOMMU mode");

@@ -525,6 +525,35 @@ impl Gpu {
         });
     }
 
+    /// A far fault was serviced (the polled fault model): `replay`, except that only the
+    /// µTLBs in `utlbs` (no far fault left) unblock; a warp stalled at a still-blocked
+    /// µTLB keeps sleeping rather than issuing into it again.
+    pub fn resume(&mut self, utlbs: &[u32], now: Ps, q: &mut EventQueue<Ev>) {
+        for &u in utlbs {
+            self.blocked[u as usize] = false;
+        }
+        let (warps, residency, blocked, xlat) = (&mut self.warps, &self.xlat.space.residency, &self.blocked, &self.xlat);
+        self.waiting.retain(|&slot| {
+            if let Some(w) = warps[slot as usize].as_mut() {
+                if w.epoch != residency.refault_epoch {
+                    w.faulted.clear(); // as in `replay`
+                }
+                while let Some(&p) = w.faulted.last() {
+                    if !residency.is_mapped(p) {
+                        return true;
+                    }
+                    w.faulted.pop();
+                }
+                if blocked[xlat.utlb_of(w.sm as usize)] {
+                    return true;
+                }
+                w.redo.extend(w.pending.drain(..));
+            }
+            q.push(now, Ev::Warp(self.tag | slot));
+            false
+        });
+    }
+
     /// Page `vpn` became resident at `now` (an APU page request completed): the µTLBs
     /// unblock and the sleeping warps that waited only for it re-execute — what
     /// `replay` does, without scanning every sleeping warp on every page: warps that

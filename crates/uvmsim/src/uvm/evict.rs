@@ -46,7 +46,7 @@ leaf!(EvictionPolicy);
 section! {
     /// Eviction when managed data exceeds GPU memory (uvm.gpu_memory_bytes or uvm.oversubscription): a whole 2 MiB VA block
     /// goes, every resident page of it copied back to the host (the driver's behaviour, spec/uvm-driver.md; the model tracks
-    /// no dirtiness), its GPU mappings and TLB entries dropped. The fixed-latency cost model charges only the copy.
+    /// no dirtiness), its GPU mappings and TLB entries dropped. The fixed-latency and polled cost models charge only the copy.
     pub struct EvictionConfig {
         /// "driver" (root-chunk lists, the block resident longest), "lru" (least recently serviced), "random" or "lfu" (least often serviced).
         pub policy: EvictionPolicy = EvictionPolicy::Driver,

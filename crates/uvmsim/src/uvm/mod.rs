@@ -119,6 +119,10 @@ pub enum CostModel {
     Driver,
     /// One fixed far-fault service latency per batch plus the transfers (seed paged-memory §3.1: 20 µs).
     FixedLatency,
+    /// Zheng's handler (seed paged-memory §3.1): every far fault is serviced `fault_latency_us` after it reaches
+    /// the handler, overlapping the others ("the SW fault handler will drain the GMMU pending fault queue if there
+    /// are multiple faults available in a polled fashion"); then its page crosses the link, queued per direction.
+    Polled,
 }
 
 section! {
@@ -136,9 +140,12 @@ section! {
         pub max_batches_per_service: u32 = 20,
         /// Outstanding faults per µTLB; more are not raised until a replay (seed uvm-driver §3.2.1: 56 on Titan V).
         pub utlb_fault_limit: u32 = 56,
-        /// "driver" (the stage costs below) or "fixed-latency" (fault_latency_us per batch, then the transfers).
+        /// "driver" (the stage costs below), "fixed-latency" (fault_latency_us per batch, then the transfers) or "polled"
+        /// (fault_latency_us per fault from its arrival, faults overlapping, then its page's transfer; replay_policy,
+        /// batch_size and max_batches_per_service do not apply; seed paged-memory §3.1).
         pub cost_model: CostModel = CostModel::Driver,
-        /// fixed-latency model: far-fault service latency per batch in µs, interrupt included (seed paged-memory Table 1: 20 µs).
+        /// fixed-latency model: far-fault service latency per batch in µs, interrupt included; polled model: per fault,
+        /// the unloaded far-fault latency, and the interval of Zheng's transfer sets (seed paged-memory Table 1 and §4.1: 20 µs).
         pub fault_latency_us: f64 = 20.0,
         /// Interrupt and bottom-half wake-up before the first batch, in µs. ASSUMPTION, to be calibrated.
         pub interrupt_us: f64 = 5.0,
@@ -476,6 +483,17 @@ struct Segment {
     dup: Vec<u64>,
 }
 
+/// Polled model: one handler round's pages crossing the link, and the faults
+/// that wait for them (their µTLBs' far-fault MSHRs stay taken until `end`).
+#[derive(Debug)]
+struct Flight {
+    id: u64,
+    start: Ps,
+    end: Ps,
+    segment: Segment,
+    faults: Vec<Fault>,
+}
+
 /// The driver's stage costs, in ps (see [`UvmConfig`] for each term's source).
 #[derive(Debug, Clone)]
 struct Costs {
@@ -541,6 +559,24 @@ pub struct Uvm {
     interrupt: Ps,
     costs: Costs,
     fixed: Option<Ps>,
+    /// Polled model: the per-fault latency. Its rounds of faults overlap, each one a [`Flight`].
+    polled: Option<Ps>,
+    /// Polled model: the time of the earliest handler poll scheduled (later events are stale and ignored).
+    poll_at: Option<Ps>,
+    /// Polled model: rounds whose pages are crossing the link, by end time.
+    flights: VecDeque<Flight>,
+    /// Polled model: pages in a flight, with the flight's id.
+    in_flight: FxHashMap<u64, u64>,
+    next_flight: u64,
+    /// Polled model with a transfer-set prefetcher: the end of the current interval (seed paged-memory §4.1),
+    /// the demand pages sent in it so far, and the last demand page sent.
+    interval_end: Option<Ps>,
+    interval_demand: usize,
+    last_demand: Option<u64>,
+    /// Events the caller must schedule besides the one a call returns (polled model).
+    pub events: Vec<Next>,
+    /// Polled model: the µTLBs with no far fault left after the last `batch_done` (only they resume).
+    resumed: Vec<u32>,
     seed: u64,
     /// VA blocks with GPU state (DMA-mapped, a physical chunk): their first touch is paid.
     gpu_blocks: FxHashSet<u64>,
@@ -635,7 +671,7 @@ impl Uvm {
             sm_next: if c.sm_fault_interval_ns > 0.0 { vec![0; sms] } else { vec![] },
             sm_interval: ns_to_ps(c.sm_fault_interval_ns),
             // The fixed latency covers the whole service, interrupt included.
-            interrupt: if c.cost_model == CostModel::FixedLatency { 0 } else { us(c.interrupt_us) },
+            interrupt: if c.cost_model == CostModel::Driver { us(c.interrupt_us) } else { 0 },
             costs: Costs {
                 batch: us(c.batch_us),
                 per_fault: us(c.per_fault_us),
@@ -670,7 +706,22 @@ impl Uvm {
             first_touch: None,
             cpu_mapped: FxHashMap::default(),
             cpu_resident: vec![],
-            fixed: (c.cost_model == CostModel::FixedLatency).then(|| us(c.fault_latency_us)),
+            // The polled model's latency runs from each fault's arrival, before its round: a round costs nothing more.
+            fixed: match c.cost_model {
+                CostModel::FixedLatency => Some(us(c.fault_latency_us)),
+                CostModel::Polled => Some(0),
+                CostModel::Driver => None,
+            },
+            polled: (c.cost_model == CostModel::Polled).then(|| us(c.fault_latency_us)),
+            poll_at: None,
+            flights: VecDeque::new(),
+            in_flight: FxHashMap::default(),
+            next_flight: 0,
+            interval_end: None,
+            interval_demand: 0,
+            last_demand: None,
+            events: vec![],
+            resumed: vec![],
             state: State::Idle,
             run_batches: 0,
             max_batches: c.max_batches_per_service,
@@ -735,6 +786,15 @@ impl Uvm {
         } else {
             let at = self.buffer.partition_point(|g| g.time <= f.time);
             self.buffer.insert(at, f);
+        }
+        if let Some(latency) = self.polled {
+            // Polled: the handler takes the fault in once its latency has run; a transfer-set
+            // prefetcher's interval starts with the first fault of an idle handler.
+            self.request(f.time + latency);
+            if self.prefetch.policy.per_batch() && self.interval_end.is_none() {
+                self.interval_end = Some(f.time + latency);
+            }
+            return Next::Nothing;
         }
         if matches!(self.state, State::Idle) {
             self.state = State::Woken;
@@ -1122,13 +1182,15 @@ impl Uvm {
     }
 
     /// Zheng's transfer set: pages to prefetch with the batch's unique demand
-    /// pages `demand` (sorted), the last fault fetched being on `last`.
-    fn transfer_set(&mut self, demand: &[u64], last: Option<u64>, residency: &Residency) -> Vec<u64> {
-        let want = (self.prefetch.transfer_set_pages as usize).saturating_sub(demand.len());
+    /// pages `demand` (sorted), the last fault fetched being on `last`; `earlier`
+    /// demand pages already went out in the same interval (polled model).
+    fn transfer_set(&mut self, demand: &[u64], earlier: usize, last: Option<u64>, residency: &Residency) -> Vec<u64> {
+        let want = (self.prefetch.transfer_set_pages as usize).saturating_sub(demand.len() + earlier);
         if want == 0 || self.allocs.is_empty() {
             return vec![];
         }
-        let taken = |p: u64| residency.is_resident(p) || demand.binary_search(&p).is_ok();
+        let in_flight = &self.in_flight;
+        let taken = |p: u64| residency.is_resident(p) || in_flight.contains_key(&p) || demand.binary_search(&p).is_ok();
         let mut out = match self.prefetch.policy {
             PrefetchPolicy::Random => prefetch::random(&self.allocs, want, mix64(self.seed ^ 0x7072_6566 ^ self.stats.batches << 8), taken),
             PrefetchPolicy::Oracle => {
@@ -1199,6 +1261,9 @@ impl Uvm {
     /// effect at once (their pages leave `residency`; the blocks to shoot down
     /// are left in `shootdowns`); the batch's pages become resident at its end.
     pub fn service(&mut self, now: Ps, link: &mut Link, residency: &mut Residency) -> Next {
+        if self.polled.is_some() {
+            return self.poll(now, link, residency);
+        }
         if now < self.busy_until {
             // The bottom half is migrating for the access counters: the batch waits.
             return Next::Service(self.busy_until);
@@ -1217,6 +1282,81 @@ impl Uvm {
                 }
             };
         }
+        self.run_batch(now, fetched, None, link, residency)
+    }
+
+    /// Ask for a handler poll at `t` (polled model): only the earliest one needs an event,
+    /// since each poll asks again for what is left.
+    fn request(&mut self, t: Ps) {
+        if self.poll_at.map_or(true, |p| t < p) {
+            self.poll_at = Some(t);
+            self.events.push(Next::Service(t));
+        }
+    }
+
+    /// The polled handler at `now` (seed paged-memory §3.1): every fault whose
+    /// latency has run since it arrived is taken in and its page sent over the
+    /// link at once (one round, a [`Flight`]); with a transfer-set prefetcher,
+    /// at the end of each interval of `fault_latency_us` the set is filled up to
+    /// `transfer_set_pages` with the interval's demand pages counted first, and
+    /// the prefetched pages go out (§4.1; demand pages are not held back to the
+    /// interval's end, so that the prefetcher adds no latency to them).
+    fn poll(&mut self, now: Ps, link: &mut Link, residency: &mut Residency) -> Next {
+        if self.poll_at != Some(now) {
+            return Next::Nothing; // superseded by an earlier poll, which asked again for what this one was for
+        }
+        self.poll_at = None;
+        let latency = self.polled.expect("polled model");
+        let mut fetched = vec![];
+        while self.buffer.front().is_some_and(|f| f.time + latency <= now) {
+            fetched.extend(self.buffer.pop_front());
+        }
+        let mut demand: Vec<u64> =
+            fetched.iter().map(|f| f.vpn).filter(|p| !residency.is_mapped(*p) && !self.in_flight.contains_key(p)).collect();
+        demand.sort_unstable();
+        demand.dedup();
+        if let Some(l) = fetched.iter().rev().map(|f| f.vpn).find(|p| demand.binary_search(p).is_ok()) {
+            self.last_demand = Some(l);
+        }
+        let interval = self.interval_end == Some(now);
+        // With GPU memory full, a prefetch evicts: only intervals with demand faults prefetch then
+        // (seed paged-memory §5.2: pages near the on-demand page), else prefetching would cycle the footprint.
+        let full = self.capacity_chunks != u64::MAX && self.allocated_chunks >= self.capacity_chunks && self.free_chunks == 0;
+        let extra = if interval && (!full || self.interval_demand + demand.len() > 0) {
+            self.transfer_set(&demand, self.interval_demand, self.last_demand, residency)
+        } else {
+            vec![]
+        };
+        self.interval_demand += demand.len();
+        let more = !extra.is_empty() && !full;
+        let next =
+            if fetched.is_empty() && extra.is_empty() { Next::Nothing } else { self.run_batch(now, fetched, Some(extra), link, residency) };
+        if interval {
+            // The next interval follows while there is anything to send or to wait for.
+            let busy = more || self.interval_demand > 0 || !self.buffer.is_empty() || !self.flights.is_empty() || self.parked() > 0;
+            self.interval_end = busy.then_some(now + latency);
+            self.interval_demand = 0;
+        }
+        if let Some(f) = self.buffer.front() {
+            self.request(f.time + latency);
+        }
+        if let Some(e) = self.interval_end {
+            self.request(e);
+        }
+        next
+    }
+
+    /// Service the faults `fetched` at `now` (a batch, or a round of the polled
+    /// handler, whose transfer-set prefetches come in `polled_extra`).
+    fn run_batch(
+        &mut self,
+        now: Ps,
+        fetched: Vec<Fault>,
+        polled_extra: Option<Vec<u64>>,
+        link: &mut Link,
+        residency: &mut Residency,
+    ) -> Next {
+        let polled = polled_extra.is_some();
         // Coalesce, sort, group by VA block; pages already resident are stale.
         self.stats.fetched += fetched.len() as u64;
         let mut pages: Vec<u64> = fetched.iter().map(|f| f.vpn).collect();
@@ -1233,7 +1373,8 @@ impl Uvm {
         } else {
             (vec![], vec![])
         };
-        pages.retain(|&p| !residency.is_mapped(p));
+        // Polled: a page already crossing the link is not sent again; its faults wait for that flight.
+        pages.retain(|&p| !residency.is_mapped(p) && !self.in_flight.contains_key(&p));
         self.stats.unique += pages.len() as u64;
         if let Some((order, seen)) = self.first_touch.as_mut() {
             // Within a batch, faults in the order they were raised.
@@ -1270,7 +1411,7 @@ impl Uvm {
             let mut seen = FxHashSet::default();
             let batch = self.stats.batches;
             for f in &fetched {
-                let outcome = if !seen.insert(f.vpn) {
+                let outcome = if !seen.insert(f.vpn) || self.in_flight.contains_key(&f.vpn) {
                     Outcome::Duplicate
                 } else if residency.is_resident(f.vpn) || residency.is_remote(f.vpn) {
                     Outcome::Stale
@@ -1283,9 +1424,11 @@ impl Uvm {
             }
         }
         // Zheng's transfer set: prefetch candidates fill what the demand pages leave.
-        let mut extra = if self.prefetch.policy.per_batch() {
+        let mut extra = if let Some(extra) = polled_extra {
+            extra
+        } else if self.prefetch.policy.per_batch() {
             let last = fetched.iter().rev().map(|f| f.vpn).find(|p| pages.binary_search(p).is_ok());
-            self.transfer_set(&pages, last, residency)
+            self.transfer_set(&pages, 0, last, residency)
         } else {
             vec![]
         };
@@ -1303,7 +1446,13 @@ impl Uvm {
             (i, j) = (i + n, j + m);
         }
         // Chunks of the blocks in service are pinned (ASSUMPTION: the whole batch's, not only the block being serviced).
-        let pinned: Vec<u64> = work.iter().map(|w| w.0).collect();
+        let mut pinned: Vec<u64> = work.iter().map(|w| w.0).collect();
+        if polled {
+            // And those of the pages still crossing the link.
+            pinned.extend(self.in_flight.keys().map(|p| p / BLOCK_PAGES));
+            pinned.sort_unstable();
+            pinned.dedup();
+        }
         let (blocks_before, bytes_before, d2h_before) = (self.stats.va_blocks, self.stats.bytes_h2d, self.stats.bytes_d2h);
         let (evictions_before, evicted_before, prefetched_before) = (self.stats.evictions, self.stats.pages_evicted, self.stats.prefetched);
         let remote_before = self.stats.remote_mapped;
@@ -1318,7 +1467,9 @@ impl Uvm {
         let mut segments = VecDeque::new();
         let mut serviced: Vec<u64> = vec![];
         let mut all_dup: Vec<u64> = vec![];
-        let per_block_replay = self.policy == ReplayPolicy::Block;
+        let per_block_replay = self.policy == ReplayPolicy::Block && !polled;
+        // Polled: the round's copies queue on the link together; the round ends when the last lands.
+        let mut landed = t;
         // The driver model's stage costs (the fixed-latency model has none).
         let add = |t: &mut Ps, d: Ps, stage: &mut Ps| {
             if driver {
@@ -1438,8 +1589,12 @@ impl Uvm {
             let bytes = from_cpu.len() as u64 * 4096;
             if bytes > 0 {
                 let xfer = link.transfer_on(Dir::HostToDevice, bytes, t, now);
-                st.transfer += xfer.1 - t;
-                t = xfer.1;
+                if polled {
+                    landed = landed.max(xfer.1);
+                } else {
+                    st.transfer += xfer.1 - t;
+                    t = xfer.1;
+                }
                 if self.migrations.is_some() {
                     // One copy, one row per cause: the faulted pages, then the prefetched ones.
                     let (dem, pre): (Vec<u64>, Vec<u64>) = from_cpu.iter().partition(|p| demand.binary_search(p).is_ok());
@@ -1478,6 +1633,10 @@ impl Uvm {
                 serviced.extend(prefetched);
                 all_dup.extend(dup);
             }
+        }
+        if landed > t {
+            st.transfer += landed - t;
+            t = landed;
         }
         if !per_block_replay || segments.is_empty() {
             if driver {
@@ -1529,16 +1688,96 @@ impl Uvm {
             });
         }
         self.collect_unpins();
+        if polled {
+            return self.launch(now, segments.pop_front().expect("one segment"), fetched);
+        }
         let first_end = segments.front().expect("at least one segment").end;
         self.state = State::Servicing { segments, fetched, start: now };
         Next::BatchDone(first_end)
     }
 
+    /// Polled model: a round's pages cross the link as `segment`; each fault of
+    /// `fetched` waits for the flight that carries its page (this one, or an
+    /// earlier one), or for none if the page is resident already (it ends now).
+    fn launch(&mut self, now: Ps, segment: Segment, fetched: Vec<Fault>) -> Next {
+        let id = self.next_flight;
+        self.next_flight += 1;
+        let mut faults = vec![];
+        for f in fetched {
+            match self.in_flight.get(&f.vpn).and_then(|&other| self.flights.iter_mut().find(|x| x.id == other)) {
+                Some(other) => other.faults.push(f),
+                None => faults.push(f),
+            }
+        }
+        for &p in segment.demand.iter().chain(&segment.prefetched) {
+            self.in_flight.insert(p, id);
+        }
+        let end = segment.end;
+        let at = self.flights.partition_point(|x| x.end <= end);
+        self.flights.insert(at, Flight { id, start: now, end, segment, faults });
+        Next::BatchDone(end)
+    }
+
     /// The batch ends at `now`: map its pages, apply the replay policy.
     /// Returns what comes next, and whether the caller must replay the waiting warps now.
     pub fn batch_done(&mut self, now: Ps, residency: &mut Residency) -> (Next, bool) {
+        if self.polled.is_some() {
+            return self.land(now, residency);
+        }
         let State::Servicing { segments, .. } = &mut self.state else { unreachable!("batch_done follows service") };
         let seg = segments.pop_front().expect("a servicing batch has a segment left");
+        self.apply(seg, residency);
+        if let Some(next) = self.state_next_segment() {
+            // `block` policy: this VA block is mapped; replay, then the next block.
+            self.stats.replays += 1;
+            if let Some(last) = self.records.as_mut().and_then(|r| r.last_mut()) {
+                last.replays += 1;
+            }
+            return (Next::BatchDone(next), true);
+        }
+        self.finish_batch(now, residency)
+    }
+
+    fn state_next_segment(&self) -> Option<Ps> {
+        match &self.state {
+            State::Servicing { segments, .. } => segments.front().map(|s| s.end),
+            _ => None,
+        }
+    }
+
+    /// Polled model: the earliest flight lands at `now`: its pages are resident, its
+    /// faults free their MSHRs, the µTLBs retry what they hold (Nack-Replayable,
+    /// seed paged-memory §3) and the waiting warps replay; µTLBs with no far fault
+    /// left resume (blocking mode).
+    fn land(&mut self, now: Ps, residency: &mut Residency) -> (Next, bool) {
+        let flight = self.flights.pop_front().expect("a flight lands at each of its events");
+        debug_assert_eq!(flight.end, now, "flights land in order");
+        for p in flight.segment.demand.iter().chain(&flight.segment.prefetched) {
+            self.in_flight.remove(p);
+        }
+        self.apply(flight.segment, residency);
+        let mut touched: Vec<u32> = flight.faults.iter().map(|f| f.utlb).collect();
+        touched.sort_unstable();
+        touched.dedup();
+        for f in &flight.faults {
+            self.outstanding[f.utlb as usize] -= 1;
+            self.pending.remove(&(f.utlb, f.vpn));
+        }
+        self.stats.time_ps += now - flight.start;
+        self.stats.batch.record(now - flight.start);
+        self.stats.replays += 1;
+        self.unpark(now, residency);
+        self.resumed = touched.into_iter().filter(|&u| self.outstanding[u as usize] == 0 && self.parked[u as usize].is_empty()).collect();
+        (Next::Nothing, true)
+    }
+
+    /// Polled model: the µTLBs that may resume after the last `batch_done` (None: every µTLB, the batch models).
+    pub fn take_resumed(&mut self) -> Option<Vec<u32>> {
+        self.polled.is_some().then(|| std::mem::take(&mut self.resumed))
+    }
+
+    /// A segment's pages become resident and mapped.
+    fn apply(&mut self, seg: Segment, residency: &mut Residency) {
         for p in seg.demand {
             // In flight and resident at once would mean a page migrated twice.
             debug_assert!(!residency.is_resident(p), "page {p:#x} serviced but already resident");
@@ -1560,14 +1799,10 @@ impl Uvm {
             residency.resident_pages(),
             self.capacity_chunks
         );
-        if let Some(next) = segments.front().map(|s| s.end) {
-            // `block` policy: this VA block is mapped; replay, then the next block.
-            self.stats.replays += 1;
-            if let Some(last) = self.records.as_mut().and_then(|r| r.last_mut()) {
-                last.replays += 1;
-            }
-            return (Next::BatchDone(next), true);
-        }
+    }
+
+    /// The last segment of a batch is mapped: free the faults' µTLB slots, apply the replay policy.
+    fn finish_batch(&mut self, now: Ps, residency: &mut Residency) -> (Next, bool) {
         let State::Servicing { fetched, start, .. } = std::mem::replace(&mut self.state, State::Idle) else {
             unreachable!("checked above")
         };
@@ -1654,6 +1889,13 @@ impl Uvm {
             }
             _ => 0,
         };
+        let mut in_service = in_service;
+        for f in &self.flights {
+            if let Some(p) = f.segment.demand.iter().chain(&f.segment.prefetched).find(|&&p| residency.is_resident(p)) {
+                return Err(format!("uvm: page {p:#x} is crossing the link but already resident"));
+            }
+            in_service += f.faults.len() as u64;
+        }
         if self.capacity_chunks != u64::MAX {
             let cap = self.capacity_chunks;
             if self.chunks.len() as u64 > cap || self.allocated_chunks > cap {
@@ -1675,7 +1917,12 @@ impl Uvm {
     }
 
     pub fn describe(&self, out: &mut Vec<String>) {
-        out.push(format!("uvm driver: {:?}, {} faults buffered", self.state_name(), self.buffer.len()));
+        out.push(format!(
+            "uvm driver: {:?}, {} faults buffered, {} rounds in flight",
+            self.state_name(),
+            self.buffer.len(),
+            self.flights.len()
+        ));
     }
 
     fn state_name(&self) -> &'static str {
@@ -2139,5 +2386,180 @@ mod tests {
         u.batch_done(end, &mut res);
         assert_eq!((u.stats.deferred_blocks, res.refault_epoch, res.is_resident(1), res.is_resident(513)), (1, 1, true, false));
         u.check_invariants(&res).unwrap();
+    }
+    /// The polled model on a link with no latency and 16 GB/s (a 4 KiB page takes 256 ns),
+    /// every page host-resident, 4 µTLBs.
+    fn polled(limit: u32, prefetch: PrefetchConfig) -> (Uvm, Link, Residency) {
+        let c =
+            UvmConfig { cost_model: CostModel::Polled, fault_latency_us: 20.0, utlb_fault_limit: limit, prefetch, ..UvmConfig::default() };
+        let mut link_cfg = Config::default().link;
+        (link_cfg.latency_ns, link_cfg.bandwidth_gbps) = (0.0, 16.0);
+        let mut u = Uvm::new(&c, 4, 4, 0);
+        u.add_allocation(0, POLLED_PAGES);
+        u.host_touch(0, POLLED_PAGES, 1);
+        (u, Link::new(&link_cfg), Residency::default())
+    }
+
+    fn fault_at(time: Ps, vpn: u64, utlb: u32) -> Fault {
+        Fault { time, ..fault(vpn, utlb) }
+    }
+
+    /// Run the polled handler's events in time order until none is left; returns when each page became resident.
+    fn drain(u: &mut Uvm, link: &mut Link, res: &mut Residency) -> Vec<(u64, Ps)> {
+        let mut landed = vec![];
+        let mut queue: Vec<Next> = u.events.drain(..).collect();
+        while let Some(i) = (0..queue.len()).min_by_key(|&i| match queue[i] {
+            Next::Service(t) | Next::BatchDone(t) => (t, matches!(queue[i], Next::Service(_))),
+            Next::Nothing => (0, false),
+        }) {
+            let next = match queue.swap_remove(i) {
+                Next::Service(t) => u.service(t, link, res),
+                Next::BatchDone(t) => {
+                    let before: Vec<u64> = (0..POLLED_PAGES).filter(|&p| res.is_resident(p)).collect();
+                    assert_eq!(u.batch_done(t, res), (Next::Nothing, true));
+                    landed.extend((0..POLLED_PAGES).filter(|&p| res.is_resident(p) && before.binary_search(&p).is_err()).map(|p| (p, t)));
+                    Next::Nothing
+                }
+                Next::Nothing => Next::Nothing,
+            };
+            queue.extend(std::iter::once(next).filter(|n| *n != Next::Nothing));
+            queue.append(&mut u.events);
+            u.check_invariants(res).unwrap();
+        }
+        landed
+    }
+
+    const PAGE_PS: Ps = 256_000; // 4 KiB at 16 GB/s
+    const POLLED_PAGES: u64 = 64 * 512;
+
+    fn near(got: Ps, want: Ps) -> bool {
+        got.abs_diff(want) <= 2_000 // the link's bandwidth timeline rounds to a few ns
+    }
+
+    #[test]
+    fn polled_faults_overlap_each_taking_its_latency_from_its_arrival() {
+        let (mut u, mut link, mut res) = polled(16, PrefetchConfig::default());
+        assert_eq!(u.raise(fault_at(0, 1, 0)), Next::Nothing, "events go through `events`");
+        u.raise(fault_at(5_000_000, 600, 1));
+        let landed = drain(&mut u, &mut link, &mut res);
+        // 20 µs after each arrival, then one page over the link: not 40 µs for the second (a batch later).
+        assert_eq!(landed.len(), 2);
+        assert!(landed[0].0 == 1 && near(landed[0].1, 20_000_000 + PAGE_PS), "{landed:?}");
+        assert!(landed[1].0 == 600 && near(landed[1].1, 25_000_000 + PAGE_PS), "{landed:?}");
+        assert_eq!((u.stats.unique, u.stats.batches, u.stats.replays), (2, 2, 2));
+    }
+
+    #[test]
+    fn polled_faults_arriving_together_queue_on_the_link() {
+        let (mut u, mut link, mut res) = polled(16, PrefetchConfig::default());
+        // 64 faults 1 ns apart, in 64 VA blocks: 64 rounds, whose pages share the link's bandwidth.
+        for k in 0..64u64 {
+            u.raise(fault_at(k * 1000, k * 512, (k % 4) as u32));
+        }
+        let landed = drain(&mut u, &mut link, &mut res);
+        assert_eq!(landed.len(), 64);
+        // Loaded latency: the k-th page waits for the k before it (the link's bandwidth timeline
+        // has buckets of 2 µs, inside which two copy engines may overlap).
+        let slack = 2_100_000;
+        for (k, &(page, t)) in landed.iter().enumerate() {
+            assert_eq!(page, k as u64 * 512);
+            let queued = 20_000_000 + (k as Ps + 1) * PAGE_PS;
+            assert!(t + slack >= queued && t <= queued + slack, "page {k} at {t}");
+        }
+    }
+
+    #[test]
+    fn polled_mshr_limit_nacks_and_replays_after_a_fault_is_serviced() {
+        let (mut u, mut link, mut res) = polled(1, PrefetchConfig::default());
+        u.raise(fault_at(0, 1, 0));
+        u.raise(fault_at(0, 2, 0)); // over the µTLB's one far-fault MSHR: held, raised when page 1 lands
+        u.raise(fault_at(0, 3, 1)); // another µTLB: not held
+        assert_eq!((u.stats.throttled, u.parked()), (1, 1));
+        let landed = drain(&mut u, &mut link, &mut res);
+        let when = |p: u64| landed.iter().find(|l| l.0 == p).unwrap().1;
+        // Pages 1 and 3 reach the handler together: one round, one copy of their VA block.
+        assert!(near(when(1), 20_000_000 + 2 * PAGE_PS) && when(3) == when(1), "{landed:?}");
+        // Page 2's fault reaches the handler when page 1's flight lands, then takes its 20 µs.
+        assert!(near(when(2), when(1) + 20_000_000 + PAGE_PS), "{landed:?}");
+    }
+
+    #[test]
+    fn polled_fault_on_a_page_in_flight_waits_for_that_flight_and_blocks_its_utlb_until_then() {
+        let (mut u, mut link, mut res) = polled(16, PrefetchConfig::default());
+        u.raise(fault_at(0, 7, 0));
+        u.raise(fault_at(100_000, 7, 1)); // the same page from another µTLB, 100 ns later
+                                          // Poll at 20 µs: page 7 goes out, landing at 20.256 µs.
+        let Next::BatchDone(end) = u.service(20_000_000, &mut link, &mut res) else { panic!() };
+        u.events.clear();
+        // Poll at 20.1 µs: page 7 is crossing the link; the fault joins that flight (nothing sent twice).
+        let bytes = link_bytes(&link);
+        u.service(20_100_000, &mut link, &mut res);
+        assert_eq!(link_bytes(&link), bytes);
+        assert_eq!(u.outstanding, vec![1, 1, 0, 0]);
+        // The empty round of the second poll lands first: µTLB 1 still waits.
+        let (_, replay) = u.batch_done(20_100_000, &mut res);
+        assert!(replay);
+        assert_eq!(u.take_resumed(), Some(vec![]));
+        u.batch_done(end, &mut res);
+        assert!(res.is_resident(7));
+        assert_eq!((u.take_resumed(), u.outstanding.clone()), (Some(vec![0, 1]), vec![0, 0, 0, 0]));
+        u.check_invariants(&res).unwrap();
+    }
+
+    fn link_bytes(link: &Link) -> u64 {
+        let mut m = Metrics::default();
+        link.export(&mut m, 1);
+        m.get("link.h2d.bytes").unwrap() as u64
+    }
+
+    #[test]
+    fn polled_transfer_sets_fill_each_interval_after_its_demand_pages() {
+        let prefetch =
+            PrefetchConfig { policy: PrefetchPolicy::Locality, transfer_set_pages: 4, window_pages: 6, ..PrefetchConfig::default() };
+        let (mut u, mut link, mut res) = polled(16, prefetch);
+        u.allocs = vec![(0, 14)];
+        u.raise(fault_at(0, 5, 0));
+        u.raise(fault_at(3_000_000, 9, 1));
+        let landed = drain(&mut u, &mut link, &mut res);
+        let when = |p: u64| landed.iter().find(|l| l.0 == p).unwrap().1;
+        // Interval 1 is 0-20 µs (it starts with the first fault): page 5 goes out at 20 µs with 3
+        // prefetches from the window after it (6, 7, 8), one copy of the VA block's 4 pages.
+        for p in [5, 6, 7, 8] {
+            assert!(near(when(p), 20_000_000 + 4 * PAGE_PS), "{p}: {landed:?}");
+        }
+        // Page 9 (faulted at 3 µs) goes out at 23 µs, alone: demand pages do not wait for the interval's end.
+        assert!(near(when(9), 23_000_000 + PAGE_PS), "{landed:?}");
+        // Interval 2 (20-40 µs) had one demand page (9): 3 prefetches after it.
+        for p in [10, 11, 12] {
+            assert!(near(when(p), 40_000_000 + 3 * PAGE_PS), "{p}: {landed:?}");
+        }
+        // Interval 3, no fault: the window after 9 has 13 left, then the sequential fill (0, 1, 2);
+        // interval 4: 3 and 4, the last pages; interval 5 finds nothing and the intervals stop.
+        for p in [13, 0, 1, 2] {
+            assert!(near(when(p), 60_000_000 + 4 * PAGE_PS), "{p}: {landed:?}");
+        }
+        for p in [3, 4] {
+            assert!(near(when(p), 80_000_000 + 2 * PAGE_PS), "{p}: {landed:?}");
+        }
+        assert_eq!((res.resident_pages(), u.stats.prefetched, u.stats.unique), (14, 12, 2));
+        assert!(u.events.is_empty() && u.poll_at.is_none() && u.interval_end.is_none());
+    }
+
+    #[test]
+    fn polled_prefetch_stops_when_gpu_memory_is_full_unless_demand_faults_come() {
+        let prefetch = PrefetchConfig { policy: PrefetchPolicy::Locality, transfer_set_pages: 4, ..PrefetchConfig::default() };
+        let (mut u, mut link, mut res) = polled(16, prefetch);
+        u.capacity_chunks = 1; // one 2 MiB chunk for the 64 blocks
+        u.raise(fault_at(0, 0, 0));
+        drain(&mut u, &mut link, &mut res);
+        // Interval 1: page 0 and 3 prefetches take the only chunk; interval 2 finds memory full and no
+        // demand: no prefetch, and the intervals stop (they would cycle the footprint through the chunk).
+        assert_eq!((res.resident_pages(), u.stats.prefetched, u.stats.evictions), (4, 3, 0));
+        assert!(u.interval_end.is_none() && u.events.is_empty());
+        // A demand fault in another block evicts block 0 and brings its window with it.
+        u.raise(fault_at(100_000_000, 600, 1));
+        drain(&mut u, &mut link, &mut res);
+        assert_eq!((u.stats.evictions, u.stats.prefetched), (1, 6));
+        assert!((600..604).all(|p| res.is_resident(p)) && res.resident_pages() == 4);
     }
 }
