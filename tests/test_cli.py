@@ -126,6 +126,8 @@ def test_reproduce_list(cli: Cli) -> None:
         "li-least-tlb",
         "mgpusim-tlb",
         "zheng-blocking",
+        "zheng-eviction",
+        "zheng-oversub-sweep",
         "zheng-pcie-util",
         "zheng-replayable-mshr",
     ]
