@@ -272,6 +272,32 @@ def policy_geomean(out: Path, policy: str) -> float:
     return math.exp(sum(math.log(v) for v in vals) / len(vals))
 
 
+def _csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def test_zheng_oversubscription_experiments(tmp_path: Path) -> None:
+    # Fig. 9: four combinations x 9 workloads, each over its copy baseline; Fig. 10: the fit run and each fraction.
+    rows = {r.metric: r for r in rep.reproduce("zheng-eviction", tmp_path / "evict", quick=True)}
+    assert rows["mean_slowdown.random-stop"].simulated > 1
+    assert rows["xsbench.random_over_lru"].simulated > 0
+    lines = (tmp_path / "evict" / "slowdowns.csv").read_text().splitlines()
+    assert lines[0] == "policy,workload,slowdown_vs_copy" and len(lines) == 1 + 4 * 9
+    run = json.loads((tmp_path / "evict" / "runs" / "xsbench-lru-stop" / "summary.json").read_text())
+    assert run["metrics"]["uvm.evictions"] > 0
+    assert run["metrics"]["uvm.evictions"] == run["metrics"]["uvm.pages_evicted"], "4 KiB evictions"
+    sweep = {r.metric: r for r in rep.reproduce("zheng-oversub-sweep", tmp_path / "sweep", quick=True)}
+    assert sweep["mean_slowdown_monotone"].simulated in (0.0, 1.0)
+    csv_rows = _csv(tmp_path / "sweep" / "slowdowns.csv")
+    table = {(r["fraction_fits"], r["workload"]): float(r["slowdown_vs_copy"]) for r in csv_rows}
+    assert {f for f, _ in table} == {"1", "0.95", "0.5"}
+    # Half the memory is never faster than all of it.
+    assert all(table[("0.5", w)] >= table[("1", w)] for _, w in table)
+    fit = json.loads((tmp_path / "sweep" / "runs" / "nw-fit" / "summary.json").read_text())
+    assert fit["metrics"]["uvm.evictions"] == 0 and fit["metrics"]["uvm.gpu_memory_bytes"] == 0
+
+
 def test_li_least_tlb_quick(tmp_path: Path) -> None:
     # Both runs of each application exist; Least-TLB's tracker looked something up; the CSV has one row per app.
     rows = {r.metric: r for r in rep.reproduce("li-least-tlb", tmp_path, quick=True)}

@@ -469,6 +469,43 @@ def transfw_plot(rows: Sequence[rep.Row], out: Path) -> Figure:
     return fig
 
 
+def zheng_eviction_plot(rows: Sequence[rep.Row], out: Path) -> Figure:
+    """paged-memory Fig. 9: per workload, slowdown over copy-then-execute for each eviction/prefetch combination."""
+    table = _read_csv(out / "slowdowns.csv")
+    policies = list(dict.fromkeys(r["policy"] for r in table))
+    apps = list(dict.fromkeys(r["workload"] for r in table))
+    val = {(r["policy"], r["workload"]): float(r["slowdown_vs_copy"]) for r in table}
+    fig = _new_figure(9.0, 4.0)
+    ax = fig.add_subplot()
+    w = 0.8 / len(policies)
+    for i, pol in enumerate(policies):
+        xs = [j + (i - (len(policies) - 1) / 2) * w for j in range(len(apps))]
+        ax.bar(xs, [val[(pol, a)] for a in apps], width=w, label=pol)
+    ax.set_xticks(range(len(apps)), apps, rotation=30, fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("runtime / copy-then-execute")
+    ax.set_title("50% oversubscription: eviction x continued prefetch (paged-memory Fig. 9)", fontsize=10)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def zheng_oversub_plot(rows: Sequence[rep.Row], out: Path) -> Figure:
+    """paged-memory Fig. 10: per workload, slowdown over copy-then-execute against the fraction that fits."""
+    table = _read_csv(out / "slowdowns.csv")
+    fig = _new_figure()
+    ax = fig.add_subplot()
+    for app in dict.fromkeys(r["workload"] for r in table):
+        pts = sorted((float(r["fraction_fits"]), float(r["slowdown_vs_copy"])) for r in table if r["workload"] == app)
+        ax.plot([100 * p[0] for p in pts], [p[1] for p in pts], marker="o", label=app)
+    ax.invert_xaxis()
+    ax.set_yscale("log")
+    ax.set_xlabel("% of the footprint that fits in GPU memory (100 = all)")
+    ax.set_ylabel("runtime / copy-then-execute")
+    ax.set_title("Oversubscription sensitivity (paged-memory Fig. 10)", fontsize=10)
+    ax.legend(fontsize=7, ncol=3)
+    return fig
+
+
 # Experiment-specific figures, drawn from the experiment's own tables in its output directory.
 PLOTTERS: dict[str, Callable[[Sequence[rep.Row], Path], Figure]] = {
     "apu-walk-concurrency": walk_concurrency_plot,
@@ -476,6 +513,8 @@ PLOTTERS: dict[str, Callable[[Sequence[rep.Row], Path], Figure]] = {
     "allen-batch-size": batch_size_plot,
     "li-mpki": mpki_plot,
     "li-transfw": transfw_plot,
+    "zheng-eviction": zheng_eviction_plot,
+    "zheng-oversub-sweep": zheng_oversub_plot,
 }
 
 

@@ -13,6 +13,7 @@ use crate::link::{Dir, Link};
 use crate::multi::{self, Multi};
 use crate::sim::{self, EventQueue, Model, Ps, RunOptions, SimError, PS_PER_NS};
 use crate::stats::Metrics;
+use crate::uvm::evict::{EvictionGranularity, EvictionPolicy};
 use crate::uvm::ppr::Ppr;
 use crate::uvm::prefetch::PrefetchPolicy;
 use crate::uvm::{Next, Uvm};
@@ -106,6 +107,10 @@ impl World {
             Multi::new(cfg, iommu)
         });
         let mut uvm = Uvm::new(&cfg.uvm, gpus[0].xlat.l1.len(), gpus[0].sms(), cfg.sim.seed);
+        if cfg.uvm.eviction.granularity == EvictionGranularity::Page && cfg.uvm.eviction.policy == EvictionPolicy::Lru {
+            // 4 KiB LRU orders pages by their last walk: the residency stamps walks.
+            gpus[0].xlat.space.residency.keep_recency();
+        }
         for b in &program.buffers {
             if multi.is_some() {
                 // Every buffer is unified memory whose pages the multi-GPU policy places.
@@ -513,6 +518,9 @@ impl World {
         if !self.uvm.shootdowns.is_empty() {
             self.gpus[0].xlat.shootdown(&self.uvm.shootdowns);
             self.uvm.shootdowns.clear();
+        }
+        for vpn in self.uvm.shootdown_pages.drain(..) {
+            self.gpus[0].xlat.invalidate_page(vpn);
         }
         for t in self.uvm.unpin_wakeups.drain(..) {
             q.push(t, Ev::UvmUnpin);

@@ -299,6 +299,24 @@ fn oversubscribed_runs_evict_within_capacity() {
     }
     let fits = run(&[&base[..5], &["uvm.oversubscription=0"]].concat());
     assert_eq!(m(&fits, "uvm.evictions"), 0.0);
+    // 4 KiB pages (seed paged-memory §5): memory counted in pages, one page per eviction,
+    // with Zheng's warm-up (oracle until full, then locality prefetch).
+    for policy in ["driver", "lru", "random"] {
+        let choice = format!("uvm.eviction.policy=\"{policy}\"");
+        let sets = [
+            &base[..],
+            &[&choice, "uvm.eviction.granularity=\"page\"", "uvm.prefetch.policy=\"oracle\"", "uvm.prefetch.when_full=\"locality\""],
+        ]
+        .concat();
+        let x = run(&sets);
+        let cap = m(&x, "uvm.gpu_memory_bytes");
+        assert_eq!(cap, 16.0 * 512.0 / 2.0 * 4096.0, "{policy}: footprint pages / 2");
+        assert!(m(&x, "uvm.evictions") > 0.0, "{policy}");
+        assert_eq!(m(&x, "uvm.evictions"), m(&x, "uvm.pages_evicted"), "{policy}: one page each");
+        assert!(m(&x, "uvm.resident_pages") * 4096.0 <= cap, "{policy}");
+        assert_eq!(m(&x, "link.d2h.bytes"), m(&x, "uvm.bytes_d2h"), "{policy}");
+        assert_eq!(m(&x, "time.kernel_ns"), m(&run(&sets), "time.kernel_ns"), "{policy}: deterministic");
+    }
 }
 
 /// Host shootdowns through the IOMMU (svm-apu §VI): a single-entry shootdown

@@ -20,6 +20,14 @@
 //!   VABlock"; GPU accesses that do not fault are invisible to the driver).
 //! - `random`: a uniformly drawn block (seed paged-memory §5.1).
 //! - `lfu`: fewest batches that serviced the block, oldest first among equals.
+//!
+//! With `uvm.eviction.granularity = "page"` (seed paged-memory §5: Zheng
+//! evicts 4 KiB pages) GPU memory is counted in 4 KiB pages instead and
+//! [`Pages`] orders the resident pages: `lru` by the last time the GPU walked
+//! to the page (a TLB miss that reaches the GMMU: the accessed bit a walk
+//! sets is all the memory system sees of a page; TLB hits stay invisible, as
+//! they do to a real GMMU), or its migration if never walked since; `random`
+//! uniformly; `driver` in migration order (FIFO). `lfu` has no page form.
 
 use crate::sim::mix64;
 use rustc_hash::FxHashMap;
@@ -41,7 +49,18 @@ pub enum EvictionPolicy {
     Lfu,
 }
 
-leaf!(EvictionPolicy);
+leaf!(EvictionPolicy, EvictionGranularity);
+
+/// What one eviction takes away (`uvm.eviction.granularity`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum EvictionGranularity {
+    /// A whole 2 MiB VA block and its root chunk (the UVM driver, spec/uvm-driver.md).
+    #[default]
+    Block,
+    /// One 4 KiB page (seed paged-memory §5); GPU memory is counted in pages.
+    Page,
+}
 
 section! {
     /// Eviction when managed data exceeds GPU memory (uvm.gpu_memory_bytes or uvm.oversubscription): a whole 2 MiB VA block
@@ -52,6 +71,131 @@ section! {
         pub policy: EvictionPolicy = EvictionPolicy::Driver,
         /// Cost of evicting one VA block besides copying its pages back (lock, unmap the GPU, TLB invalidate, membar, free the chunk), in µs. ASSUMPTION, to be calibrated (seed uvm-driver §5.2: "the same components as a device-to-host fault").
         pub evict_us: f64 = 10.0,
+        /// "block" (a 2 MiB VA block and its chunk, the driver) or "page" (one 4 KiB page, GPU memory counted in pages; seed
+        /// paged-memory §5 evicts pages). With "page", lru orders pages by their last GMMU walk (TLB miss), random draws a page,
+        /// driver evicts the page migrated first; lfu is block-only. Evicted pages are copied back in one transfer per serviced
+        /// block and their translations shot down; the driver cost model charges evict_us once per such group.
+        pub granularity: EvictionGranularity = EvictionGranularity::Block,
+    }
+}
+
+impl EvictionConfig {
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        if self.granularity == EvictionGranularity::Page && self.policy == EvictionPolicy::Lfu {
+            return Err((
+                "uvm.eviction.policy".into(),
+                "\"lfu\" counts serviced batches per VA block and has no page form; use \"lru\", \"random\" or \"driver\" with granularity \"page\"".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// GPU-resident pages in eviction order (`granularity = "page"`).
+///
+/// LRU is kept lazily: a page's key is its stamp when it was (re)inserted;
+/// [`Residency`](crate::xlat::space::Residency) stamps every walk to a resident
+/// page from the same clock, and the victim search re-inserts a page whose
+/// stamp moved on. Exact: an entry's key never exceeds its page's current
+/// stamp, so the first entry whose key is current has the oldest stamp.
+#[derive(Debug, Clone)]
+pub struct Pages {
+    policy: EvictionPolicy,
+    order: BTreeSet<(u64, u64)>,
+    keys: FxHashMap<u64, u64>,
+    list: Vec<u64>,
+    pos: FxHashMap<u64, usize>,
+    draws: u64,
+    seed: u64,
+}
+
+impl Pages {
+    pub fn new(policy: EvictionPolicy, seed: u64) -> Pages {
+        Pages {
+            policy,
+            order: BTreeSet::new(),
+            keys: FxHashMap::default(),
+            list: vec![],
+            pos: FxHashMap::default(),
+            draws: 0,
+            seed: mix64(seed ^ 0x7061_6765_7669),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    pub fn contains(&self, vpn: u64) -> bool {
+        self.keys.contains_key(&vpn)
+    }
+
+    /// `vpn` takes a page of GPU memory, stamped `stamp` (its migration).
+    pub fn insert(&mut self, vpn: u64, stamp: u64) {
+        if let Some(old) = self.keys.insert(vpn, stamp) {
+            self.order.remove(&(old, vpn));
+        } else {
+            self.pos.insert(vpn, self.list.len());
+            self.list.push(vpn);
+        }
+        self.order.insert((stamp, vpn));
+    }
+
+    /// `vpn` left GPU memory other than by eviction (e.g. the host took it back).
+    pub fn remove(&mut self, vpn: u64) {
+        if let Some(k) = self.keys.remove(&vpn) {
+            self.order.remove(&(k, vpn));
+        }
+        if let Some(i) = self.pos.remove(&vpn) {
+            self.list.swap_remove(i);
+            if let Some(&moved) = self.list.get(i) {
+                self.pos.insert(moved, i);
+            }
+        }
+    }
+
+    /// Choose a victim that `pinned` does not hold and remove it; `stamp` is a
+    /// page's current recency stamp (lru). None if every page is pinned.
+    pub fn victim(&mut self, pinned: impl Fn(u64) -> bool, stamp: impl Fn(u64) -> u64) -> Option<u64> {
+        let v = match self.policy {
+            EvictionPolicy::Random => {
+                let n = self.list.len();
+                if n == 0 {
+                    return None;
+                }
+                self.draws += 1;
+                let start = (mix64(self.seed ^ self.draws) % n as u64) as usize;
+                (0..n).map(|i| self.list[(start + i) % n]).find(|&p| !pinned(p))?
+            }
+            EvictionPolicy::Lru => {
+                let mut skipped = vec![];
+                let mut found = None;
+                while let Some(&(key, p)) = self.order.first() {
+                    let now = stamp(p).max(key);
+                    if now > key {
+                        // Walked since its key was set: move it to where it belongs.
+                        self.order.pop_first();
+                        self.order.insert((now, p));
+                        self.keys.insert(p, now);
+                    } else if pinned(p) {
+                        self.order.pop_first();
+                        skipped.push((key, p));
+                    } else {
+                        found = Some(p);
+                        break;
+                    }
+                }
+                self.order.extend(skipped);
+                found?
+            }
+            _ => self.order.iter().map(|&(_, p)| p).find(|&p| !pinned(p))?,
+        };
+        self.remove(v);
+        Some(v)
     }
 }
 
@@ -209,5 +353,138 @@ mod tests {
         got.sort_unstable();
         assert_eq!((got, va[3]), (vec![10, 11, 12], None), "only the pinned block is left");
         assert!(a.owns(13) && a.len() == 1);
+    }
+
+    /// Pages stamped by a shared clock, as the residency does.
+    struct Clocked {
+        pages: Pages,
+        clock: u64,
+        last: FxHashMap<u64, u64>,
+    }
+
+    impl Clocked {
+        fn new(policy: EvictionPolicy) -> Clocked {
+            Clocked { pages: Pages::new(policy, 7), clock: 0, last: FxHashMap::default() }
+        }
+        fn insert(&mut self, p: u64) {
+            self.clock += 1;
+            self.last.insert(p, self.clock);
+            self.pages.insert(p, self.clock);
+        }
+        fn walk(&mut self, p: u64) {
+            if self.pages.contains(p) {
+                self.clock += 1;
+                self.last.insert(p, self.clock);
+            }
+        }
+        fn victim(&mut self, pinned: &[u64]) -> Option<u64> {
+            let last = &self.last;
+            let v = self.pages.victim(|p| pinned.contains(&p), |p| last.get(&p).copied().unwrap_or(0));
+            if let Some(v) = v {
+                self.last.remove(&v);
+            }
+            v
+        }
+    }
+
+    #[test]
+    fn page_lru_evicts_the_page_walked_least_recently() {
+        let mut c = Clocked::new(EvictionPolicy::Lru);
+        for p in [100, 101, 102, 103] {
+            c.insert(p);
+        }
+        c.walk(100);
+        c.walk(102);
+        c.walk(100);
+        assert_eq!(c.victim(&[]), Some(101));
+        assert_eq!(c.victim(&[103]), Some(102), "103 is older but pinned");
+        assert_eq!(c.victim(&[]), Some(103), "a skipped pinned page keeps its place");
+        assert_eq!(c.victim(&[100]), None, "only a pinned page is left");
+        assert_eq!((c.pages.len(), c.pages.contains(100)), (1, true));
+    }
+
+    #[test]
+    fn page_fifo_ignores_walks_and_random_skips_pinned_deterministically() {
+        let mut c = Clocked::new(EvictionPolicy::Driver);
+        for p in [5, 6, 7] {
+            c.insert(p);
+        }
+        c.walk(5);
+        assert_eq!(c.victim(&[]), Some(5), "driver: migrated first");
+        let draw = |pinned: &[u64]| {
+            let mut c = Clocked::new(EvictionPolicy::Random);
+            for p in 0..64 {
+                c.insert(p);
+            }
+            (0..64).map(|_| c.victim(pinned)).collect::<Vec<_>>()
+        };
+        let a = draw(&[9]);
+        assert_eq!(a, draw(&[9]), "same seed, same draws");
+        assert_ne!(a[..8], (0..8).map(Some).collect::<Vec<_>>()[..], "not in insertion order");
+        let mut got: Vec<u64> = a.iter().flatten().copied().collect();
+        got.sort_unstable();
+        assert_eq!((got, a[63]), ((0..64).filter(|&p| p != 9).collect(), None));
+    }
+
+    #[test]
+    fn page_granularity_rejects_lfu_naming_the_key() {
+        let c = EvictionConfig { policy: EvictionPolicy::Lfu, granularity: EvictionGranularity::Page, ..EvictionConfig::default() };
+        assert_eq!(c.validate().unwrap_err().0, "uvm.eviction.policy");
+        assert!(EvictionConfig { policy: EvictionPolicy::Lfu, ..EvictionConfig::default() }.validate().is_ok());
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(u64),
+        Walk(u64),
+        Remove(u64),
+        Victim(Vec<u64>),
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (0u64..24).prop_map(Op::Insert),
+            (0u64..24).prop_map(Op::Walk),
+            (0u64..24).prop_map(Op::Remove),
+            proptest::collection::vec(0u64..24, 0..4).prop_map(Op::Victim),
+        ]
+    }
+
+    proptest::proptest! {
+        /// The lazy page LRU chooses what a plain list in recency order chooses
+        /// (front = least recent; an insert or a walk moves a page to the back).
+        #[test]
+        fn page_lru_matches_a_reference_list(ops in proptest::collection::vec(op(), 0..200)) {
+            let mut c = Clocked::new(EvictionPolicy::Lru);
+            let mut list: Vec<u64> = vec![];
+            for op in ops {
+                match op {
+                    Op::Insert(p) if !list.contains(&p) => {
+                        c.insert(p);
+                        list.push(p);
+                    }
+                    Op::Insert(_) => {}
+                    Op::Walk(p) => {
+                        c.walk(p);
+                        if let Some(i) = list.iter().position(|&x| x == p) {
+                            list.remove(i);
+                            list.push(p);
+                        }
+                    }
+                    Op::Remove(p) => {
+                        c.pages.remove(p);
+                        c.last.remove(&p);
+                        list.retain(|&x| x != p);
+                    }
+                    Op::Victim(pinned) => {
+                        let want = list.iter().copied().find(|p| !pinned.contains(p));
+                        proptest::prop_assert_eq!(c.victim(&pinned), want);
+                        list.retain(|&x| Some(x) != want);
+                    }
+                }
+                proptest::prop_assert_eq!(c.pages.len(), list.len());
+            }
+        }
     }
 }

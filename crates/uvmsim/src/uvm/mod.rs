@@ -41,6 +41,10 @@
 //! own blocks, the block is deferred: its faults come again after the replay.
 //! An eviction bumps the residency's refault epoch, so warps that wait for a
 //! replay re-execute and fault again on pages that were taken away.
+//! With `uvm.eviction.granularity = "page"` memory is counted in 4 KiB pages
+//! instead (`Uvm::make_room`): single pages are evicted, the batch's own
+//! pinned, prefetches that find no room dropped. `uvm.prefetch.when_full`
+//! changes the prefetcher once memory has been full (Zheng's §5 warm-up).
 //!
 //! Thrashing, hints and the host ([`thrashing`], [`policy`], [`remote`]):
 //! before a batch's blocks are formed, every faulted page asks the thrashing
@@ -70,10 +74,10 @@ use crate::link::{Dir, Link};
 use crate::sim::{mix64, ns_to_ps, Ps};
 use crate::stats::{Latency, Metrics};
 use crate::xlat::space::{Residency, BLOCK_PAGES};
-use evict::{Chunks, EvictionConfig};
+use evict::{Chunks, EvictionConfig, EvictionGranularity, Pages};
 pub use policy::Advice;
 use policy::{AdviseConfig, PreunmapConfig, UnmapGranularity, UnmapMode, Worker};
-use prefetch::{PageMask, PrefetchConfig, PrefetchPolicy};
+use prefetch::{PageMask, PrefetchConfig, PrefetchPolicy, WhenFull};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -347,6 +351,7 @@ impl UvmConfig {
             return Err(("uvm.pma_chunk_blocks".into(), format!("must be between 1 and 2^20, got {}", self.pma_chunk_blocks)));
         }
         self.prefetch.validate()?;
+        self.eviction.validate()?;
         self.thrashing.validate()?;
         self.access_counters.validate()?;
         if !(self.cpu_fault_us.is_finite() && (0.0..=1e6).contains(&self.cpu_fault_us)) {
@@ -514,6 +519,17 @@ struct Costs {
     replay: Ps,
 }
 
+/// GPU memory counted in 4 KiB pages (`uvm.eviction.granularity = "page"`).
+#[derive(Debug, Clone)]
+struct PageMemory {
+    /// Pages of GPU memory for managed data (u64::MAX: unlimited).
+    capacity: u64,
+    /// The pages holding one (resident, or migrating in this batch), in eviction order.
+    pages: Pages,
+    /// This batch's pages: never victims.
+    pinned: FxHashSet<u64>,
+}
+
 /// Time spent in each stage of one batch.
 #[derive(Debug, Clone, Copy, Default)]
 struct Stages {
@@ -588,6 +604,14 @@ pub struct Uvm {
     oversubscription: f64,
     /// The VA blocks owning a chunk, in eviction order.
     chunks: Chunks,
+    /// Page-granular eviction (`uvm.eviction.granularity = "page"`): GPU memory
+    /// in 4 KiB pages, the pages holding one in eviction order, and the pages
+    /// of the batch in service (pinned).
+    page_evict: Option<Box<PageMemory>>,
+    /// GPU memory has been full (uvm.prefetch.when_full applies from then on).
+    pub full: bool,
+    /// Evicted 4 KiB pages whose GPU translations the world must shoot down (page granularity).
+    pub shootdown_pages: Vec<u64>,
     /// Pages evicted to the host (resident there now: a later fault copies them back).
     cpu_evicted: FxHashMap<u64, PageMask>,
     /// Evicted VA blocks whose GPU translations the caller must shoot down.
@@ -696,6 +720,12 @@ impl Uvm {
             capacity_chunks: if c.gpu_memory_bytes.0 > 0 { c.gpu_memory_bytes.0 / BLOCK_BYTES } else { u64::MAX },
             oversubscription: c.oversubscription,
             chunks: Chunks::new(c.eviction.policy, seed),
+            page_evict: (c.eviction.granularity == EvictionGranularity::Page).then(|| {
+                let capacity = if c.gpu_memory_bytes.0 > 0 { c.gpu_memory_bytes.0 / 4096 } else { u64::MAX };
+                Box::new(PageMemory { capacity, pages: Pages::new(c.eviction.policy, seed), pinned: FxHashSet::default() })
+            }),
+            full: false,
+            shootdown_pages: vec![],
             cpu_evicted: FxHashMap::default(),
             shootdowns: vec![],
             prefetch: c.prefetch.clone(),
@@ -869,6 +899,10 @@ impl Uvm {
         if self.oversubscription > 0.0 {
             let blocks: u64 = self.allocs.iter().map(|&(f, e)| e.div_ceil(BLOCK_PAGES) - f / BLOCK_PAGES).sum();
             self.capacity_chunks = ((blocks as f64 / self.oversubscription).floor() as u64).max(1);
+            if let Some(pm) = self.page_evict.as_mut() {
+                let pages: u64 = self.allocs.iter().map(|&(f, e)| e - f).sum();
+                pm.capacity = ((pages as f64 / self.oversubscription).floor() as u64).max(1);
+            }
         }
     }
 
@@ -1119,6 +1153,10 @@ impl Uvm {
                 for &p in &pages {
                     prefetch::set(host, (p % BLOCK_PAGES) as usize);
                     residency.unmake_resident(p);
+                    if let Some(pm) = self.page_evict.as_mut() {
+                        pm.pages.remove(p);
+                        residency.forget(p);
+                    }
                 }
                 self.stats.host_pages_d2h += pages.len() as u64;
                 self.stats.host_bytes_d2h += bytes;
@@ -1140,6 +1178,10 @@ impl Uvm {
             }
             for &p in &drop_dup {
                 residency.unmake_resident(p);
+                if let Some(pm) = self.page_evict.as_mut() {
+                    pm.pages.remove(p);
+                    residency.forget(p);
+                }
             }
             self.stats.dup_invalidations += drop_dup.len() as u64;
             // Pages resident nowhere are populated on the host (zero-filled), and the block is host-mapped again.
@@ -1181,6 +1223,83 @@ impl Uvm {
         self.collect_unpins();
     }
 
+    /// Page granularity: room in GPU memory for a block's `demand` and
+    /// `prefetched` pages (not resident), evicting unpinned pages by the policy;
+    /// prefetched pages that find no room are dropped (the last ones). The
+    /// victims go back in one copy; their translations are shot down. Returns
+    /// the time after the evictions, or None if the demand pages find no room
+    /// (every other page is the batch's own): the block waits.
+    fn make_room(
+        &mut self,
+        demand: &[u64],
+        prefetched: &mut Vec<u64>,
+        mut t: Ps,
+        now: Ps,
+        link: &mut Link,
+        residency: &mut Residency,
+    ) -> Option<Ps> {
+        let pm = self.page_evict.as_mut().expect("page granularity");
+        let need = demand.len() + prefetched.len();
+        let free = pm.capacity.saturating_sub(pm.pages.len() as u64) as usize;
+        let mut victims = vec![];
+        if need > free {
+            self.full = true;
+            while free + victims.len() < need {
+                match pm.pages.victim(|p| pm.pinned.contains(&p), |p| residency.last_touch(p)) {
+                    Some(v) => victims.push(v),
+                    None => break,
+                }
+            }
+        }
+        let room = free + victims.len();
+        if !victims.is_empty() {
+            if self.fixed.is_none() {
+                t += self.costs.evict;
+            }
+            for &v in &victims {
+                self.stats.prefetch_evicted_untouched += residency.is_untouched(v) as u64;
+                residency.unmake_resident(v);
+                residency.forget(v);
+                if self.advice_of(v) == Advice::AccessedBy {
+                    residency.map_remote(v);
+                }
+                prefetch::set(self.cpu_evicted.entry(v / BLOCK_PAGES).or_insert([0; 8]), (v % BLOCK_PAGES) as usize);
+                self.seq_cursor = self.seq_cursor.min(v);
+            }
+            self.shootdown_pages.extend(&victims);
+            let bytes = victims.len() as u64 * 4096;
+            let xfer = link.transfer_on(Dir::DeviceToHost, bytes, t, now);
+            t = xfer.1;
+            if self.migrations.is_some() {
+                victims.sort_unstable();
+                self.record_migration(xfer, &victims, Dir::DeviceToHost, Cause::Eviction);
+            }
+            self.stats.evictions += victims.len() as u64;
+            self.stats.pages_evicted += victims.len() as u64;
+            self.stats.bytes_d2h += bytes;
+        }
+        if room < demand.len() {
+            return None;
+        }
+        prefetched.truncate(room - demand.len());
+        let pm = self.page_evict.as_mut().expect("page granularity");
+        for &p in demand.iter().chain(prefetched.iter()) {
+            pm.pages.insert(p, residency.touch(p));
+            pm.pinned.insert(p);
+        }
+        self.full |= pm.pages.len() as u64 >= pm.capacity;
+        Some(t)
+    }
+
+    /// The prefetch policy now: `policy`, or what `when_full` says once GPU memory has been full.
+    fn prefetch_policy(&self) -> PrefetchPolicy {
+        match (self.full, self.prefetch.when_full) {
+            (false, _) | (true, WhenFull::Keep) => self.prefetch.policy,
+            (true, WhenFull::Stop) => PrefetchPolicy::None,
+            (true, WhenFull::Locality) => PrefetchPolicy::Locality,
+        }
+    }
+
     /// Zheng's transfer set: pages to prefetch with the batch's unique demand
     /// pages `demand` (sorted), the last fault fetched being on `last`; `earlier`
     /// demand pages already went out in the same interval (polled model).
@@ -1189,9 +1308,14 @@ impl Uvm {
         if want == 0 || self.allocs.is_empty() {
             return vec![];
         }
+        let policy = self.prefetch_policy();
+        // §5.2's continued prefetch takes only the window: filling the set sequentially
+        // maximises PCIe bandwidth, which it must not do once every page displaces another.
+        let fill = policy == PrefetchPolicy::Sequential
+            || (policy == PrefetchPolicy::Locality && !(self.full && self.prefetch.when_full == WhenFull::Locality));
         let in_flight = &self.in_flight;
         let taken = |p: u64| residency.is_resident(p) || in_flight.contains_key(&p) || demand.binary_search(&p).is_ok();
-        let mut out = match self.prefetch.policy {
+        let mut out = match policy {
             PrefetchPolicy::Random => prefetch::random(&self.allocs, want, mix64(self.seed ^ 0x7072_6566 ^ self.stats.batches << 8), taken),
             PrefetchPolicy::Oracle => {
                 let (out, at) = prefetch::oracle(&self.oracle, self.oracle_at, want, taken);
@@ -1204,7 +1328,7 @@ impl Uvm {
             },
             _ => vec![],
         };
-        if matches!(self.prefetch.policy, PrefetchPolicy::Sequential | PrefetchPolicy::Locality) && out.len() < want {
+        if fill && out.len() < want {
             // Sequential fills the set; locality falls back to it when its window runs out.
             let chosen = out.clone();
             let (more, at) =
@@ -1228,7 +1352,7 @@ impl Uvm {
             prefetch::set(&mut fmask, (f % BLOCK_PAGES) as usize);
         }
         let resident = residency.block_mask(block);
-        let mask = match p.policy {
+        let mask = match self.prefetch_policy() {
             PrefetchPolicy::Density if faulted.len() < p.min_faults as usize => return vec![],
             PrefetchPolicy::Density if p.gpu_preferred && !self.populated(block, residency) => {
                 // Resident nowhere and the destination is the preferred location: the whole block.
@@ -1426,7 +1550,7 @@ impl Uvm {
         // Zheng's transfer set: prefetch candidates fill what the demand pages leave.
         let mut extra = if let Some(extra) = polled_extra {
             extra
-        } else if self.prefetch.policy.per_batch() {
+        } else if self.prefetch_policy().per_batch() {
             let last = fetched.iter().rev().map(|f| f.vpn).find(|p| pages.binary_search(p).is_ok());
             self.transfer_set(&pages, 0, last, residency)
         } else {
@@ -1452,6 +1576,11 @@ impl Uvm {
             pinned.extend(self.in_flight.keys().map(|p| p / BLOCK_PAGES));
             pinned.sort_unstable();
             pinned.dedup();
+        }
+        if let Some(pm) = self.page_evict.as_mut() {
+            pm.pinned.clear();
+            // Pages still crossing the link (polled model) stay too.
+            pm.pinned.extend(self.in_flight.keys());
         }
         let (blocks_before, bytes_before, d2h_before) = (self.stats.va_blocks, self.stats.bytes_h2d, self.stats.bytes_d2h);
         let (evictions_before, evicted_before, prefetched_before) = (self.stats.evictions, self.stats.pages_evicted, self.stats.prefetched);
@@ -1504,7 +1633,7 @@ impl Uvm {
         }
         self.stats.remote_mapped += remote.len() as u64;
         for (block, demand, mut prefetched) in work {
-            if !self.prefetch.policy.per_batch() && !demand.is_empty() {
+            if !self.prefetch_policy().per_batch() && !demand.is_empty() {
                 prefetched = self.block_prefetch(block, &demand, residency);
                 if self.thrashing.tracking() || !self.advised.is_empty() {
                     prefetched.retain(|&p| self.prefetchable(p));
@@ -1515,9 +1644,23 @@ impl Uvm {
             if new_block {
                 add(&mut t, self.first_touch_cost(block), &mut st.first_touch);
             }
+            if self.page_evict.is_some() {
+                // 4 KiB pages: room for the block's pages, evicting others (deferred if every page is pinned).
+                match self.make_room(&demand, &mut prefetched, t, now, link, residency) {
+                    Some(after) => {
+                        st.evict += after - t;
+                        t = after;
+                    }
+                    None => {
+                        self.stats.deferred_blocks += 1;
+                        residency.refault_epoch += 1;
+                        self.seq_cursor = self.seq_cursor.min(block * BLOCK_PAGES);
+                        continue;
+                    }
+                }
             // A GPU root chunk for the block's first resident page; when memory is full,
             // evict, then restart the block's service (the driver drops the block lock).
-            if !self.chunks.owns(block) {
+            } else if !self.chunks.owns(block) {
                 if self.free_chunks == 0 {
                     if self.allocated_chunks < self.capacity_chunks {
                         add(&mut t, c.pma_alloc, &mut st.alloc);
@@ -1567,6 +1710,7 @@ impl Uvm {
                     }
                 }
                 self.free_chunks -= 1;
+                self.full |= self.free_chunks == 0 && self.allocated_chunks >= self.capacity_chunks;
                 self.chunks.insert(block);
             } else {
                 self.chunks.serviced(block);
@@ -1909,6 +2053,16 @@ impl Uvm {
                 return Err(format!("uvm: {} pages resident, beyond the capacity of {cap} chunks", residency.resident_pages()));
             }
         }
+        if let Some(pm) = self.page_evict.as_ref() {
+            if pm.pages.len() as u64 > pm.capacity || residency.resident_pages() > pm.capacity {
+                return Err(format!(
+                    "uvm: {} pages hold GPU memory, {} resident, beyond the capacity of {} pages",
+                    pm.pages.len(),
+                    residency.resident_pages(),
+                    pm.capacity
+                ));
+            }
+        }
         let outstanding: u64 = self.outstanding.iter().map(|&o| o as u64).sum();
         if outstanding != buffered + in_service {
             return Err(format!("uvm: µTLBs count {outstanding} outstanding faults, {buffered} buffered + {in_service} in service"));
@@ -1975,7 +2129,13 @@ impl Uvm {
         m.int("uvm.unmap.sync", s.unmaps_sync);
         m.int("uvm.unmap.async", s.unmaps_async);
         m.int("uvm.unmap.waits", s.unmap_waits);
-        m.int("uvm.gpu_memory_bytes", if self.capacity_chunks == u64::MAX { 0 } else { self.capacity_chunks * BLOCK_BYTES });
+        let capacity = match &self.page_evict {
+            Some(pm) if pm.capacity != u64::MAX => pm.capacity * 4096,
+            Some(_) => 0,
+            None if self.capacity_chunks == u64::MAX => 0,
+            None => self.capacity_chunks * BLOCK_BYTES,
+        };
+        m.int("uvm.gpu_memory_bytes", capacity);
         m.float("uvm.time_ns", s.time_ps as f64 / 1000.0);
         s.batch.export(m, "uvm.batch_ns");
         m.ratio("uvm.faults_per_batch", s.raw - s.flushed, s.batches);
@@ -2332,6 +2492,7 @@ mod tests {
         let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
         u.batch_done(end, &mut res);
         assert_eq!(u.allocated_chunks, 2, "one allocator call, clamped to the capacity");
+        assert!(u.full, "both chunks taken");
         u.raise(Fault { time: end, ..fault(1025, 0) });
         let Next::BatchDone(end2) = u.service(end, &mut link, &mut res) else { panic!() };
         // Block 0 (resident first) goes: its two pages back to the host, its translations shot down.
@@ -2561,5 +2722,101 @@ mod tests {
         drain(&mut u, &mut link, &mut res);
         assert_eq!((u.stats.evictions, u.stats.prefetched), (1, 6));
         assert!((600..604).all(|p| res.is_resident(p)) && res.resident_pages() == 4);
+    }
+
+    /// Serve one fault on each of `vpns` in its own batch; returns the time after.
+    fn serve(u: &mut Uvm, link: &mut Link, res: &mut Residency, mut t: Ps, vpns: &[u64]) -> Ps {
+        for &vpn in vpns {
+            u.raise(Fault { time: t, ..fault(vpn, 0) });
+            let Next::BatchDone(end) = u.service(t, link, res) else { panic!() };
+            u.batch_done(end, res);
+            t = end;
+        }
+        t
+    }
+
+    #[test]
+    fn page_granularity_evicts_single_pages_by_walk_recency() {
+        // 8 pages of footprint at 2x oversubscription: 4 pages of GPU memory.
+        for (policy, victim) in [(EvictionPolicy::Lru, 1), (EvictionPolicy::Driver, 0)] {
+            let c = UvmConfig {
+                oversubscription: 2.0,
+                eviction: EvictionConfig { policy, granularity: EvictionGranularity::Page, ..EvictionConfig::default() },
+                ..UvmConfig::default()
+            };
+            let (mut u, mut link, mut res) = with(c);
+            res.keep_recency();
+            u.add_allocation(0, 8);
+            u.host_touch(0, 8, 1);
+            let t = serve(&mut u, &mut link, &mut res, 0, &[0, 1, 2, 3]);
+            assert!(u.full && u.stats.evictions == 0);
+            // The GPU walks to page 0 again: LRU keeps it, the driver's FIFO does not care.
+            assert!(res.access(0));
+            serve(&mut u, &mut link, &mut res, t, &[4]);
+            assert_eq!(u.shootdown_pages, vec![victim], "{policy:?}");
+            assert_eq!((u.stats.evictions, u.stats.pages_evicted, u.stats.bytes_d2h), (1, 1, 4096));
+            assert_eq!(u.shootdowns, Vec::<u64>::new(), "no block is shot down");
+            assert!(!res.is_resident(victim) && res.is_resident(4) && res.resident_pages() == 4);
+            assert!(u.cpu_resident(victim), "the evicted page is on the host");
+            let r = u.records.as_ref().unwrap()[4].clone();
+            assert_eq!((r.evictions, r.bytes_d2h, r.bytes_h2d), (1, 4096, 4096));
+            let mut m = Metrics::default();
+            u.export(&mut m, &res);
+            assert_eq!(m.get("uvm.gpu_memory_bytes"), Some(4.0 * 4096.0));
+            u.check_invariants(&res).unwrap();
+        }
+    }
+
+    #[test]
+    fn when_full_stops_or_narrows_prefetching_once_memory_is_full() {
+        // 64 pages at 4x oversubscription: 16 pages. Sequential transfer sets of 4 fill them in 4 batches.
+        for (when_full, want) in [(WhenFull::Keep, vec![16, 17, 18]), (WhenFull::Stop, vec![]), (WhenFull::Locality, vec![21, 22])] {
+            let mut c = UvmConfig {
+                oversubscription: 4.0,
+                eviction: EvictionConfig { granularity: EvictionGranularity::Page, ..EvictionConfig::default() },
+                ..UvmConfig::default()
+            };
+            c.prefetch.policy = PrefetchPolicy::Sequential;
+            c.prefetch.transfer_set_pages = 4;
+            c.prefetch.window_pages = 2;
+            c.prefetch.when_full = when_full;
+            let (mut u, mut link, mut res) = with(c);
+            u.add_allocation(0, 64);
+            let t = serve(&mut u, &mut link, &mut res, 0, &[0, 4, 8]);
+            assert!(!u.full && res.resident_pages() == 12);
+            let t = serve(&mut u, &mut link, &mut res, t, &[12]);
+            assert!(u.full && res.resident_pages() == 16 && u.stats.prefetched == 12, "{when_full:?}: warm-up prefetches");
+            serve(&mut u, &mut link, &mut res, t, &[20]);
+            let got: Vec<u64> = (16..64).filter(|&p| res.is_resident(p) && p != 20).collect();
+            assert_eq!(got, want, "{when_full:?}");
+            assert_eq!((u.stats.pages_evicted, res.resident_pages()), (1 + want.len() as u64, 16), "{when_full:?}");
+        }
+    }
+
+    #[test]
+    fn page_granularity_drops_prefetches_and_defers_what_finds_no_room() {
+        // 2 pages of memory; a batch demanding 3 pages of one block: the block waits.
+        let mut c = UvmConfig {
+            oversubscription: 4.0,
+            eviction: EvictionConfig { granularity: EvictionGranularity::Page, ..EvictionConfig::default() },
+            ..UvmConfig::default()
+        };
+        let (mut u, mut link, mut res) = with(c.clone());
+        u.add_allocation(0, 8);
+        for vpn in [0, 1, 2] {
+            u.raise(fault(vpn, 0));
+        }
+        let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
+        u.batch_done(end, &mut res);
+        assert_eq!((u.stats.deferred_blocks, res.resident_pages(), res.refault_epoch), (1, 0, 1));
+        // A transfer set larger than memory: the demand page and one prefetch.
+        c.prefetch.policy = PrefetchPolicy::Sequential;
+        c.prefetch.transfer_set_pages = 4;
+        let (mut u, mut link, mut res) = with(c);
+        u.add_allocation(0, 8);
+        serve(&mut u, &mut link, &mut res, 0, &[5]);
+        assert_eq!((res.resident_pages(), u.stats.prefetched, u.stats.evictions), (2, 1, 0));
+        assert!(res.is_resident(5) && res.is_resident(0));
+        u.check_invariants(&res).unwrap();
     }
 }

@@ -127,6 +127,22 @@ impl PrefetchPolicy {
     }
 }
 
+/// What the prefetcher does once GPU memory is full (`uvm.prefetch.when_full`; seed paged-memory §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum WhenFull {
+    /// Go on with `policy`.
+    #[default]
+    Keep,
+    /// Stop prefetching: on-demand migration only (§5.1).
+    Stop,
+    /// Zheng's continued prefetch (§5.2): the pages not on the GPU among the
+    /// `window_pages` after the last faulting page, without the sequential fill.
+    Locality,
+}
+
+leaf!(WhenFull);
+
 section! {
     /// Prefetching: which pages migrate with a batch's faults (spec/uvm-driver.md "Prefetcher"; seed paged-memory §4).
     pub struct PrefetchConfig {
@@ -142,6 +158,11 @@ section! {
         pub transfer_set_pages: u32 = 80,
         /// locality: pages after the last faulting page it takes candidates from (seed paged-memory §4.2: 128).
         pub window_pages: u32 = 128,
+        /// Once GPU memory is full (the first time a migration needs an eviction or fills the last free page; it stays so):
+        /// "keep" (go on with policy), "stop" (on-demand only; seed paged-memory §5.1) or "locality" (the window_pages after
+        /// the last faulting page, no sequential fill; §5.2 "continued prefetch"). Zheng's warm-up is policy = "oracle" with
+        /// "stop" or "locality" (§5: "execute the application using the oracular prefetcher until GPU memory is at capacity").
+        pub when_full: WhenFull = WhenFull::Keep,
     }
 }
 

@@ -74,6 +74,10 @@ pub struct Residency {
     /// (evicted, or its block deferred): warps waiting for a replay then
     /// re-execute and fault again on what is missing.
     pub refault_epoch: u64,
+    /// Page-granular LRU eviction: a clock ticked by every walk to a resident
+    /// page, and each such page's last tick (None: not kept, the default).
+    clock: u64,
+    recency: Option<rustc_hash::FxHashMap<u64, u64>>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -123,7 +127,38 @@ impl Residency {
             m.untouched[w] &= !bit;
             self.prefetch_used += 1;
         }
-        m.resident[w] & bit != 0
+        let resident = m.resident[w] & bit != 0;
+        if let (true, Some(r)) = (resident, self.recency.as_mut()) {
+            self.clock += 1;
+            r.insert(vpn, self.clock);
+        }
+        resident
+    }
+
+    /// Keep the recency of resident pages (page-granular LRU eviction).
+    pub fn keep_recency(&mut self) {
+        self.recency.get_or_insert_with(Default::default);
+    }
+
+    /// Tick the clock and stamp `vpn` with it (a page migrated in); returns the stamp.
+    pub fn touch(&mut self, vpn: u64) -> u64 {
+        self.clock += 1;
+        if let Some(r) = self.recency.as_mut() {
+            r.insert(vpn, self.clock);
+        }
+        self.clock
+    }
+
+    /// The last stamp of `vpn` (0 if none is kept).
+    pub fn last_touch(&self, vpn: u64) -> u64 {
+        self.recency.as_ref().and_then(|r| r.get(&vpn)).copied().unwrap_or(0)
+    }
+
+    /// Forget the stamp of `vpn` (it left GPU memory).
+    pub fn forget(&mut self, vpn: u64) {
+        if let Some(r) = self.recency.as_mut() {
+            r.remove(&vpn);
+        }
     }
 
     /// A walk reached `vpn` on the GPU: how is it mapped? (A prefetched page
@@ -255,6 +290,12 @@ impl Residency {
         self.resident_pages -= n;
         self.refault_epoch += 1;
         (m.resident, m.untouched.iter().map(|w| w.count_ones() as u64).sum())
+    }
+
+    /// Is `vpn` a prefetched page the GPU has not touched yet?
+    pub fn is_untouched(&self, vpn: u64) -> bool {
+        let (b, w, bit) = bit(vpn);
+        self.blocks.get(&b).is_some_and(|m| m.untouched[w] & bit != 0)
     }
 
     /// Prefetched pages resident now that the GPU has not touched.
