@@ -25,6 +25,7 @@ _MODE = {
     "multi-GPU only": "multi",
     "Least-TLB only": "least",
     "IDYLL only": "idyll",
+    "multi-application only": "apps",
 }
 # A small 4-GPU run (GMMU mode, host MMU): every GPU's metrics are documented under `gpu0`.
 MULTI_RUN = {"preset": "li-4gpu-gmmu", "set": ["workload.kind=stream", "workload.stream.elements=65536", "gpu.sms=4"]}
@@ -34,6 +35,17 @@ LEAST_RUN = {"preset": "li-4gpu-ats", "set": ["workload.kind=stencil2d", "gpu.sm
 IDYLL_RUN = {
     "preset": "li-4gpu-gmmu",
     "set": ["workload.kind=stencil2d", "gpu.sms=4", "multi.idyll.directory=true", "multi.idyll.lazy=true"],
+}
+# A small multi-application run (4 GPUs, shared IOMMU, Least-TLB with spilling), for `app{N}.*` and the spill metrics.
+APPS_RUN = {
+    "preset": "li-4gpu-ats",
+    "set": [
+        'multi.apps=["stencil2d", "stream", "stencil2d", "stream"]',
+        "workload.stream.elements=65536",
+        "gpu.sms=4",
+        "multi.least_tlb.enabled=true",
+        "multi.least_tlb.spill=true",
+    ],
 }
 # A managed run with its legacy baselines (GMMU mode), for the `baseline.*` metrics.
 BASELINES_RUN = {
@@ -95,6 +107,10 @@ def produced() -> dict[str, set[str]]:
             re.sub(r"^gpu[0-9]+\.", "gpu0.", k)
             for k in uvmsim.run(preset=IDYLL_RUN["preset"], set=IDYLL_RUN["set"]).metrics
         },
+        "apps": {
+            re.sub(r"^gpu[0-9]+\.", "gpu0.", k)
+            for k in uvmsim.run(preset=APPS_RUN["preset"], set=APPS_RUN["set"]).metrics
+        },
     }
 
 
@@ -110,7 +126,7 @@ def test_every_documented_metric_is_produced_in_its_mode(produced: dict[str, set
     assert len(documented_metrics()) > 50
     for name, mode in documented_metrics().items():
         m = _matcher(name)
-        if mode in ("baselines", "multi", "least", "idyll"):
+        if mode in ("baselines", "multi", "least", "idyll", "apps"):
             assert any(m.fullmatch(k) for k in produced[mode]), f"`{name}` is not produced by the {mode} run"
             continue
         where = {run for run in ("gmmu", "iommu") if any(m.fullmatch(k) for k in produced[run])}
