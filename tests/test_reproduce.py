@@ -260,9 +260,9 @@ def test_li_least_tlb_quick(tmp_path: Path) -> None:
     assert [r["app"] for r in table] == ["fft", "simple-convolution", "kmeans", "matrix-transpose"]
     for scheme in ("base", "least"):
         ws = sum(float(r[f"{scheme}_ipc"]) / float(r["alone_ipc"]) for r in table)
-        assert math.isclose(ws, float(table[0][f"{scheme}_ws"]))
+        assert math.isclose(ws, float(table[0][f"{scheme}_ws"]), rel_tol=1e-4)  # the CSV keeps 6 digits
     gain = 100 * (float(table[0]["least_ws"]) / float(table[0]["base_ws"]) - 1)
-    assert math.isclose(rows["mean_ws_improvement_pct"].simulated, gain)
+    assert math.isclose(rows["mean_ws_improvement_pct"].simulated, gain, rel_tol=1e-3, abs_tol=1e-3)
     for g, kind in enumerate(r["app"] for r in table):
         assert (tmp_path / "runs" / f"alone-{kind}-gpu{g}").exists()
 
