@@ -26,6 +26,7 @@ _MODE = {
     "Least-TLB only": "least",
     "IDYLL only": "idyll",
     "Trans-FW only": "transfw",
+    "multi-application only": "apps",
 }
 # A small 4-GPU run (GMMU mode, host MMU): every GPU's metrics are documented under `gpu0`.
 MULTI_RUN = {"preset": "li-4gpu-gmmu", "set": ["workload.kind=stream", "workload.stream.elements=65536", "gpu.sms=4"]}
@@ -40,6 +41,17 @@ IDYLL_RUN = {
 TRANSFW_RUN = {
     "preset": "li-4gpu-gmmu",
     "set": ["workload.kind=stencil2d", "gpu.sms=4", "multi.transfw.prt=true", "multi.transfw.forwarding=true"],
+}
+# A small multi-application run (4 GPUs, shared IOMMU, Least-TLB with spilling), for `app{N}.*` and the spill metrics.
+APPS_RUN = {
+    "preset": "li-4gpu-ats",
+    "set": [
+        'multi.apps=["stencil2d", "stream", "stencil2d", "stream"]',
+        "workload.stream.elements=65536",
+        "gpu.sms=4",
+        "multi.least_tlb.enabled=true",
+        "multi.least_tlb.spill=true",
+    ],
 }
 # A managed run with its legacy baselines (GMMU mode), for the `baseline.*` metrics.
 BASELINES_RUN = {
@@ -105,6 +117,10 @@ def produced() -> dict[str, set[str]]:
             re.sub(r"^gpu[0-9]+\.", "gpu0.", k)
             for k in uvmsim.run(preset=TRANSFW_RUN["preset"], set=TRANSFW_RUN["set"]).metrics
         },
+        "apps": {
+            re.sub(r"^gpu[0-9]+\.", "gpu0.", k)
+            for k in uvmsim.run(preset=APPS_RUN["preset"], set=APPS_RUN["set"]).metrics
+        },
     }
 
 
@@ -120,7 +136,7 @@ def test_every_documented_metric_is_produced_in_its_mode(produced: dict[str, set
     assert len(documented_metrics()) > 50
     for name, mode in documented_metrics().items():
         m = _matcher(name)
-        if mode in ("baselines", "multi", "least", "idyll", "transfw"):
+        if mode in ("baselines", "multi", "least", "idyll", "transfw", "apps"):
             assert any(m.fullmatch(k) for k in produced[mode]), f"`{name}` is not produced by the {mode} run"
             continue
         where = {run for run in ("gmmu", "iommu") if any(m.fullmatch(k) for k in produced[run])}

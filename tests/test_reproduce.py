@@ -308,6 +308,30 @@ def test_li_least_tlb_quick(tmp_path: Path) -> None:
     assert [line.split(",")[0] for line in lines[1:]] == ["FIR", "PR", "ST"]
     for app in ("FIR", "PR", "ST"):
         assert (tmp_path / "runs" / f"{app}-least").exists()
+    # The quick mix ran in both schemes, each application alone at its GPU once; the weighted speedups
+    # in mixes.csv are recomputed from its IPC columns.
+    assert "mean_ws_improvement_pct" in rows
+    table = read_csv(tmp_path / "mixes.csv")
+    assert [r["app"] for r in table] == ["fft", "simple-convolution", "kmeans", "matrix-transpose"]
+    for scheme in ("base", "least"):
+        ws = sum(float(r[f"{scheme}_ipc"]) / float(r["alone_ipc"]) for r in table)
+        assert math.isclose(ws, float(table[0][f"{scheme}_ws"]), rel_tol=1e-4)  # the CSV keeps 6 digits
+    gain = 100 * (float(table[0]["least_ws"]) / float(table[0]["base_ws"]) - 1)
+    assert math.isclose(rows["mean_ws_improvement_pct"].simulated, gain, rel_tol=1e-3, abs_tol=1e-3)
+    for g, kind in enumerate(r["app"] for r in table):
+        assert (tmp_path / "runs" / f"alone-{kind}-gpu{g}").exists()
+
+
+def test_weighted_speedup() -> None:
+    # Seed multi-gpu §3.1.1.2: WS = sum of IPC(mix) / IPC(alone). Two apps, one at half its alone
+    # speed and one unhurt: 0.5 + 1 = 1.5; four apps alone-speed: 4.
+    assert rep.weighted_speedup({"a": 1.0, "b": 3.0}, {"a": 2.0, "b": 3.0}) == 1.5
+    same = {f"app{g}": 0.25 * (g + 1) for g in range(4)}
+    assert rep.weighted_speedup(same, dict(same)) == 4.0
+    with pytest.raises(ValueError, match="same applications"):
+        rep.weighted_speedup({"a": 1.0}, {"b": 1.0})
+    with pytest.raises(ValueError, match="no IPC"):
+        rep.weighted_speedup({"a": 1.0}, {"a": 0.0})
 
 
 def test_mpki_class_bounds() -> None:

@@ -48,6 +48,8 @@ pub enum Ev {
     UvmCounters,
     /// An access-counter migration's copies end: its pages become GPU-resident.
     UvmCountersDone,
+    /// Multi-application mode: application (GPU) i runs its next host operation.
+    App(u32),
 }
 
 /// Low bits of an event's slot or CTA number: the index within its GPU.
@@ -69,6 +71,8 @@ pub struct World {
     pub gpus: Vec<Gpu>,
     /// The shared side of a multi-GPU system.
     pub multi: Option<Multi>,
+    /// Multi-application mode (`multi.apps`): one program per GPU instead of `program`.
+    apps: Option<multi::apps::Apps>,
     /// GPUs still running the current kernel, since when, and the kernels' total span (multi-GPU).
     running: usize,
     multi_placement: multi::CtaPlacement,
@@ -138,6 +142,7 @@ impl World {
             pc: 0,
             gpus,
             multi,
+            apps: None,
             running: 0,
             multi_placement: cfg.multi.cta_placement,
             kernel_start: 0,
@@ -341,8 +346,22 @@ impl World {
                 q.push(t.max(now), Ev::PageReady(f.vpn << 5 | g as u64));
             }
         }
+        multi::apps::apply_spills(m, &mut self.gpus, now);
         service_requests(m, now, &mut self.gpus, q);
         Ok(())
+    }
+
+    /// Multi-application mode: application `i` runs on; the run ends when every application has finished once.
+    fn step_app(&mut self, i: Option<usize>, now: Ps, q: &mut EventQueue<Ev>) {
+        let (Some(apps), Some(m)) = (self.apps.as_mut(), self.multi.as_ref()) else { unreachable!("multi-application mode") };
+        let done = match i {
+            Some(i) => apps.step(i, &mut self.gpus, &mut self.link, m, now, q),
+            None => apps.start(&mut self.gpus, &mut self.link, m, now, q),
+        };
+        if done {
+            self.kernel_ps = now;
+            self.done_at = Some(now);
+        }
     }
 }
 
@@ -475,7 +494,12 @@ impl Model for World {
             }
             Ev::CtaDone(tagged) => {
                 let g = (tagged >> EV_GPU_SHIFT) as usize;
-                if self.gpus[g].cta_done(tagged & EV_INDEX_MASK, now, q) {
+                if !self.gpus[g].cta_done(tagged & EV_INDEX_MASK, now, q) {
+                    // the GPU's share of the kernel goes on
+                } else if self.apps.is_some() {
+                    // Multi-application mode: GPU g's application goes on.
+                    self.step_app(Some(g), now, q);
+                } else {
                     // The kernel ends when every GPU has finished its share.
                     self.running -= 1;
                     if self.running == 0 {
@@ -484,6 +508,8 @@ impl Model for World {
                     }
                 }
             }
+            Ev::Host if self.apps.is_some() => self.step_app(None, now, q),
+            Ev::App(i) => self.step_app(Some(i as usize), now, q),
             Ev::Host => self.step_host(now, q)?,
             Ev::Trace => self.step_trace(now, q)?,
         }
@@ -557,8 +583,17 @@ pub fn simulate(cfg: &Config) -> Result<Metrics, SimError> {
 
 /// Run the system `cfg` describes; returns its metrics and record tables.
 pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
-    let program = workload::build(cfg).map_err(SimError::BadInput)?;
+    let apps = (!cfg.multi.apps.is_empty()).then(|| multi::apps::Apps::build(cfg)).transpose().map_err(SimError::BadInput)?;
+    // Multi-application mode: the applications' programs replace the workload's.
+    let program = match apps {
+        Some(_) => workload::Program { buffers: vec![], ops: vec![] },
+        None => workload::build(cfg).map_err(SimError::BadInput)?,
+    };
     let mut world = World::new(cfg, program);
+    if let Some(a) = apps {
+        a.map(&mut world.gpus, world.multi.as_mut().expect("multi.apps runs the multi-GPU model"), cfg.multi.apps_resident);
+        world.apps = Some(a);
+    }
     if cfg.uvm.prefetch.policy == PrefetchPolicy::Oracle && cfg.workload.managed {
         // Zheng's oracle: a first pass, demand paging only, records the order in which pages are first faulted.
         let mut first = cfg.clone();
@@ -593,6 +628,9 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     }
     if let Some(mx) = &world.multi {
         mx.export(&mut m, &world.gpus);
+    }
+    if let Some(a) = &world.apps {
+        a.export(&mut m);
     }
     world.link.export(&mut m, end);
     world.uvm.export(&mut m, &world.gpus[0].xlat.space.residency);

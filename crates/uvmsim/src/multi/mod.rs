@@ -29,6 +29,7 @@
 //! per-GPU loop of [`Multi::invalidate`] (directory filtering and lazy PTE
 //! invalidation).
 
+pub mod apps;
 pub mod dir;
 pub mod topo;
 pub mod transfw;
@@ -91,6 +92,12 @@ section! {
         pub oracle: OracleConfig = OracleConfig::default(),
         /// Least-TLB (seed multi-gpu §3.2.1, Algorithm 1): the shared IOMMU TLB as a victim cache of the GPUs' L2 TLBs, with a local TLB tracker (ATS mode only).
         pub least_tlb: LeastTlbConfig = LeastTlbConfig::default(),
+        /// Multi-application mode (seed multi-gpu §3.1.1.2, Table 4): application i (a workload kind, e.g. ["fir", "matrix-transpose"]) runs on GPU i (from multi.apps_first_gpu) in its own address space, with the [workload] parameters of its kind; other GPUs idle. An application that finishes re-runs until every application has finished once; app<gpu>.* metrics are those of its first run. Empty = one application spread over every GPU. At most multi.gpus entries.
+        pub apps: Vec<crate::workload::WorkloadKind> = vec![],
+        /// Multi-application mode: the GPU of the first application (application i runs on GPU apps_first_gpu + i, in that GPU's address space). An application alone at its GPU of a mix (the weighted-speedup reference) sets it to that GPU.
+        pub apps_first_gpu: u32 = 0,
+        /// Multi-application mode: each application's pages start in its GPU's memory, mapped (as MGPUSim places a benchmark's data in GPU memory before its kernels; seed multi-gpu Ch. 3 measures translation, not first touches), so its first run has no far faults. false = every page starts in host memory.
+        pub apps_resident: bool = false,
         /// IDYLL (seed multi-gpu §5.2): in-PTE directory of the GPUs that accessed a page, and lazy PTE invalidation through a per-GPU merging buffer (GMMU mode).
         pub idyll: IdyllConfig = IdyllConfig::default(),
         /// Trans-FW (seed multi-gpu §4.2): the GMMUs' pending request tables (skip a local walk that cannot succeed) and the host's forwarding of walks to the owner GPU (GMMU mode).
@@ -127,6 +134,10 @@ section! {
         pub tracker_fingerprint_bits: u32 = 6,
         /// One-way latency of a remote lookup message between the IOMMU and another GPU, in ns (a remote lookup pays it twice plus that GPU's L2 TLB latency). Seed multi-gpu §3.3.3: PCIe ~300 ns.
         pub remote_latency_ns: f64 = 300.0,
+        /// Multi-application IOMMU-TLB spilling (§3.2.2, Algorithm 2): an IOMMU-TLB victim with spill chances left goes into the L2 TLB of the GPU with the fewest IOMMU-TLB entries (per-GPU eviction counters), other than its own, and is tracked there; a spilled entry evicted with no chances left is dropped; a remote hit moves it back to its GPU and restores its chances. Needs multi.apps and the tracker.
+        pub spill: bool = false,
+        /// Spill chances N of a translation (§3.2.2: N = 1, a spill bit; Fig. 18: N = 2).
+        pub spill_chances: u32 = 1,
     }
 }
 
@@ -193,6 +204,7 @@ impl MultiConfig {
         r("least_tlb.tracker_bucket_size", l.tracker_bucket_size as f64, 1.0, 8.0)?;
         r("least_tlb.tracker_fingerprint_bits", l.tracker_fingerprint_bits as f64, 1.0, 16.0)?;
         r("least_tlb.remote_latency_ns", l.remote_latency_ns, 0.0, 1e6)?;
+        apps::validate(self, cfg)?;
         if l.enabled {
             let need = |k: &str, why: &str| Err((k.to_string(), format!("must be {why} with multi.least_tlb.enabled = true")));
             if cfg.translation.mode != TranslationMode::Iommu {

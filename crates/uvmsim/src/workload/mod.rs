@@ -150,7 +150,7 @@ pub struct VaAllocator {
 }
 
 /// Start of the simulated heap (1 TiB), inside a 48-bit canonical address space.
-const VA_BASE: u64 = 1 << 40;
+pub const VA_BASE: u64 = 1 << 40;
 
 impl Default for VaAllocator {
     fn default() -> Self {
@@ -761,7 +761,7 @@ impl WorkloadConfig {
 /// Build the program the config describes; a trace workload whose file cannot be
 /// read fails here, with a message naming the file.
 pub fn build(cfg: &Config) -> Result<Program, String> {
-    let mut p = build_ops(cfg)?;
+    let mut p = build_at(cfg, VA_BASE)?;
     if cfg.workload.prefetch_inputs {
         // cudaMemPrefetchAsync of every managed allocation, before the first kernel.
         let at = p.ops.iter().position(|op| matches!(op, HostOp::Launch(_))).unwrap_or(p.ops.len());
@@ -772,10 +772,12 @@ pub fn build(cfg: &Config) -> Result<Program, String> {
     Ok(p)
 }
 
-fn build_ops(cfg: &Config) -> Result<Program, String> {
+/// [`build`] with the heap starting at `va_base` (multi-application mode gives each
+/// application its own range, so their translations never share a key).
+pub fn build_at(cfg: &Config, va_base: u64) -> Result<Program, String> {
     let w = &cfg.workload;
     let page = cfg.translation.page_size.0;
-    let mut va = VaAllocator { managed: w.managed, ..VaAllocator::default() };
+    let mut va = VaAllocator { managed: w.managed, next: va_base, ..VaAllocator::default() };
     if w.kind == WorkloadKind::Trace {
         return Ok(Program { buffers: vec![], ops: vec![HostOp::Replay { path: w.trace.path.clone(), gpu: w.trace.gpu }] });
     }

@@ -31,6 +31,20 @@
 //!
 //! ASSUMPTION: a remote lookup does not refresh the remote L2 entry's
 //! recency (the seed does not say).
+//!
+//! Multi-application spilling (§3.2.2, Algorithm 2; `spill`). Each translation
+//! carries its GPU (the application's) and N spill chances (N = 1: the spill
+//! bit). Per-GPU eviction counters count each GPU's translations in the IOMMU
+//! TLB. An IOMMU-TLB victim with chances left is spilled into the L2 TLB of
+//! the GPU with the smallest counter other than its own (ties: the lowest
+//! GPU), loses a chance and is tracked there; an L2 eviction of an entry with
+//! no chance left is dropped (lines 28-29), otherwise it goes into the IOMMU
+//! TLB (lines 24-26). A remote hit moves the spilled entry back to its GPU:
+//! it leaves the receiver's L2 TLB and the tracker, its chances restored.
+//! The receiver's L2 TLB belongs to another GPU, so the spill and the removal
+//! are queued ([`LeastTlb::ops`]) and applied by [`LeastTlb::apply`] after the
+//! running GPU's step, at the same simulated time (ASSUMPTION: the model's
+//! event granularity; the receiver sees the entry a step later at most).
 
 use super::cuckoo::PartitionedCuckoo;
 use super::tlb::{Entry, Tlb};
@@ -65,6 +79,45 @@ pub struct LeastStats {
     pub absent_tests: u64,
     /// Inserts the tracker refused (its partition full): that L2 entry is not shareable.
     pub insert_failures: u64,
+    /// Spilling: IOMMU-TLB victims put into another GPU's L2 TLB.
+    pub spills: u64,
+    /// Spilling: IOMMU-TLB victims with no chance left (dropped).
+    pub spill_drops: u64,
+    /// Spilling: spilled entries evicted from the receiver's L2 TLB with no chance left (dropped).
+    pub spill_discards: u64,
+    /// Spilling: spilled entries evicted from the receiver with chances left (back into the IOMMU TLB).
+    pub spill_returns: u64,
+    /// Spilling: remote hits on a spilled entry (moved back to its GPU).
+    pub spill_hits: u64,
+}
+
+/// A translation's spilling state.
+#[derive(Debug, Clone, Copy)]
+struct Meta {
+    /// The GPU whose application it translates.
+    owner: u8,
+    /// Spill chances left.
+    left: u8,
+    /// In the IOMMU TLB (counted by its owner's eviction counter).
+    in_iommu: bool,
+}
+
+/// Multi-application spilling state (Algorithm 2).
+#[derive(Debug, Clone)]
+struct Spill {
+    chances: u8,
+    /// Per GPU: its translations in the IOMMU TLB (the eviction counters).
+    counters: Vec<u64>,
+    meta: HashMap<u64, Meta>,
+}
+
+/// A change to another GPU's L2 TLB, applied after the running GPU's step.
+#[derive(Debug, Clone, Copy)]
+pub enum SpillOp {
+    /// Put a spilled entry into this GPU's L2 TLB.
+    Insert(usize, u64, Entry),
+    /// A spilled entry went back to its GPU: remove it from this GPU's L2 TLB.
+    Remove(usize, u64),
 }
 
 #[derive(Debug, Clone)]
@@ -78,6 +131,9 @@ pub struct LeastTlb {
     remote_lat: Ps,
     /// The remote GPU's L2 TLB lookup latency.
     l2_lat: Ps,
+    spill: Option<Spill>,
+    /// Spilling: changes to other GPUs' L2 TLBs waiting for [`LeastTlb::apply`].
+    pub ops: Vec<SpillOp>,
     pub stats: LeastStats,
 }
 
@@ -90,14 +146,31 @@ impl LeastTlb {
             pending: HashMap::new(),
             remote_lat: ns_to_ps(remote_latency_ns),
             l2_lat,
+            spill: None,
+            ops: vec![],
             stats: LeastStats::default(),
         }
+    }
+
+    /// Turn on multi-application spilling with `chances` spill chances per translation.
+    pub fn with_spill(mut self, chances: u32) -> LeastTlb {
+        let n = self.held.len();
+        self.spill = Some(Spill { chances: chances.min(255) as u8, counters: vec![0; n], meta: HashMap::new() });
+        self
+    }
+
+    /// Spilling: GPU `g`'s eviction counter (its translations in the IOMMU TLB).
+    pub fn eviction_counter(&self, g: usize) -> Option<u64> {
+        self.spill.as_ref().map(|s| s.counters[g])
     }
 
     /// GPU `g`'s L2 TLB took `key`, evicting `evicted` at `t`: the IOMMU TLB's
     /// copy, if any, moves to the L2 (it leaves the IOMMU TLB); the tracker records
     /// the new entry; the evicted one leaves the tracker and becomes the IOMMU TLB's victim.
     pub fn l2_filled(&mut self, g: usize, key: u64, evicted: Option<(u64, Entry)>, t: Ps, iommu_tlb: &mut Tlb) {
+        if self.spill.is_some() {
+            return self.l2_filled_spill(g, key, evicted, t, iommu_tlb);
+        }
         if iommu_tlb.invalidate(key) {
             self.stats.iommu_hits_moved += 1;
         }
@@ -125,10 +198,153 @@ impl LeastTlb {
         self.untrack(g, key);
     }
 
-    fn untrack(&mut self, g: usize, key: u64) {
-        if self.held[g].remove(&key) == Some(true) {
-            if let Some(f) = self.tracker.as_mut() {
-                f.delete(g, key);
+    /// Remove `key` from GPU `g`'s set (and the tracker, if it took it); was it there?
+    fn untrack(&mut self, g: usize, key: u64) -> bool {
+        match self.held[g].remove(&key) {
+            Some(tracked) => {
+                if let (true, Some(f)) = (tracked, self.tracker.as_mut()) {
+                    f.delete(g, key);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Record `key` in GPU `g`'s set and, if it has room, the tracker.
+    fn track(&mut self, g: usize, key: u64) {
+        if self.held[g].contains_key(&key) {
+            return;
+        }
+        let tracked = match self.tracker.as_mut() {
+            Some(f) => {
+                let ok = f.insert(g, key);
+                self.stats.insert_failures += !ok as u64;
+                ok
+            }
+            None => false,
+        };
+        self.held[g].insert(key, tracked);
+    }
+
+    /// [`Self::l2_filled`] with spilling (Algorithm 2): GPU `g`'s own translation, with
+    /// its chances restored; a spilled copy in another GPU leaves it (a remote hit).
+    fn l2_filled_spill(&mut self, g: usize, key: u64, evicted: Option<(u64, Entry)>, t: Ps, iommu_tlb: &mut Tlb) {
+        let sp = self.spill.as_mut().expect("spilling");
+        if iommu_tlb.invalidate(key) {
+            self.stats.iommu_hits_moved += 1;
+            if let Some(m) = sp.meta.get(&key).filter(|m| m.in_iommu) {
+                sp.counters[m.owner as usize] -= 1;
+            }
+        }
+        sp.meta.insert(key, Meta { owner: g as u8, left: sp.chances, in_iommu: false });
+        for x in 0..self.held.len() {
+            if x != g && self.untrack(x, key) {
+                self.stats.spill_hits += 1;
+                self.ops.push(SpillOp::Remove(x, key));
+            }
+        }
+        if let Some((ek, e)) = evicted {
+            self.l2_evicted(g, ek, e, t, iommu_tlb);
+        }
+        self.track(g, key);
+    }
+
+    /// Spilling: GPU `g`'s L2 TLB evicted `key` at `t`. An entry with no chance left is
+    /// dropped (Algorithm 2 lines 28-29); any other goes into the IOMMU TLB (lines 24-26).
+    fn l2_evicted(&mut self, g: usize, key: u64, e: Entry, t: Ps, iommu_tlb: &mut Tlb) {
+        if !self.untrack(g, key) {
+            return; // a spilled copy that already went home (its removal is queued)
+        }
+        let sp = self.spill.as_mut().expect("spilling");
+        let m = sp.meta.get(&key).copied().unwrap_or(Meta { owner: g as u8, left: sp.chances, in_iommu: false });
+        if m.left == 0 {
+            sp.meta.remove(&key);
+            self.stats.spill_discards += 1;
+            return;
+        }
+        self.stats.spill_returns += (m.owner as usize != g) as u64;
+        self.iommu_insert(key, e.pa, e.ready.max(t), m, iommu_tlb);
+    }
+
+    /// Spilling: put `key` into the IOMMU TLB, counting it for its GPU; spill what that evicts.
+    fn iommu_insert(&mut self, key: u64, pa: u64, ready: Ps, m: Meta, iommu_tlb: &mut Tlb) {
+        self.stats.victim_inserts += 1;
+        let sp = self.spill.as_mut().expect("spilling");
+        if !sp.meta.get(&key).is_some_and(|x| x.in_iommu) {
+            sp.counters[m.owner as usize] += 1;
+        }
+        sp.meta.insert(key, Meta { in_iommu: true, ..m });
+        if let Some((vk, ve)) = iommu_tlb.insert_victim(key, pa, ready) {
+            self.iommu_evicted(vk, ve);
+        }
+    }
+
+    /// Spilling: the IOMMU TLB evicted `key`. With a chance left it goes to the L2 TLB of
+    /// the GPU with the fewest IOMMU-TLB entries, other than its own (lines 30-34).
+    fn iommu_evicted(&mut self, key: u64, e: Entry) {
+        let sp = self.spill.as_mut().expect("spilling");
+        let Some(m) = sp.meta.get(&key).copied() else { return };
+        if m.in_iommu {
+            sp.counters[m.owner as usize] -= 1;
+        }
+        let owner = m.owner as usize;
+        let receiver = (0..sp.counters.len()).filter(|&x| x != owner).min_by_key(|&x| (sp.counters[x], x));
+        match receiver {
+            Some(x) if m.left > 0 => {
+                sp.meta.insert(key, Meta { left: m.left - 1, in_iommu: false, ..m });
+                self.stats.spills += 1;
+                self.ops.push(SpillOp::Insert(x, key, e));
+                self.track(x, key);
+            }
+            _ => {
+                sp.meta.remove(&key);
+                self.stats.spill_drops += 1;
+            }
+        }
+    }
+
+    /// A walk of GPU `g`'s `key` whose page faulted leaves its translation in the IOMMU TLB
+    /// (the L2 TLB did not take it), ready at `ready`.
+    pub fn fault_fill(&mut self, g: usize, key: u64, ready: Ps, iommu_tlb: &mut Tlb) {
+        match self.spill.as_ref() {
+            None => {
+                iommu_tlb.fill_prefetch(key, 0, ready);
+            }
+            Some(_) if iommu_tlb.holds(key) => {}
+            Some(sp) => {
+                let m = Meta { owner: g as u8, left: sp.chances, in_iommu: false };
+                self.iommu_insert(key, 0, ready, m, iommu_tlb);
+                self.stats.victim_inserts -= 1; // not a victim: the walk's own fill
+            }
+        }
+    }
+
+    /// The IOMMU TLB dropped `key` (an invalidation): it no longer counts for its GPU.
+    pub fn iommu_dropped(&mut self, key: u64) {
+        if let Some(sp) = self.spill.as_mut() {
+            if let Some(m) = sp.meta.get_mut(&key).filter(|m| m.in_iommu) {
+                m.in_iommu = false;
+                sp.counters[m.owner as usize] -= 1;
+            }
+        }
+    }
+
+    /// Spilling: apply the queued changes to the GPUs' L2 TLBs (`l2s[g]` is GPU `g`'s), in
+    /// order, at `t`; what a spill evicts from a receiver is handled as its L2 eviction.
+    pub fn apply(&mut self, l2s: &mut [&mut Tlb], t: Ps, iommu_tlb: &mut Tlb) {
+        while !self.ops.is_empty() {
+            for op in std::mem::take(&mut self.ops) {
+                match op {
+                    SpillOp::Insert(x, key, e) => {
+                        if let Some((ek, ee)) = l2s[x].insert_victim(key, e.pa, e.ready) {
+                            self.l2_evicted(x, ek, ee, t, iommu_tlb);
+                        }
+                    }
+                    SpillOp::Remove(x, key) => {
+                        l2s[x].invalidate(key);
+                    }
+                }
             }
         }
     }
@@ -201,6 +417,16 @@ impl LeastTlb {
         m.int(format!("{p}.absent_tests"), s.absent_tests);
         m.ratio(format!("{p}.false_positive_rate"), s.false_positives, s.absent_tests);
         m.int(format!("{p}.insert_failures"), s.insert_failures);
+        if let Some(sp) = &self.spill {
+            m.int(format!("{p}.spills"), s.spills);
+            m.int(format!("{p}.spill_drops"), s.spill_drops);
+            m.int(format!("{p}.spill_discards"), s.spill_discards);
+            m.int(format!("{p}.spill_returns"), s.spill_returns);
+            m.int(format!("{p}.spill_hits"), s.spill_hits);
+            for (g, c) in sp.counters.iter().enumerate() {
+                m.int(format!("{p}.eviction_counter.gpu{g}"), *c);
+            }
+        }
     }
 }
 
@@ -265,6 +491,22 @@ mod tests {
         fn iommu_holds(&self, p: u64) -> bool {
             let io = self.gpus.iter().find_map(|t| t.iommu.as_ref()).unwrap();
             io.tlb.as_ref().unwrap().holds(BASE / 4096 + p)
+        }
+
+        /// Apply the queued spills and removals to the L2 TLBs (the world does it after each step).
+        fn apply(&mut self) {
+            let mut io = self.gpus.iter_mut().find_map(|t| t.iommu.take()).unwrap();
+            let mut l2s: Vec<&mut crate::xlat::Tlb> = self.gpus.iter_mut().map(|t| t.l2.as_mut().unwrap()).collect();
+            io.apply_spills(&mut l2s, 0);
+            self.gpus[0].iommu = Some(io);
+        }
+
+        fn least(&self) -> &super::LeastTlb {
+            self.gpus.iter().find_map(|t| t.iommu.as_ref()).unwrap().least.as_ref().unwrap()
+        }
+
+        fn l2_holds(&self, g: usize, p: u64) -> bool {
+            self.gpus[g].l2.as_ref().unwrap().holds(BASE / 4096 + p)
         }
 
         fn stats(&self) -> super::LeastStats {
@@ -381,5 +623,128 @@ mod tests {
         let io = s.gpus[1].iommu.as_ref().unwrap();
         assert_eq!(io.walker.stats.walks, 2);
         assert_eq!(s.stats().walks_avoided, 1);
+    }
+
+    fn spill_config(chances: u32) -> Config {
+        let mut c = config(true);
+        c.multi.least_tlb.spill = true;
+        c.multi.least_tlb.spill_chances = chances;
+        c
+    }
+
+    /// Algorithm 2 on two GPUs (GPU 0's application uses pages 0.., GPU 1's pages 100..;
+    /// 2-entry L2 TLBs, a 4-entry IOMMU TLB). GPU 0's seventh page makes the IOMMU TLB
+    /// evict page 0, which spills into GPU 1's L2 TLB (the only other GPU); GPU 0's next
+    /// miss of page 0 is a remote hit (321 ns, as a single-application remote hit) that
+    /// moves the entry back: it leaves GPU 1's L2 TLB. A spilled entry evicted from the
+    /// receiver has no chance left: it is dropped, not put into the IOMMU TLB.
+    #[test]
+    fn spill_to_the_other_gpu_and_back() {
+        let mut s = Sys::new(&spill_config(1));
+        for p in 0..6 {
+            assert_eq!(s.xlat(0, p, 10_000 * p), 10_000 * p + 731);
+        }
+        // L2 {4, 5}, IOMMU {0, 1, 2, 3}: four of GPU 0's translations.
+        assert_eq!(s.least().eviction_counter(0), Some(4));
+        s.xlat(0, 6, 60_000);
+        assert!(!s.iommu_holds(0) && s.iommu_holds(4));
+        assert_eq!(s.stats().spills, 1);
+        assert!(!s.l2_holds(1, 0), "queued until applied");
+        s.apply();
+        assert!(s.l2_holds(1, 0) && s.least().holds(1, BASE / 4096));
+        assert_eq!((s.least().eviction_counter(0), s.least().eviction_counter(1)), (Some(4), Some(0)));
+        // GPU 0 needs page 0 again: the tracker finds it in GPU 1's L2 TLB.
+        assert_eq!(s.xlat(0, 0, 100_000), 100_321);
+        let st = s.stats();
+        assert_eq!((st.remote_hits, st.spill_hits), (1, 1));
+        s.apply();
+        assert!(!s.l2_holds(1, 0) && !s.least().holds(1, BASE / 4096), "the receiver gave it back");
+        assert!(s.l2_holds(0, 0));
+        // That fill evicted page 5 into the IOMMU TLB, which spilled page 1 to GPU 1.
+        assert!(s.l2_holds(1, 1) && s.iommu_holds(5));
+        // GPU 1's own two pages evict the spilled page 1: no chance left, dropped.
+        s.xlat(1, 100, 200_000);
+        s.xlat(1, 101, 210_000);
+        s.apply();
+        let st = s.stats();
+        assert_eq!((st.spills, st.spill_discards, st.spill_returns), (2, 1, 0));
+        assert!(!s.l2_holds(1, 1) && !s.iommu_holds(1), "page 1 left the hierarchy");
+    }
+
+    /// With N = 2 chances the spilled entry evicted from the receiver goes back into the
+    /// IOMMU TLB (and counts for its own GPU again). An invalidation of page 1 first frees
+    /// an IOMMU-TLB slot, so the return evicts nothing (no chain of spills).
+    #[test]
+    fn two_spill_chances_return_to_the_iommu() {
+        let mut s = Sys::new(&spill_config(2));
+        for p in 0..7 {
+            s.xlat(0, p, 10_000 * p);
+        }
+        s.apply();
+        assert!(s.l2_holds(1, 0));
+        let io = s.gpus.iter_mut().find_map(|t| t.iommu.as_mut()).unwrap();
+        assert!(io.invalidate_page(BASE / 4096 + 1));
+        assert_eq!(s.least().eviction_counter(0), Some(3), "pages 2, 3, 4");
+        s.xlat(1, 100, 200_000);
+        s.xlat(1, 101, 210_000);
+        s.apply();
+        let st = s.stats();
+        assert_eq!((st.spills, st.spill_discards, st.spill_returns), (1, 0, 1));
+        assert!(s.iommu_holds(0) && !s.l2_holds(1, 0), "page 0 is back in the IOMMU TLB");
+        assert_eq!(s.least().eviction_counter(0), Some(4));
+        // With N = 1 the same sequence drops it.
+        let mut one = Sys::new(&spill_config(1));
+        for p in 0..7 {
+            one.xlat(0, p, 10_000 * p);
+        }
+        one.apply();
+        one.gpus.iter_mut().find_map(|t| t.iommu.as_mut()).unwrap().invalidate_page(BASE / 4096 + 1);
+        one.xlat(1, 100, 200_000);
+        one.xlat(1, 101, 210_000);
+        one.apply();
+        assert_eq!((one.stats().spill_discards, one.stats().spill_returns), (1, 0));
+        assert!(!one.iommu_holds(0));
+    }
+
+    /// The receiver is the GPU with the fewest IOMMU-TLB entries other than the victim's
+    /// own GPU, the lowest-numbered on a tie (three GPUs, a 2-entry IOMMU TLB).
+    #[test]
+    fn receiver_has_the_smallest_eviction_counter() {
+        let mut lt = super::LeastTlb::new(3, Some((96, 4, 8, 1)), 50.0, 0).with_spill(1);
+        let mut io = crate::xlat::Tlb::with(2, 2, 0, 8);
+        let e = super::Entry { pa: 0, ready: 0 };
+        // GPU 1's L2 evicts key 10, GPU 0's evicts key 1: the IOMMU TLB holds one of each.
+        lt.l2_filled(1, 10, None, 0, &mut io);
+        lt.l2_filled(1, 11, Some((10, e)), 0, &mut io);
+        lt.l2_filled(0, 1, None, 0, &mut io);
+        lt.l2_filled(0, 2, Some((1, e)), 0, &mut io);
+        assert_eq!([0, 1, 2].map(|g| lt.eviction_counter(g).unwrap()), [1, 1, 0]);
+        // GPU 0's key 2 evicted: the IOMMU TLB's LRU entry, GPU 1's key 10, spills to GPU 2 (0 < 2).
+        lt.l2_filled(0, 3, Some((2, e)), 0, &mut io);
+        assert_eq!([0, 1, 2].map(|g| lt.eviction_counter(g).unwrap()), [2, 0, 0]);
+        // GPU 0's key 3 evicted: key 1 (GPU 0's) spills; GPUs 1 and 2 tie at 0: GPU 1.
+        lt.l2_filled(0, 4, Some((3, e)), 0, &mut io);
+        let to: Vec<(usize, u64)> = lt
+            .ops
+            .iter()
+            .map(|op| match *op {
+                super::SpillOp::Insert(x, k, _) => (x, k),
+                super::SpillOp::Remove(x, k) => panic!("unexpected removal {x} {k}"),
+            })
+            .collect();
+        assert_eq!(to, [(2, 10), (1, 1)]);
+        assert!(lt.holds(2, 10) && lt.holds(1, 1));
+    }
+
+    /// Spilling is a multi-application mechanism: refused without multi.apps, naming the key.
+    #[test]
+    fn spill_needs_multi_apps() {
+        let c = spill_config(1);
+        assert_eq!(c.validate().unwrap_err().0, "multi.least_tlb.spill");
+        let mut c = spill_config(1);
+        c.multi.apps = vec![crate::workload::WorkloadKind::Stream; 2];
+        assert!(c.validate().is_ok());
+        c.multi.least_tlb.spill_chances = 0;
+        assert_eq!(c.validate().unwrap_err().0, "multi.least_tlb.spill_chances");
     }
 }

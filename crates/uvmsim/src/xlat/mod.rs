@@ -58,6 +58,9 @@ pub struct Iommu {
     pub ats_prefetched: u64,
     /// Least-TLB (multi-GPU ATS, `multi.least_tlb`): victim IOMMU TLB and local TLB tracker.
     pub least: Option<least::LeastTlb>,
+    /// Multi-application mode: per requesting GPU, [ATS requests, IOMMU-TLB hits (with merges
+    /// into a pending miss), Least-TLB remote hits that answered]. Empty otherwise.
+    pub per_gpu: Vec<[u64; 3]>,
 }
 
 impl Iommu {
@@ -66,11 +69,19 @@ impl Iommu {
         self.ats_requests += 1;
         let arrive = t + self.link;
         let k = key(va, r);
+        if let Some(c) = self.per_gpu.get_mut(g) {
+            c[0] += 1;
+        }
         if self.least.is_some() {
             return self.serve_least(g, va, k, r, arrive, now, dram) + self.link;
         }
         let ready = match self.tlb.as_mut().map(|tlb| tlb.lookup(k, arrive)) {
-            Some(Lookup::Done(d, _)) => d,
+            Some(Lookup::Done(d, _)) => {
+                if let Some(c) = self.per_gpu.get_mut(g) {
+                    c[1] += 1;
+                }
+                d
+            }
             Some(Lookup::Miss(at)) => {
                 let end = self.walker.walk(va, leaf_level(r.class), at, now, dram);
                 if let Some(tlb) = self.tlb.as_mut() {
@@ -92,7 +103,12 @@ impl Iommu {
         let (Some(tlb), Some(lt)) = (self.tlb.as_mut(), self.least.as_mut()) else { unreachable!("validated") };
         match tlb.lookup(k, arrive) {
             // A hit moves the entry to the requester's L2 TLB: it leaves this TLB when the L2 takes it (`LeastTlb::l2_filled`).
-            Lookup::Done(d, _) => d,
+            Lookup::Done(d, _) => {
+                if let Some(c) = self.per_gpu.get_mut(g) {
+                    c[1] += 1;
+                }
+                d
+            }
             Lookup::Miss(at) => {
                 // A walk of this key in flight answers this request too (the IOMMU's
                 // pending-request table, §3.2.1; the baseline merges in its TLB's MSHRs).
@@ -100,6 +116,7 @@ impl Iommu {
                     tlb.complete_miss(arrive, end);
                     return end;
                 }
+                let remote_before = lt.stats.remote_first;
                 // The tracker is searched in parallel with the IOMMU TLB, from the arrival.
                 let end = match lt.remote(g, k, arrive) {
                     // The remote hit is back before a walker takes the request: it leaves the queue unwalked.
@@ -118,6 +135,9 @@ impl Iommu {
                 };
                 lt.walked(k, arrive, end);
                 tlb.complete_miss(arrive, end);
+                if let Some(c) = self.per_gpu.get_mut(g) {
+                    c[2] += (lt.stats.remote_first > remote_before) as u64;
+                }
                 end
             }
         }
@@ -125,7 +145,20 @@ impl Iommu {
 
     /// Drop the IOMMU TLB's translation of the 4 KiB page `vpn` (its mapping changed).
     pub fn invalidate_page(&mut self, vpn: u64) -> bool {
-        self.tlb.as_mut().is_some_and(|t| t.invalidate(vpn))
+        let gone = self.tlb.as_mut().is_some_and(|t| t.invalidate(vpn));
+        if let (true, Some(lt)) = (gone, self.least.as_mut()) {
+            lt.iommu_dropped(vpn);
+        }
+        gone
+    }
+
+    /// Least-TLB spilling: apply the queued changes to the GPUs' L2 TLBs (`l2s[g]` is GPU `g`'s) at `t`.
+    pub fn apply_spills(&mut self, l2s: &mut [&mut Tlb], t: Ps) {
+        if let (Some(lt), Some(tlb)) = (self.least.as_mut(), self.tlb.as_mut()) {
+            if !lt.ops.is_empty() {
+                lt.apply(l2s, t, tlb);
+            }
+        }
     }
 }
 
@@ -181,8 +214,19 @@ impl Translator {
                         l.tracker_fingerprint_bits,
                         crate::sim::mix64(cfg.sim.seed ^ 0x1ea5_7f1b),
                     ));
-                    least::LeastTlb::new(cfg.multi.gpus as usize, tracker, l.remote_latency_ns, clock.cycles(g.l2tlb.latency_cycles as u64))
+                    let lt = least::LeastTlb::new(
+                        cfg.multi.gpus as usize,
+                        tracker,
+                        l.remote_latency_ns,
+                        clock.cycles(g.l2tlb.latency_cycles as u64),
+                    );
+                    if l.spill {
+                        lt.with_spill(l.spill_chances)
+                    } else {
+                        lt
+                    }
                 }),
+                per_gpu: if cfg.multi.apps.is_empty() { vec![] } else { vec![[0; 3]; cfg.multi.gpus as usize] },
             }
         });
         let mut x = Translator {
@@ -252,8 +296,8 @@ impl Translator {
                 Mapped::No => {
                     // Least-TLB: the L2 TLB does not take a translation that faults, so the IOMMU
                     // TLB keeps it (as the mostly-inclusive baseline's walk fill does).
-                    if let Some(Iommu { least: Some(_), tlb: Some(tlb), link, .. }) = self.iommu.as_mut() {
-                        tlb.fill_prefetch(k, 0, done - *link);
+                    if let Some(Iommu { least: Some(lt), tlb: Some(tlb), link, .. }) = self.iommu.as_mut() {
+                        lt.fault_fill(self.gpu, k, done - *link, tlb);
                     }
                     return Xlat::Fault(done);
                 }

@@ -187,9 +187,10 @@ impl Tlb {
         self.stats.miss_latency.record(ready.saturating_sub(t));
     }
 
-    /// Insert a victim from an upper level (no lookup, no counters), most recently used; replaces an existing entry.
-    pub fn insert_victim(&mut self, key: u64, pa: u64, ready: Ps) {
-        self.arr.insert(key, Entry { pa, ready });
+    /// Insert a victim from an upper level (no lookup, no counters), most recently used; replaces an
+    /// existing entry. Returns the entry it evicted.
+    pub fn insert_victim(&mut self, key: u64, pa: u64, ready: Ps) -> Option<(u64, Entry)> {
+        self.arr.insert(key, Entry { pa, ready })
     }
 
     /// Insert a translation nobody is waiting for (a prefetch); keeps an existing entry.
