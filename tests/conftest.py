@@ -53,6 +53,10 @@ WORKLOADS = [
     "im2col",
     "conv2d",
     "ping-pong",
+    "cufft",
+    "tealeaf",
+    "hpgmg",
+    "cusparse",
 ]
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]

@@ -91,6 +91,20 @@ fn expected_mem_insts(kind: WorkloadKind) -> Option<(u64, u64)> {
         WorkloadKind::Conv2d => exact(w(27 * 62 * 62) * 2 + w(8 * 62 * 62) * 55),
         // 2000 iterations of one 16-thread warp that loads (no store by default).
         WorkloadKind::PingPong => exact(2000),
+        // 512 x 512 points, 4 passes of a load and a store.
+        WorkloadKind::Cufft => exact(w(512 * 512) * 8),
+        // 512 x 512 cells; init 4 + 5 + 12 accesses, 3 iterations of 10 + 6 + 3.
+        WorkloadKind::Tealeaf => exact(w(512 * 512) * (21 + 3 * 19)),
+        // Levels 64^3 .. 4^3, 2 V-cycles: per level above the bottom 2 smooth passes + residual (9 each) down,
+        // interpolation (3) + 2 passes up, restriction (10) per coarse warp; 8 passes (9 each) on the 2 bottom warps.
+        WorkloadKind::Hpgmg => {
+            let fine: u64 = [64u64, 32, 16, 8].iter().map(|m| w(m * m * m)).sum();
+            let coarse: u64 = [32u64, 16, 8, 4].iter().map(|m| w(m * m * m)).sum();
+            exact(2 * (fine * (27 + 21) + coarse * 10 + 2 * 8 * 9))
+        }
+        // 2048 rows, a warp each: nnz 64 chunks + count; dense2csr row_ptr + 64 chunks + 2 x 2 stores; SpMV 8;
+        // the scan's 64 warps a load and a store.
+        WorkloadKind::Cusparse => exact(2048 * (65 + 69 + 8) + w(2048) * 2),
         _ => return None,
     })
 }
@@ -181,6 +195,10 @@ fn small(kind: WorkloadKind) -> &'static [&'static str] {
         WorkloadKind::Im2col => &["workload.im2col.height=32", "workload.im2col.width=32"],
         WorkloadKind::Conv2d => &["workload.conv2d.height=32", "workload.conv2d.width=32"],
         WorkloadKind::PingPong => &["workload.ping_pong.iterations=50"],
+        WorkloadKind::Cufft => &["workload.cufft.n1=64"],
+        WorkloadKind::Tealeaf => &["workload.tealeaf.nx=256", "workload.tealeaf.ny=64", "workload.tealeaf.iterations=1"],
+        WorkloadKind::Hpgmg => &["workload.hpgmg.n=16", "workload.hpgmg.cycles=1"],
+        WorkloadKind::Cusparse => &["workload.cusparse.n=512"],
         _ => &[],
     }
 }

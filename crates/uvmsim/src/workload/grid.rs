@@ -29,6 +29,10 @@ pub enum Index {
     At { dx: i32, dy: i32, dz: i32 },
     /// Element `c0 + cx*x + cy*(y / ydiv) + cz*z` of an array of any shape.
     Affine { c0: u64, cx: u64, cy: u64, ydiv: u64, cz: u64 },
+    /// The element at (x/div, y/div, z/div) of an array of the coarser shape
+    /// (ceil(nx/div), ceil(ny/div), ceil(nz/div)): piecewise-constant
+    /// interpolation from a coarse grid (`hpgmg`).
+    Coarse { div: u64 },
 }
 
 impl Index {
@@ -110,6 +114,10 @@ impl GridKernel {
                 c(x, dx, nx) + nx * (c(y, dy, ny) + ny * c(z, dz, nz))
             }
             Index::Affine { c0, cx, cy, ydiv, cz } => c0 + cx * x + cy * (y / ydiv) + cz * z,
+            Index::Coarse { div } => {
+                let (cx, cy) = (nx.div_ceil(div), ny.div_ceil(div));
+                x / div + cx * (y / div + cy * (z / div))
+            }
         }
     }
 }
@@ -228,5 +236,15 @@ mod tests {
         let at = Index::Affine { c0: 1, cx: 2, cy: 10, ydiv: 4, cz: 100 };
         let k = GridKernel::new([1, 1, 1], 1, 1, vec![Array { base: 0, elem_bytes: 4 }], vec![Step::Wait]);
         assert_eq!(k.index(at, 3, 9, 1), 1 + 6 + 20 + 100);
+    }
+
+    #[test]
+    fn coarse_index_halves_every_coordinate() {
+        // 8 x 6 x 4 fine grid over a 4 x 3 x 2 coarse one: (5, 3, 3) -> (2, 1, 1) = 2 + 4 * (1 + 3 * 1).
+        let k = GridKernel::new([8, 6, 4], 1, 1, vec![Array { base: 0, elem_bytes: 8 }], vec![Step::Wait]);
+        assert_eq!(k.index(Index::Coarse { div: 2 }, 5, 3, 3), 18);
+        // Odd sizes round the coarse shape up: 5 x 5 -> 3 wide.
+        let k = GridKernel::new([5, 5, 1], 1, 1, vec![Array { base: 0, elem_bytes: 8 }], vec![Step::Wait]);
+        assert_eq!(k.index(Index::Coarse { div: 2 }, 4, 4, 0), 2 + 3 * 2);
     }
 }

@@ -16,6 +16,7 @@
 
 pub mod accelsim;
 mod aes;
+mod allen;
 mod backprop;
 mod bfs;
 mod bitonic;
@@ -56,6 +57,7 @@ mod xsbench;
 
 pub use accelsim::AccelsimParams;
 pub use aes::AesParams;
+pub use allen::{CufftParams, CusparseParams, HpgmgParams, TealeafParams};
 pub use backprop::BackpropParams;
 pub use bfs::BfsParams;
 pub use bitonic::BitonicParams;
@@ -387,10 +389,14 @@ pub enum WorkloadKind {
     Im2col,
     Conv2d,
     PingPong,
+    Cufft,
+    Tealeaf,
+    Hpgmg,
+    Cusparse,
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 41] = [
+    pub const ALL: [WorkloadKind; 45] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
@@ -432,6 +438,10 @@ impl WorkloadKind {
         WorkloadKind::Im2col,
         WorkloadKind::Conv2d,
         WorkloadKind::PingPong,
+        WorkloadKind::Cufft,
+        WorkloadKind::Tealeaf,
+        WorkloadKind::Hpgmg,
+        WorkloadKind::Cusparse,
     ];
 
     pub fn name(self) -> &'static str {
@@ -477,6 +487,10 @@ impl WorkloadKind {
             WorkloadKind::Im2col => "im2col",
             WorkloadKind::Conv2d => "conv2d",
             WorkloadKind::PingPong => "ping-pong",
+            WorkloadKind::Cufft => "cufft",
+            WorkloadKind::Tealeaf => "tealeaf",
+            WorkloadKind::Hpgmg => "hpgmg",
+            WorkloadKind::Cusparse => "cusparse",
         }
     }
 
@@ -523,6 +537,10 @@ impl WorkloadKind {
             WorkloadKind::Conv2d => "MGPUSim DNN conv2d (seed multi-gpu Conv2d): the im2col kernel, then a GEMM with one thread per output element looping over the column-matrix rows (weight broadcast, coalesced column-matrix loads).",
             WorkloadKind::Sad => "Parboil SAD (H.264 motion estimation): per 16x16 macroblock, sums of absolute differences against the reference frame at every offset of a search window; one CTA per macroblock reads its rows and the reference rows at each offset and stores the 4x4 SADs, then two launches combine them into the larger partitions.",
             WorkloadKind::PingPong => "Host and GPU take turns on the same pages (thrashing, issue 4): per iteration a kernel where thread g reads (and optionally writes) one element of page g, then the host writes (or reads) every page, then computes for host_us; with managed memory the pages migrate back and forth until thrashing mitigation throttles and pins them.",
+            WorkloadKind::Cufft => "cuFFT-like (seed uvm-driver Table 5.1 cufft): forward then inverse 1D complex-float FFT of n1 x n2 points, out-of-place four-step: a column pass (lanes n2 points apart: a page per lane, uncoalesced) and a contiguous row pass each way, through a work array.",
+            WorkloadKind::Tealeaf => "TeaLeaf-like (seed uvm-driver Table 5.1; UK-MAC TeaLeaf CG heat conduction) on an nx x ny f64 grid: three init kernels (u, kx/ky from density, r = u0 - A u and p = r), then per CG iteration w = A p (5-point with kx, ky), u and r updates, p = r + beta p.",
+            WorkloadKind::Hpgmg => "HPGMG-FV-like (seed uvm-driver Table 5.1; NVIDIA's UVM HPGMG): multigrid V-cycles on an n^3 f64 grid: per level red/black 7-point smooths, residual, restriction to (n/2)^3 (stride-2 loads), down to the bottom grid, then interpolation and smooths back up; one array per vector and level.",
+            WorkloadKind::Cusparse => "cuSPARSE-like (seed uvm-driver Table 5.1 cusparse): a dense n x n float matrix converted to CSR with a fixed nnz per row (row-scan count, scan, row re-scan writing indices and values), then a CSR-vector SpMV on it with spmv's band + random columns.",
         }
     }
 }
@@ -530,7 +548,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, warp-trace, accelsim, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd, miniamr, bfs, sad, shootdown, fir, kmeans, pagerank, aes, matrix-transpose, bitonic-sort, fft, simple-convolution, im2col, conv2d or ping-pong (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, warp-trace, accelsim, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd, miniamr, bfs, sad, shootdown, fir, kmeans, pagerank, aes, matrix-transpose, bitonic-sort, fft, simple-convolution, im2col, conv2d or ping-pong, cufft, tealeaf, hpgmg or cusparse (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -628,6 +646,14 @@ section! {
         pub conv2d: Im2colParams = im2col::default_conv2d(),
         /// Parameters of `ping-pong`.
         pub ping_pong: PingPongParams = PingPongParams::default(),
+        /// Parameters of `cufft`.
+        pub cufft: CufftParams = CufftParams::default(),
+        /// Parameters of `tealeaf`.
+        pub tealeaf: TealeafParams = TealeafParams::default(),
+        /// Parameters of `hpgmg`.
+        pub hpgmg: HpgmgParams = HpgmgParams::default(),
+        /// Parameters of `cusparse`.
+        pub cusparse: CusparseParams = CusparseParams::default(),
     }
 }
 
@@ -681,6 +707,10 @@ impl WorkloadConfig {
             WorkloadKind::Im2col => self.im2col.footprint(false),
             WorkloadKind::Conv2d => self.conv2d.footprint(true),
             WorkloadKind::PingPong => self.ping_pong.footprint(),
+            WorkloadKind::Cufft => self.cufft.footprint(),
+            WorkloadKind::Tealeaf => self.tealeaf.footprint(),
+            WorkloadKind::Hpgmg => self.hpgmg.footprint(),
+            WorkloadKind::Cusparse => self.cusparse.footprint(),
         }
     }
 
@@ -754,6 +784,10 @@ impl WorkloadConfig {
             WorkloadKind::Im2col => self.im2col.validate("workload.im2col"),
             WorkloadKind::Conv2d => self.conv2d.validate("workload.conv2d"),
             WorkloadKind::PingPong => self.ping_pong.validate("workload.ping_pong"),
+            WorkloadKind::Cufft => self.cufft.validate("workload.cufft"),
+            WorkloadKind::Tealeaf => self.tealeaf.validate("workload.tealeaf"),
+            WorkloadKind::Hpgmg => self.hpgmg.validate("workload.hpgmg"),
+            WorkloadKind::Cusparse => self.cusparse.validate("workload.cusparse", ws),
         }
     }
 }
@@ -835,6 +869,10 @@ pub fn build_at(cfg: &Config, va_base: u64) -> Result<Program, String> {
         WorkloadKind::SimpleConvolution => simple_conv::build(&w.simple_convolution, w, page, &mut va),
         WorkloadKind::Im2col => im2col::build(&w.im2col, false, w, page, &mut va),
         WorkloadKind::Conv2d => im2col::build(&w.conv2d, true, w, page, &mut va),
+        WorkloadKind::Cufft => allen::build_cufft(&w.cufft, w, page, &mut va),
+        WorkloadKind::Tealeaf => allen::build_tealeaf(&w.tealeaf, w, page, &mut va),
+        WorkloadKind::Hpgmg => allen::build_hpgmg(&w.hpgmg, w, page, &mut va),
+        WorkloadKind::Cusparse => allen::build_cusparse(&w.cusparse, w, cfg, page, &mut va),
     };
     let mut ops = vec![];
     if w.memcpy_inputs && inputs > 0 {

@@ -95,20 +95,8 @@ pub(super) fn build_iterated(
     let vb = p.value_bytes as u64;
     let (row_ptr, col, val) = (va.alloc((p.rows + 1) * 4, page), va.alloc(nnz * 4, page), va.alloc(nnz * vb, page));
     let (x, y) = (va.alloc(p.rows * vb, page), va.alloc(p.rows * vb, page));
-    let ws = cfg.gpu.warp_size;
-    let k = SpmvKernel {
-        row_ptr,
-        col,
-        val,
-        x,
-        y,
-        p: p.clone(),
-        band_below: (p.band_fraction * (1u64 << 32) as f64) as u64,
-        seed: mix64(cfg.sim.seed ^ 0x7370_6d76),
-        warp_size: ws,
-        compute: w.compute_cycles,
-    };
-    let threads = if p.warp_per_row { p.rows * ws as u64 } else { p.rows };
+    let k = kernel_on(p, [row_ptr, col, val, x, y], w, cfg);
+    let threads = k.threads();
     let inputs = row_ptr.bytes + col.bytes + val.bytes + x.bytes;
     let kernels = (0..iterations)
         .map(|i| {
@@ -119,7 +107,34 @@ pub(super) fn build_iterated(
     (kernels, inputs)
 }
 
+/// The product over buffers the caller allocated: row_ptr, col_idx, values, x, y
+/// (`cusparse` runs it on the CSR its conversion kernel wrote). The columns are
+/// the same function of (seed, row, entry) as `spmv`'s.
+pub(super) fn kernel_on(p: &SpmvParams, [row_ptr, col, val, x, y]: [Buffer; 5], w: &WorkloadConfig, cfg: &Config) -> SpmvKernel {
+    SpmvKernel {
+        row_ptr,
+        col,
+        val,
+        x,
+        y,
+        p: p.clone(),
+        band_below: (p.band_fraction * (1u64 << 32) as f64) as u64,
+        seed: mix64(cfg.sim.seed ^ 0x7370_6d76),
+        warp_size: cfg.gpu.warp_size,
+        compute: w.compute_cycles,
+    }
+}
+
 impl SpmvKernel {
+    /// Threads of the launch: a warp per row (vector) or a thread per row (scalar).
+    pub fn threads(&self) -> u64 {
+        if self.p.warp_per_row {
+            self.p.rows * self.warp_size as u64
+        } else {
+            self.p.rows
+        }
+    }
+
     /// Column of entry `k` of row `r`.
     pub fn column(&self, r: u64, k: u64) -> u64 {
         let n = self.p.rows;
