@@ -130,6 +130,7 @@ impl Uvm {
                     }
                 }
                 self.free_chunks -= 1;
+                self.full |= self.free_chunks == 0 && self.allocated_chunks >= self.capacity_chunks;
                 self.chunks.insert(block);
             } else {
                 self.chunks.serviced(block);

@@ -1669,36 +1669,10 @@ impl Uvm {
                         self.free_chunks += got;
                     } else if let Some(victim) = self.chunks.victim(|b| pinned.binary_search(&b).is_ok()) {
                         add(&mut t, c.evict, &mut st.evict);
-                        let (mask, untouched) = residency.evict_block(victim);
-                        let n = prefetch::count(&mask) as u64;
-                        if self.advice_of(victim * BLOCK_PAGES) == Advice::AccessedBy {
-                            // Accessed-by: the GPU keeps a mapping of the pages, now in host memory.
-                            for i in prefetch::pages(&mask) {
-                                residency.map_remote(victim * BLOCK_PAGES + i as u64);
-                            }
-                        }
-                        let host = self.cpu_evicted.entry(victim).or_insert([0; 8]);
-                        for w in 0..8 {
-                            host[w] |= mask[w];
-                        }
                         // Every resident page goes back (spec/uvm-driver.md; dirtiness is not tracked).
-                        let bytes = n * 4096;
-                        if bytes > 0 {
-                            let xfer = link.transfer_on(Dir::DeviceToHost, bytes, t, now);
-                            st.evict += xfer.1 - t;
-                            t = xfer.1;
-                            if self.migrations.is_some() {
-                                let evicted: Vec<u64> = prefetch::pages(&mask).map(|i| victim * BLOCK_PAGES + i as u64).collect();
-                                self.record_migration(xfer, &evicted, Dir::DeviceToHost, Cause::Eviction);
-                            }
-                        }
-                        self.stats.evictions += 1;
-                        self.stats.pages_evicted += n;
-                        self.stats.bytes_d2h += bytes;
-                        self.stats.prefetch_evicted_untouched += untouched;
-                        self.shootdowns.push(victim);
-                        self.seq_cursor = self.seq_cursor.min(victim * BLOCK_PAGES);
-                        self.free_chunks += 1;
+                        let after = self.evict_to_host(victim, t, now, link, residency);
+                        st.evict += after - t;
+                        t = after;
                         add(&mut t, c.per_block, &mut st.block);
                     } else {
                         // Every chunk belongs to this batch's blocks: this block waits; its
