@@ -448,7 +448,7 @@ impl Model for World {
                 let c = gpu.remote.counters.as_mut().expect("counter events only with access counters");
                 if !self.uvm.counters_can_run(now) {
                     // A batch or a migration is in service: the notifications wait in the buffer.
-                    q.push(now + c.notify.max(1), Ev::UvmCounters);
+                    q.push(self.uvm.counters_retry_at(now), Ev::UvmCounters);
                     return Ok(());
                 }
                 self.counters_armed = false;

@@ -108,6 +108,17 @@ impl Uvm {
         matches!(self.state, super::State::Idle | super::State::Woken) && now >= self.busy_until && self.counter_pages.is_empty()
     }
 
+    /// When to try again if `counters_can_run(now)` is false: the end of the
+    /// batch or migration in service (None: a migration's end is not applied
+    /// yet; its `Ev::UvmCountersDone` is due at `busy_until`, try just after).
+    pub fn counters_retry_at(&self, now: Ps) -> Ps {
+        let batch_end = match &self.state {
+            super::State::Servicing { segments, .. } => segments.back().map_or(now, |s| s.end),
+            _ => now,
+        };
+        batch_end.max(self.busy_until).max(now) + 1
+    }
+
     /// Service `notes` at `now`: start migrating their sub-regions' remote
     /// pages. Returns when the copies end (then call `counters_done`), or
     /// None if nothing is to move.
@@ -200,6 +211,8 @@ mod tests {
         assert!(r.is_remote(0) && !r.is_resident(0), "remote until the copy ends");
         u.counters_done(&mut r);
         assert!(u.counters_can_run(end));
+        // A try refused while the driver is busy comes back just past the end, not every picosecond.
+        assert_eq!(u.counters_retry_at(0), end + 1);
         let moved: Vec<u64> = (0..BLOCK_PAGES).filter(|&p| r.is_resident(p)).collect();
         let want: Vec<u64> = (0..16).chain(32..48).filter(|&p| p != 5).collect();
         assert_eq!(moved, want);
