@@ -263,6 +263,13 @@ impl World {
                     q.push(end, Ev::Host);
                     return Ok(());
                 }
+                HostOp::MemcpyD2H { bytes } => {
+                    let (_, end) = self.link.transfer(Dir::DeviceToHost, *bytes, now, now);
+                    self.memcpy_ps += end - now;
+                    self.memcpy_bytes += bytes;
+                    q.push(end, Ev::Host);
+                    return Ok(());
+                }
                 HostOp::Launch(k) => {
                     let n = self.gpus.len() as u64;
                     let total = k.ctas();
@@ -469,6 +476,11 @@ impl Model for World {
             Ev::UvmBatchDone => {
                 let gpu = &mut self.gpus[0];
                 let (next, replay) = self.uvm.batch_done(now, &mut gpu.xlat.space.residency);
+                // The µTLBs' held accesses walk again; those still unmapped fault again.
+                for mut f in self.uvm.take_retries() {
+                    f.time = gpu.retry_walk(f.sm, f.vpn, f.time, now);
+                    schedule(self.uvm.rewrite(f), q);
+                }
                 if replay {
                     match self.uvm.take_resumed() {
                         // Polled model: only µTLBs with no far fault left resume.
@@ -669,6 +681,7 @@ fn baselines(cfg: &Config, managed_ps: Ps, m: &mut Metrics) -> Result<(), SimErr
     let mut legacy = cfg.clone();
     legacy.workload.managed = false;
     legacy.workload.memcpy_inputs = true;
+    legacy.workload.memcpy_outputs = true;
     legacy.uvm.baselines = false;
     legacy.uvm.records = false;
     let l = simulate(&legacy)?;

@@ -111,6 +111,21 @@ fn memcpy_inputs_costs_link_time() {
     assert!(m(&x, "time.total_ns") >= m(&x, "time.memcpy_ns") + m(&x, "time.kernel_ns") - 1.0);
 }
 
+/// The explicit-copy program copies its result back after the kernel: stream's
+/// third array (c) comes back over the link, after the two inputs went out.
+#[test]
+fn memcpy_outputs_copies_the_results_back() {
+    let base = ["workload.kind=stream", "workload.stream.elements=262144", "link.bandwidth_gbps=10", "link.latency_ns=1000"];
+    let inputs = run(&[&base[..], &["workload.memcpy_inputs=true"]].concat());
+    let both = run(&[&base[..], &["workload.memcpy_inputs=true", "workload.memcpy_outputs=true"]].concat());
+    // One 2 MiB result at 10 GB/s plus 1 µs, after the kernel.
+    let back = 1000.0 + 262144.0 * 8.0 / 10.0;
+    assert!((m(&both, "time.memcpy_ns") - m(&inputs, "time.memcpy_ns") - back).abs() < 1.0);
+    assert_eq!(m(&both, "time.kernel_ns"), m(&inputs, "time.kernel_ns"));
+    assert!((m(&both, "time.total_ns") - m(&inputs, "time.total_ns") - back).abs() < 1.0);
+    assert_eq!(m(&both, "link.d2h.bytes"), 262144.0 * 8.0);
+}
+
 /// Greedy (GTO) scheduling with run-ahead through short stalls and strict
 /// time-order scheduling agree on a memory-bound kernel's time.
 #[test]
@@ -357,4 +372,28 @@ fn shootdowns_remove_translations_and_cost_host_time() {
     let sets = ["translation.mode=iommu", "workload.kind=shootdown", "workload.shootdown.pages=1048576", "translation.page_size=\"1GiB\""];
     let err = resolve(&[] as &[Source], &sets.map(String::from)).unwrap_err().to_string();
     assert!(err.contains("workload.shootdown.pages"), "{err}");
+}
+
+/// After a replay the µTLB retries the accesses it held and each walks the page table
+/// again: one warp of 32 lanes on 32 pages with room for 8 outstanding faults per µTLB
+/// raises 8, holds 24 and retries them 8 per replay. Walks: 32 first misses, 24 retries,
+/// and 32 re-executions once the pages are mapped. The driver sleeps between batches
+/// (nothing is in the buffer until the retries fault again), so each later batch waits
+/// for the replay's trip, a walk and the interrupt: a longer replay latency delays each.
+#[test]
+fn held_faults_walk_again_after_each_replay() {
+    let base = [
+        "workload.kind=regular",
+        "workload.regular.threads=32",
+        "workload.threads_per_cta=32",
+        "workload.managed=true",
+        "uvm.utlb_fault_limit=8",
+    ];
+    let r = run(&base);
+    assert_eq!((m(&r, "uvm.batches"), m(&r, "uvm.faults.throttled"), m(&r, "uvm.faults.retried")), (4.0, 24.0, 24.0));
+    assert_eq!(m(&r, "gpu0.walker.walks"), 32.0 + 24.0 + 32.0);
+    let slow = run(&[&base[..], &["uvm.replay_latency_ns=11000"]].concat());
+    let d = m(&slow, "time.kernel_ns") - m(&r, "time.kernel_ns");
+    // Three replays are followed by retries; the fourth ends the kernel's faults.
+    assert!((d - 3.0 * 10_000.0).abs() < 1.0, "{d}");
 }

@@ -493,6 +493,12 @@ impl Gpu {
         self.stats.kernel_ps += d;
     }
 
+    /// Walk again, from `t`, a far-faulted access to `vpn` that SM `sm`'s µTLB retries after a
+    /// replay; returns when the walk ends.
+    pub fn retry_walk(&mut self, sm: u32, vpn: u64, t: Ps, now: Ps) -> Ps {
+        self.xlat.retry_walk(sm as usize, vpn << 12, t, now, &mut self.mem.dram)
+    }
+
     /// Far faults raised since the last call, oldest first.
     pub fn drain_faults(&mut self) -> std::vec::Drain<'_, Fault> {
         self.faults.drain(..)

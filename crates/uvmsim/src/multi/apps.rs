@@ -115,9 +115,9 @@ impl Apps {
             c.workload.kind = kind;
             let program =
                 workload::build_at(&c, VA_BASE + gpu as u64 * APP_VA_STRIDE).map_err(|e| format!("multi.apps[{i}] ({kind:?}): {e}"))?;
-            if let Some(op) =
-                program.ops.iter().find(|o| !matches!(o, HostOp::Launch(_) | HostOp::HostCompute { .. } | HostOp::MemcpyH2D { .. }))
-            {
+            if let Some(op) = program.ops.iter().find(|o| {
+                !matches!(o, HostOp::Launch(_) | HostOp::HostCompute { .. } | HostOp::MemcpyH2D { .. } | HostOp::MemcpyD2H { .. })
+            }) {
                 return Err(format!("multi.apps[{i}] ({kind:?}): its host operation {op:?} does not run in multi-application mode"));
             }
             apps.push(App { gpu, program, pc: 0, runs: 1, run_start: 0, first: None });
@@ -186,6 +186,11 @@ impl Apps {
                 }
                 &HostOp::MemcpyH2D { bytes } => {
                     let (_, end) = link.transfer(Dir::HostToDevice, bytes, now, now);
+                    q.push(end, Ev::App(i as u32));
+                    return false;
+                }
+                &HostOp::MemcpyD2H { bytes } => {
+                    let (_, end) = link.transfer(Dir::DeviceToHost, bytes, now, now);
                     q.push(end, Ev::App(i as u32));
                     return false;
                 }

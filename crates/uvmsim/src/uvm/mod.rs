@@ -16,9 +16,11 @@
 //! keep it for the next batch; `batch-flush`, the driver's default: discard
 //! it, and the µTLBs raise those faults again after the replay; `once`: go on
 //! until the buffer is drained, then replay). At a replay the µTLBs retry the
-//! faults they hold side by side (one each per round, so their faults
-//! interleave in the buffer), and every waiting warp whose faulted pages are
-//! all resident re-executes its faulted instructions.
+//! faults they hold side by side (one each per round), `replay_latency_ns`
+//! later; each retried access walks again (the world walks it) and faults
+//! again if its page is still unmapped. Every waiting warp whose faulted pages
+//! are all resident re-executes its faulted instructions. When a fetch finds
+//! nothing written the driver's loop ends; the next fault interrupts it again.
 //!
 //! Batch time = interrupt (first batch of a wake-up) + batch_us + per_fault_us
 //! × fetched + Σ over blocks (per_block_us + transfer) + replay_us. Every
@@ -161,8 +163,11 @@ section! {
         pub per_block_us: f64 = 8.0,
         /// Cost of issuing a replay and waiting for it, in µs. ASSUMPTION, to be calibrated.
         pub replay_us: f64 = 5.0,
-        /// Cost per duplicate fault fetched (a page already in the batch), in µs. ASSUMPTION, to be calibrated.
-        pub per_duplicate_us: f64 = 0.05,
+        /// Extra cost per duplicate fault fetched (a page already in the batch), on top of `per_fault_us`, in µs.
+        /// Default 0: in the driver (uvm_gpu_replayable_faults.c) a duplicate is merged into its representative at
+        /// fetch, or skipped as equal to the previous page after the sort; it is never serviced, so it costs no
+        /// more than its fetch. A sensitivity knob.
+        pub per_duplicate_us: f64 = 0.0,
         /// First GPU touch of a VA block: DMA-map its pages and build the reverse map (seed uvm-driver §4.2: heavy-tailed, up to 64% of a batch); median cost in µs. ASSUMPTION, to be calibrated.
         pub first_touch_us: f64 = 15.0,
         /// Tail of the first-touch cost: Pareto shape (smaller is heavier; draws capped at 20 × the median). ASSUMPTION.
@@ -183,6 +188,11 @@ section! {
         pub tracker_us: f64 = 5.0,
         /// Per-SM fault-rate throttle: least time between two faults one SM writes to the buffer, in ns; later faults wait; 0 = none (seed uvm-driver §3.2.1 infers a throttle, without its rate).
         pub sm_fault_interval_ns: f64 = 0.0,
+        /// From the driver's replay to the µTLBs retrying the accesses they hold (over their outstanding limit, or
+        /// flushed from the buffer), in ns: the replay method's trip through a channel to the GPU. Each retried access then
+        /// walks the page table again (through the GMMU's walkers, competing with demand walks) and, still unmapped,
+        /// writes its fault again. ASSUMPTION (no source gives it).
+        pub replay_latency_ns: f64 = 1000.0,
         /// Prefetching (spec/uvm-driver.md "Prefetcher"; seed paged-memory §4). Default policy "none": demand paging only,
         /// as in the seeds' baseline measurements (seed uvm-driver Ch. 3-4 disable prefetching; seed paged-memory's replayable
         /// baseline); the real driver's default is "density" (uvm_perf_prefetch_enable = 1).
@@ -395,6 +405,11 @@ impl UvmConfig {
                 return Err((format!("uvm.{k}"), format!("must be between 0 and 1000000 µs, got {v}")));
             }
         }
+        for (k, v) in [("sm_fault_interval_ns", self.sm_fault_interval_ns), ("replay_latency_ns", self.replay_latency_ns)] {
+            if !(v.is_finite() && (0.0..=1e9).contains(&v)) {
+                return Err((format!("uvm.{k}"), format!("must be between 0 and 1000000000 ns, got {v}")));
+            }
+        }
         Ok(())
     }
 }
@@ -426,6 +441,8 @@ pub struct UvmStats {
     pub flushed: u64,
     /// Faults held at their µTLB (limit reached or buffer full), raised after a later replay.
     pub throttled: u64,
+    /// Held (or flushed) accesses the µTLBs retried after a replay: each walked the page table again.
+    pub retried: u64,
     /// Misses merged into a fault their µTLB already had outstanding for the page.
     pub merged: u64,
     pub batches: u64,
@@ -572,6 +589,11 @@ pub struct Uvm {
     /// Per-SM rate throttle: when each SM may next write a fault (empty when off).
     sm_next: Vec<Ps>,
     sm_interval: Ps,
+    /// Replay to the µTLBs' retry of the accesses they hold.
+    replay_latency: Ps,
+    /// Held faults retried at the last replay, their slots taken: the world walks each again
+    /// (`take_retries`) and writes it back (`rewrite`) at the walk's end.
+    retries: Vec<Fault>,
     interrupt: Ps,
     costs: Costs,
     fixed: Option<Ps>,
@@ -694,6 +716,8 @@ impl Uvm {
             pending: FxHashSet::default(),
             sm_next: if c.sm_fault_interval_ns > 0.0 { vec![0; sms] } else { vec![] },
             sm_interval: ns_to_ps(c.sm_fault_interval_ns),
+            replay_latency: ns_to_ps(c.replay_latency_ns),
+            retries: vec![],
             // The fixed latency covers the whole service, interrupt included.
             interrupt: if c.cost_model == CostModel::Driver { us(c.interrupt_us) } else { 0 },
             costs: Costs {
@@ -795,9 +819,22 @@ impl Uvm {
         self.write(f)
     }
 
-    /// Whether `f` may enter the buffer now: its µTLB is under its limit (prefetches escape it) and the ring has room.
+    /// Whether `f` may enter the buffer now: its µTLB is under its limit (prefetches escape it) and the ring has room
+    /// (retries on their way hold a slot).
     fn can_write(&self, f: &Fault) -> bool {
-        (f.prefetch || self.outstanding[f.utlb as usize] < self.limit) && self.buffer.len() < self.capacity
+        (f.prefetch || self.outstanding[f.utlb as usize] < self.limit) && self.buffer.len() + self.retries.len() < self.capacity
+    }
+
+    /// The faults retried at the last replay: walk each again from its `time`, then `rewrite` it.
+    pub fn take_retries(&mut self) -> Vec<Fault> {
+        std::mem::take(&mut self.retries)
+    }
+
+    /// A retried access's walk ended at `f.time` and found no mapping: its fault enters the buffer
+    /// (its µTLB slot was taken at the replay).
+    pub fn rewrite(&mut self, f: Fault) -> Next {
+        self.outstanding[f.utlb as usize] -= 1;
+        self.write(f)
     }
 
     /// Write `f` to the buffer, after the SM's rate throttle lets it through.
@@ -834,9 +871,10 @@ impl Uvm {
     }
 
     /// After a replay the µTLBs retry the faults they hold, in order, while they
-    /// have room; a page made resident meanwhile no longer faults.
-    /// The µTLBs retry side by side, so their faults interleave in the buffer:
-    /// one fault per µTLB per round.
+    /// have room; a page made resident meanwhile no longer faults. A retry
+    /// reaches the GPU `replay_latency` after the replay and walks again (the
+    /// world walks `retries`, then calls `rewrite`). The µTLBs retry side by
+    /// side, so their walks interleave: one per µTLB per round.
     fn unpark(&mut self, now: Ps, residency: &Residency) {
         let mut active: Vec<usize> = (0..self.parked.len()).filter(|&u| !self.parked[u].is_empty()).collect();
         while !active.is_empty() {
@@ -851,8 +889,10 @@ impl Uvm {
                         return false;
                     }
                     let mut f = self.parked[u].pop_front().expect("front exists");
-                    f.time = f.time.max(now);
-                    self.write(f);
+                    f.time = f.time.max(now + self.replay_latency);
+                    self.outstanding[f.utlb as usize] += 1;
+                    self.stats.retried += 1;
+                    self.retries.push(f);
                     return !self.parked[u].is_empty();
                 }
                 false
@@ -1398,8 +1438,11 @@ impl Uvm {
             fetched.extend(self.buffer.pop_front());
         }
         if fetched.is_empty() {
+            // Nothing written yet: the bottom half ends (the driver's fetch finds GET == PUT) and
+            // the next fault's interrupt wakes it again.
+            self.run_batches = 0;
             return match self.buffer.front() {
-                Some(f) => Next::Service(f.time),
+                Some(f) => Next::Service(f.time + self.interrupt),
                 None => {
                     self.state = State::Idle;
                     Next::Nothing
@@ -2069,6 +2112,7 @@ impl Uvm {
         m.int("uvm.faults.duplicate", s.duplicates);
         m.int("uvm.faults.flushed", s.flushed);
         m.int("uvm.faults.throttled", s.throttled);
+        m.int("uvm.faults.retried", s.retried);
         m.int("uvm.faults.merged", s.merged);
         m.int("uvm.fault_records_dropped", self.fault_records_dropped);
         m.int("uvm.batches", s.batches);
@@ -2134,6 +2178,11 @@ mod tests {
         Fault { time: 0, vpn, utlb, sm: utlb * 2, write: false, prefetch: false }
     }
 
+    /// The world's part of a replay: each retried access walks again (`walk` ps) and faults again.
+    fn retry(u: &mut Uvm, walk: Ps) -> Vec<Next> {
+        u.take_retries().into_iter().map(|f| u.rewrite(Fault { time: f.time + walk, ..f })).collect()
+    }
+
     #[test]
     fn first_fault_wakes_the_driver_after_the_interrupt() {
         let (mut u, _, _) = uvm(ReplayPolicy::BatchFlush, 56);
@@ -2153,12 +2202,15 @@ mod tests {
         assert!(!res.is_resident(7), "not mapped before the batch ends");
         // Costs: 10 + 4 x 0.2 + 2 x (8 + transfer) + 5 µs.
         assert!(end > 31_800_000, "{end}");
-        // batch-flush discarded the two faults left (9, 10); their µTLB raises them
-        // again after the replay, so the driver goes on at once.
-        assert_eq!(u.batch_done(end, &mut res), (Next::Service(end), true));
+        // batch-flush discarded the two faults left (9, 10): the buffer is empty, the driver
+        // stops. Their µTLB retries them when the replay arrives (1 µs), walks (0.5 µs here)
+        // and faults again; the first of them interrupts the driver (1 µs).
+        assert_eq!(u.batch_done(end, &mut res), (Next::Nothing, true));
         assert!(res.is_resident(7) && res.is_resident(600) && res.is_resident(8));
+        assert_eq!(u.retries.iter().map(|f| (f.vpn, f.time)).collect::<Vec<_>>(), vec![(9, end + 1_000_000), (10, end + 1_000_000)]);
+        assert_eq!(retry(&mut u, 500_000), vec![Next::Service(end + 2_500_000), Next::Nothing]);
         assert_eq!((u.stats.flushed, u.stats.raw, u.buffer.len(), u.outstanding.clone()), (2, 8, 2, vec![2, 0]));
-        assert!(u.buffer.iter().all(|f| f.time == end && (f.vpn == 9 || f.vpn == 10)));
+        assert!(u.buffer.iter().all(|f| f.time == end + 1_500_000 && (f.vpn == 9 || f.vpn == 10)));
         assert!(!res.is_resident(9));
         u.check_invariants(&res).unwrap();
     }
@@ -2234,7 +2286,9 @@ mod tests {
         assert_eq!((u.stats.raw, u.stats.throttled, u.parked()), (3, 3, 3));
         res.make_resident(3); // made resident meanwhile (e.g. by another µTLB's fault)
         let Next::BatchDone(end) = u.service(10_000_000, &mut link, &mut res) else { panic!() };
-        assert_eq!(u.batch_done(end, &mut res), (Next::Service(end), true));
+        // The batch took all three buffered faults: the driver stops until the retries fault again.
+        assert_eq!(u.batch_done(end, &mut res), (Next::Nothing, true));
+        assert_eq!(retry(&mut u, 0), vec![Next::Service(end + 2_000_000), Next::Nothing]);
         // The replay freed both of µTLB 1's slots: it raises pages 2 and 4 (3 no longer faults), in order.
         let raised: Vec<u64> = u.buffer.iter().map(|f| f.vpn).collect();
         assert_eq!((raised, u.parked(), u.stats.raw), (vec![2, 4], 0, 5));
@@ -2553,6 +2607,7 @@ mod tests {
                     let before: Vec<u64> = (0..POLLED_PAGES).filter(|&p| res.is_resident(p)).collect();
                     assert_eq!(u.batch_done(t, res), (Next::Nothing, true));
                     landed.extend((0..POLLED_PAGES).filter(|&p| res.is_resident(p) && before.binary_search(&p).is_err()).map(|p| (p, t)));
+                    queue.extend(retry(u, 0).into_iter().filter(|n| *n != Next::Nothing));
                     Next::Nothing
                 }
                 Next::Nothing => Next::Nothing,
@@ -2614,8 +2669,8 @@ mod tests {
         let when = |p: u64| landed.iter().find(|l| l.0 == p).unwrap().1;
         // Pages 1 and 3 reach the handler together: one round, one copy of their VA block.
         assert!(near(when(1), 20_000_000 + 2 * PAGE_PS) && when(3) == when(1), "{landed:?}");
-        // Page 2's fault reaches the handler when page 1's flight lands, then takes its 20 µs.
-        assert!(near(when(2), when(1) + 20_000_000 + PAGE_PS), "{landed:?}");
+        // Page 2's fault is retried when page 1's flight lands (after the 1 µs replay latency), then takes its 20 µs.
+        assert!(near(when(2), when(1) + 1_000_000 + 20_000_000 + PAGE_PS), "{landed:?}");
     }
 
     #[test]

@@ -196,6 +196,8 @@ impl KernelSpec {
 pub enum HostOp {
     /// Copy `bytes` from host to device over the link (explicit-copy programs).
     MemcpyH2D { bytes: u64 },
+    /// Copy `bytes` from device to host over the link (an explicit-copy program's results).
+    MemcpyD2H { bytes: u64 },
     /// Launch a kernel and wait for it (launch + synchronize).
     Launch(KernelSpec),
     /// Replay a memory-access trace, each access at its recorded time, and wait for it.
@@ -556,6 +558,10 @@ section! {
         pub compute_cycles: u32 = 4,
         /// Copy the kernel's input arrays host-to-device before launching (the explicit-copy baseline).
         pub memcpy_inputs: bool = false,
+        /// Copy the kernels' other arrays (all but the inputs: results, and any scratch array) device-to-host after the
+        /// last kernel: the explicit-copy baseline's return copy (seed paged-memory §2: "On kernel completion, programmers
+        /// must also copy the return data from the GPU to CPU").
+        pub memcpy_outputs: bool = false,
         /// Allocate the kernel's arrays as managed (unified) memory: the GPU faults pages in on first touch ([uvm]).
         pub managed: bool = false,
         /// Managed arrays are initialised by the host before the kernels (CPU-resident and CPU-mapped: GPU faults migrate them and unmap the CPU); false: first touched by the GPU (zero-filled there, no transfer).
@@ -879,6 +885,10 @@ pub fn build_at(cfg: &Config, va_base: u64) -> Result<Program, String> {
         ops.push(HostOp::MemcpyH2D { bytes: inputs });
     }
     ops.extend(kernels.into_iter().map(HostOp::Launch));
+    let outputs = va.buffers.iter().map(|b| b.bytes).sum::<u64>().saturating_sub(inputs);
+    if w.memcpy_outputs && outputs > 0 {
+        ops.push(HostOp::MemcpyD2H { bytes: outputs });
+    }
     Ok(Program { buffers: va.buffers, ops })
 }
 

@@ -79,6 +79,7 @@ pub struct BufferRec {
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum HostRec {
     MemcpyH2d { bytes: u64 },
+    MemcpyD2h { bytes: u64 },
     Launch { name: String, threads: u64, threads_per_cta: u32 },
 }
 
@@ -100,7 +101,7 @@ impl Header {
     pub fn kernels(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
         self.ops.iter().filter_map(|o| match o {
             HostRec::Launch { threads, threads_per_cta, .. } => Some((*threads, *threads_per_cta)),
-            HostRec::MemcpyH2d { .. } => None,
+            HostRec::MemcpyH2d { .. } | HostRec::MemcpyD2h { .. } => None,
         })
     }
 

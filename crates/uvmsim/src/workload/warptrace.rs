@@ -116,6 +116,7 @@ pub(super) fn program_of(file: Arc<TraceFile>, cfg: &Config) -> Result<Program, 
     for op in &h.ops {
         match op {
             HostRec::MemcpyH2d { bytes } => ops.push(HostOp::MemcpyH2D { bytes: *bytes }),
+            HostRec::MemcpyD2h { bytes } => ops.push(HostOp::MemcpyD2H { bytes: *bytes }),
             HostRec::Launch { name, threads, threads_per_cta } => {
                 let wpc = threads_per_cta.div_ceil(ws);
                 if wpc > cfg.gpu.max_warps_per_sm {
@@ -159,6 +160,7 @@ pub fn record(program: &Program, cfg: &Config, source: &str, out: &str) -> Resul
         }
         hops.push(match op {
             HostOp::MemcpyH2D { bytes } => HostRec::MemcpyH2d { bytes: *bytes },
+            HostOp::MemcpyD2H { bytes } => HostRec::MemcpyD2h { bytes: *bytes },
             HostOp::Launch(k) => HostRec::Launch { name: k.name.to_string(), threads: k.threads, threads_per_cta: k.threads_per_cta },
             HostOp::Replay { .. } => {
                 return Err(

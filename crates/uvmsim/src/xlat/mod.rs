@@ -318,6 +318,20 @@ impl Translator {
         Xlat::Ready(done, pa, page)
     }
 
+    /// A µTLB retries a held far-faulted access to `va` at `t` (after the driver's replay): the
+    /// L2 TLB misses again and the page table is walked (competing with demand walks); returns
+    /// when the walk is done. The caller knows the page is still unmapped.
+    pub fn retry_walk(&mut self, sm: usize, va: u64, t: Ps, now: Ps, dram: &mut Dram) -> Ps {
+        let Some(&r) = self.space.lookup(va) else { return t };
+        let k = key(va, &r);
+        let at = match self.l2.as_mut().map(|l2| l2.lookup(k, t)) {
+            Some(Lookup::Done(d, _)) => return d,
+            Some(Lookup::Miss(at)) => at,
+            None => t,
+        };
+        self.miss(sm, va, &r, at, now, dram)
+    }
+
     /// Shoot down the GPU's translations of the 4 KiB pages of VA blocks
     /// `blocks` (2 MiB, evicted): every L1 and L2 TLB entry of those pages
     /// goes (the page-walk caches hold upper levels, which stay valid).
