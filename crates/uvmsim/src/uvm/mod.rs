@@ -869,6 +869,11 @@ impl Uvm {
         rows.push(FaultRecord { time_ns: f.time as f64 / 1000.0, sm: f.sm, utlb: f.utlb, page: f.vpn, access: f.access(), batch, outcome });
     }
 
+    /// Whether µTLB `utlb` has a fault outstanding for page `vpn` (buffered, in service or held).
+    pub fn in_service(&self, utlb: u32, vpn: u64) -> bool {
+        self.pending.contains(&(utlb, vpn))
+    }
+
     /// Faults held at µTLBs, waiting for a replay.
     pub fn parked(&self) -> usize {
         self.parked.iter().map(VecDeque::len).sum()
@@ -1887,6 +1892,30 @@ impl Uvm {
         self.unpark(now, residency);
         self.resumed = touched.into_iter().filter(|&u| self.outstanding[u as usize] == 0 && self.parked[u as usize].is_empty()).collect();
         (Next::Nothing, true)
+    }
+
+    /// GPU memory for managed data is limited: pages may be evicted.
+    pub fn memory_limited(&self) -> bool {
+        self.capacity_chunks != u64::MAX || self.page_evict.as_ref().is_some_and(|pm| pm.capacity != u64::MAX)
+    }
+
+    /// Pages resident or crossing the link, and faults buffered, in service and held at µTLBs (for reports).
+    pub fn state_line(&self, residency: &Residency) -> String {
+        let capacity = match &self.page_evict {
+            Some(pm) if pm.capacity != u64::MAX => format!("{} 4 KiB pages", pm.capacity),
+            _ if self.capacity_chunks != u64::MAX => format!("{} 2 MiB chunks", self.capacity_chunks),
+            _ => "unlimited".into(),
+        };
+        format!(
+            "UVM: {} pages resident (GPU memory: {capacity}), {} crossing the link; faults: {} buffered, {} in service, {} held at µTLBs; {} batches, {} pages evicted",
+            residency.resident_pages(),
+            self.in_flight.len(),
+            self.buffer.len(),
+            self.outstanding.iter().map(|&o| o as usize).sum::<usize>().saturating_sub(self.buffer.len()),
+            self.parked(),
+            self.stats.batches,
+            self.stats.pages_evicted,
+        )
     }
 
     /// Polled model: the µTLBs that may resume after the last `batch_done` (None: every µTLB, the batch models).
