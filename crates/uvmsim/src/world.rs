@@ -92,6 +92,11 @@ pub struct World {
     ppr: Option<Ppr>,
     /// Host TLB shootdowns through the IOMMU, in IOMMU mode.
     shootdown: Option<Shootdown>,
+    /// Progress watchdog (`sim.watchdog_batches`; 0 = off): batches in a row with no
+    /// instruction completed, and the completed count at the last batch.
+    watchdog: u64,
+    stuck_batches: u64,
+    last_completed: u64,
 }
 
 impl World {
@@ -134,6 +139,9 @@ impl World {
             }
         }
         uvm.apply_advice(&mut gpus[0].xlat.space.residency);
+        if multi.is_none() {
+            gpus[0].limited_memory = uvm.memory_limited();
+        }
         if cfg.uvm.access_counters.migrate && multi.is_none() && cfg.workload.managed {
             gpus[0].remote.counters = Some(crate::uvm::counters::AccessCounters::new(&cfg.uvm.access_counters));
         }
@@ -154,6 +162,9 @@ impl World {
             replay: None,
             counters_armed: false,
             page_bytes: cfg.translation.page_size.0,
+            watchdog: cfg.sim.watchdog_batches,
+            stuck_batches: 0,
+            last_completed: 0,
             uvm,
             host_threads: cfg.workload.host_threads,
             ppr: (cfg.translation.mode == TranslationMode::Iommu).then(|| Ppr::new(&cfg.iommu.ppr)),
@@ -476,6 +487,10 @@ impl Model for World {
             Ev::UvmBatchDone => {
                 let gpu = &mut self.gpus[0];
                 let (next, replay) = self.uvm.batch_done(now, &mut gpu.xlat.space.residency);
+                if self.watchdog > 0 {
+                    self.check_progress(now)?;
+                }
+                let gpu = &mut self.gpus[0];
                 // The µTLBs' held accesses walk again; those still unmapped fault again.
                 for mut f in self.uvm.take_retries() {
                     f.time = gpu.retry_walk(f.sm, f.vpn, f.time, now);
@@ -484,7 +499,10 @@ impl Model for World {
                 if replay {
                     match self.uvm.take_resumed() {
                         // Polled model: only µTLBs with no far fault left resume.
-                        Some(utlbs) => gpu.resume(&utlbs, now, q),
+                        Some(utlbs) => {
+                            let uvm = &self.uvm;
+                            gpu.resume(&utlbs, now, q, |u, p| uvm.in_service(u, p))
+                        }
                         None => gpu.replay(now, q),
                     }
                 }
@@ -549,6 +567,32 @@ impl Model for World {
 }
 
 impl World {
+    /// The progress watchdog, at the end of each batch: fail when `sim.watchdog_batches`
+    /// batches in a row end with no instruction completed since the one before.
+    fn check_progress(&mut self, now: Ps) -> Result<(), SimError> {
+        let done = self.gpus[0].stats.completed_insts;
+        if done != self.last_completed {
+            self.last_completed = done;
+            self.stuck_batches = 0;
+            return Ok(());
+        }
+        self.stuck_batches += 1;
+        if self.stuck_batches < self.watchdog {
+            return Ok(());
+        }
+        let residency = &self.gpus[0].xlat.space.residency;
+        let mut lines = vec![self.uvm.state_line(residency)];
+        self.gpus[0].describe_waiting(&mut lines);
+        Err(SimError::Model(format!(
+            "no progress at {:.3} ns: {} far-fault batches in a row ended with no warp instruction completed \
+             (sim.watchdog_batches); the faulted instructions keep re-executing and faulting again (GPU memory \
+             thrashing: raise uvm.gpu_memory_bytes or lower uvm.oversubscription); state:\n  {}",
+            sim::ps_to_ns(now),
+            self.stuck_batches,
+            lines.join("\n  ")
+        )))
+    }
+
     /// After the driver changed GPU mappings: shoot down the blocks it left
     /// (evicted, taken back by the host, unpinned) in every GPU TLB, and
     /// schedule the unpin deadlines of newly pinned pages.

@@ -91,6 +91,10 @@ section! {
         pub stall_events: u64 = 10_000_000,
         /// Print progress to stderr every this many wall-clock seconds; 0 = never.
         pub progress_every_s: f64 = 0.0,
+        /// Fail the run (naming the far-fault state) when the UVM driver services this many batches (polled model:
+        /// handler rounds) in a row while no warp instruction completes (re-executions of faulted ones do not count);
+        /// 0 = never. A guard against runs that thrash without end, not a model parameter.
+        pub watchdog_batches: u64 = 100_000,
     }
 }
 

@@ -119,6 +119,9 @@ struct Kernel {
 #[derive(Debug, Clone, Default)]
 pub struct GpuStats {
     pub warp_insts: u64,
+    /// Instructions that completed: compute instructions and memory instructions that did
+    /// not far-fault (a faulted one counts again in `warp_insts` each time it re-executes).
+    pub completed_insts: u64,
     /// Compute instructions (`Op::Compute`); with `warp_mem_insts` they are the instructions of MPKI.
     pub compute_insts: u64,
     pub warp_mem_insts: u64,
@@ -175,6 +178,10 @@ pub struct Gpu {
     pub remote: RemoteAccess,
     /// Read-mostly pages may be read-only duplicates: a store to one faults.
     read_dup: bool,
+    /// GPU memory for managed data is limited (single GPU, `uvm.oversubscription` or
+    /// `uvm.gpu_memory_bytes`): pages may be evicted, so a faulted instruction re-executes
+    /// only its lanes on faulted pages (see `run_warp`).
+    pub limited_memory: bool,
 }
 
 /// Bits of an event's slot or CTA number that index within one GPU; the GPU's id is above them.
@@ -230,6 +237,7 @@ impl Gpu {
             blocked: vec![false; g.sms.div_ceil(g.sms_per_l1tlb) as usize],
             remote: RemoteAccess::new(&cfg.link),
             read_dup: cfg.uvm.advise.policy == Advice::ReadMostly,
+            limited_memory: false,
         }
     }
 
@@ -368,6 +376,7 @@ impl Gpu {
             let ready = match op {
                 Op::Compute(c) => {
                     self.stats.compute_insts += 1;
+                    self.stats.completed_insts += 1;
                     issue + self.clock.cycles(c as u64).max(self.issue)
                 }
                 // A dependency on a faulted load: sleep until the replay, then re-execute
@@ -407,10 +416,16 @@ impl Gpu {
                     if faulted {
                         // Replayable far fault: the instruction is re-executed after the replay;
                         // meanwhile the warp goes on with independent instructions.
-                        w.pending.push(if place.is_some() {
-                            // Multi-GPU: only the lanes on faulted pages run again; the others are
-                            // done (with migrations, a page obtained for the retry may be taken
-                            // away again before the others arrive: retrying everything could livelock).
+                        w.pending.push(if place.is_some() || self.limited_memory {
+                            // Only the lanes on faulted pages run again; the others are done: the
+                            // µTLB replays the faulted translations, not the instruction (seed
+                            // paged-memory §3, step 6). Needed wherever pages can be taken away
+                            // (multi-GPU migrations, evictions): a page obtained for the retry may
+                            // go again before the others arrive, so retrying every lane would
+                            // need all of them resident at once, and livelocks once one warp
+                            // instruction touches more pages than GPU memory holds, or the
+                            // sleeping warps' pages together thrash it. (With unlimited memory
+                            // the whole instruction re-executes, as it always did.)
                             narrow(op, &self.scratch, &self.faults[raised..])
                         } else {
                             (op, Box::new(self.scratch))
@@ -425,6 +440,7 @@ impl Gpu {
                             return Ok(());
                         }
                     } else {
+                        self.stats.completed_insts += 1;
                         match kind {
                             MemKind::Load => w.loads = w.loads.max(done),
                             MemKind::Store => w.stores = w.stores.max(done),
@@ -533,24 +549,28 @@ impl Gpu {
 
     /// A far fault was serviced (the polled fault model): `replay`, except that only the
     /// µTLBs in `utlbs` (no far fault left) unblock; a warp stalled at a still-blocked
-    /// µTLB keeps sleeping rather than issuing into it again.
-    pub fn resume(&mut self, utlbs: &[u32], now: Ps, q: &mut EventQueue<Ev>) {
+    /// µTLB keeps sleeping rather than issuing into it again. A warp wakes once none of
+    /// its faulted pages is both missing and still in the driver's hands (`in_service`:
+    /// buffered, crossing the link or held at its µTLB): the far-fault MSHR of each page
+    /// notifies its own requests (seed paged-memory §3, step 6). A page evicted after it
+    /// landed, or whose fault was dropped, faults again when the warp re-executes; an
+    /// eviction does not wake every sleeping warp (that re-executed all of them at each
+    /// landing under oversubscription, and the runs never ended).
+    pub fn resume(&mut self, utlbs: &[u32], now: Ps, q: &mut EventQueue<Ev>, in_service: impl Fn(u32, u64) -> bool) {
         for &u in utlbs {
             self.blocked[u as usize] = false;
         }
         let (warps, residency, blocked, xlat) = (&mut self.warps, &self.xlat.space.residency, &self.blocked, &self.xlat);
         self.waiting.retain(|&slot| {
             if let Some(w) = warps[slot as usize].as_mut() {
-                if w.epoch != residency.refault_epoch {
-                    w.faulted.clear(); // as in `replay`
-                }
+                let u = xlat.utlb_of(w.sm as usize);
                 while let Some(&p) = w.faulted.last() {
-                    if !residency.is_mapped(p) {
+                    if !residency.is_mapped(p) && in_service(u as u32, p) {
                         return true;
                     }
                     w.faulted.pop();
                 }
-                if blocked[xlat.utlb_of(w.sm as usize)] {
+                if blocked[u] {
                     return true;
                 }
                 w.redo.extend(w.pending.drain(..));
@@ -719,6 +739,7 @@ impl Gpu {
     pub fn export(&self, m: &mut Metrics, p: &str) {
         let s = &self.stats;
         m.int(format!("{p}.warp_insts"), s.warp_insts);
+        m.int(format!("{p}.completed_insts"), s.completed_insts);
         m.int(format!("{p}.warp_mem_insts"), s.warp_mem_insts);
         m.int(format!("{p}.line_accesses"), s.line_accesses);
         m.int(format!("{p}.translations"), s.translations);

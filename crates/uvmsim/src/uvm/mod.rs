@@ -909,6 +909,11 @@ impl Uvm {
         rows.push(FaultRecord { time_ns: f.time as f64 / 1000.0, sm: f.sm, utlb: f.utlb, page: f.vpn, access: f.access(), batch, outcome });
     }
 
+    /// Whether µTLB `utlb` has a fault outstanding for page `vpn` (buffered, in service or held).
+    pub fn in_service(&self, utlb: u32, vpn: u64) -> bool {
+        self.pending.contains(&(utlb, vpn))
+    }
+
     /// Faults held at µTLBs, waiting for a replay.
     pub fn parked(&self) -> usize {
         self.parked.iter().map(VecDeque::len).sum()
@@ -1488,7 +1493,11 @@ impl Uvm {
         let interval = self.interval_end == Some(now);
         // With GPU memory full, a prefetch evicts: only intervals with demand faults prefetch then
         // (seed paged-memory §5.2: pages near the on-demand page), else prefetching would cycle the footprint.
-        let full = self.capacity_chunks != u64::MAX && self.allocated_chunks >= self.capacity_chunks && self.free_chunks == 0;
+        // (Page granularity counts GPU memory in pages; its chunk counters stay untouched.)
+        let full = match &self.page_evict {
+            Some(pm) => pm.capacity != u64::MAX && pm.pages.len() as u64 >= pm.capacity,
+            None => self.capacity_chunks != u64::MAX && self.allocated_chunks >= self.capacity_chunks && self.free_chunks == 0,
+        };
         let extra = if interval && (!full || self.interval_demand + demand.len() > 0) {
             self.transfer_set(&demand, self.interval_demand, self.last_demand, residency)
         } else {
@@ -1930,6 +1939,30 @@ impl Uvm {
         self.unpark(now, residency);
         self.resumed = touched.into_iter().filter(|&u| self.outstanding[u as usize] == 0 && self.parked[u as usize].is_empty()).collect();
         (Next::Nothing, true)
+    }
+
+    /// GPU memory for managed data is limited: pages may be evicted.
+    pub fn memory_limited(&self) -> bool {
+        self.capacity_chunks != u64::MAX || self.page_evict.as_ref().is_some_and(|pm| pm.capacity != u64::MAX)
+    }
+
+    /// Pages resident or crossing the link, and faults buffered, in service and held at µTLBs (for reports).
+    pub fn state_line(&self, residency: &Residency) -> String {
+        let capacity = match &self.page_evict {
+            Some(pm) if pm.capacity != u64::MAX => format!("{} 4 KiB pages", pm.capacity),
+            _ if self.capacity_chunks != u64::MAX => format!("{} 2 MiB chunks", self.capacity_chunks),
+            _ => "unlimited".into(),
+        };
+        format!(
+            "UVM: {} pages resident (GPU memory: {capacity}), {} crossing the link; faults: {} buffered, {} in service, {} held at µTLBs; {} batches, {} pages evicted",
+            residency.resident_pages(),
+            self.in_flight.len(),
+            self.buffer.len(),
+            self.outstanding.iter().map(|&o| o as usize).sum::<usize>().saturating_sub(self.buffer.len()),
+            self.parked(),
+            self.stats.batches,
+            self.stats.pages_evicted,
+        )
     }
 
     /// Polled model: the µTLBs that may resume after the last `batch_done` (None: every µTLB, the batch models).
@@ -2750,6 +2783,25 @@ mod tests {
         u.raise(fault_at(100_000_000, 600, 1));
         drain(&mut u, &mut link, &mut res);
         assert_eq!((u.stats.evictions, u.stats.prefetched), (1, 6));
+        assert!((600..604).all(|p| res.is_resident(p)) && res.resident_pages() == 4);
+    }
+
+    #[test]
+    fn polled_prefetch_stops_when_page_granular_memory_is_full() {
+        // The same with GPU memory counted in 4 KiB pages (4 of them): its chunk counters
+        // never fill, and the handler used to go on prefetching every interval, each
+        // prefetch evicting a page (the polled oversubscribed runs thrashed on it).
+        let prefetch = PrefetchConfig { policy: PrefetchPolicy::Locality, transfer_set_pages: 4, ..PrefetchConfig::default() };
+        let (mut u, mut link, mut res) = polled(16, prefetch);
+        u.page_evict = Some(Box::new(PageMemory { capacity: 4, pages: Pages::new(EvictionPolicy::Lru, 0), pinned: FxHashSet::default() }));
+        u.raise(fault_at(0, 0, 0));
+        drain(&mut u, &mut link, &mut res);
+        assert_eq!((res.resident_pages(), u.stats.prefetched, u.stats.evictions), (4, 3, 0));
+        assert!(u.interval_end.is_none() && u.events.is_empty());
+        // A demand fault still brings its window, evicting as many pages.
+        u.raise(fault_at(100_000_000, 600, 1));
+        drain(&mut u, &mut link, &mut res);
+        assert_eq!((u.stats.evictions, u.stats.prefetched), (4, 6));
         assert!((600..604).all(|p| res.is_resident(p)) && res.resident_pages() == 4);
     }
 
