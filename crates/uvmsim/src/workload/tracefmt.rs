@@ -170,8 +170,30 @@ fn unzigzag(v: u64) -> i64 {
     (v >> 1) as i64 ^ -((v & 1) as i64)
 }
 
-#[inline]
+#[inline(always)]
 fn get_varint(buf: &[u8], pos: &mut usize) -> Result<u64, String> {
+    // With the longest varint's 10 bytes in `buf`, decode without a bounds check per byte
+    // (the same result and errors as `get_varint_checked`).
+    if let Some(b) = buf.get(*pos..*pos + 10) {
+        let mut v = 0u64;
+        for (i, &x) in b.iter().enumerate() {
+            if i == 9 && x > 1 {
+                break;
+            }
+            v |= ((x & 0x7f) as u64) << (7 * i);
+            if x < 0x80 {
+                *pos += i + 1;
+                return Ok(v);
+            }
+        }
+        *pos += 10;
+        return Err("number overflows 64 bits".into());
+    }
+    get_varint_checked(buf, pos)
+}
+
+#[inline(never)]
+fn get_varint_checked(buf: &[u8], pos: &mut usize) -> Result<u64, String> {
     let mut v = 0u64;
     let mut shift = 0;
     loop {
@@ -1126,6 +1148,9 @@ pub struct WarpCursor {
     wpos: u16,
     wlen: u16,
     dec: OpDecoder,
+    /// `data[win_at..]` is in the window; the warp's ops end at `data[end]` (chunks are under 4 GiB).
+    win_at: u32,
+    end: u32,
     /// Address of the chunk bytes that follow the window (a prefetch hint only).
     ahead: usize,
     rest: Box<CursorRest>,
@@ -1134,11 +1159,8 @@ pub struct WarpCursor {
 /// The parts of a cursor not needed on the fast path.
 #[derive(Debug, Clone)]
 struct CursorRest {
-    /// The chunk data the window is a copy of, from byte `win_at`.
+    /// The chunk data the window is a copy of.
     data: ChunkData,
-    win_at: usize,
-    /// End of the warp's ops in `data`.
-    end: usize,
     /// Byte offset of the chunk `data` came from.
     chunk_at: u64,
     /// The segment chunk `data` came from, for a long warp.
@@ -1148,8 +1170,9 @@ struct CursorRest {
 
 impl WarpCursor {
     fn new(data: ChunkData, pos: usize, end: usize, chunk_at: u64, segment: Option<Chunk>, warp: u64, max_bytes: u32) -> WarpCursor {
-        let rest = Box::new(CursorRest { data, win_at: pos, end, chunk_at, segment, warp });
-        WarpCursor { win: [0; WINDOW], wpos: 0, wlen: 0, dec: OpDecoder::new(max_bytes), ahead: 0, rest }
+        let rest = Box::new(CursorRest { data, chunk_at, segment, warp });
+        let (win_at, end) = (pos as u32, end as u32);
+        WarpCursor { win: [0; WINDOW], wpos: 0, wlen: 0, dec: OpDecoder::new(max_bytes), win_at, end, ahead: 0, rest }
     }
 
     /// The next op; an error names the file, the chunk's byte offset, the warp and the reason.
@@ -1165,7 +1188,7 @@ impl WarpCursor {
         // The fast path: the window holds a whole strided op, or the rest of the warp's data.
         // Decoding a prefix of the data gives the same op as decoding the data, or fails
         // (an op cut short): then, and for the Exit check, the chunk decides.
-        if wlen - wpos >= MAX_STRIDED_OP || self.rest.win_at + wlen == self.rest.end {
+        if wlen - wpos >= MAX_STRIDED_OP || self.win_at as usize + wlen == self.end as usize {
             let saved = self.dec.s;
             let mut p = wpos;
             match self.dec.decode(&self.win[..wlen], &mut p, scratch) {
@@ -1188,22 +1211,27 @@ impl WarpCursor {
     /// Decode the next op from the chunk itself (checking what the window cannot), then refill the window.
     #[inline(never)]
     fn next_from_chunk(&mut self, file: &TraceFile, scratch: &mut [u64; MAX_LANES]) -> Result<Op, TraceError> {
-        let mut pos = self.rest.win_at + self.wpos as usize;
-        if pos >= self.rest.end {
+        let mut pos = self.win_at as usize + self.wpos as usize;
+        if pos >= self.end as usize {
             self.next_segment(file)?;
             pos = 0;
         }
         let r = &mut *self.rest;
+        let end = self.end as usize;
         let op = self
             .dec
-            .decode(&r.data[..r.end], &mut pos, scratch)
+            .decode(&r.data[..end], &mut pos, scratch)
             .map_err(|e| TraceError(format!("{}: warp {}, data byte {pos}: {e}: corrupt trace", file.at(r.chunk_at), r.warp)))?;
-        if op == Op::Exit && pos != r.end {
+        if op == Op::Exit && pos != end {
             return Err(TraceError(format!("{}: warp {}: bytes after its Exit: corrupt trace", file.at(r.chunk_at), r.warp)));
         }
-        let n = (r.end - pos).min(WINDOW);
-        self.win[..n].copy_from_slice(&r.data[pos..pos + n]);
-        r.win_at = pos;
+        let n = (end - pos).min(WINDOW);
+        if n == WINDOW {
+            self.win.copy_from_slice(&r.data[pos..pos + WINDOW]); // a fixed-size copy, inlined
+        } else {
+            self.win[..n].copy_from_slice(&r.data[pos..pos + n]);
+        }
+        self.win_at = pos as u32;
         self.ahead = r.data[pos + n..].as_ptr() as usize;
         (self.wpos, self.wlen) = (0, n as u16);
         Ok(op)
@@ -1219,9 +1247,9 @@ impl WarpCursor {
         if c.tag != b'S' || c.first != r.warp || c.count != seg.count + 1 || c.kernel != seg.kernel {
             return Err(TraceError(format!("{}: expected segment {} of warp {}: corrupt trace", file.at(c.at), seg.count + 1, r.warp)));
         }
-        r.end = raw.len();
+        self.end = raw.len() as u32;
         r.data = raw.into();
-        r.win_at = 0;
+        self.win_at = 0;
         r.chunk_at = c.at;
         r.segment = Some(c);
         (self.wpos, self.wlen) = (0, 0);
@@ -1381,6 +1409,39 @@ mod tests {
                 .and_then(|f| for_each_op(&f, 128, |_, _, _, _| Ok(())))
                 .expect_err(&format!("case {i} must fail"));
             assert!(e.0.starts_with("t.uvmt: ") && e.0.contains(want), "case {i}: {e}");
+        }
+    }
+
+    #[test]
+    fn varint_fast_path_handles_the_tenth_byte_like_the_checked_one() {
+        for last in 0..=255u8 {
+            for fill in [0x80u8, 0xff] {
+                let mut bytes = vec![fill; 9];
+                bytes.push(last);
+                bytes.extend_from_slice(&[0; 4]);
+                let (mut p, mut q) = (0, 0);
+                assert_eq!((get_varint(&bytes, &mut p), p), (get_varint_checked(&bytes, &mut q), q), "{bytes:?}");
+            }
+        }
+        let (mut p, mut q) = (0, 0);
+        let max = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1];
+        assert_eq!((get_varint(&max, &mut p), get_varint_checked(&max, &mut q)), (Ok(u64::MAX), Ok(u64::MAX)));
+    }
+
+    proptest::proptest! {
+        /// The unchecked varint fast path gives the checked decoder's value, position and error.
+        #[test]
+        fn varint_fast_path_matches_the_checked_one(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..24),
+            high in proptest::prelude::any::<u16>(),
+            at in 0usize..24,
+        ) {
+            // Bias towards long varints: many bytes with the continuation bit.
+            let bytes: Vec<u8> = bytes.iter().enumerate().map(|(i, &b)| if high >> (i % 16) & 1 == 1 { b | 0x80 } else { b }).collect();
+            let (mut p, mut q) = (at.min(bytes.len()), at.min(bytes.len()));
+            let (a, b) = (get_varint(&bytes, &mut p), get_varint_checked(&bytes, &mut q));
+            proptest::prop_assert_eq!(a, b);
+            proptest::prop_assert_eq!(p, q);
         }
     }
 
