@@ -422,6 +422,9 @@ impl Model for World {
             Ev::Warp(tagged) if self.multi.is_some() => self.warp_multi(tagged, now, q)?,
             Ev::Warp(slot) => {
                 let gpu = &mut self.gpus[0];
+                if let Some(&Ev::Warp(next)) = q.peek() {
+                    gpu.prefetch_warp(next);
+                }
                 gpu.run_warp(slot, now, q, None)?;
                 if gpu.remote.counters.as_ref().is_some_and(|c| !c.notifications.is_empty()) && !self.counters_armed {
                     self.counters_armed = true;

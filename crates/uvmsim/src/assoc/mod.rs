@@ -131,6 +131,19 @@ impl<V: Copy + Default> SetAssoc<V> {
         s as usize * self.ways
     }
 
+    /// Start loading `key`'s set (keys, stamps, values) into the CPU's caches: a hint
+    /// that lets the misses of several simulated levels overlap; no effect on results.
+    #[inline(always)]
+    pub fn prefetch_set(&self, key: u64) {
+        let b = self.set_base(key);
+        let last = b + self.ways - 1;
+        crate::gpu::prefetch(self.keys[b..].as_ptr().cast());
+        crate::gpu::prefetch(self.keys[last..].as_ptr().cast());
+        crate::gpu::prefetch(self.stamps[b..].as_ptr().cast());
+        crate::gpu::prefetch(self.vals[b..].as_ptr().cast());
+        crate::gpu::prefetch(self.vals[last..].as_ptr().cast());
+    }
+
     /// Advance the clock; before it wraps, renumber every set's stamps 1..=ways in their current order.
     #[inline(always)]
     fn tick(&mut self) -> u32 {

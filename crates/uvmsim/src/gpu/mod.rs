@@ -59,6 +59,18 @@ fn narrow(op: Op, scratch: &[u64; MAX_LANES], faults: &[Fault]) -> (Op, Box<[u64
     (Op::Mem { kind, lanes: Lanes::Explicit { n: n as u32 }, bytes }, out)
 }
 
+/// Prefetch the cache line at `p` (a hint: never faults, whatever `p` is).
+#[inline(always)]
+pub fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch instruction does not access memory architecturally and never faults.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Longest stall (in cycles) a greedy warp runs through inline: well inside
 /// the issue port's 64-slot window, longer than ALU dependency chains.
 const SHORT_STALL_CYCLES: u64 = 32;
@@ -476,6 +488,20 @@ impl Gpu {
             } else {
                 q.push(ready, Ev::Warp(self.tag | slot));
                 return Ok(());
+            }
+        }
+    }
+
+    /// Ask the CPU to load warp `slot`'s state into its caches (a hint, no effect on
+    /// results): called one event ahead, it hides the cache miss that every warp
+    /// visit otherwise takes, since thousands of warps interleave between two
+    /// visits of one warp.
+    #[inline]
+    pub fn prefetch_warp(&self, slot: u32) {
+        if let Some(w) = self.warps.get((slot & ((1 << EV_GPU_SHIFT) - 1)) as usize) {
+            let p = (w as *const Option<Warp>).cast::<u8>();
+            for off in (0..std::mem::size_of::<Option<Warp>>()).step_by(64) {
+                prefetch(p.wrapping_add(off));
             }
         }
     }

@@ -201,6 +201,10 @@ impl MemSystem {
     /// Read physical line `line` for SM `sm`, translation ready at `t`; returns when the data is back.
     #[inline(always)]
     pub fn read(&mut self, sm: usize, line: u64, t: Ps, now: Ps) -> Ps {
+        // Both levels' sets are cold in the CPU's caches on a streaming access: load them together.
+        if let Some(l2) = &self.l2d {
+            l2.arr.prefetch_set(line);
+        }
         let Some(l1) = &mut self.l1d[sm] else {
             return self.read_l2(line, t, now);
         };
@@ -253,6 +257,7 @@ impl MemSystem {
                 at + self.dram.latency
             }
             Some(l2) => {
+                l2.arr.prefetch_set(line);
                 l2.stats.accesses += 1;
                 let done = at + l2.latency;
                 match l2.arr.lookup_or_slot(line) {

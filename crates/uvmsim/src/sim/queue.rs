@@ -192,6 +192,15 @@ impl<E> EventQueue<E> {
         }
     }
 
+    /// The earliest pending event, left in the queue (to prefetch the state it will touch).
+    #[inline]
+    pub fn peek(&mut self) -> Option<&E> {
+        match self.settle() {
+            Some(i) => self.ring[i].last().map(|e| &e.ev),
+            None => self.overflow.peek().map(|Reverse(OverflowEntry(e))| &e.ev),
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.in_ring + self.overflow.len()
     }

@@ -171,8 +171,30 @@ fn unzigzag(v: u64) -> i64 {
     (v >> 1) as i64 ^ -((v & 1) as i64)
 }
 
-#[inline]
+#[inline(always)]
 fn get_varint(buf: &[u8], pos: &mut usize) -> Result<u64, String> {
+    // With the longest varint's 10 bytes in `buf`, decode without a bounds check per byte
+    // (the same result and errors as `get_varint_checked`).
+    if let Some(b) = buf.get(*pos..*pos + 10) {
+        let mut v = 0u64;
+        for (i, &x) in b.iter().enumerate() {
+            if i == 9 && x > 1 {
+                break;
+            }
+            v |= ((x & 0x7f) as u64) << (7 * i);
+            if x < 0x80 {
+                *pos += i + 1;
+                return Ok(v);
+            }
+        }
+        *pos += 10;
+        return Err("number overflows 64 bits".into());
+    }
+    get_varint_checked(buf, pos)
+}
+
+#[inline(never)]
+fn get_varint_checked(buf: &[u8], pos: &mut usize) -> Result<u64, String> {
     let mut v = 0u64;
     let mut shift = 0;
     loop {
@@ -307,7 +329,7 @@ impl OpDecoder {
         OpDecoder { s: OpState::default(), max_bytes }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn decode(&mut self, buf: &[u8], pos: &mut usize, scratch: &mut [u64; MAX_LANES]) -> Result<Op, String> {
         let Some(&tag) = buf.get(*pos) else {
             return Err("ops end without Exit".into());
@@ -1106,56 +1128,132 @@ impl KernelCursor {
     }
 }
 
-/// One warp's read position: the chunk data it is in, the byte range of its
-/// ops there, and (for a long warp) the segment chunk to read next.
+/// Bytes of a warp's ops the cursor keeps inline (see [`WarpCursor`]).
+pub const WINDOW: usize = 128;
+/// Longest strided op (tag and four 10-byte varints): with fewer bytes left in
+/// the window, the next op is decoded from the chunk and the window refilled.
+const MAX_STRIDED_OP: usize = 41;
+/// With fewer bytes than this left in the window, the refill's data is prefetched.
+const PREFETCH_LEFT: usize = MAX_STRIDED_OP + 48;
+
+/// One warp's read position. The next [`WINDOW`] bytes of its ops are copied
+/// inline and decoded from there, so that a warp's visit touches only its own
+/// state: with thousands of warps interleaved, the chunk buffers (one 16 KiB
+/// chunk per warp, spread over the heap) are out of the CPU's caches and TLB
+/// by the time a warp issues again. The chunk is read only to refill the window
+/// (about once per 20–40 ops), and for ops that do not fit in it.
 #[derive(Debug, Clone)]
 pub struct WarpCursor {
+    win: [u8; WINDOW],
+    /// Read position in `win`, and how many bytes of it are valid.
+    wpos: u16,
+    wlen: u16,
+    dec: OpDecoder,
+    /// `data[win_at..]` is in the window; the warp's ops end at `data[end]` (chunks are under 4 GiB).
+    win_at: u32,
+    end: u32,
+    /// Address of the chunk bytes that follow the window (a prefetch hint only).
+    ahead: usize,
+    rest: Box<CursorRest>,
+}
+
+/// The parts of a cursor not needed on the fast path.
+#[derive(Debug, Clone)]
+struct CursorRest {
+    /// The chunk data the window is a copy of.
     data: ChunkData,
-    pos: usize,
-    end: usize,
     /// Byte offset of the chunk `data` came from.
     chunk_at: u64,
     /// The segment chunk `data` came from, for a long warp.
     segment: Option<Chunk>,
     warp: u64,
-    dec: OpDecoder,
 }
 
 impl WarpCursor {
     fn new(data: ChunkData, pos: usize, end: usize, chunk_at: u64, segment: Option<Chunk>, warp: u64, max_bytes: u32) -> WarpCursor {
-        WarpCursor { data, pos, end, chunk_at, segment, warp, dec: OpDecoder::new(max_bytes) }
+        let rest = Box::new(CursorRest { data, chunk_at, segment, warp });
+        let (win_at, end) = (pos as u32, end as u32);
+        WarpCursor { win: [0; WINDOW], wpos: 0, wlen: 0, dec: OpDecoder::new(max_bytes), win_at, end, ahead: 0, rest }
     }
 
     /// The next op; an error names the file, the chunk's byte offset, the warp and the reason.
     #[inline]
     pub fn next(&mut self, file: &TraceFile, scratch: &mut [u64; MAX_LANES]) -> Result<Op, TraceError> {
-        if self.pos >= self.end {
+        let (wpos, wlen) = (self.wpos as usize, self.wlen as usize);
+        if wlen - wpos < PREFETCH_LEFT {
+            // A refill is near (a visit or two ahead): start loading what it reads.
+            crate::gpu::prefetch(self.ahead as *const u8);
+            crate::gpu::prefetch((self.ahead + 64) as *const u8);
+            crate::gpu::prefetch((&*self.rest as *const CursorRest).cast());
+        }
+        // The fast path: the window holds a whole strided op, or the rest of the warp's data.
+        // Decoding a prefix of the data gives the same op as decoding the data, or fails
+        // (an op cut short): then, and for the Exit check, the chunk decides.
+        if wlen - wpos >= MAX_STRIDED_OP || self.win_at as usize + wlen == self.end as usize {
+            let saved = self.dec.s;
+            let mut p = wpos;
+            match self.dec.decode(&self.win[..wlen], &mut p, scratch) {
+                Ok(op) if op != Op::Exit => {
+                    self.wpos = p as u16;
+                    return Ok(op);
+                }
+                _ => self.dec.s = saved,
+            }
+        }
+        self.next_from_chunk(file, scratch)
+    }
+
+    /// The next op decoded from the chunk, never from the window (the reference the window must match).
+    #[cfg(test)]
+    fn next_unwindowed(&mut self, file: &TraceFile, scratch: &mut [u64; MAX_LANES]) -> Result<Op, TraceError> {
+        self.next_from_chunk(file, scratch)
+    }
+
+    /// Decode the next op from the chunk itself (checking what the window cannot), then refill the window.
+    #[inline(never)]
+    fn next_from_chunk(&mut self, file: &TraceFile, scratch: &mut [u64; MAX_LANES]) -> Result<Op, TraceError> {
+        let mut pos = self.win_at as usize + self.wpos as usize;
+        if pos >= self.end as usize {
             self.next_segment(file)?;
+            pos = 0;
         }
-        let data = &self.data[..self.end];
-        let op = self.dec.decode(data, &mut self.pos, scratch).map_err(|e| {
-            TraceError(format!("{}: warp {}, data byte {}: {e}: corrupt trace", file.at(self.chunk_at), self.warp, self.pos))
-        })?;
-        if op == Op::Exit && self.pos != self.end {
-            return Err(TraceError(format!("{}: warp {}: bytes after its Exit: corrupt trace", file.at(self.chunk_at), self.warp)));
+        let r = &mut *self.rest;
+        let end = self.end as usize;
+        let op = self
+            .dec
+            .decode(&r.data[..end], &mut pos, scratch)
+            .map_err(|e| TraceError(format!("{}: warp {}, data byte {pos}: {e}: corrupt trace", file.at(r.chunk_at), r.warp)))?;
+        if op == Op::Exit && pos != end {
+            return Err(TraceError(format!("{}: warp {}: bytes after its Exit: corrupt trace", file.at(r.chunk_at), r.warp)));
         }
+        let n = (end - pos).min(WINDOW);
+        if n == WINDOW {
+            self.win.copy_from_slice(&r.data[pos..pos + WINDOW]); // a fixed-size copy, inlined
+        } else {
+            self.win[..n].copy_from_slice(&r.data[pos..pos + n]);
+        }
+        self.win_at = pos as u32;
+        self.ahead = r.data[pos + n..].as_ptr() as usize;
+        (self.wpos, self.wlen) = (0, n as u16);
         Ok(op)
     }
 
     #[cold]
     fn next_segment(&mut self, file: &TraceFile) -> Result<(), TraceError> {
-        let Some(seg) = self.segment.filter(|s| s.flags & 1 == 0) else {
-            return Err(TraceError(format!("{}: warp {}: its ops end without Exit: corrupt trace", file.at(self.chunk_at), self.warp)));
+        let r = &mut *self.rest;
+        let Some(seg) = r.segment.filter(|s| s.flags & 1 == 0) else {
+            return Err(TraceError(format!("{}: warp {}: its ops end without Exit: corrupt trace", file.at(r.chunk_at), r.warp)));
         };
         let (c, raw) = file.chunk_at(seg.next(), MAX_RAW)?;
-        if c.tag != b'S' || c.first != self.warp || c.count != seg.count + 1 || c.kernel != seg.kernel {
-            return Err(TraceError(format!("{}: expected segment {} of warp {}: corrupt trace", file.at(c.at), seg.count + 1, self.warp)));
+        if c.tag != b'S' || c.first != r.warp || c.count != seg.count + 1 || c.kernel != seg.kernel {
+            return Err(TraceError(format!("{}: expected segment {} of warp {}: corrupt trace", file.at(c.at), seg.count + 1, r.warp)));
         }
-        self.end = raw.len();
-        self.data = raw.into();
-        self.pos = 0;
-        self.chunk_at = c.at;
-        self.segment = Some(c);
+        self.end = raw.len() as u32;
+        r.data = raw.into();
+        self.win_at = 0;
+        r.chunk_at = c.at;
+        r.segment = Some(c);
+        (self.wpos, self.wlen) = (0, 0);
         Ok(())
     }
 }
@@ -1312,6 +1410,138 @@ mod tests {
                 .and_then(|f| for_each_op(&f, 128, |_, _, _, _| Ok(())))
                 .expect_err(&format!("case {i} must fail"));
             assert!(e.0.starts_with("t.uvmt: ") && e.0.contains(want), "case {i}: {e}");
+        }
+    }
+
+    #[test]
+    fn varint_fast_path_handles_the_tenth_byte_like_the_checked_one() {
+        for last in 0..=255u8 {
+            for fill in [0x80u8, 0xff] {
+                let mut bytes = vec![fill; 9];
+                bytes.push(last);
+                bytes.extend_from_slice(&[0; 4]);
+                let (mut p, mut q) = (0, 0);
+                assert_eq!((get_varint(&bytes, &mut p), p), (get_varint_checked(&bytes, &mut q), q), "{bytes:?}");
+            }
+        }
+        let (mut p, mut q) = (0, 0);
+        let max = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1];
+        assert_eq!((get_varint(&max, &mut p), get_varint_checked(&max, &mut q)), (Ok(u64::MAX), Ok(u64::MAX)));
+    }
+
+    proptest::proptest! {
+        /// The unchecked varint fast path gives the checked decoder's value, position and error.
+        #[test]
+        fn varint_fast_path_matches_the_checked_one(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..24),
+            high in proptest::prelude::any::<u16>(),
+            at in 0usize..24,
+        ) {
+            // Bias towards long varints: many bytes with the continuation bit.
+            let bytes: Vec<u8> = bytes.iter().enumerate().map(|(i, &b)| if high >> (i % 16) & 1 == 1 { b | 0x80 } else { b }).collect();
+            let (mut p, mut q) = (at.min(bytes.len()), at.min(bytes.len()));
+            let (a, b) = (get_varint(&bytes, &mut p), get_varint_checked(&bytes, &mut q));
+            proptest::prop_assert_eq!(a, b);
+            proptest::prop_assert_eq!(p, q);
+        }
+    }
+
+    /// Warp `w`'s ops from `seed`: every op kind, deltas of every varint length,
+    /// explicit ops longer than the cursor's window, and long warps (segments).
+    fn random_ops(seed: u64, w: u64) -> Vec<(Op, [u64; MAX_LANES])> {
+        let r = |i: u64, what: u64| crate::sim::mix64(seed ^ w << 20 ^ i << 3 ^ what);
+        let len = match r(0, 1) % 8 {
+            0 => 3000 + r(0, 2) % 3000,
+            _ => r(0, 2) % 60,
+        };
+        let mut out = vec![];
+        let mut s = [0u64; MAX_LANES];
+        for i in 0..len {
+            let bytes = [4, 4, 8, 16, 128][(r(i, 3) % 5) as usize];
+            let kind = [MemKind::Load, MemKind::Store, MemKind::Prefetch][(r(i, 4) % 3) as usize];
+            let base = (r(i, 5) % (1 << (r(i, 6) % 50))) & !7;
+            let op = match r(i, 7) % 8 {
+                0 => Op::Compute((r(i, 8) % (1 << (r(i, 9) % 33))) as u32),
+                1 => Op::Wait,
+                2 => {
+                    let n = (r(i, 10) % (MAX_LANES as u64 + 1)) as u32;
+                    for (l, a) in s.iter_mut().enumerate().take(n as usize) {
+                        *a = (base + (r(i, 11 + l as u64) % (1 << (r(i, 12) % 40)))) & !7;
+                    }
+                    Op::Mem { kind, lanes: Lanes::Explicit { n }, bytes }
+                }
+                _ => {
+                    let stride = [0, 4, 8, 128, r(i, 13) % 100_000][(r(i, 14) % 5) as usize];
+                    Op::Mem { kind, lanes: Lanes::Strided { base, stride, n: 1 + (r(i, 15) % 32) as u32 }, bytes }
+                }
+            };
+            out.push((op, s));
+        }
+        out.push((Op::Exit, s));
+        out
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+        /// The windowed cursor gives exactly the ops (and explicit lanes) written,
+        /// and on a corrupted file exactly what decoding from the chunk gives:
+        /// the same ops, then the same error.
+        #[test]
+        fn windowed_cursor_matches_the_chunk_decoder(
+            seed in proptest::prelude::any::<u64>(),
+            flips in proptest::collection::vec((proptest::prelude::any::<usize>(), 1u8..=255), 0..3),
+        ) {
+            let kernels = [(64 * 6u64, 64u32)];
+            let h = header(&kernels);
+            let warps = h.warps_of(kernels[0].0, kernels[0].1);
+            let mut w = Writer::new(Vec::new(), &h).unwrap();
+            w.begin_kernel();
+            for warp in 0..warps {
+                for (op, s) in random_ops(seed, warp) {
+                    w.op(op, &s).unwrap();
+                }
+            }
+            w.end_kernel().unwrap();
+            let bytes = w.finish().unwrap().0;
+            let f = TraceFile::from_blob("p.uvmt", Blob::Mem(bytes.clone())).unwrap();
+            let (mut s, mut t) = ([0u64; MAX_LANES], [0u64; MAX_LANES]);
+            let mut kc = KernelCursor::new(&f, 0).unwrap();
+            for warp in 0..warps {
+                let mut c = kc.warp(&f, warp, 128).unwrap();
+                for (want, lanes) in random_ops(seed, warp) {
+                    let op = c.next(&f, &mut s).unwrap();
+                    proptest::prop_assert_eq!(op, want);
+                    if let Op::Mem { lanes: Lanes::Explicit { n }, .. } = op {
+                        proptest::prop_assert_eq!(&s[..n as usize], &lanes[..n as usize]);
+                    }
+                }
+            }
+            // The same warps' bytes with some changed, read windowed and from the chunk.
+            for warp in 0..warps {
+                let mut raw = vec![];
+                let mut enc = OpEncoder::default();
+                for (op, l) in random_ops(seed, warp) {
+                    enc.encode(op, &l, &mut raw);
+                }
+                for &(i, x) in &flips {
+                    let n = raw.len();
+                    raw[i % n] ^= x;
+                }
+                let data: ChunkData = raw.into();
+                let mut ca = WarpCursor::new(data.clone(), 0, data.len(), 0, None, warp, 128);
+                let mut cb = WarpCursor::new(data.clone(), 0, data.len(), 0, None, warp, 128);
+                loop {
+                    let (a, b) = (ca.next(&f, &mut s), cb.next_unwindowed(&f, &mut t));
+                    proptest::prop_assert_eq!(&a, &b);
+                    match a {
+                        Ok(Op::Mem { lanes: Lanes::Explicit { n }, .. }) => {
+                            proptest::prop_assert_eq!(&s[..n as usize], &t[..n as usize])
+                        }
+                        Ok(Op::Exit) | Err(_) => break,
+                        _ => {}
+                    }
+                }
+            }
         }
     }
 

@@ -55,17 +55,18 @@ impl WarpTraceKernel {
         let file = self.file.clone();
         match self.cursor.borrow_mut().warp(&self.file, id.global, self.max_bytes) {
             Ok(cur) => WarpTraceWarp { file, cur: Some(cur), failure: None },
-            Err(e) => WarpTraceWarp { file, cur: None, failure: Some(e.0) },
+            Err(e) => WarpTraceWarp { file, cur: None, failure: Some(e.0.into()) },
         }
     }
 }
 
-/// One replayed warp.
+/// One replayed warp. It sits inline in the GPU's warp state (the cursor's
+/// window with it), so that issuing from it touches no other memory.
 #[derive(Debug, Clone)]
 pub struct WarpTraceWarp {
     file: Arc<TraceFile>,
     cur: Option<WarpCursor>,
-    failure: Option<String>,
+    failure: Option<Box<str>>,
 }
 
 impl WarpTraceWarp {
@@ -78,7 +79,7 @@ impl WarpTraceWarp {
                 Ok(Op::Exit) => self.cur = None,
                 Ok(op) => return op,
                 Err(e) => {
-                    self.failure = Some(e.0);
+                    self.failure = Some(e.0.into());
                     self.cur = None;
                 }
             }
@@ -88,7 +89,7 @@ impl WarpTraceWarp {
 
     /// Why the stream ended early (a corrupt trace), once.
     pub fn failure(&mut self) -> Option<String> {
-        self.failure.take()
+        self.failure.take().map(String::from)
     }
 }
 
