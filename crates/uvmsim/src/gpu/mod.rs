@@ -573,6 +573,21 @@ impl Gpu {
         });
     }
 
+    /// Multi-GPU: page `vpn`, mapped here, was taken away (an invalidation), or its answer
+    /// came back already invalidated. The sleeping warps waiting for it re-execute at the
+    /// next replay and fault again (nothing else would raise it); the other sleeping warps
+    /// keep waiting for their own pages, as the µTLB holds their misses (a global refault
+    /// epoch would re-walk them all after every invalidation).
+    pub fn requeue_waiters(&mut self, vpn: u64) {
+        for &slot in &self.waiting {
+            if let Some(w) = self.warps[slot as usize].as_mut() {
+                if w.faulted.contains(&vpn) {
+                    w.faulted.clear();
+                }
+            }
+        }
+    }
+
     /// A far fault was serviced (the polled fault model): `replay`, except that only the
     /// µTLBs in `utlbs` (no far fault left) unblock; a warp stalled at a still-blocked
     /// µTLB keeps sleeping rather than issuing into it again. A warp wakes once none of
@@ -774,5 +789,62 @@ impl Gpu {
         m.int(format!("{p}.warps"), s.warps);
         self.xlat.export(m, p);
         self.mem.export(m, p);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::{build, HostOp};
+
+    /// A GPU with one sleeping warp per list in `waits`, each waiting for those pages.
+    fn sleeping(waits: &[&[u64]]) -> Gpu {
+        let cfg = Config::default();
+        let mut gpu = Gpu::new(&cfg);
+        let spec = build(&cfg)
+            .unwrap()
+            .ops
+            .into_iter()
+            .find_map(|op| if let HostOp::Launch(k) = op { Some(k) } else { None })
+            .expect("the default workload launches a kernel");
+        for (i, pages) in waits.iter().enumerate() {
+            let id = WarpId { global: i as u64, first_thread: 32 * i as u64, lanes: 32 };
+            gpu.warps.push(Some(Warp {
+                stream: spec.gen.warp(id),
+                sm: 0,
+                cta: 0,
+                loads: 0,
+                stores: 0,
+                id,
+                pending: vec![],
+                redo: Default::default(),
+                faulted: pages.to_vec(),
+                epoch: 0,
+            }));
+            gpu.waiting.push((gpu.warps.len() - 1) as u32);
+        }
+        gpu
+    }
+
+    fn woken(gpu: &mut Gpu) -> usize {
+        let mut q = EventQueue::new();
+        let before = gpu.waiting.len();
+        gpu.replay(0, &mut q);
+        before - gpu.waiting.len()
+    }
+
+    #[test]
+    fn requeue_wakes_only_the_warps_waiting_for_the_page() {
+        // Pages 7, 8, 9 are not resident: a replay wakes nobody.
+        let mut gpu = sleeping(&[&[7], &[8, 9], &[9]]);
+        assert_eq!(woken(&mut gpu), 0);
+        // Page 5 (nobody waits for it) was taken away: still nobody wakes.
+        gpu.requeue_waiters(5);
+        assert_eq!(woken(&mut gpu), 0);
+        // Page 9 was taken away: the two warps waiting for it re-execute, the third sleeps on.
+        gpu.requeue_waiters(9);
+        assert_eq!(woken(&mut gpu), 2);
+        assert_eq!(gpu.waiting.len(), 1);
+        assert_eq!(gpu.warps[gpu.waiting[0] as usize].as_ref().unwrap().faulted, vec![7]);
     }
 }

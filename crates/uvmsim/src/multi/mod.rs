@@ -544,9 +544,10 @@ impl Multi {
         if let (true, Some(prt)) = (had_pte, gpu.xlat.prt.as_mut()) {
             prt.unmapped(vpn);
         }
-        if had_pte {
-            // A warp waiting for other pages may have counted on this one: it re-executes and faults again.
-            residency.refault_epoch += 1;
+        if had_pte && self.dir.page(vpn).pending >> x & 1 == 0 {
+            // A warp waiting for this page (answered, not yet replayed) re-executes and faults
+            // again; with an answer still on its way, the page comes back and wakes it.
+            gpu.requeue_waiters(vpn);
         }
         let p = self.dir.page(vpn);
         let mapped = p.mapped >> x & 1 == 1;
@@ -730,7 +731,8 @@ impl Multi {
                 }
             }
         } else {
-            residency.refault_epoch += 1;
+            // Invalidated before the answer arrived: its warps fault again.
+            gpu.requeue_waiters(vpn);
         }
     }
 
