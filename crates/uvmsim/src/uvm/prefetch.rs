@@ -419,6 +419,38 @@ mod tests {
         assert_eq!(step(256, &mut resident), 512);
     }
 
+    /// Faults a block takes when its pages are touched in order and each batch
+    /// holds the next `k` non-resident pages (all of them faulted before the
+    /// driver sees any): the batch's prefetch then becomes resident.
+    fn sequential_faults(k: usize) -> (usize, usize) {
+        let (mut resident, mut faults, mut batches) = ([0u64; 8], 0, 0);
+        while count(&resident) < PAGES {
+            let f = mask(&(0..PAGES).filter(|&p| !get(&resident, p)).take(k).collect::<Vec<_>>());
+            let got = density(&resident, &f, PAGES, 51);
+            for w in 0..8 {
+                resident[w] |= got[w] | f[w];
+            }
+            faults += count(&f);
+            batches += 1;
+        }
+        (faults, batches)
+    }
+
+    #[test]
+    fn coverage_of_an_in_order_block_falls_with_the_faults_per_batch() {
+        // Why stream's coverage depends on how many of a block's pages fault per batch:
+        // whole 64 KiB regions already faulted gain nothing from the growth, and the
+        // tree doubles the resident prefix only once it holds > 51% of the next subtree.
+        // k = 16: 0..16, 16..32 (32 of 64 fails), 32..48 -> 0..64, 64..80 -> 0..128,
+        // 128..144 -> 0..256, 256..272 -> the block: 6 batches, 96 faults (81.25% fewer).
+        assert_eq!(sequential_faults(16), (96, 6));
+        // k = 64: 0..64 (64 of 128 fails), 64..128 (128 of 256 fails), 128..192 -> 0..256,
+        // 256..320 -> the block: 4 batches, 256 faults (50% fewer).
+        assert_eq!(sequential_faults(64), (256, 4));
+        // k = 1: each fault brings its 64 KiB; the same doubling: 6 faults (98.8% fewer).
+        assert_eq!(sequential_faults(1), (6, 6));
+    }
+
     #[test]
     fn the_largest_qualifying_subtree_wins_even_above_a_failing_level() {
         // Pages 64..192 resident (128), fault at 0: subtree 0..64 has 16 (fails),
