@@ -191,6 +191,9 @@ def test_allen_prefetch_reduction(tmp_path: Path) -> None:
     rows = {r.metric: r for r in rep.reproduce("allen-prefetch-reduction", tmp_path, quick=True)}
     regular, random = rows["fault_reduction_pct.regular"].simulated, rows["fault_reduction_pct.random"].simulated
     assert 60 < regular < random < 100
+    # Table 4.1's batch density beside it: random scatters its faults over many more VA blocks per batch.
+    density = {k: rows[f"faults_per_va_block_per_batch.{k}"].simulated for k in ("regular", "random", "stream")}
+    assert 1 <= density["random"] < density["regular"] < density["stream"]
     assert (tmp_path / "coverage.csv").read_text().startswith("kind,faults_without,faults_with")
 
 

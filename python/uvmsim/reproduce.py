@@ -577,6 +577,8 @@ def prefetch_reduction(ctx: Context) -> dict[str, float]:
         out[f"fault_reduction_pct.{kind}"] = reduction
         uniq = 100.0 * (1.0 - m["density"]["uvm.faults.unique"] / max(1.0, m["none"]["uvm.faults.unique"]))
         out[f"unique_fault_reduction_pct.{kind}"] = uniq
+        # Table 4.1's batch density: what sets an in-order kernel's coverage.
+        out[f"faults_per_va_block_per_batch.{kind}"] = without / max(1.0, m["none"]["uvm.va_blocks"])
         pre = m["density"]
         rows.append(
             (
