@@ -112,7 +112,7 @@ def test_reproduce_list(cli: Cli) -> None:
         "allen-base-cost",
         "allen-batch-composition",
         "allen-batch-size",
-        "allen-oversub-scaled",
+        "allen-oversub",
         "allen-prefetch-reduction",
         "allen-transfer-share",
         "allen-vecadd-probe",

@@ -20,6 +20,7 @@ import io
 import math
 import operator
 import os
+import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -615,23 +616,80 @@ def prefetch_reduction(ctx: Context) -> dict[str, float]:
     return out
 
 
-@experiment("allen-oversub-scaled")
-def oversub_scaled(ctx: Context) -> dict[str, float]:
-    """Table 5.2, scaled down: sgemm faults and pages evicted as the footprint passes GPU memory."""
+_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def _bytes(value: str | int) -> int:
+    """A config size (``"11776MiB"`` or a plain integer) in bytes."""
+    if isinstance(value, int):
+        return value
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?i?B)\s*", value)
+    if not m or m.group(2) not in _UNITS:
+        raise ConfigError(f"bad size `{value}`: expected a number and B, KiB, MiB, GiB or TiB")
+    return int(float(m.group(1)) * _UNITS[m.group(2)])
+
+
+@experiment("allen-oversub")
+def oversub(ctx: Context) -> dict[str, float]:
+    """Table 5.2 at Allen's sizes scaled by 1/scale per dimension: where eviction starts and how it grows."""
     p = ctx.params
+    scale = int(p["scale"])
+    preset = uvmsim.resolve(preset=ctx.spec.preset)
+    memory = _bytes(preset["uvm"]["gpu_memory_bytes"]) // (scale * scale)
     out: dict[str, float] = {}
     rows = []
-    for ratio in p["ratios"]:
-        r = ctx.run(f"sgemm-oversub-{ratio}", {"uvm.oversubscription": ratio})
+    onset = math.nan
+    first_rate = math.nan
+    for n, pub_faults, pub_evicted in zip(p["sizes"], p["published_faults"], p["published_evicted"], strict=True):
+        n_sim = round(n / scale)
+        r = ctx.run(f"sgemm-{n}", {"workload.tiled_gemm.n": n_sim, "uvm.gpu_memory_bytes": memory})
         m = r.metrics
         faults, evicted = m["uvm.faults.fetched"], m["uvm.pages_evicted"]
-        out[f"faults.{ratio}"] = faults
-        out[f"pages_evicted.{ratio}"] = evicted
-        out[f"evicted_per_fault.{ratio}"] = evicted / faults if faults else math.nan
-        rows.append((ratio, m["uvm.gpu_memory_bytes"], faults, evicted, m["uvm.evictions"], m["time.kernel_ns"] / 1e6))
+        per_fault = evicted / faults if faults else math.nan
+        # Compute rate (Fig. 5.5): multiply-adds per simulated second, relative to the smallest size.
+        rate = 2.0 * n_sim**3 / m["time.kernel_ns"]
+        if math.isnan(first_rate):
+            first_rate = rate
+        if evicted > 0 and math.isnan(onset):
+            onset = float(n)
+        out[f"faults.{n}"] = faults
+        out[f"pages_evicted.{n}"] = evicted
+        out[f"evicted_per_fault.{n}"] = per_fault
+        out[f"rate_ratio.{n}"] = rate / first_rate
+        footprint = 3 * n_sim * n_sim * 4
+        rows.append(
+            (
+                n,
+                n_sim,
+                footprint / memory,
+                faults,
+                evicted,
+                per_fault,
+                m["uvm.evictions"],
+                m["time.kernel_ns"] / 1e6,
+                rate / first_rate,
+                pub_faults,
+                pub_evicted,
+                pub_evicted / pub_faults,
+            )
+        )
+    out["onset_n"] = onset
     write_csv(
         ctx.out / "oversub.csv",
-        ("oversubscription", "gpu_memory_bytes", "faults", "pages_evicted", "evictions", "kernel_ms"),
+        (
+            "n",
+            "n_simulated",
+            "footprint_over_memory",
+            "faults",
+            "pages_evicted",
+            "evicted_per_fault",
+            "evictions",
+            "kernel_ms",
+            "rate_ratio",
+            "published_faults",
+            "published_pages_evicted",
+            "published_evicted_per_fault",
+        ),
         rows,
     )
     return out
