@@ -486,7 +486,10 @@ impl Multi {
             }
             self.stats.inv_sent += 1;
             if self.zero_inval {
-                self.arrivals.push((t, vpn << 5 | x as u64));
+                // 1 ps after the send: a send at the previous answer's arrival (`Page::busy`) then
+                // lands after the warps that answer woke (same-time events run in push order), so
+                // the GPU uses the page once; at the same ps, on-touch pages ping-pong forever.
+                self.arrivals.push((t + 1, vpn << 5 | x as u64));
                 continue;
             }
             let at = t + self.host_lat;
@@ -717,6 +720,10 @@ impl Multi {
         let p = self.dir.page(vpn);
         p.pending &= !(1 << g);
         let mapped = p.mapped >> g & 1 == 1;
+        // The answer releases the misses held with the fault in the L2 TLB's MSHR.
+        if let Some(held) = gpu.xlat.far_pending.as_mut() {
+            held.remove(&vpn);
+        }
         if mapped {
             // IDYLL: the new mapping overwrites the PTE; its pending invalidation is dropped.
             if let Some(b) = gpu.xlat.irmb.as_mut() {
@@ -764,6 +771,7 @@ impl Multi {
         m.float("multi.l2tlb.mpki", per_kilo(l2_misses, insts));
         m.int("multi.far_faults", faults);
         m.int("multi.far_faults.duplicate", s.duplicate_faults);
+        m.int("multi.far_faults.held", gpus.iter().map(|g| g.xlat.held_misses).sum::<u64>());
         m.float("multi.far_faults_pki", per_kilo(faults, insts));
         m.int("multi.remote_accesses", remote);
         m.int("multi.local_accesses", lines.saturating_sub(remote));
@@ -949,6 +957,52 @@ mod tests {
     }
 
     #[test]
+    fn a_miss_on_a_page_with_a_far_fault_outstanding_is_held_without_a_walk() {
+        let (mut m, mut gpus) = system(2, MigrationPolicy::AccessCounter);
+        let base = 1u64 << 30;
+        for g in gpus.iter_mut() {
+            g.xlat.space.map(&crate::workload::Buffer { base, bytes: 1 << 20, page_bytes: 4096, managed: true });
+        }
+        let vpn = base >> 12;
+        let cfg = Config::default();
+        let clock = crate::sim::Clock::from_mhz(cfg.gpu.core_mhz);
+        let lookups = clock.cycles((cfg.gpu.l1tlb.latency_cycles + cfg.gpu.l2tlb.latency_cycles) as u64);
+        let walk = ns_to_ps(cfg.gmmu.walker.level_latency_ns * cfg.translation.levels as f64 + cfg.gmmu.walker.pwc_latency_ns);
+        // SM 0's first miss walks all levels (cold page-walk caches) and far-faults.
+        let g = &mut gpus[0];
+        match g.xlat.translate(0, base, 0, 0, &mut g.mem.dram) {
+            Xlat::Fault(d) => assert_eq!(d, lookups + walk),
+            x => panic!("expected a far fault, got {x:?}"),
+        }
+        let ready = m.fault(0, vpn, false, lookups + walk, 0, &mut gpus).expect("first fault");
+        // SM 1 (its own L1 TLB) misses on the page before the answer: held with the fault in the
+        // L2 TLB's MSHR, raised after the L1 and L2 lookups, no walk; the host drops it as a duplicate.
+        let t = ns_to_ps(2000.0);
+        let g = &mut gpus[0];
+        match g.xlat.translate(1, base + 64, t, t, &mut g.mem.dram) {
+            Xlat::Fault(d) => assert_eq!(d, t + lookups),
+            x => panic!("expected a held far fault, got {x:?}"),
+        }
+        assert_eq!((g.xlat.gmmu.stats.walks, g.xlat.held_misses), (1, 1));
+        assert!(m.fault(0, vpn, false, t + lookups, t, &mut gpus).is_none());
+        assert_eq!(m.stats.duplicate_faults, 1);
+        // Another page is not held: it walks (the upper levels now hit the page-walk caches: one read).
+        let g = &mut gpus[0];
+        match g.xlat.translate(1, base + 4096, t, t, &mut g.mem.dram) {
+            Xlat::Fault(d) => assert_eq!(d, t + lookups + ns_to_ps(100.0 + cfg.gmmu.walker.pwc_latency_ns)),
+            x => panic!("expected a far fault, got {x:?}"),
+        }
+        assert_eq!(g.xlat.gmmu.stats.walks, 2);
+        // The answer releases the page: the next miss walks and finds the valid PTE.
+        m.page_ready(0, vpn, &mut gpus[0]);
+        let g = &mut gpus[0];
+        assert!(matches!(g.xlat.translate(1, base + 128, ready, ready, &mut g.mem.dram), Xlat::Ready(..)));
+        assert_eq!((g.xlat.gmmu.stats.walks, g.xlat.held_misses), (3, 1));
+        // Another GPU's outstanding fault does not hold this GPU's misses.
+        assert!(gpus[1].xlat.far_pending.as_ref().unwrap().is_empty());
+    }
+
+    #[test]
     fn idyll_options_run_and_change_nothing_when_off() {
         let base = run(&["multi.gpus=4", "multi.migration=access-counter", "multi.access_threshold=8"]);
         assert!(base.get("multi.idyll.filtered").is_none());
@@ -1066,7 +1120,11 @@ mod tests {
         let (mut z, mut zg) = system(4, MigrationPolicy::FirstTouch);
         z.zero_inval = true;
         fault(&mut z, &mut zg, 0, vpn, false, 0);
+        // Sent when the request reaches the host (+150 ns), not before GPU 0's answer arrived;
+        // arriving 1 ps later (after the warps that answer woke).
+        let send = (1_000_000 + ns_to_ps(150.0)).max(z.dir.page(vpn).busy);
         z.migrate(vpn, 3, 1_000_000, 1_000_000, &mut zg);
+        assert!(z.arrivals.len() == 4 && z.arrivals.iter().all(|&(at, _)| at == send + 1));
         deliver(&mut z, &mut zg);
         assert_eq!((z.stats.inv_sent, z.stats.inv_walks), (4, 0));
     }

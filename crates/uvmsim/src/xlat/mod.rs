@@ -28,6 +28,7 @@ use crate::config::{Config, TranslationMode};
 use crate::mem::Dram;
 use crate::sim::{ns_to_ps, Clock, Ps};
 use crate::stats::Metrics;
+use rustc_hash::FxHashSet;
 use space::{leaf_level, Mapped};
 
 /// The outcome of a translation.
@@ -177,6 +178,13 @@ pub struct Translator {
     pub irmb: Option<Box<irmb::Irmb>>,
     /// Trans-FW's pending request table (`multi.transfw.prt`): the pages this GPU's table maps.
     pub prt: Option<Box<crate::multi::transfw::Prt>>,
+    /// Multi-GPU GMMU mode: pages whose far fault from this GPU awaits the host's answer. A later
+    /// L2-TLB miss on one is held with it in the L2 TLB's MSHR, not walked (seed multi-gpu §5.2.3:
+    /// "before a new mapping is received, there won't be any subsequent requests to the same page
+    /// being sent to GMMU for page table walk ... held at the L2 TLB MSHR"). `Multi::page_ready` clears.
+    pub far_pending: Option<FxHashSet<u64>>,
+    /// L2-TLB misses held behind an outstanding far fault of their page (no walk).
+    pub held_misses: u64,
 }
 
 impl Translator {
@@ -240,6 +248,8 @@ impl Translator {
             irmb: (cfg.multi.idyll.lazy && cfg.multi.active())
                 .then(|| Box::new(irmb::Irmb::new(cfg.multi.idyll.irmb_bases as usize, cfg.multi.idyll.irmb_offsets as usize))),
             prt: crate::multi::transfw::Prt::build(cfg, 0),
+            far_pending: (cfg.multi.active() && cfg.translation.mode == TranslationMode::Gmmu).then(FxHashSet::default),
+            held_misses: 0,
         };
         let t = &cfg.translation;
         if t.walk_records_every > 0 {
@@ -294,6 +304,9 @@ impl Translator {
         if r.managed {
             match self.space.residency.access_mapped(va >> 12) {
                 Mapped::No => {
+                    if let Some(p) = self.far_pending.as_mut() {
+                        p.insert(va >> 12);
+                    }
                     // Least-TLB: the L2 TLB does not take a translation that faults, so the IOMMU
                     // TLB keeps it (as the mostly-inclusive baseline's walk fill does).
                     if let Some(Iommu { least: Some(lt), tlb: Some(tlb), link, .. }) = self.iommu.as_mut() {
@@ -383,6 +396,12 @@ impl Translator {
     /// A miss in every GPU TLB: walk locally or ask the IOMMU.
     fn miss(&mut self, sm: usize, va: u64, r: &Region, t: Ps, now: Ps, dram: &mut Dram) -> Ps {
         let Some(io) = self.iommu.as_mut() else {
+            // A page whose far fault is outstanding: the miss waits with it in the L2 TLB's MSHR
+            // (the answer wakes it); raised here as a duplicate fault, with no walk.
+            if self.far_pending.as_ref().is_some_and(|p| p.contains(&(va >> 12))) {
+                self.held_misses += 1;
+                return t;
+            }
             // IDYLL: a pending invalidation in the IRMB (looked up with the L2 TLB) means the PTE
             // is stale: no walk, the far fault is raised at once (the page is not resident).
             if let Some(b) = self.irmb.as_mut() {
