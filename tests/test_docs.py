@@ -27,6 +27,7 @@ _MODE = {
     "IDYLL only": "idyll",
     "Trans-FW only": "transfw",
     "multi-application only": "apps",
+    "polled model only": "polled",
 }
 # A small 4-GPU run (GMMU mode, host MMU): every GPU's metrics are documented under `gpu0`.
 MULTI_RUN = {"preset": "li-4gpu-gmmu", "set": ["workload.kind=stream", "workload.stream.elements=65536", "gpu.sms=4"]}
@@ -52,6 +53,11 @@ APPS_RUN = {
         "multi.least_tlb.enabled=true",
         "multi.least_tlb.spill=true",
     ],
+}
+# A managed run with Zheng's polled far-fault handler, for the `uvm.polled.*` metrics.
+POLLED_RUN = {
+    "preset": "gtx480-zheng",
+    "set": ["workload.kind=hotspot", "workload.hotspot.rows=64", "workload.hotspot.cols=64", "workload.managed=true"],
 }
 # A managed run with its legacy baselines (GMMU mode), for the `baseline.*` metrics.
 BASELINES_RUN = {
@@ -104,6 +110,7 @@ def produced() -> dict[str, set[str]]:
         "gmmu": set(uvmsim.run(preset=GMMU_RUN["preset"], set=GMMU_RUN["set"]).metrics),
         "iommu": set(uvmsim.run(preset=IOMMU_RUN["preset"], set=IOMMU_RUN["set"]).metrics),
         "baselines": set(uvmsim.run(preset=BASELINES_RUN["preset"], set=BASELINES_RUN["set"]).metrics),
+        "polled": set(uvmsim.run(preset=POLLED_RUN["preset"], set=POLLED_RUN["set"]).metrics),
         "multi": {re.sub(r"^gpu[0-9]+\.", "gpu0.", k) for k in multi_metrics},
         "least": {
             re.sub(r"^gpu[0-9]+\.", "gpu0.", k)
@@ -136,7 +143,7 @@ def test_every_documented_metric_is_produced_in_its_mode(produced: dict[str, set
     assert len(documented_metrics()) > 50
     for name, mode in documented_metrics().items():
         m = _matcher(name)
-        if mode in ("baselines", "multi", "least", "idyll", "transfw", "apps"):
+        if mode in ("baselines", "polled", "multi", "least", "idyll", "transfw", "apps"):
             assert any(m.fullmatch(k) for k in produced[mode]), f"`{name}` is not produced by the {mode} run"
             continue
         where = {run for run in ("gmmu", "iommu") if any(m.fullmatch(k) for k in produced[run])}

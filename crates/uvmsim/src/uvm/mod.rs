@@ -153,6 +153,12 @@ section! {
         /// fixed-latency model: far-fault service latency per batch in µs, interrupt included; polled model: per fault,
         /// the unloaded far-fault latency, and the interval of Zheng's transfer sets (seed paged-memory Table 1 and §4.1: 20 µs).
         pub fault_latency_us: f64 = 20.0,
+        /// Polled model: a far fault on a page whose service another µTLB's fault has started (waiting out its latency or
+        /// crossing the link) merges into it and ends when that page lands, taking no latency of its own (its µTLB's MSHR
+        /// stays taken until then). Seed paged-memory §3: the GMMU's far-fault MSHRs track page migration requests, and
+        /// "once the page is migrated ... the corresponding entry in the far-fault MSHRs is used to notify the appropriate
+        /// TLBs to replay". false: each µTLB's fault waits out its own latency (the model before session 6).
+        pub merge_far_faults: bool = true,
         /// Interrupt and bottom-half wake-up before the first batch, in µs. ASSUMPTION, to be calibrated.
         pub interrupt_us: f64 = 5.0,
         /// Fixed cost of a batch (fetch, sort, bookkeeping), in µs. ASSUMPTION, to be calibrated.
@@ -477,6 +483,12 @@ pub struct UvmStats {
     pub unmap_waits: u64,
     pub time_ps: Ps,
     pub batch: Latency,
+    /// Polled model: each far fault's time from its arrival at the handler to the landing that frees its MSHR,
+    /// and each Nacked access's time held at its µTLB (from its walk to its retry reaching the GPU).
+    pub far_fault: Latency,
+    pub nacked: Latency,
+    /// Polled model: faults merged into another µTLB's service of the same page (`uvm.merge_far_faults`).
+    pub joined: u64,
 }
 
 #[derive(Debug)]
@@ -599,6 +611,8 @@ pub struct Uvm {
     fixed: Option<Ps>,
     /// Polled model: the per-fault latency. Its rounds of faults overlap, each one a [`Flight`].
     polled: Option<Ps>,
+    /// Polled model: a fault on a page already in service merges into it (`uvm.merge_far_faults`).
+    merge: bool,
     /// Polled model: the time of the earliest handler poll scheduled (later events are stale and ignored).
     poll_at: Option<Ps>,
     /// Polled model: rounds whose pages are crossing the link, by end time.
@@ -767,6 +781,7 @@ impl Uvm {
                 CostModel::Driver => None,
             },
             polled: (c.cost_model == CostModel::Polled).then(|| us(c.fault_latency_us)),
+            merge: c.merge_far_faults,
             poll_at: None,
             flights: VecDeque::new(),
             in_flight: FxHashMap::default(),
@@ -846,6 +861,19 @@ impl Uvm {
         }
         self.outstanding[f.utlb as usize] += 1;
         self.stats.raw += 1;
+        if self.polled.is_some() && self.merge {
+            // Its page is crossing the link: the GMMU's MSHR for the page notifies this µTLB too when it lands.
+            let flight = self.in_flight.get(&f.vpn).and_then(|&id| self.flights.iter_mut().find(|x| x.id == id && x.end >= f.time));
+            if let Some(flight) = flight {
+                self.stats.fetched += 1;
+                self.stats.duplicates += 1;
+                self.stats.joined += 1;
+                flight.faults.push(f);
+                let batch = self.stats.batches;
+                self.record_fault(&f, batch, Outcome::Duplicate);
+                return Next::Nothing;
+            }
+        }
         // The hardware writes faults in the order they occur; walks processed
         // later may end earlier, so insert by time (ties keep raise order).
         if self.buffer.back().map_or(true, |g| g.time <= f.time) {
@@ -889,7 +917,9 @@ impl Uvm {
                         return false;
                     }
                     let mut f = self.parked[u].pop_front().expect("front exists");
-                    f.time = f.time.max(now + self.replay_latency);
+                    let retry = f.time.max(now + self.replay_latency);
+                    self.stats.nacked.record(retry - f.time);
+                    f.time = retry;
                     self.outstanding[f.utlb as usize] += 1;
                     self.stats.retried += 1;
                     self.retries.push(f);
@@ -1483,6 +1513,15 @@ impl Uvm {
         while self.buffer.front().is_some_and(|f| f.time + latency <= now) {
             fetched.extend(self.buffer.pop_front());
         }
+        if self.merge && !fetched.is_empty() {
+            // Later faults (of other µTLBs) on these pages merge into their service: they go out together.
+            let pages: FxHashSet<u64> = fetched.iter().map(|f| f.vpn).collect();
+            let (same, rest): (VecDeque<Fault>, VecDeque<Fault>) =
+                self.buffer.drain(..).partition(|f| f.time <= now && pages.contains(&f.vpn));
+            self.buffer = rest;
+            self.stats.joined += same.len() as u64;
+            fetched.extend(same);
+        }
         let mut demand: Vec<u64> =
             fetched.iter().map(|f| f.vpn).filter(|p| !residency.is_mapped(*p) && !self.in_flight.contains_key(p)).collect();
         demand.sort_unstable();
@@ -1930,6 +1969,7 @@ impl Uvm {
         touched.sort_unstable();
         touched.dedup();
         for f in &flight.faults {
+            self.stats.far_fault.record(now - f.time);
             self.outstanding[f.utlb as usize] -= 1;
             self.pending.remove(&(f.utlb, f.vpn));
         }
@@ -2189,6 +2229,13 @@ impl Uvm {
         m.int("uvm.gpu_memory_bytes", capacity);
         m.float("uvm.time_ns", s.time_ps as f64 / 1000.0);
         s.batch.export(m, "uvm.batch_ns");
+        if self.polled.is_some() {
+            s.far_fault.export(m, "uvm.polled.fault_ns");
+            m.int("uvm.polled.faults", s.far_fault.count());
+            m.int("uvm.polled.merged", s.joined);
+            m.float("uvm.polled.fault_time_ns", s.far_fault.sum_ps() as f64 / 1000.0);
+            s.nacked.export(m, "uvm.polled.nacked_ns");
+        }
         m.ratio("uvm.faults_per_batch", s.raw - s.flushed, s.batches);
         m.int("uvm.resident_pages", residency.resident_pages());
         self.async_prefetch.export(m);
@@ -2612,8 +2659,11 @@ mod tests {
     /// The polled model on a link with no latency and 16 GB/s (a 4 KiB page takes 256 ns),
     /// every page host-resident, 4 µTLBs.
     fn polled(limit: u32, prefetch: PrefetchConfig) -> (Uvm, Link, Residency) {
-        let c =
-            UvmConfig { cost_model: CostModel::Polled, fault_latency_us: 20.0, utlb_fault_limit: limit, prefetch, ..UvmConfig::default() };
+        polled_with(UvmConfig { utlb_fault_limit: limit, prefetch, ..UvmConfig::default() })
+    }
+
+    fn polled_with(c: UvmConfig) -> (Uvm, Link, Residency) {
+        let c = UvmConfig { cost_model: CostModel::Polled, fault_latency_us: 20.0, ..c };
         let mut link_cfg = Config::default().link;
         (link_cfg.latency_ns, link_cfg.bandwidth_gbps) = (0.0, 16.0);
         let mut u = Uvm::new(&c, 4, 4, 0);
@@ -2708,7 +2758,8 @@ mod tests {
 
     #[test]
     fn polled_fault_on_a_page_in_flight_waits_for_that_flight_and_blocks_its_utlb_until_then() {
-        let (mut u, mut link, mut res) = polled(16, PrefetchConfig::default());
+        // Without merging, the second µTLB's fault waits out its own latency before it finds the flight.
+        let (mut u, mut link, mut res) = polled_with(UvmConfig { merge_far_faults: false, ..UvmConfig::default() });
         u.raise(fault_at(0, 7, 0));
         u.raise(fault_at(100_000, 7, 1)); // the same page from another µTLB, 100 ns later
                                           // Poll at 20 µs: page 7 goes out, landing at 20.256 µs.
@@ -2726,6 +2777,43 @@ mod tests {
         u.batch_done(end, &mut res);
         assert!(res.is_resident(7));
         assert_eq!((u.take_resumed(), u.outstanding.clone()), (Some(vec![0, 1]), vec![0, 0, 0, 0]));
+        u.check_invariants(&res).unwrap();
+    }
+
+    #[test]
+    fn polled_faults_of_other_utlbs_merge_into_the_service_of_their_page() {
+        for merge in [true, false] {
+            let (mut u, mut link, mut res) =
+                polled_with(UvmConfig { utlb_fault_limit: 1, merge_far_faults: merge, ..UvmConfig::default() });
+            u.raise(fault_at(0, 7, 0));
+            u.raise(fault_at(10_000_000, 7, 1)); // page 7 again, from µTLB 1, 10 µs later: its one MSHR
+            u.raise(fault_at(10_000_000, 9, 1)); // held (Nack) until that MSHR frees
+            let landed = drain(&mut u, &mut link, &mut res);
+            let when = |p: u64| landed.iter().find(|l| l.0 == p).unwrap().1;
+            assert!(near(when(7), 20_000_000 + PAGE_PS), "{landed:?}");
+            // Merged: µTLB 1's fault ends when page 7 lands (20.256 µs), so page 9 is retried 1 µs later and
+            // lands 20 µs + a page after that: 41.512 µs. Not merged: it waits out its own 20 µs (30 µs), then
+            // finds page 7 resident; page 9 is retried at 31 µs and lands at 51.256 µs.
+            let (nine, mean_ns) =
+                if merge { (41_512_000, (20_256 + 10_256 + 20_256) / 3) } else { (51_256_000, (20_256 + 20_000 + 20_256) / 3) };
+            assert!(near(when(9), nine), "merge {merge}: {landed:?}");
+            assert!((u.stats.far_fault.mean_ns() - mean_ns as f64).abs() < 5.0, "{}", u.stats.far_fault.mean_ns());
+            assert_eq!((u.stats.joined, u.stats.unique, u.stats.raw), (merge as u64, 2, 3));
+        }
+    }
+
+    #[test]
+    fn polled_fault_on_a_page_crossing_the_link_joins_that_flight() {
+        let (mut u, mut link, mut res) = polled(16, PrefetchConfig::default());
+        u.raise(fault_at(0, 7, 0));
+        let Next::BatchDone(end) = u.service(20_000_000, &mut link, &mut res) else { panic!() };
+        assert!(near(end, 20_000_000 + PAGE_PS));
+        // µTLB 1 faults on page 7 at 20.1 µs, while it crosses the link: no buffer entry, no second copy.
+        u.raise(fault_at(20_100_000, 7, 1));
+        assert_eq!((u.buffer.len(), u.outstanding.clone(), u.stats.joined), (0, vec![1, 1, 0, 0], 1));
+        u.batch_done(end, &mut res);
+        assert_eq!((u.take_resumed(), u.outstanding.clone()), (Some(vec![0, 1]), vec![0, 0, 0, 0]));
+        assert_eq!((u.stats.unique, link_bytes(&link)), (1, 4096));
         u.check_invariants(&res).unwrap();
     }
 
