@@ -674,6 +674,15 @@ def oversub(ctx: Context) -> dict[str, float]:
             )
         )
     out["onset_n"] = onset
+    # How steeply eviction grows past the onset: pages evicted per fault at the largest size at most
+    # ~1.44x the capacity (n = 38,444 at Allen's sizes) over that at the onset.
+    out["evicted_per_fault_growth"] = math.nan
+    if not math.isnan(onset):
+        later = [n for n in p["sizes"] if onset < n <= 38444]
+        if later:
+            out["evicted_per_fault_growth"] = (
+                out[f"evicted_per_fault.{later[-1]}"] / out[f"evicted_per_fault.{int(onset)}"]
+            )
     write_csv(
         ctx.out / "oversub.csv",
         (
