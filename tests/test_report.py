@@ -164,6 +164,34 @@ def test_update_markdown_replaces_only_the_marked_table(tmp_path: Path) -> None:
         report.check_markdown_target(tmp_path / "r" / report.REPORT_FILE)
 
 
+def test_markdown_keeps_the_rows_of_experiments_not_rerun(tmp_path: Path) -> None:
+    report.reproduce_all(tmp_path / "a", quick=True, ids=["apu-tlb-miss-latency", "apu-fault-cpu-freq"])
+    first = report.markdown_table(tmp_path / "a")
+    assert first.count("; ran ") == 2 and "Rows with no date" not in first
+    old = {line[3 : line.index("`", 3)]: line for line in first.splitlines() if line.startswith("| `")}
+    doctored = first.replace(old["apu-fault-cpu-freq"], old["apu-fault-cpu-freq"].replace("; ran ", "; RAN "))
+    report.reproduce_all(tmp_path / "b", quick=True, ids=["apu-tlb-miss-latency"])
+    second = report.markdown_table(tmp_path / "b", doctored)
+    rows = {line[3 : line.index("`", 3)]: line for line in second.splitlines() if line.startswith("| `")}
+    # the re-run experiment's row is new, the other run one is kept verbatim, the rest stay "not run"
+    assert rows["apu-tlb-miss-latency"].partition("; ran ")[0] == old["apu-tlb-miss-latency"].partition("; ran ")[0]
+    assert "; RAN " in rows["apu-fault-cpu-freq"] and "Rows with no date" in second
+    assert rows["apu-divergence"].endswith("| not run |")
+    assert set(rows) == {t.id for t in report.load_validation()[1]}
+
+
+def test_reproduce_one_id_updates_only_its_row(cli: Cli, tmp_path: Path) -> None:
+    doc = tmp_path / "v.md"
+    doc.write_text(f"# V\n\n{report.MD_BEGIN} -->\n| `apu-fault-cpu-freq` | kept |\n{report.MD_END}\ntail\n")
+    p = cli("reproduce", "apu-tlb-miss-latency", "-o", str(tmp_path / "r"), "--markdown", str(doc))
+    assert p.returncode == 0, p.stderr
+    text = doc.read_text()
+    assert "| `apu-fault-cpu-freq` | kept |" in text and text.endswith("tail\n")
+    assert re.search(
+        r"\| `apu-tlb-miss-latency` \(fit\) \|.*\| pass \(1 of 1 checks\); ran \d{4}-\d\d-\d\d in \d+ s \|", text
+    )
+
+
 def test_docs_validation_table_lists_every_experiment() -> None:
     text = (ROOT / "docs" / "validation.md").read_text(encoding="utf-8")
     table = text[text.index(report.MD_BEGIN) : text.index(report.MD_END)]
@@ -177,7 +205,9 @@ def test_docs_validation_table_lists_every_experiment() -> None:
     ("args", "message"),
     [
         (["reproduce", "--all", "apu-divergence"], "give no ID"),
-        (["reproduce", "apu-divergence", "--markdown", "x.md"], "add --all"),
+        (["reproduce", "--markdown", "x.md"], "give an ID or --all"),
+        (["reproduce", "apu-divergence", "--quick", "--markdown", "x.md"], "drop --quick"),
+        (["reproduce", "apu-divergence", "-o", "r", "--markdown", "nomarkers.md"], "no summary markers"),
         (["reproduce", "--all", "--quick", "--markdown", "x.md"], "drop --quick"),
         (["reproduce", "--all", "-o", "r", "--markdown", "nomarkers.md"], "no summary markers"),
     ],

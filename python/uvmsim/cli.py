@@ -8,11 +8,13 @@ the exceptions; the commands just raise.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import difflib
 import json
 import re
 import sys
 import textwrap
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -273,7 +275,8 @@ def config_markdown(reference: Sequence[dict[str, Any]], section_docs: Sequence[
     "--markdown",
     type=click.Path(dir_okay=False, path_type=Path),
     metavar="FILE",
-    help="With --all: rewrite the summary table of FILE (docs/validation.md) between its markers.",
+    help="Rewrite the summary table of FILE (docs/validation.md) between its markers: the row of ID, or with --all "
+    "every row.",
 )
 def reproduce_cmd(
     experiment_id: str | None, list_only: bool, run_all: bool, out: Path | None, quick: bool, markdown: Path | None
@@ -287,13 +290,14 @@ def reproduce_cmd(
     """
     from uvmsim import report as report_mod  # matplotlib: only for this command
 
-    if markdown is not None and not run_all:
-        raise click.UsageError("--markdown updates the summary of a --all run; add --all")
+    if markdown is not None:
+        if quick:
+            raise click.UsageError("--markdown records the full experiments: drop --quick")
+        if list_only or (experiment_id is None and not run_all):
+            raise click.UsageError("--markdown records an experiment's result: give an ID or --all")
     if run_all:
         if experiment_id is not None or list_only:
             raise click.UsageError("--all runs every experiment: give no ID and no --list")
-        if markdown is not None and quick:
-            raise click.UsageError("--markdown records the full experiments: drop --quick")
         if markdown is not None:
             report_mod.check_markdown_target(markdown)  # fail before the runs, not after
         return _reproduce_all(out or Path("uvmsim-out") / "reproduce", quick, markdown)
@@ -303,9 +307,13 @@ def reproduce_cmd(
         _echo_rows([(s.id, s.title) for s in reproduce_mod.list_experiments()])
         return 0
     spec = reproduce_mod.load_spec(experiment_id)  # unknown IDs fail here, before any output
+    if markdown is not None:
+        report_mod.check_markdown_target(markdown)
     outdir = out if out is not None else Path("uvmsim-out") / spec.id
     click.echo(f"{spec.id}: {spec.title} (preset {spec.preset}{', quick' if quick else ''})")
+    start = time.perf_counter()
     rows = reproduce_mod.reproduce(spec.id, outdir, quick=quick)
+    elapsed = time.perf_counter() - start
     _echo_rows(
         [
             (
@@ -325,6 +333,12 @@ def reproduce_cmd(
         f"{sum(bool(r.passed) for r in checked)}/{len(checked)} checks passed; "
         f"wrote {outdir / 'comparison.csv'} and {plot}"
     )
+    if markdown is not None:
+        outcome = report_mod.Outcome(spec.id, report_mod.status_of(rows), elapsed, False, rows=list(rows))
+        outcome.finished = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        table = report_mod.markdown_table_of({spec.id: outcome}, {}, markdown.read_text(encoding="utf-8"))
+        report_mod.update_markdown(markdown, table)
+        click.echo(f"updated the row of {spec.id} in {markdown}")
     return 0
 
 
@@ -349,7 +363,8 @@ def _reproduce_all(out: Path, quick: bool, markdown: Path | None) -> int:
         f"supported in {elapsed} s; wrote {out / report_mod.REPORT_FILE}"
     )
     if markdown is not None:
-        report_mod.update_markdown(markdown, report_mod.markdown_table(out))
+        previous = markdown.read_text(encoding="utf-8")
+        report_mod.update_markdown(markdown, report_mod.markdown_table(out, previous))
         click.echo(f"updated the summary table of {markdown}")
     return EXIT_SIM_FAILED if counts["ERROR"] else 0
 
