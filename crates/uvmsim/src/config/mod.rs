@@ -234,6 +234,12 @@ section! {
     pub struct IommuConfig {
         /// One-way latency of an ATS request or response between the GPU and the IOMMU, in ns.
         pub link_latency_ns: f64 = 150.0,
+        /// Time one ATS request or response holds its direction of the link, in ns: messages in one
+        /// direction pass one per this time (shared by all GPUs), then take `link_latency_ns`.
+        /// 0 = no serialisation. MGPUSim (Akita `noc/networking/pcie`, `switching/endpoint`,
+        /// `switching/switches`): a translation message is one flit and each endpoint and switch
+        /// port passes one flit per 1 GHz cycle, so 1.
+        pub link_msg_ns: f64 = 0.0,
         /// IOMMU TLB entries (0 = none).
         pub tlb_entries: u32 = 256,
         /// IOMMU TLB associativity.
@@ -340,6 +346,7 @@ impl Config {
         walker("gmmu.walker", &self.gmmu.walker)?;
         let io = &self.iommu;
         range("iommu.link_latency_ns", io.link_latency_ns, 0.0, 1e6)?;
+        range("iommu.link_msg_ns", io.link_msg_ns, 0.0, 1e6)?;
         if io.tlb_entries > 0 {
             range("iommu.tlb_entries", io.tlb_entries as f64, 1.0, MAX_ENTRIES as f64)?;
             geometry("iommu.tlb_entries", io.tlb_entries, "iommu.tlb_ways", io.tlb_ways)?;
