@@ -122,6 +122,12 @@ section! {
         /// does this (akita v4 mem/vm/tlb: the lookup stage retries the request at the head
         /// of its buffer while the MSHR is full). false: only that miss waits.
         pub full_mshrs_block: bool = false,
+        /// L2 TLB only: GPU core cycles from this TLB taking a translation it missed to the
+        /// L1 TLB having it (a miss's way back; a hit's is inside `latency_cycles`). 0 = the
+        /// same time. MGPUSim (akita v4 mem/vm/tlb + sim/directconnection): the L2 TLB parses
+        /// the response in one tick and answers the MSHR entry in the next, and the L1 TLB
+        /// parses it in the tick after that: 2.
+        pub fill_return_cycles: u32 = 0,
     }
 }
 
@@ -424,6 +430,10 @@ fn geometry(ekey: &str, entries: u32, wkey: &str, ways: u32) -> Check {
 const MAX_ENTRIES: u32 = 1 << 24;
 
 fn tlb(p: &str, t: &TlbConfig, optional: bool) -> Check {
+    if !optional && t.fill_return_cycles != 0 {
+        return Err((format!("{p}.fill_return_cycles"), "applies to the L2 TLB only: must be 0 here".into()));
+    }
+    range(&format!("{p}.fill_return_cycles"), t.fill_return_cycles as f64, 0.0, 1e6)?;
     if t.entries == 0 {
         return if optional { Ok(()) } else { Err((format!("{p}.entries"), "must be greater than 0".into())) };
     }

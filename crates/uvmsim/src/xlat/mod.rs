@@ -184,6 +184,8 @@ pub struct Translator {
     pub l1: Vec<Tlb>,
     sms_per_l1: usize,
     pub l2: Option<Tlb>,
+    /// `gpu.l2tlb.fill_return_cycles` in ps: a translation the L2 TLB missed reaches the L1 TLB this much later.
+    l2_return: Ps,
     pub gmmu: Walker,
     pub iommu: Option<Iommu>,
     pub space: AddressSpace,
@@ -260,6 +262,7 @@ impl Translator {
         let mut x = Translator {
             l1: (0..n_l1).map(|_| Tlb::new(&g.l1tlb, clock).expect("L1 TLB entries validated > 0")).collect(),
             sms_per_l1: g.sms_per_l1tlb as usize,
+            l2_return: if g.l2tlb.entries > 0 { clock.cycles(g.l2tlb.fill_return_cycles as u64) } else { 0 },
             l2: Tlb::new(&g.l2tlb, clock),
             gmmu: Walker::new(&cfg.gmmu.walker, levels),
             iommu,
@@ -348,6 +351,7 @@ impl Translator {
                 }
             }
         }
+        let done = done + self.l2_return;
         self.l1[sm / self.sms_per_l1].fill_miss(k, pa, t, done);
         Xlat::Ready(done, pa, page)
     }
@@ -541,6 +545,32 @@ mod tests {
             let leave = (12 * PS_PER_NS).max(8192 + 1000 * k);
             assert_eq!(d, leave + 100_000 + 100_000 + 1000 + 100_000, "request {k}");
         }
+    }
+
+    #[test]
+    fn an_l2_miss_reaches_the_l1_tlb_fill_return_cycles_after_the_l2_tlb() {
+        let mut c = Config::default();
+        c.translation.mode = TranslationMode::Iommu;
+        (c.gpu.sms, c.gpu.sms_per_l1tlb, c.gpu.core_mhz) = (2, 1, 1000.0);
+        (c.gpu.l1tlb.entries, c.gpu.l1tlb.ways, c.gpu.l1tlb.latency_cycles) = (4, 4, 1);
+        (c.gpu.l2tlb.entries, c.gpu.l2tlb.ways, c.gpu.l2tlb.latency_cycles, c.gpu.l2tlb.fill_return_cycles) = (16, 16, 10, 2);
+        (c.iommu.link_latency_ns, c.iommu.tlb_entries) = (100.0, 0);
+        let w = &mut c.iommu.walker;
+        (w.level_latency_ns, w.pte_from_dram, w.pwc_entries) = (25.0, false, 0);
+        let mut x = Translator::new(&c);
+        x.space.map(&Buffer { base: BASE, bytes: 1 << 20, page_bytes: 4096, managed: false });
+        let mut dram = Dram::new(&c.gpu.dram, c.gpu.line_bytes);
+        let mut at = |sm: usize, t_ns: u64| match x.translate(sm, BASE, t_ns * PS_PER_NS, t_ns * PS_PER_NS, &mut dram) {
+            Xlat::Ready(d, _, _) => d / PS_PER_NS,
+            r => panic!("{r:?}"),
+        };
+        // 1 + 10 + 100 + 100 + 100 = 311 ns at the L2 TLB, 313 at the L1 TLB.
+        assert_eq!(at(0, 0), 313);
+        // SM 0's L1 TLB holds it from 313: a lookup at 300 waits for it, one at 400 hits.
+        assert_eq!(at(0, 300), 313);
+        assert_eq!(at(0, 400), 401);
+        // SM 1 hits in the L2 TLB: 1 + 10, no extra way back (a hit's is in its latency).
+        assert_eq!(at(1, 400), 411);
     }
 
     #[test]
