@@ -122,6 +122,12 @@ section! {
         /// does this (akita v4 mem/vm/tlb: the lookup stage retries the request at the head
         /// of its buffer while the MSHR is full). false: only that miss waits.
         pub full_mshrs_block: bool = false,
+        /// L2 TLB only: GPU core cycles from this TLB taking a translation it missed to the
+        /// L1 TLB having it (a miss's way back; a hit's is inside `latency_cycles`). 0 = the
+        /// same time. MGPUSim (akita v4 mem/vm/tlb + sim/directconnection): the L2 TLB parses
+        /// the response in one tick and answers the MSHR entry in the next, and the L1 TLB
+        /// parses it in the tick after that: 2.
+        pub fill_return_cycles: u32 = 0,
     }
 }
 
@@ -234,6 +240,12 @@ section! {
     pub struct IommuConfig {
         /// One-way latency of an ATS request or response between the GPU and the IOMMU, in ns.
         pub link_latency_ns: f64 = 150.0,
+        /// Time one ATS request or response holds its direction of the link, in ns: messages in one
+        /// direction pass one per this time (shared by all GPUs), then take `link_latency_ns`.
+        /// 0 = no serialisation. MGPUSim (Akita `noc/networking/pcie`, `switching/endpoint`,
+        /// `switching/switches`): a translation message is one flit and each endpoint and switch
+        /// port passes one flit per 1 GHz cycle, so 1.
+        pub link_msg_ns: f64 = 0.0,
         /// IOMMU TLB entries (0 = none).
         pub tlb_entries: u32 = 256,
         /// IOMMU TLB associativity.
@@ -340,6 +352,7 @@ impl Config {
         walker("gmmu.walker", &self.gmmu.walker)?;
         let io = &self.iommu;
         range("iommu.link_latency_ns", io.link_latency_ns, 0.0, 1e6)?;
+        range("iommu.link_msg_ns", io.link_msg_ns, 0.0, 1e6)?;
         if io.tlb_entries > 0 {
             range("iommu.tlb_entries", io.tlb_entries as f64, 1.0, MAX_ENTRIES as f64)?;
             geometry("iommu.tlb_entries", io.tlb_entries, "iommu.tlb_ways", io.tlb_ways)?;
@@ -417,6 +430,10 @@ fn geometry(ekey: &str, entries: u32, wkey: &str, ways: u32) -> Check {
 const MAX_ENTRIES: u32 = 1 << 24;
 
 fn tlb(p: &str, t: &TlbConfig, optional: bool) -> Check {
+    if !optional && t.fill_return_cycles != 0 {
+        return Err((format!("{p}.fill_return_cycles"), "applies to the L2 TLB only: must be 0 here".into()));
+    }
+    range(&format!("{p}.fill_return_cycles"), t.fill_return_cycles as f64, 0.0, 1e6)?;
     if t.entries == 0 {
         return if optional { Ok(()) } else { Err((format!("{p}.entries"), "must be greater than 0".into())) };
     }

@@ -25,7 +25,7 @@ pub use tlb::{export_stats as export_tlb_stats, Lookup, Tlb, TlbStats};
 pub use walker::{WalkRecord, WalkSampler, Walker, WalkerStats};
 
 use crate::config::{Config, TranslationMode};
-use crate::mem::Dram;
+use crate::mem::{Dram, Timeline};
 use crate::sim::{ns_to_ps, Clock, Ps};
 use crate::stats::Metrics;
 use rustc_hash::FxHashSet;
@@ -54,6 +54,10 @@ pub struct Iommu {
     tlb: Option<Tlb>,
     pub walker: Walker,
     link: Ps,
+    /// Serialisation of ATS messages (`iommu.link_msg_ns` > 0): [to the IOMMU, back to the
+    /// GPUs], each a channel of 1 byte per ps on which a message reserves `msg` bytes.
+    lanes: Option<Box<[Timeline; 2]>>,
+    msg: Ps,
     prefetch: u64,
     pub ats_requests: u64,
     pub ats_prefetched: u64,
@@ -65,16 +69,27 @@ pub struct Iommu {
 }
 
 impl Iommu {
+    /// When an ATS message entering link direction `dir` (0 = to the IOMMU) at `t` is at the other end.
+    #[inline]
+    fn cross(&mut self, dir: usize, t: Ps, now: Ps) -> Ps {
+        match self.lanes.as_mut() {
+            None => t + self.link,
+            // Behind the messages that hold the direction; an earlier arrival processed later still finds its slot.
+            Some(l) => l[dir].reserve(t, self.msg, now.min(t)) + self.link,
+        }
+    }
+
     /// Serve an ATS request sent from GPU `g` at `t`; returns when the response is back at the GPU.
     fn serve(&mut self, g: usize, va: u64, r: &Region, t: Ps, now: Ps, dram: &mut Dram) -> Ps {
         self.ats_requests += 1;
-        let arrive = t + self.link;
+        let arrive = self.cross(0, t, now);
         let k = key(va, r);
         if let Some(c) = self.per_gpu.get_mut(g) {
             c[0] += 1;
         }
         if self.least.is_some() {
-            return self.serve_least(g, va, k, r, arrive, now, dram) + self.link;
+            let ready = self.serve_least(g, va, k, r, arrive, now, dram);
+            return self.cross(1, ready, now);
         }
         let ready = match self.tlb.as_mut().map(|tlb| tlb.lookup(k, arrive)) {
             Some(Lookup::Done(d, _)) => {
@@ -92,7 +107,7 @@ impl Iommu {
             }
             None => self.walker.walk(va, leaf_level(r.class), arrive, now, dram),
         };
-        ready + self.link
+        self.cross(1, ready, now)
     }
 
     /// Least-TLB (Algorithm 1): an IOMMU-TLB hit moves the entry to the requester's
@@ -169,6 +184,8 @@ pub struct Translator {
     pub l1: Vec<Tlb>,
     sms_per_l1: usize,
     pub l2: Option<Tlb>,
+    /// `gpu.l2tlb.fill_return_cycles` in ps: a translation the L2 TLB missed reaches the L1 TLB this much later.
+    l2_return: Ps,
     pub gmmu: Walker,
     pub iommu: Option<Iommu>,
     pub space: AddressSpace,
@@ -211,6 +228,11 @@ impl Translator {
                 }),
                 walker: Walker::new(&c.walker, levels),
                 link: ns_to_ps(c.link_latency_ns),
+                lanes: (ns_to_ps(c.link_msg_ns) > 0).then(|| {
+                    let msg = ns_to_ps(c.link_msg_ns);
+                    Box::new([Timeline::new(1000.0, msg), Timeline::new(1000.0, msg)])
+                }),
+                msg: ns_to_ps(c.link_msg_ns),
                 prefetch: c.ats_prefetch_pages as u64,
                 ats_requests: 0,
                 ats_prefetched: 0,
@@ -240,6 +262,7 @@ impl Translator {
         let mut x = Translator {
             l1: (0..n_l1).map(|_| Tlb::new(&g.l1tlb, clock).expect("L1 TLB entries validated > 0")).collect(),
             sms_per_l1: g.sms_per_l1tlb as usize,
+            l2_return: if g.l2tlb.entries > 0 { clock.cycles(g.l2tlb.fill_return_cycles as u64) } else { 0 },
             l2: Tlb::new(&g.l2tlb, clock),
             gmmu: Walker::new(&cfg.gmmu.walker, levels),
             iommu,
@@ -308,7 +331,8 @@ impl Translator {
                         p.insert(va >> 12);
                     }
                     // Least-TLB: the L2 TLB does not take a translation that faults, so the IOMMU
-                    // TLB keeps it (as the mostly-inclusive baseline's walk fill does).
+                    // TLB keeps it (as the mostly-inclusive baseline's walk fill does). With
+                    // `link_msg_ns` the time is the response's end of serialisation, not of the walk.
                     if let Some(Iommu { least: Some(lt), tlb: Some(tlb), link, .. }) = self.iommu.as_mut() {
                         lt.fault_fill(self.gpu, k, done - *link, tlb);
                     }
@@ -327,6 +351,7 @@ impl Translator {
                 }
             }
         }
+        let done = done + self.l2_return;
         self.l1[sm / self.sms_per_l1].fill_miss(k, pa, t, done);
         Xlat::Ready(done, pa, page)
     }
@@ -466,5 +491,99 @@ impl Translator {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Translator, Xlat};
+    use crate::config::{Config, TranslationMode};
+    use crate::mem::Dram;
+    use crate::sim::PS_PER_NS;
+    use crate::workload::Buffer;
+
+    const BASE: u64 = 1 << 30;
+    const N: u64 = 24;
+
+    /// 24 SMs with their own L1 TLB (1 ns) miss 24 pages in the shared L2 TLB (10 ns) at
+    /// t = 0: the ATS requests leave at 11 ns, cross a 100 ns link, walk 100 ns (4 x 25,
+    /// 64 walkers, no IOMMU TLB) and come back over the link; `iommu.link_msg_ns` = `msg`.
+    fn ready_ns(msg: f64) -> Vec<u64> {
+        let mut c = Config::default();
+        c.translation.mode = TranslationMode::Iommu;
+        (c.gpu.sms, c.gpu.sms_per_l1tlb, c.gpu.core_mhz) = (N as u32, 1, 1000.0);
+        (c.gpu.l1tlb.entries, c.gpu.l1tlb.ways, c.gpu.l1tlb.latency_cycles) = (4, 4, 1);
+        (c.gpu.l2tlb.entries, c.gpu.l2tlb.ways, c.gpu.l2tlb.latency_cycles, c.gpu.l2tlb.mshrs) = (64, 64, 10, 64);
+        (c.iommu.link_latency_ns, c.iommu.link_msg_ns, c.iommu.tlb_entries) = (100.0, msg, 0);
+        let w = &mut c.iommu.walker;
+        (w.threads, w.level_latency_ns, w.pte_from_dram, w.pwc_entries) = (64, 25.0, false, 0);
+        let mut x = Translator::new(&c);
+        x.space.map(&Buffer { base: BASE, bytes: 1 << 20, page_bytes: 4096, managed: false });
+        let mut dram = Dram::new(&c.gpu.dram, c.gpu.line_bytes);
+        (0..N)
+            .map(|p| match x.translate(p as usize, BASE + p * 4096, 0, 0, &mut dram) {
+                Xlat::Ready(d, _, _) => d,
+                r => panic!("{r:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ats_messages_without_serialisation_all_take_the_link_latency() {
+        // 1 + 10 + 100 + 100 + 100 = 311 ns each.
+        assert!(ready_ns(0.0).iter().all(|&d| d == 311 * PS_PER_NS));
+    }
+
+    #[test]
+    fn a_burst_of_ats_requests_passes_the_link_one_per_message_time() {
+        // The link is a Timeline of 8.192 ns buckets (8192 ps of capacity, 1000 per message)
+        // from t = 0: the k-th request (from 1) leaves at max(11 + 1, 8.192 + k) ns, i.e. one
+        // per ns once the bucket holding 11 ns is used up (k >= 4), reaches the IOMMU 100 ns
+        // later, walks 100 ns, and its response, one per ns already, holds the way back 1 ns.
+        let d = ready_ns(1.0);
+        for (k, &d) in (1..=N).zip(&d) {
+            let leave = (12 * PS_PER_NS).max(8192 + 1000 * k);
+            assert_eq!(d, leave + 100_000 + 100_000 + 1000 + 100_000, "request {k}");
+        }
+    }
+
+    #[test]
+    fn an_l2_miss_reaches_the_l1_tlb_fill_return_cycles_after_the_l2_tlb() {
+        let mut c = Config::default();
+        c.translation.mode = TranslationMode::Iommu;
+        (c.gpu.sms, c.gpu.sms_per_l1tlb, c.gpu.core_mhz) = (2, 1, 1000.0);
+        (c.gpu.l1tlb.entries, c.gpu.l1tlb.ways, c.gpu.l1tlb.latency_cycles) = (4, 4, 1);
+        (c.gpu.l2tlb.entries, c.gpu.l2tlb.ways, c.gpu.l2tlb.latency_cycles, c.gpu.l2tlb.fill_return_cycles) = (16, 16, 10, 2);
+        (c.iommu.link_latency_ns, c.iommu.tlb_entries) = (100.0, 0);
+        let w = &mut c.iommu.walker;
+        (w.level_latency_ns, w.pte_from_dram, w.pwc_entries) = (25.0, false, 0);
+        let mut x = Translator::new(&c);
+        x.space.map(&Buffer { base: BASE, bytes: 1 << 20, page_bytes: 4096, managed: false });
+        let mut dram = Dram::new(&c.gpu.dram, c.gpu.line_bytes);
+        let mut at = |sm: usize, t_ns: u64| match x.translate(sm, BASE, t_ns * PS_PER_NS, t_ns * PS_PER_NS, &mut dram) {
+            Xlat::Ready(d, _, _) => d / PS_PER_NS,
+            r => panic!("{r:?}"),
+        };
+        // 1 + 10 + 100 + 100 + 100 = 311 ns at the L2 TLB, 313 at the L1 TLB.
+        assert_eq!(at(0, 0), 313);
+        // SM 0's L1 TLB holds it from 313: a lookup at 300 waits for it, one at 400 hits.
+        assert_eq!(at(0, 300), 313);
+        assert_eq!(at(0, 400), 401);
+        // SM 1 hits in the L2 TLB: 1 + 10, no extra way back (a hit's is in its latency).
+        assert_eq!(at(1, 400), 411);
+    }
+
+    #[test]
+    fn ats_responses_ready_together_leave_one_per_message_time() {
+        let mut c = Config::default();
+        c.translation.mode = TranslationMode::Iommu;
+        (c.iommu.link_latency_ns, c.iommu.link_msg_ns) = (100.0, 1.0);
+        let mut io = Translator::new(&c).iommu.unwrap();
+        // From t = 0 the 1000-ps messages fill the 8192-ps buckets back to back: the k-th ends at k ns.
+        for k in 1..=20 {
+            assert_eq!(io.cross(1, 0, 0), (k + 100) * PS_PER_NS);
+        }
+        // The other direction is free.
+        assert_eq!(io.cross(0, 0, 0), 101 * PS_PER_NS);
     }
 }
