@@ -160,7 +160,7 @@ section! {
     pub struct OracleConfig {
         /// The IOMMU TLB (iommu mode) and the host-MMU TLB hold every translation: 2^20 entries (4 GiB of 4 KiB pages), so only cold misses.
         pub infinite_iommu_tlb: bool = false,
-        /// Every page-walk cache (GMMU, host MMU, IOMMU) has 2^16 entries per level, so only cold misses.
+        /// Every page-walk cache (GMMU, host MMU, IOMMU) has 2^16 entries (per level, or in all for a unified one), so only cold misses.
         pub infinite_pwc: bool = false,
         /// Walks never wait for a walker thread or queue slot (GMMU, host MMU, IOMMU).
         pub infinite_walkers: bool = false,
