@@ -44,7 +44,7 @@ pub fn join_key(prefix: &str, field: &str) -> String {
     }
 }
 
-leaf!(u32, u64, f64, bool, String, ByteSize, Replacement, TranslationMode, WarpScheduler, TlbAllocate);
+leaf!(u32, u64, f64, bool, String, ByteSize, Replacement, TranslationMode, WarpScheduler, TlbAllocate, PwcOrganization);
 
 /// Which ready warp an SM issues from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -66,6 +66,20 @@ pub enum TranslationMode {
     Gmmu,
     /// APU / ATS: misses travel over a link to the host IOMMU, which has its own TLB and walkers.
     Iommu,
+}
+
+/// How a walker's page-walk cache holds the entries of the non-leaf levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum PwcOrganization {
+    /// One cache per non-leaf level, each of `pwc_entries` entries.
+    #[default]
+    PerLevel,
+    /// Unified translation cache (UTC; Barr et al., ISCA 2010, "Translation caching:
+    /// skip, don't walk (the page table)"): one cache of `pwc_entries` entries holding
+    /// the entries of every non-leaf level, tagged by level, with one LRU order, so
+    /// lower-level entries compete with (and evict) upper-level ones.
+    Unified,
 }
 
 /// When a missed translation takes its TLB entry.
@@ -218,10 +232,14 @@ section! {
         pub level_latency_ns: f64 = 100.0,
         /// Page-table-entry reads also take DRAM bandwidth (queueing behind data traffic), bypassing the data caches.
         pub pte_from_dram: bool = false,
-        /// Page-walk-cache entries for each non-leaf level; 0 = no page-walk cache.
+        /// Page-walk-cache entries: for each non-leaf level ("per-level"), or in all ("unified"); 0 = no page-walk cache.
         pub pwc_entries: u32 = 32,
-        /// Page-walk-cache associativity per level.
+        /// Page-walk-cache associativity (of each level's cache, or of the unified one).
         pub pwc_ways: u32 = 32,
+        /// Page-walk-cache organisation: "per-level" (one cache per non-leaf level) or "unified" (one
+        /// cache for all levels with one LRU order: the UTC of Barr et al., ISCA 2010; seed multi-gpu
+        /// §4.1.1: "We use UTC PW-cache organization").
+        pub pwc_organization: PwcOrganization = PwcOrganization::PerLevel,
         /// Page-walk-cache lookup latency in ns.
         pub pwc_latency_ns: f64 = 1.0,
     }

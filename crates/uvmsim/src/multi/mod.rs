@@ -151,7 +151,7 @@ section! {
         /// TLB lookup latency in ns. ASSUMPTION: Table 5 gives none; the IOMMU TLB default.
         pub tlb_latency_ns: f64 = 10.0,
         /// Walkers; Table 5: 16 threads, 64-entry PW-queue, 100 cycles per level, a 128-entry PW-cache (32 per level for the 4 cached levels of a 5-level table).
-        pub walker: WalkerConfig = WalkerConfig { threads: 16, queue_depth: 64, level_latency_ns: 100.0, pte_from_dram: false, pwc_entries: 32, pwc_ways: 32, pwc_latency_ns: 1.0 },
+        pub walker: WalkerConfig = WalkerConfig { threads: 16, queue_depth: 64, level_latency_ns: 100.0, pte_from_dram: false, pwc_entries: 32, pwc_ways: 32, pwc_latency_ns: 1.0, pwc_organization: crate::config::PwcOrganization::PerLevel },
     }
 }
 
@@ -160,7 +160,7 @@ section! {
     pub struct OracleConfig {
         /// The IOMMU TLB (iommu mode) and the host-MMU TLB hold every translation: 2^20 entries (4 GiB of 4 KiB pages), so only cold misses.
         pub infinite_iommu_tlb: bool = false,
-        /// Every page-walk cache (GMMU, host MMU, IOMMU) has 2^16 entries per level, so only cold misses.
+        /// Every page-walk cache (GMMU, host MMU, IOMMU) has 2^16 entries (per level, or in all for a unified one), so only cold misses.
         pub infinite_pwc: bool = false,
         /// Walks never wait for a walker thread or queue slot (GMMU, host MMU, IOMMU).
         pub infinite_walkers: bool = false,
@@ -313,6 +313,8 @@ pub struct MultiStats {
     pub inv_walks: u64,
     pub inv_queue_ps: u128,
     pub inv_reads: u64,
+    /// Invalidation walks by entries read (index 1..=levels): the demand walks' distribution is the walkers' less these.
+    pub inv_reads_hist: [u64; 8],
     /// IDYLL: invalidation requests the in-PTE directory did not send (the GPU's access bit was clear).
     pub idyll_filtered: u64,
 }
@@ -502,6 +504,7 @@ impl Multi {
                 self.stats.inv_walks += 1;
                 self.stats.inv_queue_ps += w.last_wait as u128;
                 self.stats.inv_reads += w.last_reads.saturating_sub(1) as u64;
+                self.stats.inv_reads_hist[w.last_reads as usize] += 1;
                 d
             } else {
                 at // ATS (no GPU page table), or IDYLL's lazy invalidation: the IRMB takes it and acknowledges
@@ -575,6 +578,7 @@ impl Multi {
             self.stats.inv_walks += 1;
             self.stats.inv_queue_ps += w.last_wait as u128;
             self.stats.inv_reads += w.last_reads.saturating_sub(1) as u64;
+            self.stats.inv_reads_hist[w.last_reads as usize] += 1;
         }
     }
 
@@ -800,6 +804,26 @@ impl Multi {
         m.float("multi.l2miss.host_pwc_miss_ns", per(s.host_pwc_ps));
         m.float("multi.l2miss.migration_ns", per(s.migration_ps));
         m.float("multi.l2miss.link_ns", per(s.link_ps));
+        if self.gmmu_mode {
+            // GMMU walk depth, demand and invalidation walks apart (seed multi-gpu Fig. 26:
+            // 56.6% of walks read 1-2 entries). Index = entries read.
+            let levels = gpus.first().map_or(0, |g| g.xlat.gmmu.levels()) as usize;
+            let mut demand = [0u64; 8];
+            for g in gpus {
+                for (d, n) in demand.iter_mut().zip(g.xlat.gmmu.stats.reads_hist) {
+                    *d += n;
+                }
+            }
+            for (d, i) in demand.iter_mut().zip(s.inv_reads_hist) {
+                *d -= i;
+            }
+            for (name, h) in [("demand_walks", &demand), ("inv_walks", &s.inv_reads_hist)] {
+                for (k, n) in h.iter().enumerate().take(levels + 1).skip(1) {
+                    m.int(format!("multi.gmmu.{name}.reads.{k}"), *n);
+                }
+                m.ratio(format!("multi.gmmu.{name}.short_fraction"), h[1] + h[2], h.iter().sum::<u64>());
+            }
+        }
         if self.directory || self.lazy {
             m.int("multi.idyll.filtered", s.idyll_filtered);
             let mut b = crate::xlat::irmb::IrmbStats::default();
@@ -1042,6 +1066,31 @@ mod tests {
         deliver(m, gpus);
         m.page_ready(g, vpn, &mut gpus[g]);
         ready
+    }
+
+    #[test]
+    fn walk_depths_separate_invalidation_walks_from_demand_walks() {
+        let (mut m, mut gpus) = system(2, MigrationPolicy::OnTouch);
+        let levels = Config::default().translation.levels as usize;
+        let vpn = 7 << 18; // 1 GiB
+                           // The baseline broadcasts every move: GPU 1 invalidates at the first touch (from the
+                           // host), GPU 0 when GPU 1 takes the page; each walk finds its GMMU's caches cold.
+        fault(&mut m, &mut gpus, 0, vpn, false, 0);
+        let busy = m.dir.page(vpn).busy;
+        fault(&mut m, &mut gpus, 1, vpn, false, busy);
+        assert_eq!(m.stats.inv_walks, 2);
+        // A demand walk of GPU 0 to the next page: the level-2 entry that walk cached hits.
+        let t = busy + ns_to_ps(10_000.0);
+        let g = &mut gpus[0];
+        g.xlat.gmmu.walk((vpn + 1) << 12, 1, t, t, &mut g.mem.dram);
+        let mut x = Metrics::default();
+        m.export(&mut x, &gpus);
+        let get = |k: &str| x.get(k).unwrap_or_else(|| panic!("{k} missing"));
+        assert_eq!(get(&format!("multi.gmmu.inv_walks.reads.{levels}")), 2.0);
+        assert_eq!(get("multi.gmmu.inv_walks.reads.1"), 0.0);
+        assert_eq!(get("multi.gmmu.demand_walks.reads.1"), 1.0);
+        assert_eq!(get(&format!("multi.gmmu.demand_walks.reads.{levels}")), 0.0);
+        assert_eq!((get("multi.gmmu.demand_walks.short_fraction"), get("multi.gmmu.inv_walks.short_fraction")), (1.0, 0.0));
     }
 
     #[test]

@@ -1,16 +1,23 @@
-//! A pool of page-table walkers with per-level page-walk caches (PWCs).
+//! A pool of page-table walkers with page-walk caches (PWCs).
 //!
 //! How it works: a walk waits for a queue slot (threads + queue depth), then
-//! for the earliest free walker thread. The PWCs of the non-leaf levels are
-//! probed from the level just above the leaf upwards; a hit at level l means
-//! the walk reads only levels l-1 down to the leaf. Each entry read costs
+//! for the earliest free walker thread. The PWC entries of the non-leaf levels
+//! are probed from the level just above the leaf upwards; a hit at level l
+//! means the walk reads only levels l-1 down to the leaf. Each entry read costs
 //! either a fixed latency or a DRAM access (IOMMU walkers read PTEs from
-//! memory). The levels read are then cached in the PWCs.
+//! memory). The levels read are then cached, upper levels first, so the
+//! lowest is the most recently used.
+//!
+//! Organisations (`pwc_organization`): one cache per non-leaf level, or one
+//! unified translation cache (UTC, Barr et al. ISCA 2010) whose entries are
+//! tagged by level and share one LRU order. In a UTC only the deepest hit is
+//! refreshed, so upper-level entries age while lower-level ones hit and are
+//! evicted by the lower-level entries of new regions.
 
 use super::space::{level_shift, pte_addr};
 use super::Outstanding;
 use crate::assoc::{Replacement, SetAssoc};
-use crate::config::WalkerConfig;
+use crate::config::{PwcOrganization, WalkerConfig};
 use crate::mem::Dram;
 use crate::sim::{ns_to_ps, Ps};
 use crate::stats::{Latency, Metrics};
@@ -25,6 +32,8 @@ pub struct WalkerStats {
     /// Indexed by level (0 and 1 unused: the leaf level is never cached).
     pub pwc_hits: [u64; 6],
     pub pwc_misses: [u64; 6],
+    /// Walks by page-table entries read, indexed by that count (1..=levels).
+    pub reads_hist: [u64; 8],
 }
 
 /// One sampled page walk (the `walks` table).
@@ -83,8 +92,10 @@ impl WalkSampler {
 pub struct Walker {
     threads: Vec<Ps>,
     queue: Outstanding,
-    /// PWC per level, index = level (2..=levels).
+    /// Per-level PWCs, index = level (2..=levels); empty with a unified PWC.
     pwc: Vec<Option<SetAssoc<()>>>,
+    /// The unified PWC (UTC): keys are the level above the entry's tag.
+    utc: Option<SetAssoc<()>>,
     levels: u32,
     level_latency: Ps,
     pte_from_dram: bool,
@@ -101,14 +112,13 @@ pub struct Walker {
 
 impl Walker {
     pub fn new(c: &WalkerConfig, levels: u32) -> Walker {
+        let unified = c.pwc_organization == PwcOrganization::Unified;
+        let cache = || SetAssoc::new(c.pwc_entries as usize, c.pwc_ways as usize, Replacement::Lru);
         Walker {
             threads: vec![0; c.threads as usize],
             queue: Outstanding::new((c.threads + c.queue_depth) as usize),
-            pwc: (0..=levels)
-                .map(|l| {
-                    (l >= 2 && c.pwc_entries > 0).then(|| SetAssoc::new(c.pwc_entries as usize, c.pwc_ways as usize, Replacement::Lru))
-                })
-                .collect(),
+            pwc: (0..=levels).map(|l| (l >= 2 && c.pwc_entries > 0 && !unified).then(cache)).collect(),
+            utc: (c.pwc_entries > 0 && unified).then(cache),
             levels,
             level_latency: ns_to_ps(c.level_latency_ns),
             pte_from_dram: c.pte_from_dram,
@@ -150,6 +160,11 @@ impl Walker {
         self.unlimited = true;
     }
 
+    /// Page-table levels (the root's level).
+    pub fn levels(&self) -> u32 {
+        self.levels
+    }
+
     /// Latency of one entry read (without DRAM queueing).
     pub fn level_latency(&self) -> Ps {
         self.level_latency
@@ -167,8 +182,8 @@ impl Walker {
         // Deepest cached level: read from the level below it.
         let mut first = self.levels;
         for l in leaf + 1..=self.levels {
-            if let Some(pwc) = self.pwc[l as usize].as_mut() {
-                if pwc.lookup(va >> level_shift(l)).is_some() {
+            if let Some(hit) = self.pwc_lookup(l, va) {
+                if hit {
                     self.stats.pwc_hits[l as usize] += 1;
                     first = l - 1;
                     break;
@@ -182,9 +197,7 @@ impl Walker {
                 if self.pte_from_dram { dram.pte_read(pte_addr(l, va), time, now, self.level_latency) } else { time + self.level_latency };
             self.stats.pte_reads += 1;
             if l > leaf {
-                if let Some(pwc) = self.pwc[l as usize].as_mut() {
-                    pwc.insert(va >> level_shift(l), ());
-                }
+                self.pwc_insert(l, va);
             }
         }
         if let Some(th) = self.threads.get_mut(slot) {
@@ -197,9 +210,38 @@ impl Walker {
             r.offer(va, t, start, time, first - leaf + 1);
         }
         self.stats.walks += 1;
+        self.stats.reads_hist[(first - leaf + 1) as usize] += 1;
         self.stats.latency.record(time - t);
         self.stats.queue_wait.record(start - t);
         time
+    }
+
+    /// Probe the PWC for `va`'s level-`l` entry: None if no cache holds level `l`.
+    #[inline]
+    fn pwc_lookup(&mut self, l: u32, va: u64) -> Option<bool> {
+        match self.utc.as_mut() {
+            Some(u) => Some(u.lookup(utc_key(l, va)).is_some()),
+            None => self.pwc[l as usize].as_mut().map(|p| p.lookup(va >> level_shift(l)).is_some()),
+        }
+    }
+
+    #[inline]
+    fn pwc_insert(&mut self, l: u32, va: u64) {
+        match self.utc.as_mut() {
+            Some(u) => {
+                u.insert(utc_key(l, va), ());
+            }
+            None => {
+                if let Some(p) = self.pwc[l as usize].as_mut() {
+                    p.insert(va >> level_shift(l), ());
+                }
+            }
+        }
+    }
+
+    /// A PWC (of either organisation) caches level `l`.
+    fn caches(&self, l: usize) -> bool {
+        self.utc.is_some() || self.pwc.get(l).is_some_and(|p| p.is_some())
     }
 
     pub fn export(&self, m: &mut Metrics, p: &str) {
@@ -209,13 +251,23 @@ impl Walker {
         m.ratio(format!("{p}.pte_reads_per_walk"), s.pte_reads, s.walks);
         s.latency.export(m, &format!("{p}.latency_ns"));
         s.queue_wait.export(m, &format!("{p}.queue_wait_ns"));
+        for k in 1..=self.levels as usize {
+            m.int(format!("{p}.reads.{k}"), s.reads_hist[k]);
+        }
         for l in 2..=self.levels as usize {
-            if self.pwc[l].is_some() {
+            if self.caches(l) {
                 m.int(format!("{p}.pwc.l{l}.hits"), s.pwc_hits[l]);
                 m.int(format!("{p}.pwc.l{l}.misses"), s.pwc_misses[l]);
             }
         }
     }
+}
+
+/// A unified PWC's key for `va`'s level-`l` entry: the level above the entry's
+/// tag (va >> 21 or more is below 2^43 for 5-level 57-bit addresses).
+#[inline]
+fn utc_key(l: u32, va: u64) -> u64 {
+    (l as u64) << 56 | va >> level_shift(l)
 }
 
 #[cfg(test)]
@@ -248,6 +300,7 @@ mod tests {
             pwc_entries: pwc,
             pwc_ways: pwc.max(1),
             pwc_latency_ns: 0.0,
+            pwc_organization: PwcOrganization::PerLevel,
         }
     }
 
@@ -307,6 +360,78 @@ mod tests {
         assert_eq!(w.stats.pte_reads, 4);
     }
 
+    fn utc(entries: u32) -> WalkerConfig {
+        WalkerConfig { pwc_organization: PwcOrganization::Unified, ..cfg(1, entries) }
+    }
+
+    #[test]
+    fn unified_pwc_lower_level_entries_evict_upper_ones() {
+        // 4 levels, one 3-entry fully associative UTC. A (cold) reads 4 entries and caches
+        // its level-4, -3 and -2 entries in that order (level 2 most recent).
+        let (a, b, c) = (0x40_0000_0000u64, 0x40_0020_0000, 0x40_4000_0000);
+        let mut d = dram();
+        let mut w = Walker::new(&utc(3), 4);
+        w.walk(a, 1, 0, 0, &mut d);
+        assert_eq!((w.stats.pte_reads, w.stats.reads_hist[4]), (4, 1));
+        // B: another 2 MiB region of A's 1 GiB: level 2 misses, level 3 hits (refreshed), 2 reads;
+        // its level-2 entry evicts the least recently used entry, A's level-4 one.
+        w.walk(b, 1, 1_000_000, 1_000_000, &mut d);
+        assert_eq!((w.stats.pte_reads, w.stats.pwc_hits[3], w.stats.reads_hist[2]), (6, 1, 1));
+        // C: another 1 GiB region of A's 512 GiB: its level-4 entry was evicted, so 4 reads.
+        w.walk(c, 1, 2_000_000, 2_000_000, &mut d);
+        assert_eq!((w.stats.pte_reads, w.stats.pwc_misses[4], w.stats.reads_hist[4]), (10, 2, 2));
+        // Per-level caches of one entry each (3 in all) keep A's level-4 entry: C reads 3.
+        let mut p = Walker::new(&cfg(1, 1), 4);
+        for (i, va) in [a, b, c].into_iter().enumerate() {
+            p.walk(va, 1, i as u64 * 1_000_000, i as u64 * 1_000_000, &mut d);
+        }
+        assert_eq!((p.stats.pte_reads, p.stats.pwc_hits[4], p.stats.reads_hist[3]), (9, 1, 1));
+    }
+
+    #[test]
+    fn unified_pwc_deepest_hit_skips_the_upper_levels() {
+        let mut w = Walker::new(&utc(8), 5);
+        let mut d = dram();
+        w.walk(0x40_0000_0000, 1, 0, 0, &mut d); // cold: 5 reads, 4 entries cached
+                                                 // Same 2 MiB region: the level-2 entry hits first, 1 read; upper levels are not probed.
+        w.walk(0x40_0000_1000, 1, 1_000_000, 1_000_000, &mut d);
+        assert_eq!(w.stats.pte_reads, 6);
+        assert_eq!((w.stats.pwc_hits[2], w.stats.pwc_misses[3], w.stats.pwc_misses[5]), (1, 1, 1));
+        assert_eq!(w.stats.reads_hist[..6], [0, 1, 0, 0, 0, 1]);
+        // Entries of different levels with equal tags do not alias: va 0's level-2 tag is 0, as is
+        // the cached level-4 entry's; the walk hits that level-4 entry (3 reads), not a level-2 one.
+        w.walk(0, 1, 2_000_000, 2_000_000, &mut d);
+        assert_eq!((w.stats.pte_reads, w.stats.pwc_hits[4]), (9, 1));
+        w.walk(0x1000, 1, 3_000_000, 3_000_000, &mut d);
+        assert_eq!(w.stats.pte_reads, 10);
+    }
+
+    /// Reference UTC: a list of (level, tag), most recent last, at most `cap` long.
+    fn reference_reads(vas: &[u64], leaf: u32, levels: u32, cap: usize) -> Vec<u32> {
+        let mut lru: Vec<(u32, u64)> = vec![];
+        let mut out = vec![];
+        for &va in vas {
+            let mut first = levels;
+            for l in leaf + 1..=levels {
+                if let Some(i) = lru.iter().position(|&e| e == (l, va >> level_shift(l))) {
+                    let e = lru.remove(i);
+                    lru.push(e);
+                    first = l - 1;
+                    break;
+                }
+            }
+            for l in (leaf + 1..=first).rev() {
+                lru.retain(|&e| e != (l, va >> level_shift(l)));
+                if lru.len() == cap {
+                    lru.remove(0);
+                }
+                lru.push((l, va >> level_shift(l)));
+            }
+            out.push(first - leaf + 1);
+        }
+        out
+    }
+
     proptest! {
         /// Against a reference: reads = levels from the deepest cached prefix to the leaf,
         /// with an unbounded PWC (a set of all prefixes seen) standing in for a large one.
@@ -325,6 +450,25 @@ mod tests {
                 for l in leaf + 1..=first { seen.insert((l, va >> level_shift(l))); }
                 w.walk(va, leaf, i as u64 * 1_000_000, i as u64 * 1_000_000, &mut d);
                 prop_assert_eq!(w.stats.pte_reads, expect);
+            }
+        }
+
+        /// A fully associative unified PWC against the reference LRU list: entries read per walk.
+        /// Addresses span few 2 MiB / 1 GiB / 512 GiB regions so that every level hits and evicts.
+        #[test]
+        fn unified_pwc_matches_reference(
+            picks in proptest::collection::vec((0u64..4, 0u64..4, 0u64..4, 0u64..8), 1..80),
+            cap in 1u32..10,
+            big in any::<bool>(),
+        ) {
+            let leaf = if big { 2 } else { 1 };
+            let vas: Vec<u64> = picks.iter().map(|&(a, b, c, e)| a << 39 | b << 30 | c << 21 | e << 12).collect();
+            let expect = reference_reads(&vas, leaf, 5, cap as usize);
+            let mut w = Walker::new(&utc(cap), 5);
+            let mut d = dram();
+            for (i, &va) in vas.iter().enumerate() {
+                w.walk(va, leaf, i as u64 * 1_000_000, i as u64 * 1_000_000, &mut d);
+                prop_assert_eq!(w.last_reads, expect[i], "walk {}", i);
             }
         }
     }
