@@ -395,18 +395,23 @@ impl OpDecoder {
     #[inline(always)]
     pub fn decode_common(&mut self, buf: &[u8], pos: &mut usize) -> Option<Op> {
         const KIND: u8 = 3 << 3;
+        const KINDS: [MemKind; 4] = [MemKind::Load, MemKind::Store, MemKind::Prefetch, MemKind::Prefetch];
         let p = *pos;
         let tag = *buf.get(p)?;
-        if tag == OP_WAIT {
-            *pos = p + 1;
-            return Some(Op::Wait);
-        }
-        if tag & 7 == OP_COMPUTE && tag >> 3 != 0 {
-            *pos = p + 1;
-            return Some(Op::Compute((tag >> 3) as u32 - 1));
-        }
         let s = self.s;
-        if tag & !KIND != OP_STRIDED | SAME_BYTES | SAME_STRIDE | SAME_N || tag & KIND == KIND || s.bytes == 0 || buf.len() < p + 11 {
+        if tag | KIND != OP_STRIDED | SAME_BYTES | SAME_STRIDE | SAME_N | KIND {
+            if tag == OP_WAIT {
+                *pos = p + 1;
+                return Some(Op::Wait);
+            }
+            if tag & 7 == OP_COMPUTE && tag >= 8 {
+                *pos = p + 1;
+                return Some(Op::Compute((tag >> 3) as u32 - 1));
+            }
+            return None;
+        }
+        // Kind 3 is no kind; a width of 0 is none set yet.
+        if tag & KIND == KIND || s.bytes == 0 || buf.len() < p + 11 {
             return None;
         }
         let mut q = p + 1;
@@ -418,11 +423,7 @@ impl OpDecoder {
         }
         self.s.addr = base;
         *pos = q;
-        let kind = match tag & KIND {
-            0 => MemKind::Load,
-            8 => MemKind::Store,
-            _ => MemKind::Prefetch,
-        };
+        let kind = KINDS[(tag >> 3) as usize & 3];
         Some(Op::Mem { kind, lanes: Lanes::Strided { base, stride: s.stride, n: s.n }, bytes: s.bytes })
     }
 
@@ -1227,6 +1228,17 @@ impl WarpCursor {
     /// The next op; an error names the file, the chunk's byte offset, the warp and the reason.
     #[inline]
     pub fn next(&mut self, file: &TraceFile, scratch: &mut [u64; MAX_LANES]) -> Result<Op, TraceError> {
+        match self.next_common() {
+            Some(op) => Ok(op),
+            None => self.next_other(file, scratch),
+        }
+    }
+
+    /// The next op if it is a common one (see [`OpDecoder::decode_common`]) whole in
+    /// the window, so the same as in the data; otherwise `None`, and `next_other` decodes it.
+    /// (Split from `next` so that the replay's hot path moves no `Result`.)
+    #[inline(always)]
+    pub fn next_common(&mut self) -> Option<Op> {
         let (wpos, wlen) = (self.wpos as usize, self.wlen as usize);
         if wlen - wpos < PREFETCH_LEFT {
             // A refill is near (a visit or two ahead): start loading what it reads.
@@ -1234,12 +1246,16 @@ impl WarpCursor {
             crate::gpu::prefetch((self.ahead + 64) as *const u8);
             crate::gpu::prefetch((&*self.rest as *const CursorRest).cast());
         }
-        // The fastest path: a common op, whole in the window (so the same as in the data).
         let mut p = wpos;
-        if let Some(op) = self.dec.decode_common(&self.win[..wlen], &mut p) {
-            self.wpos = p as u16;
-            return Ok(op);
-        }
+        let op = self.dec.decode_common(&self.win[..wlen], &mut p)?;
+        self.wpos = p as u16;
+        Some(op)
+    }
+
+    /// The next op, after `next_common` found none.
+    #[inline]
+    pub fn next_other(&mut self, file: &TraceFile, scratch: &mut [u64; MAX_LANES]) -> Result<Op, TraceError> {
+        let (wpos, wlen) = (self.wpos as usize, self.wlen as usize);
         // The fast path: the window holds a whole strided op, or the rest of the warp's data.
         // Decoding a prefix of the data gives the same op as decoding the data, or fails
         // (an op cut short): then, and for the Exit check, the chunk decides.
