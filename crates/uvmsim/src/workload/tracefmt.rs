@@ -236,7 +236,7 @@ fn kind_bits(k: MemKind) -> u8 {
 }
 
 /// Delta state of one warp's stream (both directions), reset at each warp.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OpState {
     addr: u64,
     stride: u64,
@@ -384,6 +384,47 @@ impl OpDecoder {
             }
             _ => Err(format!("unknown op tag {tag:#04x}")),
         }
+    }
+
+    /// The ops recorded streams mostly consist of (waits, short computes, strided
+    /// accesses that repeat the last stride, lane count and width), decoded with
+    /// only the checks they need; `None` (nothing consumed) for any other op,
+    /// which `decode` then handles. Where it answers, it gives what `decode`
+    /// gives (property-tested): the state's lane count and width were checked
+    /// when they were set, a width of 0 meaning none was set yet.
+    #[inline(always)]
+    pub fn decode_common(&mut self, buf: &[u8], pos: &mut usize) -> Option<Op> {
+        const KIND: u8 = 3 << 3;
+        const KINDS: [MemKind; 4] = [MemKind::Load, MemKind::Store, MemKind::Prefetch, MemKind::Prefetch];
+        let p = *pos;
+        let tag = *buf.get(p)?;
+        let s = self.s;
+        if tag | KIND != OP_STRIDED | SAME_BYTES | SAME_STRIDE | SAME_N | KIND {
+            if tag == OP_WAIT {
+                *pos = p + 1;
+                return Some(Op::Wait);
+            }
+            if tag & 7 == OP_COMPUTE && tag >= 8 {
+                *pos = p + 1;
+                return Some(Op::Compute((tag >> 3) as u32 - 1));
+            }
+            return None;
+        }
+        // Kind 3 is no kind; a width of 0 is none set yet.
+        if tag & KIND == KIND || s.bytes == 0 || buf.len() < p + 11 {
+            return None;
+        }
+        let mut q = p + 1;
+        let base = s.addr.wrapping_add(unzigzag(get_varint(buf, &mut q).ok()?) as u64);
+        let last =
+            (s.n.max(1) as u64 - 1).checked_mul(s.stride).and_then(|d| d.checked_add(base)).and_then(|a| a.checked_add(s.bytes as u64));
+        if last.map_or(true, |a| a > ADDR_LIMIT) {
+            return None;
+        }
+        self.s.addr = base;
+        *pos = q;
+        let kind = KINDS[(tag >> 3) as usize & 3];
+        Some(Op::Mem { kind, lanes: Lanes::Strided { base, stride: s.stride, n: s.n }, bytes: s.bytes })
     }
 
     fn lanes(&mut self, tag: u8, buf: &[u8], pos: &mut usize) -> Result<u32, String> {
@@ -1187,6 +1228,17 @@ impl WarpCursor {
     /// The next op; an error names the file, the chunk's byte offset, the warp and the reason.
     #[inline]
     pub fn next(&mut self, file: &TraceFile, scratch: &mut [u64; MAX_LANES]) -> Result<Op, TraceError> {
+        match self.next_common() {
+            Some(op) => Ok(op),
+            None => self.next_other(file, scratch),
+        }
+    }
+
+    /// The next op if it is a common one (see [`OpDecoder::decode_common`]) whole in
+    /// the window, so the same as in the data; otherwise `None`, and `next_other` decodes it.
+    /// (Split from `next` so that the replay's hot path moves no `Result`.)
+    #[inline(always)]
+    pub fn next_common(&mut self) -> Option<Op> {
         let (wpos, wlen) = (self.wpos as usize, self.wlen as usize);
         if wlen - wpos < PREFETCH_LEFT {
             // A refill is near (a visit or two ahead): start loading what it reads.
@@ -1194,6 +1246,16 @@ impl WarpCursor {
             crate::gpu::prefetch((self.ahead + 64) as *const u8);
             crate::gpu::prefetch((&*self.rest as *const CursorRest).cast());
         }
+        let mut p = wpos;
+        let op = self.dec.decode_common(&self.win[..wlen], &mut p)?;
+        self.wpos = p as u16;
+        Some(op)
+    }
+
+    /// The next op, after `next_common` found none.
+    #[inline]
+    pub fn next_other(&mut self, file: &TraceFile, scratch: &mut [u64; MAX_LANES]) -> Result<Op, TraceError> {
+        let (wpos, wlen) = (self.wpos as usize, self.wlen as usize);
         // The fast path: the window holds a whole strided op, or the rest of the warp's data.
         // Decoding a prefix of the data gives the same op as decoding the data, or fails
         // (an op cut short): then, and for the Exit check, the chunk decides.
@@ -1451,6 +1513,74 @@ mod tests {
             let (a, b) = (get_varint(&bytes, &mut p), get_varint_checked(&bytes, &mut q));
             proptest::prop_assert_eq!(a, b);
             proptest::prop_assert_eq!(p, q);
+        }
+    }
+
+    #[test]
+    fn common_ops_take_the_short_decoder() {
+        let mut enc = OpEncoder::default();
+        let mut buf = vec![];
+        let z = [0u64; MAX_LANES];
+        let load = |base| Op::Mem { kind: MemKind::Load, lanes: Lanes::Strided { base, stride: 4, n: 32 }, bytes: 4 };
+        let store = Op::Mem { kind: MemKind::Store, lanes: Lanes::Strided { base: 0x4000, stride: 4, n: 32 }, bytes: 4 };
+        let ops = [load(0x1000), load(0x2000), Op::Wait, Op::Compute(5), store, Op::Compute(4000), load(0x1080), Op::Exit];
+        for op in ops {
+            enc.encode(op, &z, &mut buf);
+        }
+        buf.extend_from_slice(&[0; 10]); // room for the short decoder's 10-byte varint read
+        let mut dec = OpDecoder::new(128);
+        let mut pos = 0;
+        // The first access sets the stride, lane count and width; then only the address changes.
+        let mut s = [0u64; MAX_LANES];
+        assert_eq!(dec.decode_common(&buf, &mut pos), None);
+        // Tag, base 0x1000 (zigzag 0x2000: two bytes), stride, lanes and width: 6 bytes.
+        assert_eq!((dec.decode(&buf, &mut pos, &mut s), pos), (Ok(ops[0]), 6));
+        let mut got = vec![];
+        while let Some(op) = dec.decode_common(&buf, &mut pos) {
+            got.push(op);
+        }
+        assert_eq!(got, ops[1..5]);
+        // A long compute, and Exit, go to the full decoder.
+        assert_eq!(dec.decode(&buf, &mut pos, &mut s), Ok(Op::Compute(4000)));
+        assert_eq!(dec.decode_common(&buf, &mut pos), Some(ops[6]));
+        let at = pos;
+        assert_eq!((dec.decode_common(&buf, &mut pos), pos), (None, at));
+        assert_eq!(dec.decode(&buf, &mut pos, &mut s), Ok(Op::Exit));
+    }
+
+    proptest::proptest! {
+        /// Wherever the short decoder answers, the full one gives the same op,
+        /// position and state; where it does not, it consumed nothing.
+        #[test]
+        fn short_decoder_matches_the_full_one(
+            pick in 0u8..4,
+            tag in proptest::prelude::any::<u8>(),
+            rest in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..14),
+            (addr, stride) in (proptest::prelude::any::<u64>(), proptest::prelude::any::<u64>()),
+            (n, bytes, max) in (0..=MAX_LANES as u32, 0u32..=128, 1u32..=128),
+            small in proptest::prelude::any::<bool>(),
+        ) {
+            let tag = match pick {
+                0 => OP_WAIT,
+                1 => OP_COMPUTE | tag & !7,
+                2 => OP_STRIDED | SAME_BYTES | SAME_STRIDE | SAME_N | tag & (3 << 3),
+                _ => tag,
+            };
+            let mut buf = vec![tag];
+            buf.extend_from_slice(&rest);
+            // Small strides and addresses too, so that the address check passes as often as not.
+            let (addr, stride) = if small { (addr >> 8, stride >> 40) } else { (addr, stride) };
+            let st = OpState { addr, stride, n, bytes: if bytes > max { 0 } else { bytes } };
+            let (mut a, mut b) = (OpDecoder { s: st, max_bytes: max }, OpDecoder { s: st, max_bytes: max });
+            let (mut p, mut q) = (0, 0);
+            let mut scratch = [0u64; MAX_LANES];
+            match a.decode_common(&buf, &mut p) {
+                Some(op) => {
+                    proptest::prop_assert_eq!(b.decode(&buf, &mut q, &mut scratch), Ok(op));
+                    proptest::prop_assert_eq!((p, a.s), (q, b.s));
+                }
+                None => proptest::prop_assert_eq!((p, a.s), (0, st)),
+            }
         }
     }
 

@@ -73,7 +73,10 @@ impl WarpTraceWarp {
     #[inline]
     pub fn next(&mut self, scratch: &mut [u64; MAX_LANES]) -> Op {
         if let Some(c) = &mut self.cur {
-            match c.next(&self.file, scratch) {
+            if let Some(op) = c.next_common() {
+                return op;
+            }
+            match c.next_other(&self.file, scratch) {
                 // After its Exit a warp may be asked again (to re-run faulted instructions, then exit):
                 // it keeps answering Exit, and lets go of its chunk now.
                 Ok(Op::Exit) => self.cur = None,
