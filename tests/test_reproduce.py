@@ -255,7 +255,8 @@ def test_zheng_prefetch_experiments(tmp_path: Path) -> None:
     rows = {r.metric: r for r in rep.reproduce("zheng-prefetch", tmp_path / "pf", quick=True)}
     g = {p: policy_geomean(tmp_path / "pf", p) for p in ("none", "random", "sequential", "locality", "oracle")}
     assert all(v > 0 for v in g.values())
-    assert rows["locality_speedup_pct"].simulated == pytest.approx(100 * (1 - g["locality"]))
+    # slowdowns.csv keeps 6 significant digits: a geomean from it is good to ~1e-6 relative, 1e-4 points here.
+    assert rows["locality_speedup_pct"].simulated == pytest.approx(100 * (1 - g["locality"]), abs=1e-3)
     assert rows["ranking_matches"].simulated in (0, 1)
     hotspot = json.loads((tmp_path / "pf" / "runs" / "hotspot-locality" / "summary.json").read_text())["metrics"]
     none = json.loads((tmp_path / "pf" / "runs" / "hotspot-none" / "summary.json").read_text())["metrics"]

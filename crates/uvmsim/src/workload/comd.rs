@@ -9,8 +9,9 @@
 //! then for each of the 27 cells around its own (dz, dy, dx = -1, 0, +1, with
 //! periodic wrap-around) loads that cell's atom count, waits, loads the
 //! position of every atom of the cell (lanes of one cell read the same atom:
-//! a broadcast), waits and computes (`atoms_per_cell * compute_cycles`);
-//! finally it stores its force.
+//! a broadcast), waits and computes (`atoms_per_cell * compute_cycles`, or
+//! with `pair_insts` > 0, `atoms_per_cell * pair_insts` instructions of one
+//! issue slot each); finally it stores its force.
 //!
 //! Simplified from CoMD: every cell holds the same number of atoms; the
 //! periodic neighbours are the cells themselves (CoMD copies them into halo
@@ -35,6 +36,12 @@ section! {
         pub cells_z: u64 = 8,
         /// Atoms in every cell (at most 64, the slots per cell).
         pub atoms_per_cell: u32 = 16,
+        /// Arithmetic and control warp instructions per atom pair, each taking an issue slot of its
+        /// SM; 0 = the pair's work is one `compute_cycles` of latency that takes no extra issue slots.
+        /// CoMD's `ljForce` pair loop (double precision) counted as SASS-level instructions: dr 3,
+        /// r2 3, the cutoff test 2, 1/r2 6 (reciprocal estimate and Newton steps), r6 3, eLocal 2,
+        /// U 1, fr 4, the force 3, the loop counter, test and branch 3 = 30 (zheng suite).
+        pub pair_insts: u32 = 0,
     }
 }
 
@@ -48,7 +55,8 @@ impl ComdParams {
         check(p, "cells_x", self.cells_x, 1, 1 << 12)?;
         check(p, "cells_y", self.cells_y, 1, 1 << 12)?;
         check(p, "cells_z", self.cells_z, 1, 1 << 12)?;
-        check(p, "atoms_per_cell", self.atoms_per_cell as u64, 1, SLOTS)
+        check(p, "atoms_per_cell", self.atoms_per_cell as u64, 1, SLOTS)?;
+        check(p, "pair_insts", self.pair_insts as u64, 0, 1000)
     }
 
     fn cells(&self) -> u64 {
@@ -69,6 +77,7 @@ pub struct ComdKernel {
     dims: [u64; 3],
     apc: u64,
     compute: u32,
+    pair_insts: u32,
 }
 
 pub(super) fn build(p: &ComdParams, w: &WorkloadConfig, page: u64, va: &mut VaAllocator) -> (Vec<KernelSpec>, u64) {
@@ -81,6 +90,7 @@ pub(super) fn build(p: &ComdParams, w: &WorkloadConfig, page: u64, va: &mut VaAl
         dims: [p.cells_x, p.cells_y, p.cells_z],
         apc: p.atoms_per_cell as u64,
         compute: w.compute_cycles,
+        pair_insts: p.pair_insts,
     };
     let threads = cells * p.atoms_per_cell as u64;
     (
@@ -103,7 +113,7 @@ impl ComdKernel {
     }
 
     pub fn warp(&self, id: WarpId) -> ComdWarp {
-        ComdWarp { k: *self, t0: id.first_thread, lanes: id.lanes, nb: 0, step: 0 }
+        ComdWarp { k: *self, t0: id.first_thread, lanes: id.lanes, nb: 0, step: 0, left: 0 }
     }
 }
 
@@ -116,6 +126,8 @@ pub struct ComdWarp {
     nb: u64,
     /// Step within the neighbour: count, wait, atom positions, wait, compute.
     step: u64,
+    /// Pair instructions of this neighbour still to issue (`pair_insts`).
+    left: u64,
 }
 
 impl ComdWarp {
@@ -150,7 +162,19 @@ impl ComdWarp {
             1 => self.lanes(scratch, MemKind::Load, 4, |t| k.counts + cell(t) * 4),
             2 => Op::Wait,
             s if s < 3 + apc => self.lanes(scratch, MemKind::Load, VEC3 as u32, |t| k.pos + (cell(t) * SLOTS + s - 3) * VEC3),
-            s if s == 3 + apc => Op::Wait,
+            s if s == 3 + apc => {
+                self.left = apc * k.pair_insts as u64;
+                Op::Wait
+            }
+            // One issue slot per pair instruction: the SM's issue rate bounds the kernel.
+            _ if self.left > 1 => {
+                (self.left, self.step) = (self.left - 1, step);
+                Op::Compute(1)
+            }
+            _ if self.left == 1 => {
+                (self.nb, self.step, self.left) = (nb + 1, 1, 0);
+                Op::Compute(1)
+            }
             _ => {
                 (self.nb, self.step) = (nb + 1, 1);
                 Op::Compute(apc as u32 * k.compute)
@@ -203,6 +227,39 @@ mod tests {
         assert_eq!(ops[at + 1 + 7].1, (0..32).map(|l| pos + slot(nb(l), 7)).collect::<Vec<_>>());
         let last = ops.last().unwrap();
         assert_eq!(*last, (MemKind::Store, (0..32).map(|l| force + slot(6 + l / 16, l % 16)).collect()));
+    }
+
+    /// Every op of a warp in order (memory ops as their kind only).
+    fn all_ops(w: &mut crate::workload::WarpStream) -> Vec<crate::workload::Op> {
+        let mut s = [0; crate::workload::MAX_LANES];
+        let mut out = vec![];
+        loop {
+            match w.next(&mut s) {
+                crate::workload::Op::Exit => return out,
+                op => out.push(op),
+            }
+        }
+    }
+
+    #[test]
+    fn pair_insts_issue_one_slot_per_pair_instruction() {
+        use crate::workload::Op;
+        let base = ["workload.kind=comd", "workload.comd.atoms_per_cell=4"];
+        let old = all_ops(&mut warps(&program(&base), 0)[0]);
+        let mut sets = base.to_vec();
+        sets.push("workload.comd.pair_insts=30");
+        let new = all_ops(&mut warps(&program(&sets), 0)[0]);
+        // Per neighbour: count, wait, 4 positions, wait, then one Compute(4 atoms x 4 cycles) by
+        // default, or 4 atoms x 30 single-cycle instructions; the memory ops are the same.
+        assert_eq!(old.len(), 1 + 27 * 8 + 1);
+        assert_eq!(new.len(), 1 + 27 * (7 + 120) + 1);
+        assert_eq!(old.iter().filter(|o| **o == Op::Compute(16)).count(), 27);
+        assert_eq!(new.iter().filter(|o| **o == Op::Compute(1)).count(), 27 * 120);
+        let mem = |v: &[Op]| v.iter().filter(|o| matches!(o, Op::Mem { .. } | Op::Wait)).copied().collect::<Vec<_>>();
+        assert_eq!(mem(&old), mem(&new));
+        // Neighbour 0's block: its 7 memory steps, then its 120 pair instructions, then neighbour 1's count.
+        assert!(new[1 + 7..1 + 127].iter().all(|o| *o == Op::Compute(1)));
+        assert!(matches!(new[1 + 127], Op::Mem { .. }));
     }
 
     #[test]
