@@ -95,6 +95,10 @@ WORKLOADS: tuple[Workload, ...] = (
     # Trace replay: the float STREAM triad recorded to a .uvmt, replayed through the GPU model
     # (docs/performance.md has the command for a 1-billion-access trace).
     Workload("warp-trace-replay", "titan-v", _STREAM_F32, {"workload.stream.elements": 1 << 20}, record=True),
+    # The same replay on stream-tlb-hits' preset: what replay costs over generating that stream.
+    Workload(
+        "warp-trace-replay-tlb-hits", "gtx480-zheng", _STREAM_F32, {"workload.stream.elements": 1 << 20}, record=True
+    ),
     # Footprint: lookups spread over a 100 GiB table; memory must not grow with it.
     Workload(
         "footprint-100gib",
