@@ -5,10 +5,12 @@
 //! `layerforward`: thread (j, i) loads input[i+1] and weight[i+1][j+1]
 //! (the row of 17 weights of input i; row 0 and column 0 are the biases),
 //! waits, reduces the 16 products of its CTA in shared memory
-//! (4 * compute_cycles) and stores the CTA's partial sum for hidden unit j,
+//! (4 * compute_cycles, or with `forward_insts` > 0 that many instructions of
+//! one issue slot each) and stores the CTA's partial sum for hidden unit j,
 //! `partial[i / 16][j]`. `adjust_weights`: thread (j, i) loads delta[j+1],
-//! input[i+1], weight[i+1][j+1] and old_weight[i+1][j+1], waits, computes,
-//! and stores weight and old_weight.
+//! input[i+1], weight[i+1][j+1] and old_weight[i+1][j+1], waits, computes
+//! (`compute_cycles`, or `adjust_insts` single-slot instructions), and stores
+//! weight and old_weight.
 //!
 //! Simplified from Rodinia: the host-side steps between the kernels (summing
 //! the partial sums, the output layer, the error) are not modelled, nor the
@@ -20,13 +22,37 @@
 //! second kernel delta, then old_weight row-major.
 
 use super::grid::{Array, GridKernel, Index, Step};
-use super::{KernelGen, KernelSpec, VaAllocator, WorkloadConfig};
+use super::{check, KernelGen, KernelSpec, VaAllocator, WorkloadConfig};
+
+/// `n` single-issue-slot instructions, or `latency` cycles taking no slot when `n` is 0.
+fn compute(n: u32, latency: u32) -> Vec<Step> {
+    match n {
+        0 => vec![Step::Compute(latency)],
+        // One issue slot per instruction: the SM's issue rate bounds the kernel.
+        n => vec![Step::Compute(1); n as usize],
+    }
+}
 
 section! {
     /// Parameters of the Rodinia backprop training step.
     pub struct BackpropParams {
         /// Input units (a multiple of 16); the hidden layer has 16 units.
         pub input_units: u64 = 16_384,
+        /// Arithmetic, control and shared-memory warp instructions per thread of `layerforward`,
+        /// each taking an issue slot of its SM; 0 = its work is `4 x compute_cycles` of latency
+        /// that takes no issue slot. Rodinia's `bpnn_layerforward_CUDA` counted as Fermi
+        /// instructions: ids and the two indices 11, the guarded input copy to shared memory 5,
+        /// the weight copy 5, the product 4, three barriers 3, the 4-step reduction 129 (per step:
+        /// `__log2f` loop test 4, `__powf(2, i)` 4, `ty % power_two` as Fermi's software integer
+        /// remainder 17, test 2, barrier 1; the add, run by 1.875 steps of a warp on average, 9),
+        /// the write-back's shared load and barrier 2, the guarded partial-sum store 6 = 165.
+        pub forward_insts: u32 = 0,
+        /// Instructions per thread of `adjust_weights` (see `forward_insts`; 0 = `compute_cycles`
+        /// of latency): Rodinia's `bpnn_adjust_weights_cuda`: ids and the three indices 12,
+        /// addresses 6, the weight update 10 and the old-weight update 8 (`ETA` and `MOMENTUM`
+        /// are double literals: conversions and double multiplies and adds), the barrier 1, the
+        /// bias-row test 3 = 40.
+        pub adjust_insts: u32 = 0,
     }
 }
 
@@ -37,7 +63,8 @@ impl BackpropParams {
         if self.input_units == 0 || self.input_units % 16 != 0 || self.input_units > 1 << 30 {
             return Err((format!("{p}.input_units"), format!("must be a positive multiple of 16 up to 2^30, got {}", self.input_units)));
         }
-        Ok(())
+        check(p, "forward_insts", self.forward_insts as u64, 0, 10_000)?;
+        check(p, "adjust_insts", self.adjust_insts as u64, 0, 10_000)
     }
 
     pub fn footprint(&self) -> u128 {
@@ -60,23 +87,24 @@ pub(super) fn build(p: &BackpropParams, w: &WorkloadConfig, page: u64, va: &mut 
     let (input, weight, old, partial, delta) = (0, 1, 2, 3, 4);
     let at_input = Index::affine(1, 0, 1);
     let at_weight = Index::affine(row + 1, 1, row);
-    let forward = vec![
-        Step::load(input, at_input),
-        Step::load(weight, at_weight),
-        Step::Wait,
-        Step::Compute(4 * w.compute_cycles),
-        Step::store(partial, Index::Affine { c0: 0, cx: 1, cy: HIDDEN, ydiv: 16, cz: 0 }),
-    ];
-    let adjust = vec![
-        Step::load(delta, Index::affine(1, 1, 0)),
-        Step::load(input, at_input),
-        Step::load(weight, at_weight),
-        Step::load(old, at_weight),
-        Step::Wait,
-        Step::Compute(w.compute_cycles),
-        Step::store(weight, at_weight),
-        Step::store(old, at_weight),
-    ];
+    let forward = [
+        vec![Step::load(input, at_input), Step::load(weight, at_weight), Step::Wait],
+        compute(p.forward_insts, 4 * w.compute_cycles),
+        vec![Step::store(partial, Index::Affine { c0: 0, cx: 1, cy: HIDDEN, ydiv: 16, cz: 0 })],
+    ]
+    .concat();
+    let adjust = [
+        vec![
+            Step::load(delta, Index::affine(1, 1, 0)),
+            Step::load(input, at_input),
+            Step::load(weight, at_weight),
+            Step::load(old, at_weight),
+            Step::Wait,
+        ],
+        compute(p.adjust_insts, w.compute_cycles),
+        vec![Step::store(weight, at_weight), Step::store(old, at_weight)],
+    ]
+    .concat();
     let kernels = [("backprop-forward", forward), ("backprop-adjust", adjust)]
         .map(|(name, body)| {
             let k = GridKernel::new([HIDDEN, i, 1], HIDDEN * i, 1, arrays.clone(), body);
@@ -109,5 +137,39 @@ mod tests {
         assert_eq!(ops[3].1, lanes(40, &|j, i| b[2] + 4 * ((i + 1) * 17 + j + 1)));
         let order: Vec<usize> = first_touch(&p).iter().map(|&(b, _)| b).collect();
         assert_eq!(order, [0, 1, 1, 3, 4, 2, 2]);
+    }
+
+    /// Every op of a warp in order.
+    fn all_ops(w: &mut crate::workload::WarpStream) -> Vec<crate::workload::Op> {
+        let mut s = [0; crate::workload::MAX_LANES];
+        let mut out = vec![];
+        loop {
+            match w.next(&mut s) {
+                crate::workload::Op::Exit => return out,
+                op => out.push(op),
+            }
+        }
+    }
+
+    #[test]
+    fn insts_issue_one_slot_per_instruction_between_the_loads_and_the_stores() {
+        use crate::workload::Op;
+        let base = ["workload.kind=backprop", "workload.backprop.input_units=64"];
+        let (po, pn) =
+            (program(&base), program(&[&base[..], &["workload.backprop.forward_insts=5", "workload.backprop.adjust_insts=3"]].concat()));
+        let mem = |v: &[Op]| v.iter().filter(|o| matches!(o, Op::Mem { .. } | Op::Wait)).copied().collect::<Vec<_>>();
+        // Forward: 2 loads, wait, Compute(16) or 5 single slots, the partial-sum store.
+        let (old, new) = (all_ops(&mut warps(&po, 0)[3]), all_ops(&mut warps(&pn, 0)[3]));
+        assert_eq!(old[2..4], [Op::Wait, Op::Compute(16)]);
+        assert_eq!(new.len(), 2 + 1 + 5 + 1);
+        assert_eq!(new[3..8], [Op::Compute(1); 5]);
+        assert!(matches!(new[8], Op::Mem { .. }));
+        assert_eq!(mem(&old), mem(&new));
+        // Adjust: 4 loads, wait, Compute(4) or 3 single slots, 2 stores.
+        let (old, new) = (all_ops(&mut warps(&po, 1)[3]), all_ops(&mut warps(&pn, 1)[3]));
+        assert_eq!(old[4..6], [Op::Wait, Op::Compute(4)]);
+        assert_eq!(new.len(), 4 + 1 + 3 + 2);
+        assert_eq!(new[5..8], [Op::Compute(1); 3]);
+        assert_eq!(mem(&old), mem(&new));
     }
 }

@@ -1,8 +1,9 @@
 //! `hotspot` (Rodinia): transient thermal simulation on a rows x cols chip.
 //! Each launch advances `pyramid_height` time steps: every cell loads its
 //! temperature and its four neighbours' (clamped at the chip's edge) and its
-//! power, waits, computes the steps (`pyramid_height * compute_cycles`), and
-//! stores its new temperature into the other temperature grid (ping-pong).
+//! power, waits, computes the steps (`pyramid_height * compute_cycles`, or with
+//! `setup_insts`/`step_insts`, `cell_insts()` instructions of one issue slot
+//! each), and stores its new temperature into the other temperature grid (ping-pong).
 //! `iterations / pyramid_height` launches (rounded up).
 //!
 //! Simplified from Rodinia: one thread per cell, row-major (Rodinia uses 16 x 16
@@ -26,15 +27,48 @@ section! {
         pub iterations: u32 = 2,
         /// Time steps per kernel launch (Rodinia's pyramid height).
         pub pyramid_height: u32 = 1,
+        /// Arithmetic, control and shared-memory warp instructions of a Rodinia thread per launch
+        /// outside the time steps, each taking an issue slot of its SM (with `step_insts`; both 0 =
+        /// the launch's work is `pyramid_height x compute_cycles` of latency that takes no issue
+        /// slot). Rodinia's `calculate_temp` (CUDA) counted as Fermi instructions: thread and block
+        /// ids 4, `step/Cap` (IEEE division) 10, the three reciprocals 18, tile and index arithmetic
+        /// 15, the load's range test 6, 2 shared stores and a barrier 3, the valid range 12, the
+        /// clamped neighbours N, S, W, E 12, the final store's test and shared load 4 = 84.
+        pub setup_insts: u32 = 0,
+        /// Instructions of a Rodinia thread per time step (see `setup_insts`): the four range tests
+        /// 13, 6 shared loads, the update 19 (9 of them double precision: the `2.0` literal
+        /// promotes it), the shared store of the result 1, two barriers, the last-step test and
+        /// the copy back 6, the loop 3 = 50 (the zheng suite's count).
+        pub step_insts: u32 = 0,
     }
 }
+
+/// Rodinia's thread tile side (BLOCK_SIZE): a launch of pyramid height h runs 16 x 16 threads
+/// per (16 - 2h)^2 cells it computes, the rest being the halo.
+const TILE: u64 = 16;
 
 impl HotspotParams {
     pub fn validate(&self, p: &str) -> Result<(), (String, String)> {
         check(p, "rows", self.rows, 1, 1 << 24)?;
         check(p, "cols", self.cols, 1, 1 << 24)?;
         check(p, "iterations", self.iterations as u64, 1, 10_000)?;
-        check(p, "pyramid_height", self.pyramid_height as u64, 1, 64)
+        check(p, "pyramid_height", self.pyramid_height as u64, 1, 64)?;
+        check(p, "setup_insts", self.setup_insts as u64, 0, 10_000)?;
+        check(p, "step_insts", self.step_insts as u64, 0, 10_000)?;
+        if self.setup_insts + self.step_insts > 0 && 2 * self.pyramid_height as u64 >= TILE {
+            return Err((
+                format!("{p}.pyramid_height"),
+                format!("must be below {} with setup_insts or step_insts (Rodinia's 16 x 16 tile), got {}", TILE / 2, self.pyramid_height),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Instructions per cell and launch: a thread's, times Rodinia's threads per computed cell.
+    pub fn cell_insts(&self) -> u64 {
+        let h = self.pyramid_height as u64;
+        let per_thread = self.setup_insts as u64 + h * self.step_insts as u64;
+        (per_thread * TILE * TILE).div_ceil((TILE - 2 * h).pow(2))
     }
 
     /// Two temperature grids and the power grid, floats.
@@ -48,7 +82,13 @@ pub(super) fn build(p: &HotspotParams, w: &WorkloadConfig, page: u64, va: &mut V
     let (t0, t1, power) = (va.alloc(bytes, page), va.alloc(bytes, page), va.alloc(bytes, page));
     let mut body: Vec<Step> =
         [(0, 0), (0, -1), (0, 1), (-1, 0), (1, 0)].iter().map(|&(dx, dy)| Step::load(0, Index::at(dx, dy, 0))).collect();
-    body.extend([Step::load(1, Index::HERE), Step::Wait, Step::Compute(p.pyramid_height * w.compute_cycles), Step::store(2, Index::HERE)]);
+    body.extend([Step::load(1, Index::HERE), Step::Wait]);
+    match p.cell_insts() {
+        0 => body.push(Step::Compute(p.pyramid_height * w.compute_cycles)),
+        // One issue slot per instruction: the SM's issue rate bounds the kernel.
+        n => body.extend((0..n).map(|_| Step::Compute(1))),
+    }
+    body.push(Step::store(2, Index::HERE));
     let launches = p.iterations.div_ceil(p.pyramid_height) as usize;
     let kernels = (0..launches)
         .map(|i| {
@@ -88,5 +128,42 @@ mod tests {
         let ops = mem_ops(&mut warps(&p, 1)[0]);
         assert_eq!((ops[0].1[0], ops[6].1[0]), (t1, t0));
         assert_eq!(first_touch(&p).iter().map(|&(b, _)| b).collect::<Vec<_>>(), [0, 2, 1]);
+    }
+
+    /// Every op of a warp in order.
+    fn all_ops(w: &mut crate::workload::WarpStream) -> Vec<crate::workload::Op> {
+        let mut s = [0; crate::workload::MAX_LANES];
+        let mut out = vec![];
+        loop {
+            match w.next(&mut s) {
+                crate::workload::Op::Exit => return out,
+                op => out.push(op),
+            }
+        }
+    }
+
+    #[test]
+    fn insts_issue_a_threads_count_times_the_tiles_overlap_per_cell() {
+        use crate::workload::Op;
+        let base = ["workload.kind=hotspot", "workload.hotspot.rows=4", "workload.hotspot.cols=32", "workload.hotspot.pyramid_height=2"];
+        let old = all_ops(&mut warps(&program(&base), 0)[1]);
+        let mut sets = base.to_vec();
+        sets.extend(["workload.hotspot.setup_insts=10", "workload.hotspot.step_insts=4"]);
+        let new = all_ops(&mut warps(&program(&sets), 0)[1]);
+        // Height 2: 12 x 12 cells per 16 x 16 threads; (10 + 2 x 4) x 256 / 144 = 32 per cell.
+        assert_eq!(old.len(), 6 + 1 + 1 + 1);
+        assert_eq!(old[6..8], [Op::Wait, Op::Compute(8)]);
+        assert_eq!(new.len(), 6 + 1 + 32 + 1);
+        assert!(new[7..39].iter().all(|o| *o == Op::Compute(1)));
+        assert!(matches!(new[39], Op::Mem { .. }));
+        let mem = |v: &[Op]| v.iter().filter(|o| matches!(o, Op::Mem { .. } | Op::Wait)).copied().collect::<Vec<_>>();
+        assert_eq!(mem(&old), mem(&new));
+        // Height 1: 14 x 14 of 256, rounded up: (84 + 50) x 256 / 196 = 175.02 -> 176.
+        let p = crate::workload::hotspot::HotspotParams { setup_insts: 84, step_insts: 50, ..Default::default() };
+        assert_eq!(p.cell_insts(), 176);
+        assert_eq!(crate::workload::hotspot::HotspotParams::default().cell_insts(), 0);
+        // Height 8 leaves no cells in a tile.
+        let bad = crate::workload::hotspot::HotspotParams { step_insts: 1, pyramid_height: 8, ..Default::default() };
+        assert_eq!(bad.validate("w").unwrap_err().0, "w.pyramid_height");
     }
 }

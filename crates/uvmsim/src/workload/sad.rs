@@ -12,8 +12,9 @@
 //!   loads the macroblock's 16 rows of the current frame (lane r row r, 32 B),
 //!   waits; then per position, per lane, the 16 reference rows at the offset
 //!   (32 B each, clamped to the frame as Parboil's texture fetches are), waits,
-//!   computes (16 x compute_cycles) and stores the 16 4x4 SADs (adjacent lanes
-//!   adjacent positions: coalesced).
+//!   computes (16 x compute_cycles, or with `row_insts` > 0, 16 x row_insts
+//!   instructions of one issue slot each) and stores the 16 4x4 SADs (adjacent
+//!   lanes adjacent positions: coalesced).
 //! - `larger_sad_calc_8`: one thread per (macroblock, position): loads the 16
 //!   4x4 SADs, waits, computes, stores the 8x4, 4x8 and 8x8 SADs (20).
 //! - `larger_sad_calc_16`: loads the 4 8x8 SADs, waits, computes, stores the
@@ -40,6 +41,15 @@ section! {
         pub height: u64 = 144,
         /// Search window half-width in pixels (Parboil: 16).
         pub search_range: u32 = 16,
+        /// Arithmetic and control warp instructions per reference row (16 pixels at one search
+        /// position), each taking an issue slot of its SM; 0 = the row's work is `compute_cycles`
+        /// of latency that takes no issue slot. Parboil's `mb_sad_calc` (CUDA) per 4x4 block and
+        /// search position, its 16 pixels: 7 texture fetches beyond the one load we model (it
+        /// fetches 24 pixels per 3 positions and row set), 5 shared-memory loads of the current
+        /// block, 16 absolute-difference accumulations (Fermi's ISAD; 48 if the compiler emits
+        /// subtract, absolute value and add), 5 texture-coordinate conversions, 1 shared store of
+        /// the SAD, 4 loop and search-offset updates = 38 (70 without ISAD).
+        pub row_insts: u32 = 0,
     }
 }
 
@@ -55,7 +65,8 @@ impl SadParams {
                 return Err((format!("{p}.{name}"), format!("must be a positive multiple of 16 up to 65536, got {v}")));
             }
         }
-        check(p, "search_range", self.search_range as u64, 0, 64)
+        check(p, "search_range", self.search_range as u64, 0, 64)?;
+        check(p, "row_insts", self.row_insts as u64, 0, 1000)
     }
 
     fn macroblocks(&self) -> u64 {
@@ -82,6 +93,7 @@ pub struct SadKernel {
     range: u64,
     threads_per_cta: u64,
     compute: u32,
+    row_insts: u32,
 }
 
 pub(super) fn build(p: &SadParams, w: &WorkloadConfig, page: u64, va: &mut VaAllocator) -> (Vec<KernelSpec>, u64) {
@@ -98,6 +110,7 @@ pub(super) fn build(p: &SadParams, w: &WorkloadConfig, page: u64, va: &mut VaAll
         range: p.search_range as u64,
         threads_per_cta: tpc as u64,
         compute: w.compute_cycles,
+        row_insts: p.row_insts,
     };
     let mut kernels =
         vec![KernelSpec { name: "sad-mb", threads: mbs * tpc as u64, threads_per_cta: tpc, gen: KernelGen::Sad(Box::new(k)) }];
@@ -118,7 +131,7 @@ pub(super) fn build(p: &SadParams, w: &WorkloadConfig, page: u64, va: &mut VaAll
 impl SadKernel {
     pub fn warp(&self, id: WarpId) -> SadWarp {
         let mb = id.first_thread / self.threads_per_cta;
-        SadWarp { k: self.clone(), mb, t0: id.first_thread % self.threads_per_cta, lanes: id.lanes, round: 0, step: 0 }
+        SadWarp { k: self.clone(), mb, t0: id.first_thread % self.threads_per_cta, lanes: id.lanes, round: 0, step: 0, left: 0 }
     }
 
     fn positions(&self) -> u64 {
@@ -143,6 +156,8 @@ pub struct SadWarp {
     lanes: u32,
     round: u64,
     step: u64,
+    /// Row instructions of this round still to issue (`row_insts`).
+    left: u64,
 }
 
 impl SadWarp {
@@ -171,7 +186,18 @@ impl SadWarp {
                         }
                         Op::Mem { kind: MemKind::Load, lanes: super::grid::compact(scratch, n), bytes: 32 }
                     }
-                    16 => Op::Wait,
+                    16 => {
+                        self.left = 16 * k.row_insts as u64;
+                        Op::Wait
+                    }
+                    // One issue slot per instruction: the SM's issue rate bounds the kernel.
+                    17 if self.left > 0 => {
+                        self.left -= 1;
+                        if self.left > 0 {
+                            self.step = step;
+                        }
+                        Op::Compute(1)
+                    }
                     17 => Op::Compute(16 * k.compute),
                     b => {
                         let b = b - 18;
@@ -223,6 +249,41 @@ mod tests {
         let el = |q: u64| sad + ((2 * 41 + q) * 25 + 3) * 2;
         assert_eq!(ops.iter().map(|(_, a)| a[lane]).collect::<Vec<_>>(), (25..41).chain(5..25).map(el).collect::<Vec<_>>());
         assert_eq!(ops.iter().filter(|(k, _)| *k == MemKind::Store).count(), 20);
+    }
+
+    /// Every op of a warp in order.
+    fn all_ops(w: &mut crate::workload::WarpStream) -> Vec<crate::workload::Op> {
+        let mut s = [0; crate::workload::MAX_LANES];
+        let mut out = vec![];
+        loop {
+            match w.next(&mut s) {
+                crate::workload::Op::Exit => return out,
+                op => out.push(op),
+            }
+        }
+    }
+
+    #[test]
+    fn row_insts_issue_one_slot_per_row_instruction() {
+        use crate::workload::Op;
+        // 64 x 32 frame, range 16: 1089 positions, so warp 0 of a CTA of 256 has 5 rounds (0, 256, .., 1024).
+        let base = ["workload.kind=sad", "workload.sad.width=64", "workload.sad.height=32"];
+        let old = all_ops(&mut warps(&program(&base), 0)[0]);
+        let mut sets = base.to_vec();
+        sets.push("workload.sad.row_insts=3");
+        let new = all_ops(&mut warps(&program(&sets), 0)[0]);
+        // Current rows, wait; per round 16 rows, wait, then one Compute(16 rows x 4 cycles) by
+        // default or 16 rows x 3 single-slot instructions, then 16 stores.
+        assert_eq!(old.len(), 2 + 5 * (16 + 1 + 1 + 16));
+        assert_eq!(new.len(), 2 + 5 * (16 + 1 + 48 + 16));
+        assert_eq!(old.iter().filter(|o| **o == Op::Compute(64)).count(), 5);
+        assert_eq!(new.iter().filter(|o| **o == Op::Compute(1)).count(), 5 * 48);
+        let mem = |v: &[Op]| v.iter().filter(|o| matches!(o, Op::Mem { .. } | Op::Wait)).copied().collect::<Vec<_>>();
+        assert_eq!(mem(&old), mem(&new));
+        // Round 0: its 16 row loads and the wait, then the 48 instructions, then its first store.
+        assert!(matches!(new[2 + 16], Op::Wait));
+        assert!(new[2 + 17..2 + 65].iter().all(|o| *o == Op::Compute(1)));
+        assert!(matches!(new[2 + 65], Op::Mem { kind: MemKind::Store, .. }));
     }
 
     #[test]
