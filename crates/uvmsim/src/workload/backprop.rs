@@ -139,18 +139,6 @@ mod tests {
         assert_eq!(order, [0, 1, 1, 3, 4, 2, 2]);
     }
 
-    /// Every op of a warp in order.
-    fn all_ops(w: &mut crate::workload::WarpStream) -> Vec<crate::workload::Op> {
-        let mut s = [0; crate::workload::MAX_LANES];
-        let mut out = vec![];
-        loop {
-            match w.next(&mut s) {
-                crate::workload::Op::Exit => return out,
-                op => out.push(op),
-            }
-        }
-    }
-
     #[test]
     fn insts_issue_one_slot_per_instruction_between_the_loads_and_the_stores() {
         use crate::workload::Op;

@@ -229,18 +229,6 @@ mod tests {
         assert_eq!(*last, (MemKind::Store, (0..32).map(|l| force + slot(6 + l / 16, l % 16)).collect()));
     }
 
-    /// Every op of a warp in order (memory ops as their kind only).
-    fn all_ops(w: &mut crate::workload::WarpStream) -> Vec<crate::workload::Op> {
-        let mut s = [0; crate::workload::MAX_LANES];
-        let mut out = vec![];
-        loop {
-            match w.next(&mut s) {
-                crate::workload::Op::Exit => return out,
-                op => out.push(op),
-            }
-        }
-    }
-
     #[test]
     fn pair_insts_issue_one_slot_per_pair_instruction() {
         use crate::workload::Op;

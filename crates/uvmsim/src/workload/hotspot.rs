@@ -130,18 +130,6 @@ mod tests {
         assert_eq!(first_touch(&p).iter().map(|&(b, _)| b).collect::<Vec<_>>(), [0, 2, 1]);
     }
 
-    /// Every op of a warp in order.
-    fn all_ops(w: &mut crate::workload::WarpStream) -> Vec<crate::workload::Op> {
-        let mut s = [0; crate::workload::MAX_LANES];
-        let mut out = vec![];
-        loop {
-            match w.next(&mut s) {
-                crate::workload::Op::Exit => return out,
-                op => out.push(op),
-            }
-        }
-    }
-
     #[test]
     fn insts_issue_a_threads_count_times_the_tiles_overlap_per_cell() {
         use crate::workload::Op;

@@ -981,6 +981,18 @@ pub(crate) mod testutil {
         }
     }
 
+    /// Every op of a warp in order.
+    pub fn all_ops(w: &mut WarpStream) -> Vec<Op> {
+        let mut s = [0; MAX_LANES];
+        let mut out = vec![];
+        loop {
+            match w.next(&mut s) {
+                Op::Exit => return out,
+                op => out.push(op),
+            }
+        }
+    }
+
     /// Every memory instruction of a warp: its kind and lane addresses.
     pub fn mem_ops(w: &mut WarpStream) -> Vec<(MemKind, Vec<u64>)> {
         let mut s = [0; MAX_LANES];

@@ -251,18 +251,6 @@ mod tests {
         assert_eq!(ops.iter().filter(|(k, _)| *k == MemKind::Store).count(), 20);
     }
 
-    /// Every op of a warp in order.
-    fn all_ops(w: &mut crate::workload::WarpStream) -> Vec<crate::workload::Op> {
-        let mut s = [0; crate::workload::MAX_LANES];
-        let mut out = vec![];
-        loop {
-            match w.next(&mut s) {
-                crate::workload::Op::Exit => return out,
-                op => out.push(op),
-            }
-        }
-    }
-
     #[test]
     fn row_insts_issue_one_slot_per_row_instruction() {
         use crate::workload::Op;
