@@ -1072,9 +1072,9 @@ mod tests {
     fn walk_depths_separate_invalidation_walks_from_demand_walks() {
         let (mut m, mut gpus) = system(2, MigrationPolicy::OnTouch);
         let levels = Config::default().translation.levels as usize;
-        let vpn = 7 << 18; // 1 GiB
-                           // The baseline broadcasts every move: GPU 1 invalidates at the first touch (from the
-                           // host), GPU 0 when GPU 1 takes the page; each walk finds its GMMU's caches cold.
+        // A page at 7 GiB. The baseline broadcasts every move: GPU 1 invalidates at the first touch
+        // (from the host), GPU 0 when GPU 1 takes the page; each walk finds its GMMU's caches cold.
+        let vpn = 7 << 18;
         fault(&mut m, &mut gpus, 0, vpn, false, 0);
         let busy = m.dir.page(vpn).busy;
         fault(&mut m, &mut gpus, 1, vpn, false, busy);

@@ -410,7 +410,8 @@ impl OpDecoder {
             }
             return None;
         }
-        // Kind 3 is no kind; a width of 0 is none set yet.
+        // Kind 3 is no kind; a width of 0 is none set yet; 11 bytes = the tag and a longest
+        // varint, so the varint read below needs no bounds of its own to fail on.
         if tag & KIND == KIND || s.bytes == 0 || buf.len() < p + 11 {
             return None;
         }

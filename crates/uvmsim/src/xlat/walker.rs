@@ -392,8 +392,9 @@ mod tests {
     fn unified_pwc_deepest_hit_skips_the_upper_levels() {
         let mut w = Walker::new(&utc(8), 5);
         let mut d = dram();
-        w.walk(0x40_0000_0000, 1, 0, 0, &mut d); // cold: 5 reads, 4 entries cached
-                                                 // Same 2 MiB region: the level-2 entry hits first, 1 read; upper levels are not probed.
+        // Cold: 5 reads, 4 entries cached.
+        w.walk(0x40_0000_0000, 1, 0, 0, &mut d);
+        // Same 2 MiB region: the level-2 entry hits first, 1 read; upper levels are not probed.
         w.walk(0x40_0000_1000, 1, 1_000_000, 1_000_000, &mut d);
         assert_eq!(w.stats.pte_reads, 6);
         assert_eq!((w.stats.pwc_hits[2], w.stats.pwc_misses[3], w.stats.pwc_misses[5]), (1, 1, 1));
