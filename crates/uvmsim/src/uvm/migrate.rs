@@ -173,18 +173,19 @@ impl Uvm {
     /// Unmap the host-mapped blocks of `[block, end)` in one call: every
     /// block's page tables and one shootdown round for the most threads.
     fn unmap_step(&mut self, block: u64, end: u64) -> Ps {
-        let (mut n, mut most) = (0, 0);
+        let (mut n, mut pages, mut most) = (0, 0, 0);
         for b in block..end {
-            if let Some(th) = self.cpu_mapped.remove(&b) {
+            if let Some(m) = self.cpu_mapped.remove(&b) {
                 n += 1;
-                most = most.max(th);
+                pages += prefetch::count(&m.pages) as u64;
+                most = most.max(m.threads);
             }
         }
         if n == 0 {
             return 0;
         }
         self.stats.unmaps_sync += n;
-        self.costs.unmap * n + self.costs.unmap_per_thread * most.saturating_sub(1) as Ps
+        self.costs.unmap_of(n, pages, most)
     }
 
     /// Evict VA block `victim` at `t`: its resident pages go back to the host
@@ -241,6 +242,7 @@ mod tests {
         let mut c = Config::default().uvm;
         (c.per_block_us, c.first_touch_us, c.first_touch_tail, c.pma_alloc_us, c.pma_chunk_blocks) = (8.0, 15.0, 1e9, 100.0, 64);
         (c.zero_us_per_page, c.map_us, c.tracker_us, c.unmap_us, c.unmap_per_thread_us) = (0.5, 3.0, 4.0, 5.0, 3.0);
+        c.unmap_per_page_us = 0.0;
         c
     }
 

@@ -178,8 +178,15 @@ section! {
         pub first_touch_us: f64 = 15.0,
         /// Tail of the first-touch cost: Pareto shape (smaller is heavier; draws capped at 20 × the median). ASSUMPTION.
         pub first_touch_tail: f64 = 1.5,
-        /// Unmapping a CPU-mapped block from the host (unmap_mapping_range), in µs, for one host thread. ASSUMPTION, to be calibrated.
-        pub unmap_us: f64 = 5.0,
+        /// Unmapping a CPU-mapped block from the host (`unmap_mapping_range`), fixed part per block, in µs, for one
+        /// host thread; `unmap_per_page_us` adds the block's host-mapped pages. MEASURED on the development machine
+        /// (docs/performance.md, "Host unmap cost"): zapping the 4 KiB PTEs of a 2 MiB MAP_SHARED memfd mapping
+        /// (`madvise(MADV_DONTNEED)`, the zap path `unmap_mapping_range` takes) costs 1.8 µs with 1 page mapped,
+        /// 13.2 µs with 64, 85.1 µs with 512 (medians of 500, Linux 6.18, load < 1; scripts/measure_host_unmap.c):
+        /// a least-squares line gives 1.6 µs + 0.163 µs per page. The driver's own bookkeeping is not included.
+        pub unmap_us: f64 = 1.6,
+        /// Unmapping cost per host-mapped 4 KiB page of the block, in µs. MEASURED, see `unmap_us`.
+        pub unmap_per_page_us: f64 = 0.163,
         /// Extra unmap cost per further host thread that touched the block (TLB shootdowns on each of its CPUs; seed uvm-driver §4.4), in µs. ASSUMPTION, to be calibrated.
         pub unmap_per_thread_us: f64 = 3.0,
         /// One call to the physical memory allocator, which takes root chunks from the GPU allocator in batches (spec/uvm-driver.md: 64 × 2 MiB), in µs. ASSUMPTION, to be calibrated.
@@ -401,6 +408,7 @@ impl UvmConfig {
             ("per_duplicate_us", self.per_duplicate_us),
             ("first_touch_us", self.first_touch_us),
             ("unmap_us", self.unmap_us),
+            ("unmap_per_page_us", self.unmap_per_page_us),
             ("unmap_per_thread_us", self.unmap_per_thread_us),
             ("pma_alloc_us", self.pma_alloc_us),
             ("zero_us_per_page", self.zero_us_per_page),
@@ -538,6 +546,7 @@ struct Costs {
     first_touch: Ps,
     first_touch_tail: f64,
     unmap: Ps,
+    unmap_per_page: Ps,
     unmap_per_thread: Ps,
     pma_alloc: Ps,
     pma_chunk_blocks: u32,
@@ -546,6 +555,28 @@ struct Costs {
     map: Ps,
     tracker: Ps,
     replay: Ps,
+}
+
+/// A VA block's host mapping: what unmapping it costs depends on both.
+#[derive(Debug, Clone, Copy, Default)]
+struct HostMap {
+    /// Most host threads that touched the block (each one's CPU needs a TLB shootdown).
+    threads: u32,
+    /// Pages whose host PTEs exist (each one is zapped).
+    pages: PageMask,
+}
+
+impl Costs {
+    /// Unmapping `n` host-mapped blocks with `pages` mapped pages in all in one call: every block's page
+    /// tables, and one shootdown round for the most threads.
+    fn unmap_of(&self, n: u64, pages: u64, most_threads: u32) -> Ps {
+        self.unmap * n + self.unmap_per_page * pages + self.unmap_per_thread * most_threads.saturating_sub(1) as Ps
+    }
+
+    /// Unmapping one block on its own.
+    fn unmap_block(&self, m: &HostMap) -> Ps {
+        self.unmap_of(1, prefetch::count(&m.pages) as u64, m.threads)
+    }
 }
 
 /// GPU memory counted in 4 KiB pages (`uvm.eviction.granularity = "page"`).
@@ -662,8 +693,8 @@ pub struct Uvm {
     oracle_at: usize,
     /// Recording the first-touch order (the oracle's first pass): pages in order, and those seen.
     first_touch: Option<(Vec<u64>, FxHashSet<u64>)>,
-    /// VA blocks mapped on the CPU, with the number of host threads that touched them.
-    cpu_mapped: FxHashMap<u64, u32>,
+    /// VA blocks mapped on the CPU: the host threads that touched them and the pages mapped.
+    cpu_mapped: FxHashMap<u64, HostMap>,
     /// Page ranges resident on the CPU (host-initialised); other pages are
     /// populated on the GPU by zero-filling, without a transfer.
     cpu_resident: Vec<(u64, u64)>,
@@ -742,6 +773,7 @@ impl Uvm {
                 first_touch: us(c.first_touch_us),
                 first_touch_tail: c.first_touch_tail,
                 unmap: us(c.unmap_us),
+                unmap_per_page: us(c.unmap_per_page_us),
                 unmap_per_thread: us(c.unmap_per_thread_us),
                 pma_alloc: us(c.pma_alloc_us),
                 pma_chunk_blocks: c.pma_chunk_blocks,
@@ -955,9 +987,17 @@ impl Uvm {
         self.cpu_resident.push((first, end));
         self.cpu_resident.sort_unstable();
         for block in first / BLOCK_PAGES..end.div_ceil(BLOCK_PAGES) {
-            let n = self.cpu_mapped.entry(block).or_insert(0);
-            *n = (*n).max(threads);
+            self.host_map(block, first, end, threads);
         }
+    }
+
+    /// The host maps the pages of `first..end` that lie in `block`, touched by `threads` host threads.
+    fn host_map(&mut self, block: u64, first: u64, end: u64, threads: u32) {
+        let base = block * BLOCK_PAGES;
+        let (lo, hi) = (first.max(base) - base, end.min(base + BLOCK_PAGES) - base);
+        let m = self.cpu_mapped.entry(block).or_default();
+        m.threads = m.threads.max(threads);
+        prefetch::set_range(&mut m.pages, lo as usize, hi as usize);
     }
 
     /// A managed allocation of pages `first..end` (4 KiB page numbers): prefetch
@@ -1076,11 +1116,6 @@ impl Uvm {
         });
     }
 
-    /// The on-demand cost of unmapping a block touched by `threads` host threads.
-    fn unmap_cost(&self, threads: u32) -> Ps {
-        self.costs.unmap + self.costs.unmap_per_thread * threads.saturating_sub(1) as Ps
-    }
-
     /// The host-mapped VA blocks a preemptive unmap triggered in `block` covers, in address order.
     fn unmap_range(&self, block: u64) -> Vec<u64> {
         let ranges: Vec<(u64, u64)> = match self.preunmap.granularity {
@@ -1106,22 +1141,21 @@ impl Uvm {
     fn cpu_unmap(&mut self, block: u64, t: Ps, rec_skipped: &mut u64) -> Ps {
         if self.preunmap.mode == UnmapMode::Async {
             let cpu_mapped = &mut self.cpu_mapped;
-            let (unmap, per_thread) = (self.costs.unmap, self.costs.unmap_per_thread);
-            let cost = |th: u32| unmap + per_thread * th.saturating_sub(1) as Ps;
-            let done = self.worker.advance(t, |b| cpu_mapped.get(&b).map(|&th| cost(th)));
+            let costs = &self.costs;
+            let done = self.worker.advance(t, |b| cpu_mapped.get(&b).map(|m| costs.unmap_block(m)));
             for b in &done {
                 cpu_mapped.remove(b);
             }
             self.stats.unmaps_async += done.len() as u64;
             self.worker_done.extend(done);
-            let Some(&threads) = self.cpu_mapped.get(&block) else {
+            let Some(&mapped) = self.cpu_mapped.get(&block) else {
                 // Done in the background already (or never host-mapped): nothing to do.
                 if self.worker_done.remove(&block) {
                     *rec_skipped += 1;
                 }
                 return 0;
             };
-            let held = self.worker.holding(t, |b| cost(self.cpu_mapped.get(&b).copied().unwrap_or(1)));
+            let held = self.worker.holding(t, |b| self.cpu_mapped.get(&b).map_or(0, |m| self.costs.unmap_block(m)));
             if let Some((b, end)) = held.filter(|&(b, _)| b == block) {
                 // The worker holds the block's lock: wait for it.
                 self.cpu_mapped.remove(&b);
@@ -1137,24 +1171,24 @@ impl Uvm {
             }
             self.cpu_mapped.remove(&block);
             self.stats.unmaps_on_demand += 1;
-            return cost(threads);
+            return self.costs.unmap_block(&mapped);
         }
-        let Some(threads) = self.cpu_mapped.remove(&block) else { return 0 };
+        let Some(mapped) = self.cpu_mapped.remove(&block) else { return 0 };
         if self.preunmap.granularity == UnmapGranularity::VaBlock {
             self.stats.unmaps_on_demand += 1;
-            return self.unmap_cost(threads);
+            return self.costs.unmap_block(&mapped);
         }
         // One call over the range: every block's page tables, one TLB shootdown round.
-        let mut most = threads;
-        let mut n = 1;
+        let (mut n, mut pages, mut most) = (1, prefetch::count(&mapped.pages) as u64, mapped.threads);
         for b in self.unmap_range(block) {
-            if let Some(th) = self.cpu_mapped.remove(&b) {
-                most = most.max(th);
+            if let Some(m) = self.cpu_mapped.remove(&b) {
+                most = most.max(m.threads);
+                pages += prefetch::count(&m.pages) as u64;
                 n += 1;
             }
         }
         self.stats.unmaps_sync += n;
-        self.costs.unmap * n + self.costs.unmap_per_thread * most.saturating_sub(1) as Ps
+        self.costs.unmap_of(n, pages, most)
     }
 
     /// The host program accesses `pages` (4 KiB page numbers; `write`: stores) with
@@ -1263,8 +1297,7 @@ impl Uvm {
             if (lo..hi).any(|p| !self.cpu_resident(p)) {
                 self.host_touch(lo, hi, threads);
             }
-            let n = self.cpu_mapped.entry(block).or_insert(0);
-            *n = (*n).max(threads);
+            self.host_map(block, lo, hi, threads);
             block += 1;
         }
         self.stats.host_ps += t - now;
@@ -2416,6 +2449,24 @@ mod tests {
     }
 
     #[test]
+    fn unmap_cost_counts_each_host_mapped_page_once() {
+        let (mut u, mut link, mut res) = costed(ReplayPolicy::Batch, 8);
+        // Block 0: pages 0..100 initialised, then 50..150 touched again (150 distinct pages), by 1 thread;
+        // block 1: pages 512..522 by 2 threads.
+        u.host_touch(0, 100, 1);
+        u.host_touch(50, 150, 1);
+        u.host_touch(512, 522, 2);
+        for vpn in [1, 513] {
+            u.raise(fault(vpn, 0));
+        }
+        let Next::BatchDone(_) = u.service(0, &mut link, &mut res) else { panic!() };
+        let r = u.records.as_ref().unwrap()[0].clone();
+        // Hand-checked: two blocks at 1.6 µs each, 160 pages at 0.163 µs, one further thread (3 µs) for block 1.
+        let want = 2.0 * 1.6 + 150.0 * 0.163 + 10.0 * 0.163 + 3.0;
+        assert!((r.unmap_ns / 1000.0 - want).abs() < 1e-6, "{} vs {want}", r.unmap_ns / 1000.0);
+    }
+
+    #[test]
     fn stage_costs_follow_block_state_and_sum_to_the_batch_time() {
         let (mut u, mut link, mut res) = costed(ReplayPolicy::Batch, 8);
         // Block 0 host-initialised by 4 threads; block 1 untouched by the host.
@@ -2430,7 +2481,7 @@ mod tests {
         assert!((us(r.block_ns) - 16.0).abs() < 1e-6, "two blocks");
         assert!((us(r.first_touch_ns) - 30.0).abs() < 0.5, "both blocks are new: 2 x the 15 µs median");
         assert!((us(r.alloc_ns) - 100.0).abs() < 1e-6, "one allocator call gives 2 root chunks");
-        assert!((us(r.unmap_ns) - (5.0 + 3.0 * 3.0)).abs() < 1e-6, "only block 0 is CPU-mapped: 4 threads");
+        assert!((us(r.unmap_ns) - (1.6 + 512.0 * 0.163 + 3.0 * 3.0)).abs() < 1e-6, "only block 0 is CPU-mapped: 512 pages, 4 threads");
         assert!((us(r.zero_ns) - 0.02).abs() < 1e-6, "page 513 is resident nowhere: zero-filled");
         assert_eq!(r.bytes_h2d, 2 * 4096, "pages 1 and 2 come from the CPU");
         assert!(r.transfer_ns > 0.0);

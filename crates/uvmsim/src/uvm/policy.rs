@@ -25,7 +25,8 @@
 //! its VA block still mapped on the host, the driver unmaps not only that
 //! block but every host-mapped block of its allocation, or of the whole
 //! managed space. `sync`: in that batch, as one call (one TLB shootdown for
-//! the range: `unmap_us` per block plus the per-thread shootdown cost once).
+//! the range: `unmap_us` per block and `unmap_per_page_us` per host-mapped
+//! page, plus the per-thread shootdown cost once).
 //! `async`: a background worker unmaps the range block by block (each block
 //! locked while it is unmapped, at the on-demand cost of a block) while the
 //! driver goes on; the driver skips blocks the worker has done, waits for the
