@@ -413,6 +413,9 @@ mod tests {
         cap: usize,
         on_fill: bool,
         blocks: bool,
+        /// lookup_stage_cycles and fill_return_cycles.
+        stage: Ps,
+        ret: Ps,
         pending: Vec<(Ps, u64)>,
         ends: Vec<Ps>,
         blocked: Ps,
@@ -421,10 +424,11 @@ mod tests {
     impl AkitaRef {
         fn access(&mut self, key: u64, t: Ps, miss_lat: Ps) -> (Class, Ps) {
             let t = if self.blocks { t.max(self.blocked) } else { t };
+            let look = t + self.stage;
             let n = self.sets.len() as u64;
             if self.on_fill {
                 // Fill order: by time, ties in the order the misses were filled.
-                while let Some(i) = (0..self.pending.len()).filter(|&i| self.pending[i].0 <= t).min_by_key(|&i| (self.pending[i].0, i)) {
+                while let Some(i) = (0..self.pending.len()).filter(|&i| self.pending[i].0 <= look).min_by_key(|&i| (self.pending[i].0, i)) {
                     let (ready, k) = self.pending.remove(i);
                     let set = &mut self.sets[(k % n) as usize];
                     if set.len() == self.ways {
@@ -433,22 +437,24 @@ mod tests {
                     set.push_back((k, ready));
                 }
                 if let Some(&(ready, _)) = self.pending.iter().find(|p| p.1 == key) {
-                    return (Class::Merge, ready.max(t + self.lat));
+                    return (Class::Merge, (ready + self.ret).max(t + self.lat));
                 }
             }
             let set = &mut self.sets[(key % n) as usize];
             if let Some(p) = set.iter().position(|e| e.0 == key) {
                 let e = set.remove(p).unwrap();
                 set.push_back(e);
-                return if e.1 <= t { (Class::Hit, t + self.lat) } else { (Class::Merge, e.1.max(t + self.lat)) };
+                return if e.1 <= look { (Class::Hit, t + self.lat) } else { (Class::Merge, (e.1 + self.ret).max(t + self.lat)) };
             }
-            let mut at = t + self.lat;
+            // A miss is sent at the end of the stage, or after the latency with no stage.
+            let sent = if self.stage > 0 { look } else { t + self.lat };
+            let mut at = sent;
             self.ends.retain(|&e| e > at);
             if self.ends.len() >= self.cap {
                 let first = *self.ends.iter().min().unwrap();
                 self.ends.retain(|&e| e > first);
                 if self.blocks {
-                    self.blocked = first - self.lat;
+                    self.blocked = first - (sent - t);
                 }
                 at = first;
             }
@@ -467,21 +473,26 @@ mod tests {
     }
 
     proptest! {
-        /// With "on-fill" allocation and/or blocking on full MSHRs: every lookup's
-        /// class and time agree with the naive reference, for several geometries and MSHR counts.
+        /// With "on-fill" allocation and/or blocking on full MSHRs, with or without a lookup
+        /// stage and a merged-request answer delay: every lookup's class and time agree with
+        /// the naive reference, for several geometries and MSHR counts.
         #[test]
         fn akita_options_match_reference(
             ops in proptest::collection::vec((0u64..40, 0u64..300, 1u64..2000), 1..300),
             geo in prop_oneof![Just((16usize, 16usize)), Just((32, 4)), Just((64, 8)), Just((8, 2))],
             cap in prop_oneof![Just(1usize), Just(2), Just(4), Just(1 << 20)],
             opts in prop_oneof![Just((true, false)), Just((false, true)), Just((true, true))],
+            stage in prop_oneof![Just(0u64), Just(3), Just(7)],
+            ret in prop_oneof![Just(0u64), Just(2)],
         ) {
             let lat = 7;
             let mut tlb = Tlb::with(geo.0, geo.1, lat, cap);
             tlb.opts(if opts.0 { TlbAllocate::OnFill } else { TlbAllocate::OnMiss }, opts.1);
+            (tlb.stage, tlb.merge_return) = (stage, ret);
+            tlb.update_modelled();
             let mut r = AkitaRef {
                 sets: vec![VecDeque::new(); geo.0 / geo.1], ways: geo.1, lat, cap,
-                on_fill: opts.0, blocks: opts.1, pending: vec![], ends: vec![], blocked: 0,
+                on_fill: opts.0, blocks: opts.1, stage, ret, pending: vec![], ends: vec![], blocked: 0,
             };
             let mut t = 0;
             let mut counts = (0, 0, 0);
