@@ -140,8 +140,26 @@ section! {
         /// L1 TLB having it (a miss's way back; a hit's is inside `latency_cycles`). 0 = the
         /// same time. MGPUSim (akita v4 mem/vm/tlb + sim/directconnection): the L2 TLB parses
         /// the response in one tick and answers the MSHR entry in the next, and the L1 TLB
-        /// parses it in the tick after that: 2.
+        /// parses it in the tick after that: 2. A request that merged into this TLB's
+        /// pending miss (an MSHR hit still waiting when its lookup is made) is answered
+        /// with it, as Akita's respondMSHREntry answers every request of the entry.
         pub fill_return_cycles: u32 = 0,
+        /// GPU core cycles from a request's arrival to its lookup: the MSHR and set check
+        /// (which sees the translations installed by then) and, on a miss, the request to
+        /// the next level; a hit still answers `latency_cycles` after the arrival, so at
+        /// most `latency_cycles`. 0 = uvmsim's default: the check sees the TLB as it is
+        /// at the arrival and a miss leaves `latency_cycles` later. MGPUSim's L2 TLB (akita
+        /// v4 mem/vm/tlb): a request reaching it in tick A enters the 4-stage lookup
+        /// pipeline at the end of A, reaches the post-pipeline buffer in A+4 and is looked
+        /// up in A+5 (extractFromPipeline runs before the pipeline moves), where a miss is
+        /// sent on at once: 5, with `latency_cycles` 6 for the answer's hop back.
+        pub lookup_stage_cycles: u32 = 0,
+        /// Translations this TLB installs per GPU core cycle; 0 = no limit. A fill that
+        /// finds its cycle taken is installed (its MSHR freed, its requests answered) in
+        /// the next free one. Akita v4's TLB (mem/vm/tlb tlbMiddleware.parseBottom) takes
+        /// one response per tick, and none while the previous one's MSHR entry is being
+        /// answered (respondMSHREntry, first in the next tick): 1.
+        pub fills_per_cycle: u32 = 0,
     }
 }
 
@@ -452,6 +470,13 @@ fn tlb(p: &str, t: &TlbConfig, optional: bool) -> Check {
         return Err((format!("{p}.fill_return_cycles"), "applies to the L2 TLB only: must be 0 here".into()));
     }
     range(&format!("{p}.fill_return_cycles"), t.fill_return_cycles as f64, 0.0, 1e6)?;
+    if t.lookup_stage_cycles > t.latency_cycles {
+        return Err((
+            format!("{p}.lookup_stage_cycles"),
+            format!("must be at most latency_cycles ({}), got {}", t.latency_cycles, t.lookup_stage_cycles),
+        ));
+    }
+    range(&format!("{p}.fills_per_cycle"), t.fills_per_cycle as f64, 0.0, 1e6)?;
     if t.entries == 0 {
         return if optional { Ok(()) } else { Err((format!("{p}.entries"), "must be greater than 0".into())) };
     }

@@ -316,13 +316,15 @@ impl Translator {
         let (at2, from_l2) = match self.l2.as_mut().map(|l2| l2.lookup(k, at)) {
             Some(Lookup::Done(d, epa)) => {
                 let pa = pa | (epa & space::REMOTE_PA);
-                self.l1[sm / self.sms_per_l1].fill_miss(k, pa, t, d);
+                let l1 = &mut self.l1[sm / self.sms_per_l1];
+                let d = l1.fill_time(d, t);
+                l1.fill_miss(k, pa, t, d);
                 return Xlat::Ready(d, pa, page);
             }
             Some(Lookup::Miss(at2)) => (at2, true),
             None => (at, false),
         };
-        let done = self.miss(sm, va, &r, at2, now, dram);
+        let mut done = self.miss(sm, va, &r, at2, now, dram);
         let mut pa = pa;
         if r.managed {
             match self.space.residency.access_mapped(va >> 12) {
@@ -345,14 +347,16 @@ impl Translator {
         }
         if from_l2 {
             if let Some(l2) = self.l2.as_mut() {
+                done = l2.fill_time(done, at);
                 let evicted = l2.fill_miss(k, pa, at, done);
                 if let Some(Iommu { least: Some(lt), tlb: Some(tlb), .. }) = self.iommu.as_mut() {
                     lt.l2_filled(self.gpu, k, evicted, at, tlb);
                 }
             }
         }
-        let done = done + self.l2_return;
-        self.l1[sm / self.sms_per_l1].fill_miss(k, pa, t, done);
+        let l1 = &mut self.l1[sm / self.sms_per_l1];
+        let done = l1.fill_time(done + self.l2_return, t);
+        l1.fill_miss(k, pa, t, done);
         Xlat::Ready(done, pa, page)
     }
 
@@ -551,7 +555,7 @@ mod tests {
     fn an_l2_miss_reaches_the_l1_tlb_fill_return_cycles_after_the_l2_tlb() {
         let mut c = Config::default();
         c.translation.mode = TranslationMode::Iommu;
-        (c.gpu.sms, c.gpu.sms_per_l1tlb, c.gpu.core_mhz) = (2, 1, 1000.0);
+        (c.gpu.sms, c.gpu.sms_per_l1tlb, c.gpu.core_mhz) = (3, 1, 1000.0);
         (c.gpu.l1tlb.entries, c.gpu.l1tlb.ways, c.gpu.l1tlb.latency_cycles) = (4, 4, 1);
         (c.gpu.l2tlb.entries, c.gpu.l2tlb.ways, c.gpu.l2tlb.latency_cycles, c.gpu.l2tlb.fill_return_cycles) = (16, 16, 10, 2);
         (c.iommu.link_latency_ns, c.iommu.tlb_entries) = (100.0, 0);
@@ -571,6 +575,37 @@ mod tests {
         assert_eq!(at(0, 400), 401);
         // SM 1 hits in the L2 TLB: 1 + 10, no extra way back (a hit's is in its latency).
         assert_eq!(at(1, 400), 411);
+        // SM 2's miss reaches the L2 TLB at 51 and merges into the pending miss: it is
+        // answered with that miss's own request, 2 cycles after the L2 TLB's fill at 311.
+        assert_eq!(at(2, 50), 313);
+    }
+
+    #[test]
+    fn l1_fills_arriving_together_are_installed_one_per_cycle() {
+        let mut c = Config::default();
+        c.translation.mode = TranslationMode::Iommu;
+        (c.gpu.sms, c.gpu.sms_per_l1tlb, c.gpu.core_mhz) = (2, 1, 1000.0);
+        (c.gpu.l1tlb.entries, c.gpu.l1tlb.ways, c.gpu.l1tlb.latency_cycles, c.gpu.l1tlb.fills_per_cycle) = (4, 4, 1, 1);
+        (c.gpu.l2tlb.entries, c.gpu.l2tlb.ways, c.gpu.l2tlb.latency_cycles) = (16, 16, 10);
+        (c.iommu.link_latency_ns, c.iommu.tlb_entries) = (100.0, 0);
+        let w = &mut c.iommu.walker;
+        (w.level_latency_ns, w.pte_from_dram, w.pwc_entries) = (25.0, false, 0);
+        let mut x = Translator::new(&c);
+        x.space.map(&Buffer { base: BASE, bytes: 1 << 20, page_bytes: 4096, managed: false });
+        let mut dram = Dram::new(&c.gpu.dram, c.gpu.line_bytes);
+        let mut at =
+            |sm: usize, page: u64, t_ns: u64| match x.translate(sm, BASE + page * 4096, t_ns * PS_PER_NS, t_ns * PS_PER_NS, &mut dram) {
+                Xlat::Ready(d, _, _) => d / PS_PER_NS,
+                r => panic!("{r:?}"),
+            };
+        // Two walks answered together at 311: SM 1's L1 TLB installs the second a cycle later.
+        assert_eq!((at(1, 0, 0), at(1, 1, 0)), (311, 312));
+        // SM 0 hits both in the L2 TLB at 400: answers at 411, installed at 411 and 412.
+        assert_eq!((at(0, 0, 400), at(0, 1, 400)), (411, 412));
+        // The slot of 412 is taken, so a lookup at 412 of the second page waits for it...
+        assert_eq!(at(0, 1, 411), 412);
+        // ...and other TLBs are not held: SM 1 hits its own entries.
+        assert_eq!(at(1, 1, 400), 401);
     }
 
     #[test]

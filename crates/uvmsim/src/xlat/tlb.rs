@@ -5,13 +5,18 @@
 //! pending miss out of the array until its translation arrives (a list of
 //! pending fills, installed in fill order before each later lookup), and
 //! `full_mshrs_block` makes a miss that waits for an MSHR hold back every
-//! later lookup. With neither, lookups take the short path below unchanged.
+//! later lookup. `lookup_stage_cycles` makes the check happen at the end of the
+//! lookup pipeline rather than at the arrival, `fill_return_cycles` answers merged
+//! requests after their fill, and `fills_per_cycle` (through [`Tlb::fill_time`])
+//! installs fills one cycle slot at a time. With none of these, lookups take the
+//! short path below unchanged.
 
 use super::Outstanding;
 use crate::assoc::SetAssoc;
 use crate::config::{TlbAllocate, TlbConfig};
 use crate::sim::{Clock, Ps};
 use crate::stats::{Latency, Metrics};
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Entry {
@@ -59,6 +64,14 @@ pub struct Tlb {
     pending: Vec<Pending>,
     /// Lookups wait until then behind a miss that waited for an MSHR (full_mshrs_block).
     blocked_until: Ps,
+    /// Arrival to the check (lookup_stage_cycles); 0 = check at the arrival, miss after `latency`.
+    stage: Ps,
+    /// A merged request is answered this long after its fill (fill_return_cycles).
+    merge_return: Ps,
+    /// Fills per cycle (fills_per_cycle, 0 = no limit), the cycle, and the fills taken per cycle index ahead.
+    fill_cap: u32,
+    cycle: Ps,
+    fill_slots: BTreeMap<u64, u32>,
     pub stats: TlbStats,
 }
 
@@ -67,7 +80,7 @@ impl Tlb {
         (c.entries > 0).then(|| {
             let arr = SetAssoc::new(c.entries as usize, c.ways as usize, c.replacement);
             let mut t = Tlb::build(arr, clock.cycles(c.latency_cycles as u64), c.mshrs as usize);
-            t.set_options(c.allocate, c.full_mshrs_block);
+            t.set_options(c, clock);
             t
         })
     }
@@ -87,14 +100,27 @@ impl Tlb {
             full_blocks: false,
             pending: Vec::new(),
             blocked_until: 0,
+            stage: 0,
+            merge_return: 0,
+            fill_cap: 0,
+            cycle: 1,
+            fill_slots: BTreeMap::new(),
             stats: TlbStats::default(),
         }
     }
 
-    fn set_options(&mut self, allocate: TlbAllocate, full_mshrs_block: bool) {
-        self.on_fill = allocate == TlbAllocate::OnFill;
-        self.full_blocks = full_mshrs_block;
-        self.modelled = self.on_fill || self.full_blocks;
+    fn set_options(&mut self, c: &TlbConfig, clock: Clock) {
+        self.on_fill = c.allocate == TlbAllocate::OnFill;
+        self.full_blocks = c.full_mshrs_block;
+        self.stage = clock.cycles(c.lookup_stage_cycles as u64);
+        self.merge_return = clock.cycles(c.fill_return_cycles as u64);
+        self.fill_cap = c.fills_per_cycle;
+        self.cycle = clock.cycles(1).max(1);
+        self.update_modelled();
+    }
+
+    fn update_modelled(&mut self) {
+        self.modelled = self.on_fill || self.full_blocks || self.stage > 0 || self.merge_return > 0;
     }
 
     #[inline]
@@ -127,29 +153,33 @@ impl Tlb {
         // Behind a miss that waited for an MSHR: this lookup is made when that one was.
         let t = t.max(self.blocked_until);
         let at = t + self.latency;
+        // The check, and a miss's request onward: at the end of the lookup stage, or
+        // (stage 0) the check at the arrival and the request after the latency.
+        let look = t + self.stage;
+        let send = if self.stage > 0 { look } else { at };
         if self.on_fill {
-            self.install_until(t);
+            self.install_until(look);
             // Akita checks the MSHR before the sets: a merge touches no recency.
             if let Some(p) = self.pending.iter().find(|p| p.key == key) {
                 self.stats.mshr_hits += 1;
-                return Lookup::Done(at.max(p.ready), p.pa);
+                return Lookup::Done(at.max(p.ready + self.merge_return), p.pa);
             }
         }
         match self.arr.lookup(key) {
-            Some(e) if e.ready <= t => {
+            Some(e) if e.ready <= look => {
                 self.stats.hits += 1;
                 Lookup::Done(at, e.pa)
             }
             Some(e) => {
                 self.stats.mshr_hits += 1;
-                Lookup::Done(at.max(e.ready), e.pa)
+                Lookup::Done(at.max(e.ready + self.merge_return), e.pa)
             }
             None => {
                 self.stats.misses += 1;
-                let admitted = self.mshrs.admit(at);
-                if self.full_blocks && admitted > at {
-                    // The pipeline latency overlaps the wait: later lookups complete from `admitted` on.
-                    self.blocked_until = admitted - self.latency;
+                let admitted = self.mshrs.admit(send);
+                if self.full_blocks && admitted > send {
+                    // The pipeline latency overlaps the wait: later lookups are checked from `admitted` on.
+                    self.blocked_until = admitted - (send - t);
                 }
                 Lookup::Miss(admitted)
             }
@@ -163,6 +193,36 @@ impl Tlb {
         for p in self.pending.drain(..n) {
             // `insert`, not `insert_absent`: a prefetch may have put the key in meanwhile.
             self.arr.insert(p.key, Entry { pa: p.pa, ready: p.ready });
+        }
+    }
+
+    /// When a translation reaching this TLB at `ready` is installed: `ready`, or with
+    /// `fills_per_cycle` the start of the first cycle from then with a free fill slot
+    /// (taken here; call once per fill, then [`Self::fill_miss`] with the result).
+    /// Slots of cycles before `now` are forgotten: fills come no earlier than their lookup.
+    #[inline]
+    pub fn fill_time(&mut self, ready: Ps, now: Ps) -> Ps {
+        if self.fill_cap == 0 {
+            return ready;
+        }
+        self.take_fill_slot(ready, now)
+    }
+
+    #[inline(never)]
+    fn take_fill_slot(&mut self, ready: Ps, now: Ps) -> Ps {
+        let past = now / self.cycle;
+        while self.fill_slots.first_key_value().is_some_and(|(&c, _)| c < past) {
+            self.fill_slots.pop_first();
+        }
+        let first = ready / self.cycle;
+        let mut c = first;
+        loop {
+            let n = self.fill_slots.entry(c).or_insert(0);
+            if *n < self.fill_cap {
+                *n += 1;
+                return if c == first { ready } else { c * self.cycle };
+            }
+            c += 1;
         }
     }
 
@@ -262,6 +322,15 @@ fn merged_latency(tlbs: &[Tlb]) -> Latency {
 }
 
 #[cfg(test)]
+impl Tlb {
+    fn opts(&mut self, allocate: TlbAllocate, full_mshrs_block: bool) {
+        self.on_fill = allocate == TlbAllocate::OnFill;
+        self.full_blocks = full_mshrs_block;
+        self.update_modelled();
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
@@ -344,6 +413,9 @@ mod tests {
         cap: usize,
         on_fill: bool,
         blocks: bool,
+        /// lookup_stage_cycles and fill_return_cycles.
+        stage: Ps,
+        ret: Ps,
         pending: Vec<(Ps, u64)>,
         ends: Vec<Ps>,
         blocked: Ps,
@@ -352,10 +424,11 @@ mod tests {
     impl AkitaRef {
         fn access(&mut self, key: u64, t: Ps, miss_lat: Ps) -> (Class, Ps) {
             let t = if self.blocks { t.max(self.blocked) } else { t };
+            let look = t + self.stage;
             let n = self.sets.len() as u64;
             if self.on_fill {
                 // Fill order: by time, ties in the order the misses were filled.
-                while let Some(i) = (0..self.pending.len()).filter(|&i| self.pending[i].0 <= t).min_by_key(|&i| (self.pending[i].0, i)) {
+                while let Some(i) = (0..self.pending.len()).filter(|&i| self.pending[i].0 <= look).min_by_key(|&i| (self.pending[i].0, i)) {
                     let (ready, k) = self.pending.remove(i);
                     let set = &mut self.sets[(k % n) as usize];
                     if set.len() == self.ways {
@@ -364,22 +437,24 @@ mod tests {
                     set.push_back((k, ready));
                 }
                 if let Some(&(ready, _)) = self.pending.iter().find(|p| p.1 == key) {
-                    return (Class::Merge, ready.max(t + self.lat));
+                    return (Class::Merge, (ready + self.ret).max(t + self.lat));
                 }
             }
             let set = &mut self.sets[(key % n) as usize];
             if let Some(p) = set.iter().position(|e| e.0 == key) {
                 let e = set.remove(p).unwrap();
                 set.push_back(e);
-                return if e.1 <= t { (Class::Hit, t + self.lat) } else { (Class::Merge, e.1.max(t + self.lat)) };
+                return if e.1 <= look { (Class::Hit, t + self.lat) } else { (Class::Merge, (e.1 + self.ret).max(t + self.lat)) };
             }
-            let mut at = t + self.lat;
+            // A miss is sent at the end of the stage, or after the latency with no stage.
+            let sent = if self.stage > 0 { look } else { t + self.lat };
+            let mut at = sent;
             self.ends.retain(|&e| e > at);
             if self.ends.len() >= self.cap {
                 let first = *self.ends.iter().min().unwrap();
                 self.ends.retain(|&e| e > first);
                 if self.blocks {
-                    self.blocked = first - self.lat;
+                    self.blocked = first - (sent - t);
                 }
                 at = first;
             }
@@ -398,21 +473,26 @@ mod tests {
     }
 
     proptest! {
-        /// With "on-fill" allocation and/or blocking on full MSHRs: every lookup's
-        /// class and time agree with the naive reference, for several geometries and MSHR counts.
+        /// With "on-fill" allocation and/or blocking on full MSHRs, with or without a lookup
+        /// stage and a merged-request answer delay: every lookup's class and time agree with
+        /// the naive reference, for several geometries and MSHR counts.
         #[test]
         fn akita_options_match_reference(
             ops in proptest::collection::vec((0u64..40, 0u64..300, 1u64..2000), 1..300),
             geo in prop_oneof![Just((16usize, 16usize)), Just((32, 4)), Just((64, 8)), Just((8, 2))],
             cap in prop_oneof![Just(1usize), Just(2), Just(4), Just(1 << 20)],
             opts in prop_oneof![Just((true, false)), Just((false, true)), Just((true, true))],
+            stage in prop_oneof![Just(0u64), Just(3), Just(7)],
+            ret in prop_oneof![Just(0u64), Just(2)],
         ) {
             let lat = 7;
             let mut tlb = Tlb::with(geo.0, geo.1, lat, cap);
-            tlb.set_options(if opts.0 { TlbAllocate::OnFill } else { TlbAllocate::OnMiss }, opts.1);
+            tlb.opts(if opts.0 { TlbAllocate::OnFill } else { TlbAllocate::OnMiss }, opts.1);
+            (tlb.stage, tlb.merge_return) = (stage, ret);
+            tlb.update_modelled();
             let mut r = AkitaRef {
                 sets: vec![VecDeque::new(); geo.0 / geo.1], ways: geo.1, lat, cap,
-                on_fill: opts.0, blocks: opts.1, pending: vec![], ends: vec![], blocked: 0,
+                on_fill: opts.0, blocks: opts.1, stage, ret, pending: vec![], ends: vec![], blocked: 0,
             };
             let mut t = 0;
             let mut counts = (0, 0, 0);
@@ -464,7 +544,7 @@ mod tests {
         // The same sequence on both allocations; they differ in what is evicted.
         let seq = |alloc| {
             let mut tlb = Tlb::with(2, 2, 0, 8);
-            tlb.set_options(alloc, false);
+            tlb.opts(alloc, false);
             let mut got = vec![];
             for (key, t, lat) in [(1, 0, 10), (2, 0, 20), (1, 30, 0), (3, 40, 60), (3, 50, 0), (2, 60, 0), (1, 110, 0)] {
                 got.push(step(&mut tlb, key, t, lat).0);
@@ -484,7 +564,7 @@ mod tests {
         // Two ways. A and B are filled at 5 and 6. D misses at 10, when A is the LRU entry,
         // but is filled at 50, after A was used at 40: the fill evicts B, not A.
         let mut tlb = Tlb::with(2, 2, 0, 8);
-        tlb.set_options(TlbAllocate::OnFill, false);
+        tlb.opts(TlbAllocate::OnFill, false);
         assert_eq!(step(&mut tlb, 1, 0, 5), ('M', 0));
         assert_eq!(step(&mut tlb, 2, 0, 6), ('M', 0));
         assert_eq!(step(&mut tlb, 4, 10, 40), ('M', 10));
@@ -507,7 +587,7 @@ mod tests {
         // C was filled before. At 20 C and A are looked up.
         let run = |blocks| {
             let mut tlb = Tlb::with(16, 16, 0, 1);
-            tlb.set_options(TlbAllocate::OnMiss, blocks);
+            tlb.opts(TlbAllocate::OnMiss, blocks);
             tlb.fill_prefetch(3, 0, 0);
             let a = step(&mut tlb, 1, 0, 100);
             let b = step(&mut tlb, 2, 10, 100);
@@ -517,6 +597,84 @@ mod tests {
         assert_eq!(run(false), (('M', 0), ('M', 100), ('H', 20), ('S', 100)));
         // Everything after B waits until B gets its MSHR at 100: C and A (filled at 100) hit then.
         assert_eq!(run(true), (('M', 0), ('M', 100), ('H', 100), ('H', 100)));
+    }
+
+    #[test]
+    fn lookup_stage_checks_and_sends_at_the_end_of_the_stage() {
+        // Latency 6 (a hit's answer), on-fill. A misses at 0 and is filled at 100.
+        let run = |stage: Ps| {
+            let mut tlb = Tlb::with(16, 16, 6, 8);
+            tlb.opts(TlbAllocate::OnFill, false);
+            tlb.stage = stage;
+            tlb.update_modelled();
+            let miss = step(&mut tlb, 1, 0, 95);
+            assert_eq!(tlb.stats.miss_latency.count(), 1);
+            (miss, step(&mut tlb, 1, 96, 0), step(&mut tlb, 1, 93, 0))
+        };
+        // Stage 0: checked at the arrival, the miss leaves at 6 (filled at 101); at 96 and 93
+        // the fill is still pending: MSHR hits answered at the fill.
+        assert_eq!(run(0), (('M', 6), ('S', 102), ('S', 101)));
+        // Stage 5: the miss leaves at 5 (filled at 100); the lookup of the request that arrived
+        // at 96 is made at 101, after the fill: a hit, answered at 102. One from 93 is made at 98: merged.
+        assert_eq!(run(5), (('M', 5), ('H', 102), ('S', 100)));
+    }
+
+    #[test]
+    fn merged_requests_are_answered_fill_return_after_the_fill() {
+        for alloc in [TlbAllocate::OnFill, TlbAllocate::OnMiss] {
+            let mut tlb = Tlb::with(16, 16, 6, 8);
+            tlb.opts(alloc, false);
+            tlb.merge_return = 2;
+            tlb.update_modelled();
+            // A misses at 0 (leaves at 6), filled at 100.
+            assert_eq!(step(&mut tlb, 1, 0, 94), ('M', 6));
+            // Merged at 50: answered with the miss's own request, at 102.
+            assert_eq!(step(&mut tlb, 1, 50, 0), ('S', 102));
+            // Merged at 99: its own latency ends later (105) than that.
+            assert_eq!(step(&mut tlb, 1, 99, 0), ('S', 105));
+            // After the fill: a hit.
+            assert_eq!(step(&mut tlb, 1, 100, 0), ('H', 106));
+        }
+    }
+
+    #[test]
+    fn fills_per_cycle_hands_out_one_slot_a_cycle() {
+        let mut tlb = Tlb::with(16, 16, 0, 8);
+        (tlb.fill_cap, tlb.cycle) = (1, 1000);
+        // 5 000 ps is in cycle 5: the first fill keeps its time, the next ones take cycles 6 and 7.
+        assert_eq!(tlb.fill_time(5000, 0), 5000);
+        assert_eq!(tlb.fill_time(5300, 0), 6000);
+        assert_eq!(tlb.fill_time(5000, 0), 7000);
+        // Earlier and later cycles are free.
+        assert_eq!(tlb.fill_time(4500, 0), 4500);
+        assert_eq!(tlb.fill_time(9000, 0), 9000);
+        // Two per cycle: cycle 5 takes two more.
+        let mut two = Tlb::with(16, 16, 0, 8);
+        (two.fill_cap, two.cycle) = (2, 1000);
+        let got: Vec<Ps> = (0..5).map(|_| two.fill_time(5000, 0)).collect();
+        assert_eq!(got, [5000, 5000, 6000, 6000, 7000]);
+        // No limit (the default): the time is kept.
+        let mut free = Tlb::with(16, 16, 0, 8);
+        assert_eq!((free.fill_time(5000, 0), free.fill_time(5000, 0)), (5000, 5000));
+    }
+
+    #[test]
+    fn a_fill_moved_to_a_later_cycle_frees_its_mshr_then() {
+        // One MSHR, one fill a cycle (1000 ps), no latency. A and B are filled at 5000
+        // (B at 6000, the next free cycle): a third miss gets the MSHR B held at 6000.
+        let mut tlb = Tlb::with(16, 16, 0, 1);
+        tlb.opts(TlbAllocate::OnFill, false);
+        (tlb.fill_cap, tlb.cycle) = (1, 1000);
+        for (k, t) in [(1u64, 0u64), (2, 5000)] {
+            let Lookup::Miss(at) = tlb.lookup(k, t) else { panic!("cold miss expected") };
+            let ready = tlb.fill_time(5000.max(at), t);
+            tlb.fill_miss(k, 0, t, ready);
+        }
+        let Lookup::Miss(at) = tlb.lookup(3, 5500) else { panic!("cold miss expected") };
+        assert_eq!(at, 6000);
+        // B is installed at 6000: merged before, a hit from then on.
+        assert_eq!(step(&mut tlb, 2, 5999, 0), ('S', 6000));
+        assert_eq!(step(&mut tlb, 2, 6000, 0), ('H', 6000));
     }
 
     #[test]
