@@ -317,7 +317,7 @@ pub enum WarpStream {
 impl WarpStream {
     /// The warp stops issuing until its next event: a replayed stream prepares its next
     /// visit (no effect on the ops it yields).
-    #[inline]
+    #[inline(always)]
     pub fn yielding(&mut self) {
         if let WarpStream::WarpTrace(w) = self {
             w.yielding();

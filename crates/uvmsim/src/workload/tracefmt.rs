@@ -1309,7 +1309,7 @@ impl WarpCursor {
     /// position. The chunk bytes it reads were prefetched while this visit issued,
     /// so they are in the CPU's caches now and not when the warp issues again. The
     /// window stays a copy of the data from its position: ops decode the same.
-    #[inline]
+    #[inline(always)]
     pub fn top_up(&mut self) {
         let (wpos, wlen) = (self.wpos as usize, self.wlen as usize);
         if wlen - wpos < TOP_UP_LEFT && self.win_at + (wlen as u32) < self.end {
@@ -1318,7 +1318,7 @@ impl WarpCursor {
     }
 
     /// Copy the window from data byte `pos` (at most the window's size, never past the warp's ops).
-    #[inline]
+    #[inline(never)]
     fn fill_window(&mut self, pos: usize) {
         let end = self.end as usize;
         let n = (end - pos).min(WINDOW);

@@ -91,7 +91,7 @@ impl WarpTraceWarp {
     }
 
     /// The warp yields: refill its window now if it runs low (see `WarpCursor::top_up`).
-    #[inline]
+    #[inline(always)]
     pub fn yielding(&mut self) {
         if let Some(c) = &mut self.cur {
             c.top_up();
