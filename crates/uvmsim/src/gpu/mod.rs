@@ -487,6 +487,9 @@ impl Gpu {
                 t = ready;
             } else {
                 q.push(ready, Ev::Warp(self.tag | slot));
+                if let Some(w) = self.warps[slot as usize].as_mut() {
+                    w.stream.yielding();
+                }
                 return Ok(());
             }
         }

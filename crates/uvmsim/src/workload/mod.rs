@@ -315,6 +315,15 @@ pub enum WarpStream {
 }
 
 impl WarpStream {
+    /// The warp stops issuing until its next event: a replayed stream prepares its next
+    /// visit (no effect on the ops it yields).
+    #[inline(always)]
+    pub fn yielding(&mut self) {
+        if let WarpStream::WarpTrace(w) = self {
+            w.yielding();
+        }
+    }
+
     /// The next instruction; divergent lane addresses go to `scratch`.
     #[inline]
     pub fn next(&mut self, scratch: &mut [u64; MAX_LANES]) -> Op {

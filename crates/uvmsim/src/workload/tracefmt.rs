@@ -1183,15 +1183,19 @@ pub const WINDOW: usize = 128;
 /// Longest strided op (tag and four 10-byte varints): with fewer bytes left in
 /// the window, the next op is decoded from the chunk and the window refilled.
 const MAX_STRIDED_OP: usize = 41;
-/// With fewer bytes than this left in the window, the refill's data is prefetched.
-const PREFETCH_LEFT: usize = MAX_STRIDED_OP + 48;
+/// With fewer bytes than this left in the window when its warp yields, the window
+/// is topped up from the chunk (see [`WarpCursor::top_up`]).
+const TOP_UP_LEFT: usize = 64;
+/// With fewer bytes than this left, the top-up's data is prefetched: a visit's
+/// worth of ops (a triad's loads, wait, compute and store: about 20 bytes) ahead.
+const PREFETCH_LEFT: usize = TOP_UP_LEFT + 32;
 
 /// One warp's read position. The next [`WINDOW`] bytes of its ops are copied
 /// inline and decoded from there, so that a warp's visit touches only its own
 /// state: with thousands of warps interleaved, the chunk buffers (one 16 KiB
 /// chunk per warp, spread over the heap) are out of the CPU's caches and TLB
 /// by the time a warp issues again. The chunk is read only to refill the window
-/// (about once per 20–40 ops), and for ops that do not fit in it.
+/// (about once per 10–20 ops, when the warp yields), and for ops that do not fit in it.
 #[derive(Debug, Clone)]
 pub struct WarpCursor {
     win: [u8; WINDOW],
@@ -1202,16 +1206,14 @@ pub struct WarpCursor {
     /// `data[win_at..]` is in the window; the warp's ops end at `data[end]` (chunks are under 4 GiB).
     win_at: u32,
     end: u32,
-    /// Address of the chunk bytes that follow the window (a prefetch hint only).
-    ahead: usize,
+    /// The chunk data the window is a copy of (inline: a top-up reads it without another miss).
+    data: ChunkData,
     rest: Box<CursorRest>,
 }
 
 /// The parts of a cursor not needed on the fast path.
 #[derive(Debug, Clone)]
 struct CursorRest {
-    /// The chunk data the window is a copy of.
-    data: ChunkData,
     /// Byte offset of the chunk `data` came from.
     chunk_at: u64,
     /// The segment chunk `data` came from, for a long warp.
@@ -1221,9 +1223,9 @@ struct CursorRest {
 
 impl WarpCursor {
     fn new(data: ChunkData, pos: usize, end: usize, chunk_at: u64, segment: Option<Chunk>, warp: u64, max_bytes: u32) -> WarpCursor {
-        let rest = Box::new(CursorRest { data, chunk_at, segment, warp });
+        let rest = Box::new(CursorRest { chunk_at, segment, warp });
         let (win_at, end) = (pos as u32, end as u32);
-        WarpCursor { win: [0; WINDOW], wpos: 0, wlen: 0, dec: OpDecoder::new(max_bytes), win_at, end, ahead: 0, rest }
+        WarpCursor { win: [0; WINDOW], wpos: 0, wlen: 0, dec: OpDecoder::new(max_bytes), win_at, end, data, rest }
     }
 
     /// The next op; an error names the file, the chunk's byte offset, the warp and the reason.
@@ -1242,10 +1244,11 @@ impl WarpCursor {
     pub fn next_common(&mut self) -> Option<Op> {
         let (wpos, wlen) = (self.wpos as usize, self.wlen as usize);
         if wlen - wpos < PREFETCH_LEFT {
-            // A refill is near (a visit or two ahead): start loading what it reads.
-            crate::gpu::prefetch(self.ahead as *const u8);
-            crate::gpu::prefetch((self.ahead + 64) as *const u8);
-            crate::gpu::prefetch((&*self.rest as *const CursorRest).cast());
+            // A top-up is near (when this visit or the next ends): start loading what it
+            // reads, the chunk bytes after the window. (Never past the data: `wrapping_add`.)
+            let ahead = self.data.as_ptr().wrapping_add(self.win_at as usize + wlen);
+            crate::gpu::prefetch(ahead);
+            crate::gpu::prefetch(ahead.wrapping_add(64));
         }
         let mut p = wpos;
         let op = self.dec.decode_common(&self.win[..wlen], &mut p)?;
@@ -1288,25 +1291,44 @@ impl WarpCursor {
             self.next_segment(file)?;
             pos = 0;
         }
-        let r = &mut *self.rest;
+        let r = &*self.rest;
         let end = self.end as usize;
         let op = self
             .dec
-            .decode(&r.data[..end], &mut pos, scratch)
+            .decode(&self.data[..end], &mut pos, scratch)
             .map_err(|e| TraceError(format!("{}: warp {}, data byte {pos}: {e}: corrupt trace", file.at(r.chunk_at), r.warp)))?;
         if op == Op::Exit && pos != end {
             return Err(TraceError(format!("{}: warp {}: bytes after its Exit: corrupt trace", file.at(r.chunk_at), r.warp)));
         }
+        self.fill_window(pos);
+        Ok(op)
+    }
+
+    /// Called when the warp yields: with fewer than [`TOP_UP_LEFT`] bytes left in the
+    /// window (and more ops in the chunk), copy the window afresh from the read
+    /// position. The chunk bytes it reads were prefetched while this visit issued,
+    /// so they are in the CPU's caches now and not when the warp issues again. The
+    /// window stays a copy of the data from its position: ops decode the same.
+    #[inline(always)]
+    pub fn top_up(&mut self) {
+        let (wpos, wlen) = (self.wpos as usize, self.wlen as usize);
+        if wlen - wpos < TOP_UP_LEFT && self.win_at + (wlen as u32) < self.end {
+            self.fill_window(self.win_at as usize + wpos);
+        }
+    }
+
+    /// Copy the window from data byte `pos` (at most the window's size, never past the warp's ops).
+    #[inline(never)]
+    fn fill_window(&mut self, pos: usize) {
+        let end = self.end as usize;
         let n = (end - pos).min(WINDOW);
         if n == WINDOW {
-            self.win.copy_from_slice(&r.data[pos..pos + WINDOW]); // a fixed-size copy, inlined
+            self.win.copy_from_slice(&self.data[pos..pos + WINDOW]); // a fixed-size copy, inlined
         } else {
-            self.win[..n].copy_from_slice(&r.data[pos..pos + n]);
+            self.win[..n].copy_from_slice(&self.data[pos..pos + n]);
         }
         self.win_at = pos as u32;
-        self.ahead = r.data[pos + n..].as_ptr() as usize;
         (self.wpos, self.wlen) = (0, n as u16);
-        Ok(op)
     }
 
     #[cold]
@@ -1320,7 +1342,7 @@ impl WarpCursor {
             return Err(TraceError(format!("{}: expected segment {} of warp {}: corrupt trace", file.at(c.at), seg.count + 1, r.warp)));
         }
         self.end = raw.len() as u32;
-        r.data = raw.into();
+        self.data = raw.into();
         self.win_at = 0;
         r.chunk_at = c.at;
         r.segment = Some(c);
@@ -1624,12 +1646,15 @@ mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
         /// The windowed cursor gives exactly the ops (and explicit lanes) written,
         /// and on a corrupted file exactly what decoding from the chunk gives:
-        /// the same ops, then the same error.
+        /// the same ops, then the same error; with the warp yielding (its window
+        /// topped up) after the ops that `yields` picks.
         #[test]
         fn windowed_cursor_matches_the_chunk_decoder(
             seed in proptest::prelude::any::<u64>(),
             flips in proptest::collection::vec((proptest::prelude::any::<usize>(), 1u8..=255), 0..3),
+            yields in proptest::prelude::any::<u64>(),
         ) {
+            let yields_after = |i: usize| yields >> (i % 64) & 1 != 0;
             let kernels = [(64 * 6u64, 64u32)];
             let h = header(&kernels);
             let warps = h.warps_of(kernels[0].0, kernels[0].1);
@@ -1647,11 +1672,14 @@ mod tests {
             let mut kc = KernelCursor::new(&f, 0).unwrap();
             for warp in 0..warps {
                 let mut c = kc.warp(&f, warp, 128).unwrap();
-                for (want, lanes) in random_ops(seed, warp) {
+                for (i, (want, lanes)) in random_ops(seed, warp).into_iter().enumerate() {
                     let op = c.next(&f, &mut s).unwrap();
                     proptest::prop_assert_eq!(op, want);
                     if let Op::Mem { lanes: Lanes::Explicit { n }, .. } = op {
                         proptest::prop_assert_eq!(&s[..n as usize], &lanes[..n as usize]);
+                    }
+                    if yields_after(i) {
+                        c.top_up();
                     }
                 }
             }
@@ -1669,7 +1697,10 @@ mod tests {
                 let data: ChunkData = raw.into();
                 let mut ca = WarpCursor::new(data.clone(), 0, data.len(), 0, None, warp, 128);
                 let mut cb = WarpCursor::new(data.clone(), 0, data.len(), 0, None, warp, 128);
-                loop {
+                for i in 0.. {
+                    if yields_after(i) {
+                        ca.top_up();
+                    }
                     let (a, b) = (ca.next(&f, &mut s), cb.next_unwindowed(&f, &mut t));
                     proptest::prop_assert_eq!(&a, &b);
                     match a {

@@ -90,6 +90,14 @@ impl WarpTraceWarp {
         Op::Exit
     }
 
+    /// The warp yields: refill its window now if it runs low (see `WarpCursor::top_up`).
+    #[inline(always)]
+    pub fn yielding(&mut self) {
+        if let Some(c) = &mut self.cur {
+            c.top_up();
+        }
+    }
+
     /// Why the stream ended early (a corrupt trace), once.
     pub fn failure(&mut self) -> Option<String> {
         self.failure.take().map(String::from)
