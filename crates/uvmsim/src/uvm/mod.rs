@@ -136,6 +136,13 @@ section! {
     pub struct UvmConfig {
         /// "replayable" (the warp sleeps at its next dependency) or "blocking" (the faulting µTLB stops until serviced).
         pub fault_mode: FaultMode = FaultMode::Replayable,
+        /// Replayable mode: a warp whose load or store far-faults stops at that instruction until its pages are serviced
+        /// (seed paged-memory §3.2: "the warp that has missed in the TLB will be stalled, but all other warps within the CU
+        /// can continue to issue"; §1: CUs issue "from available warps as long as they are not also blocked on pending
+        /// far-faults"), so a warp has one instruction's far faults outstanding at a time. false: it goes on with
+        /// independent instructions and sleeps at its next dependency (seed uvm-driver §3.2.1), so one warp can hold
+        /// many far faults (a far-fault MSHR each).
+        pub stall_warp_on_fault: bool = false,
         /// Entries of the GPU's replayable fault buffer (ring). ASSUMPTION: 4096, room for 40 µTLBs x 56 faults.
         pub fault_buffer_entries: u32 = 4096,
         /// Faults the driver fetches per batch (uvm_perf_fault_batch_count, default 256).
