@@ -240,6 +240,40 @@ fn blocking_faults_stall_the_utlb() {
     assert!(m(&blocking, "time.kernel_ns") > m(&replayable, "time.kernel_ns"));
 }
 
+/// `uvm.stall_warp_on_fault` (seed paged-memory §3.2: "the warp that has missed in
+/// the TLB will be stalled"): one warp of the STREAM triad, one iteration on
+/// three fresh pages (load b, load c, wait, store a), Zheng's polled handler.
+/// Going on to its dependency, the warp has b's and c's faults in flight together,
+/// then a's: two services in a row. Stalled at each faulting instruction, it
+/// raises b, then c, then a: three in a row, never two in flight at once.
+#[test]
+fn a_stalled_warp_has_one_instruction_s_far_faults_in_flight() {
+    let base = [
+        "workload.kind=stream",
+        "workload.stream.elements=32",
+        "workload.stream.element_bytes=4",
+        "workload.stream.threads=32",
+        "workload.threads_per_cta=32",
+        "gpu.sms=1",
+        "workload.managed=true",
+        "uvm.cost_model=polled",
+    ];
+    let go_on = run(&base);
+    let stall = run(&[&base[..], &["uvm.stall_warp_on_fault=true"]].concat());
+    for x in [&go_on, &stall] {
+        assert_eq!(m(x, "uvm.polled.faults"), 3.0);
+        assert_eq!(m(x, "uvm.polled.nacked_ns.mean"), 0.0);
+    }
+    // Each service: 20 µs handler latency, then the page over the link (~1.3 µs).
+    let service = m(&stall, "uvm.polled.fault_ns.mean");
+    assert!((20_000.0..23_000.0).contains(&service), "{service}");
+    assert_eq!(service, m(&go_on, "uvm.polled.fault_ns.mean"));
+    // Plus a few walks and issue cycles (well under 1 µs each round).
+    let (k_go, k_stall) = (m(&go_on, "time.kernel_ns"), m(&stall, "time.kernel_ns"));
+    assert!(k_go > 2.0 * service && k_go < 2.0 * service + 3_000.0, "{k_go} vs 2 x {service}");
+    assert!(k_stall > 3.0 * service && k_stall < 3.0 * service + 3_000.0, "{k_stall} vs 3 x {service}");
+}
+
 /// A managed run can report its slowdown against the legacy baselines of the
 /// same workload: copy-then-execute, and ideal copy/compute overlap.
 #[test]

@@ -186,6 +186,8 @@ pub struct Gpu {
     /// Blocking fault mode (`uvm.fault_mode = "blocking"`), and which µTLBs are blocked.
     blocking: bool,
     blocked: Vec<bool>,
+    /// A warp stops at its far-faulting load or store (`uvm.stall_warp_on_fault`).
+    stall_on_fault: bool,
     /// Zero-copy accesses to remotely mapped managed pages (host memory over the link).
     pub remote: RemoteAccess,
     /// Read-mostly pages may be read-only duplicates: a store to one faults.
@@ -247,6 +249,7 @@ impl Gpu {
             by_page: FxHashMap::default(),
             blocking: cfg.uvm.fault_mode == FaultMode::Blocking,
             blocked: vec![false; g.sms.div_ceil(g.sms_per_l1tlb) as usize],
+            stall_on_fault: cfg.uvm.stall_warp_on_fault,
             remote: RemoteAccess::new(&cfg.link),
             read_dup: cfg.uvm.advise.policy == Advice::ReadMostly,
             limited_memory: false,
@@ -448,6 +451,12 @@ impl Gpu {
                             // Blocking: the µTLB stops, and the warp waits where it is.
                             let u = self.xlat.utlb_of(sm);
                             self.blocked[u] = true;
+                            self.waiting.push(slot);
+                            return Ok(());
+                        }
+                        if self.stall_on_fault && kind != MemKind::Prefetch {
+                            // Zheng's GPU: the faulting warp stalls here (its µTLB goes on serving
+                            // the other warps); after the replay it re-executes this instruction.
                             self.waiting.push(slot);
                             return Ok(());
                         }

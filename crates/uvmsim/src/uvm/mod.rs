@@ -136,6 +136,13 @@ section! {
     pub struct UvmConfig {
         /// "replayable" (the warp sleeps at its next dependency) or "blocking" (the faulting µTLB stops until serviced).
         pub fault_mode: FaultMode = FaultMode::Replayable,
+        /// Replayable mode: a warp whose load or store far-faults stops at that instruction until its pages are serviced
+        /// (seed paged-memory §3.2: "the warp that has missed in the TLB will be stalled, but all other warps within the CU
+        /// can continue to issue"; §1: CUs issue "from available warps as long as they are not also blocked on pending
+        /// far-faults"), so a warp has one instruction's far faults outstanding at a time. false: it goes on with
+        /// independent instructions and sleeps at its next dependency (seed uvm-driver §3.2.1), so one warp can hold
+        /// many far faults (a far-fault MSHR each).
+        pub stall_warp_on_fault: bool = false,
         /// Entries of the GPU's replayable fault buffer (ring). ASSUMPTION: 4096, room for 40 µTLBs x 56 faults.
         pub fault_buffer_entries: u32 = 4096,
         /// Faults the driver fetches per batch (uvm_perf_fault_batch_count, default 256).
@@ -159,6 +166,13 @@ section! {
         /// "once the page is migrated ... the corresponding entry in the far-fault MSHRs is used to notify the appropriate
         /// TLBs to replay". false: each µTLB's fault waits out its own latency (the model before session 6).
         pub merge_far_faults: bool = true,
+        /// Polled model with merge_far_faults: a far fault that merges into another µTLB's service of its page takes one of
+        /// its own µTLB's far-fault MSHRs (utlb_fault_limit) until the page lands (true), or none (false: the page's MSHR
+        /// entry tracks it, so it neither counts against the limit nor is Nacked for it). Seed paged-memory §3 leaves it
+        /// open: the GMMU drops and Nacks "translation requests for which it has not initiated the SW page faulting process
+        /// nor is tracking" (false), while "the TLB simply maintains a counter of how many far-fault Nack-Replayable
+        /// messages it has pending" against the per-CU threshold (true).
+        pub merged_faults_take_mshr: bool = true,
         /// Interrupt and bottom-half wake-up before the first batch, in µs. ASSUMPTION, to be calibrated.
         pub interrupt_us: f64 = 5.0,
         /// Fixed cost of a batch (fetch, sort, bookkeeping), in µs. ASSUMPTION, to be calibrated.
@@ -626,6 +640,10 @@ pub struct Uvm {
     /// (µTLB, page) pairs with a fault outstanding (buffered, in service or held):
     /// a later miss of the same µTLB to the page merges into it.
     pending: FxHashSet<(u32, u64)>,
+    /// `uvm.merged_faults_take_mshr = false`: the (µTLB, page) faults merged into another
+    /// µTLB's service without counting in `outstanding`.
+    uncounted: FxHashSet<(u32, u64)>,
+    merged_take_mshr: bool,
     /// Faults held at their µTLB (its limit reached, the buffer full, or flushed):
     /// raised again after a replay, in order, as the µTLB retries them.
     parked: Vec<VecDeque<Fault>>,
@@ -759,6 +777,8 @@ impl Uvm {
             outstanding: vec![0; utlbs],
             parked: vec![VecDeque::new(); utlbs],
             pending: FxHashSet::default(),
+            uncounted: FxHashSet::default(),
+            merged_take_mshr: c.merged_faults_take_mshr,
             sm_next: if c.sm_fault_interval_ns > 0.0 { vec![0; sms] } else { vec![] },
             sm_interval: ns_to_ps(c.sm_fault_interval_ns),
             replay_latency: ns_to_ps(c.replay_latency_ns),
@@ -869,7 +889,18 @@ impl Uvm {
     /// Whether `f` may enter the buffer now: its µTLB is under its limit (prefetches escape it) and the ring has room
     /// (retries on their way hold a slot).
     fn can_write(&self, f: &Fault) -> bool {
-        (f.prefetch || self.outstanding[f.utlb as usize] < self.limit) && self.buffer.len() + self.retries.len() < self.capacity
+        (f.prefetch || self.outstanding[f.utlb as usize] < self.limit || self.merges_free(f))
+            && self.buffer.len() + self.retries.len() < self.capacity
+    }
+
+    /// With `uvm.merged_faults_take_mshr = false`: `f`'s page is already in service for another
+    /// µTLB (buffered or crossing the link), so `f` will merge and takes no MSHR of its own.
+    fn merges_free(&self, f: &Fault) -> bool {
+        !self.merged_take_mshr
+            && self.merge
+            && self.polled.is_some()
+            && (self.in_flight.get(&f.vpn).is_some_and(|&id| self.flights.iter().any(|x| x.id == id && x.end >= f.time))
+                || self.buffer.iter().any(|g| g.vpn == f.vpn))
     }
 
     /// The faults retried at the last replay: walk each again from its `time`, then `rewrite` it.
@@ -891,7 +922,11 @@ impl Uvm {
             f.time = f.time.max(*next);
             *next = f.time + self.sm_interval;
         }
-        self.outstanding[f.utlb as usize] += 1;
+        if self.merges_free(&f) {
+            self.uncounted.insert((f.utlb, f.vpn));
+        } else {
+            self.outstanding[f.utlb as usize] += 1;
+        }
         self.stats.raw += 1;
         if self.polled.is_some() && self.merge {
             // Its page is crossing the link: the GMMU's MSHR for the page notifies this µTLB too when it lands.
@@ -2003,7 +2038,9 @@ impl Uvm {
         touched.dedup();
         for f in &flight.faults {
             self.stats.far_fault.record(now - f.time);
-            self.outstanding[f.utlb as usize] -= 1;
+            if !self.uncounted.remove(&(f.utlb, f.vpn)) {
+                self.outstanding[f.utlb as usize] -= 1;
+            }
             self.pending.remove(&(f.utlb, f.vpn));
         }
         self.stats.time_ps += now - flight.start;
@@ -2186,7 +2223,7 @@ impl Uvm {
                 ));
             }
         }
-        let outstanding: u64 = self.outstanding.iter().map(|&o| o as u64).sum();
+        let outstanding = self.outstanding.iter().map(|&o| o as u64).sum::<u64>() + self.uncounted.len() as u64;
         if outstanding != buffered + in_service {
             return Err(format!("uvm: µTLBs count {outstanding} outstanding faults, {buffered} buffered + {in_service} in service"));
         }
@@ -2829,6 +2866,29 @@ mod tests {
         assert!(res.is_resident(7));
         assert_eq!((u.take_resumed(), u.outstanding.clone()), (Some(vec![0, 1]), vec![0, 0, 0, 0]));
         u.check_invariants(&res).unwrap();
+    }
+
+    #[test]
+    fn a_merged_fault_need_not_take_its_utlb_s_mshr() {
+        for take in [true, false] {
+            let (mut u, mut link, mut res) =
+                polled_with(UvmConfig { utlb_fault_limit: 1, merged_faults_take_mshr: take, ..UvmConfig::default() });
+            u.raise(fault_at(0, 7, 0));
+            u.raise(fault_at(10_000_000, 7, 1)); // page 7 again, from µTLB 1: merges into µTLB 0's service
+            u.raise(fault_at(10_000_000, 9, 1)); // µTLB 1's own far fault
+                                                 // Taking the MSHR: page 9 is held until page 7 lands (20.256 µs), retried 1 µs later, lands at
+                                                 // 41.512 µs. Not taking it: page 9 goes at once, is polled at 30 µs and lands at 30.256 µs.
+            assert_eq!(u.stats.throttled, take as u64);
+            assert_eq!((u.outstanding.clone(), u.uncounted.len()), (vec![1, 1, 0, 0], !take as usize));
+            u.check_invariants(&res).unwrap();
+            let landed = drain(&mut u, &mut link, &mut res);
+            let when = |p: u64| landed.iter().find(|l| l.0 == p).unwrap().1;
+            assert!(near(when(7), 20_000_000 + PAGE_PS), "{landed:?}");
+            assert!(near(when(9), if take { 41_512_000 } else { 30_000_000 + PAGE_PS }), "take {take}: {landed:?}");
+            assert_eq!((u.stats.joined, u.stats.unique, u.stats.raw), (1, 2, 3));
+            assert!(u.uncounted.is_empty() && u.outstanding == vec![0, 0, 0, 0]);
+            u.check_invariants(&res).unwrap();
+        }
     }
 
     #[test]
