@@ -196,7 +196,8 @@ fn preemptive_unmapping_moves_the_unmap_off_the_fault_path() {
     let base = run(&GEMM);
     let b = &base.metrics;
     assert_eq!((m(b, "uvm.unmap.on_demand"), m(b, "uvm.unmap.sync"), m(b, "uvm.unmap.async")), (6.0, 0.0, 0.0));
-    assert!((unmap_ns(&base) - 6.0 * 5000.0).abs() < 1e-6, "5 µs per block, one host thread");
+    // Each block has its 512 pages host-mapped: 1.6 + 512 x 0.163 = 85.056 µs, one host thread.
+    assert!((unmap_ns(&base) - 6.0 * 85_056.0).abs() < 1e-6, "{}", unmap_ns(&base));
     // Synchronous, per allocation: each matrix's first fault unmaps both of its blocks at once.
     let sync = run(&[&GEMM[..], &["uvm.preunmap.granularity=allocation"]].concat());
     assert_eq!((m(&sync.metrics, "uvm.unmap.on_demand"), m(&sync.metrics, "uvm.unmap.sync")), (0.0, 6.0));
@@ -205,8 +206,8 @@ fn preemptive_unmapping_moves_the_unmap_off_the_fault_path() {
     let t8 = ["workload.host_threads=8"];
     let base8 = run(&[&GEMM[..], &t8].concat());
     let sync8 = run(&[&GEMM[..], &t8, &["uvm.preunmap.granularity=allocation"]].concat());
-    // On demand: 6 x (5 + 7 x 3) µs; per allocation: 3 x (2 x 5 + 7 x 3) µs.
-    assert!((unmap_ns(&base8) - 156_000.0).abs() < 1e-6 && (unmap_ns(&sync8) - 93_000.0).abs() < 1e-6);
+    // On demand: 6 x (85.056 + 7 x 3) µs; per allocation: 3 x (2 x 85.056 + 7 x 3) µs.
+    assert!((unmap_ns(&base8) - 636_336.0).abs() < 1e-6 && (unmap_ns(&sync8) - 573_336.0).abs() < 1e-6);
     // Asynchronous, whole space: the first fault unmaps its block on demand, the worker does the rest meanwhile.
     let asy = run(&[&GEMM[..], &["uvm.preunmap.granularity=space", "uvm.preunmap.mode=async"]].concat());
     let a = &asy.metrics;
