@@ -725,32 +725,89 @@ impl TraceFile {
 
     /// The raw bytes of chunk `c`.
     pub fn payload(&self, c: &Chunk, max_raw: u32) -> Result<Vec<u8>, TraceError> {
+        self.payload_with(c, max_raw, |raw| raw.to_vec())
+    }
+
+    /// The raw bytes of chunk `c`, shared (a warp's ops).
+    pub fn payload_shared(&self, c: &Chunk, max_raw: u32) -> Result<ChunkData, TraceError> {
+        self.payload_with(c, max_raw, |raw| ChunkData::from(raw))
+    }
+
+    /// Read, inflate and check chunk `c` in this thread's reused buffers, and hand its
+    /// raw bytes to `f` (which copies them out: they are overwritten by the next chunk).
+    fn payload_with<T>(&self, c: &Chunk, max_raw: u32, f: impl FnOnce(&[u8]) -> T) -> Result<T, TraceError> {
         let bad = |why: String| TraceError(format!("{}: {why}", self.at(c.at)));
         if c.raw_len > max_raw || c.packed_len > max_raw.saturating_mul(2).saturating_add(1024) {
             return Err(bad(format!("chunk length {} (packed {}) is implausible: corrupt trace", c.raw_len, c.packed_len)));
         }
-        let mut packed = vec![0u8; c.packed_len as usize];
-        if !self.blob.read_at(c.at + CHUNK_HEADER as u64, &mut packed).map_err(|e| bad(format!("cannot read the trace: {e}")))? {
-            return Err(bad("truncated: the chunk's data is cut short".into()));
-        }
-        let (raw, n) = inflate_exact(&packed, c.raw_len as usize).map_err(|e| bad(format!("corrupt chunk data: {e}")))?;
-        if n != c.raw_len as usize || crc32(&c.bytes(), &raw) != c.crc {
-            return Err(bad("corrupt chunk: its data does not match its length and checksum".into()));
-        }
-        Ok(raw)
+        INFLATER.with(|cell| {
+            let inf = &mut *cell.borrow_mut();
+            let (pl, rl) = (c.packed_len as usize, c.raw_len as usize);
+            grow(&mut inf.packed, pl);
+            grow(&mut inf.raw, rl);
+            let packed = &mut inf.packed[..pl];
+            if !self.blob.read_at(c.at + CHUNK_HEADER as u64, packed).map_err(|e| bad(format!("cannot read the trace: {e}")))? {
+                return Err(bad("truncated: the chunk's data is cut short".into()));
+            }
+            let raw = &mut inf.raw[..rl];
+            let n = inflate_exact(&mut inf.state, packed, raw).map_err(|e| bad(format!("corrupt chunk data: {e}")))?;
+            if n != rl || crc32(&c.bytes(), raw) != c.crc {
+                return Err(bad("corrupt chunk: its data does not match its length and checksum".into()));
+            }
+            let out = f(raw);
+            // Keep only buffers of chunk size (a header or end chunk may be far larger).
+            for b in [&mut inf.packed, &mut inf.raw] {
+                if b.len() > 2 * MAX_RAW as usize {
+                    *b = Vec::new();
+                }
+            }
+            Ok(out)
+        })
     }
 }
 
-/// Inflate raw-deflate `packed` in one call into a buffer of `len` bytes; returns
-/// it and how many bytes the data filled. Data that does not fit is an error;
-/// data that falls short is for the caller's length check. (A streaming decoder
-/// would zero about 75 KiB of state and window per chunk and copy every byte
-/// through its window: 5% of a replay's instructions.)
-fn inflate_exact(packed: &[u8], len: usize) -> Result<(Vec<u8>, usize), String> {
-    let mut raw = vec![0u8; len];
-    let n = miniz_oxide::inflate::decompress_slice_iter_to_slice(&mut raw, std::iter::once(packed), false, true)
-        .map_err(|e| format!("{e:?}"))?;
-    Ok((raw, n))
+/// A thread's chunk-reading state, reused from chunk to chunk: fresh buffers and a
+/// fresh inflate state would be zeroed for every chunk (miniz's state is about
+/// 11 KiB, its Huffman tables are rebuilt per block anyway).
+struct Inflater {
+    state: Box<miniz_oxide::inflate::core::DecompressorOxide>,
+    packed: Vec<u8>,
+    raw: Vec<u8>,
+}
+
+thread_local! {
+    static INFLATER: std::cell::RefCell<Inflater> =
+        std::cell::RefCell::new(Inflater { state: Box::default(), packed: Vec::new(), raw: Vec::new() });
+}
+
+/// Make `buf` at least `len` bytes long (zeroing only the new bytes); a buffer
+/// left far larger by a failed header or end chunk goes when chunk sizes return.
+fn grow(buf: &mut Vec<u8>, len: usize) {
+    if buf.len() > 2 * MAX_RAW as usize && len <= 2 * MAX_RAW as usize {
+        *buf = Vec::new();
+    }
+    if buf.len() < len {
+        buf.resize(len, 0);
+    }
+}
+
+/// Inflate raw-deflate `packed` in one call into `out`; returns how many bytes the
+/// data filled. Data that does not fit is an error; data that falls short is for
+/// the caller's length check. Back-references before the start of `out` are errors
+/// (a non-wrapping output buffer), so stale bytes in a reused `out` never leak in.
+/// (A streaming decoder would zero about 75 KiB of state and window per chunk and
+/// copy every byte through its window: 5% of a replay's instructions.)
+fn inflate_exact(state: &mut miniz_oxide::inflate::core::DecompressorOxide, packed: &[u8], out: &mut [u8]) -> Result<usize, String> {
+    use miniz_oxide::inflate::core::inflate_flags::{TINFL_FLAG_IGNORE_ADLER32, TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF};
+    use miniz_oxide::inflate::TINFLStatus;
+    state.init();
+    let flags = TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF | TINFL_FLAG_IGNORE_ADLER32;
+    match miniz_oxide::inflate::core::decompress(state, packed, out, 0, flags) {
+        (TINFLStatus::Done, _, n) => Ok(n),
+        // As `decompress_slice_iter_to_slice` reports input that ends early.
+        (TINFLStatus::NeedsMoreInput, ..) => Err(format!("{:?}", TINFLStatus::FailedCannotMakeProgress)),
+        (e, ..) => Err(format!("{e:?}")),
+    }
 }
 
 // ---------------------------------------------------------------- writer
@@ -1103,7 +1160,7 @@ impl KernelCursor {
                         c.first
                     )));
                 }
-                let raw = file.payload(&c, MAX_RAW)?;
+                let raw = file.payload_shared(&c, MAX_RAW)?;
                 if c.count as usize > raw.len() {
                     return Err(TraceError(format!("{}: {} warps in {} bytes: corrupt trace", file.at(c.at), c.count, raw.len())));
                 }
@@ -1129,7 +1186,7 @@ impl KernelCursor {
                 }
                 self.next = c.next();
                 let (s, e) = starts[0];
-                let data: ChunkData = raw.into();
+                let data = raw;
                 self.group = Some((data.clone(), starts, w, c.at));
                 Ok(WarpCursor::new(data, s as usize, e as usize, c.at, None, w, max_bytes))
             }
@@ -1138,7 +1195,7 @@ impl KernelCursor {
                 if c.first != w || c.count != 0 {
                     return Err(TraceError(format!("{}: expected the first segment of warp {w}: corrupt trace", file.at(c.at))));
                 }
-                let raw = file.payload(&c, MAX_RAW)?;
+                let raw = file.payload_shared(&c, MAX_RAW)?;
                 // Skip the warp's other segments (headers only): the next warp starts after them.
                 let mut last = c;
                 while last.flags & 1 == 0 {
@@ -1155,7 +1212,7 @@ impl KernelCursor {
                 }
                 self.next = last.next();
                 let len = raw.len();
-                Ok(WarpCursor::new(raw.into(), 0, len, c.at, Some(c), w, max_bytes))
+                Ok(WarpCursor::new(raw, 0, len, c.at, Some(c), w, max_bytes))
             }
             _ => Err(TraceError(format!("{}: expected warp {w} of kernel {}: corrupt trace", file.at(c.at), self.kernel))),
         }
@@ -1337,12 +1394,13 @@ impl WarpCursor {
         let Some(seg) = r.segment.filter(|s| s.flags & 1 == 0) else {
             return Err(TraceError(format!("{}: warp {}: its ops end without Exit: corrupt trace", file.at(r.chunk_at), r.warp)));
         };
-        let (c, raw) = file.chunk_at(seg.next(), MAX_RAW)?;
+        let c = file.chunk_header(seg.next())?;
+        let raw = file.payload_shared(&c, MAX_RAW)?;
         if c.tag != b'S' || c.first != r.warp || c.count != seg.count + 1 || c.kernel != seg.kernel {
             return Err(TraceError(format!("{}: expected segment {} of warp {}: corrupt trace", file.at(c.at), seg.count + 1, r.warp)));
         }
         self.end = raw.len() as u32;
-        self.data = raw.into();
+        self.data = raw;
         self.win_at = 0;
         r.chunk_at = c.at;
         r.segment = Some(c);
@@ -1750,6 +1808,7 @@ mod tests {
 #[cfg(test)]
 mod inflate_tests {
     use super::inflate_exact;
+    use miniz_oxide::inflate::core::DecompressorOxide;
     use std::io::Write;
 
     fn deflate(data: &[u8]) -> Vec<u8> {
@@ -1758,18 +1817,64 @@ mod inflate_tests {
         e.finish().unwrap()
     }
 
+    /// Inflate with a reused state into a buffer of `len` stale bytes (as the chunk reader does).
+    fn inflate(state: &mut DecompressorOxide, packed: &[u8], len: usize) -> Result<(Vec<u8>, usize), String> {
+        let mut out = vec![0xa5; len];
+        let n = inflate_exact(state, packed, &mut out)?;
+        Ok((out, n))
+    }
+
     #[test]
     fn inflates_exactly_the_stated_length() {
+        let st = &mut DecompressorOxide::new();
         let data: Vec<u8> = (0..20_000u32).map(|i| (i * 7 % 251) as u8).collect();
         let packed = deflate(&data);
-        let (raw, n) = inflate_exact(&packed, data.len()).unwrap();
+        let (raw, n) = inflate(st, &packed, data.len()).unwrap();
         assert_eq!((n, &raw[..]), (data.len(), &data[..]));
         // Stated too short: the data does not fit, an error. Too long: a short count for the length check.
-        assert!(inflate_exact(&packed, data.len() - 1).is_err());
-        assert_eq!(inflate_exact(&packed, data.len() + 5).unwrap().1, data.len());
+        assert!(inflate(st, &packed, data.len() - 1).is_err());
+        assert_eq!(inflate(st, &packed, data.len() + 5).unwrap().1, data.len());
         // Empty chunks, and garbage.
-        assert_eq!(inflate_exact(&deflate(&[]), 0).unwrap().1, 0);
-        assert!(inflate_exact(&[0xff; 16], 100).is_err());
-        assert!(inflate_exact(&packed[..packed.len() / 2], data.len()).is_err());
+        assert_eq!(inflate(st, &deflate(&[]), 0).unwrap().1, 0);
+        assert!(inflate(st, &[0xff; 16], 100).is_err());
+        assert!(inflate(st, &packed[..packed.len() / 2], data.len()).is_err());
+        // The state is reusable after all those errors.
+        assert_eq!(inflate(st, &packed, data.len()).unwrap().0, data);
+    }
+
+    #[test]
+    fn a_reference_before_the_data_is_an_error_even_over_stale_bytes() {
+        // A fixed-Huffman block whose first symbol copies 3 bytes from distance 1
+        // (nothing decoded yet): zlib says "invalid distance too far back".
+        let st = &mut DecompressorOxide::new();
+        assert!(inflate(st, &[3, 2, 0], 3).is_err());
+        assert!(inflate(st, &[3, 2, 0], 100).is_err());
+    }
+
+    proptest::proptest! {
+        /// A state and buffer reused over a sequence of chunks inflate each as a fresh decoder does.
+        #[test]
+        fn reused_state_inflates_like_a_fresh_one(
+            chunks in proptest::collection::vec(proptest::collection::vec(0u8..4, 0..3000), 1..6),
+            cut in proptest::option::of(0usize..100),
+        ) {
+            let st = &mut DecompressorOxide::new();
+            for (k, data) in chunks.iter().enumerate() {
+                let mut packed = deflate(data);
+                if k == 0 {
+                    if let Some(c) = cut {
+                        // A corrupt first chunk (cut short) before the good ones.
+                        packed.truncate(packed.len() * c / 100);
+                        proptest::prop_assert!(inflate(st, &packed, data.len()).is_err() || data.is_empty());
+                        packed = deflate(data);
+                    }
+                }
+                let mut fresh = vec![];
+                std::io::Read::read_to_end(&mut flate2::read::DeflateDecoder::new(&packed[..]), &mut fresh).unwrap();
+                let (raw, n) = inflate(st, &packed, data.len()).unwrap();
+                proptest::prop_assert_eq!(&raw[..n], &fresh[..]);
+                proptest::prop_assert_eq!(&raw[..n], &data[..]);
+            }
+        }
     }
 }
