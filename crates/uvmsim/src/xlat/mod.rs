@@ -551,16 +551,23 @@ mod tests {
         }
     }
 
-    #[test]
-    fn an_l2_miss_reaches_the_l1_tlb_fill_return_cycles_after_the_l2_tlb() {
+    /// IOMMU mode at 1 GHz, one L1 TLB per SM, a 100 ns link, no IOMMU TLB and a
+    /// 4 x 25 ns walk without page-walk cache: every L2 miss takes 300 ns past the L2 TLB.
+    fn iommu_timing(sms: u32) -> Config {
         let mut c = Config::default();
         c.translation.mode = TranslationMode::Iommu;
-        (c.gpu.sms, c.gpu.sms_per_l1tlb, c.gpu.core_mhz) = (3, 1, 1000.0);
-        (c.gpu.l1tlb.entries, c.gpu.l1tlb.ways, c.gpu.l1tlb.latency_cycles) = (4, 4, 1);
-        (c.gpu.l2tlb.entries, c.gpu.l2tlb.ways, c.gpu.l2tlb.latency_cycles, c.gpu.l2tlb.fill_return_cycles) = (16, 16, 10, 2);
+        (c.gpu.sms, c.gpu.sms_per_l1tlb, c.gpu.core_mhz) = (sms, 1, 1000.0);
         (c.iommu.link_latency_ns, c.iommu.tlb_entries) = (100.0, 0);
         let w = &mut c.iommu.walker;
         (w.level_latency_ns, w.pte_from_dram, w.pwc_entries) = (25.0, false, 0);
+        c
+    }
+
+    #[test]
+    fn an_l2_miss_reaches_the_l1_tlb_fill_return_cycles_after_the_l2_tlb() {
+        let mut c = iommu_timing(3);
+        (c.gpu.l1tlb.entries, c.gpu.l1tlb.ways, c.gpu.l1tlb.latency_cycles) = (4, 4, 1);
+        (c.gpu.l2tlb.entries, c.gpu.l2tlb.ways, c.gpu.l2tlb.latency_cycles, c.gpu.l2tlb.fill_return_cycles) = (16, 16, 10, 2);
         let mut x = Translator::new(&c);
         x.space.map(&Buffer { base: BASE, bytes: 1 << 20, page_bytes: 4096, managed: false });
         let mut dram = Dram::new(&c.gpu.dram, c.gpu.line_bytes);
@@ -582,14 +589,9 @@ mod tests {
 
     #[test]
     fn l1_fills_arriving_together_are_installed_one_per_cycle() {
-        let mut c = Config::default();
-        c.translation.mode = TranslationMode::Iommu;
-        (c.gpu.sms, c.gpu.sms_per_l1tlb, c.gpu.core_mhz) = (2, 1, 1000.0);
+        let mut c = iommu_timing(2);
         (c.gpu.l1tlb.entries, c.gpu.l1tlb.ways, c.gpu.l1tlb.latency_cycles, c.gpu.l1tlb.fills_per_cycle) = (4, 4, 1, 1);
         (c.gpu.l2tlb.entries, c.gpu.l2tlb.ways, c.gpu.l2tlb.latency_cycles) = (16, 16, 10);
-        (c.iommu.link_latency_ns, c.iommu.tlb_entries) = (100.0, 0);
-        let w = &mut c.iommu.walker;
-        (w.level_latency_ns, w.pte_from_dram, w.pwc_entries) = (25.0, false, 0);
         let mut x = Translator::new(&c);
         x.space.map(&Buffer { base: BASE, bytes: 1 << 20, page_bytes: 4096, managed: false });
         let mut dram = Dram::new(&c.gpu.dram, c.gpu.line_bytes);
