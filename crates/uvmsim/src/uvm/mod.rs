@@ -2874,10 +2874,12 @@ mod tests {
             let (mut u, mut link, mut res) =
                 polled_with(UvmConfig { utlb_fault_limit: 1, merged_faults_take_mshr: take, ..UvmConfig::default() });
             u.raise(fault_at(0, 7, 0));
-            u.raise(fault_at(10_000_000, 7, 1)); // page 7 again, from µTLB 1: merges into µTLB 0's service
-            u.raise(fault_at(10_000_000, 9, 1)); // µTLB 1's own far fault
-                                                 // Taking the MSHR: page 9 is held until page 7 lands (20.256 µs), retried 1 µs later, lands at
-                                                 // 41.512 µs. Not taking it: page 9 goes at once, is polled at 30 µs and lands at 30.256 µs.
+            // Page 7 again, from µTLB 1: merges into µTLB 0's service.
+            u.raise(fault_at(10_000_000, 7, 1));
+            // µTLB 1's own far fault. Taking the MSHR: page 9 is held until page 7 lands (20.256 µs), retried
+            // 1 µs later, lands at 41.512 µs. Not taking it: page 9 goes at once, is polled at 30 µs and lands
+            // at 30.256 µs.
+            u.raise(fault_at(10_000_000, 9, 1));
             assert_eq!(u.stats.throttled, take as u64);
             assert_eq!((u.outstanding.clone(), u.uncounted.len()), (vec![1, 1, 0, 0], !take as usize));
             u.check_invariants(&res).unwrap();
