@@ -6,16 +6,17 @@
 //! every way of its set waits for a fill.
 //!
 //! How it works: per SM, the times at which the directory took the last
-//! `buffer_entries` answers, oldest first. An answer ready at `r` enters the
-//! chain when the answer `buffer_entries` places ahead of it has left it (the
-//! chain is first-in first-out, so that is the oldest recorded time). A hit
-//! that has to wait holds the TLB's later lookups until it is sent
+//! `buffer_entries` answers. An answer ready at `r` enters the chain when there
+//! is room: when the earliest of those times has passed, if all are later than
+//! `r`. A hit that has to wait holds the TLB's later lookups until it is sent
 //! (Akita's lookup stage retries the request at its head); a miss or a merge is
-//! answered from the MSHR and holds nothing. Answers are taken in the order the
-//! accesses are simulated, which puts a miss's answer before later hits that
-//! Akita would forward first.
+//! answered from the MSHR and holds nothing. The directory takes answers in the
+//! order they reach it (a miss's answer after the hits that overtook it, as the
+//! translator forwards them): a read it holds for its set holds every answer
+//! that reaches it later.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use crate::config::GpuConfig;
 use crate::sim::{Clock, Ps};
@@ -23,12 +24,13 @@ use crate::stats::Metrics;
 
 #[derive(Debug, Clone, Default)]
 struct SmPath {
-    /// When the directory took each of the last `room` answers, oldest first.
-    taken: VecDeque<Ps>,
+    /// When the directory took each of the last `room` answers, earliest on top.
+    taken: BinaryHeap<Reverse<Ps>>,
     /// No lookup before this: a hit waits for room at the head of the TLB's lookup stage.
     floor: Ps,
-    /// When the directory took the last answer (it takes them in order).
-    last: Ps,
+    /// The latest read the directory held for its set: (when it reached the directory,
+    /// when it was taken). Answers reaching it from then on wait behind it.
+    held: (Ps, Ps),
 }
 
 /// Counters of the vector memory path.
@@ -78,13 +80,13 @@ impl VmemPath {
     }
 
     /// The answer to a lookup made at `l`, ready at `r` (`hit`: answered by the TLB's
-    /// set, which then sends it): when it reaches the directory, not before the
-    /// directory took the answer ahead of it.
+    /// set, which then sends it): when the directory can check it (after the transit,
+    /// and not before a held read that reached the directory first).
     #[inline]
     pub fn send(&mut self, sm: usize, l: Ps, r: Ps, hit: bool) -> Ps {
         let p = &mut self.sms[sm];
-        let s = match p.taken.front() {
-            Some(&oldest) if p.taken.len() >= self.room && oldest > r => {
+        let s = match p.taken.peek() {
+            Some(&Reverse(oldest)) if p.taken.len() >= self.room && oldest > r => {
                 self.stats.full_waits += 1;
                 self.stats.full_ps += oldest - r;
                 if hit {
@@ -94,7 +96,12 @@ impl VmemPath {
             }
             _ => r,
         };
-        (s + self.transit).max(p.last)
+        let arrived = s + self.transit;
+        if arrived >= p.held.0 {
+            arrived.max(p.held.1)
+        } else {
+            arrived
+        }
     }
 
     /// The directory takes the answer at `at` (from [`Self::send`], or later if its set
@@ -106,11 +113,13 @@ impl VmemPath {
             self.stats.set_ps += at - arrived;
         }
         let p = &mut self.sms[sm];
-        if p.taken.len() >= self.room {
-            p.taken.pop_front();
+        if at > arrived && at > p.held.1 {
+            p.held = (arrived, at);
         }
-        p.taken.push_back(at);
-        p.last = at;
+        if p.taken.len() >= self.room {
+            p.taken.pop();
+        }
+        p.taken.push(Reverse(at));
     }
 
     pub fn export(&self, m: &mut Metrics, p: &str) {
@@ -167,11 +176,13 @@ mod tests {
         let a = p.send(0, 0, 1000, true);
         p.take(0, a, 50_000);
         let b = p.send(0, 0, 1000, true);
+        assert_eq!(b, 50_000, "reached the directory at 6, behind the held read");
         p.take(0, b, 60_000);
         assert_eq!(p.stats.set_waits, 2);
-        assert_eq!(p.stats.set_ps, (50_000 - 6000) + (60_000 - 50_000), "the second arrived at 50, after the first was taken");
-        // A miss answered at 20 cycles waits for the oldest answer to leave (50), holds no lookup.
-        assert_eq!(p.send(0, 2000, 20_000, false), 60_000, "in order: not before the last taken (60)");
+        assert_eq!(p.stats.set_ps, (50_000 - 6000) + (60_000 - 50_000));
+        // A miss answered at 20 cycles waits for the earliest answer to leave (50), holds no lookup;
+        // it reaches the directory at 55, after the held read (reached at 50, taken at 60).
+        assert_eq!(p.send(0, 2000, 20_000, false), 60_000);
         assert_eq!(p.lookup_at(0, 3000), 3000);
         p.take(0, 60_000, 60_000);
         // A hit looked up at 4 cycles, ready at 5: room only at 60, when the second answer left.
@@ -183,5 +194,19 @@ mod tests {
         assert_eq!(p.stats.held_lookups, 1);
         assert_eq!(p.stats.held_ps, 49_000);
         assert_eq!(p.lookup_at(0, 70_000), 70_000);
+    }
+
+    #[test]
+    fn an_answer_that_reaches_the_directory_before_a_held_read_is_not_held() {
+        let mut p = path(8);
+        // A miss's answer ready at 100 cycles reaches the directory at 105 and waits there until 300.
+        let m = p.send(0, 0, 100_000, false);
+        assert_eq!(m, 105_000);
+        p.take(0, m, 300_000);
+        // A hit looked up later in the simulation but answered earlier (at 2) overtook it: not held.
+        assert_eq!(p.send(0, 1000, 2000, true), 7000);
+        p.take(0, 7000, 7000);
+        // One reaching the directory after 105 waits behind it.
+        assert_eq!(p.send(0, 150_000, 151_000, true), 300_000);
     }
 }
