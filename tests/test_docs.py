@@ -28,6 +28,7 @@ _MODE = {
     "Trans-FW only": "transfw",
     "multi-application only": "apps",
     "polled model only": "polled",
+    "gpu.vmem.backpressure` only": "vmem",
 }
 # A small 4-GPU run (GMMU mode, host MMU): every GPU's metrics are documented under `gpu0`.
 MULTI_RUN = {"preset": "li-4gpu-gmmu", "set": ["workload.kind=stream", "workload.stream.elements=65536", "gpu.sms=4"]}
@@ -58,6 +59,11 @@ APPS_RUN = {
 POLLED_RUN = {
     "preset": "gtx480-zheng",
     "set": ["workload.kind=hotspot", "workload.hotspot.rows=64", "workload.hotspot.cols=64", "workload.managed=true"],
+}
+# A run with the L1 data cache's back-pressure on the L1 TLB, for the `gpu0.vmem.*` metrics.
+VMEM_RUN = {
+    "preset": "mgpusim-r9nano",
+    "set": ["workload.kind=stream", "workload.stream.elements=65536", "gpu.vmem.backpressure=true"],
 }
 # A managed run with its legacy baselines (GMMU mode), for the `baseline.*` metrics.
 BASELINES_RUN = {
@@ -111,6 +117,7 @@ def produced() -> dict[str, set[str]]:
         "iommu": set(uvmsim.run(preset=IOMMU_RUN["preset"], set=IOMMU_RUN["set"]).metrics),
         "baselines": set(uvmsim.run(preset=BASELINES_RUN["preset"], set=BASELINES_RUN["set"]).metrics),
         "polled": set(uvmsim.run(preset=POLLED_RUN["preset"], set=POLLED_RUN["set"]).metrics),
+        "vmem": set(uvmsim.run(preset=VMEM_RUN["preset"], set=VMEM_RUN["set"]).metrics),
         "multi": {re.sub(r"^gpu[0-9]+\.", "gpu0.", k) for k in multi_metrics},
         "least": {
             re.sub(r"^gpu[0-9]+\.", "gpu0.", k)
@@ -143,7 +150,7 @@ def test_every_documented_metric_is_produced_in_its_mode(produced: dict[str, set
     assert len(documented_metrics()) > 50
     for name, mode in documented_metrics().items():
         m = _matcher(name)
-        if mode in ("baselines", "polled", "multi", "least", "idyll", "transfw", "apps"):
+        if mode in ("baselines", "polled", "vmem", "multi", "least", "idyll", "transfw", "apps"):
             assert any(m.fullmatch(k) for k in produced[mode]), f"`{name}` is not produced by the {mode} run"
             continue
         where = {run for run in ("gmmu", "iommu") if any(m.fullmatch(k) for k in produced[run])}

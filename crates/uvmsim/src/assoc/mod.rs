@@ -203,6 +203,20 @@ impl<V: Copy + Default> SetAssoc<V> {
         self.find(key).map(|i| &self.vals[i])
     }
 
+    /// None if `key` is present; else the least `f` over the slots of its set (an empty
+    /// slot counts as `V::default()`). No state changes.
+    pub fn absent_min(&self, key: u64, f: impl Fn(&V) -> u64) -> Option<u64> {
+        let b = self.set_base(key);
+        let mut min = u64::MAX;
+        for w in b..b + self.ways {
+            if self.keys[w] == key {
+                return None;
+            }
+            min = min.min(if self.keys[w] == INVALID { f(&V::default()) } else { f(&self.vals[w]) });
+        }
+        Some(min)
+    }
+
     /// Insert or overwrite `key`; returns the evicted `(key, value)` if a valid slot was replaced.
     pub fn insert(&mut self, key: u64, v: V) -> Option<(u64, V)> {
         debug_assert_ne!(key, INVALID);
@@ -347,6 +361,21 @@ mod tests {
         } else {
             (((key ^ (key >> 32)) & 0xFFFF_FFFF) % sets as u64) as usize
         }
+    }
+
+    #[test]
+    fn absent_min_is_the_least_over_the_keys_set_or_none_when_present() {
+        // 2 sets of 2 ways: even keys in set 0, odd keys in set 1.
+        let mut a: SetAssoc<u64> = SetAssoc::new(4, 2, Replacement::Lru);
+        // An empty set: its slots count as the default value 0.
+        assert_eq!(a.absent_min(4, |&v| v), Some(0));
+        a.insert(2, 70);
+        assert_eq!(a.absent_min(4, |&v| v), Some(0), "one slot still empty");
+        a.insert(6, 30);
+        assert_eq!(a.absent_min(4, |&v| v), Some(30));
+        assert_eq!(a.absent_min(2, |&v| v), None, "present");
+        // Set 1 is unaffected by set 0's values.
+        assert_eq!(a.absent_min(5, |&v| v + 1), Some(1));
     }
 
     /// Naive reference: one recency list per set, most recent at the back.

@@ -196,6 +196,16 @@ mod tests {
     }
 
     #[test]
+    fn vmem_backpressure_needs_an_l1_data_cache_and_room() {
+        let e = resolve(&[], &["gpu.vmem.backpressure=true".into(), "gpu.l1d.size_bytes=0".into()]).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("gpu.vmem.backpressure"));
+        assert!(e.message.contains("L1 data cache"), "{e}");
+        let e = resolve(&[], &["gpu.vmem.buffer_entries=0".into()]).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("gpu.vmem.buffer_entries"));
+        assert!(resolve(&[], &["gpu.vmem.backpressure=true".into()]).is_ok());
+    }
+
+    #[test]
     fn typo_names_nearest_key_and_file() {
         let e = resolve(&[src("a.toml", "[gpu.l1tlb]\nentires = 3\n")], &[]).unwrap_err();
         assert_eq!(e.source.as_deref(), Some("a.toml"));

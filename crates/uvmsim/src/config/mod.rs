@@ -220,6 +220,42 @@ section! {
         pub l2d: CacheConfig = CacheConfig { size_bytes: ByteSize(2 << 20), ways: 16, latency_cycles: 100, replacement: Replacement::Lru },
         /// Device memory.
         pub dram: DramConfig = DramConfig::default(),
+        /// The path from the L1 TLB's answers to the L1 data cache (MGPUSim's address translator).
+        pub vmem: VmemConfig = VmemConfig::default(),
+    }
+}
+
+section! {
+    /// The vector memory path between an SM's L1 TLB and its L1 data cache: by default a
+    /// translated access reaches the cache as soon as its translation is ready. With
+    /// `backpressure` it follows MGPUSim v4's path (Akita v4: mem/vm/tlb tlbMiddleware,
+    /// mem/vm/addresstranslator, mem/cache/writearound): the L1 TLB's answers wait in a
+    /// bounded chain of buffers for the L1 data cache's directory, which takes them in
+    /// order and holds a read miss while every way of its set waits for a fill; a hit the
+    /// TLB cannot answer for lack of room holds its later lookups.
+    pub struct VmemConfig {
+        /// Model the back-pressure of the L1 data cache on the L1 TLB (needs `gpu.l1d`).
+        /// Akita v4: the TLB's lookup stage stops while a hit's answer cannot be sent
+        /// (tlbMiddleware.handleTranslationHit returns false and the request stays at the
+        /// head); the address translator forwards answers in arrival order and stops when
+        /// the cache's top port is full (parseTranslation); the write-around cache's
+        /// directory processes its buffer in order and a read miss waits while its set's
+        /// victim is locked by a pending fill (directory.processReadMiss, LRUVictimFinder:
+        /// the least recent unlocked way, none if all are locked). Misses and merged
+        /// requests take their room when their translation arrives; they never hold the
+        /// lookups (their effect on the TLB's fill parsing is not modelled). Writes do
+        /// not wait for a way (write-around). Off: no change to any result.
+        pub backpressure: bool = false,
+        /// Translated requests the buffers between the L1 TLB's answer and the cache
+        /// directory's head hold. MGPUSim v4 R9 Nano (per-port incoming + outgoing buffers
+        /// of NumReqPerCycle each, Akita v4 sim.NewPort): TLB top out 32 + translator
+        /// translation in 32 + translator bottom out 32 + L1V top in 8, the coalescer's 1,
+        /// the directory buffer 8, the 2-stage directory pipeline 2 x 8 and its
+        /// post-pipeline buffer 8: 137.
+        pub buffer_entries: u32 = 137,
+        /// GPU core cycles from the TLB's answer to the cache directory's check when
+        /// nothing waits ahead (translator parse, coalescer, directory pipeline).
+        pub transit_cycles: u32 = 5,
     }
 }
 
@@ -378,6 +414,11 @@ impl Config {
         tlb("gpu.l2tlb", &g.l2tlb, true)?;
         cache("gpu.l1d", &g.l1d, g.line_bytes)?;
         cache("gpu.l2d", &g.l2d, g.line_bytes)?;
+        range("gpu.vmem.buffer_entries", g.vmem.buffer_entries as f64, 1.0, 1e6)?;
+        range("gpu.vmem.transit_cycles", g.vmem.transit_cycles as f64, 0.0, 1e6)?;
+        if g.vmem.backpressure && g.l1d.size_bytes.0 == 0 {
+            return Err(("gpu.vmem.backpressure".into(), "needs an L1 data cache (gpu.l1d.size_bytes > 0)".into()));
+        }
         range("gpu.dram.latency_ns", g.dram.latency_ns, 0.0, 1e6)?;
         range("gpu.dram.bandwidth_gbps", g.dram.bandwidth_gbps, 0.001, 1e6)?;
         range("gpu.dram.channels", g.dram.channels as f64, 1.0, 1024.0)?;

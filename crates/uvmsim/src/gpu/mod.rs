@@ -21,9 +21,11 @@
 
 mod coalesce;
 mod port;
+pub mod vmem;
 
 pub use coalesce::{coalesce, Lines};
 use port::{IssuePort, SlotLen};
+use vmem::VmemPath;
 
 use crate::config::{Config, WarpScheduler};
 use crate::mem::MemSystem;
@@ -176,6 +178,8 @@ pub struct Gpu {
     lines: Lines,
     pub xlat: Translator,
     pub mem: MemSystem,
+    /// The L1 TLB → L1 data cache path under back-pressure (`gpu.vmem.backpressure`).
+    pub vmem: Option<VmemPath>,
     pub stats: GpuStats,
     /// Far faults raised since the world last collected them.
     faults: Vec<Fault>,
@@ -243,6 +247,7 @@ impl Gpu {
             lines: Lines::default(),
             xlat: Translator::with_gpu(cfg, id),
             mem: MemSystem::new(g),
+            vmem: VmemPath::new(g),
             stats: GpuStats::default(),
             faults: vec![],
             waiting: vec![],
@@ -701,7 +706,12 @@ impl Gpu {
         while i < self.lines.n {
             let va = self.lines.line[i] << ls;
             self.stats.translations += 1;
-            let (mut ready, pa, page) = match self.xlat.translate(sm, va, t, now, &mut self.mem.dram) {
+            // With the back-pressured path the lookup may wait for room behind an earlier hit.
+            let (lt, hits) = match self.vmem.as_mut() {
+                Some(v) => (v.lookup_at(sm, t), self.xlat.l1_hits(sm)),
+                None => (t, 0),
+            };
+            let (mut ready, pa, page) = match self.xlat.translate(sm, va, lt, now, &mut self.mem.dram) {
                 // A store to a read-only duplicate (read-mostly) faults: the driver collapses the copies.
                 Xlat::Ready(at, ..) if self.read_dup && kind == MemKind::Store && self.xlat.space.residency.is_dup(va >> 12) => {
                     self.record_fault(sm, kind, va, at);
@@ -750,8 +760,19 @@ impl Gpu {
                 continue;
             }
             let pa_line = pa >> ls;
+            let hit = self.vmem.is_some() && self.xlat.l1_hits(sm) > hits;
             while i < self.lines.n && self.lines.line[i] < end_line {
                 let line = pa_line + (self.lines.line[i] - first_line);
+                let ready = match self.vmem.as_mut() {
+                    None => ready,
+                    Some(v) => {
+                        let arrived = v.send(sm, lt, ready, hit);
+                        // Write-around: only a read needs a way of its set.
+                        let at = if kind == MemKind::Load { self.mem.l1_accept(sm, line, arrived) } else { arrived };
+                        v.take(sm, arrived, at);
+                        at
+                    }
+                };
                 let d = match kind {
                     MemKind::Load => self.mem.read(sm, line, ready, now),
                     MemKind::Store => self.mem.write(sm, line, ready, now),
@@ -801,6 +822,9 @@ impl Gpu {
         m.int(format!("{p}.warps"), s.warps);
         self.xlat.export(m, p);
         self.mem.export(m, p);
+        if let Some(v) = &self.vmem {
+            v.export(m, &format!("{p}.vmem"));
+        }
     }
 }
 

@@ -198,6 +198,17 @@ impl MemSystem {
         }
     }
 
+    /// When SM `sm`'s L1 directory can take a read of `line` that reaches it at `t`: at
+    /// once if the line is present or pending (a hit or a merge), else once a way of its
+    /// set is not waiting for a fill (Akita's write-around directory holds a read miss
+    /// while every way is locked). No state changes; `t` without an L1.
+    pub fn l1_accept(&self, sm: usize, line: u64, t: Ps) -> Ps {
+        match &self.l1d[sm] {
+            Some(l1) => l1.arr.absent_min(line, |l| l.ready()).map_or(t, |free| t.max(free)),
+            None => t,
+        }
+    }
+
     /// Read physical line `line` for SM `sm`, translation ready at `t`; returns when the data is back.
     #[inline(always)]
     pub fn read(&mut self, sm: usize, line: u64, t: Ps, now: Ps) -> Ps {
@@ -323,6 +334,26 @@ mod tests {
         assert_eq!(m.l2d.as_ref().unwrap().stats.mshr_hits, 1);
         // After arrival: an L1 hit costs the L1 latency.
         assert_eq!(m.read(0, 7, 400_000, 400_000), 410_000);
+    }
+
+    #[test]
+    fn a_read_miss_is_accepted_once_a_way_of_its_set_is_not_filling() {
+        let mut m = MemSystem::new(&gpu());
+        // L1: 1 KiB of 128 B lines, 2 ways: 4 sets; lines 0, 4, 8 share set 0.
+        assert_eq!(m.l1_accept(0, 0, 5), 5, "empty set");
+        let d0 = m.read(0, 0, 0, 0);
+        assert_eq!(m.l1_accept(0, 8, 5), 5, "one way still empty");
+        let d4 = m.read(0, 4, 1000, 1000);
+        assert!(d0 < d4);
+        // Both ways fill: line 8 waits for the earlier fill; lines 0 and 4 (pending) do not wait.
+        assert_eq!(m.l1_accept(0, 8, 2000), d0);
+        assert_eq!(m.l1_accept(0, 0, 2000), 2000);
+        assert_eq!(m.l1_accept(0, 4, 2000), 2000);
+        // Another set, or another SM's L1, is free.
+        assert_eq!(m.l1_accept(0, 1, 2000), 2000);
+        assert_eq!(m.l1_accept(1, 8, 2000), 2000);
+        // After the fills nothing waits.
+        assert_eq!(m.l1_accept(0, 8, d4 + 1), d4 + 1);
     }
 
     #[test]

@@ -297,6 +297,12 @@ impl Translator {
         rows
     }
 
+    /// Hits so far in SM `sm`'s L1 TLB (a change across [`Self::translate`] tells a hit).
+    #[inline]
+    pub fn l1_hits(&self, sm: usize) -> u64 {
+        self.l1[sm / self.sms_per_l1].stats.hits
+    }
+
     /// Translate `va` for SM `sm`, requested at `t`: when it is ready, the
     /// page's physical address and size; a far fault when the walk finds a
     /// managed page not resident on the GPU (nothing is filled); `Unmapped`
