@@ -132,8 +132,8 @@ section! {
         pub tracker_bucket_size: u32 = 4,
         /// Bits per fingerprint. ASSUMPTION: the seed gives only the target false-positive rate 0.2 (§3.2.3); 6 is the smallest width whose full-load bound 2b/(2^f - 1) = 0.127 meets it (xlat/cuckoo.rs).
         pub tracker_fingerprint_bits: u32 = 6,
-        /// One-way latency of a remote lookup message between the IOMMU and another GPU, in ns (a remote lookup pays it twice plus that GPU's L2 TLB latency). Seed multi-gpu §3.3.3: PCIe ~300 ns.
-        pub remote_latency_ns: f64 = 300.0,
+        /// One-way latency of a remote lookup message between the IOMMU and another GPU, in ns (a remote lookup pays it twice plus that GPU's L2 TLB latency). Seed multi-gpu §3.3.3, Fig. 19: the PCIe latency (~300 ns) is marked on the remote-access-latency axis, the whole remote lookup the seed compares with a walk (remote access pays off below ~3.5x-5x the 106.7 ns DRAM latency, and does at PCIe), so 150 ns each way; Table 5 (Ch. 4): CPU-GPU PCIe 150 cycles.
+        pub remote_latency_ns: f64 = 150.0,
         /// Multi-application IOMMU-TLB spilling (§3.2.2, Algorithm 2): an IOMMU-TLB victim with spill chances left goes into the L2 TLB of the GPU with the fewest IOMMU-TLB entries (per-GPU eviction counters), other than its own, and is tracked there; a spilled entry evicted with no chances left is dropped; a remote hit moves it back to its GPU and restores its chances. Needs multi.apps and the tracker.
         pub spill: bool = false,
         /// Spill chances N of a translation (§3.2.2: N = 1, a spill bit; Fig. 18: N = 2).

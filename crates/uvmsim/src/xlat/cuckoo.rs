@@ -154,6 +154,10 @@ impl CuckooFilter {
             self.len += 1;
             return true;
         }
+        // Every slot taken: no kick can free one (the same `false` as 500 kicks and their undo, at no cost).
+        if self.len == self.slots.len() {
+            return false;
+        }
         // Both full: kick. Remember each displacement to undo it if we fail.
         let b = self.p.bucket_size;
         let mut path: Vec<usize> = Vec::with_capacity(16);
@@ -323,6 +327,19 @@ mod tests {
         // A key inserted twice needs two deletes.
         assert!(f.insert(43));
         assert!(f.delete(43) && f.contains(43) && f.delete(43) && !f.contains(43));
+    }
+
+    /// Offering many keys fills every slot; then an insert is refused and changes nothing.
+    #[test]
+    fn filter_with_every_slot_taken_refuses() {
+        let mut f = filter(4, 2, 16);
+        for k in 0..10_000 {
+            f.insert(k);
+        }
+        assert_eq!(f.len, f.slots.len(), "10,000 offers fill all 8 slots");
+        let before = f.slots.clone();
+        assert!(!f.insert(123_456));
+        assert_eq!((f.len, &f.slots), (8, &before));
     }
 
     #[test]

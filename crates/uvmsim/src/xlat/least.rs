@@ -564,6 +564,21 @@ mod tests {
         assert_eq!(n.xlat(1, 0, 10_000), 10_731);
     }
 
+    /// At the default remote latency (150 ns each way, seed Fig. 19: the whole remote access
+    /// ~ the PCIe latency, 300 ns) a remote hit beats even an unqueued walk: arrival 111 + 150
+    /// + 10 + 150 = 421, + link 100 = 521 ns, against 731 ns for the walk.
+    #[test]
+    fn default_remote_lookup_beats_an_unqueued_walk() {
+        let mut c = config(true);
+        c.multi.least_tlb.remote_latency_ns = Config::default().multi.least_tlb.remote_latency_ns;
+        let mut s = Sys::new(&c);
+        s.xlat(0, 0, 0);
+        assert_eq!(s.xlat(1, 0, 10_000), 10_521);
+        // An idle walker took the request at once: its walk runs on and its answer is discarded (§3.2.1).
+        let st = s.stats();
+        assert_eq!((st.remote_first, st.walks_avoided), (1, 0));
+    }
+
     /// A 1-bit fingerprint in one bucket per GPU matches every key once anything is
     /// stored: GPU 1's page 5 (never in GPU 0) gets a wasted probe and the walk answers.
     #[test]
