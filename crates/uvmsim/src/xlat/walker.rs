@@ -176,8 +176,10 @@ impl Walker {
             (usize::MAX, t)
         } else {
             let admitted = self.queue.admit(t);
-            let (slot, free) = self.threads.iter().copied().enumerate().min_by_key(|&(_, f)| f).unwrap_or((0, t));
-            (slot, admitted.max(free))
+            // The first earliest-free thread, in two passes the compiler vectorises (min, then its position).
+            let free = self.threads.iter().fold(Ps::MAX, |a, &f| a.min(f));
+            let slot = self.threads.iter().position(|&f| f == free).unwrap_or(0);
+            (slot, admitted.max(if self.threads.is_empty() { t } else { free }))
         };
         // Deepest cached level: read from the level below it.
         let mut first = self.levels;
