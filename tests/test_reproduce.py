@@ -67,6 +67,19 @@ def test_unknown_experiment_names_nearest() -> None:
         rep.load_spec("apu-divergnce")
 
 
+def test_suite_sizes_pick_a_named_size_and_reject_unknown_ones(tmp_path: Path) -> None:
+    spec = rep.load_spec("zheng-eviction")
+    ctx = rep.Context(spec, {"suite": "zheng", "suite_sizes": "oversub"}, tmp_path)
+    sizes = dict(rep.load_suite(ctx))
+    assert sizes["hotspot"]["workload.hotspot.rows"] == 2048  # the suite's §5 size
+    assert sizes["nw"]["workload.nw.n"] == 2048  # no `oversub` entry: its default size
+    ctx.params["suite_sizes"] = "full"
+    assert dict(rep.load_suite(ctx))["hotspot"]["workload.hotspot.rows"] == 512
+    ctx.params["suite_sizes"] = "oversubs"
+    with pytest.raises(ConfigError, match="suite_sizes `oversubs`.*full, oversub, quick"):
+        rep.load_suite(ctx)
+
+
 def test_every_spec_loads_and_matches_its_analysis() -> None:
     specs = rep.list_experiments()
     assert [s.id for s in specs] == sorted(rep.REGISTRY)

@@ -856,6 +856,11 @@ def load_suite(ctx: Context) -> list[tuple[str, dict[str, Any]]]:
     workload may give instead of its default ``set``."""
     raw = tomllib.loads((SUITE_DIR / f"{ctx.params['suite']}.toml").read_text(encoding="utf-8"))
     sizes = ctx.params.get("suite_sizes", "full")
+    named = {k for w in raw["workloads"] for k in w} - {"name", "set", "quick"}
+    if sizes not in {"full", "quick"} | named:
+        choices = ", ".join(sorted({"full", "quick"} | named))
+        suite = ctx.params["suite"]
+        raise ConfigError(f"suite_sizes `{sizes}` is not a size of suite `{suite}`; expected one of: {choices}")
     key = "quick" if sizes == "quick" else "set"
     return [(w["name"], dict(w.get(sizes, w[key]))) for w in raw["workloads"]]
 
