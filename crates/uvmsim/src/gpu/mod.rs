@@ -42,9 +42,9 @@ use rustc_hash::FxHashMap;
 
 /// The part of memory instruction `op` (lanes in `scratch` if explicit) that
 /// touches the pages of `faults`: explicit lanes for the re-execution.
-fn narrow(op: Op, scratch: &[u64; MAX_LANES], faults: &[Fault]) -> (Op, Box<[u64; MAX_LANES]>) {
-    let Op::Mem { kind, lanes, bytes } = op else { return (op, Box::new(*scratch)) };
-    let mut out = Box::new([0u64; MAX_LANES]);
+fn narrow(op: Op, scratch: &[u64; MAX_LANES], faults: &[Fault]) -> (Op, Box<[u64]>) {
+    let Op::Mem { kind, lanes, bytes } = op else { return (op, Box::default()) };
+    let mut out = [0u64; MAX_LANES];
     let mut n = 0;
     let (count, lane) = match lanes {
         Lanes::Strided { base, stride, n } => (n as usize, (base, stride, false)),
@@ -58,7 +58,17 @@ fn narrow(op: Op, scratch: &[u64; MAX_LANES], faults: &[Fault]) -> (Op, Box<[u64
             n += 1;
         }
     }
-    (Op::Mem { kind, lanes: Lanes::Explicit { n: n as u32 }, bytes }, out)
+    (Op::Mem { kind, lanes: Lanes::Explicit { n: n as u32 }, bytes }, out[..n].into())
+}
+
+/// The lane addresses a saved instruction needs when it re-executes: only an
+/// explicit-lane memory op reads `scratch` (strided lanes are computed), so
+/// only its `n` lanes are kept (an empty box allocates nothing).
+fn saved_lanes(op: &Op, scratch: &[u64; MAX_LANES]) -> Box<[u64]> {
+    match *op {
+        Op::Mem { lanes: Lanes::Explicit { n }, .. } => scratch[..n as usize].into(),
+        _ => Box::default(),
+    }
 }
 
 /// Prefetch the cache line at `p` (a hint: never faults, whatever `p` is).
@@ -77,6 +87,22 @@ pub fn prefetch(p: *const u8) {
 /// the issue port's 64-slot window, longer than ALU dependency chains.
 const SHORT_STALL_CYCLES: u64 = 32;
 
+/// A sleeping warp and the page it was found waiting for at the last replay
+/// (`UNKNOWN`: not checked since it fell asleep, or voided).
+#[derive(Debug, Clone, Copy)]
+struct Sleeper {
+    slot: u32,
+    on: u64,
+}
+
+impl Sleeper {
+    const UNKNOWN: u64 = u64::MAX;
+
+    fn new(slot: u32) -> Sleeper {
+        Sleeper { slot, on: Sleeper::UNKNOWN }
+    }
+}
+
 #[derive(Debug)]
 struct Warp {
     stream: WarpStream,
@@ -89,9 +115,9 @@ struct Warp {
     id: WarpId,
     /// Memory instructions that far-faulted (with their lane addresses), waiting for a replay.
     /// The warp keeps issuing independent instructions; it sleeps at its next `Wait` (or exit).
-    pending: Vec<(Op, Box<[u64; MAX_LANES]>)>,
+    pending: Vec<(Op, Box<[u64]>)>,
     /// Faulted instructions to re-execute now, after a replay, before the stream goes on.
-    redo: std::collections::VecDeque<(Op, Box<[u64; MAX_LANES]>)>,
+    redo: std::collections::VecDeque<(Op, Box<[u64]>)>,
     /// The 4 KiB pages its pending instructions faulted on: a replay wakes the
     /// warp once all are resident (its µTLB holds the misses until then, so
     /// nothing is walked again in between).
@@ -183,8 +209,10 @@ pub struct Gpu {
     pub stats: GpuStats,
     /// Far faults raised since the world last collected them.
     faults: Vec<Fault>,
-    /// Warps waiting for a replay.
-    waiting: Vec<u32>,
+    /// Warps waiting for a replay, in the order they fell asleep (the order a replay wakes them).
+    waiting: Vec<Sleeper>,
+    /// The residency's refault epoch when the `Sleeper::on` pages were noted (another epoch voids them).
+    waiting_epoch: u64,
     /// With per-page replays (`replay_page`, the APU path): sleeping warps filed under the page they wait for.
     by_page: FxHashMap<u64, Vec<u32>>,
     /// Blocking fault mode (`uvm.fault_mode = "blocking"`), and which µTLBs are blocked.
@@ -251,6 +279,7 @@ impl Gpu {
             stats: GpuStats::default(),
             faults: vec![],
             waiting: vec![],
+            waiting_epoch: 0,
             by_page: FxHashMap::default(),
             blocking: cfg.uvm.fault_mode == FaultMode::Blocking,
             blocked: vec![false; g.sms.div_ceil(g.sms_per_l1tlb) as usize],
@@ -382,7 +411,7 @@ impl Gpu {
             let next = issue + self.issue;
             let op = match w.redo.pop_front() {
                 Some((op, lanes)) => {
-                    self.scratch = *lanes;
+                    self.scratch[..lanes.len()].copy_from_slice(&lanes);
                     op
                 }
                 None => w.stream.next(&mut self.scratch),
@@ -402,15 +431,15 @@ impl Gpu {
                 // A dependency on a faulted load: sleep until the replay, then re-execute
                 // the faulted instructions and this wait.
                 Op::Wait if !w.pending.is_empty() => {
-                    w.pending.push((Op::Wait, Box::new([0; MAX_LANES])));
-                    self.waiting.push(slot);
+                    w.pending.push((Op::Wait, Box::default()));
+                    self.waiting.push(Sleeper::new(slot));
                     return Ok(());
                 }
                 Op::Wait => next.max(w.loads),
                 // Blocking faults: a µTLB with a fault outstanding takes no requests until the replay.
                 Op::Mem { .. } if self.blocking && self.blocked[self.xlat.utlb_of(sm)] => {
-                    w.pending.push((op, Box::new(self.scratch)));
-                    self.waiting.push(slot);
+                    w.pending.push((op, saved_lanes(&op, &self.scratch)));
+                    self.waiting.push(Sleeper::new(slot));
                     return Ok(());
                 }
                 Op::Mem { kind, lanes, bytes } => {
@@ -448,7 +477,7 @@ impl Gpu {
                             // the whole instruction re-executes, as it always did.)
                             narrow(op, &self.scratch, &self.faults[raised..])
                         } else {
-                            (op, Box::new(self.scratch))
+                            (op, saved_lanes(&op, &self.scratch))
                         });
                         w.faulted.extend(self.faults[raised..].iter().map(|f| f.vpn));
                         w.epoch = self.xlat.space.residency.refault_epoch;
@@ -456,13 +485,13 @@ impl Gpu {
                             // Blocking: the µTLB stops, and the warp waits where it is.
                             let u = self.xlat.utlb_of(sm);
                             self.blocked[u] = true;
-                            self.waiting.push(slot);
+                            self.waiting.push(Sleeper::new(slot));
                             return Ok(());
                         }
                         if self.stall_on_fault && kind != MemKind::Prefetch {
                             // Zheng's GPU: the faulting warp stalls here (its µTLB goes on serving
                             // the other warps); after the replay it re-executes this instruction.
-                            self.waiting.push(slot);
+                            self.waiting.push(Sleeper::new(slot));
                             return Ok(());
                         }
                     } else {
@@ -477,7 +506,7 @@ impl Gpu {
                 }
                 // Exiting with faulted instructions: sleep; after the replay they run, then the stream exits again.
                 Op::Exit if !w.pending.is_empty() => {
-                    self.waiting.push(slot);
+                    self.waiting.push(Sleeper::new(slot));
                     return Ok(());
                 }
                 Op::Exit => {
@@ -568,8 +597,18 @@ impl Gpu {
     pub fn replay(&mut self, now: Ps, q: &mut EventQueue<Ev>) {
         self.blocked.fill(false);
         let (warps, residency) = (&mut self.warps, &self.xlat.space.residency);
-        self.waiting.retain(|&slot| {
-            if let Some(w) = warps[slot as usize].as_mut() {
+        if self.waiting_epoch != residency.refault_epoch {
+            self.waiting_epoch = residency.refault_epoch;
+            self.waiting.iter_mut().for_each(|s| s.on = Sleeper::UNKNOWN);
+        }
+        self.waiting.retain_mut(|s| {
+            // Still missing the page it stopped at last time: nothing else can have
+            // changed (it has not run; `requeue_waiters` and a new epoch void `on`), so
+            // it sleeps on without touching its state (most sleepers, most replays).
+            if s.on != Sleeper::UNKNOWN && !residency.is_mapped(s.on) {
+                return true;
+            }
+            if let Some(w) = warps[s.slot as usize].as_mut() {
                 if w.epoch != residency.refault_epoch {
                     // Pages it waits for may have been evicted after their fault was
                     // serviced (or their block deferred): nothing would raise them
@@ -579,13 +618,14 @@ impl Gpu {
                 // Pages become resident in batches: drop them from the end, stop at the first still missing.
                 while let Some(&p) = w.faulted.last() {
                     if !residency.is_mapped(p) {
+                        s.on = p;
                         return true;
                     }
                     w.faulted.pop();
                 }
                 w.redo.extend(w.pending.drain(..));
             }
-            q.push(now, Ev::Warp(self.tag | slot));
+            q.push(now, Ev::Warp(self.tag | s.slot));
             false
         });
     }
@@ -596,10 +636,11 @@ impl Gpu {
     /// keep waiting for their own pages, as the µTLB holds their misses (a global refault
     /// epoch would re-walk them all after every invalidation).
     pub fn requeue_waiters(&mut self, vpn: u64) {
-        for &slot in &self.waiting {
-            if let Some(w) = self.warps[slot as usize].as_mut() {
+        for s in &mut self.waiting {
+            if let Some(w) = self.warps[s.slot as usize].as_mut() {
                 if w.faulted.contains(&vpn) {
                     w.faulted.clear();
+                    s.on = Sleeper::UNKNOWN;
                 }
             }
         }
@@ -619,7 +660,10 @@ impl Gpu {
             self.blocked[u as usize] = false;
         }
         let (warps, residency, blocked, xlat) = (&mut self.warps, &self.xlat.space.residency, &self.blocked, &self.xlat);
-        self.waiting.retain(|&slot| {
+        self.waiting.retain_mut(|s| {
+            // Its own wake rule (pages still in service), so no noted page is kept.
+            s.on = Sleeper::UNKNOWN;
+            let slot = s.slot;
             if let Some(w) = warps[slot as usize].as_mut() {
                 let u = xlat.utlb_of(w.sm as usize);
                 while let Some(&p) = w.faulted.last() {
@@ -645,8 +689,8 @@ impl Gpu {
     pub fn replay_page(&mut self, vpn: u64, now: Ps, q: &mut EventQueue<Ev>) {
         self.blocked.fill(false);
         let mut inbox = std::mem::take(&mut self.waiting);
-        for slot in inbox.drain(..) {
-            self.file_or_wake(slot, now, q);
+        for s in inbox.drain(..) {
+            self.file_or_wake(s.slot, now, q);
         }
         self.waiting = inbox;
         for slot in self.by_page.remove(&vpn).unwrap_or_default() {
@@ -857,7 +901,7 @@ mod tests {
                 faulted: pages.to_vec(),
                 epoch: 0,
             }));
-            gpu.waiting.push((gpu.warps.len() - 1) as u32);
+            gpu.waiting.push(Sleeper::new((gpu.warps.len() - 1) as u32));
         }
         gpu
     }
@@ -881,6 +925,18 @@ mod tests {
         gpu.requeue_waiters(9);
         assert_eq!(woken(&mut gpu), 2);
         assert_eq!(gpu.waiting.len(), 1);
-        assert_eq!(gpu.warps[gpu.waiting[0] as usize].as_ref().unwrap().faulted, vec![7]);
+        assert_eq!(gpu.warps[gpu.waiting[0].slot as usize].as_ref().unwrap().faulted, vec![7]);
+    }
+
+    #[test]
+    fn a_new_refault_epoch_wakes_sleepers_whose_page_was_noted() {
+        // The first replay notes the page each sleeper stopped at (7, 9, 9); a replay
+        // that only re-reads those notes would keep them all asleep after an eviction.
+        let mut gpu = sleeping(&[&[7], &[8, 9], &[9]]);
+        assert_eq!(woken(&mut gpu), 0);
+        assert!(gpu.waiting.iter().all(|s| s.on != Sleeper::UNKNOWN));
+        gpu.xlat.space.residency.refault_epoch += 1;
+        assert_eq!(woken(&mut gpu), 3);
+        assert!(gpu.waiting.is_empty());
     }
 }
