@@ -186,6 +186,14 @@ section! {
         pub bandwidth_gbps: f64 = 512.0,
         /// Independent channels; lines interleave across them.
         pub channels: u32 = 16,
+        /// How addresses map to channels. 0 = a hash of the line number (spreads power-of-two
+        /// strides evenly; uvmsim's default). Otherwise consecutive blocks of this many bytes
+        /// go to consecutive channels: channel = (address / interleave_bytes) mod channels.
+        /// A multiple of `gpu.line_bytes`. MGPUSim's R9 Nano (amd/samples/runner/timingconfig/
+        /// r9nano/builder.go): log2MemoryBankInterleavingSize 7 selects the L2 bank per 128 B
+        /// (an InterleavedAddressPortMapper) and L2 bank i sends its misses to DRAM controller i
+        /// only (a SinglePortMapper): 128.
+        pub interleave_bytes: ByteSize = ByteSize(0),
     }
 }
 
@@ -422,6 +430,13 @@ impl Config {
         range("gpu.dram.latency_ns", g.dram.latency_ns, 0.0, 1e6)?;
         range("gpu.dram.bandwidth_gbps", g.dram.bandwidth_gbps, 0.001, 1e6)?;
         range("gpu.dram.channels", g.dram.channels as f64, 1.0, 1024.0)?;
+        let il = g.dram.interleave_bytes.0;
+        if il > 1 << 40 || il % g.line_bytes as u64 != 0 {
+            return Err((
+                "gpu.dram.interleave_bytes".into(),
+                format!("must be 0 (hash) or a multiple of gpu.line_bytes ({}) up to 1 TiB, got {}", g.line_bytes, g.dram.interleave_bytes),
+            ));
+        }
         let t = &self.translation;
         one_of("translation.levels", t.levels as u64, &[4, 5])?;
         one_of("translation.page_size", t.page_size.0, &PAGE_SIZES)?;
@@ -568,5 +583,20 @@ mod tests {
         let secs = Config::sections();
         assert!(secs.iter().any(|s| s.key == "gpu.l1tlb" && s.doc.contains("L1 TLB")), "{secs:?}");
         assert!(secs.iter().all(|s| !s.doc.is_empty()));
+    }
+
+    #[test]
+    fn dram_interleave_must_be_whole_lines() {
+        let mut c = Config::default();
+        c.gpu.line_bytes = 64;
+        for ok in [0, 64, 128, 4096] {
+            c.gpu.dram.interleave_bytes = ByteSize(ok);
+            c.validate().unwrap();
+        }
+        for bad in [32, 100, 1 << 41] {
+            c.gpu.dram.interleave_bytes = ByteSize(bad);
+            let (key, msg) = c.validate().unwrap_err();
+            assert_eq!(key, "gpu.dram.interleave_bytes", "{msg}");
+        }
     }
 }

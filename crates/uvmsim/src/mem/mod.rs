@@ -120,6 +120,8 @@ impl Cache {
 #[derive(Debug, Clone)]
 pub struct Dram {
     channels: Vec<Timeline>,
+    /// Lines per interleaving block (channel = line / this mod channels); 0 = hashed.
+    interleave_lines: u64,
     latency: Ps,
     line_bytes: u64,
     pub reads: u64,
@@ -132,6 +134,7 @@ impl Dram {
         let per_channel_gbps = c.bandwidth_gbps / c.channels as f64;
         Dram {
             channels: (0..c.channels).map(|_| Timeline::new(per_channel_gbps, line_bytes as u64)).collect(),
+            interleave_lines: c.interleave_bytes.0 / line_bytes as u64,
             latency: ns_to_ps(c.latency_ns),
             line_bytes: line_bytes as u64,
             reads: 0,
@@ -142,6 +145,10 @@ impl Dram {
 
     #[inline]
     fn channel(&self, line: u64) -> usize {
+        // Block interleaving (MGPUSim: 128 B blocks, one DRAM controller per L2 bank); 0 lines = hashed.
+        if let Some(block) = line.checked_div(self.interleave_lines) {
+            return (block % self.channels.len() as u64) as usize;
+        }
         // Hash the line number so that power-of-two strides spread over channels;
         // multiply-high maps the hash onto the channel count without a division.
         ((mix64(line) as u128 * self.channels.len() as u128) >> 64) as usize
@@ -318,7 +325,7 @@ mod tests {
         g.core_mhz = 1000.0;
         g.l1d = CacheConfig { size_bytes: ByteSize(1024), ways: 2, latency_cycles: 10, replacement: Replacement::Lru };
         g.l2d = CacheConfig { size_bytes: ByteSize(4096), ways: 4, latency_cycles: 100, replacement: Replacement::Lru };
-        g.dram = DramConfig { latency_ns: 200.0, bandwidth_gbps: 1000.0, channels: 1 };
+        g.dram = DramConfig { latency_ns: 200.0, bandwidth_gbps: 1000.0, channels: 1, ..DramConfig::default() };
         g
     }
 
@@ -354,6 +361,35 @@ mod tests {
         assert_eq!(m.l1_accept(1, 8, 2000), 2000);
         // After the fills nothing waits.
         assert_eq!(m.l1_accept(0, 8, d4 + 1), d4 + 1);
+    }
+
+    #[test]
+    fn block_interleaved_channels_follow_the_address() {
+        // MGPUSim's R9 Nano: 64 B lines, 128 B blocks over 16 channels.
+        let c = DramConfig { latency_ns: 100.0, bandwidth_gbps: 512.0, channels: 16, interleave_bytes: ByteSize(128) };
+        let d = Dram::new(&c, 64);
+        let ch: Vec<usize> = [0u64, 1, 2, 3, 30, 31, 32, 33, 64, 64 * 7 + 5].iter().map(|&l| d.channel(l)).collect();
+        assert_eq!(ch, [0, 0, 1, 1, 15, 15, 0, 0, 0, 2]);
+        // 4 KiB-strided lines (64 lines apart) all land in one channel, as in MGPUSim.
+        assert!((0..100u64).all(|k| d.channel(64 * k + 6) == 3));
+        // The hashed default spreads the same lines over several channels.
+        let h = Dram::new(&DramConfig { interleave_bytes: ByteSize(0), ..c }, 64);
+        let used: std::collections::HashSet<usize> = (0..100u64).map(|k| h.channel(64 * k + 6)).collect();
+        assert!(used.len() > 8, "{used:?}");
+    }
+
+    #[test]
+    fn lines_of_one_channel_queue_behind_each_other() {
+        // 32 GB/s per channel: a 64 B line takes 2 ns; latency 100 ns.
+        let c = DramConfig { latency_ns: 100.0, bandwidth_gbps: 512.0, channels: 16, interleave_bytes: ByteSize(128) };
+        let mut d = Dram::new(&c, 64);
+        // The channel's bucketed timeline rounds to a few ps.
+        let near = |got: Ps, want: Ps| got.abs_diff(want) <= 10;
+        let r = [d.read(0, 0, 0), d.read(1, 0, 0), d.read(2, 0, 0), d.read(32, 0, 0)];
+        assert!(near(r[0], 102_000), "{r:?}");
+        assert!(near(r[1], 104_000), "line 1 shares line 0's 128 B block: {r:?}");
+        assert!(near(r[2], 102_000), "line 2 is the next channel's: {r:?}");
+        assert!(near(r[3], 106_000), "line 32 wraps round to channel 0: {r:?}");
     }
 
     #[test]

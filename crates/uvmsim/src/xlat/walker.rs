@@ -307,7 +307,7 @@ mod tests {
     }
 
     fn dram() -> Dram {
-        Dram::new(&DramConfig { latency_ns: 50.0, bandwidth_gbps: 1000.0, channels: 4 }, 128)
+        Dram::new(&DramConfig { latency_ns: 50.0, bandwidth_gbps: 1000.0, channels: 4, ..DramConfig::default() }, 128)
     }
 
     #[test]
