@@ -141,17 +141,6 @@ impl Timeline {
         let min_end = t + ((bytes * self.ps_per_byte_fx) >> 16);
         // Start at the arrival bucket, or past the saturated stretch in front of it.
         let mut b = (t >> self.shift).max(self.lo);
-        // Fast path: a held bucket with room for the whole request that it does not
-        // fill (the common case; the loop below would do the same in more steps).
-        if b < self.base + self.len {
-            let i = (b & self.mask()) as usize;
-            let used = self.ring[i].used as u64 + bytes;
-            if used < self.cap as u64 {
-                self.ring[i].used = used as u32;
-                let end = (b << self.shift) + ((used * self.ps_per_cap_byte_fx) >> 16);
-                return end.max(min_end);
-            }
-        }
         let mut left = bytes;
         loop {
             let i = self.slot(b);
