@@ -142,6 +142,31 @@ def test_apu_divergence_quick(tmp_path: Path) -> None:
     assert len(list((tmp_path / "runs").iterdir())) == 4
 
 
+def test_resume_reuses_matching_runs_and_redoes_the_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = rep.reproduce("apu-divergence", tmp_path, quick=True)
+    runs = sorted((tmp_path / "runs").iterdir())
+    # One stored run no longer matches its configuration (as if the spec changed): only it is run again.
+    stale = runs[0] / "summary.json"
+    raw = json.loads(stale.read_text())
+    raw["config"]["sim"]["seed"] += 1
+    stale.write_text(json.dumps(raw))
+    calls: list[str] = []
+    real_run = rep.uvmsim.run
+
+    def counting_run(**kw):  # type: ignore[no-untyped-def]
+        calls.append(Path(kw["out"]).name)
+        return real_run(**kw)
+
+    monkeypatch.setattr(rep.uvmsim, "run", counting_run)
+    again = rep.reproduce("apu-divergence", tmp_path, quick=True, resume=True)
+    assert calls == [runs[0].name]
+    assert [(r.metric, r.simulated) for r in again] == [(r.metric, r.simulated) for r in first]
+    # Without resume every run is simulated again.
+    calls.clear()
+    rep.reproduce("apu-divergence", tmp_path, quick=True)
+    assert sorted(calls) == [r.name for r in runs]
+
+
 def test_reproduce_cli_prints_status_and_exits_0(cli: Cli, tmp_path: Path) -> None:
     p = cli("reproduce", "apu-tlb-miss-latency", "--quick", "-o", "r")
     assert p.returncode == 0, p.stderr

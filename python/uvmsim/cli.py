@@ -272,6 +272,12 @@ def config_markdown(reference: Sequence[dict[str, Any]], section_docs: Sequence[
 )
 @click.option("--quick", is_flag=True, help="Smaller runs (the spec's [quick] parameters): a smoke test.")
 @click.option(
+    "--resume",
+    is_flag=True,
+    help="Reuse the runs already in OUT whose stored configuration matches (an interrupted experiment goes on "
+    "where it stopped). Do not use it across uvmsim versions.",
+)
+@click.option(
     "--markdown",
     type=click.Path(dir_okay=False, path_type=Path),
     metavar="FILE",
@@ -279,7 +285,13 @@ def config_markdown(reference: Sequence[dict[str, Any]], section_docs: Sequence[
     "every row.",
 )
 def reproduce_cmd(
-    experiment_id: str | None, list_only: bool, run_all: bool, out: Path | None, quick: bool, markdown: Path | None
+    experiment_id: str | None,
+    list_only: bool,
+    run_all: bool,
+    out: Path | None,
+    quick: bool,
+    resume: bool,
+    markdown: Path | None,
 ) -> int:
     """Re-run seed experiment ID and compare with the published numbers (OUT/comparison.csv, OUT/plot.png).
 
@@ -300,7 +312,7 @@ def reproduce_cmd(
             raise click.UsageError("--all runs every experiment: give no ID and no --list")
         if markdown is not None:
             report_mod.check_markdown_target(markdown)  # fail before the runs, not after
-        return _reproduce_all(out or Path("uvmsim-out") / "reproduce", quick, markdown)
+        return _reproduce_all(out or Path("uvmsim-out") / "reproduce", quick, resume, markdown)
     if list_only or experiment_id is None:
         if experiment_id is not None:
             raise click.UsageError("give an experiment ID or --list, not both")
@@ -312,7 +324,7 @@ def reproduce_cmd(
     outdir = out if out is not None else Path("uvmsim-out") / spec.id
     click.echo(f"{spec.id}: {spec.title} (preset {spec.preset}{', quick' if quick else ''})")
     start = time.perf_counter()
-    rows = reproduce_mod.reproduce(spec.id, outdir, quick=quick)
+    rows = reproduce_mod.reproduce(spec.id, outdir, quick=quick, resume=resume)
     elapsed = time.perf_counter() - start
     _echo_rows(
         [
@@ -342,7 +354,7 @@ def reproduce_cmd(
     return 0
 
 
-def _reproduce_all(out: Path, quick: bool, markdown: Path | None) -> int:
+def _reproduce_all(out: Path, quick: bool, resume: bool, markdown: Path | None) -> int:
     from uvmsim import report as report_mod
 
     def on_done(o: report_mod.Outcome) -> None:
@@ -355,7 +367,7 @@ def _reproduce_all(out: Path, quick: bool, markdown: Path | None) -> int:
         f"reproducing {len(targets) - len(unsupported)} experiments{' (quick)' if quick else ''} into {out}; "
         f"{len(unsupported)} of VALIDATION.md are not yet supported"
     )
-    outcomes = report_mod.reproduce_all(out, quick=quick, on_done=on_done)
+    outcomes = report_mod.reproduce_all(out, quick=quick, resume=resume, on_done=on_done)
     counts = report_mod.summary_counts(outcomes)
     elapsed = report_mod.load_run_meta(out).get("elapsed_s")
     click.echo(

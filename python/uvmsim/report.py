@@ -172,7 +172,7 @@ def status_of(rows: Sequence[rep.Row]) -> str:
     return "FAIL" if any(r.passed is False for r in rows) else "PASS"
 
 
-def run_experiment(id: str, out: Path, *, quick: bool = False) -> Outcome:
+def run_experiment(id: str, out: Path, *, quick: bool = False, resume: bool = False) -> Outcome:
     """Reproduce experiment ``id`` into ``out``, draw its plot, and write ``out/result.json``.
 
     Any error of the experiment (a config error, a failed simulation, a bug in its analysis, a Rust panic) is
@@ -182,7 +182,7 @@ def run_experiment(id: str, out: Path, *, quick: bool = False) -> Outcome:
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     try:
-        rows = rep.reproduce(id, out, quick=quick)
+        rows = rep.reproduce(id, out, quick=quick, resume=resume)
         outcome = Outcome(id, status_of(rows), 0.0, quick, rows=rows)
     except (KeyboardInterrupt, SystemExit, GeneratorExit):
         raise
@@ -205,6 +205,7 @@ def reproduce_all(
     out: str | os.PathLike[str],
     *,
     quick: bool = False,
+    resume: bool = False,
     ids: Sequence[str] | None = None,
     on_start: Callable[[str], None] | None = None,
     on_done: Callable[[Outcome], None] | None = None,
@@ -213,7 +214,7 @@ def reproduce_all(
     ``out/report.html`` after each one. Returns the outcomes in VALIDATION.md order.
 
     Results of a previous run in ``out`` for the experiments about to run are removed first, so the report never
-    shows a stale result as this run's.
+    shows a stale result as this run's. ``resume``: each experiment reuses its finished runs (``reproduce``).
     """
     root = Path(out)
     _, targets = load_validation()
@@ -235,7 +236,7 @@ def reproduce_all(
     for i in todo:
         if on_start is not None:
             on_start(i)
-        outcome = run_experiment(i, root / i, quick=quick)
+        outcome = run_experiment(i, root / i, quick=quick, resume=resume)
         outcomes.append(outcome)
         write_report(root)
         if on_done is not None:

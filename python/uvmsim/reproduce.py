@@ -94,13 +94,33 @@ class Context:
     params: dict[str, Any]
     out: Path
     runs: dict[str, uvmsim.Result] = field(default_factory=dict)
+    #: Reuse ``runs/NAME/summary.json`` when its configuration is the one this run would use (an interrupted
+    #: experiment goes on where it stopped; runs of a changed uvmsim build are not detected: re-run without it).
+    resume: bool = False
+    #: How many runs ``resume`` reused.
+    reused: int = 0
 
     def run(self, name: str, set: Mapping[str, Any]) -> uvmsim.Result:
         """Run the spec's preset with the spec's common ``set`` plus ``set``; keep the summary in ``runs/NAME``."""
         overrides = {**self.params.get("set", {}), **set}
-        result = uvmsim.run(preset=self.spec.preset, set=overrides, out=self.out / "runs" / name)
+        out = self.out / "runs" / name
+        result = self._stored(out, overrides) if self.resume else None
+        if result is None:
+            result = uvmsim.run(preset=self.spec.preset, set=overrides, out=out)
+        else:
+            self.reused += 1
         self.runs[name] = result
         return result
+
+    def _stored(self, out: Path, overrides: Mapping[str, Any]) -> uvmsim.Result | None:
+        """The run stored in ``out`` if it finished with the configuration ``overrides`` resolve to."""
+        if not (out / uvmsim.SUMMARY_FILE).is_file():
+            return None
+        try:
+            stored = uvmsim.load(out)
+        except uvmsim.ConfigError:
+            return None  # a damaged summary: run again
+        return stored if stored.config == uvmsim.resolve(preset=self.spec.preset, set=overrides) else None
 
 
 Analysis = Callable[[Context], dict[str, float]]
@@ -208,10 +228,12 @@ def write_csv(path: Path, header_row: tuple[str, ...], rows: list[tuple[Any, ...
     atomic_write_text(path, buf.getvalue())
 
 
-def reproduce(id: str, out: str | Path, *, quick: bool = False) -> list[Row]:
-    """Run experiment ``id``, write ``out/comparison.csv`` (and ``out/runs/*``), return the rows."""
+def reproduce(id: str, out: str | Path, *, quick: bool = False, resume: bool = False) -> list[Row]:
+    """Run experiment ``id``, write ``out/comparison.csv`` (and ``out/runs/*``), return the rows.
+
+    ``resume``: reuse the runs already in ``out/runs`` whose stored configuration matches (see ``Context``)."""
     spec = load_spec(id)
-    ctx = Context(spec=spec, params=spec.run_params(quick), out=Path(out))
+    ctx = Context(spec=spec, params=spec.run_params(quick), out=Path(out), resume=resume)
     simulated = REGISTRY[id](ctx)
     rows = compare(spec.checks, simulated)
     write_csv(
