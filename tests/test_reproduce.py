@@ -167,6 +167,16 @@ def test_resume_reuses_matching_runs_and_redoes_the_rest(tmp_path: Path, monkeyp
     assert sorted(calls) == [r.name for r in runs]
 
 
+def test_reproduce_cli_resume_reads_the_runs_back(cli: Cli, tmp_path: Path) -> None:
+    first = cli("reproduce", "apu-divergence", "--quick", "-o", "r")
+    assert first.returncode == 0, first.stderr
+    stamps = {p: p.stat().st_mtime_ns for p in (tmp_path / "r" / "runs").glob("*/summary.json")}
+    again = cli("reproduce", "apu-divergence", "--quick", "--resume", "-o", "r")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == first.stdout
+    assert stamps and all(p.stat().st_mtime_ns == t for p, t in stamps.items())  # none rewritten
+
+
 def test_reproduce_cli_prints_status_and_exits_0(cli: Cli, tmp_path: Path) -> None:
     p = cli("reproduce", "apu-tlb-miss-latency", "--quick", "-o", "r")
     assert p.returncode == 0, p.stderr
