@@ -97,8 +97,6 @@ class Context:
     #: Reuse ``runs/NAME/summary.json`` when its configuration is the one this run would use (an interrupted
     #: experiment goes on where it stopped; runs of a changed uvmsim build are not detected: re-run without it).
     resume: bool = False
-    #: How many runs ``resume`` reused.
-    reused: int = 0
 
     def run(self, name: str, set: Mapping[str, Any]) -> uvmsim.Result:
         """Run the spec's preset with the spec's common ``set`` plus ``set``; keep the summary in ``runs/NAME``."""
@@ -107,8 +105,6 @@ class Context:
         result = self._stored(out, overrides) if self.resume else None
         if result is None:
             result = uvmsim.run(preset=self.spec.preset, set=overrides, out=out)
-        else:
-            self.reused += 1
         self.runs[name] = result
         return result
 
