@@ -777,7 +777,7 @@ impl Gpu {
             if let (true, Some(m)) = (MULTI, place.as_deref_mut()) {
                 // Multi-GPU: the page may be in another GPU's memory (pages are 4 KiB there).
                 let write = kind == MemKind::Store;
-                match m.locate(self.id, va >> 12, write, ready) {
+                match m.locate(self.id, va >> 12, write, lt, ready) {
                     Locate::Local(r) => ready = r,
                     Locate::Remote(owner, r) => {
                         while i < self.lines.n && self.lines.line[i] < end_line {

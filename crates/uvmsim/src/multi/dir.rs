@@ -30,11 +30,13 @@ pub struct Page {
     /// that moved the page ends at this time (its answer delivered), and the next
     /// one sends its invalidations only then, so the GPU that got the page uses it first.
     pub busy: Ps,
+    /// GPUs whose mapping an invalidation on its way will end (a [`Stale`] window each).
+    pub stale: u32,
 }
 
 impl Default for Page {
     fn default() -> Page {
-        Page { owner: HOST, copies: 0, mapped: 0, pending: 0, touched: 0, access: 0, ready: 0, busy: 0 }
+        Page { owner: HOST, copies: 0, mapped: 0, pending: 0, touched: 0, access: 0, ready: 0, busy: 0, stale: 0 }
     }
 }
 
@@ -52,12 +54,26 @@ pub fn access_bits(gpus: u32) -> u16 {
     (0..32).filter(|g| gpus >> g & 1 == 1).fold(0, |a, g| a | access_bit(g))
 }
 
+/// A GPU's mapping of a page that moved (or lost its other copies) while the GPU held it:
+/// until the invalidation request reaches the GPU, its TLBs and PTE still name the old frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stale {
+    /// The request arrives (TLB shootdown, PTE invalidated) at this time.
+    pub until: Ps,
+    /// The GPU whose memory the mapping names (the GPU itself for a copy of its own).
+    pub at: u8,
+    /// A read replica's mapping (read-only): a write through it faults.
+    pub read_only: bool,
+}
+
 /// Every page any GPU touched (memory grows with the touched footprint), and access counters.
 #[derive(Debug, Clone, Default)]
 pub struct Directory {
     pages: FxHashMap<u64, Page>,
     /// Remote accesses per (page, GPU), key `vpn << 5 | gpu`, since the page last moved.
     counters: FxHashMap<u64, u32>,
+    /// Stale mappings per (page, GPU), key `vpn << 5 | gpu`; `Page::stale` says which exist.
+    stale: FxHashMap<u64, Stale>,
 }
 
 impl Directory {
@@ -68,6 +84,31 @@ impl Directory {
 
     pub fn get(&self, vpn: u64) -> Option<&Page> {
         self.pages.get(&vpn)
+    }
+
+    /// GPU `g`'s mapping of `vpn` stays in use until `s.until`.
+    pub fn open_stale(&mut self, vpn: u64, g: usize, s: Stale) {
+        self.page(vpn).stale |= 1 << g;
+        self.stale.insert(vpn << 5 | g as u64, s);
+    }
+
+    /// GPU `g`'s stale mapping of `vpn`, if it has one.
+    #[inline]
+    pub fn stale(&self, vpn: u64, g: usize) -> Option<Stale> {
+        self.stale.get(&(vpn << 5 | g as u64)).copied()
+    }
+
+    /// GPU `g`'s stale mapping of `vpn` ends at `t` if its window is over by then (the request
+    /// that ends it arrived, or the GPU mapped the page anew: `t` = [`Ps::MAX`]).
+    pub fn close_stale(&mut self, vpn: u64, g: usize, t: Ps) {
+        let p = self.page(vpn);
+        if p.stale >> g & 1 == 1 {
+            let k = vpn << 5 | g as u64;
+            if self.stale.get(&k).is_some_and(|s| s.until <= t) {
+                self.stale.remove(&k);
+                self.page(vpn).stale &= !(1 << g);
+            }
+        }
     }
 
     /// Count one remote access of GPU `g` to `vpn`; true when this one reaches `threshold` (the counter restarts).

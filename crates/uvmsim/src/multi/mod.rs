@@ -34,7 +34,7 @@ pub mod dir;
 pub mod topo;
 pub mod transfw;
 
-pub use dir::{access_bit, access_bits, Directory, Page, ACCESS_BITS, HOST};
+pub use dir::{access_bit, access_bits, Directory, Page, Stale, ACCESS_BITS, HOST};
 pub use topo::{cta_share, CtaPlacement, Fabric, PeerTopology};
 
 use crate::config::{Config, TranslationMode, WalkerConfig};
@@ -408,13 +408,36 @@ impl Multi {
         self.n
     }
 
-    /// GPU `g` translated page `vpn` for an access at `ready`: where the data is
-    /// and from when (a page in flight is available when its migration ends).
+    /// GPU `g` translated page `vpn` for an access (translation started at `lt`, done at
+    /// `ready`): where the data is and from when (a page in flight is available when its
+    /// migration ends).
+    ///
+    /// A page that moved away (or lost its other copies) while `g` held a mapping: if `g` looked
+    /// the translation up before the invalidation reached it (TLB shootdown and PTE
+    /// invalidation, [`Stale::until`]), that translation names the old frame, which keeps the
+    /// data until the copy (it starts after every acknowledgement): the access is served there
+    /// at once, in its own memory or remotely at the old owner, not at the new owner after the
+    /// copy. `lt` is the time that counts: a TLB hit uses the stale entry then, and a walk
+    /// issued then is ahead of the PTE-invalidation walk queued behind it on the same walkers.
+    /// A stale write lands in the old frame before the copy, which carries it; a write through
+    /// a read replica's read-only mapping still faults.
     #[inline]
-    pub fn locate(&mut self, g: usize, vpn: u64, write: bool, ready: Ps) -> Locate {
+    pub fn locate(&mut self, g: usize, vpn: u64, write: bool, lt: Ps, ready: Ps) -> Locate {
         let bit = 1u32 << g;
         let p = self.dir.page(vpn);
         p.touched |= bit;
+        if p.stale & bit != 0 {
+            if let Some(w) = self.dir.stale(vpn, g).filter(|w| lt < w.until) {
+                if w.at as usize != g {
+                    return Locate::Remote(w.at as usize, ready);
+                }
+                if write && w.read_only {
+                    return Locate::WriteFault;
+                }
+                return Locate::Local(ready);
+            }
+        }
+        let p = self.dir.page(vpn);
         let ready = ready.max(p.ready);
         if p.copies & bit != 0 || p.owner == HOST {
             if write && p.copies & !bit != 0 {
@@ -476,6 +499,7 @@ impl Multi {
     /// (in-PTE directory) and defers the PTE walk (lazy invalidation) here.
     pub fn invalidate(&mut self, vpn: u64, skip: Option<usize>, t: Ps, now: Ps, gpus: &mut [Gpu]) -> Ps {
         let mut acks = t;
+        let mut sent = 0u32;
         let p = *self.dir.page(vpn);
         for (x, gpu) in gpus.iter_mut().enumerate() {
             if Some(x) == skip {
@@ -487,6 +511,7 @@ impl Multi {
                 continue;
             }
             self.stats.inv_sent += 1;
+            sent |= 1 << x;
             if self.zero_inval {
                 // 1 ps after the send: a send at the previous answer's arrival (`Page::busy`) then
                 // lands after the warps that answer woke (same-time events run in push order), so
@@ -516,7 +541,19 @@ impl Multi {
         // Every mapping is being invalidated: the access bits clear, except those of the GPU
         // that keeps its copy and of GPUs whose answer is still on its way (it stands).
         let keep = skip.map_or(0, |g| 1u32 << g) | p.pending;
-        self.dir.page(vpn).access = access_bits(keep);
+        let q = self.dir.page(vpn);
+        q.access = access_bits(keep);
+        // A GPU that had a mapping uses it until its request arrives (see `locate`); every
+        // request of a broadcast arrives at the same time. Not a GPU whose mapping an earlier
+        // request still on its way ends (its `mapped` bit stands until that one arrives).
+        if p.owner != HOST {
+            let until = t + if self.zero_inval { 1 } else { self.host_lat };
+            let read_only = p.copies.count_ones() > 1;
+            for x in (0..self.n).filter(|&x| (p.mapped & sent & !p.stale) >> x & 1 == 1) {
+                let at = if p.copies >> x & 1 == 1 { x as u8 } else { p.owner };
+                self.dir.open_stale(vpn, x, Stale { until, at, read_only });
+            }
+        }
         // The host's own cached translation of the page changes too.
         if let Some(tlb) = self.host_tlb.as_mut() {
             tlb.invalidate(vpn);
@@ -531,6 +568,7 @@ impl Multi {
     /// An invalidation request for `vpn` reaches GPU `x`: its TLBs drop the
     /// translation and its PTE becomes invalid. Necessary if it had either.
     pub fn invalidation_arrives(&mut self, x: usize, vpn: u64, t: Ps, gpu: &mut Gpu) {
+        self.dir.close_stale(vpn, x, t);
         let had_tlb = gpu.xlat.invalidate_page(vpn);
         // IDYLL lazy invalidation: the PTE invalidation waits in the IRMB (the page counts as
         // not resident from now on: a walk would find the IRMB entry first); entries it evicts
@@ -681,6 +719,8 @@ impl Multi {
             self.dir.reset_counters(vpn, self.n);
             self.owner_changed(vpn, p.owner, g);
         }
+        // Its new mapping replaces any old one.
+        self.dir.close_stale(vpn, g, Ps::MAX);
         Some(ready)
     }
 
@@ -1094,13 +1134,105 @@ mod tests {
     }
 
     #[test]
+    fn the_old_owner_uses_its_stale_mapping_until_its_invalidation_arrives() {
+        let (mut m, mut gpus) = system(3, MigrationPolicy::OnTouch);
+        let vpn = 9;
+        fault(&mut m, &mut gpus, 0, vpn, false, 0);
+        let t = m.dir.page(vpn).busy;
+        // GPU 1 takes the page; the invalidations are on their way: sent when the fault reaches
+        // the host (t + 150 ns), they reach the GPUs at t + 300 ns.
+        let ready = m.fault(1, vpn, false, t, t, &mut gpus).unwrap();
+        let until = t + ns_to_ps(300.0);
+        let copied = m.dir.page(vpn).ready;
+        assert!(copied > until && ready > copied);
+        assert_eq!(m.dir.stale(vpn, 0), Some(Stale { until, at: 0, read_only: false }));
+        assert_eq!(m.dir.page(vpn).stale, 0b001, "only GPU 0 held a mapping");
+        // GPU 0 translated before its shootdown: its old frame, at once, reads and writes alike.
+        let (lt, r) = (until - 1, until + 5_000);
+        assert_eq!(m.locate(0, vpn, false, lt, r), Locate::Local(r));
+        assert_eq!(m.locate(0, vpn, true, lt, r), Locate::Local(r));
+        // Translated from the shootdown on (the event not yet run): at the new owner after the copy, as before.
+        assert_eq!(m.locate(0, vpn, false, until, r), Locate::Remote(1, copied));
+        // A GPU that never held the page is not affected, before the shootdown or after it.
+        assert_eq!(m.locate(2, vpn, false, lt, r), Locate::Remote(1, copied));
+        // The request arrives: the window closes, and GPU 0's translation is gone.
+        deliver(&mut m, &mut gpus);
+        assert_eq!((m.dir.stale(vpn, 0), m.dir.page(vpn).stale), (None, 0));
+        assert!(!gpus[0].xlat.space.residency.is_resident(vpn));
+        assert_eq!(m.locate(0, vpn, false, lt, r), Locate::Remote(1, copied));
+        m.page_ready(1, vpn, &mut gpus[1]);
+        assert_eq!(m.locate(1, vpn, false, ready, ready), Locate::Local(ready));
+    }
+
+    #[test]
+    fn an_earlier_invalidation_does_not_close_a_later_stale_window() {
+        // Three far faults handled back to back (the driver's answers are still on their way):
+        // GPU 0 owns the page, GPU 1 takes it (M1), GPU 2 takes it from GPU 1 (M2).
+        let (mut m, mut gpus) = system(3, MigrationPolicy::OnTouch);
+        let vpn = 11;
+        fault(&mut m, &mut gpus, 0, vpn, false, 0);
+        let t = m.dir.page(vpn).busy;
+        let ready1 = m.fault(1, vpn, false, t, t, &mut gpus).unwrap();
+        let m1 = std::mem::take(&mut m.arrivals);
+        m.fault(2, vpn, false, t + 1, t + 1, &mut gpus).unwrap();
+        // M2 is sent when GPU 1's answer is in; GPU 0's mapping ends with M1, GPU 1's with M2.
+        let (s1, s2) = (t + ns_to_ps(300.0), ready1 + ns_to_ps(150.0));
+        assert_eq!(m.dir.stale(vpn, 0).map(|w| w.until), Some(s1));
+        assert_eq!(m.dir.stale(vpn, 1), Some(Stale { until: s2, at: 1, read_only: false }));
+        // M1's requests arrive (GPU 1's too: its answer, still on its way, stands).
+        for (at, x) in m1 {
+            m.invalidation_arrives((x & 31) as usize, x >> 5, at, &mut gpus[(x & 31) as usize]);
+        }
+        assert_eq!(m.dir.page(vpn).stale, 0b010);
+        m.page_ready(1, vpn, &mut gpus[1]);
+        let copied = m.dir.page(vpn).ready;
+        // GPU 1 uses its new copy until M2 reaches it; GPU 0's translation after s1 goes to GPU 2.
+        assert_eq!(m.locate(1, vpn, true, s2 - 1, s2), Locate::Local(s2));
+        assert_eq!(m.locate(0, vpn, false, s2 - 1, s2), Locate::Remote(2, copied));
+        deliver(&mut m, &mut gpus);
+        assert_eq!(m.dir.page(vpn).stale, 0);
+    }
+
+    #[test]
+    fn stale_remote_mappings_and_read_replicas() {
+        // Access counters: GPU 1 maps GPU 0's page remotely; the driver moves it to GPU 2. Until
+        // their requests arrive GPU 0 reads its own frame and GPU 1 still reads GPU 0's.
+        let (mut m, mut gpus) = system(3, MigrationPolicy::AccessCounter);
+        let vpn = 21;
+        fault(&mut m, &mut gpus, 0, vpn, false, 0);
+        fault(&mut m, &mut gpus, 1, vpn, false, 1_000_000);
+        m.migrate(vpn, 2, 2_000_000, 2_000_000, &mut gpus);
+        let until = m.arrivals[0].0;
+        assert!(m.arrivals.iter().all(|&(at, _)| at == until));
+        let copied = m.dir.page(vpn).ready;
+        let (lt, r) = (until - 1, until);
+        assert_eq!(m.locate(0, vpn, true, lt, r), Locate::Local(r));
+        assert_eq!(m.locate(1, vpn, false, lt, r), Locate::Remote(0, r));
+        assert_eq!(m.locate(1, vpn, false, until, r), Locate::Remote(2, copied));
+        deliver(&mut m, &mut gpus);
+        assert_eq!(m.locate(1, vpn, false, lt, r), Locate::Remote(2, copied));
+        // Read replication: replicas on GPUs 0 and 1; GPU 1's store collapses them. Until its
+        // request arrives GPU 0 reads its replica, but a store through that read-only mapping faults.
+        let (mut m, mut gpus) = system(3, MigrationPolicy::ReadReplication);
+        fault(&mut m, &mut gpus, 0, vpn, false, 0);
+        fault(&mut m, &mut gpus, 1, vpn, false, 1_000_000);
+        m.fault(1, vpn, true, 2_000_000, 2_000_000, &mut gpus).unwrap();
+        let until = m.arrivals[0].0;
+        assert_eq!(m.dir.stale(vpn, 0), Some(Stale { until, at: 0, read_only: true }));
+        assert_eq!(m.dir.stale(vpn, 1), None, "the writer keeps its copy");
+        assert_eq!(m.locate(0, vpn, false, until - 1, until), Locate::Local(until));
+        assert_eq!(m.locate(0, vpn, true, until - 1, until), Locate::WriteFault);
+        assert_eq!(m.locate(2, vpn, false, until - 1, until), Locate::Remote(1, m.dir.page(vpn).ready));
+    }
+
+    #[test]
     fn access_counter_migrates_exactly_at_the_threshold() {
         let (mut m, mut gpus) = system(2, MigrationPolicy::AccessCounter);
         let vpn = 0x1234;
         fault(&mut m, &mut gpus, 0, vpn, false, 0); // from the host to GPU 0
         fault(&mut m, &mut gpus, 1, vpn, false, 1_000_000); // GPU 1: remote mapping
         assert_eq!((m.stats.migrations_h2d, m.stats.remote_maps), (1, 1));
-        assert_eq!(m.locate(1, vpn, false, 2_000_000), Locate::Remote(0, 2_000_000));
+        assert_eq!(m.locate(1, vpn, false, 2_000_000, 2_000_000), Locate::Remote(0, 2_000_000));
         for i in 1..256 {
             m.remote_line(1, 0, vpn, false, 2_000_000 + i, 2_000_000);
         }
@@ -1117,7 +1249,7 @@ mod tests {
         assert!(!gpus[0].xlat.space.residency.is_resident(vpn) && !gpus[1].xlat.space.residency.is_resident(vpn));
         // GPU 1's next access faults and maps its own copy: local from then on.
         fault(&mut m, &mut gpus, 1, vpn, false, 10_000_000);
-        assert!(matches!(m.locate(1, vpn, false, 20_000_000), Locate::Local(_)));
+        assert!(matches!(m.locate(1, vpn, false, 20_000_000, 20_000_000), Locate::Local(_)));
         assert_eq!(m.stats.migrations_p2p, 1);
     }
 
@@ -1132,10 +1264,10 @@ mod tests {
         assert_eq!(m.stats.replications, 3);
         assert_eq!(m.dir.page(vpn).copies, 0b1111);
         for g in 0..4 {
-            assert!(matches!(m.locate(g, vpn, false, 9_000_000), Locate::Local(_)), "GPU {g} reads its replica");
+            assert!(matches!(m.locate(g, vpn, false, 9_000_000, 9_000_000), Locate::Local(_)), "GPU {g} reads its replica");
         }
         // A store from GPU 2 is a protection fault; the driver invalidates the three other copies.
-        assert_eq!(m.locate(2, vpn, true, 9_000_000), Locate::WriteFault);
+        assert_eq!(m.locate(2, vpn, true, 9_000_000, 9_000_000), Locate::WriteFault);
         fault(&mut m, &mut gpus, 2, vpn, true, 10_000_000);
         assert_eq!(m.stats.write_invalidations, 1);
         assert_eq!((m.stats.inv_sent, m.stats.inv_necessary, m.stats.inv_unnecessary), (3, 3, 0));
@@ -1145,7 +1277,7 @@ mod tests {
             assert!(!gpus[g].xlat.space.residency.is_resident(vpn), "GPU {g} lost its copy's PTE");
         }
         assert!(gpus[2].xlat.space.residency.is_resident(vpn));
-        assert!(matches!(m.locate(2, vpn, true, 20_000_000), Locate::Local(_)));
+        assert!(matches!(m.locate(2, vpn, true, 20_000_000, 20_000_000), Locate::Local(_)));
     }
 
     #[test]
