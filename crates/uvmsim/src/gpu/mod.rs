@@ -93,13 +93,40 @@ const SHORT_STALL_CYCLES: u64 = 32;
 struct Sleeper {
     slot: u32,
     on: u64,
+    /// The pages of the warp's `faulted` list when it fell asleep (a sleeping warp's list
+    /// only shrinks, so this stays a superset): `requeue_waiters` skips, without touching
+    /// the warp, every sleeper whose filter rules the page out.
+    pages: PageFilter,
 }
 
 impl Sleeper {
     const UNKNOWN: u64 = u64::MAX;
 
-    fn new(slot: u32) -> Sleeper {
-        Sleeper { slot, on: Sleeper::UNKNOWN }
+    fn new(slot: u32, faulted: &[u64]) -> Sleeper {
+        Sleeper { slot, on: Sleeper::UNKNOWN, pages: PageFilter::of(faulted) }
+    }
+}
+
+/// A 64-bit Bloom filter of page numbers (one bit per page): `may_hold` is true for
+/// every page added, and for few others (a sleeping warp waits for a handful of pages).
+/// 64 bits keep a `Sleeper` at 24 bytes: `replay` moves the sleepers it keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct PageFilter(u64);
+
+impl PageFilter {
+    #[inline]
+    fn bit(vpn: u64) -> u64 {
+        // Fibonacci hashing: the top 6 bits of the product spread neighbouring pages.
+        1u64 << (vpn.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58)
+    }
+
+    fn of(pages: &[u64]) -> PageFilter {
+        PageFilter(pages.iter().fold(0, |f, &p| f | PageFilter::bit(p)))
+    }
+
+    #[inline]
+    fn may_hold(self, vpn: u64) -> bool {
+        self.0 & PageFilter::bit(vpn) != 0
     }
 }
 
@@ -125,6 +152,21 @@ struct Warp {
     /// The residency's refault epoch at its last fault: if pages were evicted
     /// since, a replay re-executes it even with pages missing (they fault again).
     epoch: u64,
+}
+
+impl Warp {
+    /// After a replay: its faulted instructions (`pending`) run next, after any already in `redo`.
+    #[inline]
+    fn wake(&mut self) {
+        if self.redo.is_empty() {
+            // The usual case: swap the buffers (both keep their capacity) rather than move
+            // each instruction, on every wake of every sleeping warp.
+            let redo = Vec::from(std::mem::take(&mut self.redo));
+            self.redo = std::mem::replace(&mut self.pending, redo).into();
+        } else {
+            self.redo.extend(self.pending.drain(..));
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -432,14 +474,14 @@ impl Gpu {
                 // the faulted instructions and this wait.
                 Op::Wait if !w.pending.is_empty() => {
                     w.pending.push((Op::Wait, Box::default()));
-                    self.waiting.push(Sleeper::new(slot));
+                    self.waiting.push(Sleeper::new(slot, &w.faulted));
                     return Ok(());
                 }
                 Op::Wait => next.max(w.loads),
                 // Blocking faults: a µTLB with a fault outstanding takes no requests until the replay.
                 Op::Mem { .. } if self.blocking && self.blocked[self.xlat.utlb_of(sm)] => {
                     w.pending.push((op, saved_lanes(&op, &self.scratch)));
-                    self.waiting.push(Sleeper::new(slot));
+                    self.waiting.push(Sleeper::new(slot, &w.faulted));
                     return Ok(());
                 }
                 Op::Mem { kind, lanes, bytes } => {
@@ -485,13 +527,13 @@ impl Gpu {
                             // Blocking: the µTLB stops, and the warp waits where it is.
                             let u = self.xlat.utlb_of(sm);
                             self.blocked[u] = true;
-                            self.waiting.push(Sleeper::new(slot));
+                            self.waiting.push(Sleeper::new(slot, &w.faulted));
                             return Ok(());
                         }
                         if self.stall_on_fault && kind != MemKind::Prefetch {
                             // Zheng's GPU: the faulting warp stalls here (its µTLB goes on serving
                             // the other warps); after the replay it re-executes this instruction.
-                            self.waiting.push(Sleeper::new(slot));
+                            self.waiting.push(Sleeper::new(slot, &w.faulted));
                             return Ok(());
                         }
                     } else {
@@ -506,7 +548,7 @@ impl Gpu {
                 }
                 // Exiting with faulted instructions: sleep; after the replay they run, then the stream exits again.
                 Op::Exit if !w.pending.is_empty() => {
-                    self.waiting.push(Sleeper::new(slot));
+                    self.waiting.push(Sleeper::new(slot, &w.faulted));
                     return Ok(());
                 }
                 Op::Exit => {
@@ -601,11 +643,21 @@ impl Gpu {
             self.waiting_epoch = residency.refault_epoch;
             self.waiting.iter_mut().for_each(|s| s.on = Sleeper::UNKNOWN);
         }
+        // Most sleepers wait for one of a few pages: remember the latest answers (nothing
+        // changes residency during a replay) rather than look each one up again.
+        let mut memo = [(Sleeper::UNKNOWN, false); 16];
+        let mut is_mapped = |p: u64| {
+            let e = &mut memo[(p % 16) as usize];
+            if e.0 != p {
+                *e = (p, residency.is_mapped(p));
+            }
+            e.1
+        };
         self.waiting.retain_mut(|s| {
             // Still missing the page it stopped at last time: nothing else can have
             // changed (it has not run; `requeue_waiters` and a new epoch void `on`), so
             // it sleeps on without touching its state (most sleepers, most replays).
-            if s.on != Sleeper::UNKNOWN && !residency.is_mapped(s.on) {
+            if s.on != Sleeper::UNKNOWN && !is_mapped(s.on) {
                 return true;
             }
             if let Some(w) = warps[s.slot as usize].as_mut() {
@@ -617,13 +669,13 @@ impl Gpu {
                 }
                 // Pages become resident in batches: drop them from the end, stop at the first still missing.
                 while let Some(&p) = w.faulted.last() {
-                    if !residency.is_mapped(p) {
+                    if !is_mapped(p) {
                         s.on = p;
                         return true;
                     }
                     w.faulted.pop();
                 }
-                w.redo.extend(w.pending.drain(..));
+                w.wake();
             }
             q.push(now, Ev::Warp(self.tag | s.slot));
             false
@@ -637,10 +689,14 @@ impl Gpu {
     /// epoch would re-walk them all after every invalidation).
     pub fn requeue_waiters(&mut self, vpn: u64) {
         for s in &mut self.waiting {
+            if !s.pages.may_hold(vpn) {
+                continue;
+            }
             if let Some(w) = self.warps[s.slot as usize].as_mut() {
                 if w.faulted.contains(&vpn) {
                     w.faulted.clear();
                     s.on = Sleeper::UNKNOWN;
+                    s.pages = PageFilter::default();
                 }
             }
         }
@@ -675,7 +731,7 @@ impl Gpu {
                 if blocked[u] {
                     return true;
                 }
-                w.redo.extend(w.pending.drain(..));
+                w.wake();
             }
             q.push(now, Ev::Warp(self.tag | slot));
             false
@@ -712,7 +768,7 @@ impl Gpu {
                 }
                 w.faulted.pop();
             }
-            w.redo.extend(w.pending.drain(..));
+            w.wake();
         }
         q.push(now, Ev::Warp(self.tag | slot));
     }
@@ -901,7 +957,7 @@ mod tests {
                 faulted: pages.to_vec(),
                 epoch: 0,
             }));
-            gpu.waiting.push(Sleeper::new((gpu.warps.len() - 1) as u32));
+            gpu.waiting.push(Sleeper::new((gpu.warps.len() - 1) as u32, pages));
         }
         gpu
     }
@@ -938,5 +994,83 @@ mod tests {
         gpu.xlat.space.residency.refault_epoch += 1;
         assert_eq!(woken(&mut gpu), 3);
         assert!(gpu.waiting.is_empty());
+    }
+
+    #[test]
+    fn wake_puts_pending_after_redo() {
+        let mut gpu = sleeping(&[&[]]);
+        let w = gpu.warps.last_mut().unwrap().as_mut().unwrap();
+        let ops = |w: &Warp| w.redo.iter().map(|(op, _)| *op).collect::<Vec<_>>();
+        // Nothing left to redo: the pending instructions are next, in order.
+        w.pending = vec![(Op::Compute(1), Box::default()), (Op::Wait, Box::default())];
+        w.wake();
+        assert_eq!(ops(w), vec![Op::Compute(1), Op::Wait]);
+        assert!(w.pending.is_empty());
+        // Still redoing (a blocked µTLB stopped it): the pending ones follow.
+        w.redo.pop_front();
+        w.pending.push((Op::Compute(2), vec![5u64, 6].into()));
+        w.wake();
+        assert_eq!(ops(w), vec![Op::Wait, Op::Compute(2)]);
+        assert_eq!(&*w.redo[1].1, &[5, 6]);
+        assert!(w.pending.is_empty());
+    }
+
+    #[test]
+    fn page_filter_rules_out_most_other_pages() {
+        let f = PageFilter::of(&[3, 4, 1000, 77_777]);
+        let hits = (10_000..20_000u64).filter(|&p| f.may_hold(p)).count();
+        assert!(hits < 10_000 * 12 / 100, "{hits} false positives in 10000");
+        assert!(!PageFilter::default().may_hold(3));
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A filter holds every page it was made of.
+        #[test]
+        fn page_filter_has_no_false_negatives(pages in proptest::collection::vec(any::<u64>(), 0..32)) {
+            let f = PageFilter::of(&pages);
+            prop_assert!(pages.iter().all(|&p| f.may_hold(p)));
+        }
+
+        /// `requeue_waiters` with the filters does what a scan of every sleeper does (the
+        /// version before them: a filter that holds every page), through replays that wake
+        /// warps and pop their resident pages, and new refault epochs.
+        #[test]
+        fn requeue_matches_a_full_scan(
+            waits in proptest::collection::vec(proptest::collection::vec(0u64..24, 0..6), 1..12),
+            steps in proptest::collection::vec((0u32..4, 0u64..24), 0..40),
+        ) {
+            let lists: Vec<&[u64]> = waits.iter().map(Vec::as_slice).collect();
+            let mut fast = sleeping(&lists);
+            let mut full = sleeping(&lists);
+            let (mut qf, mut qs) = (EventQueue::new(), EventQueue::new());
+            for &(what, p) in &steps {
+                full.waiting.iter_mut().for_each(|s| s.pages = PageFilter(!0));
+                for g in [&mut fast, &mut full] {
+                    match what {
+                        0 | 1 => g.requeue_waiters(p),
+                        2 => {
+                            g.xlat.space.residency.make_resident(p);
+                        }
+                        _ => {
+                            if p % 5 == 0 {
+                                g.xlat.space.residency.refault_epoch += 1;
+                            }
+                        }
+                    }
+                }
+                fast.replay(0, &mut qf);
+                full.replay(0, &mut qs);
+                let state = |g: &Gpu| {
+                    let sleepers: Vec<(u32, u64)> = g.waiting.iter().map(|s| (s.slot, s.on)).collect();
+                    let faulted: Vec<Vec<u64>> = g.warps.iter().flatten().map(|w| w.faulted.clone()).collect();
+                    (sleepers, faulted)
+                };
+                prop_assert_eq!(state(&fast), state(&full));
+            }
+            let woken = |q: &mut EventQueue<Ev>| std::iter::from_fn(|| q.pop()).collect::<Vec<_>>();
+            prop_assert_eq!(woken(&mut qf), woken(&mut qs));
+        }
     }
 }
