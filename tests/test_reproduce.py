@@ -457,3 +457,41 @@ def test_li_transfw_quick(tmp_path: Path) -> None:
     for app in ("AES", "FIR", "MT"):
         for k in ("base", "prt", "forwarding", "transfw"):
             assert (tmp_path / "runs" / f"{app}-{k}").exists()
+    assert rows["unfinished_runs"].simulated == 0
+
+
+def test_li_transfw_skips_runs_over_the_event_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Hand-made kernel times; MT's three PRT runs "reach the budget" (raise BudgetExceeded), as does B's baseline.
+    kernel = {"A-base": 100.0, "A-prt": 50.0, "A-forwarding": 100.0, "A-transfw": 80.0, "A-large_prt": 125.0}
+    kernel |= {"MT-base": 100.0, "MT-forwarding": 50.0, "MT-rm-base": 60.0, "MT-rm-transfw": 30.0}
+    kernel |= {"A-rm-base": 10.0, "A-rm-transfw": 10.0}
+
+    class Fake:
+        def __init__(self, t: float) -> None:
+            prt = ("lookups", "skipped_walks", "false_positives", "untrusted")
+            fw = ("host_queue_mean", "forwarded", "remote_hits", "host_walks_removed")
+            self.metrics = {"time.kernel_ns": t, "multi.far_faults": 1.0}
+            self.metrics |= {f"multi.transfw.prt.{k}": 1.0 for k in prt}
+            self.metrics |= {f"multi.transfw.fw.{k}": 0.0 for k in fw}
+
+    def fake_run(self: rep.Context, name: str, set: dict) -> Fake:  # type: ignore[type-arg]
+        if name not in kernel:
+            raise rep.uvmsim.BudgetExceeded(f"event budget reached ({name})")
+        return Fake(kernel[name])
+
+    monkeypatch.setattr(rep.Context, "run", fake_run)
+    spec = rep.load_spec("li-transfw")
+    workloads = [{"name": n, "set": {}} for n in ("A", "MT", "B")]
+    ctx = rep.Context(spec=spec, params={**spec.params, "workloads": workloads}, out=tmp_path)
+    out = rep.REGISTRY["li-transfw"](ctx)
+    assert out["unfinished_runs"] == 4  # MT-prt, MT-transfw, MT-large_prt, B-base
+    assert (out["speedup.A"], out["mean_speedup"], out["mt_highest"]) == (1.25, 1.25, 0.0)
+    assert math.isnan(out["speedup.MT"]) and math.isnan(out["speedup.B"])
+    assert (out["mean_speedup.prt"], out["mean_speedup.forwarding"], out["mean_speedup.large_prt"]) == (2.0, 1.5, 0.8)
+    assert out["mean_speedup.remote_mapping"] == 1.5  # A 1.0, MT 2.0
+    with (tmp_path / "unfinished.csv").open() as f:
+        assert [r["run"] for r in csv.DictReader(f)] == ["MT-prt", "MT-transfw", "MT-large_prt", "B-base"]
+    with (tmp_path / "speedups.csv").open() as f:
+        table = {r["app"]: r for r in csv.DictReader(f)}
+    assert table["MT"]["forwarding_speedup"] == "2" and table["MT"]["speedup"] == "nan"
+    assert table["B"]["base_kernel_ns"] == "nan"

@@ -29,7 +29,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from uvmsim import _core
-from uvmsim._core import ConfigError, SimulationError
+from uvmsim._core import BudgetExceeded, ConfigError, SimulationError
 from uvmsim._files import atomic_write_json, atomic_write_parquet, read_toml_text
 from uvmsim.presets import list_presets, load_preset
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "BudgetExceeded",
     "ConfigError",
     "Result",
     "SimulationError",
@@ -251,7 +252,8 @@ def run(
     Raises:
         ConfigError: an unknown key, a bad value, an unknown preset; the message names the source and key.
         FileNotFoundError: ``config`` names a file that does not exist.
-        SimulationError: the simulation itself failed (e.g. a deadlock).
+        SimulationError: the simulation itself failed (e.g. a deadlock); ``BudgetExceeded`` (a subclass) when it
+            handled ``sim.max_events`` events without finishing.
     """
     raw = json.loads(_core.run(sources(config, preset), overrides(set)))
     outdir = Path(out) if out is not None else None

@@ -1,6 +1,7 @@
 //! `uvmsim._core`: the thin Python binding of the simulator. Converts
 //! arguments, releases the GIL while simulating, maps the two error kinds to
-//! `ConfigError` (bad input) and `SimulationError` (the run failed).
+//! `ConfigError` (bad input) and `SimulationError` (the run failed; `BudgetExceeded`,
+//! a subclass, when it stopped at `sim.max_events`).
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -10,6 +11,7 @@ use uvmsim::config::Source;
 
 create_exception!(uvmsim._core, ConfigError, PyValueError, "Bad simulator input: the message names the source, key and what is accepted.");
 create_exception!(uvmsim._core, SimulationError, PyRuntimeError, "The simulation failed (deadlock, livelock or an impossible state).");
+create_exception!(uvmsim._core, BudgetExceeded, SimulationError, "The run handled its `sim.max_events` events without finishing.");
 
 fn to_sources(s: Vec<(String, String)>) -> Vec<Source> {
     s.into_iter().map(|(name, text)| Source { name, text }).collect()
@@ -22,6 +24,7 @@ fn run(py: Python<'_>, sources: Vec<(String, String)>, overrides: Vec<String>) -
     let src = to_sources(sources);
     py.detach(|| api::run_json(&src, &overrides)).map_err(|e| match e {
         ApiError::Config(c) => ConfigError::new_err(c.to_string()),
+        ApiError::Sim(s @ uvmsim::sim::SimError::Budget { .. }) => BudgetExceeded::new_err(s.to_string()),
         ApiError::Sim(s) => SimulationError::new_err(s.to_string()),
     })
 }
@@ -82,6 +85,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_convert, m)?)?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
+    m.add("BudgetExceeded", m.py().get_type::<BudgetExceeded>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -662,12 +662,12 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
         pass.uvm.record_first_touch();
         let mut q = EventQueue::new();
         q.push(0, Ev::Host);
-        sim::run(&mut pass, &mut q, &RunOptions { stall_events: cfg.sim.stall_events, progress_every_s: cfg.sim.progress_every_s })?;
+        sim::run(&mut pass, &mut q, &run_options(cfg))?;
         world.uvm.set_oracle(pass.uvm.first_touch_order());
     }
     let mut q = EventQueue::new();
     q.push(0, Ev::Host);
-    let opts = RunOptions { stall_events: cfg.sim.stall_events, progress_every_s: cfg.sim.progress_every_s };
+    let opts = run_options(cfg);
     let rep = sim::run(&mut world, &mut q, &opts)?;
     if cfg!(debug_assertions) && world.multi.is_none() {
         world.uvm.check_invariants(&world.gpus[0].xlat.space.residency).map_err(SimError::Model)?;
@@ -741,4 +741,9 @@ fn baselines(cfg: &Config, managed_ps: Ps, m: &mut Metrics) -> Result<(), SimErr
     m.float("baseline.slowdown_vs_copy", if copy_then_execute > 0.0 { managed / copy_then_execute } else { 0.0 });
     m.float("baseline.slowdown_vs_ideal", if ideal > 0.0 { managed / ideal } else { 0.0 });
     Ok(())
+}
+
+/// The event loop's limits from the run-control section of the configuration.
+fn run_options(cfg: &Config) -> RunOptions {
+    RunOptions { stall_events: cfg.sim.stall_events, progress_every_s: cfg.sim.progress_every_s, max_events: cfg.sim.max_events }
 }

@@ -109,6 +109,10 @@ section! {
         /// handler rounds) in a row while no warp instruction completes (re-executions of faulted ones do not count);
         /// 0 = never. A guard against runs that thrash without end, not a model parameter.
         pub watchdog_batches: u64 = 100_000,
+        /// Fail the run ("event budget reached") after it has handled this many events without finishing; 0 = no
+        /// limit. A budget for experiments whose runs may take hours, not a model parameter: deterministic (events,
+        /// not wall time), so a run that fits its budget has the metrics it has without one.
+        pub max_events: u64 = 0,
     }
 }
 

@@ -40,6 +40,8 @@ pub enum SimError {
     Model(String),
     /// Input read during the run is bad (a malformed trace record): the message names file and line.
     BadInput(String),
+    /// The run handled its budget of events (`sim.max_events`) before finishing.
+    Budget { now: Ps, events: u64 },
 }
 
 impl std::fmt::Display for SimError {
@@ -58,6 +60,11 @@ impl std::fmt::Display for SimError {
                 waiting.join("\n  ")
             ),
             SimError::Model(m) | SimError::BadInput(m) => write!(f, "{m}"),
+            SimError::Budget { now, events } => write!(
+                f,
+                "event budget reached: {events} events handled by {:.3} ns simulated without finishing (sim.max_events)",
+                ps_to_ns(*now)
+            ),
         }
     }
 }
@@ -71,11 +78,13 @@ pub struct RunOptions {
     pub stall_events: u64,
     /// Print progress to stderr every this many wall seconds (0 = never).
     pub progress_every_s: f64,
+    /// Fail with [`SimError::Budget`] after this many events (0 = no limit).
+    pub max_events: u64,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { stall_events: 10_000_000, progress_every_s: 0.0 }
+        RunOptions { stall_events: 10_000_000, progress_every_s: 0.0, max_events: 0 }
     }
 }
 
@@ -94,7 +103,12 @@ pub fn run<M: Model>(model: &mut M, queue: &mut EventQueue<M::Event>, opts: &Run
     let mut last_t: Ps = 0;
     let mut same_t: u64 = 0;
     let mut next_report = opts.progress_every_s;
+    // 0 (no limit) becomes u64::MAX: one compare per event either way.
+    let budget = if opts.max_events == 0 { u64::MAX } else { opts.max_events };
     while let Some((t, ev)) = queue.pop() {
+        if events == budget {
+            return Err(SimError::Budget { now: t, events });
+        }
         events += 1;
         if t == last_t {
             same_t += 1;
@@ -184,6 +198,28 @@ mod tests {
             e => panic!("expected a deadlock, got {e:?}"),
         }
         assert!(err.to_string().contains("job 1: 5 steps left"));
+    }
+
+    #[test]
+    fn the_event_budget_stops_a_run_that_needs_more_and_not_one_that_fits() {
+        // One job of 5 steps, 10 ps apart: exactly 5 events.
+        let run_with = |max_events| {
+            let mut m = Toy { left: vec![5], gap: 10, log: vec![] };
+            let mut q = EventQueue::new();
+            q.push(0, 0);
+            let r = run(&mut m, &mut q, &RunOptions { max_events, ..RunOptions::default() });
+            (r, m.log.len())
+        };
+        for budget in [0, 5, 6] {
+            let (r, handled) = run_with(budget);
+            assert_eq!((r.unwrap().events, handled), (5, 5), "budget {budget}");
+        }
+        let (r, handled) = run_with(4);
+        let err = r.unwrap_err();
+        // Stopped before the fifth event (at 40 ps), having handled four.
+        assert!(matches!(err, SimError::Budget { now: 40, events: 4 }), "{err:?}");
+        assert_eq!(handled, 4);
+        assert!(err.to_string().contains("sim.max_events"));
     }
 
     #[test]
