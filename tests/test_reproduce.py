@@ -495,3 +495,28 @@ def test_li_transfw_skips_runs_over_the_event_budget(tmp_path: Path, monkeypatch
         table = {r["app"]: r for r in csv.DictReader(f)}
     assert table["MT"]["forwarding_speedup"] == "2" and table["MT"]["speedup"] == "nan"
     assert table["B"]["base_kernel_ns"] == "nan"
+
+
+def test_resume_does_not_rerun_a_run_that_reached_its_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = rep.load_spec("apu-divergence")
+    tight = {"workload.kind": "stream", "sim.max_events": 50}
+    ctx = rep.Context(spec=spec, params={}, out=tmp_path)
+    with pytest.raises(rep.uvmsim.BudgetExceeded):
+        ctx.run("tight", tight)
+    assert (tmp_path / "runs" / "tight" / rep.BUDGET_FILE).is_file()
+    calls: list[str] = []
+    real_run = rep.uvmsim.run
+
+    def counting_run(**kw):  # type: ignore[no-untyped-def]
+        calls.append(Path(kw["out"]).name)
+        return real_run(**kw)
+
+    monkeypatch.setattr(rep.uvmsim, "run", counting_run)
+    resumed = rep.Context(spec=spec, params={}, out=tmp_path, resume=True)
+    with pytest.raises(rep.uvmsim.BudgetExceeded, match="event budget"):
+        resumed.run("tight", tight)
+    assert calls == []  # the noted budget was raised again without simulating
+    # With another configuration (a larger budget) it runs, finishes and the note goes.
+    resumed.run("tight", {**tight, "sim.max_events": 0})
+    assert calls == ["tight"]
+    assert not (tmp_path / "runs" / "tight" / rep.BUDGET_FILE).exists()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import difflib
 import io
+import json
 import math
 import operator
 import os
@@ -29,7 +30,7 @@ from typing import Any
 
 import uvmsim
 from uvmsim._core import ConfigError
-from uvmsim._files import atomic_write_text
+from uvmsim._files import atomic_write_json, atomic_write_text
 from uvmsim.presets import header
 
 SPEC_DIR = Path(__file__).parent / "data" / "experiments"
@@ -86,6 +87,10 @@ class Row:
         return "INFO" if self.passed is None else ("PASS" if self.passed else "FAIL")
 
 
+#: Written to ``runs/NAME`` by a run that reached its event budget (``sim.max_events``): its configuration and message.
+BUDGET_FILE = "budget_exceeded.json"
+
+
 @dataclass
 class Context:
     """What an analysis function gets: the spec, its parameters and where to put its runs."""
@@ -104,12 +109,28 @@ class Context:
         out = self.out / "runs" / name
         result = self._stored(out, overrides) if self.resume else None
         if result is None:
-            result = uvmsim.run(preset=self.spec.preset, set=overrides, out=out)
+            try:
+                result = uvmsim.run(preset=self.spec.preset, set=overrides, out=out)
+            except uvmsim.BudgetExceeded as e:
+                # Noted, so that a resumed experiment does not spend the whole budget on it again.
+                config = uvmsim.resolve(preset=self.spec.preset, set=overrides)
+                out.mkdir(parents=True, exist_ok=True)
+                atomic_write_json(out / BUDGET_FILE, {"config": config, "error": str(e)})
+                raise
+            (out / BUDGET_FILE).unlink(missing_ok=True)
         self.runs[name] = result
         return result
 
     def _stored(self, out: Path, overrides: Mapping[str, Any]) -> uvmsim.Result | None:
-        """The run stored in ``out`` if it finished with the configuration ``overrides`` resolve to."""
+        """The run stored in ``out`` if it finished with the configuration ``overrides`` resolve to; raises
+        ``BudgetExceeded`` again when that configuration reached its event budget there."""
+        if (out / BUDGET_FILE).is_file():
+            try:
+                noted = json.loads((out / BUDGET_FILE).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                noted = {}
+            if noted.get("config") == uvmsim.resolve(preset=self.spec.preset, set=overrides):
+                raise uvmsim.BudgetExceeded(noted.get("error", "event budget reached (stored)"))
         if not (out / uvmsim.SUMMARY_FILE).is_file():
             return None
         try:
