@@ -835,6 +835,24 @@ impl Gpu {
                 let write = kind == MemKind::Store;
                 match m.locate(self.id, va >> 12, write, lt, ready) {
                     Locate::Local(r) => ready = r,
+                    Locate::Remote(owner, r) if kind == MemKind::Load && m.remote_reads_cached => {
+                        // Through the L1 (MGPUSim's RDMA engine sits below it); tagged with the owner
+                        // so that the page's lines at another GPU, or here after a move, are other lines.
+                        let (id, tag) = (self.id, (owner as u64 + 1) << 56);
+                        let pa_line = pa >> ls;
+                        while i < self.lines.n && self.lines.line[i] < end_line {
+                            let line = tag | (pa_line + (self.lines.line[i] - first_line));
+                            let mut crossed = false;
+                            let d = self.mem.read_l1_then(sm, line, r, |at| {
+                                crossed = true;
+                                m.remote_line(id, owner, va >> 12, false, at, now)
+                            });
+                            m.stats.remote_l1_served += u64::from(!crossed);
+                            done = done.max(d);
+                            i += 1;
+                        }
+                        continue;
+                    }
                     Locate::Remote(owner, r) => {
                         while i < self.lines.n && self.lines.line[i] < end_line {
                             done = done.max(m.remote_line(self.id, owner, va >> 12, write, r, now));

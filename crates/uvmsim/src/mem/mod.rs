@@ -238,6 +238,26 @@ impl MemSystem {
         }
     }
 
+    /// Read line `line` for SM `sm` through its L1 only: a miss is fetched by `fetch` from the
+    /// time it leaves the L1 and fills the L1, not the L2 (a remote GPU's memory, reached by an
+    /// RDMA engine below the L1s). Without an L1, `fetch` at `t`.
+    #[inline]
+    pub fn read_l1_then(&mut self, sm: usize, line: u64, t: Ps, fetch: impl FnOnce(Ps) -> Ps) -> Ps {
+        let Some(l1) = &mut self.l1d[sm] else {
+            return fetch(t);
+        };
+        match l1.probe(line, t) {
+            Probe::Done(d) => d,
+            Probe::Miss(at, slot) => {
+                let done = fetch(at);
+                if let Some(l1) = &mut self.l1d[sm] {
+                    l1.fill(slot, line, done, false);
+                }
+                done
+            }
+        }
+    }
+
     #[inline(always)]
     fn read_l2(&mut self, line: u64, t: Ps, now: Ps) -> Ps {
         let Some(l2) = &mut self.l2d else {
@@ -341,6 +361,26 @@ mod tests {
         assert_eq!(m.l2d.as_ref().unwrap().stats.mshr_hits, 1);
         // After arrival: an L1 hit costs the L1 latency.
         assert_eq!(m.read(0, 7, 400_000, 400_000), 410_000);
+    }
+
+    #[test]
+    fn a_read_through_the_l1_only_fetches_on_a_miss_and_never_fills_the_l2() {
+        let mut m = MemSystem::new(&gpu());
+        let mut fetched = vec![];
+        // Miss: leaves the L1 after its 10 ns; the fetch (a remote GPU, say 500 ns) decides the time.
+        let d = m.read_l1_then(0, 9, 0, |at| {
+            fetched.push(at);
+            at + 500_000
+        });
+        assert_eq!((d, fetched.as_slice()), (510_000, &[10_000][..]));
+        // A second read while the line is in flight merges with it; one after it arrives hits.
+        assert_eq!(m.read_l1_then(0, 9, 100_000, |_| unreachable!("merged")), 510_000);
+        assert_eq!(m.read_l1_then(0, 9, 600_000, |_| unreachable!("hit")), 610_000);
+        let l1 = &m.l1d[0].as_ref().unwrap().stats;
+        assert_eq!((l1.misses, l1.mshr_hits, l1.hits), (1, 1, 1));
+        // Another SM's L1 does not have it, and the L2 never saw it.
+        assert_eq!(m.read_l1_then(1, 9, 600_000, |at| at + 1), 610_001);
+        assert_eq!(m.l2d.as_ref().unwrap().stats.accesses, 0);
     }
 
     #[test]

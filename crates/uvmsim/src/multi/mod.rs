@@ -82,6 +82,8 @@ section! {
         pub peer_latency_ns: f64 = 150.0,
         /// Bandwidth per direction of a GPU's switch port (or of a direct link) in GB/s. ASSUMPTION: the seed gives none; PCIe 4.0 x16 (~32 GB/s raw).
         pub peer_bandwidth_gbps: f64 = 32.0,
+        /// Remote reads go through the requesting CU's L1 cache (hits and merges there never leave the GPU; a miss crosses the fabric and fills the L1, never the local L2), as in MGPUSim, whose RDMA engine sits between the L1 caches and the L2 (seed multi-gpu §3.1.1.1 and §4.1.1 extend MGPUSim). Remote writes are write-through. false = every remote line request crosses the fabric (the model before 2026-11-23).
+        pub remote_reads_cached: bool = true,
         /// GPUs reach host memory through one switch upstream port (a PCIe switch tree): page moves from the host share its bandwidth (link.bandwidth_gbps) as well as each GPU's own link; false = every GPU has its own root port.
         pub host_uplink_shared: bool = true,
         /// One-way latency of a message between a GPU and the host (far fault, reply, invalidation, acknowledgement) in ns; seed multi-gpu Table 5: PCIe 150 cycles.
@@ -287,6 +289,8 @@ pub struct MultiStats {
     pub duplicate_faults: u64,
     /// Line requests served from another GPU's memory, per GPU.
     pub remote_lines: Vec<u64>,
+    /// Remote-page reads the requester's L1 served (hits and merges; `remote_reads_cached`).
+    pub remote_l1_served: u64,
     pub migrations_h2d: u64,
     pub migrations_p2p: u64,
     /// Of the peer migrations, those an access counter asked for.
@@ -336,6 +340,8 @@ pub struct Multi {
     peer_lat: Ps,
     remote_dram: Ps,
     line_bytes: u64,
+    /// `multi.remote_reads_cached`.
+    pub remote_reads_cached: bool,
     pub dir: Directory,
     fabric: Fabric,
     /// Each GPU's PCIe link to the host, for page migrations from host memory.
@@ -383,6 +389,7 @@ impl Multi {
             peer_lat: ns_to_ps(m.peer_latency_ns),
             remote_dram: ns_to_ps(cfg.gpu.dram.latency_ns),
             line_bytes: cfg.gpu.line_bytes as u64,
+            remote_reads_cached: m.remote_reads_cached,
             dir: Directory::default(),
             fabric: Fabric::new(n, m.peer_topology, m.peer_bandwidth_gbps, cfg.gpu.line_bytes as u64),
             host_links: (0..n).map(|_| Link::new(&cfg.link)).collect(),
@@ -819,6 +826,7 @@ impl Multi {
         m.float("multi.far_faults_pki", per_kilo(faults, insts));
         m.int("multi.remote_accesses", remote);
         m.int("multi.local_accesses", lines.saturating_sub(remote));
+        m.int("multi.remote_reads_l1_served", s.remote_l1_served);
         m.ratio("multi.remote_fraction", remote, lines);
         m.int("multi.migrations", s.migrations_h2d + s.migrations_p2p);
         m.int("multi.migrations.h2d", s.migrations_h2d);
@@ -1380,6 +1388,23 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn remote_reads_hit_the_requesters_l1() {
+        // First-touch keeps every page where it was first touched, so neighbouring rows of the
+        // stencil on other GPUs are read remotely; each CU re-reads them (halo rows) from its L1.
+        let base = ["multi.gpus=4", "multi.migration=first-touch"];
+        let cached = run(&base);
+        let uncached = run(&[&base[..], &["multi.remote_reads_cached=false"]].concat());
+        let (rc, ru) = (cached.get("multi.remote_accesses").unwrap(), uncached.get("multi.remote_accesses").unwrap());
+        let served = cached.get("multi.remote_reads_l1_served").unwrap();
+        assert!(served > 0.0 && rc < ru, "cached {rc} + {served} served, uncached {ru}");
+        assert_eq!(uncached.get("multi.remote_reads_l1_served"), Some(0.0));
+        // Same placement here (every page placed by its first toucher in both runs), so every
+        // remote line request either crossed or was served by the L1: 312 + 432 = 744.
+        assert_eq!(cached.get("multi.migrations"), uncached.get("multi.migrations"));
+        assert_eq!(rc + served, ru);
     }
 
     #[test]
