@@ -351,6 +351,11 @@ impl World {
     #[inline(never)]
     fn warp_multi(&mut self, tagged: u32, now: Ps, q: &mut EventQueue<Ev>) -> Result<(), SimError> {
         let g = (tagged >> EV_GPU_SHIFT) as usize;
+        // A GPU handling a shootdown issues nothing (`multi.shootdown_stalls_gpu`).
+        if let Some(until) = self.multi.as_mut().and_then(|m| m.stalled_until(g, now)) {
+            q.push(until, Ev::Warp(tagged));
+            return Ok(());
+        }
         let gpu = &mut self.gpus[g];
         lend_iommu(&mut self.multi, gpu);
         let m = self.multi.as_mut().expect("multi-GPU warps only");

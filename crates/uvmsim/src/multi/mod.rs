@@ -82,6 +82,8 @@ section! {
         pub peer_latency_ns: f64 = 150.0,
         /// Bandwidth per direction of a GPU's switch port (or of a direct link) in GB/s. ASSUMPTION: the seed gives none; PCIe 4.0 x16 (~32 GB/s raw).
         pub peer_bandwidth_gbps: f64 = 32.0,
+        /// A GPU stops issuing instructions while it handles an invalidation request, from the request's arrival to its acknowledgement (TLB shootdown and, in GMMU mode without IDYLL's lazy invalidation, the PTE-invalidation walk), as MGPUSim's command processor does for a shootdown: it flushes every CU pipeline, then the address translators, caches and TLBs, before it answers (sarchlab/mgpusim, command processor `processShootdownCommand`). The seed does not say whether its GPUs stall (§2.3 names only the shootdown and the PTE walk). false = the GPU's other warps keep issuing.
+        pub shootdown_stalls_gpu: bool = false,
         /// Remote reads go through the requesting CU's L1 cache (hits and merges there never leave the GPU; a miss crosses the fabric and fills the L1, never the local L2), as in MGPUSim, whose RDMA engine sits between the L1 caches and the L2 (seed multi-gpu §3.1.1.1 and §4.1.1 extend MGPUSim). Remote writes are write-through. false = every remote line request crosses the fabric (the model before 2026-11-23).
         pub remote_reads_cached: bool = true,
         /// GPUs reach host memory through one switch upstream port (a PCIe switch tree): page moves from the host share its bandwidth (link.bandwidth_gbps) as well as each GPU's own link; false = every GPU has its own root port.
@@ -306,6 +308,8 @@ pub struct MultiStats {
     pub inv_unnecessary: u64,
     /// Send to acknowledgement, per invalidation request.
     pub inv_latency: Latency,
+    /// Time GPUs spent stalled by shootdowns (`shootdown_stalls_gpu`), summed over GPUs.
+    pub stall_ps: u128,
     /// Send of the first invalidation to the last acknowledgement, per migration.
     pub migration_wait: Latency,
     /// Latency-breakdown sums (ps) over faults: host walker queue, host PW-cache misses, migration, host link.
@@ -342,6 +346,9 @@ pub struct Multi {
     line_bytes: u64,
     /// `multi.remote_reads_cached`.
     pub remote_reads_cached: bool,
+    /// `multi.shootdown_stalls_gpu`: per GPU, the windows (from, until) in which it issues
+    /// nothing, sorted and disjoint.
+    stalls: Option<Vec<Vec<(Ps, Ps)>>>,
     pub dir: Directory,
     fabric: Fabric,
     /// Each GPU's PCIe link to the host, for page migrations from host memory.
@@ -361,6 +368,25 @@ pub struct Multi {
 }
 
 const PAGE: u64 = 4096;
+
+/// Add the window [`from`, `until`) to `w` (sorted, disjoint), merging what it overlaps or
+/// touches; returns the time it adds to their union.
+fn add_window(w: &mut Vec<(Ps, Ps)>, from: Ps, until: Ps) -> Ps {
+    if until <= from {
+        return 0;
+    }
+    let before: Ps = w.iter().map(|&(a, b)| b - a).sum();
+    // The first window that ends at or after `from` and the first that starts after `until`.
+    let i = w.partition_point(|&(_, b)| b < from);
+    let j = w.partition_point(|&(a, _)| a <= until);
+    let (mut a, mut b) = (from, until);
+    if i < j {
+        a = a.min(w[i].0);
+        b = b.max(w[j - 1].1);
+    }
+    w.splice(i..j, [(a, b)]);
+    w.iter().map(|&(a, b)| b - a).sum::<Ps>() - before
+}
 
 impl Multi {
     pub fn new(cfg: &Config, iommu: Option<Iommu>) -> Multi {
@@ -390,6 +416,7 @@ impl Multi {
             remote_dram: ns_to_ps(cfg.gpu.dram.latency_ns),
             line_bytes: cfg.gpu.line_bytes as u64,
             remote_reads_cached: m.remote_reads_cached,
+            stalls: m.shootdown_stalls_gpu.then(|| vec![vec![]; n]),
             dir: Directory::default(),
             fabric: Fabric::new(n, m.peer_topology, m.peer_bandwidth_gbps, cfg.gpu.line_bytes as u64),
             host_links: (0..n).map(|_| Link::new(&cfg.link)).collect(),
@@ -541,6 +568,9 @@ impl Multi {
             } else {
                 at // ATS (no GPU page table), or IDYLL's lazy invalidation: the IRMB takes it and acknowledges
             };
+            if let Some(st) = self.stalls.as_mut() {
+                self.stats.stall_ps += add_window(&mut st[x], at, done) as u128;
+            }
             let ack = done + self.host_lat;
             self.stats.inv_latency.record(ack - t);
             acks = acks.max(ack);
@@ -570,6 +600,16 @@ impl Multi {
         }
         self.stats.migration_wait.record(acks - t);
         acks
+    }
+
+    /// With `shootdown_stalls_gpu`: the time until which GPU `g`, at `now`, issues nothing
+    /// (it is handling a shootdown), if it is stalled.
+    #[inline]
+    pub fn stalled_until(&mut self, g: usize, now: Ps) -> Option<Ps> {
+        let w = &mut self.stalls.as_mut()?[g];
+        let past = w.iter().take_while(|&&(_, until)| until <= now).count();
+        w.drain(..past);
+        w.first().and_then(|&(from, until)| (from <= now).then_some(until))
     }
 
     /// An invalidation request for `vpn` reaches GPU `x`: its TLBs drop the
@@ -841,6 +881,7 @@ impl Multi {
         m.int("multi.invalidations.necessary", s.inv_necessary);
         m.int("multi.invalidations.unnecessary", s.inv_unnecessary);
         s.inv_latency.export(m, "multi.invalidations.latency_ns");
+        m.float("multi.shootdown_stall_ns", s.stall_ps as f64 / 1000.0);
         s.migration_wait.export(m, "multi.migration_wait_ns");
         // L2-TLB-miss latency breakdown: each source's total over the run, per L2 miss (all GPUs).
         let per = |ps: u128| if l2_misses == 0 { 0.0 } else { ps as f64 / PS_PER_NS as f64 / l2_misses as f64 };
@@ -1388,6 +1429,41 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn stall_windows_merge_and_count_only_new_time() {
+        let mut w = vec![];
+        assert_eq!(add_window(&mut w, 10, 20), 10);
+        assert_eq!(add_window(&mut w, 30, 40), 10);
+        assert_eq!(add_window(&mut w, 15, 25), 5); // overlaps the first
+        assert_eq!(w, [(10, 25), (30, 40)]);
+        assert_eq!(add_window(&mut w, 25, 30), 5); // touches both: one window
+        assert_eq!(w, [(10, 40)]);
+        assert_eq!(add_window(&mut w, 12, 18), 0); // inside
+        assert_eq!(add_window(&mut w, 5, 5), 0); // empty
+        assert_eq!(add_window(&mut w, 1, 3), 2); // before, kept sorted
+        assert_eq!(w, [(1, 3), (10, 40)]);
+    }
+
+    #[test]
+    fn a_gpu_handling_a_shootdown_issues_nothing() {
+        let base = ["multi.gpus=4", "multi.migration=on-touch"];
+        let free = run(&base);
+        let stalled = run(&[&base[..], &["multi.shootdown_stalls_gpu=true"]].concat());
+        assert_eq!(free.get("multi.shootdown_stall_ns"), Some(0.0));
+        assert!(stalled.get("multi.shootdown_stall_ns").unwrap() > 0.0);
+        assert!(stalled.get("sim.events").unwrap() > free.get("sim.events").unwrap(), "deferred warp events");
+        // A GPU whose request is acknowledged at once (zero-latency oracle) never stalls.
+        let zero = run(&[&base[..], &["multi.shootdown_stalls_gpu=true", "multi.oracle.zero_latency_invalidation=true"]].concat());
+        assert_eq!(zero.get("multi.shootdown_stall_ns"), Some(0.0));
+        // The stall check itself: a window covers [from, until), and passed windows go.
+        let cfg = crate::config::resolve(&[], &["multi.gpus=2".into(), "multi.shootdown_stalls_gpu=true".into()]).unwrap();
+        let mut m = Multi::new(&cfg, None);
+        add_window(&mut m.stalls.as_mut().unwrap()[1], 100, 200);
+        assert_eq!((m.stalled_until(1, 99), m.stalled_until(1, 100), m.stalled_until(1, 199)), (None, Some(200), Some(200)));
+        assert_eq!((m.stalled_until(0, 150), m.stalled_until(1, 200)), (None, None));
+        assert!(m.stalls.as_ref().unwrap()[1].is_empty());
     }
 
     #[test]
