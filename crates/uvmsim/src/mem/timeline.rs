@@ -122,14 +122,6 @@ impl Timeline {
         b.max(end)
     }
 
-    /// Start loading the bucket a request arriving at about `t` would take first (a hint
-    /// for the CPU's caches, no effect on results).
-    #[inline(always)]
-    pub fn prefetch(&self, t: Ps) {
-        let b = (t >> self.shift).max(self.lo);
-        crate::gpu::prefetch(self.used.as_ptr().wrapping_add((b & self.mask()) as usize).cast());
-    }
-
     /// Carry `bytes` arriving at `t` (with `t >= now`); returns when the last byte is through.
     #[inline]
     pub fn reserve(&mut self, t: Ps, bytes: u64, now: Ps) -> Ps {
