@@ -13,13 +13,16 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 work=${CARGO_TARGET_DIR:-$root/target}/pgo
-profdata=$(ls "$(rustc --print sysroot)"/lib/rustlib/*/bin/llvm-profdata 2>/dev/null | head -1)
-if [ ! -x "$profdata" ]; then
+profdata=
+for f in "$(rustc --print sysroot)"/lib/rustlib/*/bin/llvm-profdata; do
+    if [ -x "$f" ]; then profdata=$f; fi
+done
+if [ -z "$profdata" ]; then
     echo "llvm-profdata of this rustc not found: rustup component add llvm-tools" >&2
     exit 1
 fi
 # RUSTFLAGS replaces the rustflags of .cargo/config.toml: keep its target CPU.
-cpu=$(grep -o 'target-cpu=[^"]*' .cargo/config.toml)
+cpu=$(grep -o 'target-cpu=[^"]*' .cargo/config.toml || echo target-cpu=x86-64)
 rm -rf "$work/raw" "$work/traces"
 mkdir -p "$work/raw" "$work/traces"
 
