@@ -7,9 +7,9 @@
 
 use crate::sim::Ps;
 
-/// The hot fields fit one 64-byte line (channels of one DRAM sit side by side
-/// in a `Vec`, and a reservation touches one of them at random); the two
-/// arrays' lengths are the ring's, so only their pointers are kept.
+/// Aligned to 64-byte lines (channels of one DRAM sit side by side in a `Vec`,
+/// and a reservation touches one of them at random); with the bitmap the
+/// struct takes two lines.
 #[derive(Debug, Clone)]
 #[repr(align(64))]
 pub struct Timeline {
