@@ -1,11 +1,16 @@
 //! Developer tool: run one simulation without Python and print its metrics.
 //! `cargo run --release --example run -- [FILE.toml ...] [key=value ...]`
+//! With `--record=OUT.uvmt` it records the workload's warp streams instead (as
+//! `uvmsim trace record`), so scripts/pgo_build.sh needs no Python.
 
 fn main() {
     let mut sources = vec![];
     let mut overrides = vec![];
+    let mut record = None;
     for a in std::env::args().skip(1) {
-        if a.ends_with(".toml") {
+        if let Some(out) = a.strip_prefix("--record=") {
+            record = Some(out.to_string());
+        } else if a.ends_with(".toml") {
             match std::fs::read_to_string(&a) {
                 Ok(text) => sources.push(uvmsim::config::Source { name: a, text }),
                 Err(e) => {
@@ -16,6 +21,16 @@ fn main() {
         } else {
             overrides.push(a);
         }
+    }
+    if let Some(out) = record {
+        match uvmsim::api::trace_record_json(&sources, &overrides, &out) {
+            Ok(totals) => println!("{totals}"),
+            Err(e) => {
+                eprintln!("error: {e}");
+                std::process::exit(2);
+            }
+        }
+        return;
     }
     let cfg = match uvmsim::config::resolve(&sources, &overrides) {
         Ok(c) => c,

@@ -7,19 +7,9 @@
 
 use crate::sim::Ps;
 
-/// One held bucket: its bytes taken and, once full, how far ahead to look for
-/// room. Both in one 8-byte word, so a reservation reads one cache line per bucket.
-#[derive(Debug, Clone, Copy, Default)]
-struct Bucket {
-    used: u32,
-    /// Union-find over buckets: for a full bucket `b`, bucket `b + skip` is a
-    /// later one to try next (path-compressed), so a saturated stretch is
-    /// skipped in near O(1). At most the ring's length (< 2^32 buckets).
-    skip: u32,
-}
-
-/// The hot fields fit one 64-byte line (channels of one DRAM sit side by side
-/// in a `Vec`, and a reservation touches one of them at random).
+/// Aligned to 64-byte lines (channels of one DRAM sit side by side in a `Vec`,
+/// and a reservation touches one of them at random); with the bitmap the
+/// struct takes two lines.
 #[derive(Debug, Clone)]
 #[repr(align(64))]
 pub struct Timeline {
@@ -34,11 +24,17 @@ pub struct Timeline {
     /// Every bucket from `base` up to this one is full (the saturated stretch).
     lo: u64,
     /// Buckets held: `base .. base + len`, stored in a ring indexed by `b & mask`
-    /// (`mask` is the ring's length minus one, a power of two).
+    /// (`mask` is the ring's length minus one, a power of two, at least 64).
     len: u64,
     /// Picoseconds per byte at the channel rate, 16.16 fixed point.
     ps_per_byte_fx: u64,
-    ring: Box<[Bucket]>,
+    /// Bytes taken in each held bucket.
+    used: Box<[u32]>,
+    /// One bit per ring slot, set when its held bucket is full: the first bucket
+    /// with room at or after an arrival is found a 64-bucket word at a time in
+    /// this small (cache-resident) bitmap, without reading the full buckets.
+    /// Bits of slots not held are stale (a bucket's bit is cleared when it is taken on).
+    full: Box<[u64]>,
 }
 
 impl Timeline {
@@ -59,7 +55,8 @@ impl Timeline {
             lo: 0,
             len: 0,
             ps_per_byte_fx: (ps_per_byte * 65536.0).round() as u64,
-            ring: vec![Bucket::default(); n].into_boxed_slice(),
+            used: vec![0; n].into_boxed_slice(),
+            full: vec![0; n / 64].into_boxed_slice(),
         }
     }
 
@@ -70,19 +67,20 @@ impl Timeline {
 
     #[inline(always)]
     fn mask(&self) -> u64 {
-        self.ring.len() as u64 - 1
+        self.used.len() as u64 - 1
     }
 
     /// Make bucket `b` (>= base) held, growing the ring if needed; returns its ring index.
     #[inline]
     fn slot(&mut self, b: u64) -> usize {
         while b >= self.base + self.len {
-            if self.len == self.ring.len() as u64 {
+            if self.len == self.used.len() as u64 {
                 self.grow();
             }
             let nb = self.base + self.len;
             let i = (nb & self.mask()) as usize;
-            self.ring[i] = Bucket::default();
+            self.used[i] = 0;
+            self.full[i / 64] &= !(1 << (i % 64));
             self.len += 1;
         }
         (b & self.mask()) as usize
@@ -90,41 +88,38 @@ impl Timeline {
 
     #[cold]
     fn grow(&mut self) {
-        let n = self.ring.len();
-        let mut ring = vec![Bucket::default(); 2 * n].into_boxed_slice();
+        let n = self.used.len();
+        let mut used = vec![0; 2 * n].into_boxed_slice();
+        let mut full = vec![0u64; 2 * n / 64].into_boxed_slice();
         let (mask, mask2) = (n as u64 - 1, 2 * n as u64 - 1);
         for b in self.base..self.base + self.len {
-            ring[(b & mask2) as usize] = self.ring[(b & mask) as usize];
-        }
-        self.ring = ring;
-    }
-
-    /// The bucket to try after full bucket `b` (ring index `i`).
-    #[inline(always)]
-    fn next_of(&self, b: u64, i: usize) -> u64 {
-        b + self.ring[i].skip.max(1) as u64
-    }
-
-    /// The first bucket at or after `b` with free capacity.
-    fn find(&mut self, b: u64) -> u64 {
-        let mut root = b;
-        loop {
-            let i = self.slot(root);
-            if self.ring[i].used < self.cap {
-                break;
+            let (i, j) = ((b & mask) as usize, (b & mask2) as usize);
+            used[j] = self.used[i];
+            if used[j] == self.cap {
+                full[j / 64] |= 1 << (j % 64);
             }
-            root = self.next_of(root, i);
         }
+        self.used = used;
+        self.full = full;
+    }
+
+    /// The first bucket at or after `b` with room: a held bucket that is not full,
+    /// or the first bucket not yet held.
+    #[inline(always)]
+    fn first_free(&self, b: u64) -> u64 {
+        let end = self.base + self.len;
         let mask = self.mask();
-        let mut y = b;
-        while y < root {
-            let i = (y & mask) as usize;
-            let n = self.next_of(y, i);
-            // root - y < len <= the ring's length, which fits in u32.
-            self.ring[i].skip = (root - y) as u32;
-            y = n;
+        let mut x = b;
+        while x < end {
+            let i = (x & mask) as usize;
+            let room = !self.full[i / 64] >> (i % 64);
+            if room != 0 {
+                // Bits at or beyond `end` are stale: bucket `end` is free whatever they say.
+                return (x + room.trailing_zeros() as u64).min(end);
+            }
+            x += 64 - (i % 64) as u64;
         }
-        root
+        b.max(end)
     }
 
     /// Carry `bytes` arriving at `t` (with `t >= now`); returns when the last byte is through.
@@ -143,22 +138,20 @@ impl Timeline {
         let mut b = (t >> self.shift).max(self.lo);
         let mut left = bytes;
         loop {
-            let i = self.slot(b);
-            if self.ring[i].used >= self.cap {
-                let root = self.find(b);
-                if b == self.lo {
-                    self.lo = root;
-                }
-                b = root;
+            let root = self.first_free(b);
+            if b == self.lo {
+                self.lo = root;
             }
-            let i = (b & self.mask()) as usize;
-            let slot = &mut self.ring[i];
-            let take = (self.cap - slot.used).min(left.min(u32::MAX as u64) as u32);
-            slot.used += take;
+            b = root;
+            let i = self.slot(b);
+            let cap = self.cap;
+            let slot = &mut self.used[i];
+            let take = (cap - *slot).min(left.min(u32::MAX as u64) as u32);
+            *slot += take;
             left -= take as u64;
-            let used = slot.used;
-            if used == self.cap {
-                slot.skip = 1;
+            let used = *slot;
+            if used == cap {
+                self.full[i / 64] |= 1 << (i % 64);
                 if b == self.lo {
                     self.lo = b + 1;
                 }
@@ -240,6 +233,58 @@ mod tests {
                 prop_assert_eq!(got, want, "request {} ({} B at {} ps, now {})", i, bytes, t, now);
             }
         }
+    }
+
+    /// Saturated stretches far longer than a word of the full-bucket bitmap, crossing
+    /// the ring's wrap and its growth, with holes left by out-of-order arrivals and
+    /// buckets forgotten and taken on again: the reference's end time for every request.
+    #[test]
+    fn long_saturated_stretches_match_the_reference() {
+        for (gbps, jump) in [(32.0, 200), (3.0, 200), (32.0, 60)] {
+            let mut tl = Timeline::new(gbps, 128);
+            let mut naive = Naive::of(&tl);
+            let bucket = tl.bucket_ps();
+            let mut now = 0u64;
+            for k in 0..20_000u64 {
+                let r = crate::sim::mix64(k);
+                if r % 97 == 0 {
+                    now += (r >> 8) % (jump * bucket); // time jumps on: buckets are forgotten
+                }
+                let burst = (r >> 20) % 4 == 0; // a quarter of the requests pile onto `now`
+                let t = now + if burst { 0 } else { (r >> 24) % (700 * bucket) };
+                let bytes = [128, 4096, 64, 1][((r >> 40) % 4) as usize];
+                assert_eq!(tl.reserve(t, bytes, now), naive.reserve(t, bytes, now), "request {k} ({bytes} B at {t}, now {now})");
+            }
+            assert!(tl.used.len() > 256, "the ring grew: {}", tl.used.len());
+        }
+    }
+
+    /// The bitmap's bits beyond the held buckets are stale: after the ring wraps, a
+    /// request that finds every held bucket from its arrival on full takes the first
+    /// bucket not yet held, not a later one whose stale bit says it has room.
+    #[test]
+    fn stale_bits_past_the_held_buckets_are_ignored() {
+        let mut tl = Timeline::new(32.0, 128);
+        let mut naive = Naive::of(&tl);
+        let (bp, cap) = (tl.bucket_ps(), tl.cap as u64);
+        let mut both = |t: Ps, bytes: u64, now: Ps| {
+            let (got, want) = (tl.reserve(t, bytes, now), naive.reserve(t, bytes, now));
+            assert_eq!(got, want, "{bytes} B at {t}, now {now}");
+            got
+        };
+        // Buckets 0..=40 full (ring slots 0..=40), then all forgotten.
+        for b in 0..=40 {
+            both(b * bp, cap, 0);
+        }
+        let now = 250 * bp;
+        both(now, 64, now); // bucket 250 held with room: the saturated stretch starts there
+        for b in 251..260 {
+            both(b * bp, cap, now); // 251..=259 full; 256..=259 reuse slots 0..=3
+        }
+        // From 252 every held bucket is full; bucket 260 (slot 4) is the first with room,
+        // although its slot's stale bit says full and slot 41's says free.
+        let end = both(252 * bp, 128, now);
+        assert!(end > 260 * bp && end <= 261 * bp, "{end}");
     }
 
     #[test]
