@@ -7,22 +7,35 @@
 #
 #   scripts/pgo_build.sh            # -> $CARGO_TARGET_DIR/pgo/target/release/examples/run
 #   PGO_PIP=venv/bin/pip scripts/pgo_build.sh   # also installs the Python extension with the profile
+#   PGO_CPU=native scripts/pgo_build.sh         # for this machine's CPU only (default: .cargo/config.toml's)
 #
-# Needs rustc's own llvm-profdata: `rustup component add llvm-tools`.
+# Needs rustc's own llvm-profdata (rustup's llvm-tools component, added if missing).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 work=${CARGO_TARGET_DIR:-$root/target}/pgo
-profdata=
-for f in "$(rustc --print sysroot)"/lib/rustlib/*/bin/llvm-profdata; do
-    if [ -x "$f" ]; then profdata=$f; fi
-done
+find_profdata() {
+    profdata=
+    for f in "$(rustc --print sysroot)"/lib/rustlib/*/bin/llvm-profdata; do
+        if [ -x "$f" ]; then profdata=$f; fi
+    done
+}
+find_profdata
+if [ -z "$profdata" ] && command -v rustup >/dev/null; then
+    echo "pgo: rustup component add llvm-tools" >&2
+    rustup component add llvm-tools >&2
+    find_profdata
+fi
 if [ -z "$profdata" ]; then
     echo "llvm-profdata of this rustc not found: rustup component add llvm-tools" >&2
     exit 1
 fi
-# RUSTFLAGS replaces the rustflags of .cargo/config.toml: keep its target CPU.
-cpu=$(grep -o 'target-cpu=[^"]*' .cargo/config.toml || echo target-cpu=x86-64)
+# RUSTFLAGS replaces the rustflags of .cargo/config.toml: keep its target CPU unless told.
+if [ -n "${PGO_CPU:-}" ]; then
+    cpu=target-cpu=$PGO_CPU
+else
+    cpu=$(grep -o 'target-cpu=[^"]*' .cargo/config.toml || echo target-cpu=x86-64)
+fi
 rm -rf "$work/raw" "$work/traces"
 mkdir -p "$work/raw" "$work/traces"
 
