@@ -375,17 +375,19 @@ fn add_window(w: &mut Vec<(Ps, Ps)>, from: Ps, until: Ps) -> Ps {
     if until <= from {
         return 0;
     }
-    let before: Ps = w.iter().map(|&(a, b)| b - a).sum();
-    // The first window that ends at or after `from` and the first that starts after `until`.
+    // The first window that ends at or after `from` and the first that starts after `until`:
+    // those between merge with it (only they are read, so a GPU that never drains its
+    // windows does not make each insertion slower).
     let i = w.partition_point(|&(_, b)| b < from);
     let j = w.partition_point(|&(a, _)| a <= until);
+    let merged: Ps = w[i..j].iter().map(|&(a, b)| b - a).sum();
     let (mut a, mut b) = (from, until);
     if i < j {
         a = a.min(w[i].0);
         b = b.max(w[j - 1].1);
     }
     w.splice(i..j, [(a, b)]);
-    w.iter().map(|&(a, b)| b - a).sum::<Ps>() - before
+    (b - a) - merged
 }
 
 impl Multi {
@@ -569,7 +571,10 @@ impl Multi {
                 at // ATS (no GPU page table), or IDYLL's lazy invalidation: the IRMB takes it and acknowledges
             };
             if let Some(st) = self.stalls.as_mut() {
-                self.stats.stall_ps += add_window(&mut st[x], at, done) as u128;
+                // Windows already over go first (an idle GPU never looks them up).
+                let w = &mut st[x];
+                w.drain(..w.partition_point(|&(_, until)| until <= now));
+                self.stats.stall_ps += add_window(w, at, done) as u128;
             }
             let ack = done + self.host_lat;
             self.stats.inv_latency.record(ack - t);
@@ -607,8 +612,7 @@ impl Multi {
     #[inline]
     pub fn stalled_until(&mut self, g: usize, now: Ps) -> Option<Ps> {
         let w = &mut self.stalls.as_mut()?[g];
-        let past = w.iter().take_while(|&&(_, until)| until <= now).count();
-        w.drain(..past);
+        w.drain(..w.partition_point(|&(_, until)| until <= now));
         w.first().and_then(|&(from, until)| (from <= now).then_some(until))
     }
 
