@@ -44,8 +44,11 @@ pub const MAGIC: &[u8; 8] = b"UVMTRACE";
 const FOOTER_MAGIC: &[u8; 8] = b"UVMTEND\0";
 /// Format version written, and the only one read.
 pub const VERSION: u32 = 1;
-/// Raw bytes per chunk (a chunk may exceed it by one op).
-pub const CHUNK_BYTES: usize = 16 << 10;
+/// Raw bytes per chunk written (a chunk may exceed it by one op). 64 KiB since
+/// session 12 (16 KiB before; readers take up to `MAX_RAW`, so both read): each
+/// chunk's inflate set-up is amortised over 4x the ops, the 1 G replay ran 3-5%
+/// faster and the file is 30% smaller, for 4x the memory per resident warp.
+pub const CHUNK_BYTES: usize = 64 << 10;
 /// Largest raw chunk a reader accepts (a corrupt length must not allocate gigabytes).
 const MAX_RAW: u32 = 1 << 20;
 /// Largest header or end chunk accepted.
@@ -1249,7 +1252,7 @@ const PREFETCH_LEFT: usize = TOP_UP_LEFT + 32;
 
 /// One warp's read position. The next [`WINDOW`] bytes of its ops are copied
 /// inline and decoded from there, so that a warp's visit touches only its own
-/// state: with thousands of warps interleaved, the chunk buffers (one 16 KiB
+/// state: with thousands of warps interleaved, the chunk buffers (one 64 KiB
 /// chunk per warp, spread over the heap) are out of the CPU's caches and TLB
 /// by the time a warp issues again. The chunk is read only to refill the window
 /// (about once per 10–20 ops, when the warp yields), and for ops that do not fit in it.
