@@ -142,14 +142,8 @@ def test_apu_divergence_quick(tmp_path: Path) -> None:
     assert len(list((tmp_path / "runs").iterdir())) == 4
 
 
-def test_resume_reuses_matching_runs_and_redoes_the_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    first = rep.reproduce("apu-divergence", tmp_path, quick=True)
-    runs = sorted((tmp_path / "runs").iterdir())
-    # One stored run no longer matches its configuration (as if the spec changed): only it is run again.
-    stale = runs[0] / "summary.json"
-    raw = json.loads(stale.read_text())
-    raw["config"]["sim"]["seed"] += 1
-    stale.write_text(json.dumps(raw))
+def count_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the name of every run directory simulated from now on (the runs still happen)."""
     calls: list[str] = []
     real_run = rep.uvmsim.run
 
@@ -158,6 +152,18 @@ def test_resume_reuses_matching_runs_and_redoes_the_rest(tmp_path: Path, monkeyp
         return real_run(**kw)
 
     monkeypatch.setattr(rep.uvmsim, "run", counting_run)
+    return calls
+
+
+def test_resume_reuses_matching_runs_and_redoes_the_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = rep.reproduce("apu-divergence", tmp_path, quick=True)
+    runs = sorted((tmp_path / "runs").iterdir())
+    # One stored run no longer matches its configuration (as if the spec changed): only it is run again.
+    stale = runs[0] / "summary.json"
+    raw = json.loads(stale.read_text())
+    raw["config"]["sim"]["seed"] += 1
+    stale.write_text(json.dumps(raw))
+    calls = count_runs(monkeypatch)
     again = rep.reproduce("apu-divergence", tmp_path, quick=True, resume=True)
     assert calls == [runs[0].name]
     assert [(r.metric, r.simulated) for r in again] == [(r.metric, r.simulated) for r in first]
@@ -504,14 +510,7 @@ def test_resume_does_not_rerun_a_run_that_reached_its_budget(tmp_path: Path, mon
     with pytest.raises(rep.uvmsim.BudgetExceeded):
         ctx.run("tight", tight)
     assert (tmp_path / "runs" / "tight" / rep.BUDGET_FILE).is_file()
-    calls: list[str] = []
-    real_run = rep.uvmsim.run
-
-    def counting_run(**kw):  # type: ignore[no-untyped-def]
-        calls.append(Path(kw["out"]).name)
-        return real_run(**kw)
-
-    monkeypatch.setattr(rep.uvmsim, "run", counting_run)
+    calls = count_runs(monkeypatch)
     resumed = rep.Context(spec=spec, params={}, out=tmp_path, resume=True)
     with pytest.raises(rep.uvmsim.BudgetExceeded, match="event budget"):
         resumed.run("tight", tight)
