@@ -29,7 +29,7 @@ sent, and holds a read miss while every way of its set (`--cache-sets` x
 after the miss. Writes pass (write-around).
 
     python3 scripts/akita_l1_tlb.py shared/traces/mgpusim/atax.csv.gz
-    python3 scripts/akita_l1_tlb.py shared/traces/mgpusim/atax.csv.gz --room 137 --fill 136
+    python3 scripts/akita_l1_tlb.py shared/traces/mgpusim/atax.csv.gz --room 136 --fill 136
 """
 
 import argparse
