@@ -6,14 +6,17 @@ written from Akita v4's mem/vm/tlb tlbMiddleware, independent of uvmsim's code.
 Each tick of one TLB: at most one response from the L2 TLB is parsed
 (parseBottom; none while the previous one's MSHR entry is answered, which
 respondMSHREntry does first in the next tick), evicting the set's least recently
-visited way; then up to `--per-tick` requests are looked up in arrival order
-(extractFromPipeline): a pending page is an MSHR hit (no recency update), a
+visited way; then up to `--lookups-per-tick` requests are looked up in arrival
+order (extractFromPipeline): a pending page is an MSHR hit (no recency update), a
 present one a hit (visited), else a miss takes an MSHR and its translation is
 parsed `--round-trip` ticks later; a miss with all MSHRs busy stays at the head
-and every later request waits. A request is looked up in the tick of its trace
-time (a constant offset does not change the counts), or, with `--every K`, the
-lookup stage only runs every K-th tick: a what-if for a TLB held back by its
-requester, not a model of MGPUSim.
+and every later request waits. The lookups come from the lookup pipeline's
+16-entry post-pipeline buffer (akita v4 mem/vm/tlb/builder.go,
+"ResponsePipelineBuf"), so 16 per tick although numReqPerCycle is 32; a parsed
+fill answers up to `--per-tick` of its requests per tick (respondMSHREntry). A
+request is looked up in the tick of its trace time (a constant offset does not
+change the counts), or, with `--every K`, the lookup stage only runs every K-th
+tick: a what-if for a TLB held back by its requester, not a model of MGPUSim.
 
 With `--room B` the answers pass through B buffer entries to the CU's L1 vector
 cache directory (Akita v4's translator and write-around cache, as
@@ -26,7 +29,7 @@ sent, and holds a read miss while every way of its set (`--cache-sets` x
 after the miss. Writes pass (write-around).
 
     python3 scripts/akita_l1_tlb.py shared/traces/mgpusim/atax.csv.gz
-    python3 scripts/akita_l1_tlb.py shared/traces/mgpusim/atax.csv.gz --room 137 --fill 136
+    python3 scripts/akita_l1_tlb.py shared/traces/mgpusim/atax.csv.gz --room 136 --fill 136
 """
 
 import argparse
@@ -63,6 +66,7 @@ class Directory:
 def replay(rows, a):
     """Hit, miss and MSHR-hit counts of one TLB for `rows` = [(time, page, line, write)] in issue order."""
     sets, ways, mshrs, round_trip, per_tick, every = a.sets, a.ways, a.mshrs, a.round_trip, a.per_tick, a.every
+    lookups_per_tick = a.lookups_per_tick
     lru = [OrderedDict() for _ in range(sets)]
     pending = {}  # page -> its requests (line, write), answered with the fill
     fills = deque()  # (tick the response can be parsed, page), in arrival order
@@ -100,7 +104,7 @@ def replay(rows, a):
             if d is not None:  # without back-pressure the answers go at once and never hold a parse
                 answering.extend(requests)
         n = 0
-        while queue and n < per_tick and tick % every == 0:
+        while queue and n < lookups_per_tick and tick % every == 0:
             page, line, write = queue[0]
             s = lru[page % sets]
             if page in pending:
@@ -128,7 +132,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace")
     ap.add_argument("--round-trip", type=int, default=7, help="ticks from a miss's lookup to its fill's parse")
-    ap.add_argument("--per-tick", type=int, default=32, help="lookups per tick (numReqPerCycle)")
+    ap.add_argument("--per-tick", type=int, default=32, help="MSHR answers per tick (numReqPerCycle)")
+    ap.add_argument(
+        "--lookups-per-tick", type=int, default=16, help="lookups per tick (the 16-entry post-pipeline buffer)"
+    )
     ap.add_argument("--every", type=int, default=1, help="look up only every K-th tick (what-if)")
     ap.add_argument("--sets", type=int, default=4)
     ap.add_argument("--ways", type=int, default=64)

@@ -261,10 +261,12 @@ section! {
         /// Translated requests the buffers between the L1 TLB's answer and the cache
         /// directory's head hold. MGPUSim v4 R9 Nano (per-port incoming + outgoing buffers
         /// of NumReqPerCycle each, Akita v4 sim.NewPort): TLB top out 32 + translator
-        /// translation in 32 + translator bottom out 32 + L1V top in 8, the coalescer's 1,
-        /// the directory buffer 8, the 2-stage directory pipeline 2 x 8 and its
-        /// post-pipeline buffer 8: 137.
-        pub buffer_entries: u32 = 137,
+        /// translation in 32 + translator bottom out 32 + L1V top in 8, the directory
+        /// buffer 8, the 2-stage directory pipeline 2 x 8 and its post-pipeline buffer 8:
+        /// 136. The coalescer holds none: MGPUSim's ROB copies requests without
+        /// CanWaitForCoalesce (rob.go duplicateReadReq), so each is the last of its wave
+        /// and needs directory-buffer room to be taken.
+        pub buffer_entries: u32 = 136,
         /// GPU core cycles from the TLB's answer to the cache directory's check when
         /// nothing waits ahead (translator parse, coalescer, directory pipeline).
         pub transit_cycles: u32 = 5,
