@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 
 import uvmsim
+from conftest import Cli
 from uvmsim import presets
 
-SHIPPED = ("kaveri-apu", "gtx480-zheng", "r9nano", "titan-v")
+MODERN = ("a100-pcie4", "h100-pcie5", "gh200-c2c", "mi300a-apu")
+SHIPPED = ("kaveri-apu", "gtx480-zheng", "r9nano", "titan-v", *MODERN)
+# A small managed-memory workload (STREAM triad, 3 x 2 MiB, host-initialised) that runs in well under a second.
+SMALL_MANAGED = {
+    "workload.kind": "stream",
+    "workload.managed": True,
+    "workload.stream.elements": 262144,
+    "workload.stream.threads": 16384,
+    "uvm.baselines": True,
+}
 
 
 def test_header_takes_leading_comment_block_only() -> None:
@@ -67,3 +78,63 @@ def test_errors_in_a_preset_name_the_preset(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setenv(presets.PRESET_PATH_ENV, str(tmp_path))
     with pytest.raises(uvmsim.ConfigError, match=r"preset broken.*gpu\.smz.*gpu\.sms"):
         uvmsim.resolve(preset="broken")
+
+
+@pytest.mark.parametrize("name", MODERN)
+def test_modern_preset_is_described_with_its_sources(cli: Cli, name: str) -> None:
+    p = cli("presets", name)
+    assert p.returncode == 0, p.stderr
+    assert "not calibrated" in p.stdout.splitlines()[2]  # the summary line
+    assert "Sources:" in p.stdout
+
+
+@pytest.mark.parametrize("name", MODERN)
+def test_every_modern_preset_parameter_carries_a_comment(name: str) -> None:
+    # Each key names its source (or ASSUMPTION) on its line, or in a comment block opening its section.
+    bare, section_commented, opening = [], False, False
+    for line in presets.find_preset(name).read_text(encoding="utf-8").splitlines():
+        s = line.strip()
+        if s.startswith("["):
+            section_commented, opening = False, True
+        elif s.startswith("#"):
+            section_commented |= opening
+        elif s:
+            opening = False
+            if re.match(r"^[a-z_]+\s*=", s) and "#" not in s and not section_commented:
+                bare.append(s)
+    assert not bare, f"{name}: parameters without a source comment: {bare}"
+
+
+WALL_CLOCK = {"sim.wall_s", "sim.events_per_s", "sim.warp_mem_insts_per_s"}
+
+
+def _run(name: str) -> dict[str, float]:
+    return {k: v for k, v in uvmsim.run(preset=name, set=SMALL_MANAGED).metrics.items() if k not in WALL_CLOCK}
+
+
+@pytest.mark.parametrize("name", ["a100-pcie4", "h100-pcie5"])
+def test_discrete_modern_preset_runs_managed_memory_through_the_driver(name: str) -> None:
+    m = _run(name)
+    assert m["uvm.faults.fetched"] > 0 and m["uvm.batches"] > 0  # the UVM driver's fault batches
+    assert m["uvm.prefetch.pages"] > 0  # the driver's default density prefetcher
+    assert "iommu.ats_requests" not in m or m["iommu.ats_requests"] == 0
+    assert m["baseline.slowdown_vs_copy"] > 1.0
+    assert _run(name) == m  # deterministic
+
+
+def test_gh200_runs_managed_memory_over_ats_with_access_counters() -> None:
+    m = _run("gh200-c2c")
+    assert m["iommu.ats_requests"] > 0  # translations over ATS
+    assert m["uvm.faults.fetched"] == 0 and m["apu.faults"] == 0  # CPU-resident pages are read in place, no fault
+    assert m["uvm.remote.bytes"] > 0
+    assert m["uvm.access_counters.notifications"] > 0 and m["uvm.access_counters.pages"] > 0
+    assert _run("gh200-c2c") == m
+
+
+def test_mi300a_runs_managed_memory_on_the_apu_path() -> None:
+    m = _run("mi300a-apu")
+    pages = 3 * 262144 * 8 // 4096
+    assert m["apu.faults"] == pages  # every page once through the page-request path
+    assert m["uvm.faults.fetched"] == 0 and m["uvm.remote.bytes"] == 0
+    assert m["iommu.ats_requests"] > 0
+    assert _run("mi300a-apu") == m

@@ -103,6 +103,19 @@ def test_comparison_bars_draws_a_bar_pair_per_numeric_check() -> None:
         report.comparison_bars([row("grows", 5.0, "info")])
 
 
+def test_markdown_row_of_an_info_only_experiment_says_nothing_was_checked() -> None:
+    # modern-presets has no published number: its row must not read "pass (0 of 0 checks)".
+    _, targets = report.load_validation()
+    target = next(t for t in targets if t.id == "modern-presets")
+    outcome = report.Outcome(
+        "modern-presets", "PASS", 1.0, False, rows=[row("none", 3.3, "info")] * 3, finished="2026-11-23T00:00:00"
+    )
+    table = report.markdown_table_of({"modern-presets": outcome}, {})
+    line = next(x for x in table.splitlines() if x.startswith("| `modern-presets`"))
+    assert "3 informational values (below)" in line and "info only (3 values, none checked)" in line
+    assert target.supported
+
+
 def test_a_failing_experiment_is_recorded_and_the_others_go_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(ctx: rep.Context) -> dict[str, float]:
         raise RuntimeError("analysis exploded")
@@ -198,7 +211,8 @@ def test_docs_validation_table_lists_every_experiment() -> None:
     _, targets = report.load_validation()
     for t in targets:
         assert f"| `{t.id}`{' (fit)' if t.fit else ''} |" in table, f"regenerate docs/validation.md: {t.id} missing"
-    assert "not yet supported" in table
+    # Unsupported rows say so (modern-presets was the last one; none is left).
+    assert ("not yet supported" in table) == any(not t.supported for t in targets)
 
 
 @pytest.mark.parametrize(

@@ -103,17 +103,19 @@ class Context:
     #: experiment goes on where it stopped; runs of a changed uvmsim build are not detected: re-run without it).
     resume: bool = False
 
-    def run(self, name: str, set: Mapping[str, Any]) -> uvmsim.Result:
-        """Run the spec's preset with the spec's common ``set`` plus ``set``; keep the summary in ``runs/NAME``."""
+    def run(self, name: str, set: Mapping[str, Any], preset: str | None = None) -> uvmsim.Result:
+        """Run the spec's preset (or ``preset``, for experiments that compare systems) with the spec's common
+        ``set`` plus ``set``; keep the summary in ``runs/NAME``."""
         overrides = {**self.params.get("set", {}), **set}
+        preset = preset or self.spec.preset
         out = self.out / "runs" / name
-        result = self._stored(out, overrides) if self.resume else None
+        result = self._stored(out, overrides, preset) if self.resume else None
         if result is None:
             try:
-                result = uvmsim.run(preset=self.spec.preset, set=overrides, out=out)
+                result = uvmsim.run(preset=preset, set=overrides, out=out)
             except uvmsim.BudgetExceeded as e:
                 # Noted, so that a resumed experiment does not spend the whole budget on it again.
-                config = uvmsim.resolve(preset=self.spec.preset, set=overrides)
+                config = uvmsim.resolve(preset=preset, set=overrides)
                 out.mkdir(parents=True, exist_ok=True)
                 atomic_write_json(out / BUDGET_FILE, {"config": config, "error": str(e)})
                 raise
@@ -121,7 +123,7 @@ class Context:
         self.runs[name] = result
         return result
 
-    def _stored(self, out: Path, overrides: Mapping[str, Any]) -> uvmsim.Result | None:
+    def _stored(self, out: Path, overrides: Mapping[str, Any], preset: str) -> uvmsim.Result | None:
         """The run stored in ``out`` if it finished with the configuration ``overrides`` resolve to; raises
         ``BudgetExceeded`` again when that configuration reached its event budget there."""
         if (out / BUDGET_FILE).is_file():
@@ -129,7 +131,7 @@ class Context:
                 noted = json.loads((out / BUDGET_FILE).read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 noted = {}
-            if noted.get("config") == uvmsim.resolve(preset=self.spec.preset, set=overrides):
+            if noted.get("config") == uvmsim.resolve(preset=preset, set=overrides):
                 raise uvmsim.BudgetExceeded(noted.get("error", "event budget reached (stored)"))
         if not (out / uvmsim.SUMMARY_FILE).is_file():
             return None
@@ -137,7 +139,7 @@ class Context:
             stored = uvmsim.load(out)
         except uvmsim.ConfigError:
             return None  # a damaged summary: run again
-        return stored if stored.config == uvmsim.resolve(preset=self.spec.preset, set=overrides) else None
+        return stored if stored.config == uvmsim.resolve(preset=preset, set=overrides) else None
 
 
 Analysis = Callable[[Context], dict[str, float]]
@@ -1451,4 +1453,59 @@ def li_transfw(ctx: Context) -> dict[str, float]:
     out["geomean_speedup"] = _geomean(fw) if fw else nan
     out["mt_highest"] = float(bool(fw) and max(fw, key=lambda a: fw[a]) == "MT")
     out["prt_false_positive_rate"] = fp / trusted if trusted else 0.0
+    return out
+
+
+# --- beyond the seeds: presets of modern systems ------------------------------------------------------
+
+
+@experiment("modern-presets")
+def modern_presets(ctx: Context) -> dict[str, float]:
+    """The same small managed-memory workloads on each preset of ``presets``: runtime over the explicit-copy
+    baseline and the translation traffic the system's path creates (no published number to match)."""
+    out: dict[str, float] = {}
+    rows = []
+    for preset in ctx.params["presets"]:
+        for wl in ctx.params["workloads"]:
+            name = wl["name"]
+            m = ctx.run(f"{preset}-{name}", {**wl["set"], "uvm.baselines": True}, preset=preset).metrics
+            # Faults that software services: the UVM driver's batches (discrete GPUs), or the page-request path
+            # (IOMMU mode); ATS requests are translations the host's IOMMU answers.
+            far = m.get("uvm.faults.fetched", 0.0) + m.get("apu.faults", 0.0)
+            ats = m.get("iommu.ats_requests", 0.0)
+            migrated = m.get("uvm.access_counters.pages", 0.0)
+            remote = m.get("uvm.remote.bytes", 0.0)
+            slowdown = m["baseline.slowdown_vs_copy"]
+            out[f"slowdown_vs_copy.{preset}.{name}"] = slowdown
+            out[f"far_faults.{preset}.{name}"] = far
+            out[f"ats_requests.{preset}.{name}"] = ats
+            out[f"counter_migrated_pages.{preset}.{name}"] = migrated
+            rows.append(
+                (
+                    preset,
+                    name,
+                    m["time.kernel_ns"] / 1000.0,
+                    m["baseline.copy_then_execute_ns"] / 1000.0,
+                    slowdown,
+                    far,
+                    ats,
+                    migrated,
+                    remote,
+                )
+            )
+    write_csv(
+        ctx.out / "modern_presets.csv",
+        (
+            "preset",
+            "workload",
+            "kernel_us",
+            "copy_then_execute_us",
+            "slowdown_vs_copy",
+            "far_faults",
+            "ats_requests",
+            "counter_migrated_pages",
+            "remote_bytes",
+        ),
+        rows,
+    )
     return out
