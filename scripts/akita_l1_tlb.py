@@ -140,7 +140,9 @@ def main():
     ap.add_argument("--sets", type=int, default=4)
     ap.add_argument("--ways", type=int, default=64)
     ap.add_argument("--mshrs", type=int, default=64)
-    ap.add_argument("--room", type=int, default=0, help="answer buffer entries to the L1V directory (0 = no back-pressure)")
+    ap.add_argument(
+        "--room", type=int, default=0, help="answer buffer entries to the L1V directory (0 = no back-pressure)"
+    )
     ap.add_argument("--fill", type=int, default=136, help="ticks an L1V read miss locks its way")
     ap.add_argument("--transit", type=int, default=5, help="ticks from an answer to the directory")
     ap.add_argument("--dir-per-tick", type=int, default=8, help="answers the directory takes per tick")
