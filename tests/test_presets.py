@@ -108,8 +108,9 @@ def test_every_modern_preset_parameter_carries_a_comment(name: str) -> None:
 WALL_CLOCK = {"sim.wall_s", "sim.events_per_s", "sim.warp_mem_insts_per_s"}
 
 
-def _run(name: str) -> dict[str, float]:
-    return {k: v for k, v in uvmsim.run(preset=name, set=SMALL_MANAGED).metrics.items() if k not in WALL_CLOCK}
+def _run(name: str, extra: dict[str, object] | None = None) -> dict[str, float]:
+    m = uvmsim.run(preset=name, set={**SMALL_MANAGED, **(extra or {})}).metrics
+    return {k: v for k, v in m.items() if k not in WALL_CLOCK}
 
 
 @pytest.mark.parametrize("name", ["a100-pcie4", "h100-pcie5"])
@@ -134,7 +135,17 @@ def test_gh200_runs_managed_memory_over_ats_with_access_counters() -> None:
 def test_mi300a_runs_managed_memory_on_the_apu_path() -> None:
     m = _run("mi300a-apu")
     pages = 3 * 262144 * 8 // 4096
-    assert m["apu.faults"] == pages  # every page once through the page-request path
+    # amdgpu's granularity 9: one request per 2 MiB-aligned block, here one per 2 MiB array.
+    assert m["apu.faults"] == 3 and m["apu.pages_mapped"] == pages
+    assert m["apu.faults.merged"] > 0  # the block's other pages wait for its request
     assert m["uvm.faults.fetched"] == 0 and m["uvm.remote.bytes"] == 0
     assert m["iommu.ats_requests"] > 0
     assert _run("mi300a-apu") == m
+
+
+def test_mi300a_one_page_requests_map_the_same_pages_with_more_faults() -> None:
+    blocks = _run("mi300a-apu")
+    pages = _run("mi300a-apu", {"iommu.ppr.pages_log2": 0})
+    assert pages["apu.faults"] == pages["apu.pages_mapped"] == blocks["apu.pages_mapped"]
+    # A fault now waits for its whole block (512 pages at page_us each), not for its page alone.
+    assert blocks["apu.fault_latency_ns.mean"] > pages["apu.fault_latency_ns.mean"]

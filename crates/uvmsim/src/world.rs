@@ -145,6 +145,14 @@ impl World {
         if cfg.uvm.access_counters.migrate && multi.is_none() && cfg.workload.managed {
             gpus[0].remote.counters = Some(crate::uvm::counters::AccessCounters::new(&cfg.uvm.access_counters));
         }
+        let ppr = (cfg.translation.mode == TranslationMode::Iommu).then(|| {
+            let mut ppr = Ppr::new(&cfg.iommu.ppr);
+            // A request's block stops at its allocation's edges (the driver's SVM range ends at the VMA's).
+            for b in program.buffers.iter().filter(|b| b.managed) {
+                ppr.add_allocation(b.base >> 12, (b.base + b.bytes).div_ceil(4096));
+            }
+            ppr
+        });
         World {
             program,
             pc: 0,
@@ -167,7 +175,7 @@ impl World {
             last_completed: 0,
             uvm,
             host_threads: cfg.workload.host_threads,
-            ppr: (cfg.translation.mode == TranslationMode::Iommu).then(|| Ppr::new(&cfg.iommu.ppr)),
+            ppr,
             shootdown: (cfg.translation.mode == TranslationMode::Iommu).then(|| {
                 let io = &cfg.iommu;
                 Shootdown::new(
@@ -438,8 +446,8 @@ impl Model for World {
                 for f in gpu.drain_faults() {
                     match self.ppr.as_mut() {
                         Some(ppr) => {
-                            if let Some(t) = ppr.raise(&f) {
-                                q.push(t, Ev::PprDone(f.vpn));
+                            if let Some((t, first)) = ppr.raise(&f) {
+                                q.push(t, Ev::PprDone(first));
                             }
                         }
                         None => schedule(self.uvm.raise(f), q),
@@ -519,16 +527,18 @@ impl Model for World {
                     schedule(next, q);
                 }
             }
-            Ev::PprDone(vpn) => {
+            Ev::PprDone(first) => {
                 let ppr = self.ppr.as_mut().expect("PPR events only in IOMMU mode");
-                ppr.done(vpn);
+                let (first, end) = ppr.done(first);
                 let gpu = &mut self.gpus[0];
                 let residency = &mut gpu.xlat.space.residency;
-                if !residency.is_resident(vpn) {
-                    residency.make_resident(vpn);
+                for vpn in first..end {
+                    if !residency.is_resident(vpn) {
+                        residency.make_resident(vpn);
+                    }
                 }
                 // The GPU retries: warps whose pages are all mapped run again.
-                gpu.replay_page(vpn, now, q);
+                gpu.replay_pages(first, end, now, q);
             }
             Ev::CtaDone(tagged) => {
                 let g = (tagged >> EV_GPU_SHIFT) as usize;

@@ -738,19 +738,24 @@ impl Gpu {
         });
     }
 
-    /// Page `vpn` became resident at `now` (an APU page request completed): the µTLBs
-    /// unblock and the sleeping warps that waited only for it re-execute — what
+    /// Pages [first, end) became resident at `now` (an APU page request completed): the
+    /// µTLBs unblock and the sleeping warps that waited only for them re-execute — what
     /// `replay` does, without scanning every sleeping warp on every page: warps that
     /// went to sleep since the last call are filed under the page they wait for.
-    pub fn replay_page(&mut self, vpn: u64, now: Ps, q: &mut EventQueue<Ev>) {
+    pub fn replay_pages(&mut self, first: u64, end: u64, now: Ps, q: &mut EventQueue<Ev>) {
         self.blocked.fill(false);
         let mut inbox = std::mem::take(&mut self.waiting);
         for s in inbox.drain(..) {
             self.file_or_wake(s.slot, now, q);
         }
         self.waiting = inbox;
-        for slot in self.by_page.remove(&vpn).unwrap_or_default() {
-            self.file_or_wake(slot, now, q);
+        for vpn in first..end {
+            if self.by_page.is_empty() {
+                break;
+            }
+            for slot in self.by_page.remove(&vpn).unwrap_or_default() {
+                self.file_or_wake(slot, now, q);
+            }
         }
     }
 
