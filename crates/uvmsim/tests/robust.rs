@@ -74,3 +74,43 @@ fn the_watchdog_names_the_far_fault_state() {
     zheng(&["workload.kind=stream", "sim.watchdog_batches=0"]).unwrap();
     zheng(&["workload.kind=stream"]).unwrap();
 }
+
+/// Zheng's §5.2 continued prefetch on the polled handler, XSBench at 50% (random lookups:
+/// the window after a faulting page is rarely used). With the transfer set sized by its demand
+/// pages alone, every interval with a demand fault filled it with prefetches that each evicted a
+/// page, queued ahead of the next demand pages on a link already busy with the demand faults'
+/// evictions and copies: the far faults waited behind them and the run slowed by two orders of
+/// magnitude, nearly every prefetched page evicted unused. Counting the pages still queued on the
+/// link (`uvm.prefetch.full_link_room`), continued prefetch costs little over on-demand only.
+#[test]
+fn polled_continued_prefetch_fills_only_the_link_room_once_memory_is_full() {
+    let run = |when_full: &str, link_room: bool| {
+        zheng(&[
+            "workload.kind=xsbench",
+            "workload.xsbench.gridpoints=1000",
+            "workload.xsbench.lookups=8192",
+            "workload.xsbench.threads=2048",
+            "uvm.oversubscription=2",
+            "uvm.eviction.granularity=page",
+            "uvm.eviction.policy=lru",
+            "uvm.prefetch.policy=oracle",
+            &format!("uvm.prefetch.when_full={when_full}"),
+            &format!("uvm.prefetch.full_link_room={link_room}"),
+        ])
+        .unwrap()
+    };
+    let g = |m: &Metrics, k: &str| m.get(k).unwrap_or_else(|| panic!("no metric {k}"));
+    let stop = run("stop", true);
+    assert_eq!(g(&stop, "time.total_ns"), g(&run("stop", false), "time.total_ns"), "on-demand only: no set once full");
+    let room = run("locality", true);
+    let queued = run("locality", false);
+    for m in [&room, &queued] {
+        assert!(g(m, "uvm.pages_evicted") > 0.0 && g(m, "uvm.prefetch.pages") > g(&stop, "uvm.prefetch.pages"));
+    }
+    let (t_stop, t_room, t_queued) = (g(&stop, "time.total_ns"), g(&room, "time.total_ns"), g(&queued, "time.total_ns"));
+    assert!(t_room < 1.25 * t_stop, "link room: {t_room} ns against {t_stop} on demand only");
+    assert!(t_queued > 10.0 * t_stop, "demand pages only: {t_queued} ns against {t_stop}");
+    let unused = |m: &Metrics| g(m, "uvm.prefetch.evicted_unused") / g(m, "uvm.prefetch.pages");
+    assert!(unused(&room) < 0.5 && unused(&queued) > 0.8, "evicted unused: {} and {}", unused(&room), unused(&queued));
+    assert!(g(&room, "uvm.polled.fault_ns.mean") < 2.0 * g(&stop, "uvm.polled.fault_ns.mean"));
+}

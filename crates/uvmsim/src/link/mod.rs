@@ -53,6 +53,8 @@ pub struct Link {
     large_factor: f64,
     lanes: [Timeline; 2],
     engines: Vec<Ps>,
+    /// Per direction, when the last byte reserved so far crosses (latency excluded).
+    done: [Ps; 2],
     pub stats: [DirStats; 2],
 }
 
@@ -67,6 +69,7 @@ impl Link {
             large_factor: c.atan_large_transfer_factor,
             lanes: [Timeline::new(c.bandwidth_gbps, 4096), Timeline::new(c.bandwidth_gbps, 4096)],
             engines: vec![0; c.copy_engines as usize],
+            done: [0; 2],
             stats: Default::default(),
         }
     }
@@ -104,11 +107,19 @@ impl Link {
         if let Some(slot) = self.engines.get_mut(e) {
             *slot = done;
         }
+        self.done[d] = self.done[d].max(done);
         let s = &mut self.stats[d];
         s.transfers += 1;
         s.bytes += bytes;
         s.busy_ps += done - start;
         (start, done + self.latency, e as u32)
+    }
+
+    /// Bytes the link has yet to carry at `now`: the work reserved beyond `now` in its busier
+    /// direction, at `bandwidth_gbps` (the last copy's end, latency excluded; gaps count as work).
+    pub fn backlog_bytes(&self, now: Ps) -> u64 {
+        let until = self.done[0].max(self.done[1]);
+        (until.saturating_sub(now) as f64 * self.gbps / 1000.0) as u64
     }
 
     /// Export `link.{h2d,d2h}.{transfers,bytes,busy_ns}` and utilisation over `span` ps.
@@ -174,6 +185,20 @@ mod tests {
         let (_, c) = two.transfer(Dir::HostToDevice, 12_000, 0, 0);
         assert!(c > a + 900_000, "a third waits for an engine");
         assert_eq!(two.stats[0].bytes, 24_000);
+    }
+
+    #[test]
+    fn backlog_is_the_busier_direction_s_work_beyond_now() {
+        let mut l = Link::new(&cfg(BandwidthModel::Constant, 2));
+        assert_eq!(l.backlog_bytes(0), 0);
+        // 12 kB each way at 12 GB/s: 1 µs; then 24 kB more host-to-device: 3 µs in all (latency not counted).
+        l.transfer(Dir::HostToDevice, 12_000, 0, 0);
+        l.transfer(Dir::DeviceToHost, 12_000, 0, 0);
+        let near = |got: u64, want: u64| got.abs_diff(want) <= 100; // the timeline rounds to a few ns
+        assert!(near(l.backlog_bytes(0), 12_000) && near(l.backlog_bytes(500_000), 6_000));
+        l.transfer(Dir::HostToDevice, 24_000, 0, 0);
+        assert!(near(l.backlog_bytes(1_000_000), 24_000), "{}", l.backlog_bytes(1_000_000));
+        assert_eq!(l.backlog_bytes(3_100_000), 0);
     }
 
     #[test]

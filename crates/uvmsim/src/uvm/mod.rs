@@ -1606,7 +1606,10 @@ impl Uvm {
             None => self.capacity_chunks != u64::MAX && self.allocated_chunks >= self.capacity_chunks && self.free_chunks == 0,
         };
         let extra = if interval && (!full || self.interval_demand + demand.len() > 0) {
-            self.transfer_set(&demand, self.interval_demand, self.last_demand, residency)
+            // Once full, a set fills only what the link will have free: its room counts the pages still
+            // queued on the link if they outnumber the interval's demand pages (see PrefetchConfig::full_link_room).
+            let queued = if full && self.prefetch.full_link_room { (link.backlog_bytes(now) / 4096) as usize } else { 0 };
+            self.transfer_set(&demand, self.interval_demand.max(queued), self.last_demand, residency)
         } else {
             vec![]
         };
@@ -3004,6 +3007,36 @@ mod tests {
         drain(&mut u, &mut link, &mut res);
         assert_eq!((u.stats.evictions, u.stats.prefetched), (4, 6));
         assert!((600..604).all(|p| res.is_resident(p)) && res.resident_pages() == 4);
+    }
+
+    #[test]
+    fn polled_sets_fill_only_what_the_link_has_free_once_memory_is_full() {
+        // 8 pages of GPU memory, sets of 8, a window of 16. Page 0's interval fills memory: 0 and 7 prefetches.
+        // Then page 600 faults at 100 µs; at its interval's end (120 µs) the link still has 5.5 pages to carry.
+        // Counting them, the set has room for 8 - 1 - 5 = 2 prefetches (601, 602); by its demand page alone, 7.
+        for (link_room, backlog, want) in [(true, 5.5, 2), (false, 5.5, 7), (true, 0.0, 7)] {
+            let prefetch = PrefetchConfig {
+                policy: PrefetchPolicy::Locality,
+                transfer_set_pages: 8,
+                window_pages: 16,
+                full_link_room: link_room,
+                ..PrefetchConfig::default()
+            };
+            let (mut u, mut link, mut res) = polled(16, prefetch);
+            u.page_evict =
+                Some(Box::new(PageMemory { capacity: 8, pages: Pages::new(EvictionPolicy::Lru, 0), pinned: FxHashSet::default() }));
+            u.raise(fault_at(0, 0, 0));
+            drain(&mut u, &mut link, &mut res);
+            assert_eq!((res.resident_pages(), u.stats.prefetched, u.stats.evictions), (8, 7, 0));
+            let at = 120_000_000;
+            link.transfer(Dir::HostToDevice, (backlog * 4096.0) as u64, at, at);
+            u.raise(fault_at(100_000_000, 600, 1));
+            let landed = drain(&mut u, &mut link, &mut res);
+            let got: Vec<u64> = landed.iter().map(|l| l.0).filter(|&p| p != 600).collect();
+            assert_eq!(got, (601..601 + want).collect::<Vec<u64>>(), "link_room {link_room}, backlog {backlog}");
+            assert_eq!((u.stats.prefetched, u.stats.pages_evicted), (7 + want, 1 + want), "link_room {link_room}, backlog {backlog}");
+            assert!(res.is_resident(600) && res.resident_pages() == 8);
+        }
     }
 
     /// Serve one fault on each of `vpns` in its own batch; returns the time after.

@@ -163,6 +163,15 @@ section! {
         /// the last faulting page, no sequential fill; §5.2 "continued prefetch"). Zheng's warm-up is policy = "oracle" with
         /// "stop" or "locality" (§5: "execute the application using the oracular prefetcher until GPU memory is at capacity").
         pub when_full: WhenFull = WhenFull::Keep,
+        /// Polled model, transfer sets, once GPU memory is full: a set's prefetches fill only what the link will have
+        /// free, transfer_set_pages minus the larger of the interval's demand pages and the pages still queued on the
+        /// link (its busier direction, at bandwidth_gbps). Seed paged-memory §4: the set is "the number of in-flight
+        /// pages on the PCIe bus required to maximize bandwidth", prefetches join it "only as a last resort", not
+        /// "throttling on-demand page fetches"; §5.2: continued prefetch does not attempt "to maximize PCIe bandwidth".
+        /// Until memory is full the sets fit the link; once full, each page copied in first evicts one over the same
+        /// copy engines, and a set sized by the demand pages alone queued its prefetches ahead of later demand pages
+        /// (docs/validation.md, zheng-eviction). false: the demand pages only (the earlier rule).
+        pub full_link_room: bool = true,
     }
 }
 
