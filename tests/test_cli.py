@@ -127,6 +127,7 @@ def test_reproduce_list(cli: Cli) -> None:
         "li-mpki",
         "li-transfw",
         "mgpusim-tlb",
+        "modern-presets",
         "zheng-blocking",
         "zheng-eviction",
         "zheng-latency-sensitivity",
