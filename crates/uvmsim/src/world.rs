@@ -131,11 +131,13 @@ impl World {
             let gpu = &mut gpus[0];
             gpu.xlat.space.map(b);
             if b.managed {
-                uvm.add_allocation(b.base >> 12, (b.base + b.bytes).div_ceil(4096));
+                let (first, end) = b.small_pages();
+                uvm.add_allocation(first, end);
             }
             if b.managed && cfg.workload.host_init {
                 // The host program initialised the array before the kernels: CPU-resident and CPU-mapped.
-                uvm.host_touch(b.base >> 12, (b.base + b.bytes).div_ceil(4096), cfg.workload.host_threads);
+                let (first, end) = b.small_pages();
+                uvm.host_touch(first, end, cfg.workload.host_threads);
             }
         }
         uvm.apply_advice(&mut gpus[0].xlat.space.residency);
@@ -149,7 +151,8 @@ impl World {
             let mut ppr = Ppr::new(&cfg.iommu.ppr);
             // A request's block stops at its allocation's edges (the driver's SVM range ends at the VMA's).
             for b in program.buffers.iter().filter(|b| b.managed) {
-                ppr.add_allocation(b.base >> 12, (b.base + b.bytes).div_ceil(4096));
+                let (first, end) = b.small_pages();
+                ppr.add_allocation(first, end);
             }
             ppr
         });
@@ -335,7 +338,7 @@ impl World {
                 }
                 &HostOp::PrefetchAsync { buffer } => {
                     let b = self.program.buffers[buffer];
-                    let (first, last) = (b.base >> 12, (b.base + b.bytes).div_ceil(4096));
+                    let (first, last) = b.small_pages();
                     let residency = &mut self.gpus[0].xlat.space.residency;
                     let end = self.uvm.prefetch_async(now, first..last, &mut self.link, residency);
                     self.after_uvm(q);

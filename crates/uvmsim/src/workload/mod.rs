@@ -141,6 +141,13 @@ pub struct Buffer {
     pub managed: bool,
 }
 
+impl Buffer {
+    /// The 4 KiB pages it covers, [first, end): the granule of managed-memory state.
+    pub fn small_pages(&self) -> (u64, u64) {
+        (self.base >> 12, (self.base + self.bytes).div_ceil(4096))
+    }
+}
+
 /// Hands out virtual addresses: each allocation starts on a boundary of
 /// max(its page size, 2 MiB), as the CUDA and HSA allocators do for large allocations.
 #[derive(Debug, Clone)]
