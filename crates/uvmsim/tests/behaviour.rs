@@ -267,7 +267,10 @@ fn a_stalled_warp_has_one_instruction_s_far_faults_in_flight() {
     // Each service: 20 µs handler latency, then the page over the link (~1.3 µs).
     let service = m(&stall, "uvm.polled.fault_ns.mean");
     assert!((20_000.0..23_000.0).contains(&service), "{service}");
-    assert_eq!(service, m(&go_on, "uvm.polled.fault_ns.mean"));
+    // Going on, c's page waits behind b's on the one host-to-device copy engine (at most one 4 KiB copy,
+    // 341 ns at 12 GB/s, over three faults); stalled, every copy finds the engine free.
+    let queued = m(&go_on, "uvm.polled.fault_ns.mean") - service;
+    assert!((1.0..=4096.0 / 12.0 / 3.0).contains(&queued), "{queued}");
     // Plus a few walks and issue cycles (well under 1 µs each round).
     let (k_go, k_stall) = (m(&go_on, "time.kernel_ns"), m(&stall, "time.kernel_ns"));
     assert!(k_go > 2.0 * service && k_go < 2.0 * service + 3_000.0, "{k_go} vs 2 x {service}");

@@ -358,7 +358,10 @@ section! {
         pub latency_ns: f64 = 1000.0,
         /// Achievable bandwidth in GB/s per direction (the atan model's asymptote).
         pub bandwidth_gbps: f64 = 12.0,
-        /// Copy engines (DMA engines) of the GPU; each moves one transfer at a time. ASSUMPTION: 2, one per direction.
+        /// Copy engines (DMA engines) of the GPU; each moves one transfer at a time, and they are split between the
+        /// directions (even ones host to device, odd ones device to host; one engine serves both). 2 = one a direction,
+        /// as NVIDIA's UVM driver uses them (one preferred CE per channel type, CPU_TO_GPU and GPU_TO_CPU on different
+        /// CEs: uvm_channel.c pick_ce_for_channel_type).
         pub copy_engines: u32 = 2,
         /// How speed depends on transfer size: "constant" or "atan" (UVMSmart's PCIe fit, spec/uvm-driver.md).
         pub bandwidth_model: BandwidthModel = BandwidthModel::Constant,

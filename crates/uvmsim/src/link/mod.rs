@@ -1,13 +1,20 @@
 //! The host-GPU link (PCIe, NVLink, NVLink-C2C) and the GPU's copy engines.
 //!
 //! How it works: each direction (host to device, device to host) has its own
-//! bandwidth [`Timeline`]; a transfer takes the earliest-free copy engine,
-//! reserves its bytes on its direction's timeline, and ends no earlier than
+//! bandwidth [`Timeline`]; a transfer takes the earliest-free copy engine of
+//! its direction, reserves its bytes on its direction's timeline, and ends no earlier than
 //! its size-dependent transfer time allows, plus the link latency. The size
 //! dependence is either none (`constant`: every byte at `bandwidth_gbps`) or
 //! the arctangent fit UVMSmart uses for PCIe (`atan`): speed(size) =
 //! bandwidth · (2/π) · atan(b · size in KiB), slow for small transfers and
 //! approaching the bandwidth for large ones.
+//!
+//! Copy engines are split between the directions (engine `e` serves host to
+//! device when `e` is even, device to host when odd; a single engine serves
+//! both): NVIDIA's UVM driver binds each channel type to one preferred CE and
+//! picks the CPU_TO_GPU and GPU_TO_CPU ones so that they differ when it can
+//! (`uvm_channel.c`, `pick_ce_for_channel_type` prefers the less-used CE), so
+//! evictions to the host do not queue behind demand fetches.
 
 use crate::config::LinkConfig;
 use crate::mem::Timeline;
@@ -99,7 +106,11 @@ impl Link {
 
     /// [`Link::transfer`], also returning the copy engine that carried it.
     pub fn transfer_on(&mut self, dir: Dir, bytes: u64, t: Ps, now: Ps) -> (Ps, Ps, u32) {
-        let (e, free) = self.engines.iter().copied().enumerate().min_by_key(|&(_, f)| f).unwrap_or((0, t));
+        let shared = self.engines.len() < 2;
+        let (e, free) = (self.engines.iter().copied().enumerate())
+            .filter(|&(e, _)| shared || e % 2 == dir as usize)
+            .min_by_key(|&(_, f)| f)
+            .unwrap_or((0, t));
         let start = t.max(free);
         let d = dir as usize;
         let by_size = start + (bytes as f64 * 1000.0 / self.speed_gbps(bytes).max(1e-9)) as Ps;
@@ -185,6 +196,24 @@ mod tests {
         let (_, c) = two.transfer(Dir::HostToDevice, 12_000, 0, 0);
         assert!(c > a + 900_000, "a third waits for an engine");
         assert_eq!(two.stats[0].bytes, 24_000);
+    }
+
+    #[test]
+    fn engines_serve_one_direction_each() {
+        // Two engines: a queue of fetches to the device never delays a copy to the host.
+        let mut l = Link::new(&cfg(BandwidthModel::Constant, 2));
+        let (s1, _, e1) = l.transfer_on(Dir::HostToDevice, 120_000, 0, 0);
+        let (s2, _, e2) = l.transfer_on(Dir::HostToDevice, 120_000, 0, 0);
+        assert_eq!((e1, e2, s1), (0, 0, 0));
+        assert!(s2 >= 10_000_000, "the second fetch waits for the one host-to-device engine: {s2}");
+        let (s3, end3, e3) = l.transfer_on(Dir::DeviceToHost, 12_000, 0, 0);
+        assert_eq!((e3, s3), (1, 0), "the copy to the host takes the other engine at once");
+        assert!((2_000_000..2_000_100).contains(&end3), "{end3}");
+        // Four engines: two a direction, the device-to-host pair untouched by fetches.
+        let mut four = Link::new(&cfg(BandwidthModel::Constant, 4));
+        let used: Vec<u32> = (0..3).map(|_| four.transfer_on(Dir::HostToDevice, 12_000, 0, 0).2).collect();
+        assert!(used.iter().all(|e| e % 2 == 0), "{used:?}");
+        assert_eq!(four.transfer_on(Dir::DeviceToHost, 12_000, 0, 0).0, 0);
     }
 
     #[test]
