@@ -116,6 +116,15 @@ def test_markdown_row_of_an_info_only_experiment_says_nothing_was_checked() -> N
     assert target.supported
 
 
+def test_an_experiment_without_checks_is_info_not_pass() -> None:
+    info = [row("none", 3.3, "info")] * 2
+    assert report.status_of(info) == "INFO"
+    assert report.status_of([*info, row(1, 1.0, "exact")]) == "PASS"
+    assert report.status_of([*info, row(1, 2.0, "exact")]) == "FAIL"
+    assert report.summary_counts([report.Outcome("modern-presets", "INFO", 1.0, False, rows=info)])["INFO"] == 1
+    assert report._badge("INFO") == '<span class="badge INFO">info only</span>'
+
+
 def test_a_failing_experiment_is_recorded_and_the_others_go_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(ctx: rep.Context) -> dict[str, float]:
         raise RuntimeError("analysis exploded")
@@ -279,7 +288,7 @@ def test_reproduce_all_quick_writes_every_experiment(quick_report: tuple[Path, s
     for i in supported:
         if i == "mgpusim-tlb" and not traces_available():
             continue
-        assert re.search(rf"^  (PASS|FAIL) +{re.escape(i)}  ", p.stdout, re.M), p.stdout
+        assert re.search(rf"^  (PASS|FAIL|INFO) +{re.escape(i)}  ", p.stdout, re.M), p.stdout
         assert (out / i / "comparison.csv").is_file() and (out / i / report.PLOT_FILE).is_file()
     assert f"{len(targets) - len(supported)} not yet supported" in p.stdout
     page = (out / report.REPORT_FILE).read_text(encoding="utf-8")
@@ -380,7 +389,8 @@ def test_report_in_a_real_browser(
         if t.id == "mgpusim-tlb" and not traces_available():
             assert page.sections[t.id] == "ERROR"
         elif t.supported:
-            assert page.sections[t.id] in ("PASS", "FAIL"), (t.id, page.sections[t.id])
+            want = ("INFO",) if t.id == "modern-presets" else ("PASS", "FAIL")
+            assert page.sections[t.id] in want, (t.id, page.sections[t.id])
             assert page.plots.get(t.id) == "yes", f"{t.id}: its plot did not render"
         else:
             assert page.sections[t.id] == "UNSUPPORTED" and t.id not in page.plots

@@ -371,7 +371,8 @@ def _reproduce_all(out: Path, quick: bool, resume: bool, markdown: Path | None) 
     counts = report_mod.summary_counts(outcomes)
     elapsed = report_mod.load_run_meta(out).get("elapsed_s")
     click.echo(
-        f"{counts['PASS']} pass, {counts['FAIL']} fail, {counts['ERROR']} error, {len(unsupported)} not yet "
+        f"{counts['PASS']} pass, {counts['FAIL']} fail, {counts['INFO']} info only, {counts['ERROR']} error, "
+        f"{len(unsupported)} not yet "
         f"supported in {elapsed} s; wrote {out / report_mod.REPORT_FILE}"
     )
     if markdown is not None:

@@ -130,7 +130,8 @@ def load_validation(path: Path = VALIDATION_FILE) -> tuple[list[Group], list[Tar
 class Outcome:
     """What running one experiment gave: its comparison rows, or the error that stopped it; ``DIR/ID/result.json``.
 
-    ``status`` is PASS (every checked row passed), FAIL (some did not) or ERROR (the experiment raised).
+    ``status`` is PASS (every checked row passed), FAIL (some did not), INFO (rows, none of them checked) or ERROR
+    (the experiment raised).
     """
 
     id: str
@@ -168,8 +169,10 @@ def _json_float(v: float) -> float | str:
 
 
 def status_of(rows: Sequence[rep.Row]) -> str:
-    """PASS if no checked row failed, else FAIL."""
-    return "FAIL" if any(r.passed is False for r in rows) else "PASS"
+    """FAIL if a checked row failed, INFO if no row is checked (nothing to pass), else PASS."""
+    if any(r.passed is False for r in rows):
+        return "FAIL"
+    return "INFO" if rows and all(r.passed is None for r in rows) else "PASS"
 
 
 def run_experiment(id: str, out: Path, *, quick: bool = False, resume: bool = False) -> Outcome:
@@ -615,11 +618,12 @@ window.addEventListener("load", function () {
 """
 
 UNSUPPORTED, NOT_RUN = "UNSUPPORTED", "NOTRUN"
-_LABELS = {UNSUPPORTED: "not yet supported", NOT_RUN: "not run"}
+_LABELS = {UNSUPPORTED: "not yet supported", NOT_RUN: "not run", "INFO": "info only"}
 
 
 def experiment_status(target: Target, outcome: Outcome | None) -> str:
-    """PASS, FAIL, ERROR, UNSUPPORTED (not yet supported) or NOTRUN (supported, no result in the directory)."""
+    """PASS, FAIL, INFO (no checks), ERROR, UNSUPPORTED (not yet supported) or NOTRUN (supported, no result in
+    the directory)."""
     if not target.supported:
         return UNSUPPORTED
     return NOT_RUN if outcome is None else outcome.status
@@ -692,7 +696,9 @@ def render_report(out: Path) -> str:
     outcomes = load_outcomes(out)
     meta = load_run_meta(out)
     statuses = {t.id: experiment_status(t, outcomes.get(t.id)) for t in targets}
-    counts = {s: sum(v == s for v in statuses.values()) for s in ("PASS", "FAIL", "ERROR", NOT_RUN, UNSUPPORTED)}
+    counts = {
+        s: sum(v == s for v in statuses.values()) for s in ("PASS", "FAIL", "INFO", "ERROR", NOT_RUN, UNSUPPORTED)
+    }
     elapsed = meta.get("elapsed_s")
     run_line = (
         f"{'quick parameters' if meta.get('quick') else 'full parameters'}; started {meta.get('started', '?')}"
@@ -707,7 +713,8 @@ def render_report(out: Path) -> str:
         "<h1>uvmsim reproduction report</h1>",
         f'<p class="meta">uvmsim {_e(meta.get("version", uvmsim.__version__))}; {_e(run_line)}. '
         f"Every experiment of <code>shared/VALIDATION.md</code>: {counts['PASS']} pass, {counts['FAIL']} fail, "
-        f"{counts['ERROR']} error, {counts[NOT_RUN]} not run, {counts[UNSUPPORTED]} not yet supported.</p>",
+        f"{counts['INFO']} info only, {counts['ERROR']} error, {counts[NOT_RUN]} not run, "
+        f"{counts[UNSUPPORTED]} not yet supported.</p>",
         '<table id="summary"><tr><th>Experiment</th><th>What</th><th>Published</th><th>Tolerance</th>'
         "<th>Result</th></tr>",
     ]
@@ -862,8 +869,8 @@ def check_markdown_target(path: Path) -> str:
 
 
 def summary_counts(outcomes: Iterable[Outcome]) -> dict[str, int]:
-    """How many outcomes are PASS, FAIL and ERROR."""
-    counts = dict.fromkeys(("PASS", "FAIL", "ERROR"), 0)
+    """How many outcomes are PASS, FAIL, INFO and ERROR."""
+    counts = dict.fromkeys(("PASS", "FAIL", "INFO", "ERROR"), 0)
     for o in outcomes:
         counts[o.status] += 1
     return counts
