@@ -952,9 +952,13 @@ impl Uvm {
         if let Some(latency) = self.polled {
             // Polled: the handler takes the fault in once its latency has run; a transfer-set
             // prefetcher's interval starts with the first fault of an idle handler.
-            self.request(f.time + latency);
             if self.prefetch.policy.per_batch() && self.interval_end.is_none() {
                 self.interval_end = Some(f.time + latency);
+            }
+            match self.interval_end {
+                // Held for the set: nothing to do for it before its interval ends.
+                Some(end) if self.demand_waits_for_set() => self.request(end.max(f.time + latency)),
+                _ => self.request(f.time + latency),
             }
             return Next::Nothing;
         }
@@ -1443,6 +1447,12 @@ impl Uvm {
         }
     }
 
+    /// Polled model: whether demand pages wait for their interval's transfer set (seed paged-memory §4.1,
+    /// `PrefetchConfig::demand_waits_for_set`), i.e. the option is on and transfer sets are being built.
+    fn demand_waits_for_set(&self) -> bool {
+        self.prefetch.demand_waits_for_set && self.prefetch_policy().per_batch()
+    }
+
     /// Zheng's transfer set: pages to prefetch with the batch's unique demand
     /// pages `demand` (sorted), the last fault fetched being on `last`; `earlier`
     /// demand pages already went out in the same interval (polled model).
@@ -1569,14 +1579,22 @@ impl Uvm {
     /// link at once (one round, a [`Flight`]); with a transfer-set prefetcher,
     /// at the end of each interval of `fault_latency_us` the set is filled up to
     /// `transfer_set_pages` with the interval's demand pages counted first, and
-    /// the prefetched pages go out (§4.1; demand pages are not held back to the
-    /// interval's end, so that the prefetcher adds no latency to them).
+    /// the prefetched pages go out (§4.1). The interval's demand pages go out
+    /// with its set, at its end (`demand_waits_for_set`, §4.1: the set is
+    /// "batch-submit[ted] at the end of the interval"), or, with that off, as
+    /// soon as their latency has run.
     fn poll(&mut self, now: Ps, link: &mut Link, residency: &mut Residency) -> Next {
         if self.poll_at != Some(now) {
             return Next::Nothing; // superseded by an earlier poll, which asked again for what this one was for
         }
         self.poll_at = None;
         let latency = self.polled.expect("polled model");
+        if self.demand_waits_for_set() {
+            if let Some(end) = self.interval_end.filter(|&e| e > now) {
+                self.request(end); // faults taken in now would only wait for the set
+                return Next::Nothing;
+            }
+        }
         let mut fetched = vec![];
         while self.buffer.front().is_some_and(|f| f.time + latency <= now) {
             fetched.extend(self.buffer.pop_front());
@@ -2941,35 +2959,53 @@ mod tests {
 
     #[test]
     fn polled_transfer_sets_fill_each_interval_after_its_demand_pages() {
-        let prefetch =
-            PrefetchConfig { policy: PrefetchPolicy::Locality, transfer_set_pages: 4, window_pages: 6, ..PrefetchConfig::default() };
-        let (mut u, mut link, mut res) = polled(16, prefetch);
-        u.allocs = vec![(0, 14)];
-        u.raise(fault_at(0, 5, 0));
-        u.raise(fault_at(3_000_000, 9, 1));
-        let landed = drain(&mut u, &mut link, &mut res);
-        let when = |p: u64| landed.iter().find(|l| l.0 == p).unwrap().1;
-        // Interval 1 is 0-20 µs (it starts with the first fault): page 5 goes out at 20 µs with 3
-        // prefetches from the window after it (6, 7, 8), one copy of the VA block's 4 pages.
-        for p in [5, 6, 7, 8] {
-            assert!(near(when(p), 20_000_000 + 4 * PAGE_PS), "{p}: {landed:?}");
+        for wait in [true, false] {
+            let prefetch = PrefetchConfig {
+                policy: PrefetchPolicy::Locality,
+                transfer_set_pages: 4,
+                window_pages: 6,
+                demand_waits_for_set: wait,
+                ..PrefetchConfig::default()
+            };
+            let (mut u, mut link, mut res) = polled(16, prefetch);
+            u.allocs = vec![(0, 14)];
+            u.raise(fault_at(0, 5, 0));
+            u.raise(fault_at(3_000_000, 9, 1));
+            let landed = drain(&mut u, &mut link, &mut res);
+            let when = |p: u64| landed.iter().find(|l| l.0 == p).unwrap().1;
+            // Interval 1 is 0-20 µs (it starts with the first fault): page 5 goes out at 20 µs with 3
+            // prefetches from the window after it (6, 7, 8), one copy of the VA block's 4 pages.
+            for p in [5, 6, 7, 8] {
+                assert!(near(when(p), 20_000_000 + 4 * PAGE_PS), "{p}: {landed:?}");
+            }
+            // Page 9 (faulted at 3 µs) reaches the handler at 23 µs, in interval 2 (20-40 µs), whose set has
+            // it and 3 prefetches after it. Waiting for the set, it goes out with them at 40 µs; not waiting,
+            // alone at 23 µs, and the 3 prefetches at 40 µs.
+            if wait {
+                for p in [9, 10, 11, 12] {
+                    assert!(near(when(p), 40_000_000 + 4 * PAGE_PS), "{p}: {landed:?}");
+                }
+            } else {
+                assert!(near(when(9), 23_000_000 + PAGE_PS), "{landed:?}");
+                for p in [10, 11, 12] {
+                    assert!(near(when(p), 40_000_000 + 3 * PAGE_PS), "{p}: {landed:?}");
+                }
+            }
+            // Interval 3, no fault: the window after 9 has 13 left, then the sequential fill (0, 1, 2);
+            // interval 4: 3 and 4, the last pages; interval 5 finds nothing and the intervals stop.
+            for p in [13, 0, 1, 2] {
+                assert!(near(when(p), 60_000_000 + 4 * PAGE_PS), "{p}: {landed:?}");
+            }
+            for p in [3, 4] {
+                assert!(near(when(p), 80_000_000 + 2 * PAGE_PS), "{p}: {landed:?}");
+            }
+            assert_eq!((res.resident_pages(), u.stats.prefetched, u.stats.unique), (14, 12, 2));
+            assert!(u.events.is_empty() && u.poll_at.is_none() && u.interval_end.is_none());
+            // Far-fault latency: page 5's 20 µs + a 4-page copy; page 9's 37 µs waiting for its set, else 20 µs + a page.
+            let nine = if wait { 37_000_000 + 4 * PAGE_PS } else { 20_000_000 + PAGE_PS };
+            let mean = (20_000_000 + 4 * PAGE_PS + nine) as f64 / 2e3;
+            assert!((u.stats.far_fault.mean_ns() - mean).abs() < 5.0, "wait {wait}: {} vs {mean}", u.stats.far_fault.mean_ns());
         }
-        // Page 9 (faulted at 3 µs) goes out at 23 µs, alone: demand pages do not wait for the interval's end.
-        assert!(near(when(9), 23_000_000 + PAGE_PS), "{landed:?}");
-        // Interval 2 (20-40 µs) had one demand page (9): 3 prefetches after it.
-        for p in [10, 11, 12] {
-            assert!(near(when(p), 40_000_000 + 3 * PAGE_PS), "{p}: {landed:?}");
-        }
-        // Interval 3, no fault: the window after 9 has 13 left, then the sequential fill (0, 1, 2);
-        // interval 4: 3 and 4, the last pages; interval 5 finds nothing and the intervals stop.
-        for p in [13, 0, 1, 2] {
-            assert!(near(when(p), 60_000_000 + 4 * PAGE_PS), "{p}: {landed:?}");
-        }
-        for p in [3, 4] {
-            assert!(near(when(p), 80_000_000 + 2 * PAGE_PS), "{p}: {landed:?}");
-        }
-        assert_eq!((res.resident_pages(), u.stats.prefetched, u.stats.unique), (14, 12, 2));
-        assert!(u.events.is_empty() && u.poll_at.is_none() && u.interval_end.is_none());
     }
 
     #[test]
@@ -2988,6 +3024,31 @@ mod tests {
         drain(&mut u, &mut link, &mut res);
         assert_eq!((u.stats.evictions, u.stats.prefetched), (1, 6));
         assert!((600..604).all(|p| res.is_resident(p)) && res.resident_pages() == 4);
+    }
+
+    #[test]
+    fn demand_pages_wait_for_sets_only_while_sets_are_built() {
+        // GPU memory (one chunk) fills in the first interval. Then pages 600 and 1200 (two other VA blocks)
+        // fault at 100 and 105 µs.
+        // Prefetching on (keep): a set is built every interval, so 1200 (at the handler at 125 µs) waits for its
+        // interval's end, 140 µs. Stopped once full: no set, 1200 goes out as its 20 µs run out.
+        for (when_full, waits) in [(WhenFull::Keep, true), (WhenFull::Stop, false)] {
+            let prefetch =
+                PrefetchConfig { policy: PrefetchPolicy::Locality, transfer_set_pages: 4, when_full, ..PrefetchConfig::default() };
+            let (mut u, mut link, mut res) = polled(16, prefetch);
+            u.capacity_chunks = 1;
+            u.raise(fault_at(0, 0, 0));
+            drain(&mut u, &mut link, &mut res);
+            u.raise(fault_at(100_000_000, 600, 1));
+            u.raise(fault_at(105_000_000, 1200, 2));
+            let landed = drain(&mut u, &mut link, &mut res);
+            let when = landed.iter().find(|l| l.0 == 1200).unwrap().1;
+            if waits {
+                assert!(when > 140_000_000, "{when_full:?}: {landed:?}");
+            } else {
+                assert!((125_000_000..135_000_000).contains(&when), "{when_full:?}: {landed:?}");
+            }
+        }
     }
 
     #[test]

@@ -172,6 +172,13 @@ section! {
         /// copy engines, and a set sized by the demand pages alone queued its prefetches ahead of later demand pages
         /// (docs/validation.md, zheng-eviction). false: the demand pages only (the earlier rule).
         pub full_link_room: bool = true,
+        /// Polled model, transfer sets: the demand pages that reach the handler in an interval go out with the
+        /// interval's set, at its end (seed paged-memory §4.1: the runtime "constructs an 80-page transfer set that
+        /// it batch-submits at the end of the interval", and prefetch selection "is on the critical path for fault
+        /// handling latency"). false: each demand page goes out as soon as its fault latency has run, and only the
+        /// prefetches wait for the interval's end (the model before 2026-11-23). Not applied while no set is built
+        /// (policy none, density, or when_full = "stop" once memory is full).
+        pub demand_waits_for_set: bool = true,
     }
 }
 
