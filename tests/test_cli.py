@@ -215,6 +215,27 @@ def test_simulation_failure_is_one_line_and_exit_1(cli: Cli, tmp_path: Path) -> 
     assert not (tmp_path / "uvmsim-out" / "summary.json").exists()
 
 
+def test_a_bug_is_one_line_and_exit_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An experiment's analysis that raises (a bug, not bad input): one line naming the error, no traceback.
+    from uvmsim import reproduce as rep
+
+    def broken(ctx: rep.Context) -> dict[str, float]:
+        raise ValueError("analysis exploded")
+
+    monkeypatch.setitem(rep.REGISTRY, "apu-tlb-miss-latency", broken)
+    monkeypatch.delenv("UVMSIM_TRACEBACK", raising=False)
+    with pytest.raises(SystemExit) as e:
+        cli_mod.main(["reproduce", "apu-tlb-miss-latency", "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert e.value.code == 1 and len(err.splitlines()) == 1, err
+    assert err.startswith("uvmsim: error: internal error: ValueError: analysis exploded"), err
+    monkeypatch.setenv("UVMSIM_TRACEBACK", "1")
+    with pytest.raises(ValueError, match="analysis exploded"):
+        cli_mod.main(["reproduce", "apu-tlb-miss-latency", "-o", str(tmp_path / "out")])
+
+
 def test_one_line_folds_code_frames() -> None:
     msg = "a.toml: not valid TOML: TOML parse error at line 1, column 5\n  |\n1 | [gpu\n  |     ^\nunclosed table"
     assert cli_mod.one_line(msg) == "a.toml: not valid TOML: TOML parse error at line 1, column 5; unclosed table"

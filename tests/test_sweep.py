@@ -310,6 +310,7 @@ def test_python_api(tmp_path: Path) -> None:
     assert sorted(seen) == sorted(r.id for r in spec.runs)
     assert list(uvmsim.sweep.load_sweep(tmp_path / "s")["set.gpu.sms"]) == [4, 8]
     assert uvmsim.sweep.run_sweep(spec, tmp_path / "s", resume=True).skipped == 2
+    assert uvmsim.sweep(spec, tmp_path / "s", resume=True).skipped == 2  # DESIGN.md's `uvmsim.sweep(...)`
     with pytest.raises(FileNotFoundError, match="not a sweep directory"):
         uvmsim.sweep.load_sweep(tmp_path)
 

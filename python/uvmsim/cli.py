@@ -11,6 +11,7 @@ import contextlib
 import datetime as dt
 import difflib
 import json
+import os
 import re
 import sys
 import textwrap
@@ -617,4 +618,8 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         _fail(str(e), EXIT_SIM_FAILED)
     except KeyboardInterrupt:
         _fail("interrupted", 130)
+    except Exception as e:  # a bug (e.g. an experiment's analysis): one line, not a traceback, unless asked for
+        if os.environ.get("UVMSIM_TRACEBACK"):
+            raise
+        _fail(f"internal error: {type(e).__name__}: {e} (set UVMSIM_TRACEBACK=1 for the traceback)", EXIT_SIM_FAILED)
     sys.exit(rv if isinstance(rv, int) else 0)

@@ -45,6 +45,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import uvmsim
@@ -616,3 +617,13 @@ def describe_overrides(row: Mapping[str, Any]) -> str:
     return ", ".join(
         f"{k[len(SET_PREFIX) :]}={uvmsim.toml_value(v)}" for k, v in row.items() if k.startswith(SET_PREFIX)
     )
+
+
+class _CallableModule(ModuleType):
+    """``uvmsim.sweep(spec, out, ...)`` runs a sweep (DESIGN.md's Python API); the module's other names stay."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> SweepSummary:
+        return run_sweep(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -2284,6 +2284,7 @@ impl Uvm {
         m.int("uvm.bytes_h2d", s.bytes_h2d);
         m.int("uvm.replays", s.replays);
         m.int("uvm.prefetch.pages", s.prefetched);
+        m.int("uvm.prefetched_pages", s.prefetched); // DESIGN.md's contract name for the same count
         m.int("uvm.prefetch.used", residency.prefetch_used);
         m.int("uvm.prefetch.wasted", s.prefetched - residency.prefetch_used);
         m.int("uvm.prefetch.evicted_unused", s.prefetch_evicted_untouched);
