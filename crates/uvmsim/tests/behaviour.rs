@@ -371,6 +371,42 @@ fn oversubscribed_runs_evict_within_capacity() {
     }
 }
 
+/// Eviction write-back (`uvm.eviction.write_back`): "all" copies every evicted page back, as the
+/// driver does; "dirty" only the pages the GPU stored to. The STREAM triad stores only to `a`, a
+/// third of the footprint, so with "dirty" at most `a`'s pages go back and the rest are evicted clean.
+#[test]
+fn dirty_write_back_copies_only_the_pages_stored_to() {
+    let elements = 1u64 << 20; // 8 MiB arrays of 8-byte elements: `a` is 2,048 pages
+    let a_pages = (elements * 8 / 4096) as f64;
+    for granularity in ["block", "page"] {
+        let base = [
+            "workload.kind=stream".to_string(),
+            format!("workload.stream.elements={elements}"),
+            "workload.stream.element_bytes=8".into(),
+            "workload.managed=true".into(),
+            "uvm.oversubscription=2.0".into(),
+            format!("uvm.eviction.granularity=\"{granularity}\""),
+            "uvm.eviction.policy=\"lru\"".into(),
+        ];
+        let with = |wb: &str| {
+            let mut sets: Vec<String> = base.to_vec();
+            sets.push(format!("uvm.eviction.write_back=\"{wb}\""));
+            run(&sets.iter().map(String::as_str).collect::<Vec<_>>())
+        };
+        let (all, dirty) = (with("all"), with("dirty"));
+        for x in [&all, &dirty] {
+            assert!(m(x, "uvm.pages_evicted") > a_pages, "{granularity}: evicts more than a's pages");
+            let copied = m(x, "uvm.pages_evicted") - m(x, "uvm.pages_evicted_clean");
+            assert_eq!(m(x, "uvm.bytes_d2h"), copied * 4096.0, "{granularity}");
+            assert_eq!(m(x, "link.d2h.bytes"), m(x, "uvm.bytes_d2h"), "{granularity}");
+        }
+        assert_eq!(m(&all, "uvm.pages_evicted_clean"), 0.0, "{granularity}: all go back");
+        let copied = m(&dirty, "uvm.pages_evicted") - m(&dirty, "uvm.pages_evicted_clean");
+        assert!(copied > 0.0 && copied <= a_pages, "{granularity}: {copied} dirty pages copied back, a has {a_pages}");
+        assert!(m(&dirty, "uvm.bytes_d2h") < m(&all, "uvm.bytes_d2h"));
+    }
+}
+
 /// Host shootdowns through the IOMMU (svm-apu §VI): a single-entry shootdown
 /// removes that page's translation from every GPU TLB, so the second kernel
 /// misses again on exactly the pages shot down; flush-all empties the TLBs

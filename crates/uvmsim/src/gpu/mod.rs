@@ -266,6 +266,8 @@ pub struct Gpu {
     pub remote: RemoteAccess,
     /// Read-mostly pages may be read-only duplicates: a store to one faults.
     read_dup: bool,
+    /// Record which resident managed pages the GPU stores to (`uvm.eviction.write_back = "dirty"`).
+    track_dirty: bool,
     /// GPU memory for managed data is limited (single GPU, `uvm.oversubscription` or
     /// `uvm.gpu_memory_bytes`): pages may be evicted, so a faulted instruction re-executes
     /// only its lanes on faulted pages (see `run_warp`).
@@ -328,6 +330,7 @@ impl Gpu {
             stall_on_fault: cfg.uvm.stall_warp_on_fault,
             remote: RemoteAccess::new(&cfg.link),
             read_dup: cfg.uvm.advise.policy == Advice::ReadMostly,
+            track_dirty: cfg.uvm.eviction.write_back == crate::uvm::evict::WriteBack::Dirty,
             limited_memory: false,
         }
     }
@@ -881,6 +884,9 @@ impl Gpu {
                 done = done.max(self.remote.access(kind, va >> 12, n as u32, n as u64 * (1 << ls), ready, now));
                 i += n;
                 continue;
+            }
+            if self.track_dirty && kind == MemKind::Store {
+                self.xlat.space.residency.mark_dirty(va >> 12); // managed pages are 4 KiB: one page per group
             }
             let pa_line = pa >> ls;
             let hit = self.vmem.is_some() && self.xlat.l1_hits(sm) > hits;

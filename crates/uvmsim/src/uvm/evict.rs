@@ -49,7 +49,7 @@ pub enum EvictionPolicy {
     Lfu,
 }
 
-leaf!(EvictionPolicy, EvictionGranularity);
+leaf!(EvictionPolicy, EvictionGranularity, WriteBack);
 
 /// What one eviction takes away (`uvm.eviction.granularity`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -62,10 +62,21 @@ pub enum EvictionGranularity {
     Page,
 }
 
+/// Which evicted pages are copied back to the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum WriteBack {
+    /// Every resident page (the UVM driver keeps no dirty state: spec/uvm-driver.md).
+    #[default]
+    All,
+    /// Only the pages the GPU stored to since they arrived; a clean page's host copy is still valid.
+    Dirty,
+}
+
 section! {
     /// Eviction when managed data exceeds GPU memory (uvm.gpu_memory_bytes or uvm.oversubscription): a whole 2 MiB VA block
-    /// goes, every resident page of it copied back to the host (the driver's behaviour, spec/uvm-driver.md; the model tracks
-    /// no dirtiness), its GPU mappings and TLB entries dropped. The fixed-latency and polled cost models charge only the copy.
+    /// goes, every resident page of it copied back to the host (the driver's behaviour, spec/uvm-driver.md; or only the
+    /// dirty ones, write_back), its GPU mappings and TLB entries dropped. The fixed-latency and polled cost models charge only the copy.
     pub struct EvictionConfig {
         /// "driver" (root-chunk lists, the block resident longest), "lru" (least recently serviced), "random" or "lfu" (least often serviced).
         pub policy: EvictionPolicy = EvictionPolicy::Driver,
@@ -76,6 +87,10 @@ section! {
         /// driver evicts the page migrated first; lfu is block-only. Evicted pages are copied back in one transfer per serviced
         /// block and their translations shot down; the driver cost model charges evict_us once per such group.
         pub granularity: EvictionGranularity = EvictionGranularity::Block,
+        /// Which evicted pages go back over the link: "all" (the driver: it keeps no dirty state) or "dirty" (only pages
+        /// the GPU stored to since they arrived; a clean page's host copy is still valid). Seed paged-memory leaves
+        /// eviction write-back unspecified (spec/seed-digests.md §2 "Gaps"). A host fault's migration back copies all.
+        pub write_back: WriteBack = WriteBack::All,
     }
 }
 

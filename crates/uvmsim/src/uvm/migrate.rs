@@ -20,6 +20,7 @@ use super::{prefetch, Advice, Cause, Residency, Uvm, BLOCK_PAGES};
 use crate::link::{Dir, Link};
 use crate::sim::Ps;
 use crate::stats::Metrics;
+use crate::xlat::space::Evicted;
 
 /// VA blocks the host unmaps in one step (8 MiB).
 const UNMAP_STEP_BLOCKS: u64 = 4;
@@ -189,11 +190,14 @@ impl Uvm {
     }
 
     /// Evict VA block `victim` at `t`: its resident pages go back to the host
-    /// over the link (dirtiness is not tracked), its GPU translations are
+    /// over the link (all of them, or the dirty ones with `write_back = "dirty"`), its GPU translations are
     /// shot down, its chunk is free. Returns when the copy is done.
     pub(super) fn evict_to_host(&mut self, victim: u64, t: Ps, now: Ps, link: &mut Link, residency: &mut Residency) -> Ps {
-        let (mask, untouched) = residency.evict_block(victim);
+        let Evicted { resident: mask, untouched, dirty } = residency.evict_block(victim);
         let n = prefetch::count(&mask) as u64;
+        // Dirty write-back: only the pages the GPU stored to go back (a clean page's host copy is valid).
+        let copy = if self.dirty_only { dirty } else { mask };
+        let copied = prefetch::count(&copy) as u64;
         if self.advice_of(victim * BLOCK_PAGES) == Advice::AccessedBy {
             // Accessed-by: the GPU keeps a mapping of the pages, now in host memory.
             for i in prefetch::pages(&mask) {
@@ -204,18 +208,19 @@ impl Uvm {
         for w in 0..8 {
             host[w] |= mask[w];
         }
-        let bytes = n * 4096;
+        let bytes = copied * 4096;
         let mut end = t;
         if bytes > 0 {
             let xfer = link.transfer_on(Dir::DeviceToHost, bytes, t, now);
             end = xfer.1;
             if self.migrations.is_some() {
-                let evicted: Vec<u64> = prefetch::pages(&mask).map(|i| victim * BLOCK_PAGES + i as u64).collect();
+                let evicted: Vec<u64> = prefetch::pages(&copy).map(|i| victim * BLOCK_PAGES + i as u64).collect();
                 self.record_migration(xfer, &evicted, Dir::DeviceToHost, Cause::Eviction);
             }
         }
         self.stats.evictions += 1;
         self.stats.pages_evicted += n;
+        self.stats.pages_evicted_clean += n - copied;
         self.stats.bytes_d2h += bytes;
         self.stats.prefetch_evicted_untouched += untouched;
         self.shootdowns.push(victim);

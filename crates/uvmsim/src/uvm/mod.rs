@@ -76,7 +76,7 @@ use crate::link::{Dir, Link};
 use crate::sim::{mix64, ns_to_ps, Ps};
 use crate::stats::{Latency, Metrics};
 use crate::xlat::space::{Residency, BLOCK_PAGES};
-use evict::{Chunks, EvictionConfig, EvictionGranularity, Pages};
+use evict::{Chunks, EvictionConfig, EvictionGranularity, Pages, WriteBack};
 pub use policy::Advice;
 use policy::{AdviseConfig, PreunmapConfig, UnmapGranularity, UnmapMode, Worker};
 use prefetch::{PageMask, PrefetchConfig, PrefetchPolicy, WhenFull};
@@ -482,6 +482,8 @@ pub struct UvmStats {
     pub prefetch_evicted_untouched: u64,
     pub evictions: u64,
     pub pages_evicted: u64,
+    /// Evicted pages not copied back: clean, with `write_back = "dirty"`.
+    pub pages_evicted_clean: u64,
     pub bytes_d2h: u64,
     /// VA blocks a batch could not service: GPU memory full and every chunk held by the batch's own blocks.
     pub deferred_blocks: u64,
@@ -695,6 +697,8 @@ pub struct Uvm {
     page_evict: Option<Box<PageMemory>>,
     /// GPU memory has been full (uvm.prefetch.when_full applies from then on).
     pub full: bool,
+    /// Evictions copy back only the pages the GPU stored to (`uvm.eviction.write_back = "dirty"`).
+    pub(super) dirty_only: bool,
     /// Evicted 4 KiB pages whose GPU translations the world must shoot down (page granularity).
     pub shootdown_pages: Vec<u64>,
     /// Pages evicted to the host (resident there now: a later fault copies them back).
@@ -815,6 +819,7 @@ impl Uvm {
                 Box::new(PageMemory { capacity, pages: Pages::new(c.eviction.policy, seed), pinned: FxHashSet::default() })
             }),
             full: false,
+            dirty_only: c.eviction.write_back == WriteBack::Dirty,
             shootdown_pages: vec![],
             cpu_evicted: FxHashMap::default(),
             shootdowns: vec![],
@@ -1403,6 +1408,8 @@ impl Uvm {
             if self.fixed.is_none() {
                 t += self.costs.evict;
             }
+            let dirty: Vec<u64> =
+                if self.dirty_only { victims.iter().copied().filter(|&v| residency.is_dirty(v)).collect() } else { vec![] };
             for &v in &victims {
                 self.stats.prefetch_evicted_untouched += residency.is_untouched(v) as u64;
                 residency.unmake_resident(v);
@@ -1414,15 +1421,20 @@ impl Uvm {
                 self.seq_cursor = self.seq_cursor.min(v);
             }
             self.shootdown_pages.extend(&victims);
-            let bytes = victims.len() as u64 * 4096;
-            let xfer = link.transfer_on(Dir::DeviceToHost, bytes, t, now);
-            t = xfer.1;
-            if self.migrations.is_some() {
-                victims.sort_unstable();
-                self.record_migration(xfer, &victims, Dir::DeviceToHost, Cause::Eviction);
+            // Dirty write-back: a clean page's host copy is still valid, only the written ones go.
+            let mut copied: Vec<u64> = if self.dirty_only { dirty.clone() } else { victims.clone() };
+            let bytes = copied.len() as u64 * 4096;
+            if bytes > 0 {
+                let xfer = link.transfer_on(Dir::DeviceToHost, bytes, t, now);
+                t = xfer.1;
+                if self.migrations.is_some() {
+                    copied.sort_unstable();
+                    self.record_migration(xfer, &copied, Dir::DeviceToHost, Cause::Eviction);
+                }
             }
             self.stats.evictions += victims.len() as u64;
             self.stats.pages_evicted += victims.len() as u64;
+            self.stats.pages_evicted_clean += (victims.len() - copied.len()) as u64;
             self.stats.bytes_d2h += bytes;
         }
         if room < demand.len() {
@@ -2290,6 +2302,7 @@ impl Uvm {
         m.int("uvm.prefetch.evicted_unused", s.prefetch_evicted_untouched);
         m.int("uvm.evictions", s.evictions);
         m.int("uvm.pages_evicted", s.pages_evicted);
+        m.int("uvm.pages_evicted_clean", s.pages_evicted_clean);
         m.int("uvm.bytes_d2h", s.bytes_d2h);
         m.int("uvm.va_blocks_deferred", s.deferred_blocks);
         let th = &self.thrashing.stats;

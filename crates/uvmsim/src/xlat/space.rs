@@ -62,7 +62,9 @@ pub const BLOCK_PAGES: u64 = 512;
 /// maps remotely (host-resident, accessed over the link: preferred location
 /// host, accessed-by, or pinned by thrashing mitigation) and of the resident
 /// pages that are read-only duplicates (read-mostly: the host keeps its copy;
-/// a GPU store faults). Memory grows with the touched footprint: 264 bytes per 2 MiB.
+/// a GPU store faults), and of the resident pages the GPU has written (kept only
+/// with `uvm.eviction.write_back = "dirty"`). Memory grows with the touched
+/// footprint: 328 bytes per 2 MiB.
 #[derive(Debug, Clone, Default)]
 pub struct Residency {
     /// Fx hashing: SipHash (the std default) was a tenth of a fault-heavy run.
@@ -89,6 +91,8 @@ struct BlockBits {
     remote: [u64; 8],
     /// Resident read-only duplicates (read-mostly): the host keeps its copy.
     dup: [u64; 8],
+    /// Resident pages the GPU has stored to since they arrived (write-back of dirty pages only).
+    dirty: [u64; 8],
 }
 
 /// How a walk finds a managed page on the GPU.
@@ -235,6 +239,7 @@ impl Residency {
         m.resident[w] &= !bit;
         m.untouched[w] &= !bit;
         m.dup[w] &= !bit;
+        m.dirty[w] &= !bit;
         if was {
             self.resident_pages -= 1;
             self.refault_epoch += 1;
@@ -284,12 +289,31 @@ impl Residency {
 
     /// Evict VA block `block`: none of its pages stays resident. Returns the
     /// pages that were resident and how many of them were prefetched and never touched.
-    pub fn evict_block(&mut self, block: u64) -> ([u64; 8], u64) {
-        let Some(m) = self.blocks.remove(&block) else { return ([0; 8], 0) };
+    pub fn evict_block(&mut self, block: u64) -> Evicted {
+        let Some(m) = self.blocks.remove(&block) else { return Evicted::default() };
         let n: u64 = m.resident.iter().map(|w| w.count_ones() as u64).sum();
         self.resident_pages -= n;
         self.refault_epoch += 1;
-        (m.resident, m.untouched.iter().map(|w| w.count_ones() as u64).sum())
+        let mut dirty = m.dirty;
+        for (d, r) in dirty.iter_mut().zip(m.resident) {
+            *d &= r;
+        }
+        Evicted { resident: m.resident, untouched: m.untouched.iter().map(|w| w.count_ones() as u64).sum(), dirty }
+    }
+
+    /// A GPU store reached the resident page `vpn`: it is dirty until it leaves GPU memory.
+    #[inline]
+    pub fn mark_dirty(&mut self, vpn: u64) {
+        let (b, w, bit) = bit(vpn);
+        if let Some(m) = self.blocks.get_mut(&b) {
+            m.dirty[w] |= m.resident[w] & bit;
+        }
+    }
+
+    /// Has the GPU stored to the resident page `vpn` since it arrived?
+    pub fn is_dirty(&self, vpn: u64) -> bool {
+        let (b, w, bit) = bit(vpn);
+        self.blocks.get(&b).is_some_and(|m| m.dirty[w] & m.resident[w] & bit != 0)
     }
 
     /// Is `vpn` a prefetched page the GPU has not touched yet?
@@ -310,6 +334,17 @@ impl Residency {
     pub fn blocks(&self) -> usize {
         self.blocks.len()
     }
+}
+
+/// What [`Residency::evict_block`] took out of GPU memory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Evicted {
+    /// The block's resident pages.
+    pub resident: [u64; 8],
+    /// How many of them a prefetch brought and the GPU never touched.
+    pub untouched: u64,
+    /// Those the GPU stored to (tracked only with dirty write-back).
+    pub dirty: [u64; 8],
 }
 
 /// All mapped allocations, sorted by address.
@@ -357,6 +392,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn dirty_pages_are_resident_pages_stored_to_until_they_leave() {
+        let mut r = Residency::default();
+        r.make_resident(512 + 3);
+        r.make_resident(512 + 70);
+        r.mark_dirty(512 + 3);
+        r.mark_dirty(512 + 9); // not resident: stays clean
+        assert!(r.is_dirty(512 + 3) && !r.is_dirty(512 + 9) && !r.is_dirty(512 + 70));
+        r.make_resident(512 + 9);
+        assert!(!r.is_dirty(512 + 9), "a page arrives clean");
+        r.unmake_resident(512 + 3);
+        r.make_resident(512 + 3);
+        assert!(!r.is_dirty(512 + 3), "leaving GPU memory forgets the store");
+        r.mark_dirty(512 + 70);
+        let e = r.evict_block(1);
+        assert_eq!((e.resident[0], e.resident[1], e.dirty[0], e.dirty[1]), (1 << 3 | 1 << 9, 1 << 6, 0, 1 << 6));
+        assert!(!r.is_dirty(512 + 70) && r.resident_pages() == 0);
+    }
+
+    #[test]
     fn lookup_and_backing() {
         let mut s = AddressSpace::default();
         s.map(&Buffer { base: 1 << 30, bytes: 10_000, page_bytes: 4096, managed: false });
@@ -384,7 +438,7 @@ mod tests {
         assert!(r.access(1001) && r.access(1001) && !r.access(1002));
         assert_eq!((r.prefetch_used, r.untouched_pages()), (1, 0));
         r.make_prefetched(1003);
-        let (mask, untouched) = r.evict_block(1000 / 512);
+        let Evicted { resident: mask, untouched, .. } = r.evict_block(1000 / 512);
         assert_eq!((mask[7] >> (1000 % 512 - 448), untouched), (0b1011, 1));
         assert_eq!((r.resident_pages(), r.is_resident(1000), r.refault_epoch), (1, false, 1));
     }
