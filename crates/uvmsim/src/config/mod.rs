@@ -356,8 +356,12 @@ section! {
     pub struct LinkConfig {
         /// One-way latency of a transfer in ns (DMA setup and flight).
         pub latency_ns: f64 = 1000.0,
-        /// Achievable bandwidth in GB/s per direction (the atan model's asymptote).
+        /// Achievable bandwidth in GB/s per direction (the atan model's asymptote); host to device, and device to host
+        /// unless d2h_bandwidth_gbps says otherwise.
         pub bandwidth_gbps: f64 = 12.0,
+        /// Device-to-host bandwidth in GB/s where it differs from host to device (measured links are often
+        /// asymmetric); 0 = bandwidth_gbps.
+        pub d2h_bandwidth_gbps: f64 = 0.0,
         /// Copy engines (DMA engines) of the GPU; each moves one transfer at a time, and they are split between the
         /// directions (even ones host to device, odd ones device to host; one engine serves both). 2 = one a direction,
         /// as NVIDIA's UVM driver uses them (one preferred CE per channel type, CPU_TO_GPU and GPU_TO_CPU on different
@@ -467,6 +471,9 @@ impl Config {
         io.shootdown.validate("iommu.shootdown")?;
         range("link.latency_ns", self.link.latency_ns, 0.0, 1e9)?;
         range("link.bandwidth_gbps", self.link.bandwidth_gbps, 0.001, 1e6)?;
+        if self.link.d2h_bandwidth_gbps != 0.0 {
+            range("link.d2h_bandwidth_gbps", self.link.d2h_bandwidth_gbps, 0.001, 1e6)?;
+        }
         range("link.copy_engines", self.link.copy_engines as f64, 1.0, 64.0)?;
         range("link.atan_b_per_kib", self.link.atan_b_per_kib, 1e-6, 1e3)?;
         range("link.atan_large_transfer_factor", self.link.atan_large_transfer_factor, 0.01, 100.0)?;

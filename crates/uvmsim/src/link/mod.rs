@@ -35,6 +35,17 @@ pub enum BandwidthModel {
 
 leaf!(BandwidthModel);
 
+impl LinkConfig {
+    /// Device-to-host bandwidth in GB/s (`d2h_bandwidth_gbps`, or `bandwidth_gbps` when 0).
+    pub fn d2h_gbps(&self) -> f64 {
+        if self.d2h_bandwidth_gbps > 0.0 {
+            self.d2h_bandwidth_gbps
+        } else {
+            self.bandwidth_gbps
+        }
+    }
+}
+
 /// Direction of a transfer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dir {
@@ -53,7 +64,8 @@ pub struct DirStats {
 #[derive(Debug, Clone)]
 pub struct Link {
     latency: Ps,
-    gbps: f64,
+    /// Bandwidth per direction (host to device, device to host).
+    gbps: [f64; 2],
     model: BandwidthModel,
     atan_b: f64,
     large_bytes: u64,
@@ -69,25 +81,31 @@ impl Link {
     pub fn new(c: &LinkConfig) -> Link {
         Link {
             latency: ns_to_ps(c.latency_ns),
-            gbps: c.bandwidth_gbps,
+            gbps: [c.bandwidth_gbps, c.d2h_gbps()],
             model: c.bandwidth_model,
             atan_b: c.atan_b_per_kib,
             large_bytes: c.atan_large_transfer_bytes.0,
             large_factor: c.atan_large_transfer_factor,
-            lanes: [Timeline::new(c.bandwidth_gbps, 4096), Timeline::new(c.bandwidth_gbps, 4096)],
+            lanes: [Timeline::new(c.bandwidth_gbps, 4096), Timeline::new(c.d2h_gbps(), 4096)],
             engines: vec![0; c.copy_engines as usize],
             done: [0; 2],
             stats: Default::default(),
         }
     }
 
-    /// Transfer speed in GB/s for a transfer of `bytes`.
+    /// Transfer speed in GB/s for a host-to-device transfer of `bytes`.
     pub fn speed_gbps(&self, bytes: u64) -> f64 {
+        self.speed(Dir::HostToDevice, bytes)
+    }
+
+    /// Transfer speed in GB/s for a transfer of `bytes` in direction `dir`.
+    fn speed(&self, dir: Dir, bytes: u64) -> f64 {
+        let gbps = self.gbps[dir as usize];
         match self.model {
-            BandwidthModel::Constant => self.gbps,
+            BandwidthModel::Constant => gbps,
             BandwidthModel::Atan => {
                 let kib = bytes as f64 / 1024.0;
-                let s = self.gbps * std::f64::consts::FRAC_2_PI * (self.atan_b * kib).atan();
+                let s = gbps * std::f64::consts::FRAC_2_PI * (self.atan_b * kib).atan();
                 if bytes >= self.large_bytes {
                     s * self.large_factor
                 } else {
@@ -113,7 +131,7 @@ impl Link {
             .unwrap_or((0, t));
         let start = t.max(free);
         let d = dir as usize;
-        let by_size = start + (bytes as f64 * 1000.0 / self.speed_gbps(bytes).max(1e-9)) as Ps;
+        let by_size = start + (bytes as f64 * 1000.0 / self.speed(dir, bytes).max(1e-9)) as Ps;
         let done = self.lanes[d].reserve(start, bytes, now.min(start)).max(by_size);
         if let Some(slot) = self.engines.get_mut(e) {
             *slot = done;
@@ -127,19 +145,19 @@ impl Link {
     }
 
     /// Bytes the link has yet to carry at `now`: the work reserved beyond `now` in its busier
-    /// direction, at `bandwidth_gbps` (the last copy's end, latency excluded; gaps count as work).
+    /// direction, in host-to-device bytes (the last copy's end, latency excluded; gaps count as work).
     pub fn backlog_bytes(&self, now: Ps) -> u64 {
         let until = self.done[0].max(self.done[1]);
-        (until.saturating_sub(now) as f64 * self.gbps / 1000.0) as u64
+        (until.saturating_sub(now) as f64 * self.gbps[0] / 1000.0) as u64
     }
 
     /// Export `link.{h2d,d2h}.{transfers,bytes,busy_ns}` and utilisation over `span` ps.
     pub fn export(&self, m: &mut Metrics, span: Ps) {
-        for (name, s) in [("h2d", &self.stats[0]), ("d2h", &self.stats[1])] {
+        for ((name, s), gbps) in [("h2d", &self.stats[0]), ("d2h", &self.stats[1])].into_iter().zip(self.gbps) {
             m.int(format!("link.{name}.transfers"), s.transfers);
             m.int(format!("link.{name}.bytes"), s.bytes);
             m.float(format!("link.{name}.busy_ns"), s.busy_ps as f64 / PS_PER_NS as f64);
-            let capacity = self.gbps * span as f64 / 1000.0; // bytes the direction could carry
+            let capacity = gbps * span as f64 / 1000.0; // bytes the direction could carry
             m.float(format!("link.{name}.utilization"), if capacity > 0.0 { s.bytes as f64 / capacity } else { 0.0 });
         }
     }
@@ -154,6 +172,7 @@ mod tests {
         LinkConfig {
             latency_ns: 1000.0,
             bandwidth_gbps: 12.0,
+            d2h_bandwidth_gbps: 0.0,
             copy_engines: engines,
             bandwidth_model: model,
             atan_b_per_kib: 0.07292,
@@ -228,6 +247,22 @@ mod tests {
         l.transfer(Dir::HostToDevice, 24_000, 0, 0);
         assert!(near(l.backlog_bytes(1_000_000), 24_000), "{}", l.backlog_bytes(1_000_000));
         assert_eq!(l.backlog_bytes(3_100_000), 0);
+    }
+
+    #[test]
+    fn each_direction_moves_at_its_own_bandwidth() {
+        // 12 GB/s to the device, 6 back: 12 kB takes 1 µs one way and 2 µs the other (+1 µs latency).
+        let mut l = Link::new(&LinkConfig { d2h_bandwidth_gbps: 6.0, ..cfg(BandwidthModel::Constant, 2) });
+        let (_, to) = l.transfer(Dir::HostToDevice, 12_000, 0, 0);
+        let (_, back) = l.transfer(Dir::DeviceToHost, 12_000, 0, 0);
+        assert!((2_000_000..2_000_100).contains(&to) && (3_000_000..3_000_100).contains(&back), "{to} {back}");
+        let mut m = Metrics::default();
+        l.export(&mut m, 4_000_000);
+        // Over 4 µs each direction carried 12 kB: a quarter of 48 kB, half of 24 kB.
+        assert!((m.get("link.h2d.utilization").unwrap() - 0.25).abs() < 1e-9);
+        assert!((m.get("link.d2h.utilization").unwrap() - 0.5).abs() < 1e-9);
+        // 0 (the default) means the same as host to device.
+        assert_eq!(LinkConfig { d2h_bandwidth_gbps: 0.0, ..cfg(BandwidthModel::Constant, 2) }.d2h_gbps(), 12.0);
     }
 
     #[test]

@@ -34,7 +34,7 @@ impl RemoteAccess {
     pub fn new(c: &LinkConfig) -> RemoteAccess {
         RemoteAccess {
             latency: ns_to_ps(c.latency_ns),
-            lanes: [Timeline::new(c.bandwidth_gbps, 64), Timeline::new(c.bandwidth_gbps, 64)],
+            lanes: [Timeline::new(c.bandwidth_gbps, 64), Timeline::new(c.d2h_gbps(), 64)],
             loads: 0,
             stores: 0,
             bytes: 0,
