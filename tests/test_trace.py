@@ -65,6 +65,21 @@ def test_replay_through_run(tmp_path: Path) -> None:
     assert m["gpu0.warp_mem_insts"] == 3 and m["time.kernel_ns"] > 2900
 
 
+def test_order_only_trace_replays_with_a_configurable_gap(tmp_path: Path) -> None:
+    # The same accesses with a sequence number instead of a time: order k issues at k x gap_ns.
+    t = tmp_path / "o.csv"
+    t.write_text("order,gpu,cu,wavefront,kind,vaddr,size\n0,1,0,0,R,0x1000,64\n1,1,1,1,R,0x1040,64\n2,1,0,0,W,0x1080,64\n")
+
+    def kernel_ns(gap: float) -> float:
+        sets = {"workload.kind": "trace", "workload.trace.path": str(t), "workload.trace.gap_ns": gap}
+        return uvmsim.run(preset="mgpusim-r9nano", set=sets).metrics["time.kernel_ns"]
+
+    near, far = kernel_ns(1.0), kernel_ns(10_000.0)
+    assert far > 20_000 > near, (near, far)  # the last access issues at 20 µs with a 10 µs gap
+    with pytest.raises(uvmsim.ConfigError, match="gap_ns"):
+        kernel_ns(-1.0)
+
+
 def mgpusim_traces() -> Path | None:
     try:
         return rep.traces_dir()

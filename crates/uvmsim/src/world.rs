@@ -194,8 +194,8 @@ impl World {
     }
 
     /// Start replaying a trace: map every address, schedule the first record.
-    fn start_replay(&mut self, path: &str, gpu: u32, now: Ps, q: &mut EventQueue<Ev>) -> Result<(), SimError> {
-        let mut reader = TraceReader::open(path).map_err(|e| SimError::BadInput(e.0))?;
+    fn start_replay(&mut self, path: &str, gpu: u32, gap_ns: f64, now: Ps, q: &mut EventQueue<Ev>) -> Result<(), SimError> {
+        let mut reader = TraceReader::open(path).map_err(|e| SimError::BadInput(e.0))?.with_gap_ns(gap_ns);
         let multi = self.multi.is_some();
         for g in self.gpus.iter_mut() {
             g.xlat.space.map_identity(self.page_bytes, multi);
@@ -306,9 +306,9 @@ impl World {
                         return Ok(());
                     }
                 }
-                HostOp::Replay { path, gpu } => {
-                    let (path, gpu) = (path.clone(), *gpu);
-                    return self.start_replay(&path, gpu, now, q);
+                HostOp::Replay { path, gpu, gap_ns } => {
+                    let (path, gpu, gap_ns) = (path.clone(), *gpu, *gap_ns);
+                    return self.start_replay(&path, gpu, gap_ns, now, q);
                 }
                 &HostOp::Shootdown { va, page_bytes, pages, count, all } => {
                     // Serial shootdowns; no kernel runs meanwhile, so the translations go at once.

@@ -209,7 +209,7 @@ pub enum HostOp {
     /// Launch a kernel and wait for it (launch + synchronize).
     Launch(KernelSpec),
     /// Replay a memory-access trace, each access at its recorded time, and wait for it.
-    Replay { path: String, gpu: u32 },
+    Replay { path: String, gpu: u32, gap_ns: f64 },
     /// The host shoots down GPU translations `count` times, serially: page `i mod pages` of the
     /// array at `va` (pages of `page_bytes`) each time, or every translation when `all`.
     Shootdown { va: u64, page_bytes: u64, pages: u64, count: u64, all: bool },
@@ -836,7 +836,10 @@ pub fn build_at(cfg: &Config, va_base: u64) -> Result<Program, String> {
     let page = cfg.translation.page_size.0;
     let mut va = VaAllocator { managed: w.managed, next: va_base, ..VaAllocator::default() };
     if w.kind == WorkloadKind::Trace {
-        return Ok(Program { buffers: vec![], ops: vec![HostOp::Replay { path: w.trace.path.clone(), gpu: w.trace.gpu }] });
+        return Ok(Program {
+            buffers: vec![],
+            ops: vec![HostOp::Replay { path: w.trace.path.clone(), gpu: w.trace.gpu, gap_ns: w.trace.gap_ns }],
+        });
     }
     if w.kind == WorkloadKind::WarpTrace {
         return warptrace::program(&w.warp_trace.path, cfg);

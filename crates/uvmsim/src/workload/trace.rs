@@ -1,7 +1,9 @@
 //! Trace replay: timed memory-access traces in the generic text format
 //! (`time_ns,gpu,cu,wavefront,kind,vaddr,size`, optionally gzip-compressed;
-//! the format of the MGPUSim traces in `shared/traces/mgpusim/`) or the same
-//! records in a timed `.uvmt` binary trace (`tracefmt.rs`), detected by content.
+//! the format of the MGPUSim traces in `shared/traces/mgpusim/`), its
+//! order-only form (first column `order`: a sequence number instead of a time,
+//! each step `workload.trace.gap_ns` apart), or the same records in a timed
+//! `.uvmt` binary trace (`tracefmt.rs`), detected by content.
 //!
 //! How it works: [`TraceReader`] streams records one line (or one chunk) at
 //! a time into a reused buffer (no trace is loaded whole). During a run each
@@ -21,10 +23,13 @@ use std::io::{BufRead, BufReader, Read, Write};
 section! {
     /// Parameters of trace replay (workload.kind = "trace").
     pub struct TraceParams {
-        /// Trace file: CSV with header time_ns,gpu,cu,wavefront,kind,vaddr,size (plain or gzip-compressed), or a timed .uvmt made from one by `uvmsim trace convert`.
+        /// Trace file: CSV with header time_ns,gpu,cu,wavefront,kind,vaddr,size (plain or gzip-compressed; or order,gpu,... with a sequence number instead of a time), or a timed .uvmt made from one by `uvmsim trace convert`.
         pub path: String = String::new(),
         /// Which GPU of the trace to replay (GPUs are numbered from 1, as MGPUSim names them).
         pub gpu: u32 = 1,
+        /// Order-only traces (first column `order`): ns between consecutive order values, the compute gap the trace does
+        /// not record; an access of order k issues at k x gap_ns. Timed traces ignore it.
+        pub gap_ns: f64 = 1.0,
     }
 }
 
@@ -35,6 +40,9 @@ impl TraceParams {
         }
         if self.gpu == 0 {
             return Err((format!("{p}.gpu"), "GPUs are numbered from 1".into()));
+        }
+        if !(self.gap_ns.is_finite() && (0.0..=1e9).contains(&self.gap_ns)) {
+            return Err((format!("{p}.gap_ns"), format!("must be between 0 and 1e9 ns, got {}", self.gap_ns)));
         }
         Ok(())
     }
@@ -63,6 +71,8 @@ impl std::fmt::Display for TraceError {
 }
 
 const HEADER: [&str; 7] = ["time_ns", "gpu", "cu", "wavefront", "kind", "vaddr", "size"];
+/// The order-only header: a sequence number in place of the time.
+const HEADER_ORDER: [&str; 7] = ["order", "gpu", "cu", "wavefront", "kind", "vaddr", "size"];
 
 /// Streams the records of a timed trace (CSV, or a timed `.uvmt`).
 pub struct TraceReader {
@@ -73,6 +83,8 @@ pub struct TraceReader {
     last_time: Ps,
     /// A binary timed trace, read chunk by chunk instead of `input`.
     bin: Option<TimedReader>,
+    /// Order-only CSV: each order step lasts this long (ps); None for a timed trace.
+    order_gap: Option<Ps>,
 }
 
 impl TraceReader {
@@ -87,7 +99,7 @@ impl TraceReader {
     fn binary(file: TraceFile) -> Result<TraceReader, TraceError> {
         let path = file.name.clone();
         let bin = Some(TimedReader::new(file)?);
-        Ok(TraceReader { path, input: Box::new(std::io::empty()), line: String::new(), line_no: 0, last_time: 0, bin })
+        Ok(TraceReader { path, input: Box::new(std::io::empty()), line: String::new(), line_no: 0, last_time: 0, bin, order_gap: None })
     }
 
     /// Read a trace from any byte source; `name` is how errors refer to it.
@@ -103,15 +115,31 @@ impl TraceReader {
         }
         let gz = head.starts_with(&[0x1f, 0x8b]);
         let input: Box<dyn BufRead> = if gz { Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(raw))) } else { Box::new(raw) };
-        let mut r = TraceReader { path: name.to_string(), input, line: String::new(), line_no: 0, last_time: 0, bin: None };
+        let mut r =
+            TraceReader { path: name.to_string(), input, line: String::new(), line_no: 0, last_time: 0, bin: None, order_gap: None };
         if !r.read_line()? {
             return Err(TraceError(format!("{name}: empty trace (expected the header {})", HEADER.join(","))));
         }
         let fields: Vec<&str> = r.line.trim_end().split(',').collect();
-        if fields != HEADER {
-            return Err(r.bad(&format!("header is `{}`, expected `{}`", r.line.trim_end(), HEADER.join(","))));
+        if fields == HEADER_ORDER {
+            r.order_gap = Some(PS_PER_NS);
+        } else if fields != HEADER {
+            return Err(r.bad(&format!(
+                "header is `{}`, expected `{}` (or `{}`)",
+                r.line.trim_end(),
+                HEADER.join(","),
+                HEADER_ORDER.join(",")
+            )));
         }
         Ok(r)
+    }
+
+    /// Order-only traces: each order step lasts `gap_ns` (1 ns unless set); no effect on a timed trace.
+    pub fn with_gap_ns(mut self, gap_ns: f64) -> TraceReader {
+        if self.order_gap.is_some() {
+            self.order_gap = Some((gap_ns * PS_PER_NS as f64).round() as Ps);
+        }
+        self
     }
 
     /// `path:line` of the last record read (`path: record N (chunk at byte B)` for a binary trace).
@@ -162,8 +190,12 @@ impl TraceReader {
         let l = self.line.trim_end();
         let mut it = l.split(',');
         let mut field = |name: &str| it.next().ok_or_else(|| format!("missing field `{name}` (expected 7 comma-separated fields)"));
+        let order_gap = self.order_gap;
         let parsed = (|| -> Result<Record, String> {
-            let time_ns: u64 = field("time_ns")?.parse().map_err(|_| "time_ns is not a whole number of ns".to_string())?;
+            let time_ns: u64 = match order_gap {
+                None => field("time_ns")?.parse().map_err(|_| "time_ns is not a whole number of ns".to_string())?,
+                Some(_) => field("order")?.parse().map_err(|_| "order is not a whole number".to_string())?,
+            };
             let gpu: u32 = field("gpu")?.parse().map_err(|_| "gpu is not a whole number".to_string())?;
             let cu: u32 = field("cu")?.parse().map_err(|_| "cu is not a whole number".to_string())?;
             let wavefront: u64 = field("wavefront")?.parse().map_err(|_| "wavefront is not a whole number".to_string())?;
@@ -185,14 +217,20 @@ impl TraceReader {
                 MemKind::Store => 1,
                 MemKind::Prefetch => 2,
             };
-            record_of(&TimedRec { time_ns, gpu, cu, wavefront, kind, vaddr, size })
+            let mut rec = record_of(&TimedRec { time_ns: 0, gpu, cu, wavefront, kind, vaddr, size })?;
+            rec.time = match order_gap {
+                None => time_ns.checked_mul(PS_PER_NS).ok_or("time_ns is too large")?,
+                Some(gap) => time_ns.checked_mul(gap).ok_or("order x workload.trace.gap_ns is too large")?,
+            };
+            Ok(rec)
         })();
         let rec = parsed.map_err(|why| self.bad(&why))?;
         if it.next().is_some() {
             return Err(self.bad("more than 7 fields"));
         }
         if rec.time < self.last_time {
-            return Err(self.bad("time goes backwards (records must be in non-decreasing time order)"));
+            let what = if self.order_gap.is_some() { "order" } else { "time" };
+            return Err(self.bad(&format!("{what} goes backwards (records must be in non-decreasing {what} order)")));
         }
         self.last_time = rec.time;
         Ok(Some(rec))
@@ -512,6 +550,25 @@ mod tests {
             let i = info(&p).unwrap();
             assert_eq!((i.accesses, i.reads, i.writes, i.cus, i.wavefronts, i.unique_pages_4k, i.unique_lines_64b), (3, 2, 1, 2, 2, 2, 3));
         }
+    }
+
+    #[test]
+    fn order_only_traces_issue_each_step_gap_ns_apart() {
+        let body = "order,gpu,cu,wavefront,kind,vaddr,size\n0,1,0,0,R,0x1000,64\n0,1,1,1,R,0x2000,64\n3,1,0,0,W,0x1040,64\n";
+        let p = write("order.csv", body, false);
+        let times = |r: TraceReader| {
+            let mut r = r;
+            std::iter::from_fn(|| r.next_record().unwrap()).map(|x| x.time).collect::<Vec<Ps>>()
+        };
+        assert_eq!(times(TraceReader::open(&p).unwrap()), vec![0, 0, 3_000], "1 ns a step unless set");
+        assert_eq!(times(TraceReader::open(&p).unwrap().with_gap_ns(2.5)), vec![0, 0, 7_500]);
+        // A timed trace ignores the gap.
+        assert_eq!(times(TraceReader::open(&write("timed.csv", GOOD, false)).unwrap().with_gap_ns(100.0)), vec![10_000, 10_000, 12_000]);
+        let back = write("order_back.csv", "order,gpu,cu,wavefront,kind,vaddr,size\n5,1,0,0,R,0x1000,64\n4,1,0,0,R,0x1000,64\n", false);
+        let mut r = TraceReader::open(&back).unwrap();
+        r.next_record().unwrap();
+        let e = r.next_record().unwrap_err().0;
+        assert!(e.contains(":3: order goes backwards"), "{e}");
     }
 
     #[test]
