@@ -47,6 +47,11 @@ fn ping_pong_throttles_then_pins_then_unpins() {
     assert_eq!(naps, 10, "{gaps:?}");
     let b = out.batches.as_ref().unwrap();
     assert!(b.iter().filter(|r| r.start_ns < pin_ns).any(|r| r.throttled > 0), "throttled GPU faults are in the batch records");
+    // Thrashing events in the batch records: those the GPU's batches saw (the host's faults see the others).
+    let sum = |f: fn(&uvmsim::uvm::BatchRecord) -> u64| b.iter().map(f).sum::<u64>() as f64;
+    let detected = sum(|r| r.thrashing_detected);
+    assert!(detected >= 1.0 && detected <= m(&out.metrics, "uvm.thrashing.detected"), "{detected}");
+    assert!(sum(|r| r.pins) <= m(&out.metrics, "uvm.thrashing.pins") && sum(|r| r.unpins) <= m(&out.metrics, "uvm.thrashing.unpins"));
     let throttled = out.faults.as_ref().unwrap().iter().filter(|f| f.outcome == Outcome::Throttled).count() as f64;
     assert_eq!(throttled, m(&out.metrics, "uvm.thrashing.throttled_faults"), "and in the faults table");
     // Pinned: the host keeps the page, the GPU maps it remotely; 150 ms (300 lapses) later it migrates again.

@@ -350,6 +350,10 @@ pub struct BatchRecord {
     pub throttled: u64,
     /// Pages the batch mapped remotely instead of migrating (pinned by thrashing mitigation, or by a hint).
     pub remote_mapped: u64,
+    /// Thrashing events during the batch: pages found thrashing, pinned, and unpinned.
+    pub thrashing_detected: u64,
+    pub pins: u64,
+    pub unpins: u64,
     /// Blocks whose host mapping the batch found already removed by the asynchronous unmap worker.
     pub unmaps_skipped: u64,
     /// Replays issued during the batch (one per VA block under `block`, else one or none).
@@ -1777,6 +1781,7 @@ impl Uvm {
         let (blocks_before, bytes_before, d2h_before) = (self.stats.va_blocks, self.stats.bytes_h2d, self.stats.bytes_d2h);
         let (evictions_before, evicted_before, prefetched_before) = (self.stats.evictions, self.stats.pages_evicted, self.stats.prefetched);
         let remote_before = self.stats.remote_mapped;
+        let th_before = (self.thrashing.stats.detected, self.thrashing.stats.pins, self.thrashing.stats.unpins);
         let driver = self.fixed.is_none();
         let c = self.costs.clone();
         let mut st = Stages::default();
@@ -1982,6 +1987,9 @@ impl Uvm {
                 flushed: 0,
                 throttled,
                 remote_mapped: self.stats.remote_mapped - remote_before,
+                thrashing_detected: self.thrashing.stats.detected - th_before.0,
+                pins: self.thrashing.stats.pins - th_before.1,
+                unpins: self.thrashing.stats.unpins - th_before.2,
                 unmaps_skipped,
                 replays: 0,
                 fetch_ns: ns(st.fetch),
