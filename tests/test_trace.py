@@ -68,7 +68,9 @@ def test_replay_through_run(tmp_path: Path) -> None:
 def test_order_only_trace_replays_with_a_configurable_gap(tmp_path: Path) -> None:
     # The same accesses with a sequence number instead of a time: order k issues at k x gap_ns.
     t = tmp_path / "o.csv"
-    t.write_text("order,gpu,cu,wavefront,kind,vaddr,size\n0,1,0,0,R,0x1000,64\n1,1,1,1,R,0x1040,64\n2,1,0,0,W,0x1080,64\n")
+    t.write_text(
+        "order,gpu,cu,wavefront,kind,vaddr,size\n0,1,0,0,R,0x1000,64\n1,1,1,1,R,0x1040,64\n2,1,0,0,W,0x1080,64\n"
+    )
 
     def kernel_ns(gap: float) -> float:
         sets = {"workload.kind": "trace", "workload.trace.path": str(t), "workload.trace.gap_ns": gap}
