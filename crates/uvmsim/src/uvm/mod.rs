@@ -1426,7 +1426,7 @@ impl Uvm {
             }
             self.shootdown_pages.extend(&victims);
             // Dirty write-back: a clean page's host copy is still valid, only the written ones go.
-            let mut copied: Vec<u64> = if self.dirty_only { dirty.clone() } else { victims.clone() };
+            let mut copied: Vec<u64> = if self.dirty_only { dirty } else { victims.clone() };
             let bytes = copied.len() as u64 * 4096;
             if bytes > 0 {
                 let xfer = link.transfer_on(Dir::DeviceToHost, bytes, t, now);
