@@ -47,6 +47,8 @@ FORMATS = ("png", "svg")
 TLB_LEVELS = {"L1 TLB": "gpu0.l1tlb.hit_rate", "L2 TLB": "gpu0.l2tlb.hit_rate", "IOMMU TLB": "iommu.tlb.hit_rate"}
 # Columns of the batches table that are timestamps, not stage durations.
 BATCH_TIMESTAMPS = ("start_ns", "end_ns")
+# `*_ns` columns of the batches table that are not stages: the copies' time on the link overlaps the stages.
+BATCH_NOT_STAGES = (*BATCH_TIMESTAMPS, "copy_ns")
 
 
 class PlotDataError(ConfigError):
@@ -258,7 +260,7 @@ STAGE_ORDER = (
 
 def stage_columns(batches: pd.DataFrame) -> list[str]:
     """The per-stage duration columns of a batches table (``*_ns`` but the timestamps), in stage order."""
-    cols = [str(c) for c in batches.columns if str(c).endswith("_ns") and c not in BATCH_TIMESTAMPS]
+    cols = [str(c) for c in batches.columns if str(c).endswith("_ns") and c not in BATCH_NOT_STAGES]
     rank = {f"{s}_ns": i for i, s in enumerate(STAGE_ORDER)}
     return sorted(cols, key=lambda c: (rank.get(c, len(rank)), c))
 

@@ -23,9 +23,12 @@
 //! nothing written the driver's loop ends; the next fault interrupts it again.
 //!
 //! Batch time = interrupt (first batch of a wake-up) + batch_us + per_fault_us
-//! × fetched + Σ over blocks (per_block_us + transfer) + replay_us. Every
-//! term is a parameter; the defaults are assumptions to be calibrated
-//! (seed uvm-driver: 400-600 µs of UVM time for < 100 KB).
+//! × fetched + Σ over blocks (per_block_us, first touch, CPU unmap, map) +
+//! tracker (its fixed cost plus the wait for the copies still on the link:
+//! each block's copy is pushed to a copy engine and overlaps the next blocks'
+//! CPU work, `async_copies`) + replay_us. Every term is a parameter; the
+//! defaults are assumptions to be calibrated (seed uvm-driver: 400-600 µs of
+//! UVM time for < 100 KB).
 //!
 //! Prefetch ([`prefetch`]): per VA block, the prefetcher adds pages to the
 //! block's faulted ones (or, for Zheng's transfer sets, per batch, before the
@@ -151,6 +154,12 @@ section! {
         pub replay_policy: ReplayPolicy = ReplayPolicy::BatchFlush,
         /// Batches one bottom-half run services before it yields and waits for the next interrupt (uvm_perf_fault_max_batches_per_service, default 20).
         pub max_batches_per_service: u32 = 20,
+        /// `batch-flush`: the flush re-reads the buffer's PUT pointer, discarding the faults written while the batch was
+        /// serviced too, only when more than this percentage of the batch's fetched faults were duplicates
+        /// (uvm_perf_fault_replay_update_put_ratio, default 50; `uvm_gpu_replayable_faults.c`: flush mode UPDATE_PUT);
+        /// otherwise it discards up to the PUT the batch's fetch read (CACHED_PUT) and the later faults stay for the next
+        /// batch. 0: any duplicate re-reads it. (Before 2026-11-23 the flush always re-read PUT.)
+        pub replay_update_put_ratio: u32 = 50,
         /// Outstanding faults per µTLB; more are not raised until a replay (seed uvm-driver §3.2.1: 56 on Titan V).
         pub utlb_fault_limit: u32 = 56,
         /// "driver" (the stage costs below), "fixed-latency" (fault_latency_us per batch, then the transfers) or "polled"
@@ -211,8 +220,20 @@ section! {
         pub zero_us_per_page: f64 = 0.02,
         /// Mapping a block's new pages on the GPU (PTE writes, TLB invalidate, membar), in µs. ASSUMPTION, to be calibrated.
         pub map_us: f64 = 2.0,
-        /// Waiting for the batch's copy and map work to complete (the block tracker), in µs. ASSUMPTION, to be calibrated.
+        /// Waiting for the batch's copy and map work to complete (the batch tracker): the fixed part, in µs, paid even when
+        /// the copies are done; with `async_copies` the wait for copies still on the link comes on top. ASSUMPTION, to be
+        /// calibrated.
         pub tracker_us: f64 = 5.0,
+        /// Copies are pushed to the copy engines and the batch waits for them once, at its end (true, the driver): the
+        /// driver's block service pushes each block's copy and PTE writes on channels that acquire the block's tracker
+        /// and goes on with the next block (its CPU unmap, first-touch set-up and map overlap the copies still on the
+        /// link); the replay push acquires the batch tracker and, under `batch-flush`, the driver waits for it
+        /// (`uvm_gpu_replayable_faults.c`: `push_replay_on_gpu`, `uvm_tracker_wait` on the replay tracker). That wait is
+        /// the batch's `tracker_ns`, which grows when CPU work that hid the copies goes away (seed uvm-driver §6.3.1,
+        /// Fig. 6.3). false: each block's service waits for its own copy (`transfer_ns`), as before 2026-11-23. The
+        /// driver cost model only (the fixed-latency model waits per block; the polled one overlaps its round's copies);
+        /// the `block` replay policy waits per block either way.
+        pub async_copies: bool = true,
         /// Per-SM fault-rate throttle: least time between two faults one SM writes to the buffer, in ns; later faults wait; 0 = none (seed uvm-driver §3.2.1 infers a throttle, without its rate).
         pub sm_fault_interval_ns: f64 = 0.0,
         /// From the driver's replay to the µTLBs retrying the accesses they hold (over their outstanding limit, or
@@ -368,10 +389,15 @@ pub struct BatchRecord {
     /// Evictions: cost per evicted block plus copying its pages back.
     pub evict_ns: f64,
     pub zero_ns: f64,
+    /// Waiting for a block's copy before going on (`uvm.async_copies = false`, or the fixed-latency model).
     pub transfer_ns: f64,
     pub map_ns: f64,
     pub tracker_ns: f64,
     pub replay_ns: f64,
+    /// Not a stage: the time the batch's host-to-device copies spent on the link (each from its start on a copy
+    /// engine to its arrival), overlapping the stages above when copies are asynchronous; the seed's "transfer time"
+    /// (uvm-driver Fig. 4.2).
+    pub copy_ns: f64,
 }
 
 impl UvmConfig {
@@ -471,6 +497,8 @@ pub struct UvmStats {
     pub duplicates: u64,
     /// Faults discarded by batch-flush.
     pub flushed: u64,
+    /// Batch-flush flushes that re-read PUT (UPDATE_PUT: duplicates over `replay_update_put_ratio` % of the batch).
+    pub put_rereads: u64,
     /// Faults held at their µTLB (limit reached or buffer full), raised after a later replay.
     pub throttled: u64,
     /// Held (or flushed) accesses the µTLBs retried after a replay: each walked the page table again.
@@ -575,6 +603,7 @@ struct Costs {
     map: Ps,
     tracker: Ps,
     replay: Ps,
+    async_copies: bool,
 }
 
 /// A VA block's host mapping: what unmapping it costs depends on both.
@@ -624,6 +653,8 @@ struct Stages {
     map: Ps,
     tracker: Ps,
     replay: Ps,
+    /// Not a stage: the batch's host-to-device copies' time on the link.
+    copy: Ps,
 }
 
 /// What the world must schedule after a UVM step.
@@ -728,6 +759,12 @@ pub struct Uvm {
     /// Batches in the current bottom-half run, and the limit.
     run_batches: u32,
     max_batches: u32,
+    /// The buffer's PUT pointer as the driver last read it: faults written by then (`time <=`) are between GET and
+    /// PUT; a fetch reads it again only when it has taken every fault up to it.
+    cached_put: Ps,
+    update_put_ratio: u32,
+    /// The duplicates and faults of the batch in service (the flush's UPDATE_PUT test).
+    batch_dups: (u64, u64),
     pub stats: UvmStats,
     /// Per-batch records, when `records` is on.
     pub records: Option<Vec<BatchRecord>>,
@@ -810,6 +847,7 @@ impl Uvm {
                 map: us(c.map_us),
                 tracker: us(c.tracker_us),
                 replay: us(c.replay_us),
+                async_copies: c.async_copies,
             },
             seed: mix64(seed ^ 0x7576_6d5f_6674),
             gpu_blocks: FxHashSet::default(),
@@ -854,6 +892,9 @@ impl Uvm {
             resumed: vec![],
             state: State::Idle,
             run_batches: 0,
+            cached_put: 0,
+            update_put_ratio: c.replay_update_put_ratio,
+            batch_dups: (0, 0),
             max_batches: c.max_batches_per_service,
             stats: UvmStats::default(),
             records: c.records.then(Vec::new),
@@ -1561,9 +1602,13 @@ impl Uvm {
             // The bottom half is migrating for the access counters: the batch waits.
             return Next::Service(self.busy_until);
         }
-        // Fetch up to batch_size faults already written; the buffer is in time order.
+        // Fetch up to batch_size faults written by the cached PUT; the driver reads PUT again only
+        // once GET has reached it (fetch_fault_buffer_entries). The buffer is in time order.
+        if !self.buffer.front().is_some_and(|f| f.time <= self.cached_put) {
+            self.cached_put = now;
+        }
         let mut fetched = Vec::with_capacity(self.batch_size);
-        while fetched.len() < self.batch_size && self.buffer.front().is_some_and(|f| f.time <= now) {
+        while fetched.len() < self.batch_size && self.buffer.front().is_some_and(|f| f.time <= self.cached_put) {
             fetched.extend(self.buffer.pop_front());
         }
         if fetched.is_empty() {
@@ -1684,6 +1729,7 @@ impl Uvm {
         pages.dedup();
         let duplicates = (fetched.len() - pages.len()) as u64;
         self.stats.duplicates += duplicates;
+        self.batch_dups = (duplicates, fetched.len() as u64);
         // Read-mostly: a store to a read-only duplicate collapses it (nothing moves; the host's mapping goes).
         let (collapse, writes): (Vec<u64>, Vec<u64>) = if self.advice == Advice::ReadMostly {
             let mut w: Vec<u64> = fetched.iter().filter(|f| f.write).map(|f| f.vpn).collect();
@@ -1794,6 +1840,9 @@ impl Uvm {
         let mut serviced: Vec<u64> = vec![];
         let mut all_dup: Vec<u64> = vec![];
         let per_block_replay = self.policy == ReplayPolicy::Block && !polled;
+        // Asynchronous copies (the driver model): each block's copy is pushed and the service goes on; the
+        // batch's tracker wait takes the last one in (`UvmConfig::async_copies`).
+        let async_copies = driver && c.async_copies && !per_block_replay;
         // Polled: the round's copies queue on the link together; the round ends when the last lands.
         let mut landed = t;
         // The driver model's stage costs (the fixed-latency model has none).
@@ -1904,7 +1953,8 @@ impl Uvm {
             let bytes = from_cpu.len() as u64 * 4096;
             if bytes > 0 {
                 let xfer = link.transfer_on(Dir::HostToDevice, bytes, t, now);
-                if polled {
+                st.copy += xfer.1 - xfer.0;
+                if polled || async_copies {
                     landed = landed.max(xfer.1);
                 } else {
                     st.transfer += xfer.1 - t;
@@ -1950,7 +2000,12 @@ impl Uvm {
             }
         }
         if landed > t {
-            st.transfer += landed - t;
+            // Asynchronous copies: the driver's wait on the batch tracker before the replay.
+            if async_copies {
+                st.tracker += landed - t;
+            } else {
+                st.transfer += landed - t;
+            }
             t = landed;
         }
         if !per_block_replay || segments.is_empty() {
@@ -2003,6 +2058,7 @@ impl Uvm {
                 map_ns: ns(st.map),
                 tracker_ns: ns(st.tracker),
                 replay_ns: ns(st.replay),
+                copy_ns: ns(st.copy),
             });
         }
         self.collect_unpins();
@@ -2156,14 +2212,21 @@ impl Uvm {
             self.pending.remove(&(f.utlb, f.vpn));
         }
         if self.policy == ReplayPolicy::BatchFlush {
-            // Flush what the buffer holds now; faults whose walks end later arrive after
-            // the flush. A flushed fault's access is still pending at its µTLB, which
-            // raises it again after the replay (a duplicate, seed uvm-driver §3.2.1).
+            // Flush up to the cached PUT, or, with more duplicates than update_put_ratio % of the
+            // batch, up to the PUT read now (faults whose walks end later arrive after the flush).
+            // A flushed fault's access is still pending at its µTLB, which raises it again after
+            // the replay (a duplicate, seed uvm-driver §3.2.1).
+            let (dups, faults) = self.batch_dups;
+            if dups * 100 > faults * self.update_put_ratio as u64 {
+                self.cached_put = now;
+                self.stats.put_rereads += 1;
+            }
+            let put = self.cached_put;
             let before = self.buffer.len();
             let outstanding = &mut self.outstanding;
             let mut requeue: Vec<Fault> = vec![];
             self.buffer.retain(|f| {
-                let keep = f.time > now;
+                let keep = f.time > put;
                 if !keep {
                     outstanding[f.utlb as usize] -= 1;
                     requeue.push(*f);
@@ -2295,6 +2358,7 @@ impl Uvm {
         m.int("uvm.faults.unique", s.unique);
         m.int("uvm.faults.duplicate", s.duplicates);
         m.int("uvm.faults.flushed", s.flushed);
+        m.int("uvm.flush_put_rereads", s.put_rereads);
         m.int("uvm.faults.throttled", s.throttled);
         m.int("uvm.faults.retried", s.retried);
         m.int("uvm.faults.merged", s.merged);
@@ -2420,6 +2484,39 @@ mod tests {
         assert_eq!(u.batch_done(end2, &mut res), (Next::Nothing, true));
         assert_eq!((u.stats.batches, u.stats.unique, u.stats.flushed), (2, 6, 0));
         u.check_invariants(&res).unwrap();
+    }
+
+    #[test]
+    fn batch_flush_discards_up_to_the_cached_put_unless_duplicates_pass_the_ratio() {
+        let run = |ratio: u32| {
+            let mut c = UvmConfig {
+                replay_policy: ReplayPolicy::BatchFlush,
+                batch_size: 4,
+                replay_update_put_ratio: ratio,
+                ..UvmConfig::default()
+            };
+            c.interrupt_us = 1.0;
+            let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default());
+            for (vpn, utlb) in [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (3, 1)] {
+                u.raise(fault(vpn, utlb));
+            }
+            // The fetch reads PUT at 0 and takes pages 0, 0, 1, 1 (2 duplicates of 4); pages 2 and 3 stay before PUT.
+            let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
+            // Written while the batch is serviced: after the PUT the fetch read.
+            u.raise(Fault { time: end / 2, ..fault(20, 0) });
+            let (next, replay) = u.batch_done(end, &mut res);
+            assert!(replay);
+            let left = u.buffer.iter().map(|f| f.vpn).collect::<Vec<_>>();
+            // The flushed faults come back after the replay.
+            retry(&mut u, 1000);
+            u.check_invariants(&res).unwrap();
+            (u.stats.flushed, u.stats.put_rereads, left, next == Next::Service(end))
+        };
+        // 50% duplicates is not more than the default 50%: CACHED_PUT discards pages 2 and 3 only; page 20 is
+        // fetched by the next batch, at once.
+        assert_eq!(run(50), (2, 0, vec![20], true));
+        // Above the ratio the flush reads PUT again (UPDATE_PUT) and discards page 20 too: the buffer is empty.
+        assert_eq!(run(40), (3, 1, vec![], false));
     }
 
     #[test]
@@ -2564,7 +2661,8 @@ mod tests {
         assert!((us(r.unmap_ns) - (1.6 + 512.0 * 0.163 + 3.0 * 3.0)).abs() < 1e-6, "only block 0 is CPU-mapped: 512 pages, 4 threads");
         assert!((us(r.zero_ns) - 0.02).abs() < 1e-6, "page 513 is resident nowhere: zero-filled");
         assert_eq!(r.bytes_h2d, 2 * 4096, "pages 1 and 2 come from the CPU");
-        assert!(r.transfer_ns > 0.0);
+        // Block 0's 8 KiB copy lands while block 1 is set up: the tracker waits for nothing more than its fixed cost.
+        assert!(r.copy_ns > 0.0 && r.transfer_ns == 0.0);
         assert!((us(r.map_ns) - 4.0).abs() < 1e-6 && (us(r.tracker_ns) - 5.0).abs() < 1e-6 && (us(r.replay_ns) - 5.0).abs() < 1e-6);
         let sum = r.fetch_ns
             + r.block_ns
@@ -2583,6 +2681,59 @@ mod tests {
         let Next::BatchDone(_) = u.service(end, &mut link, &mut res) else { panic!() };
         let r = u.records.as_ref().unwrap()[1].clone();
         assert_eq!((r.first_touch_ns, r.unmap_ns, r.alloc_ns), (0.0, 0.0, 0.0));
+    }
+
+    /// Two host-initialised blocks, 4 faults each, over a slow link (each block's 16 KiB copy takes ~160 µs,
+    /// longer than a block's CPU work): the batch record with copies asynchronous or not, and a given unmap cost.
+    fn two_block_batch(async_copies: bool, unmap_per_page_us: f64) -> BatchRecord {
+        let c = UvmConfig {
+            replay_policy: ReplayPolicy::Batch,
+            batch_size: 8,
+            records: true,
+            first_touch_tail: 100.0,
+            pma_chunk_blocks: 2,
+            async_copies,
+            unmap_per_page_us,
+            ..UvmConfig::default()
+        };
+        let mut lc = Config::default().link;
+        lc.bandwidth_gbps = 0.1;
+        let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&lc), Residency::default());
+        u.host_touch(0, 1024, 1);
+        for vpn in [0, 1, 2, 3, 512, 513, 514, 515] {
+            u.raise(fault(vpn, 0));
+        }
+        let Next::BatchDone(_) = u.service(0, &mut link, &mut res) else { panic!() };
+        u.records.as_ref().unwrap()[0].clone()
+    }
+
+    #[test]
+    fn async_copies_overlap_the_next_blocks_work_and_the_tracker_waits_for_the_rest() {
+        let dur = |r: &BatchRecord| r.end_ns - r.start_ns;
+        let cpu = |r: &BatchRecord| r.fetch_ns + r.block_ns + r.first_touch_ns + r.unmap_ns + r.alloc_ns + r.zero_ns + r.map_ns;
+        let sync = two_block_batch(false, 0.163);
+        let asy = two_block_batch(true, 0.163);
+        for r in [&sync, &asy] {
+            let sum = cpu(r) + r.transfer_ns + r.tracker_ns + r.replay_ns;
+            assert!((sum - dur(r)).abs() < 1e-3, "stages sum to the batch: {sum} vs {}", dur(r));
+            assert!(r.copy_ns > 2.0 * 150_000.0, "two ~160 µs copies: {}", r.copy_ns);
+        }
+        // Synchronous: each block waits for its copy; the tracker only costs its fixed 5 µs.
+        assert!((sync.transfer_ns - sync.copy_ns).abs() < 1e-3 && (sync.tracker_ns - 5000.0).abs() < 1e-3);
+        // Asynchronous: block 0's map and block 1's CPU work (8 µs, first touch ~15 µs, unmap 1.6 + 512 × 0.163 µs)
+        // run while block 0's copy is on the link, block 1's map while its own copy is; the copies follow each other
+        // on the one host-to-device engine either way. So the batch is shorter by that CPU work (the first-touch draw
+        // varies by about a µs around its median), and the tracker waits for what is left of the copies.
+        assert_eq!(asy.transfer_ns, 0.0);
+        let hidden = (2.0 + 8.0 + 15.0 + 1.6 + 512.0 * 0.163 + 2.0) * 1000.0;
+        assert!((dur(&sync) - dur(&asy) - hidden).abs() < 2000.0, "overlap {} vs {hidden}", dur(&sync) - dur(&asy));
+        assert!(asy.tracker_ns > 5000.0 + 100_000.0, "block 1's copy is still on the link: {}", asy.tracker_ns);
+        // Cheaper unmapping (seed uvm-driver §6.3.1, Fig. 6.3): the batch is shorter, by less than the unmap saved, and
+        // the tracker wait grows: the copies no longer hide behind the CPU work.
+        let cheap = two_block_batch(true, 0.0);
+        let saved = asy.unmap_ns - cheap.unmap_ns;
+        assert!(saved > 150_000.0 && dur(&cheap) < dur(&asy) && dur(&asy) - dur(&cheap) < saved);
+        assert!(cheap.tracker_ns > asy.tracker_ns + 50_000.0, "{} vs {}", cheap.tracker_ns, asy.tracker_ns);
     }
 
     #[test]
