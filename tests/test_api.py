@@ -85,29 +85,60 @@ def test_run_writes_summary_and_load_reads_it(tmp_path: Path) -> None:
     assert "<table>" in html and "time.kernel_ns" in html and "stride" in html
 
 
-def test_tables_are_dataframes_on_disk_as_json_rows_and_parquet(tmp_path: Path) -> None:
-    managed = {
-        "workload.kind": "regular",
-        "workload.managed": True,
-        "workload.regular.threads": 2048,
-        "uvm.records": True,
-    }
-    r = uvmsim.run(preset="titan-v", set=managed, out=tmp_path)
+MANAGED = {
+    "workload.kind": "regular",
+    "workload.managed": True,
+    "workload.regular.threads": 2048,
+    "uvm.records": True,
+}
+
+
+def test_tables_are_dataframes_on_disk_as_parquet_listed_by_the_summary(tmp_path: Path) -> None:
+    r = uvmsim.run(preset="titan-v", set=MANAGED, out=tmp_path)
     batches = r.tables["batches"]
     assert isinstance(batches, pd.DataFrame)
     assert {"batch", "start_ns", "end_ns", "fetched", "bytes_h2d"} <= set(batches.columns)
     assert len(batches) == r.metrics["uvm.batches"] > 1
     assert batches["bytes_h2d"].sum() == r.metrics["uvm.bytes_h2d"]
-    # summary.json keeps plain lists of row dicts; the Parquet copy holds the same table.
+    # summary.json lists each table (file, rows) and holds none of their rows: those are in the Parquet files.
     raw = json.loads((tmp_path / "summary.json").read_text())
-    assert raw["tables"]["batches"] == batches.to_dict(orient="records")
-    assert isinstance(raw["tables"]["batches"][0]["fetched"], int)
-    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "batches.parquet"), batches)
+    assert set(r.tables) == {"batches", "migrations"}
+    assert raw["tables"] == {n: {"file": f"{n}.parquet", "rows": len(df)} for n, df in r.tables.items()}
+    # The same run without records: its summary is as long, give or take the two table entries.
+    uvmsim.run(preset="titan-v", set={**MANAGED, "uvm.records": False}, out=tmp_path / "norec")
+    without = (tmp_path / "norec" / "summary.json").stat().st_size
+    assert abs((tmp_path / "summary.json").stat().st_size - without) < 200
+    (tmp_path / "norec" / "summary.json").unlink()
+    (tmp_path / "norec").rmdir()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["batches.parquet", "migrations.parquet", "summary.json"]
+    for name, df in r.tables.items():
+        pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / f"{name}.parquet"), df)
     back = uvmsim.load(tmp_path)
     assert back == r
     pd.testing.assert_frame_equal(back.tables["batches"], batches)
     assert back != uvmsim.Result(r.metrics, r.config, r.version, tables={"batches": batches.iloc[:1]})
     assert "<code>batches</code>" in r._repr_html_() and f"({len(batches)} rows)" in r._repr_html_()
+
+
+def test_load_reads_summaries_that_embed_their_tables(tmp_path: Path) -> None:
+    # Runs written before the tables moved out of summary.json (e.g. an experiment resumed with --resume).
+    r = uvmsim.run(preset="titan-v", set=MANAGED)
+    old = {**r.to_json(), "tables": {n: df.to_dict(orient="records") for n, df in r.tables.items()}}
+    (tmp_path / "summary.json").write_text(json.dumps(old))
+    assert uvmsim.load(tmp_path) == r
+
+
+def test_load_refuses_a_run_whose_tables_are_missing_or_stale(tmp_path: Path) -> None:
+    uvmsim.run(preset="titan-v", set=MANAGED, out=tmp_path / "a")
+    uvmsim.run(preset="titan-v", set={**MANAGED, "workload.regular.threads": 4096}, out=tmp_path / "b")
+    (tmp_path / "b" / "batches.parquet").replace(tmp_path / "a" / "batches.parquet")
+    with pytest.raises(uvmsim.ConfigError, match=r"batches\.parquet: \d+ rows, but .*summary\.json lists \d+"):
+        uvmsim.load(tmp_path / "a")
+    with pytest.raises(uvmsim.ConfigError, match=r"not a complete run: it lists table `batches` but .* is missing"):
+        uvmsim.load(tmp_path / "b")
+    (tmp_path / "b" / "batches.parquet").write_text("not parquet")
+    with pytest.raises(uvmsim.ConfigError, match=r"batches\.parquet: not a readable Parquet table"):
+        uvmsim.load(tmp_path / "b")
 
 
 def test_migrations_table_matches_the_link_bytes(tmp_path: Path) -> None:
@@ -154,6 +185,7 @@ def test_summary_json_is_plain_json(tmp_path: Path) -> None:
     uvmsim.run(preset="kaveri-apu", set=SMALL, out=tmp_path)
     raw = json.loads((tmp_path / "summary.json").read_text())
     assert set(raw) == {"version", "config", "metrics", "tables"}
+    assert raw["tables"] == {}  # uvm.records off: no tables
     assert all(isinstance(v, int | float) for v in raw["metrics"].values())
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -245,3 +248,113 @@ def test_one_line_folds_code_frames() -> None:
 def test_version(cli: Cli) -> None:
     p = cli("--version")
     assert p.returncode == 0 and "uvmsim" in p.stdout
+
+
+# --- inputs that cannot be read: exit 2; outputs that cannot be written: exit 1 ----------------------------------
+
+TRACE_CSV = "time_ns,gpu,cu,wavefront,kind,vaddr,size\n100,1,0,0,R,0x1000,64\n"
+SWEEP_SPEC = 'preset = "kaveri-apu"\n[set]\n"workload.stride.accesses" = 100\n[grid]\n"gpu.l1tlb.entries" = [16]\n'
+
+
+def _inputs(d: Path) -> None:
+    (d / "c.toml").write_text('[workload]\nkind = "stride"\n[workload.stride]\naccesses = 100\n')
+    (d / "t.csv").write_text(TRACE_CSV)
+    (d / "spec.toml").write_text(SWEEP_SPEC)
+    (d / "spec-c.toml").write_text(f'config = "c.toml"\n{SWEEP_SPEC}')
+    (d / "mine.toml").write_text("# my preset\n")
+    (d / "doc.md").write_text("<!-- BEGIN reproduce-summary -->\n<!-- END reproduce-summary -->\n")
+
+
+# (arguments, the file they cannot read); paths relative to the test's directory.
+UNREADABLE = [
+    pytest.param(["run", "c.toml", "--preset", "kaveri-apu"], "c.toml", id="config"),
+    pytest.param(["run", "--preset", "mgpusim-r9nano", "--trace", "t.csv"], "t.csv", id="trace"),
+    pytest.param(["sweep", "spec.toml", "-o", "sw"], "spec.toml", id="sweep-spec"),
+    pytest.param(["sweep", "spec-c.toml", "-o", "sw"], "c.toml", id="config-of-sweep-spec"),
+    pytest.param(["run", "--preset", "mine.toml"], "mine.toml", id="preset-file"),
+    pytest.param(["presets", "mine.toml"], "mine.toml", id="describe-preset-file"),
+    pytest.param(["reproduce", "apu-tlb-miss-latency", "--markdown", "doc.md"], "doc.md", id="markdown"),
+]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode: see the simulated test below")
+@pytest.mark.parametrize(("args", "name"), UNREADABLE)
+def test_an_unreadable_input_exits_2_naming_it(cli: Cli, tmp_path: Path, args: list[str], name: str) -> None:
+    _inputs(tmp_path)
+    (tmp_path / name).chmod(0)
+    p = cli(*args)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert p.stderr.startswith("uvmsim: error: ") and len(p.stderr.splitlines()) == 1, p.stderr
+    assert f"`{name}` cannot be read: Permission denied" in p.stderr, p.stderr
+    assert not (tmp_path / "uvmsim-out").exists() and not (tmp_path / "sw").exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode")
+def test_an_unreadable_trace_named_by_set_exits_2_naming_it(cli: Cli, tmp_path: Path) -> None:
+    # Read by the simulator (Rust), not by Python: its error is bad input too.
+    _inputs(tmp_path)
+    (tmp_path / "t.csv").chmod(0)
+    p = cli("run", "--preset", "mgpusim-r9nano", "--set", "workload.kind=trace", "--set", "workload.trace.path=t.csv")
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert "t.csv: cannot read the trace: Permission denied" in p.stderr and len(p.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize(("args", "name"), UNREADABLE)
+def test_an_unreadable_input_exits_2_naming_it_simulated(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    name: str,
+) -> None:
+    # The same, as root too: opening the file for reading fails as a chmod 000 would for another user.
+    _inputs(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    real_open = Path.open
+
+    def denying_open(self: Path, mode: str = "r", *a: Any, **kw: Any) -> Any:
+        if self.name == name and "r" in mode:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+        return real_open(self, mode, *a, **kw)
+
+    monkeypatch.setattr(Path, "open", denying_open)
+    with pytest.raises(SystemExit) as e:
+        cli_mod.main(args)
+    err = capsys.readouterr().err
+    assert e.value.code == 2, err
+    assert err == f"uvmsim: error: {_what(name)} `{name}` cannot be read: Permission denied\n", err
+    assert not (tmp_path / "uvmsim-out").exists() and not (tmp_path / "sw").exists()
+
+
+def _what(name: str) -> str:
+    return {"c.toml": "config file", "t.csv": "trace", "spec.toml": "sweep spec", "mine.toml": "preset file"}.get(
+        name, "markdown file"
+    )
+
+
+def test_a_run_directory_that_cannot_be_read_is_bad_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    uvmsim.run(preset="kaveri-apu", set={"workload.stride.accesses": 100}, out=tmp_path / "run")
+    real_read_text = Path.read_text
+
+    def denying(self: Path, *a: Any, **kw: Any) -> str:
+        if self.name == "summary.json":
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+        return real_read_text(self, *a, **kw)
+
+    monkeypatch.setattr(Path, "read_text", denying)
+    with pytest.raises(uvmsim.InputError, match="run summary `.*summary.json` cannot be read: Permission denied"):
+        uvmsim.load(tmp_path / "run")
+    with pytest.raises(SystemExit) as e:
+        cli_mod.main(["plot", "batch-time-vs-bytes", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "summary.json` cannot be read: Permission denied" in err, err
+
+
+def test_an_output_that_cannot_be_written_exits_1(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    p = cli("run", "--preset", "kaveri-apu", *STRIDE, "-o", "file/out")
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert p.stderr.startswith("uvmsim: error: ") and len(p.stderr.splitlines()) == 1, p.stderr
+    assert "file/out" in p.stderr and "Traceback" not in p.stderr

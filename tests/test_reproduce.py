@@ -180,6 +180,21 @@ def test_resume_reuses_matching_runs_and_redoes_the_rest(tmp_path: Path, monkeyp
     assert sorted(calls) == [r.name for r in runs]
 
 
+def test_resume_reads_the_record_tables_back_from_parquet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # allen-vecadd-probe analyses the batches table: resumed, it reads it from runs/NAME/batches.parquet.
+    first = rep.reproduce("allen-vecadd-probe", tmp_path, quick=True)
+    stored = sorted((tmp_path / "runs").iterdir())
+    assert stored and all((d / "batches.parquet").is_file() for d in stored)
+    assert all("rows" in json.loads((d / "summary.json").read_text())["tables"]["batches"] for d in stored)
+    table = (tmp_path / "batches.csv").read_text()  # the first batches of each run, from its batches table
+    (tmp_path / "batches.csv").unlink()
+    calls = count_runs(monkeypatch)
+    again = rep.reproduce("allen-vecadd-probe", tmp_path, quick=True, resume=True)
+    assert calls == []
+    assert [(r.metric, r.simulated) for r in again] == [(r.metric, r.simulated) for r in first]
+    assert (tmp_path / "batches.csv").read_text() == table
+
+
 def test_reproduce_cli_resume_reads_the_runs_back(cli: Cli, tmp_path: Path) -> None:
     first = cli("reproduce", "apu-divergence", "--quick", "-o", "r")
     assert first.returncode == 0, first.stderr

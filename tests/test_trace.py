@@ -7,6 +7,7 @@ import csv
 import gzip
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -218,6 +219,8 @@ def test_malformed_binary_traces_exit_2_with_the_byte_offset(cli: Cli, tmp_path:
             "--set",
             "workload.warp_trace.path=bad.uvmt",
         ],
+        # --trace reads the header's mode to pick the workload kind, and leaves a bad header to the reader.
+        ["run", "--preset", "titan-v", "--trace", "bad.uvmt"],
     ):
         p = cli(*args)
         assert p.returncode == 2, (args, p.stdout, p.stderr)
@@ -252,3 +255,82 @@ def test_a_malformed_accelsim_trace_exits_2_with_file_and_line(cli: Cli, tmp_pat
     )
     assert p.returncode == 2, p.stderr
     assert "kernel-1.traceg:25: address format `9`" in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+# --- uvmsim run --trace FILE -------------------------------------------------------------------------------------
+
+ROWS = [f"{10 + 7 * i},1,{i % 3},{i % 5},{'W' if i % 4 == 0 else 'R'},{hex(0x1000 + 64 * i)},64" for i in range(300)]
+
+
+def _traces(cli: Cli, tmp_path: Path) -> dict[str, tuple[str, str, list[str]]]:
+    """One small trace of every format: file -> (kind, path key, preset and --set of the equivalent run)."""
+    write_trace(tmp_path / "t.csv", ROWS)
+    write_trace(tmp_path / "t.csv.gz", ROWS, gz=True)
+    assert cli("trace", "convert", "t.csv", "t.uvmt").returncode == 0
+    stream = ["--set", "workload.kind=stream", "--set", "workload.stream.elements=20000"]
+    assert cli("trace", "record", "--preset", "titan-v", *stream, "w.uvmt").returncode == 0
+    timed = ["--preset", "mgpusim-r9nano"]
+    return {
+        "t.csv": ("trace", "workload.trace.path", timed),
+        "t.csv.gz": ("trace", "workload.trace.path", timed),
+        "t.uvmt": ("trace", "workload.trace.path", timed),
+        "w.uvmt": ("warp-trace", "workload.warp_trace.path", ["--preset", "titan-v"]),
+        str(ACCELSIM): ("accelsim", "workload.accelsim.path", ["--preset", "titan-v"]),
+    }
+
+
+def _summary(tmp_path: Path, out: str) -> dict[str, Any]:
+    return json.loads((tmp_path / out / "summary.json").read_text())
+
+
+def test_run_trace_equals_the_set_form_for_every_format(cli: Cli, tmp_path: Path) -> None:
+    for i, (file, (kind, key, base)) in enumerate(_traces(cli, tmp_path).items()):
+        assert uvmsim.trace_workload(file if "/" in file else tmp_path / file)["workload.kind"] == kind
+        p = cli("run", *base, "--trace", file, "-q", "-o", f"a{i}")
+        assert p.returncode == 0, (file, p.stderr)
+        p = cli("run", *base, "--set", f"workload.kind={kind}", "--set", f"{key}={file}", "-q", "-o", f"b{i}")
+        assert p.returncode == 0, (file, p.stderr)
+        a, b = _summary(tmp_path, f"a{i}"), _summary(tmp_path, f"b{i}")
+        assert a["config"] == b["config"], file  # the same workload kind and path, nothing else changed
+        assert a["config"]["workload"]["kind"] == kind
+        ma, mb = ({k: v for k, v in s["metrics"].items() if k not in WALL_CLOCK} for s in (a, b))
+        assert ma == mb and ma["gpu0.warp_mem_insts"] > 0, file
+
+
+def test_run_trace_layers_under_an_explicit_set(cli: Cli, tmp_path: Path) -> None:
+    write_trace(tmp_path / "one.csv", ROWS[:1])
+    write_trace(tmp_path / "all.csv", ROWS)
+    base = ["--preset", "mgpusim-r9nano", "-q"]
+    # A CONFIG naming another workload: --trace replaces it; --set over --trace wins.
+    (tmp_path / "c.toml").write_text('[workload]\nkind = "stride"\n')
+    assert cli("run", "c.toml", *base, "--trace", "one.csv", "-o", "one").returncode == 0
+    p = cli("run", "c.toml", *base, "--trace", "one.csv", "--set", "workload.trace.path=all.csv", "-o", "all")
+    assert p.returncode == 0, p.stderr
+    one, all_ = _summary(tmp_path, "one"), _summary(tmp_path, "all")
+    assert one["config"]["workload"]["kind"] == all_["config"]["workload"]["kind"] == "trace"
+    assert (one["metrics"]["gpu0.warp_mem_insts"], all_["metrics"]["gpu0.warp_mem_insts"]) == (1, len(ROWS))
+    p = cli("run", *base, "--trace", "one.csv", "--set", "workload.kind=stride", "-o", "stride")
+    assert p.returncode == 0, p.stderr
+    assert _summary(tmp_path, "stride")["config"]["workload"]["kind"] == "stride"
+
+
+def test_run_trace_alone_uses_the_defaults(cli: Cli, tmp_path: Path) -> None:
+    write_trace(tmp_path / "t.csv", ROWS)
+    p = cli("run", "--trace", "t.csv", "-q")
+    assert p.returncode == 0, p.stderr
+    assert _summary(tmp_path, "uvmsim-out")["metrics"]["gpu0.warp_mem_insts"] == len(ROWS)
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda d: None, "trace `absent.csv` does not exist"),
+        (lambda d: (d / "absent.csv").mkdir(), "trace `absent.csv` is a directory, not a file"),
+    ],
+)
+def test_run_trace_missing_file_exits_2_naming_it(cli: Cli, tmp_path: Path, make, expected: str) -> None:
+    make(tmp_path)
+    p = cli("run", "--preset", "mgpusim-r9nano", "--trace", "absent.csv")
+    assert p.returncode == 2, p.stderr
+    assert p.stderr == f"uvmsim: error: {expected}\n", p.stderr
+    assert not (tmp_path / "uvmsim-out").exists()

@@ -30,7 +30,14 @@ from typing import TYPE_CHECKING, Any
 
 from uvmsim import _core
 from uvmsim._core import BudgetExceeded, ConfigError, SimulationError
-from uvmsim._files import atomic_write_json, atomic_write_parquet, read_toml_text
+from uvmsim._files import (
+    InputError,
+    MissingInputError,
+    atomic_write_json,
+    atomic_write_parquet,
+    read_toml_text,
+    reading_input,
+)
 from uvmsim.presets import list_presets, load_preset
 
 if TYPE_CHECKING:
@@ -39,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BudgetExceeded",
     "ConfigError",
+    "InputError",
     "Result",
     "SimulationError",
     "__version__",
@@ -53,6 +61,7 @@ __all__ = [
     "trace_convert",
     "trace_info",
     "trace_record",
+    "trace_workload",
     "workloads",
 ]
 
@@ -89,7 +98,8 @@ class Result:
     numbers; ``config`` is the fully resolved configuration the run used;
     ``tables`` holds record tables when enabled, each a pandas DataFrame with one
     row per record (``batches``: one row per UVM driver batch, with
-    ``uvm.records = true``).
+    ``uvm.records = true``). On disk the tables are ``NAME.parquet`` files next to
+    ``summary.json``, which lists them but does not hold their rows.
     """
 
     metrics: dict[str, float | int]
@@ -100,8 +110,10 @@ class Result:
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any], out: Path | None = None) -> Result:
-        """The ``Result`` of a ``summary.json`` object (tables given as lists of row dicts)."""
-        tables = {name: _frame(rows) for name, rows in raw.get("tables", {}).items()}
+        """The ``Result`` of a run's JSON object: the simulator's output, whose tables are lists of row dicts, or
+        a ``summary.json`` read from ``out``, whose tables are ``{"file", "rows"}`` references to Parquet files
+        in ``out`` (older summaries, which embedded the rows, still load)."""
+        tables = {name: _table(name, t, out) for name, t in raw.get("tables", {}).items()}
         return cls(metrics=raw["metrics"], config=raw["config"], version=raw["version"], out=out, tables=tables)
 
     def __eq__(self, other: object) -> bool:
@@ -123,12 +135,14 @@ class Result:
         return [(k, self.metrics[k]) for k in KEY_METRICS if k in self.metrics]
 
     def to_json(self) -> dict[str, Any]:
-        """The ``summary.json`` object of this result: tables as lists of row dicts (plain JSON values)."""
+        """The ``summary.json`` object of this result: metrics, config and, per table, only its file and row
+        count. The rows go to ``NAME.parquet`` (``run(out=...)`` writes both): a faults table can have a million
+        rows, which as JSON would make every reader of the metrics parse hundreds of megabytes."""
         return {
             "version": self.version,
             "config": self.config,
             "metrics": self.metrics,
-            "tables": {name: df.to_dict(orient="records") for name, df in self.tables.items()},
+            "tables": {name: {"file": table_file(name), "rows": len(df)} for name, df in self.tables.items()},
         }
 
     def _repr_html_(self) -> str:
@@ -145,10 +159,35 @@ class Result:
         return f"<table><caption>{caption}</caption><tr><th>metric</th><th>value</th></tr>{rows}</table>"
 
 
-def _frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+def table_file(name: str) -> str:
+    """The file name of record table ``name`` in a run directory."""
+    return f"{name}.parquet"
+
+
+def _table(name: str, entry: Any, out: Path | None) -> pd.DataFrame:
+    """A table of a run's JSON: rows (the simulator's output, or an old summary.json) or a Parquet reference."""
     import pandas as pd  # here, not at the top: pandas costs ~0.3 s to import and only runs with tables need it
 
-    return pd.DataFrame.from_records(list(rows))
+    if isinstance(entry, list):
+        return pd.DataFrame.from_records(entry)
+    if out is None:
+        raise ConfigError(f"table `{name}` is stored in a file, but no run directory was given to read it from")
+    # Only the file's name: a summary must not point outside its directory.
+    path = out / Path(str(entry["file"])).name
+    if not path.exists():
+        raise ConfigError(f"{out / SUMMARY_FILE}: not a complete run: it lists table `{name}` but {path} is missing")
+    with reading_input(path, f"table `{name}` of run"):
+        try:
+            df = pd.read_parquet(path)
+        except OSError:
+            raise
+        except Exception as e:  # pyarrow's ArrowInvalid and kin: a damaged file, not a bug
+            raise ConfigError(f"{path}: not a readable Parquet table: {e}") from None
+    if len(df) != entry["rows"]:
+        raise ConfigError(
+            f"{path}: {len(df)} rows, but {out / SUMMARY_FILE} lists {entry['rows']} (a table of another run?)"
+        )
+    return df
 
 
 def format_metric(name: str, value: float | int) -> str:
@@ -247,7 +286,8 @@ def run(
         config: a TOML config file (path) or a nested dict of config values, layered over ``preset``.
         preset: a preset name (``uvmsim presets`` lists them) or a path to a preset ``.toml`` file.
         set: overrides applied last: ``{"gpu.l1tlb.entries": 64}`` or ``["gpu.l1tlb.entries=64"]``.
-        out: a directory to write ``summary.json`` into (created if needed), and each table as ``NAME.parquet``.
+        out: a directory to write ``summary.json`` into (created if needed), and each table as ``NAME.parquet``
+            (``summary.json`` lists the tables; their rows are only in the Parquet files).
 
     Raises:
         ConfigError: an unknown key, a bad value, an unknown preset; the message names the source and key.
@@ -259,10 +299,9 @@ def run(
     outdir = Path(out) if out is not None else None
     result = Result.from_json(raw, out=outdir)
     if outdir is not None:
-        # summary.json stays the one complete record (it is what `load` reads); the Parquet copies of the
-        # tables are for tools that read Parquet directly (pandas, polars, DuckDB, Arrow).
+        # Tables first, summary last: a summary.json on disk means the tables it lists are complete.
         for name, df in result.tables.items():
-            atomic_write_parquet(outdir / f"{name}.parquet", df)
+            atomic_write_parquet(outdir / table_file(name), df)
         atomic_write_json(outdir / SUMMARY_FILE, result.to_json())
     return result
 
@@ -273,11 +312,14 @@ def resolve(config: ConfigLike = None, *, preset: str | os.PathLike[str] | None 
 
 
 def load(directory: str | os.PathLike[str]) -> Result:
-    """The ``Result`` stored in ``directory/summary.json`` by ``run(out=...)`` or ``uvmsim run -o``.
+    """The ``Result`` stored in ``directory`` by ``run(out=...)`` or ``uvmsim run -o``: ``summary.json``, and
+    each table it lists from its ``NAME.parquet``.
 
     Raises:
         FileNotFoundError: ``directory`` holds no ``summary.json`` (the message says what it does hold).
-        ConfigError: ``summary.json`` is not a run summary (not JSON, or a key is missing).
+        InputError: a file of the run cannot be read (e.g. no permission); the message names it.
+        ConfigError: ``summary.json`` is not a run summary (not JSON, or a key is missing), or a table it lists
+            is missing or damaged.
     """
     d = Path(directory)
     path = d / SUMMARY_FILE
@@ -285,9 +327,11 @@ def load(directory: str | os.PathLike[str]) -> Result:
         what = "does not exist" if not d.exists() else "is not a run directory: it has no summary.json"
         if (d / "sweep.json").is_file():
             what = "is a sweep directory, not a run: read it with uvmsim.sweep.load_sweep"
-        raise FileNotFoundError(f"`{d}` {what}")
+        raise MissingInputError(f"`{d}` {what}")
     try:
-        return Result.from_json(json.loads(path.read_text(encoding="utf-8")), out=d)
+        with reading_input(path, "run summary"):
+            text = path.read_text(encoding="utf-8")
+        return Result.from_json(json.loads(text), out=d)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path}: not a run summary: {e}") from None
     except (KeyError, TypeError, AttributeError) as e:
@@ -333,6 +377,44 @@ def trace_convert(
     """Convert a trace: CSV -> timed .uvmt, timed .uvmt -> CSV (gzip if ``out`` ends in .gz),
     Accel-Sim kernelslist.g -> warp .uvmt (page size and managed flag from the config)."""
     return json.loads(_core.trace_convert(str(src), str(out), sources(None, preset), overrides(set)))
+
+
+# What `workload.kind` replays which trace format (docs/traces.md); the path key is `workload.<section>.path`.
+_TRACE_SECTIONS = {"trace": "trace", "warp-trace": "warp_trace", "accelsim": "accelsim"}
+_UVMT_MAGIC = b"UVMTRACE"
+# The reader's own bound on a .uvmt header (tracefmt.rs MAX_META): beyond it the file is not one we can classify.
+_UVMT_MAX_HEADER = 64 << 20
+
+
+def trace_workload(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The overrides that replay the trace at ``path``: ``{"workload.kind": ..., "workload.<kind>.path": ...}``.
+
+    The kind follows the format, as the readers select it (docs/traces.md): an Accel-Sim ``kernelslist.g``
+    (by its ``.g`` name) is ``accelsim``; a ``.uvmt`` (by its magic bytes) is ``warp-trace`` or ``trace`` by the
+    ``mode`` of its header; anything else is a CSV trace (plain or gzip), ``trace``. Only the first bytes are
+    read; a malformed trace is left to the reader, whose error names the byte or line.
+
+    Raises:
+        InputError: the file does not exist, is a directory or cannot be read (``MissingInputError``, a
+            ``FileNotFoundError`` too, for the first two).
+    """
+    p = Path(path)
+    kind = "trace"
+    with reading_input(p, "trace"), p.open("rb") as f:
+        head = f.read(16)
+        if os.fspath(p).endswith(".g"):  # accelsim.rs is_kernelslist: by name
+            kind = "accelsim"
+        elif len(head) == 16 and head[:8] == _UVMT_MAGIC:
+            hlen = int.from_bytes(head[12:16], "little")
+            header: Any = None
+            if hlen <= min(_UVMT_MAX_HEADER, os.fstat(f.fileno()).st_size):
+                try:
+                    header = json.loads(f.read(hlen))
+                except ValueError:
+                    pass  # the reader reports a bad header with its byte offset
+            if isinstance(header, dict) and header.get("mode") == "warps":
+                kind = "warp-trace"
+    return {"workload.kind": kind, f"workload.{_TRACE_SECTIONS[kind]}.path": os.fspath(p)}
 
 
 def workloads() -> list[dict[str, Any]]:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,16 +61,49 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
 
 
-def read_toml_text(path: Path, what: str) -> str:
-    """The text of a TOML file the user named (``what``: "config file", "sweep spec"): a clear error, naming the
-    file, when it is missing, a directory or not UTF-8 (the CLI turns these into exit code 2)."""
+class InputError(OSError):
+    """A file the user gave as input (config, preset, sweep spec, trace, markdown target, run or sweep directory)
+    cannot be read. Bad input, exit code 2 in the CLI, unlike an output that cannot be written (exit code 1): a
+    dedicated type, so that the CLI need not guess from the errno which of the two an ``OSError`` was. The message
+    names the file; the ``OSError`` it comes from is its ``__cause__``."""
+
+
+class MissingInputError(InputError, FileNotFoundError):
+    """An input that does not exist, or is a directory where a file is expected (a ``FileNotFoundError`` too, as
+    the API has always raised for a missing config file or run directory)."""
+
+
+@contextlib.contextmanager
+def reading_input(path: str | os.PathLike[str], what: str) -> Iterator[None]:
+    """Turn an ``OSError`` raised in the block into an ``InputError`` naming ``what`` and ``path`` (e.g. "config
+    file", "trace"); the file the error names, when it is another one (a table of a run directory), is named too."""
+    try:
+        yield
+    except InputError:
+        raise
+    except OSError as e:
+        name = f"{what} `{os.fspath(path)}`"
+        if e.filename is not None and os.fspath(e.filename) != os.fspath(path):
+            name += f" (`{os.fspath(e.filename)}`)"
+        if isinstance(e, FileNotFoundError):
+            raise MissingInputError(f"{name} does not exist") from e
+        if isinstance(e, IsADirectoryError):
+            raise MissingInputError(f"{name} is a directory, not a file") from e
+        raise InputError(f"{name} cannot be read: {e.strerror or e}") from e
+
+
+def read_input_text(path: Path, what: str) -> str:
+    """The UTF-8 text of an input file (see ``reading_input``); ``ConfigError`` when it is not UTF-8."""
     from uvmsim._core import ConfigError
 
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{what} `{path}` does not exist") from None
-    except IsADirectoryError:
-        raise FileNotFoundError(f"{what} `{path}` is a directory, not a TOML file") from None
+        with reading_input(path, what):
+            return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: not a UTF-8 text file ({e.reason} at byte {e.start})") from None
+
+
+def read_toml_text(path: Path, what: str) -> str:
+    """The text of a TOML file the user named (``what``: "config file", "sweep spec"): a clear error naming the
+    file when it is missing, a directory, unreadable (``InputError``) or not UTF-8 (``ConfigError``)."""
+    return read_input_text(path, what)

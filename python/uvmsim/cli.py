@@ -1,8 +1,11 @@
 """The ``uvmsim`` command line.
 
 Every bad input ends as one line ``uvmsim: error: ...`` on stderr and exit
-code 2 (a failed simulation: exit code 1), never a traceback: ``main`` maps
-the exceptions; the commands just raise.
+code 2 (a failed simulation, or an output that cannot be written: exit code
+1), never a traceback: ``main`` maps the exceptions; the commands just raise.
+An input file that cannot be read is bad input: the readers raise
+``InputError`` for it, so that ``main`` need not guess from an ``OSError``
+whether it came from an input or an output.
 """
 
 from __future__ import annotations
@@ -23,10 +26,11 @@ from typing import Any, NoReturn
 import click
 
 import uvmsim
-from uvmsim import ConfigError, SimulationError, presets
+from uvmsim import ConfigError, InputError, SimulationError, presets
 from uvmsim import bench as bench_mod
 from uvmsim import reproduce as reproduce_mod
 from uvmsim import sweep as sweep_mod
+from uvmsim._files import read_input_text
 
 PROG = "uvmsim"
 EXIT_SIM_FAILED = 1
@@ -41,6 +45,9 @@ SET_OPTION = click.option(
     metavar="KEY=VALUE",
     help="Override one config value, e.g. --set gpu.l1tlb.entries=64 (repeatable; applied last).",
 )
+# A file or directory the command reads. click's own readability check is off: the reader that opens it reports
+# a missing or unreadable input (InputError, exit code 2) naming what it is, the same message as the Python API.
+INPUT_PATH = click.Path(readable=False, path_type=Path)
 PRESET_OPTION = click.option(
     "--preset", "-p", metavar="NAME|FILE", help="System preset (see `uvmsim presets`) or a preset .toml file."
 )
@@ -79,8 +86,15 @@ def cli(ctx: click.Context) -> None:
 
 
 @cli.command()
-@click.argument("config", required=False, type=click.Path(path_type=Path))
+@click.argument("config", required=False, type=INPUT_PATH)
 @PRESET_OPTION
+@click.option(
+    "--trace",
+    type=INPUT_PATH,
+    metavar="FILE",
+    help="Replay the trace FILE: a CSV (plain or gzip), a .uvmt (timed or warps) or an Accel-Sim kernelslist.g. "
+    "Sets workload.kind and its path key by the format (docs/traces.md); an explicit --set still wins.",
+)
 @SET_OPTION
 @click.option(
     "-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=Path("uvmsim-out"), show_default=True
@@ -104,21 +118,28 @@ def cli(ctx: click.Context) -> None:
 def run(
     config: Path | None,
     preset: str | None,
+    trace: Path | None,
     sets: tuple[str, ...],
     out: Path,
     quiet: bool,
     timeline: Path | None,
     timeline_max_batches: int,
 ) -> None:
-    """Simulate CONFIG (a TOML file, layered over --preset) and write OUT/summary.json."""
+    """Simulate CONFIG (a TOML file, layered over --preset) or replay a --trace; write OUT/summary.json.
+
+    The record tables the run keeps (uvm.records, ...) go to OUT/NAME.parquet.
+    """
     overrides = list(sets)
     if timeline is not None:
         overrides.insert(0, "uvm.records=true")  # the batches table; an explicit --set still wins
     if not quiet and sys.stderr.isatty():
         # First, so that an explicit --set sim.progress_every_s=... still wins.
         overrides.insert(0, "sim.progress_every_s=2")
-    if config is None and preset is None:
-        raise click.UsageError("give a CONFIG file, a --preset, or both")
+    if trace is not None:
+        # Ahead of the user's --set (which still wins) and after CONFIG, whose workload it replaces.
+        overrides[:0] = uvmsim.overrides(uvmsim.trace_workload(trace))
+    if config is None and preset is None and trace is None:
+        raise click.UsageError("give a CONFIG file, a --preset or a --trace (or several)")
     # Validate, then make OUT, before simulating: a bad config leaves no directory behind, and an
     # unwritable OUT fails in a millisecond rather than after a long run.
     uvmsim.resolve(config, preset=preset, set=overrides)
@@ -132,7 +153,8 @@ def run(
         return
     rows = [(name, uvmsim.format_metric(name, value)) for name, value in result.key_metrics()]
     _echo_rows(rows, indent="  ")
-    click.echo(f"wrote {out / uvmsim.SUMMARY_FILE} ({len(result.metrics)} metrics)")
+    tables = "".join(f", {out / uvmsim.table_file(name)}" for name in result.tables)
+    click.echo(f"wrote {out / uvmsim.SUMMARY_FILE} ({len(result.metrics)} metrics){tables}")
     if timeline is not None:
         click.echo(f"wrote {timeline} (open it in https://ui.perfetto.dev)")
 
@@ -145,7 +167,7 @@ def presets_cmd(name: str | None) -> None:
         _echo_rows([(p.name, p.summary) for p in presets.list_presets()])
         return
     info = presets.describe(name)
-    text = info.path.read_text(encoding="utf-8")
+    text = read_input_text(info.path, "preset file")
     body = text.split("\n")
     # The comment header is printed as prose; the settings follow it verbatim.
     start = next((i for i, line in enumerate(body) if line.strip() and not line.lstrip().startswith("#")), len(body))
@@ -185,7 +207,7 @@ def workloads_cmd(name: str | None) -> None:
 
 
 @cli.command("config")
-@click.argument("config", required=False, type=click.Path(path_type=Path))
+@click.argument("config", required=False, type=INPUT_PATH)
 @click.option("--resolved", is_flag=True, help="Print the resolved config of CONFIG/--preset/--set instead.")
 @PRESET_OPTION
 @SET_OPTION
@@ -280,7 +302,7 @@ def config_markdown(reference: Sequence[dict[str, Any]], section_docs: Sequence[
 )
 @click.option(
     "--markdown",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(dir_okay=False, readable=False, path_type=Path),
     metavar="FILE",
     help="Rewrite the summary table of FILE (docs/validation.md) between its markers: the row of ID, or with --all "
     "every row.",
@@ -349,7 +371,8 @@ def reproduce_cmd(
     if markdown is not None:
         outcome = report_mod.Outcome(spec.id, report_mod.status_of(rows), elapsed, False, rows=list(rows))
         outcome.finished = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        table = report_mod.markdown_table_of({spec.id: outcome}, {}, markdown.read_text(encoding="utf-8"))
+        previous = read_input_text(markdown, "markdown file")
+        table = report_mod.markdown_table_of({spec.id: outcome}, {}, previous)
         report_mod.update_markdown(markdown, table)
         click.echo(f"updated the row of {spec.id} in {markdown}")
     return 0
@@ -377,14 +400,14 @@ def _reproduce_all(out: Path, quick: bool, resume: bool, markdown: Path | None) 
         f"supported in {elapsed} s; wrote {out / report_mod.REPORT_FILE}"
     )
     if markdown is not None:
-        previous = markdown.read_text(encoding="utf-8")
+        previous = read_input_text(markdown, "markdown file")
         report_mod.update_markdown(markdown, report_mod.markdown_table(out, previous))
         click.echo(f"updated the summary table of {markdown}")
     return EXIT_SIM_FAILED if counts["ERROR"] else 0
 
 
 @cli.command("sweep")
-@click.argument("spec_file", metavar="SPEC.toml", type=click.Path(path_type=Path))
+@click.argument("spec_file", metavar="SPEC.toml", type=INPUT_PATH)
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Sweep directory.")
 @click.option("--resume", is_flag=True, help="Continue the sweep in OUT: skip its finished runs, redo failed ones.")
 @click.option("--engine", type=click.Choice(sweep_mod.ENGINES), default="local", show_default=True)
@@ -437,7 +460,7 @@ def sweep_cmd(
 
 @cli.command("plot")
 @click.argument("kind", required=False)
-@click.argument("directory", metavar="DIR", required=False, type=click.Path(path_type=Path))
+@click.argument("directory", metavar="DIR", required=False, type=INPUT_PATH)
 @click.option("--list", "list_only", is_flag=True, help="List the plot kinds and what each needs.")
 @click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), help="[default: DIR/KIND.FORMAT]")
 @click.option("--format", "fmt", type=click.Choice(["png", "svg"]), help="[default: from --out's suffix, else png]")
@@ -477,12 +500,12 @@ def plot_cmd(
 def trace_group() -> None:
     """Inspect, record and convert traces (formats: docs/traces.md).
 
-    Replay one with `uvmsim run --set workload.kind=trace` (timed CSV or .uvmt), `warp-trace` (a .uvmt
-    of warp streams) or `accelsim` (an Accel-Sim kernelslist.g)."""
+    Replay one with `uvmsim run --trace FILE`: it sets workload.kind by the format, `trace` (timed CSV or
+    .uvmt), `warp-trace` (a .uvmt of warp streams) or `accelsim` (an Accel-Sim kernelslist.g)."""
 
 
 @trace_group.command("info")
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("file", type=INPUT_PATH)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def trace_info_cmd(file: Path, as_json: bool) -> None:
     """Accesses, warps, kernels, footprint, unique pages and page sizes of a trace FILE
@@ -540,8 +563,7 @@ def _size(b: int) -> str:
 @SET_OPTION
 def trace_record_cmd(files: tuple[str, ...], preset: str | None, sets: tuple[str, ...]) -> None:
     """Write the warp instruction streams of the workload CONFIG/--preset/--set describe to the binary
-    trace OUT (.uvmt), without simulating. `uvmsim run --set workload.kind=warp-trace
-    --set workload.warp_trace.path=OUT` replays it with the same metrics."""
+    trace OUT (.uvmt), without simulating. `uvmsim run --trace OUT` replays it with the same metrics."""
     if len(files) > 2:
         raise click.UsageError("give at most a CONFIG file and OUT")
     config = Path(files[0]) if len(files) == 2 else None
@@ -556,7 +578,7 @@ def trace_record_cmd(files: tuple[str, ...], preset: str | None, sets: tuple[str
 
 
 @trace_group.command("convert")
-@click.argument("src", metavar="IN", type=click.Path(path_type=Path))
+@click.argument("src", metavar="IN", type=INPUT_PATH)
 @click.argument("out", type=click.Path(path_type=Path))
 @PRESET_OPTION
 @SET_OPTION
@@ -610,11 +632,11 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         _fail(f"sweep {e}; run it again with --resume to finish it", 128 + e.signum)
     except click.ClickException as e:
         _fail(e.format_message(), EXIT_BAD_INPUT)
-    except (ConfigError, FileNotFoundError, IsADirectoryError, NotADirectoryError) as e:
+    except (ConfigError, InputError) as e:
         _fail(str(e), EXIT_BAD_INPUT)
     except SimulationError as e:
         _fail(f"simulation failed: {e}", EXIT_SIM_FAILED)
-    except OSError as e:  # e.g. an output directory that cannot be written
+    except OSError as e:  # not an input (those raise InputError): an output that cannot be written
         _fail(str(e), EXIT_SIM_FAILED)
     except KeyboardInterrupt:
         _fail("interrupted", 130)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import uvmsim
 from uvmsim import sweep as sweep_mod
 from uvmsim._core import ConfigError
-from uvmsim._files import atomic_write
+from uvmsim._files import MissingInputError, atomic_write
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -593,7 +593,7 @@ def render(
         raise PlotDataError(f"{kind} needs {k.needs}")
     d = Path(directory)
     if not d.exists():
-        raise FileNotFoundError(f"`{d}` does not exist")
+        raise MissingInputError(f"`{d}` does not exist")
     path, fmt = output_path(kind, d, Path(out) if out is not None else None, fmt)
     fig = k.draw(d, axis, metric)
     return save(fig, path, fmt)

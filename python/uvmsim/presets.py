@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from uvmsim._core import ConfigError
+from uvmsim._files import read_input_text
 
 PRESET_PATH_ENV = "UVMSIM_PRESET_PATH"
 BUILTIN_DIR = Path(__file__).parent / "data" / "presets"
@@ -64,7 +65,7 @@ def _index() -> dict[str, Path]:
 
 def list_presets() -> list[PresetInfo]:
     """Every available preset, sorted by name."""
-    return [PresetInfo(name, header(path.read_text(encoding="utf-8")), path) for name, path in sorted(_index().items())]
+    return [PresetInfo(name, header(_text(path)), path) for name, path in sorted(_index().items())]
 
 
 def find_preset(name_or_path: str | os.PathLike[str]) -> Path:
@@ -95,7 +96,7 @@ def load_preset(name_or_path: str | os.PathLike[str]) -> tuple[str, str]:
     ``preset NAME`` for a named preset, the file path otherwise.
     """
     path = find_preset(name_or_path)
-    text = path.read_text(encoding="utf-8")
+    text = _text(path)
     arg = os.fspath(name_or_path)
     source = f"preset {arg}" if arg == path.stem and not arg.endswith(".toml") else str(path)
     return source, text
@@ -104,4 +105,9 @@ def load_preset(name_or_path: str | os.PathLike[str]) -> tuple[str, str]:
 def describe(name_or_path: str | os.PathLike[str]) -> PresetInfo:
     """The ``PresetInfo`` of one preset."""
     path = find_preset(name_or_path)
-    return PresetInfo(path.stem, header(path.read_text(encoding="utf-8")), path)
+    return PresetInfo(path.stem, header(_text(path)), path)
+
+
+def _text(path: Path) -> str:
+    # A preset the user cannot read (their own, in UVMSIM_PRESET_PATH) is bad input naming the file.
+    return read_input_text(path, "preset file")

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import uvmsim
 from uvmsim import reproduce as rep
 from uvmsim._core import ConfigError
-from uvmsim._files import atomic_write, atomic_write_json, atomic_write_text
+from uvmsim._files import atomic_write, atomic_write_json, atomic_write_text, read_input_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -859,7 +859,7 @@ def update_markdown(path: Path, table: str) -> None:
 
 def check_markdown_target(path: Path) -> str:
     """The text of ``path``; ``ConfigError`` unless it holds the summary markers (checked before any run)."""
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_input_text(Path(path), "markdown file")
     if MD_BEGIN not in text or MD_END not in text.partition(MD_BEGIN)[2]:
         raise ConfigError(
             f"{path}: no summary markers to replace between: the file needs a line starting with `{MD_BEGIN}` "

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 import uvmsim
 from uvmsim import _core
 from uvmsim._core import ConfigError
-from uvmsim._files import atomic_write, atomic_write_json, read_toml_text
+from uvmsim._files import MissingInputError, atomic_write, atomic_write_json, read_toml_text, reading_input
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -336,10 +336,11 @@ def load_sweep(directory: str | os.PathLike[str]) -> pd.DataFrame:
     runs_dir = d / RUNS_DIR
     if not runs_dir.is_dir():
         what = "does not exist" if not d.exists() else f"is not a sweep directory: it has no {RUNS_DIR}/"
-        raise FileNotFoundError(f"`{d}` {what}")
+        raise MissingInputError(f"`{d}` {what}")
     # Dot files are temporaries of writes in progress (or of a killed sweep): never results.
     files = sorted(p for p in runs_dir.glob("*.parquet") if not p.name.startswith("."))
-    frames = [pq.read_table(p).to_pandas() for p in files]
+    with reading_input(d, "sweep"):
+        frames = [pq.read_table(p).to_pandas() for p in files]
     if not frames:
         return pd.DataFrame(columns=[*HEAD_COLUMNS, *TAIL_COLUMNS])
     df = pd.concat(frames, ignore_index=True)  # pandas, not Arrow: a column's type may differ between runs
