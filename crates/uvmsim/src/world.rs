@@ -13,7 +13,7 @@ use crate::link::{Dir, Link};
 use crate::multi::{self, Multi};
 use crate::sim::{self, EventQueue, Model, Ps, RunOptions, SimError, PS_PER_NS};
 use crate::stats::Metrics;
-use crate::uvm::evict::{EvictionGranularity, EvictionPolicy};
+use crate::uvm::evict::{EvictionGranularity, EvictionPolicy, LruRecency};
 use crate::uvm::ppr::Ppr;
 use crate::uvm::prefetch::PrefetchPolicy;
 use crate::uvm::{Next, Uvm};
@@ -117,8 +117,9 @@ impl World {
         });
         let mut uvm = Uvm::new(&cfg.uvm, gpus[0].xlat.l1.len(), gpus[0].sms(), cfg.sim.seed);
         if cfg.uvm.eviction.granularity == EvictionGranularity::Page && cfg.uvm.eviction.policy == EvictionPolicy::Lru {
-            // 4 KiB LRU orders pages by their last walk: the residency stamps walks.
+            // 4 KiB LRU orders pages by their last use: the residency stamps walks (and TLB hits: true LRU).
             gpus[0].xlat.space.residency.keep_recency();
+            gpus[0].xlat.space.residency.stamp_hits = cfg.uvm.eviction.lru_recency == LruRecency::Access;
         }
         for b in &program.buffers {
             if multi.is_some() {

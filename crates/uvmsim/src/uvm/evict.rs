@@ -83,7 +83,7 @@ section! {
         /// Cost of evicting one VA block besides copying its pages back (lock, unmap the GPU, TLB invalidate, membar, free the chunk), in µs. ASSUMPTION, to be calibrated (seed uvm-driver §5.2: "the same components as a device-to-host fault").
         pub evict_us: f64 = 10.0,
         /// "block" (a 2 MiB VA block and its chunk, the driver) or "page" (one 4 KiB page, GPU memory counted in pages; seed
-        /// paged-memory §5 evicts pages). With "page", lru orders pages by their last GMMU walk (TLB miss), random draws a page,
+        /// paged-memory §5 evicts pages). With "page", lru orders pages by their last use (`lru_recency`), random draws a page,
         /// driver evicts the page migrated first; lfu is block-only. Evicted pages are copied back in one transfer per serviced
         /// block and their translations shot down; the driver cost model charges evict_us once per such group.
         pub granularity: EvictionGranularity = EvictionGranularity::Block,
@@ -91,8 +91,26 @@ section! {
         /// the GPU stored to since they arrived; a clean page's host copy is still valid). Seed paged-memory leaves
         /// eviction write-back unspecified (spec/seed-digests.md §2 "Gaps"). A host fault's migration back copies all.
         pub write_back: WriteBack = WriteBack::All,
+        /// What page-granular LRU counts as a use: "access" (every GPU access to the page, TLB hits included: the true
+        /// LRU of seed paged-memory §5.1, "While true LRU implementations are typically too expensive to implement, it
+        /// provides a commonly recognized upper bound") or "walk" (only GMMU walks, i.e. TLB misses: a hot page whose
+        /// translation stays in a TLB looks cold; the model before 2026-11-23). Only with granularity "page" and policy "lru".
+        pub lru_recency: LruRecency = LruRecency::Access,
     }
 }
+
+/// What page-granular LRU eviction counts as a use of a page (`uvm.eviction.lru_recency`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum LruRecency {
+    /// Every GPU access (true LRU).
+    #[default]
+    Access,
+    /// Only page-table walks (TLB misses).
+    Walk,
+}
+
+leaf!(LruRecency);
 
 impl EvictionConfig {
     pub fn validate(&self) -> Result<(), (String, String)> {

@@ -316,11 +316,19 @@ impl Translator {
         let l1 = &mut self.l1[sm / self.sms_per_l1];
         // A hit keeps the entry's remote tag (a managed page mapped in host memory).
         let at = match l1.lookup(k, t) {
-            Lookup::Done(d, epa) => return Xlat::Ready(d, pa | (epa & space::REMOTE_PA), page),
+            Lookup::Done(d, epa) => {
+                if r.managed && self.space.residency.stamp_hits {
+                    self.space.residency.hit(va >> 12);
+                }
+                return Xlat::Ready(d, pa | (epa & space::REMOTE_PA), page);
+            }
             Lookup::Miss(at) => at,
         };
         let (at2, from_l2) = match self.l2.as_mut().map(|l2| l2.lookup(k, at)) {
             Some(Lookup::Done(d, epa)) => {
+                if r.managed && self.space.residency.stamp_hits {
+                    self.space.residency.hit(va >> 12);
+                }
                 let pa = pa | (epa & space::REMOTE_PA);
                 let l1 = &mut self.l1[sm / self.sms_per_l1];
                 let d = l1.fill_time(d, t);
@@ -536,6 +544,40 @@ mod tests {
                 r => panic!("{r:?}"),
             })
             .collect()
+    }
+
+    #[test]
+    fn true_lru_stamps_tlb_hits_walk_recency_only_walks() {
+        for stamp_hits in [true, false] {
+            let mut c = Config::default();
+            (c.gpu.sms, c.gpu.sms_per_l1tlb) = (1, 1);
+            let mut x = Translator::new(&c);
+            x.space.map(&Buffer { base: BASE, bytes: 1 << 20, page_bytes: 4096, managed: true });
+            let (a, b) = (BASE >> 12, (BASE >> 12) + 1);
+            let res = &mut x.space.residency;
+            res.keep_recency();
+            res.stamp_hits = stamp_hits;
+            res.make_resident(a);
+            res.make_resident(b);
+            let mut dram = Dram::new(&c.gpu.dram, c.gpu.line_bytes);
+            let mut ready = |page: u64, t: u64| match x.translate(0, page << 12, t, t, &mut dram) {
+                Xlat::Ready(d, _, _) => d,
+                r => panic!("{r:?}"),
+            };
+            // Walks to a, then b; then a hits in the L1 TLB.
+            let t = ready(a, 0);
+            let t = ready(b, t);
+            let hits = x.l1_hits(0);
+            let mut ready = |page: u64, t: u64| match x.translate(0, page << 12, t, t, &mut dram) {
+                Xlat::Ready(d, _, _) => d,
+                r => panic!("{r:?}"),
+            };
+            ready(a, t + 1);
+            assert_eq!(x.l1_hits(0), hits + 1, "a hit");
+            let res = &x.space.residency;
+            // True LRU: a is now the most recent page; walk recency still has b as the more recent one.
+            assert_eq!(res.last_touch(a) > res.last_touch(b), stamp_hits, "stamp_hits = {stamp_hits}");
+        }
     }
 
     #[test]

@@ -80,6 +80,8 @@ pub struct Residency {
     /// page, and each such page's last tick (None: not kept, the default).
     clock: u64,
     recency: Option<rustc_hash::FxHashMap<u64, u64>>,
+    /// TLB hits stamp pages too (`uvm.eviction.lru_recency = "access"`).
+    pub stamp_hits: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -142,6 +144,17 @@ impl Residency {
     /// Keep the recency of resident pages (page-granular LRU eviction).
     pub fn keep_recency(&mut self) {
         self.recency.get_or_insert_with(Default::default);
+    }
+
+    /// A TLB hit reached `vpn` (true LRU): stamp it if it is resident on the GPU.
+    #[inline]
+    pub fn hit(&mut self, vpn: u64) {
+        let (b, i) = (vpn / BLOCK_PAGES, vpn % BLOCK_PAGES);
+        let resident = self.blocks.get(&b).is_some_and(|m| m.resident[(i / 64) as usize] >> (i % 64) & 1 == 1);
+        if let (true, Some(r)) = (resident, self.recency.as_mut()) {
+            self.clock += 1;
+            r.insert(vpn, self.clock);
+        }
     }
 
     /// Tick the clock and stamp `vpn` with it (a page migrated in); returns the stamp.
