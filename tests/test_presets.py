@@ -12,7 +12,7 @@ import uvmsim
 from conftest import Cli
 from uvmsim import presets
 
-MODERN = ("a100-pcie4", "h100-pcie5", "gh200-c2c", "mi300a-apu")
+MODERN = ("a100-pcie4", "h100-pcie5", "v100-nvlink2-p9", "gh200-c2c", "mi300a-apu")
 SHIPPED = ("kaveri-apu", "gtx480-zheng", "r9nano", "titan-v", *MODERN)
 # A small managed-memory workload (STREAM triad, 3 x 2 MiB, host-initialised) that runs in well under a second.
 SMALL_MANAGED = {
@@ -113,7 +113,7 @@ def _run(name: str, extra: dict[str, object] | None = None) -> dict[str, float]:
     return {k: v for k, v in m.items() if k not in WALL_CLOCK}
 
 
-@pytest.mark.parametrize("name", ["a100-pcie4", "h100-pcie5"])
+@pytest.mark.parametrize("name", ["a100-pcie4", "h100-pcie5", "v100-nvlink2-p9"])
 def test_discrete_modern_preset_runs_managed_memory_through_the_driver(name: str) -> None:
     m = _run(name)
     assert m["uvm.faults.fetched"] > 0 and m["uvm.batches"] > 0  # the UVM driver's fault batches
@@ -121,6 +121,21 @@ def test_discrete_modern_preset_runs_managed_memory_through_the_driver(name: str
     assert "iommu.ats_requests" not in m or m["iommu.ats_requests"] == 0
     assert m["baseline.slowdown_vs_copy"] > 1.0
     assert _run(name) == m  # deterministic
+
+
+def test_v100_nvlink_keeps_the_driver_fault_path_with_access_counters_on() -> None:
+    cfg = uvmsim.resolve(preset="v100-nvlink2-p9")
+    assert cfg["translation"]["mode"] == "gmmu"  # managed memory goes through the UVM driver, not ATS
+    assert cfg["uvm"]["access_counters"]["migrate"]  # the driver's default on an ATS system (POWER9)
+    m = _run("v100-nvlink2-p9")
+    # Without a hint every page migrates on its first fault: nothing is mapped remotely, so the counters stay idle.
+    assert m["uvm.faults.fetched"] > 0 and m["uvm.remote.bytes"] == 0
+    assert m["uvm.access_counters.notifications"] == 0
+    # NVLink 2.0 (68 GB/s) shortens the explicit-copy baseline against titan-v's PCIe 3.0 (12 GB/s).
+    assert m["baseline.copy_then_execute_ns"] < _run("titan-v")["baseline.copy_then_execute_ns"] / 4
+    # With SetAccessedBy the pages are read over the link in place and the counters migrate hot sub-regions.
+    hinted = _run("v100-nvlink2-p9", {"uvm.advise.policy": "accessed-by"})
+    assert hinted["uvm.remote.bytes"] > 0 and hinted["uvm.access_counters.pages"] > 0
 
 
 def test_gh200_runs_managed_memory_over_ats_with_access_counters() -> None:

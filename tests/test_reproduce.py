@@ -548,18 +548,20 @@ def test_modern_presets_compares_the_systems(tmp_path: Path) -> None:
     assert all(r.passed is None for r in rows.values())  # no published number: every value is informational
     # The discrete GPUs fault through the driver; the GH200 reads CPU memory over ATS and migrates by counters;
     # the MI300A faults once per 2 MiB block (amdgpu's SVM granularity) through the page-request path.
-    for p in ("titan-v", "a100-pcie4", "h100-pcie5"):
+    for p in ("titan-v", "a100-pcie4", "h100-pcie5", "v100-nvlink2-p9"):
         assert rows[f"far_faults.{p}.stream"].simulated > 0
     assert rows["far_faults.gh200-c2c.stream"].simulated == 0
     assert rows["counter_migrated_pages.gh200-c2c.stream"].simulated > 0
     assert rows["ats_requests.gh200-c2c.stream"].simulated > 0
     assert rows["far_faults.mi300a-apu.stream"].simulated == 3  # three 2 MiB arrays
     assert rows["far_faults.mi300a-apu.random"].simulated == 16 * 2**20 // (2 * 2**20)  # 4096 pages, 8 blocks
-    # Each PCIe generation shortens the copy baseline while the driver's fault costs stay: the ratio grows.
-    s = [rows[f"slowdown_vs_copy.{p}.stream"].simulated for p in ("titan-v", "a100-pcie4", "h100-pcie5")]
-    assert s[0] < s[1] < s[2], s
+    # Each faster link (PCIe 3/4/5 at 12/24/48 GB/s, NVLink 2.0 at 68) shortens the copy baseline while the driver's
+    # fault costs stay: the ratio grows.
+    links = ("titan-v", "a100-pcie4", "h100-pcie5", "v100-nvlink2-p9")
+    s = [rows[f"slowdown_vs_copy.{p}.stream"].simulated for p in links]
+    assert s[0] < s[1] < s[2] < s[3], s
     table = (tmp_path / "modern_presets.csv").read_text()
-    assert table.startswith("preset,workload,kernel_us") and table.count("\n") == 11
+    assert table.startswith("preset,workload,kernel_us") and table.count("\n") == 13
     assert {r.metric: r.simulated for r in rep.reproduce("modern-presets", tmp_path / "again")} == {
         m: r.simulated for m, r in rows.items()
     }
