@@ -38,7 +38,8 @@ use std::collections::BTreeSet;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum EvictionPolicy {
-    /// The driver's root-chunk lists: the block resident longest (spec/uvm-driver.md).
+    /// The driver's root-chunk lists (spec/uvm-driver.md): a block with no resident page left (UNUSED: the host
+    /// took its pages back), then the block resident longest (USED). DISCARDED (cudaMemDiscard) is not modelled.
     #[default]
     Driver,
     /// Least recently serviced block (the list updated on each fault, seed uvm-driver §2.3.2).
@@ -78,7 +79,7 @@ section! {
     /// goes, every resident page of it copied back to the host (the driver's behaviour, spec/uvm-driver.md; or only the
     /// dirty ones, write_back), its GPU mappings and TLB entries dropped. The fixed-latency and polled cost models charge only the copy.
     pub struct EvictionConfig {
-        /// "driver" (root-chunk lists, the block resident longest), "lru" (least recently serviced), "random" or "lfu" (least often serviced).
+        /// "driver" (root-chunk lists: a block with no resident page left, else the block resident longest), "lru" (least recently serviced), "random" or "lfu" (least often serviced).
         pub policy: EvictionPolicy = EvictionPolicy::Driver,
         /// Cost of evicting one VA block besides copying its pages back (lock, unmap the GPU, TLB invalidate, membar, free the chunk), in µs. ASSUMPTION, to be calibrated (seed uvm-driver §5.2: "the same components as a device-to-host fault").
         pub evict_us: f64 = 10.0,
@@ -232,6 +233,10 @@ impl Pages {
     }
 }
 
+/// The primary key of an UNUSED block under the driver's lists: before every USED one (whose key is its
+/// sequence number, from 1).
+const UNUSED: u64 = 0;
+
 /// The VA blocks owning a GPU chunk, in eviction order.
 #[derive(Debug, Clone)]
 pub struct Chunks {
@@ -283,16 +288,30 @@ impl Chunks {
         self.list.push(block);
     }
 
-    /// A batch serviced faults in `block`, which owns a chunk.
+    /// A batch serviced faults in `block`, which owns a chunk. Under the driver's lists an UNUSED block
+    /// that becomes resident again goes to the tail of USED (spec/uvm-driver.md "Eviction").
     pub fn serviced(&mut self, block: u64) {
         self.seq += 1;
         let Some(&old) = self.keys.get(&block) else { return };
         let key = match self.policy {
             EvictionPolicy::Lru => (self.seq, 0),
             EvictionPolicy::Lfu => (old.0 + 1, self.seq),
+            EvictionPolicy::Driver if old.0 == UNUSED => (self.seq, 0),
             EvictionPolicy::Driver | EvictionPolicy::Random => return,
         };
         self.set(block, key);
+    }
+
+    /// `block` keeps its chunk but has no resident page left (the host took them back): under the driver's
+    /// lists it moves to UNUSED, which is evicted before USED (nothing to copy back; spec/uvm-driver.md:
+    /// "Victim order: a free root chunk; the head of UNUSED (blocks with no resident pages); DISCARDED; then
+    /// the head of USED"). Other policies keep their order.
+    pub fn unused(&mut self, block: u64) {
+        if self.policy != EvictionPolicy::Driver || !self.keys.contains_key(&block) {
+            return;
+        }
+        self.seq += 1;
+        self.set(block, (UNUSED, self.seq));
     }
 
     fn set(&mut self, block: u64, key: (u64, u64)) {
@@ -352,6 +371,24 @@ mod tests {
         assert_eq!(c.victim(|_| false), Some(10), "servicing does not reorder USED");
         assert_eq!(c.victim(|b| b == 11), Some(12), "a pinned block is skipped");
         assert_eq!((c.len(), c.owns(10), c.owns(11)), (2, false, true));
+    }
+
+    #[test]
+    fn driver_evicts_unused_blocks_first_and_a_resident_again_one_goes_to_the_tail_of_used() {
+        let mut c = filled(EvictionPolicy::Driver);
+        // 12 then 11 lose their last resident page (the host took them back): UNUSED, in that order.
+        c.unused(12);
+        c.unused(11);
+        // 11 becomes resident again: the tail of USED (after 13).
+        c.serviced(11);
+        assert_eq!(c.victim(|_| false), Some(12), "UNUSED before USED");
+        assert_eq!(c.victim(|_| false), Some(10), "then USED from its head");
+        assert_eq!(c.victim(|_| false), Some(13));
+        assert_eq!(c.victim(|_| false), Some(11));
+        // Other policies keep their own order.
+        let mut l = filled(EvictionPolicy::Lru);
+        l.unused(12);
+        assert_eq!(l.victim(|_| false), Some(10));
     }
 
     #[test]

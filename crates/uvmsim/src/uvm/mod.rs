@@ -1382,6 +1382,10 @@ impl Uvm {
                 }
             }
             self.stats.dup_invalidations += drop_dup.len() as u64;
+            if residency.block_mask(block) == [0; 8] {
+                // Nothing of the block is left on the GPU: its chunk goes to the driver's UNUSED list.
+                self.chunks.unused(block);
+            }
             // Pages resident nowhere are populated on the host (zero-filled), and the block is host-mapped again.
             if (lo..hi).any(|p| !self.cpu_resident(p)) {
                 self.host_touch(lo, hi, threads);
@@ -2925,6 +2929,32 @@ mod tests {
             }
             assert_eq!(u.shootdowns, vec![victim], "{policy:?}");
         }
+    }
+
+    #[test]
+    fn a_block_the_host_took_back_is_evicted_before_older_resident_ones() {
+        // Two chunks: blocks 0 then 1 resident; the host takes block 1's page back (UNUSED); block 2 then
+        // evicts block 1, with nothing to copy, not block 0, the head of USED.
+        let c = UvmConfig { gpu_memory_bytes: ByteSize(4 << 20), replay_policy: ReplayPolicy::Batch, ..UvmConfig::default() };
+        let (mut u, mut link, mut res) = with(c);
+        let mut t = 0;
+        for vpn in [1, 513] {
+            u.raise(Fault { time: t, ..fault(vpn, 0) });
+            let Next::BatchDone(end) = u.service(t, &mut link, &mut res) else { panic!() };
+            u.batch_done(end, &mut res);
+            t = end;
+        }
+        t = u.host_access(t, 513..514, false, 1, &mut link, &mut res);
+        assert!(!res.is_resident(513));
+        u.shootdowns.clear(); // the host access's own (the world takes them)
+        let d2h = u.stats.bytes_d2h;
+        u.raise(Fault { time: t, ..fault(1025, 0) });
+        let Next::BatchDone(end) = u.service(t, &mut link, &mut res) else { panic!() };
+        u.batch_done(end, &mut res);
+        assert_eq!(u.shootdowns, vec![1], "the UNUSED block goes first");
+        assert_eq!((u.stats.evictions, u.stats.bytes_d2h - d2h), (1, 0), "nothing left to copy back");
+        assert!(res.is_resident(1) && res.is_resident(1025));
+        u.check_invariants(&res).unwrap();
     }
 
     #[test]
