@@ -187,6 +187,28 @@ fn read_mostly_duplicates_and_writes_invalidate() {
     assert!(m(&z, "uvm.unmap.on_demand") > 0.0, "a collapse unmaps the host copy");
 }
 
+/// A hint per allocation (`uvm.advise.per_buffer`): the STREAM triad's a (written), b and c (read),
+/// allocated in that order: b read-mostly, c preferred on the host, a unhinted.
+#[test]
+fn per_buffer_hints_apply_to_their_own_allocations() {
+    let st = ["workload.kind=stream", "workload.managed=true", "workload.stream.elements=65536"];
+    let x = run(&[&st[..], &["uvm.advise.per_buffer=[\"none\", \"read-mostly\", \"preferred-location-host\"]"]].concat()).metrics;
+    // 128 pages per array (8-byte elements): b's are duplicated, c's mapped remotely, a's migrated (not duplicated).
+    assert_eq!((m(&x, "uvm.read_dup.copies"), m(&x, "uvm.remote_mapped")), (128.0, 128.0));
+    assert_eq!(m(&x, "uvm.read_dup.collapses"), 0.0, "nothing stores to b");
+    assert_eq!(m(&x, "link.h2d.bytes"), 2.0 * 128.0 * 4096.0, "a and b cross the link, c stays on the host");
+    assert!(m(&x, "uvm.remote.loads") > 0.0);
+    // The same hint for every allocation through `policy` duplicates all three, and a's stores collapse its copies.
+    let y = run(&[&st[..], &["uvm.advise.policy=read-mostly"]].concat()).metrics;
+    assert_eq!((m(&y, "uvm.read_dup.copies"), m(&y, "uvm.remote_mapped")), (256.0 + m(&y, "uvm.read_dup.collapses"), 0.0));
+    // Both forms at once is a configuration error.
+    let e = resolve(
+        &[Source { name: "titan-v".into(), text: std::fs::read_to_string("../../presets/titan-v.toml").unwrap() }],
+        &["uvm.advise.policy=read-mostly".to_string(), "uvm.advise.per_buffer=[\"none\"]".to_string()],
+    );
+    assert!(e.is_err_and(|e| e.to_string().contains("uvm.advise.per_buffer")));
+}
+
 const GEMM: [&str; 5] =
     ["workload.kind=tiled-gemm", "workload.tiled_gemm.n=1024", "workload.managed=true", "uvm.records=true", "uvm.prefetch.policy=density"];
 

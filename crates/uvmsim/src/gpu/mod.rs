@@ -33,7 +33,7 @@ use crate::multi::{Locate, Multi};
 use crate::sim::{Clock, EventQueue, Ps, SimError};
 use crate::stats::Metrics;
 use crate::uvm::remote::RemoteAccess;
-use crate::uvm::{Advice, Fault, FaultMode};
+use crate::uvm::{Fault, FaultMode};
 use crate::workload::{KernelSpec, Lanes, MemKind, Op, WarpId, WarpStream, MAX_LANES};
 use crate::world::Ev;
 use crate::xlat::space::REMOTE_PA;
@@ -329,7 +329,7 @@ impl Gpu {
             blocked: vec![false; g.sms.div_ceil(g.sms_per_l1tlb) as usize],
             stall_on_fault: cfg.uvm.stall_warp_on_fault,
             remote: RemoteAccess::new(&cfg.link),
-            read_dup: cfg.uvm.advise.policy == Advice::ReadMostly,
+            read_dup: cfg.uvm.advise.any_read_mostly(),
             track_dirty: cfg.uvm.eviction.write_back == crate::uvm::evict::WriteBack::Dirty,
             limited_memory: false,
         }

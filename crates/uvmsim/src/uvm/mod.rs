@@ -420,6 +420,7 @@ impl UvmConfig {
         self.prefetch.validate()?;
         self.eviction.validate()?;
         self.thrashing.validate()?;
+        self.advise.validate()?;
         self.access_counters.validate()?;
         if !(self.cpu_fault_us.is_finite() && (0.0..=1e6).contains(&self.cpu_fault_us)) {
             return Err(("uvm.cpu_fault_us".into(), format!("must be between 0 and 1000000 µs, got {}", self.cpu_fault_us)));
@@ -778,10 +779,10 @@ pub struct Uvm {
     /// Pinned pages' unpin deadlines the caller must schedule (`Ev::UvmUnpin`).
     pub unpin_wakeups: Vec<Ps>,
     unpin_scheduled: Ps,
-    advice: Advice,
-    advise_buffers: Vec<u32>,
+    advise: AdviseConfig,
     /// Page ranges of the allocations under the hint (sorted).
-    advised: Vec<(u64, u64)>,
+    /// Hinted allocations (first page, end, hint), sorted.
+    advised: Vec<(u64, u64, Advice)>,
     preunmap: PreunmapConfig,
     worker: Worker,
     /// Blocks the worker unmapped that no batch has serviced since.
@@ -905,8 +906,7 @@ impl Uvm {
             thrashing: Thrashing::new(&c.thrashing),
             unpin_wakeups: vec![],
             unpin_scheduled: 0,
-            advice: c.advise.policy,
-            advise_buffers: c.advise.buffers.clone(),
+            advise: c.advise.clone(),
             advised: vec![],
             preunmap: c.preunmap.clone(),
             worker: Worker::default(),
@@ -1093,9 +1093,10 @@ impl Uvm {
     /// candidates come from these, and with `uvm.oversubscription` they size GPU memory.
     pub fn add_allocation(&mut self, first: u64, end: u64) {
         let index = self.allocs.len() as u32;
-        if self.advice != Advice::None && (self.advise_buffers.is_empty() || self.advise_buffers.contains(&index)) {
-            self.advised.push((first, end));
-            self.advised.sort_unstable();
+        let advice = self.advise.of(index);
+        if advice != Advice::None {
+            self.advised.push((first, end, advice));
+            self.advised.sort_unstable_by_key(|r| r.0);
         }
         self.allocs.push((first, end));
         self.allocs.sort_unstable();
@@ -1162,9 +1163,9 @@ impl Uvm {
         if self.advised.is_empty() {
             return Advice::None;
         }
-        let i = self.advised.partition_point(|&(f, _)| f <= vpn);
+        let i = self.advised.partition_point(|&(f, ..)| f <= vpn);
         if i > 0 && vpn < self.advised[i - 1].1 {
-            self.advice
+            self.advised[i - 1].2
         } else {
             Advice::None
         }
@@ -1178,10 +1179,10 @@ impl Uvm {
     /// Apply the hints once the host program has initialised its data:
     /// accessed-by maps the host-resident pages of its allocations remotely.
     pub fn apply_advice(&mut self, residency: &mut Residency) {
-        if self.advice != Advice::AccessedBy {
-            return;
-        }
-        for &(first, end) in &self.advised {
+        for &(first, end, advice) in &self.advised {
+            if advice != Advice::AccessedBy {
+                continue;
+            }
             for p in first..end {
                 if self.cpu_resident(p) && !residency.is_mapped(p) {
                     residency.map_remote(p);
@@ -1735,7 +1736,7 @@ impl Uvm {
         self.stats.duplicates += duplicates;
         self.batch_dups = (duplicates, fetched.len() as u64);
         // Read-mostly: a store to a read-only duplicate collapses it (nothing moves; the host's mapping goes).
-        let (collapse, writes): (Vec<u64>, Vec<u64>) = if self.advice == Advice::ReadMostly {
+        let (collapse, writes): (Vec<u64>, Vec<u64>) = if self.advised.iter().any(|r| r.2 == Advice::ReadMostly) {
             let mut w: Vec<u64> = fetched.iter().filter(|f| f.write).map(|f| f.vpn).collect();
             w.sort_unstable();
             w.dedup();
@@ -1940,9 +1941,8 @@ impl Uvm {
                 self.chunks.serviced(block);
             }
             // Read-mostly reads duplicate the pages: the host keeps its copy and its mapping.
-            let duplicate = self.advice == Advice::ReadMostly
-                && self.advice_of(block * BLOCK_PAGES) == Advice::ReadMostly
-                && !demand.iter().any(|p| writes.binary_search(p).is_ok());
+            let duplicate =
+                self.advice_of(block * BLOCK_PAGES) == Advice::ReadMostly && !demand.iter().any(|p| writes.binary_search(p).is_ok());
             if !duplicate {
                 let d = self.cpu_unmap(block, t, &mut unmaps_skipped);
                 add(&mut t, d, &mut st.unmap);

@@ -1,8 +1,9 @@
 //! Placement hints (cudaMemAdvise) and preemptive CPU unmapping: their
 //! parameters and the background unmap worker.
 //!
-//! Hints (spec/uvm-driver.md "Residency, hints"), one policy for the managed
-//! allocations chosen by `uvm.advise.buffers`:
+//! Hints (spec/uvm-driver.md "Residency, hints"): one policy for the managed
+//! allocations chosen by `uvm.advise.buffers`, or one per allocation
+//! (`uvm.advise.per_buffer`, as a program advises each array):
 //!
 //! - `read-mostly` (SetReadMostly): a GPU read fault copies the page to the
 //!   GPU as a read-only duplicate; the host keeps its copy and its mapping
@@ -77,7 +78,7 @@ pub enum UnmapMode {
     Async,
 }
 
-leaf!(Advice, UnmapGranularity, UnmapMode, Vec<u32>);
+leaf!(Advice, UnmapGranularity, UnmapMode, Vec<u32>, Vec<Advice>);
 
 section! {
     /// cudaMemAdvise hints on managed allocations (spec/uvm-driver.md "Residency, hints").
@@ -86,6 +87,39 @@ section! {
         pub policy: Advice = Advice::None,
         /// The managed allocations the hint applies to, by index in the workload's allocation order (docs/workloads.md); empty = all of them.
         pub buffers: Vec<u32> = vec![],
+        /// A hint per managed allocation, by index in the workload's allocation order (each "none", "read-mostly",
+        /// "preferred-location-host" or "accessed-by"; allocations past the list get none), as a program calls
+        /// cudaMemAdvise on each of its arrays; when given, `policy` and `buffers` must be left at their defaults.
+        pub per_buffer: Vec<Advice> = vec![],
+    }
+}
+
+impl AdviseConfig {
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        if !self.per_buffer.is_empty() && (self.policy != Advice::None || !self.buffers.is_empty()) {
+            return Err((
+                "uvm.advise.per_buffer".into(),
+                "gives each allocation its own hint: leave uvm.advise.policy and uvm.advise.buffers unset with it".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The hint of managed allocation `index`.
+    pub fn of(&self, index: u32) -> Advice {
+        if !self.per_buffer.is_empty() {
+            return self.per_buffer.get(index as usize).copied().unwrap_or_default();
+        }
+        if self.buffers.is_empty() || self.buffers.contains(&index) {
+            self.policy
+        } else {
+            Advice::None
+        }
+    }
+
+    /// Whether any allocation can be read-mostly (GPU stores to duplicates must then fault).
+    pub fn any_read_mostly(&self) -> bool {
+        self.policy == Advice::ReadMostly || self.per_buffer.contains(&Advice::ReadMostly)
     }
 }
 
