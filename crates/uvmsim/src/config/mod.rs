@@ -352,7 +352,7 @@ section! {
 section! {
     /// The host-GPU link (PCIe, NVLink, NVLink-C2C) and the GPU's copy engines.
     /// Typical values: PCIe 3.0 x16 12 GB/s achievable per direction (15.75 raw), PCIe 4.0 x16 ~25 (31.5 raw),
-    /// PCIe 5.0 x16 ~50 (63 raw), NVLink 2 (V100) 25 per link, NVLink-C2C (GH200) 450.
+    /// PCIe 5.0 x16 ~50 (63 raw), NVLink 2 (V100) 25 per brick per direction, 75 for the three bricks of a 4-GPU AC922 to its POWER9 (68 measured, presets/v100-nvlink2-p9.toml), NVLink-C2C (GH200) 450.
     pub struct LinkConfig {
         /// One-way latency of a transfer in ns (DMA setup and flight).
         pub latency_ns: f64 = 1000.0,
