@@ -248,5 +248,8 @@ mod tests {
         assert!(e.message.contains("64 TiB"), "{e}");
         let e = resolve(&[], &["gpu.sms".into()]).unwrap_err();
         assert!(e.message.contains("key.path=value"), "{e}");
+        let e = resolve(&[], &["uvm.replay_update_put_ratio=101".into()]).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("uvm.replay_update_put_ratio"));
+        assert!(e.message.contains("0 to 100"), "{e}");
     }
 }

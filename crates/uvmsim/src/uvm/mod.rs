@@ -389,7 +389,8 @@ pub struct BatchRecord {
     /// Evictions: cost per evicted block plus copying its pages back.
     pub evict_ns: f64,
     pub zero_ns: f64,
-    /// Waiting for a block's copy before going on (`uvm.async_copies = false`, or the fixed-latency model).
+    /// Waiting for copies before going on: a block's own (`uvm.async_copies = false`, or the fixed-latency model), or
+    /// the polled model's round.
     pub transfer_ns: f64,
     pub map_ns: f64,
     pub tracker_ns: f64,
@@ -410,6 +411,13 @@ impl UvmConfig {
         }
         if self.max_batches_per_service == 0 {
             return Err(("uvm.max_batches_per_service".into(), "must be greater than 0".into()));
+        }
+        if self.replay_update_put_ratio > 100 {
+            // The driver clamps it to 100 (min(uvm_perf_fault_replay_update_put_ratio, 100)); a percentage.
+            return Err((
+                "uvm.replay_update_put_ratio".into(),
+                format!("must be a percentage, 0 to 100, got {}", self.replay_update_put_ratio),
+            ));
         }
         if !(self.first_touch_tail.is_finite() && (1.01..=100.0).contains(&self.first_touch_tail)) {
             return Err(("uvm.first_touch_tail".into(), format!("must be between 1.01 and 100, got {}", self.first_touch_tail)));
