@@ -299,6 +299,30 @@ def test_an_unreadable_trace_named_by_set_exits_2_naming_it(cli: Cli, tmp_path: 
     assert "t.csv: cannot read the trace: Permission denied" in p.stderr and len(p.stderr.splitlines()) == 1
 
 
+def test_a_missing_trace_named_by_set_exits_2_and_leaves_no_directory(cli: Cli, tmp_path: Path) -> None:
+    # The simulator opens the trace only when it starts: the output directory it was given must not stay behind.
+    p = cli(
+        "run", "--preset", "mgpusim-r9nano", "--set", "workload.kind=trace", "--set", "workload.trace.path=none.csv"
+    )
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert "none.csv: cannot read the trace" in p.stderr and len(p.stderr.splitlines()) == 1, p.stderr
+    assert not (tmp_path / "uvmsim-out").exists()
+    # A directory that was there before is left alone.
+    (tmp_path / "mine").mkdir()
+    p = cli(
+        "run",
+        "--preset",
+        "mgpusim-r9nano",
+        "--set",
+        "workload.kind=trace",
+        "--set",
+        "workload.trace.path=none.csv",
+        "-o",
+        "mine",
+    )
+    assert p.returncode == 2 and (tmp_path / "mine").is_dir()
+
+
 @pytest.mark.parametrize(("args", "name"), UNREADABLE)
 def test_an_unreadable_input_exits_2_naming_it_simulated(
     tmp_path: Path,

@@ -143,8 +143,16 @@ def run(
     # Validate, then make OUT, before simulating: a bad config leaves no directory behind, and an
     # unwritable OUT fails in a millisecond rather than after a long run.
     uvmsim.resolve(config, preset=preset, set=overrides)
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
-    result = uvmsim.run(config, preset=preset, set=overrides, out=out)
+    try:
+        result = uvmsim.run(config, preset=preset, set=overrides, out=out)
+    except BaseException:
+        # An input that fails only when opened (a missing trace) must not leave an empty OUT behind either.
+        if created:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # only if still empty
+        raise
     if timeline is not None:
         from uvmsim import timeline as timeline_mod
 
