@@ -251,6 +251,8 @@ pub struct Gpu {
     pub stats: GpuStats,
     /// Far faults raised since the world last collected them.
     faults: Vec<Fault>,
+    /// The warp whose instruction is being issued (its faults name it).
+    fault_warp: u32,
     /// Warps waiting for a replay, in the order they fell asleep (the order a replay wakes them).
     waiting: Vec<Sleeper>,
     /// The residency's refault epoch when the `Sleeper::on` pages were noted (another epoch voids them).
@@ -322,6 +324,7 @@ impl Gpu {
             vmem: VmemPath::new(g),
             stats: GpuStats::default(),
             faults: vec![],
+            fault_warp: 0,
             waiting: vec![],
             waiting_epoch: 0,
             by_page: FxHashMap::default(),
@@ -453,6 +456,7 @@ impl Gpu {
             // event per conflict is saved.
             let issue = self.sms[sm].port.issue(t, self.slot);
             self.stats.warp_insts += 1;
+            self.fault_warp = slot;
             let next = issue + self.issue;
             let op = match w.redo.pop_front() {
                 Some((op, lanes)) => {
@@ -790,6 +794,7 @@ impl Gpu {
             vpn: va >> 12,
             utlb,
             sm: sm as u32,
+            warp: self.fault_warp,
             write: kind == MemKind::Store,
             prefetch: kind == MemKind::Prefetch,
         });

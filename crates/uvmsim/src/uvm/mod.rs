@@ -162,6 +162,15 @@ section! {
         pub replay_update_put_ratio: u32 = 50,
         /// Outstanding faults per µTLB; more are not raised until a replay (seed uvm-driver §3.2.1: 56 on Titan V).
         pub utlb_fault_limit: u32 = 56,
+        /// A µTLB's later miss on a page it already has a fault outstanding for (buffered, in service or held) merges
+        /// into that fault and writes no entry (true), or writes an entry of its own (false, the default): a duplicate
+        /// that takes a slot of `utlb_fault_limit` and that the driver fetches, coalesces and counts. Misses that meet
+        /// while a walk is in flight share its fault either way. Source for false: the driver's fetch keeps "the last
+        /// fault per uTLB to detect duplicates due to local reuse and the last fault in the whole batch to detect reuse
+        /// across CTAs" (`uvm_gpu_replayable_faults.c`, `fetch_fault_buffer_entries`), i.e. NVIDIA's hardware writes a
+        /// µTLB's repeated faults on a page. The polled model always merges (seed paged-memory §3: the GMMU's far-fault
+        /// MSHRs track each page). true was the model before 2026-11-23.
+        pub utlb_merge_faults: bool = false,
         /// "driver" (the stage costs below), "fixed-latency" (fault_latency_us per batch, then the transfers) or "polled"
         /// (fault_latency_us per fault from its arrival, faults overlapping, then its page's transfer; replay_policy,
         /// batch_size and max_batches_per_service do not apply; seed paged-memory §3.1).
@@ -489,6 +498,8 @@ pub struct Fault {
     pub vpn: u64,
     pub utlb: u32,
     pub sm: u32,
+    /// The GPU's warp slot whose access faulted: a µTLB holds each warp's access once.
+    pub warp: u32,
     pub write: bool,
     /// Raised by a prefetch instruction: escapes the µTLB limit (seed uvm-driver §3.2.1).
     pub prefetch: bool,
@@ -683,9 +694,10 @@ pub struct Uvm {
     policy: ReplayPolicy,
     limit: u32,
     outstanding: Vec<u32>,
-    /// (µTLB, page) pairs with a fault outstanding (buffered, in service or held):
-    /// a later miss of the same µTLB to the page merges into it.
-    pending: FxHashSet<(u32, u64)>,
+    /// (µTLB, page) pairs with faults outstanding (buffered, in service or held), and how many:
+    /// a later miss of the same µTLB to the page merges into them (`utlb_merge`) or adds one.
+    pending: FxHashMap<(u32, u64), u32>,
+    utlb_merge: bool,
     /// `uvm.merged_faults_take_mshr = false`: the (µTLB, page) faults merged into another
     /// µTLB's service without counting in `outstanding`.
     uncounted: FxHashSet<(u32, u64)>,
@@ -693,6 +705,10 @@ pub struct Uvm {
     /// Faults held at their µTLB (its limit reached, the buffer full, or flushed):
     /// raised again after a replay, in order, as the µTLB retries them.
     parked: Vec<VecDeque<Fault>>,
+    /// The (µTLB, page, warp) of each fault in `parked`: a µTLB holds a warp's access to a page
+    /// once, so the warp's later miss on it (re-executed after an eviction) or a flushed entry of
+    /// it merges into the held one even without `utlb_merge`.
+    held: FxHashSet<(u32, u64, u32)>,
     /// Per-SM rate throttle: when each SM may next write a fault (empty when off).
     sm_next: Vec<Ps>,
     sm_interval: Ps,
@@ -820,6 +836,16 @@ fn us(x: f64) -> Ps {
     ns_to_ps(x * 1000.0)
 }
 
+/// One of a (µTLB, page) pair's outstanding faults ended.
+fn unpend(pending: &mut FxHashMap<(u32, u64), u32>, key: (u32, u64)) {
+    if let Some(n) = pending.get_mut(&key) {
+        *n -= 1;
+        if *n == 0 {
+            pending.remove(&key);
+        }
+    }
+}
+
 impl Uvm {
     pub fn new(c: &UvmConfig, utlbs: usize, sms: usize, seed: u64) -> Uvm {
         Uvm {
@@ -830,7 +856,9 @@ impl Uvm {
             limit: c.utlb_fault_limit,
             outstanding: vec![0; utlbs],
             parked: vec![VecDeque::new(); utlbs],
-            pending: FxHashSet::default(),
+            held: FxHashSet::default(),
+            pending: FxHashMap::default(),
+            utlb_merge: c.utlb_merge_faults || c.cost_model == CostModel::Polled,
             uncounted: FxHashSet::default(),
             merged_take_mshr: c.merged_faults_take_mshr,
             sm_next: if c.sm_fault_interval_ns > 0.0 { vec![0; sms] } else { vec![] },
@@ -929,15 +957,18 @@ impl Uvm {
 
     /// A walk raised `f`. Returns when the driver must be woken, if it was idle.
     pub fn raise(&mut self, f: Fault) -> Next {
-        if !self.pending.insert((f.utlb, f.vpn)) {
+        let n = self.pending.entry((f.utlb, f.vpn)).or_insert(0);
+        if *n > 0 && (self.utlb_merge || self.held.contains(&(f.utlb, f.vpn, f.warp))) {
             // The µTLB already has a miss outstanding for this page: the new one merges
             // into it (its MSHR), no second fault. Faulting warps wait for residency.
             self.stats.merged += 1;
             return Next::Nothing;
         }
+        *n += 1;
         if !self.can_write(&f) {
             // The µTLB holds the miss (hardware keeps it; nothing is walked again) until a replay.
             self.stats.throttled += 1;
+            self.held.insert((f.utlb, f.vpn, f.warp));
             self.parked[f.utlb as usize].push_back(f);
             return Next::Nothing;
         }
@@ -1038,7 +1069,8 @@ impl Uvm {
             active.retain(|&u| {
                 while let Some(f) = self.parked[u].front() {
                     if residency.is_mapped(f.vpn) {
-                        self.pending.remove(&(f.utlb, f.vpn));
+                        unpend(&mut self.pending, (f.utlb, f.vpn));
+                        self.held.remove(&(f.utlb, f.vpn, f.warp));
                         self.parked[u].pop_front();
                         continue;
                     }
@@ -1046,6 +1078,7 @@ impl Uvm {
                         return false;
                     }
                     let mut f = self.parked[u].pop_front().expect("front exists");
+                    self.held.remove(&(f.utlb, f.vpn, f.warp));
                     let retry = f.time.max(now + self.replay_latency);
                     self.stats.nacked.record(retry - f.time);
                     f.time = retry;
@@ -1070,7 +1103,7 @@ impl Uvm {
 
     /// Whether µTLB `utlb` has a fault outstanding for page `vpn` (buffered, in service or held).
     pub fn in_service(&self, utlb: u32, vpn: u64) -> bool {
-        self.pending.contains(&(utlb, vpn))
+        self.pending.contains_key(&(utlb, vpn))
     }
 
     /// Faults held at µTLBs, waiting for a replay.
@@ -2150,7 +2183,7 @@ impl Uvm {
             if !self.uncounted.remove(&(f.utlb, f.vpn)) {
                 self.outstanding[f.utlb as usize] -= 1;
             }
-            self.pending.remove(&(f.utlb, f.vpn));
+            unpend(&mut self.pending, (f.utlb, f.vpn));
         }
         self.stats.time_ps += now - flight.start;
         self.stats.batch.record(now - flight.start);
@@ -2221,7 +2254,7 @@ impl Uvm {
         };
         for f in &fetched {
             self.outstanding[f.utlb as usize] -= 1;
-            self.pending.remove(&(f.utlb, f.vpn));
+            unpend(&mut self.pending, (f.utlb, f.vpn));
         }
         if self.policy == ReplayPolicy::BatchFlush {
             // Flush up to the cached PUT, or, with more duplicates than update_put_ratio % of the
@@ -2251,6 +2284,16 @@ impl Uvm {
                     self.record_fault(f, batch, Outcome::Flushed);
                 }
             }
+            // The µTLB holds one access per page: a flushed entry for a page it already holds (or a
+            // later duplicate of one flushed with it) merges into that one.
+            let (held, pending) = (&mut self.held, &mut self.pending);
+            requeue.retain(|f| {
+                let first = held.insert((f.utlb, f.vpn, f.warp));
+                if !first {
+                    unpend(pending, (f.utlb, f.vpn));
+                }
+                first
+            });
             let parked = &mut self.parked;
             // Ahead of the faults the µTLB held back: they are older.
             for f in requeue.into_iter().rev() {
@@ -2444,7 +2487,7 @@ mod tests {
     }
 
     fn fault(vpn: u64, utlb: u32) -> Fault {
-        Fault { time: 0, vpn, utlb, sm: utlb * 2, write: false, prefetch: false }
+        Fault { time: 0, vpn, utlb, sm: utlb * 2, warp: 0, write: false, prefetch: false }
     }
 
     /// The world's part of a replay: each retried access walks again (`walk` ps) and faults again.
@@ -2598,10 +2641,57 @@ mod tests {
     }
 
     #[test]
+    fn a_utlbs_repeated_miss_writes_a_duplicate_unless_it_merges() {
+        for merge in [false, true] {
+            let c = UvmConfig { utlb_merge_faults: merge, utlb_fault_limit: 3, batch_size: 8, ..UvmConfig::default() };
+            let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default());
+            // µTLB 0 misses on page 5 three times (three warps), then on page 6; µTLB 1 on page 5 once.
+            for (vpn, utlb) in [(5, 0), (5, 0), (5, 0), (6, 0), (5, 1)] {
+                u.raise(fault(vpn, utlb));
+            }
+            if merge {
+                // One entry per (µTLB, page): 5 and 6 of µTLB 0, 5 of µTLB 1.
+                assert_eq!((u.stats.raw, u.stats.merged, u.parked()), (3, 2, 0));
+            } else {
+                // Every miss writes an entry; the third of µTLB 0 fills its limit of 3, so page 6 waits at the µTLB.
+                assert_eq!((u.stats.raw, u.stats.merged, u.parked()), (4, 0, 1));
+            }
+            assert!(u.in_service(0, 5) && u.in_service(1, 5));
+            let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
+            // The driver fetches every entry and services page 5 once: the repeats are duplicates.
+            let (fetched, dups) = if merge { (3, 1) } else { (4, 3) };
+            assert_eq!((u.stats.fetched, u.stats.duplicates, u.stats.unique), (fetched, dups, if merge { 2 } else { 1 }));
+            u.batch_done(end, &mut res);
+            assert!(!u.in_service(0, 5) && !u.in_service(1, 5), "every entry of page 5 ended with the batch");
+            retry(&mut u, 0); // the held miss on page 6 walks again and faults
+            assert_eq!(u.buffer.iter().map(|f| f.vpn).collect::<Vec<_>>(), if merge { vec![] } else { vec![6] });
+            u.check_invariants(&res).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_utlb_holds_a_warps_access_to_a_page_once() {
+        let c = UvmConfig { utlb_fault_limit: 1, batch_size: 8, ..UvmConfig::default() };
+        let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default());
+        let warp = |vpn: u64, warp: u32| Fault { warp, ..fault(vpn, 0) };
+        u.raise(warp(1, 0)); // written: µTLB 0's one slot
+        u.raise(warp(2, 0)); // held
+        u.raise(warp(2, 0)); // the same warp's access again (re-executed): merges into the held one
+        u.raise(warp(2, 1)); // another warp's access to the page: held too
+        assert_eq!((u.stats.raw, u.stats.merged, u.parked()), (1, 1, 2));
+        let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
+        u.batch_done(end, &mut res);
+        // The replay freed the slot: the first held access is retried; page 2's other stays held.
+        let retried: Vec<(u64, u32)> = u.take_retries().iter().map(|f| (f.vpn, f.warp)).collect();
+        assert_eq!((retried, u.parked()), (vec![(2, 0)], 1));
+        assert!(u.in_service(0, 2));
+    }
+
+    #[test]
     fn the_sm_throttle_spaces_an_sms_faults() {
         let c = UvmConfig { sm_fault_interval_ns: 100.0, batch_size: 4, ..UvmConfig::default() };
         let (mut u, res) = (Uvm::new(&c, 2, 4, 0), Residency::default());
-        let at = |vpn: u64, sm: u32| Fault { time: 0, vpn, utlb: sm / 2, sm, write: false, prefetch: false };
+        let at = |vpn: u64, sm: u32| Fault { time: 0, vpn, utlb: sm / 2, sm, warp: 0, write: false, prefetch: false };
         for vpn in 0..3 {
             u.raise(at(vpn, 1));
         }

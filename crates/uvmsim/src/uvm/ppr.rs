@@ -189,7 +189,7 @@ mod tests {
     use super::*;
 
     fn fault(vpn: u64, time: Ps) -> Fault {
-        Fault { time, vpn, utlb: 0, sm: 0, write: false, prefetch: false }
+        Fault { time, vpn, utlb: 0, sm: 0, warp: 0, write: false, prefetch: false }
     }
 
     #[test]
