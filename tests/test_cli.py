@@ -382,3 +382,21 @@ def test_an_output_that_cannot_be_written_exits_1(cli: Cli, tmp_path: Path) -> N
     assert p.returncode == 1, (p.stdout, p.stderr)
     assert p.stderr.startswith("uvmsim: error: ") and len(p.stderr.splitlines()) == 1, p.stderr
     assert "file/out" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["trace", "record", "--preset", "titan-v", *STRIDE, "file/t.uvmt"], id="record"),
+        pytest.param(["trace", "convert", "t.csv", "file/t.uvmt"], id="convert"),
+        pytest.param(["trace", "convert", "t.csv", "."], id="convert-to-a-directory"),
+    ],
+)
+def test_a_trace_output_that_cannot_be_written_exits_1(cli: Cli, tmp_path: Path, args: list[str]) -> None:
+    # As `run`'s OUT: refused before any work, one line, exit 1 (not bad input).
+    _inputs(tmp_path)
+    (tmp_path / "file").write_text("")
+    p = cli(*args)
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert p.stderr.startswith("uvmsim: error: ") and "cannot write" in p.stderr, p.stderr
+    assert len(p.stderr.splitlines()) == 1, p.stderr

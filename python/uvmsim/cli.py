@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import difflib
+import errno
 import json
 import os
 import re
@@ -565,6 +566,22 @@ def _size(b: int) -> str:
     return f"{b} B"
 
 
+def _check_output_file(out: Path) -> None:
+    """Refuse an output file that cannot be created before any work, as an OSError (exit 1, like `run`'s OUT)."""
+    parent = out.parent if str(out.parent) else Path(".")
+    why = (
+        errno.EISDIR
+        if out.is_dir()
+        else errno.ENOENT
+        if not parent.is_dir()
+        else errno.EACCES
+        if not os.access(parent, os.W_OK)
+        else 0
+    )
+    if why:
+        raise OSError(f"{out}: cannot write: {os.strerror(why)}")
+
+
 @trace_group.command("record")
 @click.argument("files", nargs=-1, required=True, metavar="[CONFIG] OUT")
 @PRESET_OPTION
@@ -578,6 +595,8 @@ def trace_record_cmd(files: tuple[str, ...], preset: str | None, sets: tuple[str
     out = Path(files[-1])
     if config is None and preset is None and not sets:
         raise click.UsageError("give a CONFIG file, a --preset or --set options describing the workload")
+    uvmsim.resolve(config, preset=preset, set=list(sets))  # bad input first (exit 2), then the output (exit 1)
+    _check_output_file(out)
     totals = uvmsim.trace_record(out, config, preset=preset, set=list(sets))
     click.echo(
         f"wrote {out}: {totals['warps']:,} warps, {totals['ops']:,} ops, {totals['mem_ops']:,} memory instructions, "
@@ -594,6 +613,7 @@ def trace_convert_cmd(src: Path, out: Path, preset: str | None, sets: tuple[str,
     """Convert trace IN to OUT: CSV -> timed .uvmt, timed .uvmt -> CSV (gzip if OUT ends in .gz),
     Accel-Sim kernelslist.g -> warp .uvmt (allocated with --preset/--set's translation.page_size
     and workload.managed)."""
+    _check_output_file(out)
     r = uvmsim.trace_convert(src, out, preset=preset, set=list(sets))
     what = "warps" if r["to"] == "uvmt-warps" else "records"
     click.echo(f"wrote {out} ({r['from']} -> {r['to']}, {r['records']:,} {what})")
