@@ -705,10 +705,11 @@ pub struct Uvm {
     /// Faults held at their µTLB (its limit reached, the buffer full, or flushed):
     /// raised again after a replay, in order, as the µTLB retries them.
     parked: Vec<VecDeque<Fault>>,
-    /// The (µTLB, page, warp) of each fault in `parked`: a µTLB holds a warp's access to a page
-    /// once, so the warp's later miss on it (re-executed after an eviction) or a flushed entry of
-    /// it merges into the held one even without `utlb_merge`.
-    held: FxHashSet<(u32, u64, u32)>,
+    /// The (µTLB, page, warp) of every outstanding fault (buffered, in service or held): a µTLB
+    /// holds a warp's access to a page once, so the warp's later miss on it (the instruction
+    /// re-executed after an eviction) merges into that fault even without `utlb_merge`; other
+    /// warps' misses are entries of their own.
+    by_warp: FxHashSet<(u32, u64, u32)>,
     /// Per-SM rate throttle: when each SM may next write a fault (empty when off).
     sm_next: Vec<Ps>,
     sm_interval: Ps,
@@ -837,7 +838,9 @@ fn us(x: f64) -> Ps {
 }
 
 /// One of a (µTLB, page) pair's outstanding faults ended.
-fn unpend(pending: &mut FxHashMap<(u32, u64), u32>, key: (u32, u64)) {
+fn unpend(pending: &mut FxHashMap<(u32, u64), u32>, by_warp: &mut FxHashSet<(u32, u64, u32)>, f: &Fault) {
+    by_warp.remove(&(f.utlb, f.vpn, f.warp));
+    let key = (f.utlb, f.vpn);
     if let Some(n) = pending.get_mut(&key) {
         *n -= 1;
         if *n == 0 {
@@ -856,7 +859,7 @@ impl Uvm {
             limit: c.utlb_fault_limit,
             outstanding: vec![0; utlbs],
             parked: vec![VecDeque::new(); utlbs],
-            held: FxHashSet::default(),
+            by_warp: FxHashSet::default(),
             pending: FxHashMap::default(),
             utlb_merge: c.utlb_merge_faults || c.cost_model == CostModel::Polled,
             uncounted: FxHashSet::default(),
@@ -958,17 +961,17 @@ impl Uvm {
     /// A walk raised `f`. Returns when the driver must be woken, if it was idle.
     pub fn raise(&mut self, f: Fault) -> Next {
         let n = self.pending.entry((f.utlb, f.vpn)).or_insert(0);
-        if *n > 0 && (self.utlb_merge || self.held.contains(&(f.utlb, f.vpn, f.warp))) {
+        if *n > 0 && (self.utlb_merge || self.by_warp.contains(&(f.utlb, f.vpn, f.warp))) {
             // The µTLB already has a miss outstanding for this page: the new one merges
             // into it (its MSHR), no second fault. Faulting warps wait for residency.
             self.stats.merged += 1;
             return Next::Nothing;
         }
         *n += 1;
+        self.by_warp.insert((f.utlb, f.vpn, f.warp));
         if !self.can_write(&f) {
             // The µTLB holds the miss (hardware keeps it; nothing is walked again) until a replay.
             self.stats.throttled += 1;
-            self.held.insert((f.utlb, f.vpn, f.warp));
             self.parked[f.utlb as usize].push_back(f);
             return Next::Nothing;
         }
@@ -1069,8 +1072,7 @@ impl Uvm {
             active.retain(|&u| {
                 while let Some(f) = self.parked[u].front() {
                     if residency.is_mapped(f.vpn) {
-                        unpend(&mut self.pending, (f.utlb, f.vpn));
-                        self.held.remove(&(f.utlb, f.vpn, f.warp));
+                        unpend(&mut self.pending, &mut self.by_warp, f);
                         self.parked[u].pop_front();
                         continue;
                     }
@@ -1078,7 +1080,6 @@ impl Uvm {
                         return false;
                     }
                     let mut f = self.parked[u].pop_front().expect("front exists");
-                    self.held.remove(&(f.utlb, f.vpn, f.warp));
                     let retry = f.time.max(now + self.replay_latency);
                     self.stats.nacked.record(retry - f.time);
                     f.time = retry;
@@ -2183,7 +2184,7 @@ impl Uvm {
             if !self.uncounted.remove(&(f.utlb, f.vpn)) {
                 self.outstanding[f.utlb as usize] -= 1;
             }
-            unpend(&mut self.pending, (f.utlb, f.vpn));
+            unpend(&mut self.pending, &mut self.by_warp, f);
         }
         self.stats.time_ps += now - flight.start;
         self.stats.batch.record(now - flight.start);
@@ -2254,7 +2255,7 @@ impl Uvm {
         };
         for f in &fetched {
             self.outstanding[f.utlb as usize] -= 1;
-            unpend(&mut self.pending, (f.utlb, f.vpn));
+            unpend(&mut self.pending, &mut self.by_warp, f);
         }
         if self.policy == ReplayPolicy::BatchFlush {
             // Flush up to the cached PUT, or, with more duplicates than update_put_ratio % of the
@@ -2284,16 +2285,6 @@ impl Uvm {
                     self.record_fault(f, batch, Outcome::Flushed);
                 }
             }
-            // The µTLB holds one access per page: a flushed entry for a page it already holds (or a
-            // later duplicate of one flushed with it) merges into that one.
-            let (held, pending) = (&mut self.held, &mut self.pending);
-            requeue.retain(|f| {
-                let first = held.insert((f.utlb, f.vpn, f.warp));
-                if !first {
-                    unpend(pending, (f.utlb, f.vpn));
-                }
-                first
-            });
             let parked = &mut self.parked;
             // Ahead of the faults the µTLB held back: they are older.
             for f in requeue.into_iter().rev() {
@@ -2646,8 +2637,8 @@ mod tests {
             let c = UvmConfig { utlb_merge_faults: merge, utlb_fault_limit: 3, batch_size: 8, ..UvmConfig::default() };
             let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default());
             // µTLB 0 misses on page 5 three times (three warps), then on page 6; µTLB 1 on page 5 once.
-            for (vpn, utlb) in [(5, 0), (5, 0), (5, 0), (6, 0), (5, 1)] {
-                u.raise(fault(vpn, utlb));
+            for (vpn, utlb, warp) in [(5, 0, 0), (5, 0, 1), (5, 0, 2), (6, 0, 0), (5, 1, 3)] {
+                u.raise(Fault { warp, ..fault(vpn, utlb) });
             }
             if merge {
                 // One entry per (µTLB, page): 5 and 6 of µTLB 0, 5 of µTLB 1.
@@ -2675,10 +2666,11 @@ mod tests {
         let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default());
         let warp = |vpn: u64, warp: u32| Fault { warp, ..fault(vpn, 0) };
         u.raise(warp(1, 0)); // written: µTLB 0's one slot
+        u.raise(warp(1, 0)); // the same warp's access again (re-executed): merges into the written one
         u.raise(warp(2, 0)); // held
-        u.raise(warp(2, 0)); // the same warp's access again (re-executed): merges into the held one
+        u.raise(warp(2, 0)); // merges into the held one
         u.raise(warp(2, 1)); // another warp's access to the page: held too
-        assert_eq!((u.stats.raw, u.stats.merged, u.parked()), (1, 1, 2));
+        assert_eq!((u.stats.raw, u.stats.merged, u.parked()), (1, 2, 2));
         let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
         u.batch_done(end, &mut res);
         // The replay freed the slot: the first held access is retried; page 2's other stays held.
