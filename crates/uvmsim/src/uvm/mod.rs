@@ -168,8 +168,10 @@ section! {
         /// while a walk is in flight share its fault either way. Source for false: the driver's fetch keeps "the last
         /// fault per uTLB to detect duplicates due to local reuse and the last fault in the whole batch to detect reuse
         /// across CTAs" (`uvm_gpu_replayable_faults.c`, `fetch_fault_buffer_entries`), i.e. NVIDIA's hardware writes a
-        /// µTLB's repeated faults on a page. The polled model always merges (seed paged-memory §3: the GMMU's far-fault
-        /// MSHRs track each page). true was the model before 2026-11-23.
+        /// µTLB's repeated faults on a page. Either way a warp's own access to a page is one fault until it ends (the
+        /// instruction re-executed after an eviction merges into it: the hardware holds and replays that access). The
+        /// polled model always merges (seed paged-memory §3: the GMMU's far-fault MSHRs track each page). true was the
+        /// model before 2026-11-23.
         pub utlb_merge_faults: bool = false,
         /// "driver" (the stage costs below), "fixed-latency" (fault_latency_us per batch, then the transfers) or "polled"
         /// (fault_latency_us per fault from its arrival, faults overlapping, then its page's transfer; replay_policy,
