@@ -617,6 +617,8 @@ def prefetch_reduction(ctx: Context) -> dict[str, float]:
         without, with_ = m["none"]["uvm.faults.fetched"], m["density"]["uvm.faults.fetched"]
         reduction = 100.0 * (1.0 - with_ / without) if without > 0 else math.nan
         out[f"fault_reduction_pct.{kind}"] = reduction
+        out[f"faults_without.{kind}"] = without
+        out[f"faults_with.{kind}"] = with_
         uniq = 100.0 * (1.0 - m["density"]["uvm.faults.unique"] / max(1.0, m["none"]["uvm.faults.unique"]))
         out[f"unique_fault_reduction_pct.{kind}"] = uniq
         # Table 4.1's batch density: what sets an in-order kernel's coverage.
