@@ -22,9 +22,10 @@
 //! are all resident re-executes its faulted instructions. When a fetch finds
 //! nothing written the driver's loop ends; the next fault interrupts it again.
 //!
-//! Batch time = interrupt (first batch of a wake-up) + batch_us + per_fault_us
-//! × fetched + Σ over blocks (per_block_us, first touch, CPU unmap, map) +
-//! tracker (its fixed cost plus the wait for the copies still on the link:
+//! Batch time = interrupt (first batch of a wake-up) + batch_us + fetch_entry_us
+//! × fetched + per_fault_us × distinct pages (+ per_duplicate_us × duplicates
+//! the fetch did not merge) + Σ over blocks
+//! (per_block_us, first touch, CPU unmap, map) + tracker (its fixed cost plus the wait for the copies still on the link:
 //! each block's copy is pushed to a copy engine and overlaps the next blocks'
 //! CPU work, `async_copies`) + replay_us. Every term is a parameter; the
 //! defaults are assumptions to be calibrated (seed uvm-driver: 400-600 µs of
@@ -197,16 +198,23 @@ section! {
         pub interrupt_us: f64 = 5.0,
         /// Fixed cost of a batch (fetch, sort, bookkeeping), in µs. ASSUMPTION, to be calibrated.
         pub batch_us: f64 = 10.0,
-        /// Cost per fault fetched, in µs. ASSUMPTION, to be calibrated.
-        pub per_fault_us: f64 = 0.2,
+        /// Cost per fault entry read from the buffer (poll its valid bit, parse it, compare it with its µTLB's and
+        /// the batch's last entry, clear it), in µs; every fetched entry pays it, duplicate or not. The replayable
+        /// buffer sits in cached system memory (RM's kgmmuFaultBufferGetAddressSpace: ADDR_SYSMEM, NV_MEMORY_CACHED
+        /// unless confidential computing moves it to video memory) and is read in order, so an entry costs a
+        /// streamed read of 32 bytes and a few compares. ASSUMPTION: 0.01 µs (32 B at ~3 GB/s), not fitted.
+        pub fetch_entry_us: f64 = 0.01,
+        /// Cost per distinct page of a batch (the service loop's per-fault work: residency, thrashing and
+        /// permission checks, masks), in µs; duplicates never reach it (merged at fetch, or skipped as equal to the
+        /// previous page after the sort). ASSUMPTION, to be calibrated: with fetch_entry_us, 0.2 µs per fault of a
+        /// kernel without duplicates, what `per_fault_us` charged every fetched fault before session 17.
+        pub per_fault_us: f64 = 0.19,
         /// Cost per 2 MiB VA block serviced (lock, state, map, membar), in µs. ASSUMPTION, to be calibrated.
         pub per_block_us: f64 = 8.0,
         /// Cost of issuing a replay and waiting for it, in µs. ASSUMPTION, to be calibrated.
         pub replay_us: f64 = 5.0,
-        /// Extra cost per duplicate fault fetched (a page already in the batch), on top of `per_fault_us`, in µs.
-        /// Default 0: in the driver (uvm_gpu_replayable_faults.c) a duplicate is merged into its representative at
-        /// fetch, or skipped as equal to the previous page after the sort; it is never serviced, so it costs no
-        /// more than its fetch. A sensitivity knob.
+        /// Cost per duplicate that survives the fetch's merging (see `fetch_entry_us`): it is sorted with the batch
+        /// and skipped as equal to the previous page, in µs. Default 0: folded into `batch_us`; a sensitivity knob.
         pub per_duplicate_us: f64 = 0.0,
         /// First GPU touch of a VA block: DMA-map its pages and build the reverse map (seed uvm-driver §4.2: heavy-tailed, up to 64% of a batch); median cost in µs. ASSUMPTION, to be calibrated.
         pub first_touch_us: f64 = 15.0,
@@ -467,6 +475,7 @@ impl UvmConfig {
             ("interrupt_us", self.interrupt_us),
             ("batch_us", self.batch_us),
             ("per_fault_us", self.per_fault_us),
+            ("fetch_entry_us", self.fetch_entry_us),
             ("per_block_us", self.per_block_us),
             ("replay_us", self.replay_us),
             ("per_duplicate_us", self.per_duplicate_us),
@@ -517,6 +526,8 @@ pub struct UvmStats {
     pub unique: u64,
     /// Fetched faults for a page already in the same batch.
     pub duplicates: u64,
+    /// Fetched faults the fetch merged into an adjacent entry for the same page (see [`fetch_coalesced`]).
+    pub fetch_merged: u64,
     /// Faults discarded by batch-flush.
     pub flushed: u64,
     /// Batch-flush flushes that re-read PUT (UPDATE_PUT: duplicates over `replay_update_put_ratio` % of the batch).
@@ -611,6 +622,7 @@ struct Flight {
 struct Costs {
     batch: Ps,
     per_fault: Ps,
+    fetch_entry: Ps,
     per_duplicate: Ps,
     per_block: Ps,
     first_touch: Ps,
@@ -839,6 +851,43 @@ fn us(x: f64) -> Ps {
     ns_to_ps(x * 1000.0)
 }
 
+/// How many of a batch's entries (in buffer order) the driver's fetch leaves
+/// after coalescing (`fetch_fault_buffer_try_merge_entry`): an entry merges
+/// into its µTLB's last entry of the batch if they name the same page, or
+/// else into the batch's last entry if it names the same page with an access
+/// type no more intrusive (prefetch < read < write); a merged entry is never
+/// sorted or looked at again. Duplicates that are not adjacent in this sense
+/// survive the fetch and are skipped only after the sort.
+fn fetch_coalesced(fetched: &[Fault]) -> u64 {
+    let kind = |f: &Fault| {
+        if f.write {
+            2u8
+        } else if f.prefetch {
+            0
+        } else {
+            1
+        }
+    };
+    let mut utlb_last: FxHashMap<u32, (u64, u8)> = FxHashMap::default();
+    let mut last: Option<(u64, u8)> = None;
+    let mut kept = 0;
+    for f in fetched {
+        let k = kind(f);
+        if let Some(e) = utlb_last.get_mut(&f.utlb).filter(|e| e.0 == f.vpn) {
+            // The more intrusive access becomes the representative.
+            e.1 = e.1.max(k);
+            continue;
+        }
+        if last.is_some_and(|(vpn, lk)| vpn == f.vpn && k <= lk) {
+            continue;
+        }
+        utlb_last.insert(f.utlb, (f.vpn, k));
+        last = Some((f.vpn, k));
+        kept += 1;
+    }
+    kept
+}
+
 /// One of a (µTLB, page) pair's outstanding faults ended.
 fn unpend(pending: &mut FxHashMap<(u32, u64), u32>, by_warp: &mut FxHashSet<(u32, u64, u32)>, f: &Fault) {
     by_warp.remove(&(f.utlb, f.vpn, f.warp));
@@ -875,6 +924,7 @@ impl Uvm {
             costs: Costs {
                 batch: us(c.batch_us),
                 per_fault: us(c.per_fault_us),
+                fetch_entry: us(c.fetch_entry_us),
                 per_duplicate: us(c.per_duplicate_us),
                 per_block: us(c.per_block_us),
                 first_touch: us(c.first_touch_us),
@@ -1778,6 +1828,8 @@ impl Uvm {
         pages.dedup();
         let duplicates = (fetched.len() - pages.len()) as u64;
         self.stats.duplicates += duplicates;
+        let coalesced = fetch_coalesced(&fetched);
+        self.stats.fetch_merged += fetched.len() as u64 - coalesced;
         self.batch_dups = (duplicates, fetched.len() as u64);
         // Read-mostly: a store to a read-only duplicate collapses it (nothing moves; the host's mapping goes).
         let (collapse, writes): (Vec<u64>, Vec<u64>) = if self.advised.iter().any(|r| r.2 == Advice::ReadMostly) {
@@ -1882,7 +1934,12 @@ impl Uvm {
         let mut st = Stages::default();
         let mut t = now;
         // The fixed-latency model replaces every stage cost by one latency; transfers come on top.
-        let fetch = self.fixed.unwrap_or(c.batch + c.per_fault * fetched.len() as Ps + c.per_duplicate * duplicates);
+        let fetch = self.fixed.unwrap_or(
+            c.batch
+                + c.fetch_entry * fetched.len() as Ps
+                + c.per_fault * pages.len() as Ps
+                + c.per_duplicate * (coalesced - pages.len() as u64),
+        );
         t += fetch;
         st.fetch += fetch;
         let mut segments = VecDeque::new();
@@ -2405,6 +2462,7 @@ impl Uvm {
         m.int("uvm.faults.fetched", s.fetched);
         m.int("uvm.faults.unique", s.unique);
         m.int("uvm.faults.duplicate", s.duplicates);
+        m.int("uvm.faults.fetch_merged", s.fetch_merged);
         m.int("uvm.faults.flushed", s.flushed);
         m.int("uvm.flush_put_rereads", s.put_rereads);
         m.int("uvm.faults.throttled", s.throttled);
@@ -2750,7 +2808,7 @@ mod tests {
         let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
         let r = u.records.as_ref().unwrap()[0].clone();
         let us = |ns: f64| ns / 1000.0;
-        assert!((us(r.fetch_ns) - (10.0 + 3.0 * 0.2)).abs() < 1e-6);
+        assert!((us(r.fetch_ns) - (10.0 + 3.0 * (0.01 + 0.19))).abs() < 1e-6, "three pages, no duplicates");
         assert!((us(r.block_ns) - 16.0).abs() < 1e-6, "two blocks");
         assert!((us(r.first_touch_ns) - 30.0).abs() < 0.5, "both blocks are new: 2 x the 15 µs median");
         assert!((us(r.alloc_ns) - 100.0).abs() < 1e-6, "one allocator call gives 2 root chunks");
@@ -2777,6 +2835,52 @@ mod tests {
         let Next::BatchDone(_) = u.service(end, &mut link, &mut res) else { panic!() };
         let r = u.records.as_ref().unwrap()[1].clone();
         assert_eq!((r.first_touch_ns, r.unmap_ns, r.alloc_ns), (0.0, 0.0, 0.0));
+    }
+
+    #[test]
+    fn the_fetch_merges_an_entry_into_its_utlbs_last_or_the_batchs_last() {
+        let f = |vpn: u64, utlb: u32, write: bool| Fault { write, ..fault(vpn, utlb) };
+        // Hand-checked, in buffer order (µTLB, page, access):
+        //   (0, 5, R) kept; (0, 5, R) same as µTLB 0's last: merged; (1, 5, R) same page as the batch's last, no
+        //   more intrusive: merged; (1, 5, W) µTLB 1 has no entry of its own yet, and a write is more intrusive than
+        //   the batch's last read: kept; (0, 6, R) kept; (1, 5, R) µTLB 1's last is page 5: merged; (0, 5, R) µTLB 0's
+        //   last is now 6 and the batch's last is 5 written (W >= R): merged; (0, 7, R) kept.
+        let b =
+            [f(5, 0, false), f(5, 0, false), f(5, 1, false), f(5, 1, true), f(6, 0, false), f(5, 1, false), f(5, 0, false), f(7, 0, false)];
+        assert_eq!(fetch_coalesced(&b), 5);
+        // Duplicates that are not adjacent survive the fetch (the sort skips them later).
+        assert_eq!(fetch_coalesced(&[f(1, 0, false), f(2, 1, false), f(1, 2, false), f(2, 3, false)]), 4);
+        // A prefetch after a read of its page merges; a read after a prefetch does not (more intrusive).
+        let pf = |vpn: u64, utlb: u32| Fault { prefetch: true, ..fault(vpn, utlb) };
+        assert_eq!(fetch_coalesced(&[f(9, 0, false), pf(9, 1)]), 1);
+        assert_eq!(fetch_coalesced(&[pf(9, 0), f(9, 1, false)]), 2);
+        assert_eq!(fetch_coalesced(&[]), 0);
+    }
+
+    #[test]
+    fn a_fetched_entry_costs_its_read_and_only_distinct_pages_cost_the_per_fault_work() {
+        let (mut u, mut link, mut res) = costed(ReplayPolicy::Batch, 8);
+        // Page 1 three times from µTLB 0 (two merge at fetch), page 2 from µTLB 1, page 1 again from µTLB 1
+        // (not adjacent to a page-1 entry: kept, then skipped after the sort).
+        // Each from its own warp (a warp's repeated access to a page is one fault).
+        for (warp, (vpn, utlb)) in [(1, 0), (1, 0), (1, 0), (2, 1), (1, 1)].into_iter().enumerate() {
+            u.raise(Fault { warp: warp as u32, ..fault(vpn, utlb) });
+        }
+        let Next::BatchDone(_) = u.service(0, &mut link, &mut res) else { panic!() };
+        let r = u.records.as_ref().unwrap()[0].clone();
+        // batch_us 10 + 5 entries read at 0.01 + 2 pages at 0.19.
+        assert!((r.fetch_ns / 1000.0 - (10.0 + 5.0 * 0.01 + 2.0 * 0.19)).abs() < 1e-6, "{}", r.fetch_ns);
+        assert_eq!((u.stats.fetched, u.stats.fetch_merged, u.stats.duplicates), (5, 2, 3));
+        // A duplicate that survives the fetch costs per_duplicate_us (default 0): here one, page 1 from µTLB 1.
+        let c =
+            UvmConfig { per_duplicate_us: 1.0, replay_policy: ReplayPolicy::Batch, batch_size: 8, records: true, ..UvmConfig::default() };
+        let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default());
+        for (warp, (vpn, utlb)) in [(1, 0), (1, 0), (1, 0), (2, 1), (1, 1)].into_iter().enumerate() {
+            u.raise(Fault { warp: warp as u32, ..fault(vpn, utlb) });
+        }
+        let Next::BatchDone(_) = u.service(0, &mut link, &mut res) else { panic!() };
+        let r2 = u.records.as_ref().unwrap()[0].clone();
+        assert!((r2.fetch_ns - r.fetch_ns - 1000.0).abs() < 1e-6, "{} vs {}", r2.fetch_ns, r.fetch_ns);
     }
 
     /// Two host-initialised blocks, 4 faults each, over a slow link (each block's 16 KiB copy takes ~160 µs,
