@@ -25,6 +25,7 @@ WORKLOADS = [
     "pointer-chase",
     "strided",
     "tiled-gemm",
+    "blas-gemm",
     "stencil2d",
     "stencil3d",
     "hotspot",

@@ -415,7 +415,12 @@ def batch_size_plot(rows: Sequence[rep.Row], out: Path) -> Figure:
     table = _read_csv(out / "batch_size.csv")
     fig = _new_figure()
     ax = fig.add_subplot()
-    ax.plot([int(r["batch_size"]) for r in table], [float(r["kernel_ms"]) for r in table], marker="o")
+    for kernel in dict.fromkeys(r.get("kernel", "") for r in table):
+        own = [r for r in table if r.get("kernel", "") == kernel]
+        xs, ys = [int(r["batch_size"]) for r in own], [float(r["kernel_ms"]) for r in own]
+        ax.plot(xs, ys, marker="o", label=kernel or None)
+    if len({r.get("kernel", "") for r in table}) > 1:
+        ax.legend(fontsize=8)
     ax.set_xscale("log", base=2)
     ax.set_ylim(bottom=0)
     ax.set_xlabel("uvm.batch_size")

@@ -568,11 +568,24 @@ def batch_size(ctx: Context) -> dict[str, float]:
         times[b] = m["time.kernel_ns"]
         unique = m["uvm.faults.unique"] / max(1, m["uvm.batches"])
         out[f"unique_per_batch.{b}"] = unique
-        rows.append((b, m["time.kernel_ns"] / 1e6, m["uvm.batches"], unique, m["uvm.faults.duplicate"]))
-    header_row = ("batch_size", "kernel_ms", "batches", "unique_per_batch", "duplicates")
-    write_csv(ctx.out / "batch_size.csv", header_row, rows)
+        kernel = ctx.params["kernel"]
+        rows.append((kernel, b, m["time.kernel_ns"] / 1e6, m["uvm.batches"], unique, m["uvm.faults.duplicate"]))
+    header_row = ("kernel", "batch_size", "kernel_ms", "batches", "unique_per_batch", "duplicates")
     out["time_ratio.1024_over_256"] = times[1024] / times[256]
     out["time_change.6144_vs_1024"] = abs(times[6144] / times[1024] - 1.0)
+    # Other kernels, for information: the same sweep with their own settings, metrics suffixed by the case name.
+    for case in ctx.params.get("info_cases", []):
+        name, extra = case["name"], case["set"]
+        t: dict[int, float] = {}
+        for b in ctx.params["batch_sizes"]:
+            m = ctx.run(f"{name}-batch-{b}", {**extra, "uvm.batch_size": b}).metrics
+            t[b] = m["time.kernel_ns"]
+            out[f"unique_per_batch.{b}.{name}"] = m["uvm.faults.unique"] / max(1, m["uvm.batches"])
+            unique = out[f"unique_per_batch.{b}.{name}"]
+            rows.append((name, b, m["time.kernel_ns"] / 1e6, m["uvm.batches"], unique, m["uvm.faults.duplicate"]))
+        out[f"time_ratio.1024_over_256.{name}"] = t[1024] / t[256]
+        out[f"time_change.6144_vs_1024.{name}"] = abs(t[6144] / t[1024] - 1.0)
+    write_csv(ctx.out / "batch_size.csv", header_row, rows)
     return out
 
 

@@ -169,6 +169,7 @@ fn small(kind: WorkloadKind) -> &'static [&'static str] {
         WorkloadKind::PointerChase => &["workload.pointer_chase.hops=16"],
         WorkloadKind::Strided => &["workload.strided.threads=4096", "workload.strided.stride_elements=1024"],
         WorkloadKind::TiledGemm => &["workload.tiled_gemm.n=128"],
+        WorkloadKind::BlasGemm => &["workload.blas_gemm.n=256"],
         WorkloadKind::Stencil2d => &["workload.stencil2d.nx=256", "workload.stencil2d.ny=64"],
         WorkloadKind::Stencil3d => &["workload.stencil3d.nz=8"],
         WorkloadKind::Hotspot => &["workload.hotspot.rows=64"],

@@ -372,7 +372,8 @@ impl Gpu {
             return false;
         };
         let s = &mut self.sms[sm];
-        if k.next_cta >= k.total_ctas || s.ctas >= self.max_ctas || (s.free_slots.len() as u32) < k.warps_per_cta {
+        let max_ctas = k.spec.gen.cta_limit().map_or(self.max_ctas, |l| l.min(self.max_ctas));
+        if k.next_cta >= k.total_ctas || s.ctas >= max_ctas || (s.free_slots.len() as u32) < k.warps_per_cta {
             return false;
         }
         let c = k.first + k.next_cta * k.step;
@@ -1047,6 +1048,24 @@ mod tests {
         assert_eq!(ops(w), vec![Op::Wait, Op::Compute(2)]);
         assert_eq!(&*w.redo[1].1, &[5, 6]);
         assert!(w.pending.is_empty());
+    }
+
+    #[test]
+    fn a_kernels_cta_limit_caps_the_ctas_an_sm_holds() {
+        // blas-gemm at n = 1024: 64 CTAs of 8 warps; 4 SMs with room for 8 such CTAs each by warp slots.
+        for (limit, want) in [(2u32, 2u32), (1, 1), (64, 8)] {
+            let sets =
+                ["workload.kind=blas-gemm", "workload.blas_gemm.n=1024", "gpu.sms=4", "gpu.max_warps_per_sm=64", "gpu.max_ctas_per_sm=32"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .chain([format!("workload.blas_gemm.ctas_per_sm={limit}")])
+                    .collect::<Vec<_>>();
+            let cfg = crate::config::resolve(&[] as &[crate::config::Source], &sets).unwrap();
+            let mut gpu = Gpu::new(&cfg);
+            let spec = build(&cfg).unwrap().ops.into_iter().find_map(|op| if let HostOp::Launch(k) = op { Some(k) } else { None }).unwrap();
+            gpu.launch(spec, 0, &mut EventQueue::new());
+            assert!(gpu.sms.iter().all(|s| s.ctas == want), "limit {limit}: {:?}", gpu.sms.iter().map(|s| s.ctas).collect::<Vec<_>>());
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `tiled-gemm`: C = A * B for n x n row-major matrices with shared-memory
-//! tiles (the CUDA-samples / Parboil sgemm structure, the "sgemm" of seed
-//! uvm-driver). A CTA of tile x tile threads computes one tile of C; CTAs are
+//! tiles (the CUDA-samples / Parboil sgemm structure; seed uvm-driver's sgemm
+//! is cuBLAS's, which `blas-gemm` models). A CTA of tile x tile threads
+//! computes one tile of C; CTAs are
 //! numbered column tile fastest (`bx = cta % (n/tile)`, `by = cta / (n/tile)`),
 //! and thread (tx, ty) = (t % tile, t / tile). For each k-step `k` in
 //! 0..n/tile, every thread loads `A[by*tile + ty][k*tile + tx]` and

@@ -20,6 +20,7 @@ mod allen;
 mod backprop;
 mod bfs;
 mod bitonic;
+mod blas_gemm;
 mod btree;
 mod comd;
 mod fault_burst;
@@ -61,6 +62,7 @@ pub use allen::{CufftParams, CusparseParams, HpgmgParams, TealeafParams};
 pub use backprop::BackpropParams;
 pub use bfs::BfsParams;
 pub use bitonic::BitonicParams;
+pub use blas_gemm::BlasGemmParams;
 pub use btree::BtreeParams;
 pub use comd::ComdParams;
 pub use fault_burst::FaultBurstParams;
@@ -240,6 +242,7 @@ pub enum KernelGen {
     Grid(grid::GridKernel),
     PointerChase(pointer_chase::PointerChaseKernel),
     Gemm(gemm::GemmKernel),
+    BlasGemm(blas_gemm::BlasGemmKernel),
     Nw(nw::NwKernel),
     Spmv(Box<spmv::SpmvKernel>),
     Xsbench(Box<xsbench::XsbenchKernel>),
@@ -267,6 +270,14 @@ pub struct WarpId {
 }
 
 impl KernelGen {
+    /// CTAs of this kernel an SM may hold, beyond the GPU's own limits (a kernel's register-bound occupancy).
+    pub fn cta_limit(&self) -> Option<u32> {
+        match self {
+            KernelGen::BlasGemm(k) => Some(k.cta_limit()),
+            _ => None,
+        }
+    }
+
     pub fn warp(&self, id: WarpId) -> WarpStream {
         match self {
             KernelGen::Stride(k) => WarpStream::Stride(k.warp(id)),
@@ -278,6 +289,7 @@ impl KernelGen {
             KernelGen::Grid(k) => WarpStream::Grid(k.warp(id)),
             KernelGen::PointerChase(k) => WarpStream::PointerChase(k.warp(id)),
             KernelGen::Gemm(k) => WarpStream::Gemm(Box::new(k.warp(id))),
+            KernelGen::BlasGemm(k) => WarpStream::BlasGemm(Box::new(k.warp(id))),
             KernelGen::Nw(k) => WarpStream::Nw(Box::new(k.warp(id))),
             KernelGen::Spmv(k) => WarpStream::Spmv(Box::new(k.warp(id))),
             KernelGen::Xsbench(k) => WarpStream::Xsbench(Box::new(k.warp(id))),
@@ -307,6 +319,7 @@ pub enum WarpStream {
     Grid(grid::GridWarp),
     PointerChase(pointer_chase::PointerChaseWarp),
     Gemm(Box<gemm::GemmWarp>),
+    BlasGemm(Box<blas_gemm::BlasGemmWarp>),
     Nw(Box<nw::NwWarp>),
     Spmv(Box<spmv::SpmvWarp>),
     Xsbench(Box<xsbench::XsbenchWarp>),
@@ -345,6 +358,7 @@ impl WarpStream {
             WarpStream::Grid(w) => w.next(scratch),
             WarpStream::PointerChase(w) => w.next(scratch),
             WarpStream::Gemm(w) => w.next(scratch),
+            WarpStream::BlasGemm(w) => w.next(scratch),
             WarpStream::Nw(w) => w.next(),
             WarpStream::Spmv(w) => w.next(scratch),
             WarpStream::Xsbench(w) => w.next(scratch),
@@ -380,6 +394,7 @@ pub enum WorkloadKind {
     PointerChase,
     Strided,
     TiledGemm,
+    BlasGemm,
     Stencil2d,
     Stencil3d,
     Hotspot,
@@ -415,7 +430,7 @@ pub enum WorkloadKind {
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 45] = [
+    pub const ALL: [WorkloadKind; 46] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
@@ -429,6 +444,7 @@ impl WorkloadKind {
         WorkloadKind::PointerChase,
         WorkloadKind::Strided,
         WorkloadKind::TiledGemm,
+        WorkloadKind::BlasGemm,
         WorkloadKind::Stencil2d,
         WorkloadKind::Stencil3d,
         WorkloadKind::Hotspot,
@@ -478,6 +494,7 @@ impl WorkloadKind {
             WorkloadKind::PointerChase => "pointer-chase",
             WorkloadKind::Strided => "strided",
             WorkloadKind::TiledGemm => "tiled-gemm",
+            WorkloadKind::BlasGemm => "blas-gemm",
             WorkloadKind::Stencil2d => "stencil2d",
             WorkloadKind::Stencil3d => "stencil3d",
             WorkloadKind::Hotspot => "hotspot",
@@ -527,7 +544,8 @@ impl WorkloadKind {
             WorkloadKind::Accelsim => "Replay of an Accel-Sim/NVBit trace (kernelslist.g + kernel-*.traceg): global loads/stores/atomics become warp memory instructions, other instructions compute, uses of a load's destination register waits; touched address ranges are allocated with translation.page_size pages (managed with workload.managed).",
             WorkloadKind::PointerChase => "Dependent loads around one seeded random cycle through all nodes (node P(i) points to P(i+1)); each thread starts at its own point of the cycle: fully divergent, latency-bound, one page per lane per hop.",
             WorkloadKind::Strided => "Thread t loads element t*stride_elements, repeatedly: the stride sets how many lines and pages a warp instruction touches (1 = one line, >= page/element = one page per lane).",
-            WorkloadKind::TiledGemm => "C = A*B with shared-memory tiles (CUDA-samples / Parboil sgemm; seed uvm-driver 'sgemm'): per k-step each tile x tile CTA loads a tile of A's rows and of B's columns (coalesced row segments), syncs and computes; then stores its tile of C.",
+            WorkloadKind::TiledGemm => "C = A*B with shared-memory tiles (CUDA-samples / Parboil sgemm): per k-step each tile x tile CTA loads a tile of A's rows and of B's columns (coalesced row segments), syncs and computes; then stores its tile of C.",
+            WorkloadKind::BlasGemm => "C = A*B column-major with a library SGEMM's tiling (seed uvm-driver's sgemm is cuBLAS; CUTLASS's default SIMT configuration, 128 x 128 x 8 CTA tiles of 8 warps, double-buffered): per k-step a CTA reads 8 columns of A and 128 columns of B, so concurrent CTAs fault on many distinct pages.",
             WorkloadKind::Stencil2d => "5-point Jacobi stencil over a row-major 2D grid, grid-stride: each element loads itself and its 4 neighbours (clamped at borders), computes, stores to the other grid; one launch per iteration, ping-pong grids.",
             WorkloadKind::Stencil3d => "7-point Jacobi stencil over a 3D grid (x fastest), grid-stride: each element loads itself and its 6 neighbours (the +-z ones a plane away), computes, stores to the other grid; one launch per iteration, ping-pong grids.",
             WorkloadKind::Hotspot => "Rodinia hotspot: thermal 2D stencil, one thread per cell: loads its temperature, its 4 neighbours' and its power, computes pyramid_height steps, stores to the other temperature grid; one launch per pyramid step.",
@@ -567,7 +585,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, warp-trace, accelsim, pointer-chase, strided, tiled-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd, miniamr, bfs, sad, shootdown, fir, kmeans, pagerank, aes, matrix-transpose, bitonic-sort, fft, simple-convolution, im2col, conv2d or ping-pong, cufft, tealeaf, hpgmg or cusparse (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, warp-trace, accelsim, pointer-chase, strided, tiled-gemm, blas-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd, miniamr, bfs, sad, shootdown, fir, kmeans, pagerank, aes, matrix-transpose, bitonic-sort, fft, simple-convolution, im2col, conv2d or ping-pong, cufft, tealeaf, hpgmg or cusparse (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -613,6 +631,8 @@ section! {
         pub strided: StridedParams = StridedParams::default(),
         /// Parameters of `tiled-gemm`.
         pub tiled_gemm: GemmParams = GemmParams::default(),
+        /// Parameters of `blas-gemm`.
+        pub blas_gemm: BlasGemmParams = BlasGemmParams::default(),
         /// Parameters of `stencil2d`.
         pub stencil2d: StencilParams = StencilParams::default(),
         /// Parameters of `stencil3d`.
@@ -702,6 +722,7 @@ impl WorkloadConfig {
             WorkloadKind::PointerChase => self.pointer_chase.footprint(),
             WorkloadKind::Strided => self.strided.footprint(),
             WorkloadKind::TiledGemm => self.tiled_gemm.footprint(),
+            WorkloadKind::BlasGemm => self.blas_gemm.footprint(),
             WorkloadKind::Stencil2d => self.stencil2d.footprint(),
             WorkloadKind::Stencil3d => self.stencil3d.footprint(),
             WorkloadKind::Hotspot => self.hotspot.footprint(),
@@ -779,6 +800,7 @@ impl WorkloadConfig {
             WorkloadKind::PointerChase => self.pointer_chase.validate("workload.pointer_chase"),
             WorkloadKind::Strided => self.strided.validate("workload.strided"),
             WorkloadKind::TiledGemm => self.tiled_gemm.validate("workload.tiled_gemm", cfg),
+            WorkloadKind::BlasGemm => self.blas_gemm.validate("workload.blas_gemm", cfg),
             WorkloadKind::Stencil2d => self.stencil2d.validate("workload.stencil2d", false),
             WorkloadKind::Stencil3d => self.stencil3d.validate("workload.stencil3d", true),
             WorkloadKind::Hotspot => self.hotspot.validate("workload.hotspot"),
@@ -864,6 +886,7 @@ pub fn build_at(cfg: &Config, va_base: u64) -> Result<Program, String> {
         WorkloadKind::PointerChase => pointer_chase::build(&w.pointer_chase, w, cfg, page, &mut va),
         WorkloadKind::Strided => strided::build(&w.strided, w, page, &mut va),
         WorkloadKind::TiledGemm => gemm::build(&w.tiled_gemm, w, page, &mut va),
+        WorkloadKind::BlasGemm => blas_gemm::build(&w.blas_gemm, w, page, &mut va),
         WorkloadKind::Stencil2d => stencil::build(&w.stencil2d, false, w, page, &mut va),
         WorkloadKind::Stencil3d => stencil::build(&w.stencil3d, true, w, page, &mut va),
         WorkloadKind::Hotspot => hotspot::build(&w.hotspot, w, page, &mut va),
