@@ -592,7 +592,7 @@ def batch_size(ctx: Context) -> dict[str, float]:
 @experiment("allen-transfer-share")
 def transfer_share(ctx: Context) -> dict[str, float]:
     """Fig. 4.2: the share of each sgemm batch spent in data transfer (its copies' time on the link, `copy_ns`)."""
-    r = ctx.run("sgemm", {"workload.tiled_gemm.n": ctx.params["n"]})
+    r = ctx.run("sgemm", {ctx.params["n_key"]: ctx.params["n"]})
     batches = _batch_rows(r)
     shares = sorted(b["copy_ns"] / max(1e-9, b["end_ns"] - b["start_ns"]) for b in batches)
     sms = int(r.config["gpu"]["sms"])
@@ -698,7 +698,7 @@ def oversub(ctx: Context) -> dict[str, float]:
     first_rate = math.nan
     for n, pub_faults, pub_evicted in zip(p["sizes"], p["published_faults"], p["published_evicted"], strict=True):
         n_sim = round(n / scale)
-        r = ctx.run(f"sgemm-{n}", {"workload.tiled_gemm.n": n_sim, "uvm.gpu_memory_bytes": memory})
+        r = ctx.run(f"sgemm-{n}", {p["n_key"]: n_sim, "uvm.gpu_memory_bytes": memory})
         m = r.metrics
         faults, evicted = m["uvm.faults.fetched"], m["uvm.pages_evicted"]
         per_fault = evicted / faults if faults else math.nan
