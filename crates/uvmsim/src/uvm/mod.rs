@@ -21,6 +21,11 @@
 //! again if its page is still unmapped. Every waiting warp whose faulted pages
 //! are all resident re-executes its faulted instructions. When a fetch finds
 //! nothing written the driver's loop ends; the next fault interrupts it again.
+//! With `fetch_after_replay_wait` (batch-flush) the end of a batch follows the
+//! driver's order instead: flush and replay push `replay_us` before the batch
+//! ends, the retries from `replay_latency_ns` after the push, and the next
+//! fetch when the batch ends (the driver's wait for the replay over), without
+//! an interrupt (docs/notes-batch-makeup.md).
 //!
 //! Batch time = interrupt (first batch of a wake-up) + batch_us + fetch_entry_us
 //! × fetched + per_fault_us × distinct pages (+ per_duplicate_us × duplicates
@@ -260,6 +265,19 @@ section! {
         /// walks the page table again (through the GMMU's walkers, competing with demand walks) and, still unmapped,
         /// writes its fault again. ASSUMPTION (no source gives it).
         pub replay_latency_ns: f64 = 1000.0,
+        /// `batch-flush`, driver cost model: order the end of a batch as the driver does (`uvm_gpu_replayable_faults.c`):
+        /// the flush reads PUT and discards up to it, then pushes the replay (`fault_buffer_flush_locked`), both
+        /// `replay_us` before the batch ends; the GPU executes the replay `replay_latency_ns` after the push and its
+        /// µTLBs retry the accesses they hold from then; the driver waits for the replay (`uvm_tracker_wait` on the
+        /// replay tracker) until the batch ends and fetches again at once, re-reading PUT because GET has reached the
+        /// cached PUT (`fetch_fault_buffer_entries`, FAULT_FETCH_MODE_BATCH_READY): the next batch holds what was
+        /// written by then, so after an UPDATE_PUT flush, the faults re-raised between the replay's arrival and the
+        /// end of the wait; a fetch that finds nothing ends the bottom half (the next fault interrupts it). Needs
+        /// replay_latency_ns <= replay_us x 1000 (the wait cannot end before the GPU has executed the replay).
+        /// false (before 2026-11-23): the flush reads PUT when the wait has ended, the replay reaches the GPU
+        /// `replay_latency_ns` after that, and a fetch that finds the buffer empty ends the bottom half, so after an
+        /// UPDATE_PUT flush the next batch waits for the re-raised faults' interrupt (`interrupt_us`).
+        pub fetch_after_replay_wait: bool = false,
         /// Prefetching (spec/uvm-driver.md "Prefetcher"; seed paged-memory §4). Default policy "none": demand paging only,
         /// as in the seeds' baseline measurements (seed uvm-driver Ch. 3-4 disable prefetching; seed paged-memory's replayable
         /// baseline); the real driver's default is "density" (uvm_perf_prefetch_enable = 1).
@@ -497,6 +515,17 @@ impl UvmConfig {
                 return Err((format!("uvm.{k}"), format!("must be between 0 and 1000000000 ns, got {v}")));
             }
         }
+        if self.fetch_after_replay_wait && self.replay_latency_ns > self.replay_us * 1000.0 {
+            return Err((
+                "uvm.replay_latency_ns".into(),
+                format!(
+                    "with uvm.fetch_after_replay_wait = true it must be at most uvm.replay_us x 1000 ({} ns): the driver's wait \
+                     for the replay cannot end before the GPU executes it; got {}",
+                    self.replay_us * 1000.0,
+                    self.replay_latency_ns
+                ),
+            ));
+        }
         Ok(())
     }
 }
@@ -729,6 +758,9 @@ pub struct Uvm {
     sm_interval: Ps,
     /// Replay to the µTLBs' retry of the accesses they hold.
     replay_latency: Ps,
+    /// `uvm.fetch_after_replay_wait` (batch-flush, driver model): a batch's last segment ends when the flush and
+    /// replay are pushed; the driver fetches again `costs.replay` later, when its wait for the replay ends.
+    fetch_after_replay: bool,
     /// Held faults retried at the last replay, their slots taken: the world walks each again
     /// (`take_retries`) and writes it back (`rewrite`) at the walk's end.
     retries: Vec<Fault>,
@@ -918,6 +950,9 @@ impl Uvm {
             sm_next: if c.sm_fault_interval_ns > 0.0 { vec![0; sms] } else { vec![] },
             sm_interval: ns_to_ps(c.sm_fault_interval_ns),
             replay_latency: ns_to_ps(c.replay_latency_ns),
+            fetch_after_replay: c.fetch_after_replay_wait
+                && c.replay_policy == ReplayPolicy::BatchFlush
+                && c.cost_model == CostModel::Driver,
             retries: vec![],
             // The fixed latency covers the whole service, interrupt included.
             interrupt: if c.cost_model == CostModel::Driver { us(c.interrupt_us) } else { 0 },
@@ -2118,9 +2153,11 @@ impl Uvm {
                 t += c.tracker + c.replay;
                 (st.tracker, st.replay) = (st.tracker + c.tracker, st.replay + c.replay);
             }
-            // One segment: demand and prefetched pages told apart by the pages list.
+            // One segment: demand and prefetched pages told apart by the pages list. With
+            // `fetch_after_replay` it ends at the flush and replay push, the driver's wait after it.
             let (demand, prefetched): (Vec<u64>, Vec<u64>) = serviced.into_iter().partition(|p| pages.binary_search(p).is_ok());
-            segments.push_back(Segment { end: t, demand, prefetched, dup: all_dup, ..Segment::default() });
+            let end = if self.fetch_after_replay { t - c.replay } else { t };
+            segments.push_back(Segment { end, demand, prefetched, dup: all_dup, ..Segment::default() });
         }
         segments.back_mut().expect("at least one segment").remote = remote;
         let end = t;
@@ -2355,8 +2392,11 @@ impl Uvm {
                 last.flushed = n;
             }
         }
-        self.stats.time_ps += now - start;
-        self.stats.batch.record(now - start);
+        // `fetch_after_replay`: `now` is the flush and replay push; the driver's wait for the replay ends
+        // `replay_us` later, and it fetches then (whatever the buffer holds: an empty fetch ends the run).
+        let wait = if self.fetch_after_replay { self.costs.replay } else { 0 };
+        self.stats.time_ps += now + wait - start;
+        self.stats.batch.record(now + wait - start);
         // `once` keeps servicing while faults are waiting in the buffer, and replays after.
         let replay = !(self.policy == ReplayPolicy::Once && self.buffer.iter().any(|f| f.time <= now));
         if replay {
@@ -2366,7 +2406,16 @@ impl Uvm {
             }
             self.unpark(now, residency);
         }
-        let next = if self.buffer.is_empty() {
+        let next = if self.fetch_after_replay {
+            self.state = State::Woken;
+            self.run_batches += 1;
+            if self.run_batches >= self.max_batches {
+                self.run_batches = 0;
+                Next::Service(now + wait + self.interrupt)
+            } else {
+                Next::Service(now + wait)
+            }
+        } else if self.buffer.is_empty() {
             self.run_batches = 0;
             Next::Nothing
         } else {
@@ -2623,6 +2672,66 @@ mod tests {
         assert_eq!(run(50), (2, 0, vec![20], true));
         // Above the ratio the flush reads PUT again (UPDATE_PUT) and discards page 20 too: the buffer is empty.
         assert_eq!(run(40), (3, 1, vec![], false));
+    }
+
+    #[test]
+    fn fetch_after_replay_wait_fetches_the_faults_re_raised_before_the_wait_ends() {
+        // Pages 0, 0, 1, 1 (2 duplicates of 4: above a 40% ratio, UPDATE_PUT), pages 2 and 3 left in the buffer,
+        // page 20 written while the batch is serviced. replay_us 5 µs, replay_latency 1 µs, interrupt 1 µs.
+        let run = |on: bool| {
+            let mut c = UvmConfig {
+                replay_policy: ReplayPolicy::BatchFlush,
+                batch_size: 4,
+                replay_update_put_ratio: 40,
+                fetch_after_replay_wait: on,
+                ..UvmConfig::default()
+            };
+            c.interrupt_us = 1.0;
+            let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default());
+            for (vpn, utlb) in [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (3, 1)] {
+                u.raise(fault(vpn, utlb));
+            }
+            let Next::BatchDone(at) = u.service(0, &mut link, &mut res) else { panic!() };
+            u.raise(Fault { time: at / 2, ..fault(20, 0) });
+            let (next, replay) = u.batch_done(at, &mut res);
+            assert!(replay);
+            // All three are flushed (UPDATE_PUT at `at`) and retried 1 µs after `at`.
+            assert_eq!((u.stats.flushed, u.stats.put_rereads), (3, 1));
+            assert!(u.retries.iter().all(|f| f.time == at + 1_000_000), "{:?}", u.retries);
+            // They walk 0.5 µs and are written at at + 1.5 µs.
+            let rewritten = retry(&mut u, 500_000);
+            (u, link, res, at, next, rewritten)
+        };
+        let (_, _, _, end, next, rewritten) = run(false);
+        // Off: the batch ends after the replay wait; the buffer is empty, the driver stops, and the
+        // first re-raised fault interrupts it 1 µs after it is written.
+        assert_eq!(next, Next::Nothing);
+        assert_eq!(rewritten, vec![Next::Service(end + 2_500_000), Next::Nothing, Next::Nothing]);
+        let (mut u, mut link, mut res, push, next, rewritten) = run(true);
+        // On: the flush and replay are pushed replay_us (5 µs) before the batch ends; the driver
+        // fetches when its wait ends, without an interrupt, and takes the three re-raised faults.
+        assert_eq!(push, end - 5_000_000);
+        assert_eq!(next, Next::Service(push + 5_000_000));
+        assert_eq!(rewritten, vec![Next::Nothing; 3], "the driver is already due to fetch");
+        assert_eq!(u.stats.time_ps, end, "the batch's time includes the wait");
+        let Next::BatchDone(_) = u.service(push + 5_000_000, &mut link, &mut res) else { panic!("three faults to fetch") };
+        assert_eq!((u.stats.batches, u.stats.fetched), (2, 7));
+        u.check_invariants(&res).unwrap();
+        // A fetch after the wait that finds nothing ends the bottom half.
+        let c = UvmConfig { batch_size: 4, fetch_after_replay_wait: true, ..UvmConfig::default() };
+        let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default());
+        for vpn in 0..4 {
+            u.raise(fault(vpn, 0));
+        }
+        let Next::BatchDone(push) = u.service(0, &mut link, &mut res) else { panic!() };
+        assert_eq!(u.batch_done(push, &mut res), (Next::Service(push + 5_000_000), true));
+        assert_eq!(u.service(push + 5_000_000, &mut link, &mut res), Next::Nothing);
+        assert!(matches!(u.state, State::Idle));
+        u.check_invariants(&res).unwrap();
+        // The wait cannot end before the replay reaches the GPU.
+        let c = UvmConfig { fetch_after_replay_wait: true, replay_latency_ns: 6000.0, ..UvmConfig::default() };
+        assert_eq!(c.validate().unwrap_err().0, "uvm.replay_latency_ns");
+        assert!(UvmConfig { fetch_after_replay_wait: false, ..c }.validate().is_ok());
     }
 
     #[test]
