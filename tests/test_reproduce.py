@@ -235,6 +235,17 @@ def test_allen_batch_composition(tmp_path: Path) -> None:
     assert 35 <= rows["regular.va_blocks_per_batch"].simulated <= 45
     assert rows["random.va_blocks_per_batch"].simulated > 4 * rows["regular.va_blocks_per_batch"].simulated
     assert (tmp_path / "composition.csv").read_text().startswith("run,kind,threads")
+    # The duplicate-heavy info kernels: distinct pages per batch are a fraction of the fetched entries;
+    # regular and random have no duplicates, so both counts agree there.
+    for name in ("stream", "sgemm"):
+        fetched, unique = (
+            rows[f"{name}.faults_per_sm_per_batch"].simulated,
+            rows[f"{name}.unique_per_sm_per_batch"].simulated,
+        )
+        assert 0 < unique < 0.6 * fetched, (name, fetched, unique)
+    lines = (tmp_path / "composition.csv").read_text().splitlines()
+    regular = dict(zip(lines[0].split(","), lines[1].split(","), strict=True))
+    assert regular["faults_per_sm_per_batch"] == regular["unique_per_sm_per_batch"]
 
 
 def test_allen_base_cost(tmp_path: Path) -> None:

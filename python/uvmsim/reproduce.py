@@ -517,13 +517,19 @@ def batch_composition(ctx: Context) -> dict[str, float]:
     out: dict[str, float] = {}
     rows = []
 
-    def measure(name: str, kind: str, threads: int, cta: int) -> tuple[float, float]:
-        r = ctx.run(name, {"workload.kind": kind, f"workload.{kind}.threads": threads, "workload.threads_per_cta": cta})
+    def composition(name: str, kind: str, threads: int, cta: int, r: uvmsim.Result) -> tuple[float, float, float]:
         batches = _batch_rows(r)
         sms = int(r.config["gpu"]["sms"])
-        per_sm = sum(b["fetched"] for b in batches) / len(batches) / sms if batches else math.nan
-        blocks = sum(b["va_blocks"] for b in batches) / len(batches) if batches else math.nan
-        rows.append((name, kind, threads, cta, len(batches), per_sm, blocks))
+        n = len(batches)
+        per_sm = sum(b["fetched"] for b in batches) / n / sms if batches else math.nan
+        unique_per_sm = sum(b["unique"] for b in batches) / n / sms if batches else math.nan
+        blocks = sum(b["va_blocks"] for b in batches) / n if batches else math.nan
+        rows.append((name, kind, threads, cta, n, per_sm, unique_per_sm, blocks))
+        return per_sm, unique_per_sm, blocks
+
+    def measure(name: str, kind: str, threads: int, cta: int) -> tuple[float, float]:
+        r = ctx.run(name, {"workload.kind": kind, f"workload.{kind}.threads": threads, "workload.threads_per_cta": cta})
+        per_sm, _, blocks = composition(name, kind, threads, cta, r)
         return per_sm, blocks
 
     for kind in ("regular", "random"):
@@ -533,11 +539,17 @@ def batch_composition(ctx: Context) -> dict[str, float]:
     for cta in (256, 512):
         _, blocks = measure(f"regular-cta{cta}", "regular", p["sensitivity_threads"], cta)
         out[f"regular.va_blocks_per_batch.cta{cta}"] = blocks
-    write_csv(
-        ctx.out / "composition.csv",
-        ("run", "kind", "threads", "threads_per_cta", "batches", "faults_per_sm_per_batch", "va_blocks_per_batch"),
-        rows,
-    )
+    # Information: duplicate-heavy kernels, counted both ways (fetched entries, and distinct pages per batch),
+    # since the thesis does not say whether its per-SM counts are taken before or after duplicate removal.
+    for case in p.get("info_cases", []):
+        name, sets = case["name"], case["set"]
+        r = ctx.run(name, sets)
+        per_sm, unique_per_sm, blocks = composition(name, str(sets["workload.kind"]), 0, 0, r)
+        out[f"{name}.faults_per_sm_per_batch"] = per_sm
+        out[f"{name}.unique_per_sm_per_batch"] = unique_per_sm
+        out[f"{name}.va_blocks_per_batch"] = blocks
+    header = ("run", "kind", "threads", "threads_per_cta", "batches", "faults_per_sm_per_batch")
+    write_csv(ctx.out / "composition.csv", (*header, "unique_per_sm_per_batch", "va_blocks_per_batch"), rows)
     return out
 
 
