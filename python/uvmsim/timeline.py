@@ -52,6 +52,7 @@ BATCH_ARGS = (
     "fetched",
     "unique",
     "duplicates",
+    "fetch_merged",
     "reads",
     "writes",
     "prefetches",

@@ -394,6 +394,8 @@ pub struct BatchRecord {
     pub prefetches: u64,
     pub unique: u64,
     pub duplicates: u64,
+    /// Duplicates the fetch merged into an adjacent entry (`uvm.faults.fetch_merged`).
+    pub fetch_merged: u64,
     pub va_blocks: u64,
     pub bytes_h2d: u64,
     /// Pages prefetched (migrated with the faulted pages, not faulted themselves).
@@ -2175,6 +2177,7 @@ impl Uvm {
                 prefetches: count(|f| f.prefetch),
                 unique: pages.len() as u64,
                 duplicates,
+                fetch_merged: fetched.len() as u64 - coalesced,
                 va_blocks: self.stats.va_blocks - blocks_before,
                 bytes_h2d: self.stats.bytes_h2d - bytes_before,
                 prefetched: self.stats.prefetched - prefetched_before,
@@ -2980,6 +2983,7 @@ mod tests {
         // batch_us 10 + 5 entries read at 0.01 + 2 pages at 0.19.
         assert!((r.fetch_ns / 1000.0 - (10.0 + 5.0 * 0.01 + 2.0 * 0.19)).abs() < 1e-6, "{}", r.fetch_ns);
         assert_eq!((u.stats.fetched, u.stats.fetch_merged, u.stats.duplicates), (5, 2, 3));
+        assert_eq!((r.fetched, r.fetch_merged, r.duplicates, r.unique), (5, 2, 3, 2), "the batch record");
         // A duplicate that survives the fetch costs per_duplicate_us (default 0): here one, page 1 from µTLB 1.
         let c =
             UvmConfig { per_duplicate_us: 1.0, replay_policy: ReplayPolicy::Batch, batch_size: 8, records: true, ..UvmConfig::default() };
