@@ -580,7 +580,7 @@ def batch_size(ctx: Context) -> dict[str, float]:
         times[b] = m["time.kernel_ns"]
         unique = m["uvm.faults.unique"] / max(1, m["uvm.batches"])
         out[f"unique_per_batch.{b}"] = unique
-        kernel = ctx.params["kernel"]
+        kernel = ctx.params.get("kernel", "")
         rows.append((kernel, b, m["time.kernel_ns"] / 1e6, m["uvm.batches"], unique, m["uvm.faults.duplicate"]))
     header_row = ("kernel", "batch_size", "kernel_ms", "batches", "unique_per_batch", "duplicates")
     out["time_ratio.1024_over_256"] = times[1024] / times[256]
