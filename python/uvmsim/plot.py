@@ -246,6 +246,7 @@ def batch_time_vs_bytes(batches: pd.DataFrame) -> Figure:
 STAGE_ORDER = (
     "fetch",
     "block",
+    "fault",
     "first_touch",
     "unmap",
     "alloc",

@@ -43,7 +43,20 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_MAX_BATCHES", "STAGES", "events", "timeline", "write"]
 
 # The driver's stages in batch order: the batches table's `STAGE_ns` columns.
-STAGES = ("fetch", "block", "first_touch", "unmap", "alloc", "evict", "zero", "transfer", "map", "tracker", "replay")
+STAGES = (
+    "fetch",
+    "block",
+    "fault",
+    "first_touch",
+    "unmap",
+    "alloc",
+    "evict",
+    "zero",
+    "transfer",
+    "map",
+    "tracker",
+    "replay",
+)
 DEFAULT_MAX_BATCHES = 20_000
 GPU_PID, UVM_PID, LINK_PID, WALK_PID = 1, 2, 3, 4
 KERNEL_TID, BATCH_TID = 1, 1

@@ -27,12 +27,13 @@
 //! fetch when the batch ends (the driver's wait for the replay over), without
 //! an interrupt (docs/notes-batch-makeup.md).
 //!
-//! Batch time = interrupt (first batch of a wake-up) + batch_us + fetch_entry_us
-//! × fetched + per_fault_us × distinct pages (+ per_duplicate_us × duplicates
-//! the fetch did not merge) + Σ over blocks
-//! (per_block_us, first touch, CPU unmap, map) + tracker (its fixed cost plus the wait for the copies still on the link:
-//! each block's copy is pushed to a copy engine and overlaps the next blocks'
-//! CPU work, `async_copies`) + replay_us. Every term is a parameter; the
+//! Batch time = interrupt (first batch of a wake-up) + pre-processing
+//! (batch_us, fetch_entry_us × fetched, per_duplicate_us × duplicates the fetch
+//! did not merge) + Σ over blocks (per_block_us, per_fault_us × the block's
+//! distinct pages, first touch, CPU unmap, map) + tracker (its fixed cost plus
+//! the wait for the copies still on the link: each block's copy is pushed to a
+//! copy engine and overlaps the next blocks' CPU work, `async_copies`) +
+//! replay_us. Every term is a parameter; the
 //! defaults are assumptions to be calibrated (seed uvm-driver: 400-600 µs of
 //! UVM time for < 100 KB).
 //!
@@ -210,9 +211,11 @@ section! {
         /// streamed read of 32 bytes and a few compares. ASSUMPTION: 0.01 µs (32 B at ~3 GB/s), not fitted.
         pub fetch_entry_us: f64 = 0.01,
         /// Cost per distinct page of a batch (the service loop's per-fault work: residency, thrashing and
-        /// permission checks, masks), in µs; duplicates never reach it (merged at fetch, or skipped as equal to the
-        /// previous page after the sort). ASSUMPTION, to be calibrated: with fetch_entry_us, 0.2 µs per fault of a
-        /// kernel without duplicates, what `per_fault_us` charged every fetched fault before session 17.
+        /// permission checks, masks), in µs, charged in its VA block's service before the block's copy is pushed
+        /// (the driver does it in service_fault_batch_block, not while fetching; seed uvm-driver §3.3: pre-processing
+        /// "is shown to be negligible in cost"); duplicates never reach it (merged at fetch, or skipped as equal to
+        /// the previous page after the sort). ASSUMPTION, to be calibrated: with fetch_entry_us, 0.2 µs per fault of
+        /// a kernel without duplicates, what `per_fault_us` charged every fetched fault before session 17.
         pub per_fault_us: f64 = 0.19,
         /// Cost per 2 MiB VA block serviced (lock, state, map, membar), in µs. ASSUMPTION, to be calibrated.
         pub per_block_us: f64 = 8.0,
@@ -422,6 +425,8 @@ pub struct BatchRecord {
     /// fixed-latency model puts its latency in fetch_ns).
     pub fetch_ns: f64,
     pub block_ns: f64,
+    /// The per-fault work of the blocks' service (`per_fault_us` × distinct pages serviced).
+    pub fault_ns: f64,
     pub first_touch_ns: f64,
     pub unmap_ns: f64,
     pub alloc_ns: f64,
@@ -602,6 +607,8 @@ pub struct UvmStats {
     pub unmaps_async: u64,
     pub unmap_waits: u64,
     pub time_ps: Ps,
+    /// Time in each stage, summed over the batches (the driver model's breakdown, seed uvm-driver Fig. 3.4).
+    stages: Stages,
     pub batch: Latency,
     /// Polled model: each far fault's time from its arrival at the handler to the landing that frees its MSHR,
     /// and each Nacked access's time held at its µTLB (from its walk to its retry reaching the GPU).
@@ -709,6 +716,7 @@ struct PageMemory {
 struct Stages {
     fetch: Ps,
     block: Ps,
+    fault: Ps,
     first_touch: Ps,
     unmap: Ps,
     alloc: Ps,
@@ -720,6 +728,47 @@ struct Stages {
     replay: Ps,
     /// Not a stage: the batch's host-to-device copies' time on the link.
     copy: Ps,
+}
+
+impl Stages {
+    /// The stages by name, in batch order (the batches table's `NAME_ns` columns; `copy` is not a stage).
+    fn named(&self) -> [(&'static str, Ps); 12] {
+        [
+            ("fetch", self.fetch),
+            ("block", self.block),
+            ("fault", self.fault),
+            ("first_touch", self.first_touch),
+            ("unmap", self.unmap),
+            ("alloc", self.alloc),
+            ("evict", self.evict),
+            ("zero", self.zero),
+            ("transfer", self.transfer),
+            ("map", self.map),
+            ("tracker", self.tracker),
+            ("replay", self.replay),
+        ]
+    }
+
+    fn accumulate(&mut self, o: &Stages) {
+        let fields = [
+            (&mut self.fetch, o.fetch),
+            (&mut self.block, o.block),
+            (&mut self.fault, o.fault),
+            (&mut self.first_touch, o.first_touch),
+            (&mut self.unmap, o.unmap),
+            (&mut self.alloc, o.alloc),
+            (&mut self.evict, o.evict),
+            (&mut self.zero, o.zero),
+            (&mut self.transfer, o.transfer),
+            (&mut self.map, o.map),
+            (&mut self.tracker, o.tracker),
+            (&mut self.replay, o.replay),
+            (&mut self.copy, o.copy),
+        ];
+        for (a, b) in fields {
+            *a += b;
+        }
+    }
 }
 
 /// What the world must schedule after a UVM step.
@@ -1970,13 +2019,10 @@ impl Uvm {
         let c = self.costs.clone();
         let mut st = Stages::default();
         let mut t = now;
-        // The fixed-latency model replaces every stage cost by one latency; transfers come on top.
-        let fetch = self.fixed.unwrap_or(
-            c.batch
-                + c.fetch_entry * fetched.len() as Ps
-                + c.per_fault * pages.len() as Ps
-                + c.per_duplicate * (coalesced - pages.len() as u64),
-        );
+        // The fixed-latency model replaces every stage cost by one latency; transfers come on top. The
+        // driver model's pre-processing: read the entries, sort, skip the duplicates the fetch left.
+        let fetch =
+            self.fixed.unwrap_or(c.batch + c.fetch_entry * fetched.len() as Ps + c.per_duplicate * (coalesced - pages.len() as u64));
         t += fetch;
         st.fetch += fetch;
         let mut segments = VecDeque::new();
@@ -2030,6 +2076,8 @@ impl Uvm {
             }
             let new_block = self.gpu_blocks.insert(block);
             add(&mut t, c.per_block, &mut st.block);
+            // The block's faults, checked one by one before its pages are allocated and copied.
+            add(&mut t, c.per_fault * demand.len() as Ps, &mut st.fault);
             if new_block {
                 add(&mut t, self.first_touch_cost(block), &mut st.first_touch);
             }
@@ -2164,6 +2212,7 @@ impl Uvm {
         segments.back_mut().expect("at least one segment").remote = remote;
         let end = t;
         self.stats.batches += 1;
+        self.stats.stages.accumulate(&st);
         if let Some(r) = self.records.as_mut() {
             let count = |pred: fn(&Fault) -> bool| fetched.iter().filter(|f| pred(f)).count() as u64;
             let ns = |d: Ps| d as f64 / 1000.0;
@@ -2194,6 +2243,7 @@ impl Uvm {
                 replays: 0,
                 fetch_ns: ns(st.fetch),
                 block_ns: ns(st.block),
+                fault_ns: ns(st.fault),
                 first_touch_ns: ns(st.first_touch),
                 unmap_ns: ns(st.unmap),
                 alloc_ns: ns(st.alloc),
@@ -2563,6 +2613,10 @@ impl Uvm {
         };
         m.int("uvm.gpu_memory_bytes", capacity);
         m.float("uvm.time_ns", s.time_ps as f64 / 1000.0);
+        for (name, ps) in s.stages.named() {
+            m.float(format!("uvm.stage.{name}_ns"), ps as f64 / 1000.0);
+        }
+        m.float("uvm.stage.copy_ns", s.stages.copy as f64 / 1000.0);
         s.batch.export(m, "uvm.batch_ns");
         if self.polled.is_some() {
             s.far_fault.export(m, "uvm.polled.fault_ns");
@@ -2920,8 +2974,9 @@ mod tests {
         let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
         let r = u.records.as_ref().unwrap()[0].clone();
         let us = |ns: f64| ns / 1000.0;
-        assert!((us(r.fetch_ns) - (10.0 + 3.0 * (0.01 + 0.19))).abs() < 1e-6, "three pages, no duplicates");
+        assert!((us(r.fetch_ns) - (10.0 + 3.0 * 0.01)).abs() < 1e-6, "three entries read");
         assert!((us(r.block_ns) - 16.0).abs() < 1e-6, "two blocks");
+        assert!((us(r.fault_ns) - 3.0 * 0.19).abs() < 1e-6, "three distinct pages, checked in their blocks");
         assert!((us(r.first_touch_ns) - 30.0).abs() < 0.5, "both blocks are new: 2 x the 15 µs median");
         assert!((us(r.alloc_ns) - 100.0).abs() < 1e-6, "one allocator call gives 2 root chunks");
         assert!((us(r.unmap_ns) - (1.6 + 512.0 * 0.163 + 3.0 * 3.0)).abs() < 1e-6, "only block 0 is CPU-mapped: 512 pages, 4 threads");
@@ -2932,6 +2987,7 @@ mod tests {
         assert!((us(r.map_ns) - 4.0).abs() < 1e-6 && (us(r.tracker_ns) - 5.0).abs() < 1e-6 && (us(r.replay_ns) - 5.0).abs() < 1e-6);
         let sum = r.fetch_ns
             + r.block_ns
+            + r.fault_ns
             + r.first_touch_ns
             + r.unmap_ns
             + r.alloc_ns
@@ -2947,6 +3003,21 @@ mod tests {
         let Next::BatchDone(_) = u.service(end, &mut link, &mut res) else { panic!() };
         let r = u.records.as_ref().unwrap()[1].clone();
         assert_eq!((r.first_touch_ns, r.unmap_ns, r.alloc_ns), (0.0, 0.0, 0.0));
+        // summary.json's per-stage totals are the batches' stage columns summed.
+        let mut m = Metrics::default();
+        u.export(&mut m, &res);
+        let recs = u.records.as_ref().unwrap();
+        let total = |f: fn(&BatchRecord) -> f64| recs.iter().map(f).sum::<f64>();
+        for (name, want) in [
+            ("fetch", total(|r| r.fetch_ns)),
+            ("fault", total(|r| r.fault_ns)),
+            ("unmap", total(|r| r.unmap_ns)),
+            ("replay", total(|r| r.replay_ns)),
+            ("copy", total(|r| r.copy_ns)),
+        ] {
+            let got = m.get(&format!("uvm.stage.{name}_ns")).unwrap();
+            assert!((got - want).abs() < 1e-3 && want > 0.0, "{name}: {got} vs {want}");
+        }
     }
 
     #[test]
@@ -2980,8 +3051,9 @@ mod tests {
         }
         let Next::BatchDone(_) = u.service(0, &mut link, &mut res) else { panic!() };
         let r = u.records.as_ref().unwrap()[0].clone();
-        // batch_us 10 + 5 entries read at 0.01 + 2 pages at 0.19.
-        assert!((r.fetch_ns / 1000.0 - (10.0 + 5.0 * 0.01 + 2.0 * 0.19)).abs() < 1e-6, "{}", r.fetch_ns);
+        // Pre-processing: batch_us 10 + 5 entries read at 0.01; the service: 2 pages at 0.19.
+        assert!((r.fetch_ns / 1000.0 - (10.0 + 5.0 * 0.01)).abs() < 1e-6, "{}", r.fetch_ns);
+        assert!((r.fault_ns / 1000.0 - 2.0 * 0.19).abs() < 1e-6, "{}", r.fault_ns);
         assert_eq!((u.stats.fetched, u.stats.fetch_merged, u.stats.duplicates), (5, 2, 3));
         assert_eq!((r.fetched, r.fetch_merged, r.duplicates, r.unique), (5, 2, 3, 2), "the batch record");
         // A duplicate that survives the fetch costs per_duplicate_us (default 0): here one, page 1 from µTLB 1.
@@ -3023,7 +3095,8 @@ mod tests {
     #[test]
     fn async_copies_overlap_the_next_blocks_work_and_the_tracker_waits_for_the_rest() {
         let dur = |r: &BatchRecord| r.end_ns - r.start_ns;
-        let cpu = |r: &BatchRecord| r.fetch_ns + r.block_ns + r.first_touch_ns + r.unmap_ns + r.alloc_ns + r.zero_ns + r.map_ns;
+        let cpu =
+            |r: &BatchRecord| r.fetch_ns + r.block_ns + r.fault_ns + r.first_touch_ns + r.unmap_ns + r.alloc_ns + r.zero_ns + r.map_ns;
         let sync = two_block_batch(false, 0.163);
         let asy = two_block_batch(true, 0.163);
         for r in [&sync, &asy] {
@@ -3033,12 +3106,13 @@ mod tests {
         }
         // Synchronous: each block waits for its copy; the tracker only costs its fixed 5 µs.
         assert!((sync.transfer_ns - sync.copy_ns).abs() < 1e-3 && (sync.tracker_ns - 5000.0).abs() < 1e-3);
-        // Asynchronous: block 0's map and block 1's CPU work (8 µs, first touch ~15 µs, unmap 1.6 + 512 × 0.163 µs)
+        // Asynchronous: block 0's map and block 1's CPU work (8 µs, 4 faults × 0.19 µs, first touch ~15 µs, unmap
+        // 1.6 + 512 × 0.163 µs)
         // run while block 0's copy is on the link, block 1's map while its own copy is; the copies follow each other
         // on the one host-to-device engine either way. So the batch is shorter by that CPU work (the first-touch draw
         // varies by about a µs around its median), and the tracker waits for what is left of the copies.
         assert_eq!(asy.transfer_ns, 0.0);
-        let hidden = (2.0 + 8.0 + 15.0 + 1.6 + 512.0 * 0.163 + 2.0) * 1000.0;
+        let hidden = (2.0 + 8.0 + 4.0 * 0.19 + 15.0 + 1.6 + 512.0 * 0.163 + 2.0) * 1000.0;
         assert!((dur(&sync) - dur(&asy) - hidden).abs() < 2000.0, "overlap {} vs {hidden}", dur(&sync) - dur(&asy));
         assert!(asy.tracker_ns > 5000.0 + 100_000.0, "block 1's copy is still on the link: {}", asy.tracker_ns);
         // Cheaper unmapping (seed uvm-driver §6.3.1, Fig. 6.3): the batch is shorter, by less than the unmap saved, and
@@ -3112,6 +3186,7 @@ mod tests {
     fn stage_sum(r: &BatchRecord) -> f64 {
         r.fetch_ns
             + r.block_ns
+            + r.fault_ns
             + r.first_touch_ns
             + r.unmap_ns
             + r.alloc_ns
