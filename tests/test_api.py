@@ -195,3 +195,49 @@ def test_config_reference_and_workloads() -> None:
     assert "translation.page_size" in ref and "iommu.walker.threads" in ref
     names = [w["name"] for w in uvmsim.workloads()]
     assert names == WORKLOADS
+
+
+def test_the_headline_adds_unified_memory_only_when_the_driver_ran() -> None:
+    base = {"time.total_ns": 1000.0, "sim.events": 10, "sim.wall_s": 0.1}
+    uvm = {
+        "uvm.batches": 3,
+        "uvm.faults.raw": 40,
+        "uvm.faults.unique": 30,
+        "uvm.time_ns": 900.0,
+        "uvm.bytes_h2d": 4096 * 30,
+        "uvm.prefetch.pages": 0,
+        "uvm.evictions": 2,
+        "uvm.pages_evicted": 1024,
+        "uvm.stage.fetch_ns": 50.0,
+        "uvm.stage.block_ns": 400.0,
+        "uvm.stage.unmap_ns": 300.0,
+        "uvm.stage.replay_ns": 100.0,
+        "uvm.stage.map_ns": 0.0,
+        "uvm.stage.copy_ns": 5000.0,
+        "baseline.slowdown_vs_copy": 2.5,
+    }
+    names = [k for k, _ in uvmsim.Result(metrics={**base, **uvm}, config={}, version="t").key_metrics()]
+    assert names == [
+        "time.total_ns",
+        "uvm.faults.raw",
+        "uvm.faults.unique",
+        "uvm.batches",
+        "uvm.time_ns",
+        "uvm.bytes_h2d",
+        "uvm.evictions",  # prefetch.pages is 0: left out
+        "uvm.pages_evicted",
+        "uvm.stage.block_ns",  # the three largest stages; copy_ns overlaps them and is not one
+        "uvm.stage.unmap_ns",
+        "uvm.stage.replay_ns",
+        "baseline.slowdown_vs_copy",
+        "sim.events",
+        "sim.wall_s",
+    ]
+    # No batch serviced (device memory, or a managed run that never faulted): no unified-memory rows.
+    idle = {**base, **uvm, "uvm.batches": 0}
+    idle.pop("baseline.slowdown_vs_copy")
+    assert [k for k, _ in uvmsim.Result(metrics=idle, config={}, version="t").key_metrics()] == [
+        "time.total_ns",
+        "sim.events",
+        "sim.wall_s",
+    ]

@@ -88,6 +88,20 @@ KEY_METRICS: tuple[str, ...] = (
     "sim.events",
     "sim.wall_s",
 )
+# Unified memory's headline (runs whose driver serviced faults); the UVM_IF_NONZERO ones only when not 0.
+UVM_KEY_METRICS: tuple[str, ...] = (
+    "uvm.faults.raw",
+    "uvm.faults.unique",
+    "uvm.batches",
+    "uvm.time_ns",
+    "uvm.bytes_h2d",
+    "uvm.prefetch.pages",
+    "uvm.evictions",
+    "uvm.pages_evicted",
+)
+UVM_IF_NONZERO = frozenset({"uvm.prefetch.pages", "uvm.evictions", "uvm.pages_evicted"})
+# Managed run against the same workload on device memory (`uvm.baselines = true`).
+BASELINE_KEY_METRICS: tuple[str, ...] = ("baseline.slowdown_vs_copy", "baseline.slowdown_vs_ideal")
 
 
 @dataclass(frozen=True, eq=False)
@@ -131,8 +145,19 @@ class Result:
     __hash__ = None  # type: ignore[assignment]  # holds dicts and DataFrames
 
     def key_metrics(self) -> list[tuple[str, float | int]]:
-        """The headline metrics that this run reports, as ``(name, value)`` pairs."""
-        return [(k, self.metrics[k]) for k in KEY_METRICS if k in self.metrics]
+        """The headline metrics that this run reports, as ``(name, value)`` pairs. A run whose driver serviced
+        faults adds what unified memory cost it: faults, batches, driver time, bytes moved, evictions, the
+        three stages that took most of the driver's time, and the slowdowns against the legacy baselines."""
+        m = self.metrics
+        rows = [(k, m[k]) for k in KEY_METRICS if k in m]
+        if m.get("uvm.batches", 0) > 0:
+            rows += [(k, m[k]) for k in UVM_KEY_METRICS if k in m and (m[k] or k not in UVM_IF_NONZERO)]
+            stages = [(k, v) for k, v in m.items() if k.startswith("uvm.stage.") and k != "uvm.stage.copy_ns" and v > 0]
+            rows += sorted(stages, key=lambda kv: -kv[1])[:3]
+        rows += [(k, m[k]) for k in BASELINE_KEY_METRICS if k in m]
+        # The simulator's own figures last, as before.
+        sim = [r for r in rows if r[0].startswith("sim.")]
+        return [r for r in rows if not r[0].startswith("sim.")] + sim
 
     def to_json(self) -> dict[str, Any]:
         """The ``summary.json`` object of this result: metrics, config and, per table, only its file and row
