@@ -171,9 +171,12 @@ def test_resume_reuses_matching_runs_and_redoes_the_rest(tmp_path: Path, monkeyp
     raw["config"]["sim"]["seed"] += 1
     stale.write_text(json.dumps(raw))
     calls = count_runs(monkeypatch)
-    again = rep.reproduce("apu-divergence", tmp_path, quick=True, resume=True)
+    again, ctx = rep.reproduce_context("apu-divergence", tmp_path, quick=True, resume=True)
     assert calls == [runs[0].name]
     assert [(r.metric, r.simulated) for r in again] == [(r.metric, r.simulated) for r in first]
+    # The reused runs' simulation time is kept, so a resumed experiment reports what it takes.
+    stored_s = sum(json.loads((d / "summary.json").read_text())["metrics"]["sim.wall_s"] for d in runs[1:])
+    assert ctx.reused_s == pytest.approx(stored_s) and ctx.reused_s > 0
     # Without resume every run is simulated again.
     calls.clear()
     rep.reproduce("apu-divergence", tmp_path, quick=True)

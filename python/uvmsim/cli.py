@@ -356,8 +356,9 @@ def reproduce_cmd(
     outdir = out if out is not None else Path("uvmsim-out") / spec.id
     click.echo(f"{spec.id}: {spec.title} (preset {spec.preset}{', quick' if quick else ''})")
     start = time.perf_counter()
-    rows = reproduce_mod.reproduce(spec.id, outdir, quick=quick, resume=resume)
-    elapsed = time.perf_counter() - start
+    rows, ctx = reproduce_mod.reproduce_context(spec.id, outdir, quick=quick, resume=resume)
+    # With --resume, the reused runs' simulation time counts: --markdown records what the experiment takes.
+    elapsed = time.perf_counter() - start + ctx.reused_s
     _echo_rows(
         [
             (

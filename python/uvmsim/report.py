@@ -184,8 +184,10 @@ def run_experiment(id: str, out: Path, *, quick: bool = False, resume: bool = Fa
     """
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
+    reused_s = 0.0
     try:
-        rows = rep.reproduce(id, out, quick=quick, resume=resume)
+        rows, ctx = rep.reproduce_context(id, out, quick=quick, resume=resume)
+        reused_s = ctx.reused_s
         outcome = Outcome(id, status_of(rows), 0.0, quick, rows=rows)
     except (KeyboardInterrupt, SystemExit, GeneratorExit):
         raise
@@ -198,7 +200,8 @@ def run_experiment(id: str, out: Path, *, quick: bool = False, resume: bool = Fa
             outcome.plot = PLOT_FILE
         except Exception as e:  # noqa: BLE001 - a plot must not lose the experiment's results
             outcome.plot_error = f"{type(e).__name__}: {e}"
-    outcome.elapsed_s = time.perf_counter() - start
+    # A resumed experiment counts the simulation time of the runs it reused: the time the experiment takes.
+    outcome.elapsed_s = time.perf_counter() - start + reused_s
     outcome.finished = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     atomic_write_json(out / RESULT_FILE, outcome.to_json())
     return outcome

@@ -102,6 +102,8 @@ class Context:
     #: Reuse ``runs/NAME/summary.json`` when its configuration is the one this run would use (an interrupted
     #: experiment goes on where it stopped; runs of a changed uvmsim build are not detected: re-run without it).
     resume: bool = False
+    #: Simulation wall time (``sim.wall_s``) of the runs reused from ``out/runs`` instead of run again.
+    reused_s: float = 0.0
 
     def run(self, name: str, set: Mapping[str, Any], preset: str | None = None) -> uvmsim.Result:
         """Run the spec's preset (or ``preset``, for experiments that compare systems) with the spec's common
@@ -110,7 +112,9 @@ class Context:
         preset = preset or self.spec.preset
         out = self.out / "runs" / name
         result = self._stored(out, overrides, preset) if self.resume else None
-        if result is None:
+        if result is not None:
+            self.reused_s += float(result.metrics.get("sim.wall_s", 0.0))
+        else:
             try:
                 result = uvmsim.run(preset=preset, set=overrides, out=out)
             except uvmsim.BudgetExceeded as e:
@@ -251,6 +255,13 @@ def reproduce(id: str, out: str | Path, *, quick: bool = False, resume: bool = F
     """Run experiment ``id``, write ``out/comparison.csv`` (and ``out/runs/*``), return the rows.
 
     ``resume``: reuse the runs already in ``out/runs`` whose stored configuration matches (see ``Context``)."""
+    return reproduce_context(id, out, quick=quick, resume=resume)[0]
+
+
+def reproduce_context(
+    id: str, out: str | Path, *, quick: bool = False, resume: bool = False
+) -> tuple[list[Row], Context]:
+    """``reproduce``, also returning the experiment's ``Context`` (its runs, and the time of the reused ones)."""
     spec = load_spec(id)
     ctx = Context(spec=spec, params=spec.run_params(quick), out=Path(out), resume=resume)
     simulated = REGISTRY[id](ctx)
@@ -271,7 +282,7 @@ def reproduce(id: str, out: str | Path, *, quick: bool = False, resume: bool = F
             for r in rows
         ],
     )
-    return rows
+    return rows, ctx
 
 
 # --- svm-apu (Vesely et al., ISPASS 2016) -------------------------------------------------------
