@@ -241,3 +241,21 @@ def test_the_headline_adds_unified_memory_only_when_the_driver_ran() -> None:
         "sim.events",
         "sim.wall_s",
     ]
+
+
+def test_the_headline_adds_the_multi_gpu_and_apu_figures_when_they_apply() -> None:
+    multi = {
+        "time.total_ns": 1.0,
+        "multi.gpus": 4,
+        "multi.l2tlb.mpki": 2.0,
+        "multi.far_faults": 9,
+        "multi.migrations": 3,
+    }
+    names = [k for k, _ in uvmsim.Result(metrics=multi, config={}, version="t").key_metrics()]
+    assert names == ["time.total_ns", "multi.l2tlb.mpki", "multi.far_faults", "multi.migrations"]
+    one = {**multi, "multi.gpus": 1, "apu.faults": 5, "apu.fault_latency_ns.mean": 5300.0}
+    names = [k for k, _ in uvmsim.Result(metrics=one, config={}, version="t").key_metrics()]
+    assert names == ["time.total_ns", "apu.faults", "apu.fault_latency_ns.mean"]
+    assert [k for k, _ in uvmsim.Result(metrics={**one, "apu.faults": 0}, config={}, version="t").key_metrics()] == [
+        "time.total_ns"
+    ]

@@ -100,6 +100,16 @@ UVM_KEY_METRICS: tuple[str, ...] = (
     "uvm.pages_evicted",
 )
 UVM_IF_NONZERO = frozenset({"uvm.prefetch.pages", "uvm.evictions", "uvm.pages_evicted"})
+# Multi-GPU runs (`multi.gpus` > 1): the whole system's translation, faults and page movement.
+MULTI_KEY_METRICS: tuple[str, ...] = (
+    "multi.l2tlb.mpki",
+    "multi.far_faults",
+    "multi.migrations",
+    "multi.remote_fraction",
+    "multi.invalidations.sent",
+)
+# The APU's page-request path (runs that faulted through it).
+APU_KEY_METRICS: tuple[str, ...] = ("apu.faults", "apu.fault_latency_ns.mean")
 # Managed run against the same workload on device memory (`uvm.baselines = true`).
 BASELINE_KEY_METRICS: tuple[str, ...] = ("baseline.slowdown_vs_copy", "baseline.slowdown_vs_ideal")
 
@@ -147,9 +157,14 @@ class Result:
     def key_metrics(self) -> list[tuple[str, float | int]]:
         """The headline metrics that this run reports, as ``(name, value)`` pairs. A run whose driver serviced
         faults adds what unified memory cost it: faults, batches, driver time, bytes moved, evictions, the
-        three stages that took most of the driver's time, and the slowdowns against the legacy baselines."""
+        three stages that took most of the driver's time, and the slowdowns against the legacy baselines; a
+        multi-GPU run adds the system's figures, a run that faulted through an APU's page-request path those."""
         m = self.metrics
         rows = [(k, m[k]) for k in KEY_METRICS if k in m]
+        if m.get("multi.gpus", 1) > 1:
+            rows += [(k, m[k]) for k in MULTI_KEY_METRICS if k in m]
+        if m.get("apu.faults", 0) > 0:
+            rows += [(k, m[k]) for k in APU_KEY_METRICS if k in m]
         if m.get("uvm.batches", 0) > 0:
             rows += [(k, m[k]) for k in UVM_KEY_METRICS if k in m and (m[k] or k not in UVM_IF_NONZERO)]
             stages = [(k, v) for k, v in m.items() if k.startswith("uvm.stage.") and k != "uvm.stage.copy_ns" and v > 0]
