@@ -665,6 +665,8 @@ def prefetch_reduction(ctx: Context) -> dict[str, float]:
         # Table 4.1's batch density: what sets an in-order kernel's coverage.
         out[f"faults_per_va_block_per_batch.{kind}"] = without / max(1.0, m["none"]["uvm.va_blocks"])
         pre = m["density"]
+        # Fig. 5.2: how many fewer batches the driver runs with prefetching.
+        out[f"batch_reduction_pct.{kind}"] = 100.0 * (1.0 - pre["uvm.batches"] / max(1.0, m["none"]["uvm.batches"]))
         rows.append(
             (
                 kind,
