@@ -481,7 +481,36 @@ impl Config {
         pos("sim.stall_events", self.sim.stall_events as f64)?;
         self.uvm.validate()?;
         self.multi.validate(self)?;
+        self.capacity()?;
         self.workload.validate(self)
+    }
+
+    /// The TLBs and caches the model allocates, summed over their copies (one per µTLB or SM, one set per GPU):
+    /// each kind within [`MAX_ENTRIES`] entries (or lines). The bound of a single TLB or cache alone lets 80 SMs
+    /// of 2^24-entry L1 TLBs take tens of GB before the run starts.
+    fn capacity(&self) -> Check {
+        let g = &self.gpu;
+        let gpus = self.multi.gpus.max(1) as u64;
+        let lines = |c: &CacheConfig| c.size_bytes.0 / g.line_bytes as u64;
+        let l1s = g.sms.div_ceil(g.sms_per_l1tlb.max(1)) as u64;
+        let pwcs = if self.gmmu.walker.pwc_organization == PwcOrganization::Unified { 1 } else { self.translation.levels as u64 - 1 };
+        for (key, each, copies, what) in [
+            ("gpu.l1tlb.entries", g.l1tlb.entries as u64, l1s * gpus, "L1 TLBs (gpu.sms / gpu.sms_per_l1tlb per GPU) of"),
+            ("gpu.l1d.size_bytes", lines(&g.l1d), g.sms as u64 * gpus, "L1 data caches (one per SM and GPU) of"),
+            ("gpu.l2tlb.entries", g.l2tlb.entries as u64, gpus, "L2 TLBs (one per GPU) of"),
+            ("gpu.l2d.size_bytes", lines(&g.l2d), gpus, "L2 data caches (one per GPU) of"),
+            ("gmmu.walker.pwc_entries", self.gmmu.walker.pwc_entries as u64, pwcs * gpus, "page-walk caches (per level and GPU) of"),
+        ] {
+            let unit = if key.ends_with("size_bytes") { "lines" } else { "entries" };
+            let all = each.saturating_mul(copies);
+            if all > MAX_ENTRIES as u64 {
+                return Err((
+                    key.into(),
+                    format!("{copies} {what} {each} {unit} hold {all} {unit} in all; the model allocates at most {MAX_ENTRIES}"),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -541,6 +570,9 @@ fn tlb(p: &str, t: &TlbConfig, optional: bool) -> Check {
     if !optional && t.fill_return_cycles != 0 {
         return Err((format!("{p}.fill_return_cycles"), "applies to the L2 TLB only: must be 0 here".into()));
     }
+    // A bound on latencies: a memory access's arrival at a DRAM channel is reserved that far ahead of the
+    // current time, and the channel's bandwidth timeline holds every bucket up to it.
+    range(&format!("{p}.latency_cycles"), t.latency_cycles as f64, 0.0, 1e6)?;
     range(&format!("{p}.fill_return_cycles"), t.fill_return_cycles as f64, 0.0, 1e6)?;
     if t.lookup_stage_cycles > t.latency_cycles {
         return Err((
@@ -561,6 +593,7 @@ fn cache(p: &str, c: &CacheConfig, line: u32) -> Check {
     if c.size_bytes.0 == 0 {
         return Ok(());
     }
+    range(&format!("{p}.latency_cycles"), c.latency_cycles as f64, 0.0, 1e6)?;
     let lines = c.size_bytes.0 / line as u64;
     if lines > MAX_ENTRIES as u64 {
         return Err((format!("{p}.size_bytes"), format!("must be at most {} lines of {line} bytes, got {}", MAX_ENTRIES, c.size_bytes)));
