@@ -69,13 +69,18 @@ BAD = [
     ),
     pytest.param(
         ["run", *TINY, *sets("gpu.l1tlb.latency_cycles=4294967295")],
-        ["gpu.l1tlb.latency_cycles", "between 0 and 1000000"],
+        ["gpu.l1tlb.latency_cycles", "at most 1 ms"],
         id="tlb-latency-hung",  # the DRAM channels' timelines held a bucket per ns up to the far arrival
     ),
     pytest.param(
         ["run", *TINY, *sets("gpu.l2d.latency_cycles=4294967295")],
-        ["gpu.l2d.latency_cycles", "between 0 and 1000000"],
+        ["gpu.l2d.latency_cycles", "at most 1 ms"],
         id="cache-latency-hung",
+    ),
+    pytest.param(
+        ["run", *TINY, *sets("gpu.core_mhz=1", "gpu.vmem.transit_cycles=1000000", "gpu.vmem.backpressure=true")],
+        ["gpu.vmem.transit_cycles", "1000 cycles at gpu.core_mhz = 1"],
+        id="slow-clock-latency-took-1.6GB",  # 10^6 cycles were accepted at any clock: 1 s at 1 MHz
     ),
     pytest.param(
         ["run", *MANAGED, *sets("uvm.fault_buffer_entries=4294967295", "uvm.batch_size=4294967295")],

@@ -222,13 +222,15 @@ fn a_workloads_footprint_is_checked_after_its_parameters_ranges() {
 #[test]
 fn latencies_fault_buffers_and_notification_delays_are_bounded() {
     // A TLB or cache latency of 2^32 cycles made each DRAM channel's bandwidth timeline hold billions of
-    // buckets (a run that did not end); a 2^32-entry fault buffer made the first batch allocate 137 GB; a
+    // buckets (a run that did not end; the path's other cycle latencies likewise); a 2^32-entry fault buffer made the first batch allocate 137 GB; a
     // notification delay of 1e30 µs is beyond the picosecond clock.
     for (set, key, accepted) in [
-        ("gpu.l1tlb.latency_cycles=4294967295", "gpu.l1tlb.latency_cycles", "between 0 and 1000000"),
-        ("gpu.l2tlb.latency_cycles=1000001", "gpu.l2tlb.latency_cycles", "between 0 and 1000000"),
-        ("gpu.l1d.latency_cycles=4294967295", "gpu.l1d.latency_cycles", "between 0 and 1000000"),
-        ("gpu.l2d.latency_cycles=4294967295", "gpu.l2d.latency_cycles", "between 0 and 1000000"),
+        ("gpu.l1tlb.latency_cycles=4294967295", "gpu.l1tlb.latency_cycles", "at most 1 ms: 1000000 cycles"),
+        ("gpu.l2tlb.latency_cycles=1000001", "gpu.l2tlb.latency_cycles", "at most 1 ms: 1000000 cycles"),
+        ("gpu.l1d.latency_cycles=4294967295", "gpu.l1d.latency_cycles", "at most 1 ms: 1000000 cycles"),
+        ("gpu.l2d.latency_cycles=4294967295", "gpu.l2d.latency_cycles", "at most 1 ms: 1000000 cycles"),
+        ("gpu.l2tlb.fill_return_cycles=1000001", "gpu.l2tlb.fill_return_cycles", "at most 1 ms"),
+        ("gpu.vmem.transit_cycles=1000001", "gpu.vmem.transit_cycles", "at most 1 ms"),
         ("uvm.fault_buffer_entries=4294967295", "uvm.fault_buffer_entries", "between 1 and 1048576"),
         ("uvm.fault_buffer_entries=0", "uvm.fault_buffer_entries", "between 1 and 1048576"),
         ("uvm.access_counters.notify_us=1e30", "uvm.access_counters.notify_us", "between 0 and 1000000"),
@@ -241,6 +243,10 @@ fn latencies_fault_buffers_and_notification_delays_are_bounded() {
     for ok in ["gpu.l1tlb.latency_cycles=1000000", "uvm.fault_buffer_entries=1048576", "uvm.access_counters.notify_us=1e6"] {
         resolve(&[], &[ok.to_string()]).unwrap_or_else(|e| panic!("{ok}: {e}"));
     }
+    // The bound is a time: 1 ms is 1000 cycles at 1 MHz (10^6 cycles there took 1.6 GB of timeline).
+    let e = refused(&["gpu.core_mhz=1", "gpu.l1d.latency_cycles=1001"]);
+    assert!(e.message.contains("at most 1 ms: 1000 cycles at gpu.core_mhz = 1, got 1001"), "{e}");
+    resolve(&[], &["gpu.core_mhz=1".into(), "gpu.l1d.latency_cycles=1000".into()]).unwrap();
 }
 
 #[test]
