@@ -144,6 +144,8 @@ def run(
     # Validate, then make OUT, before simulating: a bad config leaves no directory behind, and an
     # unwritable OUT fails in a millisecond rather than after a long run.
     uvmsim.resolve(config, preset=preset, set=overrides)
+    if timeline is not None:
+        _check_output_file(timeline, make_parents=True)  # not after the run, when the results would be lost
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
@@ -567,12 +569,20 @@ def _size(b: int) -> str:
     return f"{b} B"
 
 
-def _check_output_file(out: Path) -> None:
-    """Refuse an output file that cannot be created before any work, as an OSError (exit 1, like `run`'s OUT)."""
+def _check_output_file(out: Path, *, make_parents: bool = False) -> None:
+    """Refuse an output file that cannot be created before any work, as an OSError (exit 1, like `run`'s OUT).
+
+    With ``make_parents`` the writer creates the missing directories above ``out``: the nearest existing one
+    must then be a writable directory."""
     parent = out.parent if str(out.parent) else Path(".")
+    if make_parents:
+        while not parent.exists() and parent.parent != parent:
+            parent = parent.parent
     why = (
         errno.EISDIR
         if out.is_dir()
+        else errno.ENOTDIR
+        if parent.exists() and not parent.is_dir()
         else errno.ENOENT
         if not parent.is_dir()
         else errno.EACCES

@@ -327,7 +327,8 @@ def load_sweep(directory: str | os.PathLike[str]) -> pd.DataFrame:
 
     Columns: ``run_id``, ``status``, ``error``, ``set.<key>`` per override, one per metric (NaN for failed
     runs), ``version``, ``finished_unix_s``, ``config`` (JSON). Rows follow the order of ``sweep.json``'s runs;
-    runs stored by an earlier spec of the same base follow, by id.
+    runs stored by an earlier spec of the same base follow, by id. A damaged run file raises ``ConfigError``
+    naming it.
     """
     import pandas as pd
     import pyarrow.parquet as pq
@@ -339,8 +340,17 @@ def load_sweep(directory: str | os.PathLike[str]) -> pd.DataFrame:
         raise MissingInputError(f"`{d}` {what}")
     # Dot files are temporaries of writes in progress (or of a killed sweep): never results.
     files = sorted(p for p in runs_dir.glob("*.parquet") if not p.name.startswith("."))
+    frames = []
     with reading_input(d, "sweep"):
-        frames = [pq.read_table(p).to_pandas() for p in files]
+        for p in files:
+            try:
+                frames.append(pq.read_table(p).to_pandas())
+            except OSError:
+                raise
+            except Exception as e:  # pyarrow's ArrowInvalid and kin: a damaged file, not a bug
+                raise ConfigError(
+                    f"{p}: not a readable Parquet table ({e}); `uvmsim sweep SPEC -o {d} --resume` runs it again"
+                ) from None
     if not frames:
         return pd.DataFrame(columns=[*HEAD_COLUMNS, *TAIL_COLUMNS])
     df = pd.concat(frames, ignore_index=True)  # pandas, not Arrow: a column's type may differ between runs

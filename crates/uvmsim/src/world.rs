@@ -58,10 +58,13 @@ const EV_INDEX_MASK: u32 = (1 << EV_GPU_SHIFT) - 1;
 /// A trace being replayed: the reader and the record due next.
 struct Replay {
     reader: TraceReader,
+    path: String,
     gpu: u32,
     next: Option<Record>,
     first: Option<Ps>,
     done: Ps,
+    /// The lowest and highest GPU numbers of the records read (to name them when none is replayed).
+    gpus_seen: Option<(u32, u32)>,
 }
 
 pub struct World {
@@ -206,7 +209,7 @@ impl World {
             Some(r) => q.push(r.time.max(now), Ev::Trace),
             None => q.push(now, Ev::Host),
         }
-        self.replay = Some(Replay { reader, gpu, next, first: None, done: now });
+        self.replay = Some(Replay { reader, path: path.to_string(), gpu, next, first: None, done: now, gpus_seen: None });
         Ok(())
     }
 
@@ -220,6 +223,8 @@ impl World {
                 q.push(r.time, Ev::Trace);
                 return Ok(());
             }
+            let seen = rp.gpus_seen.get_or_insert((r.gpu, r.gpu));
+            *seen = (seen.0.min(r.gpu), seen.1.max(r.gpu));
             let g = r.gpu.wrapping_sub(rp.gpu) as usize;
             if g < self.gpus.len() {
                 let gpu = &mut self.gpus[g];
@@ -263,6 +268,16 @@ impl World {
                 rp.done = rp.done.max(done);
             }
             rp.next = rp.reader.next_record().map_err(|e| SimError::BadInput(e.0))?;
+        }
+        if let (None, Some((lo, hi))) = (rp.first, rp.gpus_seen) {
+            // Records were read but none was of a simulated GPU: an empty run would pass for a result.
+            let n = self.gpus.len() as u64;
+            let wanted = if n == 1 { format!("GPU {}", rp.gpu) } else { format!("GPUs {} to {}", rp.gpu, rp.gpu as u64 + n - 1) };
+            let has = if lo == hi { format!("GPU {lo}") } else { format!("GPUs {lo} to {hi}") };
+            return Err(SimError::BadInput(format!(
+                "{}: no record of {wanted} (workload.trace.gpu = {}): the trace's records are of {has}",
+                rp.path, rp.gpu
+            )));
         }
         // End of the trace: its span counts as kernel time; the host resumes when the last access is done.
         let (first, done) = (rp.first.unwrap_or(rp.done), rp.done);
@@ -659,6 +674,28 @@ pub fn simulate(cfg: &Config) -> Result<Metrics, SimError> {
     simulate_full(cfg).map(|o| o.metrics)
 }
 
+/// `uvm.advise.buffers` and `per_buffer` name managed allocations by index: one the workload does not have
+/// would leave the hint applied nowhere, silently. Known only once the program is built.
+fn check_advice(cfg: &Config, program: &workload::Program) -> Result<(), SimError> {
+    let a = &cfg.uvm.advise;
+    if cfg.multi.active() || !cfg.multi.apps.is_empty() || (a.buffers.is_empty() && a.per_buffer.is_empty()) {
+        return Ok(());
+    }
+    let n = program.buffers.iter().filter(|b| b.managed).count();
+    let has = match n {
+        0 => "the workload has no managed allocation (workload.managed = false?)".to_string(),
+        1 => "the workload has 1 managed allocation (index 0)".to_string(),
+        n => format!("the workload has {n} managed allocations (indices 0 to {})", n - 1),
+    };
+    if let Some(&i) = a.buffers.iter().find(|&&i| i as usize >= n) {
+        return Err(SimError::BadInput(format!("key `uvm.advise.buffers`: allocation {i} does not exist: {has}")));
+    }
+    if a.per_buffer.len() > n {
+        return Err(SimError::BadInput(format!("key `uvm.advise.per_buffer`: {} hints for the allocations: {has}", a.per_buffer.len())));
+    }
+    Ok(())
+}
+
 /// Run the system `cfg` describes; returns its metrics and record tables.
 pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     let apps = (!cfg.multi.apps.is_empty()).then(|| multi::apps::Apps::build(cfg)).transpose().map_err(SimError::BadInput)?;
@@ -667,6 +704,7 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
         Some(_) => workload::Program { buffers: vec![], ops: vec![] },
         None => workload::build(cfg).map_err(SimError::BadInput)?,
     };
+    check_advice(cfg, &program)?;
     let mut world = World::new(cfg, program);
     if let Some(a) = apps {
         a.map(&mut world.gpus, world.multi.as_mut().expect("multi.apps runs the multi-GPU model"), cfg.multi.apps_resident);

@@ -124,3 +124,202 @@ fn polled_continued_prefetch_fills_only_the_link_room_once_memory_is_full() {
     let extra = g(&room_w, "uvm.polled.fault_ns.mean") - g(&stop_w, "uvm.polled.fault_ns.mean");
     assert!((0.0..20_000.0).contains(&extra), "waiting for the set adds {extra} ns to a far fault");
 }
+
+// --- bad input: every key with hostile values --------------------------------------------------------------
+
+/// The overrides that make `key` matter: its workload kind, the IOMMU for `iommu.*`, four GPUs for `multi.*`.
+fn context(key: &str) -> Vec<String> {
+    let parts: Vec<&str> = key.split('.').collect();
+    match parts[..] {
+        ["workload", kind, _] => vec![format!("workload.kind={}", kind.replace('_', "-"))],
+        ["iommu", ..] => vec!["translation.mode=iommu".into(), "workload.managed=true".into()],
+        ["multi", ..] => vec!["multi.gpus=4".into()],
+        _ => vec!["workload.managed=true".into()],
+    }
+}
+
+/// Hostile values by the type of the key's default (as `--set` takes them: TOML, else a bare string).
+fn hostile(default: &serde_json::Value) -> &'static [&'static str] {
+    use serde_json::Value;
+    match default {
+        Value::Bool(_) => &["0", "\"yes\"", "{a = 1}"],
+        Value::Number(_) => &[
+            "0",
+            "-1",
+            "4294967295",
+            "4294967296",
+            "9223372036854775807",
+            "18446744073709551616",
+            "1e30",
+            "nan",
+            "-inf",
+            "\"x\"",
+            "{a = 1}",
+        ],
+        Value::String(_) => &["\"\"", "\"bogus\"", "\"12 parsecs\"", "\"4KB\"", "1", "9223372036854775807", "[]"],
+        Value::Array(_) => &["\"x\"", "[\"bogus\"]", "[-1]", "[4294967296]", "{a = 1}"],
+        _ => &[],
+    }
+}
+
+/// Resolving (parsing, merging, range checks, the workload's footprint) never panics (overflow checks are on in
+/// tests), never takes long, and refuses a value with an error that names a key. A panic or a hang here was a
+/// footprint computed before its kind's range checks (b+tree fanout 0, miniAMR block counts near 2^32).
+#[test]
+fn every_key_with_hostile_values_resolves_or_names_a_key_without_panicking() {
+    let root = serde_json::to_value(uvmsim::config::Config::default()).unwrap();
+    let keys = uvmsim::config::Config::reference();
+    assert!(keys.len() > 300, "{}", keys.len());
+    let mut failures = vec![];
+    for p in &keys {
+        let default = p.key.split('.').try_fold(&root, |v, k| v.get(k)).unwrap_or(&serde_json::Value::Null);
+        for v in hostile(default) {
+            let mut sets = context(&p.key);
+            sets.push(format!("{}={v}", p.key));
+            // In a thread of its own, so that a hang is reported (and left behind) rather than stalling the test.
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = tx.send(std::panic::catch_unwind(|| resolve(&[], &sets)));
+            });
+            match rx.recv_timeout(std::time::Duration::from_secs(10)) {
+                Err(_) => failures.push(format!("{}={v}: did not finish in 10 s", p.key)),
+                Ok(Err(_)) => failures.push(format!("{}={v}: panicked", p.key)),
+                Ok(Ok(Err(e))) if e.key.is_none() => failures.push(format!("{}={v}: names no key: {e}", p.key)),
+                Ok(Ok(_)) => {}
+            }
+            if failures.len() > 20 {
+                break;
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+fn refused(sets: &[&str]) -> uvmsim::config::ConfigError {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    resolve(&[], &sets).expect_err("a bad value must be refused")
+}
+
+#[test]
+fn a_workloads_footprint_is_checked_after_its_parameters_ranges() {
+    // fanout 0 divided the key count (a panic); faults 0 made the footprint wrap to ~2^128 bytes; a miniAMR
+    // block count near 2^32 made the footprint loop over ~2^64 blocks. Each now fails its own range check.
+    for (sets, key) in [
+        (["workload.kind=btree", "workload.btree.fanout=0"], "workload.btree.fanout"),
+        (["workload.kind=fault-burst", "workload.fault_burst.faults=0"], "workload.fault_burst.faults"),
+        (["workload.kind=miniamr", "workload.miniamr.blocks_x=4294967295"], "workload.miniamr.blocks_x"),
+        (["workload.kind=im2col", "workload.im2col.height=0"], "workload.im2col.height"),
+    ] {
+        let e = refused(&sets);
+        assert_eq!(e.key.as_deref(), Some(key), "{e}");
+    }
+    // A footprint beyond 64 TiB within every range is still refused, naming the kind's section.
+    let e = refused(&["workload.kind=regular", "workload.regular.threads=17179869184", "workload.regular.bytes_per_thread=\"1GiB\""]);
+    assert_eq!(e.key.as_deref(), Some("workload.regular"), "{e}");
+    assert!(e.message.contains("64 TiB"), "{e}");
+}
+
+#[test]
+fn latencies_fault_buffers_and_notification_delays_are_bounded() {
+    // A TLB or cache latency of 2^32 cycles made each DRAM channel's bandwidth timeline hold billions of
+    // buckets (a run that did not end; the path's other cycle latencies likewise); a 2^32-entry fault buffer made the first batch allocate 137 GB; a
+    // notification delay of 1e30 µs is beyond the picosecond clock.
+    for (set, key, accepted) in [
+        ("gpu.l1tlb.latency_cycles=4294967295", "gpu.l1tlb.latency_cycles", "at most 1 ms: 1000000 cycles"),
+        ("gpu.l2tlb.latency_cycles=1000001", "gpu.l2tlb.latency_cycles", "at most 1 ms: 1000000 cycles"),
+        ("gpu.l1d.latency_cycles=4294967295", "gpu.l1d.latency_cycles", "at most 1 ms: 1000000 cycles"),
+        ("gpu.l2d.latency_cycles=4294967295", "gpu.l2d.latency_cycles", "at most 1 ms: 1000000 cycles"),
+        ("gpu.l2tlb.fill_return_cycles=1000001", "gpu.l2tlb.fill_return_cycles", "at most 1 ms"),
+        ("gpu.vmem.transit_cycles=1000001", "gpu.vmem.transit_cycles", "at most 1 ms"),
+        ("uvm.fault_buffer_entries=4294967295", "uvm.fault_buffer_entries", "between 1 and 1048576"),
+        ("uvm.fault_buffer_entries=0", "uvm.fault_buffer_entries", "between 1 and 1048576"),
+        ("uvm.access_counters.notify_us=1e30", "uvm.access_counters.notify_us", "between 0 and 1000000"),
+    ] {
+        let e = refused(&[set]);
+        assert_eq!(e.key.as_deref(), Some(key), "{e}");
+        assert!(e.message.contains(accepted), "{e}");
+    }
+    // The edges stay valid.
+    for ok in ["gpu.l1tlb.latency_cycles=1000000", "uvm.fault_buffer_entries=1048576", "uvm.access_counters.notify_us=1e6"] {
+        resolve(&[], &[ok.to_string()]).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+    // The bound is a time: 1 ms is 1000 cycles at 1 MHz (10^6 cycles there took 1.6 GB of timeline).
+    let e = refused(&["gpu.core_mhz=1", "gpu.l1d.latency_cycles=1001"]);
+    assert!(e.message.contains("at most 1 ms: 1000 cycles at gpu.core_mhz = 1, got 1001"), "{e}");
+    resolve(&[], &["gpu.core_mhz=1".into(), "gpu.l1d.latency_cycles=1000".into()]).unwrap();
+}
+
+#[test]
+fn tlbs_and_caches_are_bounded_over_all_their_copies() {
+    // 2^24 entries is the bound of one TLB, but there is an L1 TLB per SM: 16 SMs x 2^24 is 2^28 entries.
+    let e = refused(&["gpu.l1tlb.entries=16777216", "gpu.l1tlb.ways=16"]);
+    assert_eq!(e.key.as_deref(), Some("gpu.l1tlb.entries"), "{e}");
+    assert!(e.message.contains("16 L1 TLBs") && e.message.contains("268435456 entries in all"), "{e}");
+    // Shared by 16 SMs, one such µTLB fits.
+    resolve(&[], &["gpu.l1tlb.entries=16777216".into(), "gpu.l1tlb.ways=16".into(), "gpu.sms_per_l1tlb=16".into()]).unwrap();
+    // One L1 data cache of 2^24 lines per SM; one L2 TLB of 2^24 entries per GPU, times four GPUs.
+    let e = refused(&["gpu.l1d.size_bytes=2GiB"]);
+    assert_eq!(e.key.as_deref(), Some("gpu.l1d.size_bytes"), "{e}");
+    assert!(e.message.contains("lines in all"), "{e}");
+    let e = refused(&["gpu.l2tlb.entries=16777216", "multi.gpus=4"]);
+    assert_eq!(e.key.as_deref(), Some("gpu.l2tlb.entries"), "{e}");
+    resolve(&[], &["gpu.l2tlb.entries=16777216".into()]).unwrap();
+}
+
+fn simulated(sets: &[String]) -> Result<Metrics, uvmsim::sim::SimError> {
+    let c = resolve(&[], sets).unwrap_or_else(|e| panic!("{e}"));
+    simulate(&c)
+}
+
+fn bad_input(r: Result<Metrics, uvmsim::sim::SimError>) -> String {
+    match r {
+        Err(uvmsim::sim::SimError::BadInput(m)) => m,
+        Err(e) => panic!("not bad input: {e}"),
+        Ok(_) => panic!("accepted"),
+    }
+}
+
+#[test]
+fn a_trace_without_a_record_of_the_replayed_gpu_is_bad_input() {
+    // Records of GPUs the system lacks are skipped; when that is every record, the run used to end at once
+    // with zero accesses, as if it were a result.
+    let path = std::env::temp_dir().join(format!("uvmsim-robust-trace-{}.csv", std::process::id()));
+    std::fs::write(&path, "time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000,64\n20,3,0,0,R,0x2000,64\n").unwrap();
+    let run = |gpu: u32, gpus: u32| {
+        simulated(&[
+            "workload.kind=trace".into(),
+            format!("workload.trace.path=\"{}\"", path.display()),
+            format!("workload.trace.gpu={gpu}"),
+            format!("multi.gpus={gpus}"),
+        ])
+    };
+    let m = bad_input(run(2, 1));
+    assert!(m.contains("no record of GPU 2 (workload.trace.gpu = 2)") && m.ends_with("records are of GPUs 1 to 3"), "{m}");
+    let m = bad_input(run(4, 2));
+    assert!(m.contains("no record of GPUs 4 to 5"), "{m}");
+    // GPU 3's one record is replayed (the other is skipped), and GPU 1's.
+    for gpu in [1, 3] {
+        assert_eq!(run(gpu, 1).unwrap().get("gpu0.l1tlb.hits").unwrap() + run(gpu, 1).unwrap().get("gpu0.l1tlb.misses").unwrap(), 1.0);
+    }
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn advice_for_an_allocation_the_workload_lacks_is_bad_input() {
+    // STREAM allocates three managed arrays (indices 0, 1, 2).
+    let stream = |extra: &[&str]| {
+        let mut s: Vec<String> =
+            ["workload.kind=stream", "workload.stream.elements=4096", "workload.managed=true"].iter().map(|s| s.to_string()).collect();
+        s.extend(extra.iter().map(|s| s.to_string()));
+        simulated(&s)
+    };
+    let m = bad_input(stream(&["uvm.advise.policy=read-mostly", "uvm.advise.buffers=[1, 3]"]));
+    assert_eq!(m, "key `uvm.advise.buffers`: allocation 3 does not exist: the workload has 3 managed allocations (indices 0 to 2)");
+    let m = bad_input(stream(&["uvm.advise.per_buffer=[\"none\", \"none\", \"none\", \"read-mostly\"]"]));
+    assert!(m.starts_with("key `uvm.advise.per_buffer`: 4 hints"), "{m}");
+    stream(&["uvm.advise.policy=read-mostly", "uvm.advise.buffers=[2]"]).unwrap();
+    stream(&["uvm.advise.per_buffer=[\"none\", \"read-mostly\", \"none\"]"]).unwrap();
+    // Device memory has no managed allocation to advise.
+    let m = bad_input(simulated(&["workload.kind=stream".into(), "uvm.advise.policy=read-mostly".into(), "uvm.advise.buffers=[0]".into()]));
+    assert!(m.contains("no managed allocation"), "{m}");
+}

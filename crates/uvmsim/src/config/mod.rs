@@ -431,12 +431,12 @@ impl Config {
         pos("gpu.issue_cycles", g.issue_cycles as f64)?;
         pow2("gpu.line_bytes", g.line_bytes as u64, 32, 4096)?;
         pos("gpu.sms_per_l1tlb", g.sms_per_l1tlb as f64)?;
-        tlb("gpu.l1tlb", &g.l1tlb, false)?;
-        tlb("gpu.l2tlb", &g.l2tlb, true)?;
-        cache("gpu.l1d", &g.l1d, g.line_bytes)?;
-        cache("gpu.l2d", &g.l2d, g.line_bytes)?;
+        tlb("gpu.l1tlb", &g.l1tlb, false, g.core_mhz)?;
+        tlb("gpu.l2tlb", &g.l2tlb, true, g.core_mhz)?;
+        cache("gpu.l1d", &g.l1d, g.line_bytes, g.core_mhz)?;
+        cache("gpu.l2d", &g.l2d, g.line_bytes, g.core_mhz)?;
         range("gpu.vmem.buffer_entries", g.vmem.buffer_entries as f64, 1.0, 1e6)?;
-        range("gpu.vmem.transit_cycles", g.vmem.transit_cycles as f64, 0.0, 1e6)?;
+        latency_cycles("gpu.vmem.transit_cycles", g.vmem.transit_cycles, g.core_mhz)?;
         if g.vmem.backpressure && g.l1d.size_bytes.0 == 0 {
             return Err(("gpu.vmem.backpressure".into(), "needs an L1 data cache (gpu.l1d.size_bytes > 0)".into()));
         }
@@ -481,7 +481,36 @@ impl Config {
         pos("sim.stall_events", self.sim.stall_events as f64)?;
         self.uvm.validate()?;
         self.multi.validate(self)?;
+        self.capacity()?;
         self.workload.validate(self)
+    }
+
+    /// The TLBs and caches the model allocates, summed over their copies (one per µTLB or SM, one set per GPU):
+    /// each kind within [`MAX_ENTRIES`] entries (or lines). The bound of a single TLB or cache alone lets 80 SMs
+    /// of 2^24-entry L1 TLBs take tens of GB before the run starts.
+    fn capacity(&self) -> Check {
+        let g = &self.gpu;
+        let gpus = self.multi.gpus.max(1) as u64;
+        let lines = |c: &CacheConfig| c.size_bytes.0 / g.line_bytes as u64;
+        let l1s = g.sms.div_ceil(g.sms_per_l1tlb.max(1)) as u64;
+        let pwcs = if self.gmmu.walker.pwc_organization == PwcOrganization::Unified { 1 } else { self.translation.levels as u64 - 1 };
+        for (key, each, copies, what) in [
+            ("gpu.l1tlb.entries", g.l1tlb.entries as u64, l1s * gpus, "L1 TLBs (gpu.sms / gpu.sms_per_l1tlb per GPU) of"),
+            ("gpu.l1d.size_bytes", lines(&g.l1d), g.sms as u64 * gpus, "L1 data caches (one per SM and GPU) of"),
+            ("gpu.l2tlb.entries", g.l2tlb.entries as u64, gpus, "L2 TLBs (one per GPU) of"),
+            ("gpu.l2d.size_bytes", lines(&g.l2d), gpus, "L2 data caches (one per GPU) of"),
+            ("gmmu.walker.pwc_entries", self.gmmu.walker.pwc_entries as u64, pwcs * gpus, "page-walk caches (per level and GPU) of"),
+        ] {
+            let unit = if key.ends_with("size_bytes") { "lines" } else { "entries" };
+            let all = each.saturating_mul(copies);
+            if all > MAX_ENTRIES as u64 {
+                return Err((
+                    key.into(),
+                    format!("{copies} {what} {each} {unit} hold {all} {unit} in all; the model allocates at most {MAX_ENTRIES}"),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -537,11 +566,25 @@ fn geometry(ekey: &str, entries: u32, wkey: &str, ways: u32) -> Check {
 /// Largest TLB, page-walk cache or data cache (in entries or lines) the model accepts.
 const MAX_ENTRIES: u32 = 1 << 24;
 
-fn tlb(p: &str, t: &TlbConfig, optional: bool) -> Check {
+/// A latency in GPU core cycles: at most 1 ms at the core clock, as the latencies given in ns (gpu.dram.latency_ns,
+/// the walkers' level_latency_ns, ...). An access's arrival at a DRAM channel is reserved that far ahead of the
+/// current time, and the channel's bandwidth timeline holds every bucket up to it: 2^32 cycles made it grow by
+/// gigabytes (a run that did not end), and so did 10^6 cycles at gpu.core_mhz = 1.
+fn latency_cycles(key: &str, v: u32, core_mhz: f64) -> Check {
+    let max = (core_mhz * 1000.0).floor();
+    if v as f64 <= max {
+        Ok(())
+    } else {
+        Err((key.into(), format!("must be at most 1 ms: {max} cycles at gpu.core_mhz = {core_mhz}, got {v}")))
+    }
+}
+
+fn tlb(p: &str, t: &TlbConfig, optional: bool, core_mhz: f64) -> Check {
     if !optional && t.fill_return_cycles != 0 {
         return Err((format!("{p}.fill_return_cycles"), "applies to the L2 TLB only: must be 0 here".into()));
     }
-    range(&format!("{p}.fill_return_cycles"), t.fill_return_cycles as f64, 0.0, 1e6)?;
+    latency_cycles(&format!("{p}.latency_cycles"), t.latency_cycles, core_mhz)?;
+    latency_cycles(&format!("{p}.fill_return_cycles"), t.fill_return_cycles, core_mhz)?;
     if t.lookup_stage_cycles > t.latency_cycles {
         return Err((
             format!("{p}.lookup_stage_cycles"),
@@ -557,10 +600,11 @@ fn tlb(p: &str, t: &TlbConfig, optional: bool) -> Check {
     pos(&format!("{p}.mshrs"), t.mshrs as f64)
 }
 
-fn cache(p: &str, c: &CacheConfig, line: u32) -> Check {
+fn cache(p: &str, c: &CacheConfig, line: u32, core_mhz: f64) -> Check {
     if c.size_bytes.0 == 0 {
         return Ok(());
     }
+    latency_cycles(&format!("{p}.latency_cycles"), c.latency_cycles, core_mhz)?;
     let lines = c.size_bytes.0 / line as u64;
     if lines > MAX_ENTRIES as u64 {
         return Err((format!("{p}.size_bytes"), format!("must be at most {} lines of {line} bytes, got {}", MAX_ENTRIES, c.size_bytes)));

@@ -44,8 +44,9 @@ impl AccessCounterConfig {
         if !(1..=65535).contains(&self.threshold) {
             return Err(("uvm.access_counters.threshold".into(), format!("must be between 1 and 65535, got {}", self.threshold)));
         }
-        if !(self.notify_us >= 0.0 && self.notify_us.is_finite()) {
-            return Err(("uvm.access_counters.notify_us".into(), format!("must be a finite time >= 0, got {}", self.notify_us)));
+        // Bounded as the driver's other costs (uvm.*_us): a time beyond u64 picoseconds would wrap the clock.
+        if !(self.notify_us.is_finite() && (0.0..=1e6).contains(&self.notify_us)) {
+            return Err(("uvm.access_counters.notify_us".into(), format!("must be between 0 and 1000000 µs, got {}", self.notify_us)));
         }
         Ok(())
     }

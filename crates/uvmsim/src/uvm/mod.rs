@@ -447,6 +447,15 @@ pub struct BatchRecord {
 
 impl UvmConfig {
     pub fn validate(&self) -> Result<(), (String, String)> {
+        // The driver preallocates a batch of `batch_size` entries: an unbounded buffer would let a batch take
+        // hundreds of GB before the run starts. Real buffers hold a few thousand entries.
+        const MAX_FAULT_BUFFER: u32 = 1 << 20;
+        if !(1..=MAX_FAULT_BUFFER).contains(&self.fault_buffer_entries) {
+            return Err((
+                "uvm.fault_buffer_entries".into(),
+                format!("must be between 1 and {MAX_FAULT_BUFFER}, got {}", self.fault_buffer_entries),
+            ));
+        }
         if self.batch_size == 0 || self.batch_size > self.fault_buffer_entries {
             return Err((
                 "uvm.batch_size".into(),

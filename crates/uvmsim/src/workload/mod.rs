@@ -759,13 +759,6 @@ impl WorkloadConfig {
     }
 
     pub fn validate(&self, cfg: &Config) -> Result<(), (String, String)> {
-        let fp = self.footprint();
-        if fp > MAX_FOOTPRINT {
-            return Err((
-                format!("workload.{}", self.kind.name().replace('-', "_")),
-                format!("the parameters ask for {fp} bytes of arrays; at most 64 TiB can be allocated"),
-            ));
-        }
         if self.prefetch_inputs && !self.managed && !matches!(self.kind, WorkloadKind::WarpTrace | WorkloadKind::Accelsim) {
             return Err(("workload.prefetch_inputs".into(), "prefetches managed memory: set workload.managed = true".into()));
         }
@@ -786,6 +779,22 @@ impl WorkloadConfig {
                 ),
             ));
         }
+        // The kind's own checks come first: its footprint is only meaningful (and only cheap to compute: some
+        // kinds count blocks or tree levels) for parameters inside their ranges.
+        self.validate_kind(cfg)?;
+        let fp = self.footprint();
+        if fp > MAX_FOOTPRINT {
+            return Err((
+                format!("workload.{}", self.kind.name().replace('-', "_")),
+                format!("the parameters ask for {fp} bytes of arrays; at most 64 TiB can be allocated"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The range checks of the parameters of the workload's kind.
+    fn validate_kind(&self, cfg: &Config) -> Result<(), (String, String)> {
+        let ws = cfg.gpu.warp_size;
         match self.kind {
             WorkloadKind::Stride => self.stride.validate("workload.stride"),
             WorkloadKind::Concurrency => self.concurrency.validate("workload.concurrency"),

@@ -6,6 +6,9 @@ use crate::sim::Ps;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+/// Slots reserved up front; a larger set grows on demand.
+const PREALLOCATE: usize = 1024;
+
 #[derive(Debug, Clone)]
 pub struct Outstanding {
     cap: usize,
@@ -17,7 +20,9 @@ pub struct Outstanding {
 
 impl Outstanding {
     pub fn new(cap: usize) -> Outstanding {
-        Outstanding { cap: cap.max(1), ends: BinaryHeap::with_capacity(cap.max(1) + 1), full_waits: 0 }
+        // The heap grows as operations are in flight: reserving the whole capacity up front would let a large
+        // configured count (MSHRs, a walker queue) allocate gigabytes before the run starts.
+        Outstanding { cap: cap.max(1), ends: BinaryHeap::with_capacity(cap.clamp(1, PREALLOCATE) + 1), full_waits: 0 }
     }
 
     fn retire_until(&mut self, t: Ps) {
@@ -66,5 +71,16 @@ mod tests {
         o.push(200);
         assert_eq!(o.full_waits, 1);
         assert_eq!(o.admit(120), 120);
+    }
+
+    #[test]
+    fn a_huge_capacity_reserves_little_and_still_admits_at_once() {
+        let mut o = Outstanding::new(u32::MAX as usize);
+        assert!(o.ends.capacity() <= 2 * (PREALLOCATE + 1), "{}", o.ends.capacity());
+        for i in 0..5000 {
+            assert_eq!(o.admit(i), i);
+            o.push(1_000_000);
+        }
+        assert_eq!((o.in_flight(0), o.full_waits), (5000, 0));
     }
 }

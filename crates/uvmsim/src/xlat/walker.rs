@@ -116,7 +116,8 @@ impl Walker {
         let cache = || SetAssoc::new(c.pwc_entries as usize, c.pwc_ways as usize, Replacement::Lru);
         Walker {
             threads: vec![0; c.threads as usize],
-            queue: Outstanding::new((c.threads + c.queue_depth) as usize),
+            // In usize: a u32 sum would wrap for a queue depth near u32::MAX (release builds) and leave almost no slots.
+            queue: Outstanding::new(c.threads as usize + c.queue_depth as usize),
             pwc: (0..=levels).map(|l| (l >= 2 && c.pwc_entries > 0 && !unified).then(cache)).collect(),
             utc: (c.pwc_entries > 0 && unified).then(cache),
             levels,
@@ -349,6 +350,18 @@ mod tests {
         let ends: Vec<Ps> = (0..4).map(|i| w.walk(i << 40, 1, 0, 0, &mut d)).collect();
         assert_eq!(ends, vec![400_000, 400_000, 800_000, 800_000]);
         assert_eq!(w.stats.queue_wait.mean_ns(), 200.0);
+    }
+
+    #[test]
+    fn a_queue_depth_near_u32_max_is_not_wrapped_to_a_few_slots() {
+        // threads + queue_depth overflows u32: the queue must still hold every walk (as with a deep queue), not
+        // wrap to one slot and back-pressure the second walk.
+        let mut c = cfg(2, 0);
+        c.queue_depth = u32::MAX;
+        let mut w = Walker::new(&c, 4);
+        let mut d = dram();
+        let ends: Vec<Ps> = (0..6).map(|i| w.walk(i << 40, 1, 0, 0, &mut d)).collect();
+        assert_eq!(ends, vec![400_000, 400_000, 800_000, 800_000, 1_200_000, 1_200_000]);
     }
 
     #[test]

@@ -1,0 +1,192 @@
+"""Regression table of the bad-input sweep (scripts/bad_input_sweep.py): each input that once panicked, hung,
+crashed or was accepted, and a sample of those that were always refused well. Bad input ends with exit code 2 and
+one line naming the key (or file); never a panic, a traceback or a hang."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import uvmsim
+from uvmsim.sweep import load_sweep
+
+TINY = ["--preset", "titan-v", "--set", "workload.kind=stride", "--set", "workload.stride.accesses=200"]
+MANAGED = [*TINY, "--set", "workload.managed=true"]
+CSV = "time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000,64\n20,1,1,0,W,0x2000,64\n"
+# A case that once allocated tens of GB must fail quickly here rather than take the machine's memory.
+MEMORY_LIMIT = 4 << 30
+TIMEOUT_S = 30
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
+def uvmsim_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "uvmsim", *args],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        preexec_fn=_limit_memory,
+        check=False,
+    )
+
+
+def sets(*kv: str) -> list[str]:
+    return [a for s in kv for a in ("--set", s)]
+
+
+# (arguments after `uvmsim`, words the one-line message must contain). Before the fix, where there was a bug.
+BAD = [
+    # Bugs the sweep found.
+    pytest.param(
+        ["run", *TINY, *sets("workload.kind=btree", "workload.btree.fanout=0")],
+        ["workload.btree.fanout"],
+        id="btree-fanout-0-panicked",  # division by zero in the footprint, computed before the range check
+    ),
+    pytest.param(
+        ["run", *TINY, *sets("workload.kind=miniamr", "workload.miniamr.blocks_x=4294967295")],
+        ["workload.miniamr.blocks_x", "between 1 and 256"],
+        id="miniamr-blocks-hung",  # the footprint counted ~2^40 blocks before the range check
+    ),
+    pytest.param(
+        ["run", *TINY, *sets("workload.kind=fault-burst", "workload.fault_burst.faults=0")],
+        ["workload.fault_burst.faults"],
+        id="fault-burst-0-wrapped",  # "the parameters ask for 340282366920938463463374607431768207364 bytes"
+    ),
+    pytest.param(
+        ["run", *TINY, *sets("workload.kind=im2col", "workload.im2col.height=0")],
+        ["workload.im2col.height"],
+        id="im2col-height-0-wrapped",
+    ),
+    pytest.param(
+        ["run", *TINY, *sets("gpu.l1tlb.latency_cycles=4294967295")],
+        ["gpu.l1tlb.latency_cycles", "at most 1 ms"],
+        id="tlb-latency-hung",  # the DRAM channels' timelines held a bucket per ns up to the far arrival
+    ),
+    pytest.param(
+        ["run", *TINY, *sets("gpu.l2d.latency_cycles=4294967295")],
+        ["gpu.l2d.latency_cycles", "at most 1 ms"],
+        id="cache-latency-hung",
+    ),
+    pytest.param(
+        ["run", *TINY, *sets("gpu.core_mhz=1", "gpu.vmem.transit_cycles=1000000", "gpu.vmem.backpressure=true")],
+        ["gpu.vmem.transit_cycles", "1000 cycles at gpu.core_mhz = 1"],
+        id="slow-clock-latency-took-1.6GB",  # 10^6 cycles were accepted at any clock: 1 s at 1 MHz
+    ),
+    pytest.param(
+        ["run", *MANAGED, *sets("uvm.fault_buffer_entries=4294967295", "uvm.batch_size=4294967295")],
+        ["uvm.fault_buffer_entries", "between 1 and 1048576"],
+        id="fault-buffer-allocated-137GB",
+    ),
+    pytest.param(
+        ["run", *MANAGED, *sets("uvm.access_counters.notify_us=1e30")],
+        ["uvm.access_counters.notify_us", "between 0 and 1000000"],
+        id="notify-1e30-accepted",
+    ),
+    pytest.param(
+        ["run", *TINY, *sets("gpu.l1tlb.entries=16777216", "gpu.l1tlb.ways=16")],
+        ["gpu.l1tlb.entries", "in all"],
+        id="l1-tlbs-allocated-20GB",  # 2^24 entries is the bound of one TLB; titan-v has 40 µTLBs
+    ),
+    pytest.param(
+        ["run", *TINY, *sets("gpu.l1d.size_bytes=2GiB")],
+        ["gpu.l1d.size_bytes", "in all"],
+        id="l1-caches-allocated-200GB",
+    ),
+    pytest.param(
+        ["run", *MANAGED, *sets("uvm.advise.policy=read-mostly", "uvm.advise.buffers=[99]")],
+        ["uvm.advise.buffers", "allocation 99 does not exist"],
+        id="advice-for-a-missing-allocation-ignored",
+    ),
+    pytest.param(
+        ["run", *MANAGED, *sets('uvm.advise.per_buffer=["none", "read-mostly"]')],
+        ["uvm.advise.per_buffer", "1 managed allocation"],
+        id="more-hints-than-allocations-ignored",
+    ),
+    pytest.param(
+        ["run", "--preset", "mgpusim-r9nano", "--trace", "t.csv", *sets("workload.trace.gpu=2")],
+        ["t.csv", "workload.trace.gpu", "no record of GPU 2"],
+        id="trace-gpu-without-records-ran-empty",
+    ),
+    pytest.param(["plot", "runtime-bars", "damaged"], ["damaged/runs/x.parquet"], id="damaged-sweep-internal-error"),
+    # Refused well before: a sample of the sweep's table.
+    pytest.param(["run", *TINY, *sets("gpu.l1tlb.entires=3")], ["did you mean `gpu.l1tlb.entries`"], id="typo"),
+    pytest.param(["run", *TINY, *sets("gpu.core_mhz=nan")], ["gpu.core_mhz", "NaN"], id="nan"),
+    pytest.param(["run", *TINY, *sets("link.bandwidth_gbps=-inf")], ["link.bandwidth_gbps"], id="minus-inf"),
+    pytest.param(["run", *TINY, *sets("gpu.sms=18446744073709551616")], ["gpu.sms"], id="beyond-u64"),
+    pytest.param(["run", *TINY, *sets("gpu.sms={a = 1}")], ["gpu.sms", "not a section"], id="table-for-a-value"),
+    pytest.param(["run", *TINY, *sets("uvm.gpu_memory_bytes=12 parsecs")], ["uvm.gpu_memory_bytes"], id="bad-unit"),
+    pytest.param(["run", *TINY, *sets("uvm.replay_policy=sometimes")], ["uvm.replay_policy"], id="unknown-variant"),
+    pytest.param(["run", *TINY, *sets("gpu.scheduler=1")], ["gpu.scheduler"], id="number-for-an-enum"),
+    pytest.param(["run", *TINY, *sets("multi.gpus=33")], ["multi.gpus", "between 1 and 32"], id="33-gpus"),
+    pytest.param(["run", *TINY, *sets("uvm.batch_size=8192")], ["uvm.batch_size"], id="batch-above-buffer"),
+    pytest.param(["run", *TINY, *sets("gpu.l1tlb.ways=64")], ["gpu.l1tlb.ways"], id="ways-above-entries"),
+    pytest.param(["run", *TINY, *sets("uvm.gpu_memory_bytes=1MiB")], ["uvm.gpu_memory_bytes"], id="below-a-chunk"),
+    pytest.param(["run", "nesting.toml"], ["nesting.toml", "sms"], id="key-at-the-wrong-level"),
+    pytest.param(["trace", "info", "short.csv"], ["short.csv:2", "size"], id="truncated-trace-line"),
+]
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> Path:
+    (tmp_path / "t.csv").write_text(CSV)
+    (tmp_path / "short.csv").write_text(CSV.splitlines()[0] + "\n10,1,0,0,R,0x1000\n")
+    (tmp_path / "nesting.toml").write_text("sms = 4\n")
+    (tmp_path / "damaged" / "runs").mkdir(parents=True)
+    (tmp_path / "damaged" / "runs" / "x.parquet").write_bytes(b"junk")
+    return tmp_path
+
+
+@pytest.mark.parametrize(("args", "expected"), BAD)
+def test_bad_input_exits_2_with_one_line_naming_it(inputs: Path, args: list[str], expected: list[str]) -> None:
+    p = uvmsim_cli(inputs, *args, *(["-q"] if args[0] == "run" else []))
+    assert "panicked" not in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("uvmsim: error: "), p.stderr
+    for word in expected:
+        assert word in lines[0], lines[0]
+    assert not (inputs / "uvmsim-out").exists()
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        pytest.param(["gpu.l1tlb.mshrs=4294967295", "gpu.l2tlb.mshrs=4294967295"], id="mshrs-allocated-34GB"),
+        pytest.param(["gmmu.walker.queue_depth=4294967295"], id="walker-queue-u32-max"),
+        pytest.param(["gpu.l1tlb.latency_cycles=1000000", "gpu.l2d.latency_cycles=1000000"], id="latency-edges"),
+        pytest.param(["uvm.fault_buffer_entries=1048576", "uvm.batch_size=1048576"], id="fault-buffer-edge"),
+    ],
+)
+def test_hostile_but_valid_values_run_and_finish(inputs: Path, extra: list[str]) -> None:
+    # Values inside their ranges that once crashed (out of memory) or, in release builds, silently wrapped (the walker
+    # queue: threads + queue_depth in u32; the Rust unit test catches that one): they run.
+    p = uvmsim_cli(inputs, "run", *MANAGED, *sets(*extra), "-q", "-o", "out")
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    assert uvmsim.load(inputs / "out").metrics["gpu0.warp_mem_insts"] > 0
+
+
+def test_an_unwritable_timeline_fails_before_the_run(inputs: Path) -> None:
+    # Was: the run, then "[Errno 17] File exists: 'file'" (exit 1) with OUT already written.
+    (inputs / "file").write_text("")
+    p = uvmsim_cli(inputs, "run", *TINY, "--timeline", "file/t.json", "-q", "-o", "out")
+    assert p.returncode == 1, p.stderr
+    assert p.stderr == "uvmsim: error: file/t.json: cannot write: Not a directory\n", p.stderr
+    assert not (inputs / "out").exists()
+    # Missing directories above it are still created.
+    p = uvmsim_cli(inputs, "run", *TINY, "--timeline", "new/dir/t.json", "-q", "-o", "out")
+    assert p.returncode == 0 and (inputs / "new" / "dir" / "t.json").is_file(), p.stderr
+
+
+def test_a_damaged_sweep_run_file_is_bad_input_naming_it(inputs: Path) -> None:
+    with pytest.raises(uvmsim.ConfigError, match=r"x\.parquet: not a readable Parquet table .* --resume"):
+        load_sweep(inputs / "damaged")
