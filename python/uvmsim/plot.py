@@ -22,6 +22,7 @@ import uvmsim
 from uvmsim import sweep as sweep_mod
 from uvmsim._core import ConfigError
 from uvmsim._files import MissingInputError, atomic_write
+from uvmsim.timeline import STAGES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -243,20 +244,7 @@ def batch_time_vs_bytes(batches: pd.DataFrame) -> Figure:
 
 
 # The driver's stages in the order a batch goes through them (uvm.BatchRecord); others follow.
-STAGE_ORDER = (
-    "fetch",
-    "block",
-    "fault",
-    "first_touch",
-    "unmap",
-    "alloc",
-    "evict",
-    "zero",
-    "transfer",
-    "map",
-    "tracker",
-    "replay",
-)
+STAGE_ORDER = STAGES
 
 
 def stage_columns(batches: pd.DataFrame) -> list[str]:

@@ -498,9 +498,15 @@ def _local_engine(
                 terminate()
             else:  # before 3.14 the pool has no public way to stop its workers
                 workers = list((getattr(pool, "_processes", None) or {}).values())
+                # shutdown(wait=False) forgets its management thread without joining it; one still
+                # running at interpreter exit races concurrent.futures' atexit hook, which then
+                # prints "Exception ignored ... Bad file descriptor" after our one-line message.
+                manager = getattr(pool, "_executor_manager_thread", None)
                 pool.shutdown(wait=False, cancel_futures=True)
                 for proc in workers:
                     proc.terminate()
+                if manager is not None:
+                    manager.join(timeout=30)  # it ends once it sees the workers gone
         pool.shutdown(wait=True)
 
 
