@@ -486,7 +486,13 @@ impl Model for World {
                 let m = self.multi.as_mut().expect("page answers only in a multi-GPU system");
                 m.page_ready(g, vpn, &mut self.gpus[g]);
                 m.idle_drain(now, &mut self.gpus[g]);
-                self.gpus[g].replay(now, q);
+                let gpu = &mut self.gpus[g];
+                if gpu.xlat.far_pending.is_some() {
+                    // GMMU mode: the L2 TLB's MSHR answers the misses it held for this page.
+                    gpu.replay_page(vpn, now, q);
+                } else {
+                    gpu.replay(now, q);
+                }
             }
             Ev::UvmService => {
                 let next = self.uvm.service(now, &mut self.link, &mut self.gpus[0].xlat.space.residency);

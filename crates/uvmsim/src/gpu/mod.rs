@@ -645,6 +645,24 @@ impl Gpu {
     /// The driver replayed at `now`: the µTLBs unblock, and every sleeping warp
     /// whose faulted pages are all resident re-executes its faulted instructions.
     pub fn replay(&mut self, now: Ps, q: &mut EventQueue<Ev>) {
+        self.replay_with(now, q, None);
+    }
+
+    /// Multi-GPU: the answer for page `vpn` arrived at `now` and mapped it here. As
+    /// `replay`, and every sleeping warp waiting for `vpn` re-executes too, even if
+    /// other pages it faulted on are still missing: the L2 TLB's MSHR answers the
+    /// requests held for this page when the translation comes back, so its lanes on
+    /// `vpn` complete now, and its lanes on the missing pages fault again as duplicates
+    /// of their outstanding far faults (held, no walk) and sleep on. Each request
+    /// completes on its own, as in MGPUSim, which the seed's multi-GPU simulator
+    /// extends; waiting until every page of the instruction was mapped at once kept
+    /// warps asleep while other GPUs took back the pages that had come (on-touch
+    /// ping-pong of shared pages: li-transfw's PageRank never finished).
+    pub fn replay_page(&mut self, vpn: u64, now: Ps, q: &mut EventQueue<Ev>) {
+        self.replay_with(now, q, Some(vpn));
+    }
+
+    fn replay_with(&mut self, now: Ps, q: &mut EventQueue<Ev>, answered: Option<u64>) {
         self.blocked.fill(false);
         let (warps, residency) = (&mut self.warps, &self.xlat.space.residency);
         if self.waiting_epoch != residency.refault_epoch {
@@ -661,7 +679,18 @@ impl Gpu {
             }
             e.1
         };
+        // The answered page, if it is mapped here (an answer already invalidated wakes nobody).
+        let answered = answered.filter(|&p| is_mapped(p));
         self.waiting.retain_mut(|s| {
+            // Waiting for the answered page: its requests on it are answered (see `replay_page`).
+            if let Some(p) = answered.filter(|&p| s.pages.may_hold(p)) {
+                if let Some(w) = warps[s.slot as usize].as_mut().filter(|w| w.faulted.contains(&p)) {
+                    w.faulted.clear();
+                    w.wake();
+                    q.push(now, Ev::Warp(self.tag | s.slot));
+                    return false;
+                }
+            }
             // Still missing the page it stopped at last time: nothing else can have
             // changed (it has not run; `requeue_waiters` and a new epoch void `on`), so
             // it sleeps on without touching its state (most sleepers, most replays).
@@ -1017,6 +1046,32 @@ mod tests {
         assert_eq!(woken(&mut gpu), 2);
         assert_eq!(gpu.waiting.len(), 1);
         assert_eq!(gpu.warps[gpu.waiting[0].slot as usize].as_ref().unwrap().faulted, vec![7]);
+    }
+
+    #[test]
+    fn an_answered_page_wakes_every_warp_waiting_for_it_even_with_other_pages_missing() {
+        // Warps wait for [7], [8, 9] and [9]; page 9's answer arrives and maps it.
+        let mut gpu = sleeping(&[&[7], &[8, 9], &[9]]);
+        gpu.xlat.space.residency.make_resident(9);
+        let slots = |g: &Gpu| g.waiting.iter().map(|s| s.slot).collect::<Vec<_>>();
+        let s = slots(&gpu);
+        let mut q = EventQueue::new();
+        // `replay` wakes only the warp whose pages are all mapped: [8, 9] waits for 8 too.
+        let mut all = sleeping(&[&[7], &[8, 9], &[9]]);
+        all.xlat.space.residency.make_resident(9);
+        all.replay(0, &mut q);
+        assert_eq!(slots(&all), vec![s[0], s[1]]);
+        // `replay_page(9)`: both warps waiting for 9 run (their requests on 9 are answered;
+        // the lanes on 8 will fault again as held duplicates); the warp waiting for 7 sleeps on.
+        let mut q = EventQueue::new();
+        gpu.replay_page(9, 0, &mut q);
+        assert_eq!(slots(&gpu), vec![s[0]]);
+        assert_eq!(q.len(), 2);
+        assert!(gpu.warps[s[1] as usize].as_ref().unwrap().faulted.is_empty(), "it faults again on what is missing");
+        // An answer that was invalidated before it arrived (page 7 not mapped) wakes nobody.
+        let mut q = EventQueue::new();
+        gpu.replay_page(7, 0, &mut q);
+        assert_eq!((gpu.waiting.len(), q.len()), (1, 0));
     }
 
     #[test]

@@ -1452,7 +1452,9 @@ mod tests {
 
     #[test]
     fn a_gpu_handling_a_shootdown_issues_nothing() {
-        let base = ["multi.gpus=4", "multi.migration=on-touch"];
+        // 256 x 128: on 128 x 128 no warp comes due inside a stall window since each page's
+        // answer wakes its own waiters (`Gpu::replay_page`), so nothing shows the deferral.
+        let base = ["multi.gpus=4", "multi.migration=on-touch", "workload.stencil2d.nx=256"];
         let free = run(&base);
         let stalled = run(&[&base[..], &["multi.shootdown_stalls_gpu=true"]].concat());
         assert_eq!(free.get("multi.shootdown_stall_ns"), Some(0.0));
