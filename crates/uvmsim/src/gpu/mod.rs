@@ -71,6 +71,40 @@ fn saved_lanes(op: &Op, scratch: &[u64; MAX_LANES]) -> Box<[u64]> {
     }
 }
 
+/// GMMU multi-GPU: the next instruction `w` re-executes may have lanes on pages whose far
+/// fault is still outstanding (in `held`, not mapped). Their requests wait in the L2 TLB's
+/// MSHR until that page's answer (`Gpu::replay_page`), so they are not looked up again: they
+/// go back to `pending` (and their pages to `faulted`), and only the other lanes issue. A warp
+/// woken by one page's answer thus completes the lanes on it and sleeps on at its next
+/// dependency for the rest, without re-translating every held lane at each answer (which
+/// doubled PageRank's line accesses under access counters). None: nothing parked; Some(true):
+/// every lane parked (nothing to issue); Some(false): split, the other lanes issue now.
+#[cold]
+fn park_held(w: &mut Warp, held: &rustc_hash::FxHashSet<u64>, residency: &crate::xlat::space::Residency) -> Option<bool> {
+    let Some(&(Op::Mem { kind, lanes: Lanes::Explicit { .. }, bytes }, ref lanes)) = w.redo.front() else {
+        return None;
+    };
+    let parked = |a: u64| held.contains(&(a >> 12)) && !residency.is_mapped(a >> 12);
+    if !lanes.iter().any(|&a| parked(a)) {
+        return None;
+    }
+    let (wait, go): (Vec<u64>, Vec<u64>) = lanes.iter().partition(|&&a| parked(a));
+    for &a in &wait {
+        if !w.faulted.contains(&(a >> 12)) {
+            w.faulted.push(a >> 12);
+        }
+    }
+    w.epoch = residency.refault_epoch;
+    let op = |n: usize| Op::Mem { kind, lanes: Lanes::Explicit { n: n as u32 }, bytes };
+    w.pending.push((op(wait.len()), wait.into()));
+    if go.is_empty() {
+        w.redo.pop_front();
+        return Some(true);
+    }
+    *w.redo.front_mut().expect("checked above") = (op(go.len()), go.into());
+    Some(false)
+}
+
 /// Prefetch the cache line at `p` (a hint: never faults, whatever `p` is).
 #[inline(always)]
 pub fn prefetch(p: *const u8) {
@@ -204,6 +238,9 @@ pub struct GpuStats {
     /// Instructions that completed: compute instructions and memory instructions that did
     /// not far-fault (a faulted one counts again in `warp_insts` each time it re-executes).
     pub completed_insts: u64,
+    /// Re-executed memory instructions split by `park_held` into a part issued now and a part
+    /// parked on held pages: both parts count in `completed_insts`, the export subtracts these.
+    pub split_insts: u64,
     /// Compute instructions (`Op::Compute`); with `warp_mem_insts` they are the instructions of MPKI.
     pub compute_insts: u64,
     pub warp_mem_insts: u64,
@@ -450,6 +487,18 @@ impl Gpu {
         let mut t = now;
         loop {
             let w = self.warps[slot as usize].as_mut().expect("events only name resident warps");
+            // GMMU multi-GPU: a re-executed instruction's lanes on pages still held in the L2
+            // TLB's MSHR stay parked there; only the others issue (see `park_held`).
+            if !w.redo.is_empty() && !self.stall_on_fault && !self.blocking {
+                if let Some(held) = self.xlat.far_pending.as_ref() {
+                    match park_held(w, held, &self.xlat.space.residency) {
+                        Some(true) => continue,
+                        // One instruction now completes in two parts: count it once.
+                        Some(false) => self.stats.split_insts += 1,
+                        None => {}
+                    }
+                }
+            }
             let sm = w.sm as usize;
             // The SM's issue port serialises its warps. A warp that finds it busy issues
             // at the next free slot, processed now: arrival order at the memory side may
@@ -977,7 +1026,7 @@ impl Gpu {
     pub fn export(&self, m: &mut Metrics, p: &str) {
         let s = &self.stats;
         m.int(format!("{p}.warp_insts"), s.warp_insts);
-        m.int(format!("{p}.completed_insts"), s.completed_insts);
+        m.int(format!("{p}.completed_insts"), s.completed_insts.saturating_sub(s.split_insts));
         m.int(format!("{p}.warp_mem_insts"), s.warp_mem_insts);
         m.int(format!("{p}.line_accesses"), s.line_accesses);
         m.int(format!("{p}.translations"), s.translations);
@@ -1072,6 +1121,34 @@ mod tests {
         let mut q = EventQueue::new();
         gpu.replay_page(7, 0, &mut q);
         assert_eq!((gpu.waiting.len(), q.len()), (1, 0));
+    }
+
+    #[test]
+    fn a_reexecuted_instruction_parks_its_lanes_on_held_pages() {
+        let mut gpu = sleeping(&[&[]]);
+        let slot = gpu.waiting[0].slot as usize;
+        gpu.xlat.space.residency.make_resident(6);
+        let held: rustc_hash::FxHashSet<u64> = [5u64, 8].into_iter().collect();
+        let mem = |n: u32| Op::Mem { kind: MemKind::Load, lanes: Lanes::Explicit { n }, bytes: 4 };
+        let page = |p: u64| p << 12;
+        let w = gpu.warps[slot].as_mut().unwrap();
+        // Lanes on page 5 (held), 6 (mapped) and 7 (neither: it must walk and fault again).
+        w.redo = vec![(mem(3), vec![page(5) + 4, page(6), page(7)].into()), (Op::Wait, Box::default())].into();
+        let residency = &gpu.xlat.space.residency;
+        assert_eq!(park_held(w, &held, residency), Some(false));
+        assert_eq!(w.redo[0], (mem(2), vec![page(6), page(7)].into()));
+        assert_eq!(w.pending, vec![(mem(1), vec![page(5) + 4].into())]);
+        assert_eq!(w.faulted, vec![5]);
+        // An instruction whose every lane is held leaves redo whole; nothing issues.
+        w.redo = vec![(mem(2), vec![page(8), page(5)].into()), (Op::Wait, Box::default())].into();
+        assert_eq!(park_held(w, &held, residency), Some(true));
+        assert_eq!(w.redo.len(), 1);
+        assert_eq!(w.pending[1], (mem(2), vec![page(8), page(5)].into()));
+        assert_eq!(w.faulted, vec![5, 8]);
+        // Nothing held: untouched.
+        let before = w.redo.clone();
+        assert_eq!(park_held(w, &held, residency), None);
+        assert_eq!(w.redo, before);
     }
 
     #[test]
