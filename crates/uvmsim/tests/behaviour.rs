@@ -499,9 +499,13 @@ fn shared_pages_ping_ponging_between_gpus_do_not_starve_multi_page_warps() {
         assert!(m(x, "multi.migrations.p2p") < 2000.0, "{}", m(x, "multi.migrations.p2p"));
     }
     assert!(m(&prt, "multi.transfw.prt.skipped_walks") > 0.0);
-    // The same work completes either way.
+    // The same work completes either way, and an instruction completed in parts (its lanes
+    // parked on held pages, `park_held`) counts once: as many as with parking off (a warp
+    // that stalls at its fault re-executes whole instructions).
+    let whole = go("uvm.stall_warp_on_fault=true");
     for g in 0..4 {
         let k = format!("gpu{g}.completed_insts");
         assert_eq!(m(&base, &k), m(&prt, &k));
+        assert_eq!(m(&base, &k), m(&whole, &k));
     }
 }

@@ -701,8 +701,8 @@ impl Gpu {
     /// `replay`, and every sleeping warp waiting for `vpn` re-executes too, even if
     /// other pages it faulted on are still missing: the L2 TLB's MSHR answers the
     /// requests held for this page when the translation comes back, so its lanes on
-    /// `vpn` complete now, and its lanes on the missing pages fault again as duplicates
-    /// of their outstanding far faults (held, no walk) and sleep on. Each request
+    /// `vpn` complete now, and its lanes on pages still held stay parked in the MSHR
+    /// (`park_held`: not translated again) until their own answers. Each request
     /// completes on its own, as in MGPUSim, which the seed's multi-GPU simulator
     /// extends; waiting until every page of the instruction was mapped at once kept
     /// warps asleep while other GPUs took back the pages that had come (on-touch
@@ -1111,12 +1111,12 @@ mod tests {
         all.replay(0, &mut q);
         assert_eq!(slots(&all), vec![s[0], s[1]]);
         // `replay_page(9)`: both warps waiting for 9 run (their requests on 9 are answered;
-        // the lanes on 8 will fault again as held duplicates); the warp waiting for 7 sleeps on.
+        // their lanes on 8 will park again when they re-execute); the warp waiting for 7 sleeps on.
         let mut q = EventQueue::new();
         gpu.replay_page(9, 0, &mut q);
         assert_eq!(slots(&gpu), vec![s[0]]);
         assert_eq!(q.len(), 2);
-        assert!(gpu.warps[s[1] as usize].as_ref().unwrap().faulted.is_empty(), "it faults again on what is missing");
+        assert!(gpu.warps[s[1] as usize].as_ref().unwrap().faulted.is_empty(), "its re-execution notes what is still missing");
         // An answer that was invalidated before it arrived (page 7 not mapped) wakes nobody.
         let mut q = EventQueue::new();
         gpu.replay_page(7, 0, &mut q);
