@@ -130,6 +130,23 @@ mod tests {
     }
 
     #[test]
+    fn one_thread_per_column_walks_it_through_z() {
+        // threads = nx x ny (Parboil's decomposition, the Zheng suite's setting): thread (x, y)
+        // takes the element of every plane in turn. 32 x 4 x 3: warp 1 is row y 1, all planes.
+        let p = program(&[
+            "workload.kind=stencil3d",
+            "workload.stencil3d.nx=32",
+            "workload.stencil3d.ny=4",
+            "workload.stencil3d.nz=3",
+            "workload.stencil3d.threads=128",
+        ]);
+        let a = p.buffers[0].base;
+        let e = |x: u64, y: u64, z: u64| a + 4 * ((z * 4 + y) * 32 + x);
+        let centres: Vec<u64> = mem_ops(&mut warps(&p, 0)[1]).iter().step_by(8).map(|(_, v)| v[3]).collect();
+        assert_eq!(centres, [e(3, 1, 0), e(3, 1, 1), e(3, 1, 2)]);
+    }
+
+    #[test]
     fn first_touch_is_input_row_major_then_output() {
         // 1024 x 8 floats: one 4 KiB page per row.
         let p = program(&["workload.kind=stencil2d", "workload.stencil2d.nx=1024", "workload.stencil2d.ny=8"]);
