@@ -26,7 +26,8 @@ section! {
         pub element_bytes: u32 = 4,
         /// Sweeps; each is one kernel launch, the grids swapping roles in between.
         pub iterations: u32 = 2,
-        /// Threads of the grid-stride loop.
+        /// Threads of the grid-stride loop; thread t takes elements t, t + threads, ... (nx x ny: each thread
+        /// walks its (x, y) column through z, the order of Parboil's 3D stencil).
         pub threads: u64 = 65_536,
     }
 }
