@@ -200,6 +200,13 @@ section! {
         /// nor is tracking" (false), while "the TLB simply maintains a counter of how many far-fault Nack-Replayable
         /// messages it has pending" against the per-CU threshold (true).
         pub merged_faults_take_mshr: bool = true,
+        /// Polled model: each copy of a handler round lands on its own, the faults on its pages ending when it arrives,
+        /// and the round's demand pages cross the link before its prefetched ones (true); or the round lands as one when
+        /// its last copy arrives, its copies in VA-block order (false, the model before 2026-11-28). Seed paged-memory §3
+        /// (step 6): "Once the page is migrated to the GPU, the corresponding entry in the far-fault MSHRs is used to
+        /// notify the appropriate TLBs to replay"; §4.1: "Because we do not want to impede on-demand fetches, we add
+        /// prefetch requests to a transfer set only as a last resort."
+        pub land_per_copy: bool = true,
         /// Interrupt and bottom-half wake-up before the first batch, in µs. ASSUMPTION, to be calibrated.
         pub interrupt_us: f64 = 5.0,
         /// Fixed cost of a batch (fetch, sort, bookkeeping), in µs. ASSUMPTION, to be calibrated.
@@ -662,6 +669,8 @@ struct Flight {
     end: Ps,
     segment: Segment,
     faults: Vec<Fault>,
+    /// The round's last flight to land: the round's time is counted when it does.
+    last: bool,
 }
 
 /// The driver's stage costs, in ps (see [`UvmConfig`] for each term's source).
@@ -831,6 +840,8 @@ pub struct Uvm {
     polled: Option<Ps>,
     /// Polled model: a fault on a page already in service merges into it (`uvm.merge_far_faults`).
     merge: bool,
+    /// Polled model: a round's copies land one by one, demand pages first (`uvm.land_per_copy`).
+    land_per_copy: bool,
     /// Polled model: the time of the earliest handler poll scheduled (later events are stale and ignored).
     poll_at: Option<Ps>,
     /// Polled model: rounds whose pages are crossing the link, by end time.
@@ -1067,6 +1078,7 @@ impl Uvm {
                 CostModel::Driver => None,
             },
             polled: (c.cost_model == CostModel::Polled).then(|| us(c.fault_latency_us)),
+            land_per_copy: c.land_per_copy,
             merge: c.merge_far_faults,
             poll_at: None,
             flights: VecDeque::new(),
@@ -2009,6 +2021,23 @@ impl Uvm {
         }
         // Chunks of the blocks in service are pinned (ASSUMPTION: the whole batch's, not only the block being serviced).
         let mut pinned: Vec<u64> = work.iter().map(|w| w.0).collect();
+        let per_copy = polled && self.land_per_copy;
+        if per_copy {
+            // Demand pages cross first, block by block, then the prefetched ones: each its own copy.
+            let (mut first, mut then) = (vec![], vec![]);
+            for (block, demand, prefetched) in work {
+                if !demand.is_empty() {
+                    first.push((block, demand, vec![]));
+                }
+                if !prefetched.is_empty() {
+                    then.push((block, vec![], prefetched));
+                }
+            }
+            first.extend(then);
+            work = first;
+        }
+        // Polled, per copy: each copy's pages, landing when it arrives.
+        let mut copies: Vec<Segment> = vec![];
         if polled {
             // And those of the pages still crossing the link.
             pinned.extend(self.in_flight.keys().map(|p| p / BLOCK_PAGES));
@@ -2150,9 +2179,12 @@ impl Uvm {
                 st.zero += zero;
             }
             let bytes = from_cpu.len() as u64 * 4096;
+            // Polled, per copy: when this block's pages are in (zero-filled ones at once).
+            let mut arrives = t;
             if bytes > 0 {
                 let xfer = link.transfer_on(Dir::HostToDevice, bytes, t, now);
                 st.copy += xfer.1 - xfer.0;
+                arrives = xfer.1;
                 if polled || async_copies {
                     landed = landed.max(xfer.1);
                 } else {
@@ -2192,6 +2224,8 @@ impl Uvm {
                     (st.tracker, st.replay) = (st.tracker + c.tracker, st.replay + c.replay);
                 }
                 segments.push_back(Segment { end: t, demand, prefetched, dup, ..Segment::default() });
+            } else if per_copy {
+                copies.push(Segment { end: arrives, demand, prefetched, dup, ..Segment::default() });
             } else {
                 serviced.extend(demand);
                 serviced.extend(prefetched);
@@ -2267,33 +2301,72 @@ impl Uvm {
         }
         self.collect_unpins();
         if polled {
-            return self.launch(now, segments.pop_front().expect("one segment"), fetched);
+            return self.launch(now, copies, segments.pop_front().expect("one segment"), fetched);
         }
         let first_end = segments.front().expect("at least one segment").end;
         self.state = State::Servicing { segments, fetched, start: now };
         Next::BatchDone(first_end)
     }
 
-    /// Polled model: a round's pages cross the link as `segment`; each fault of
-    /// `fetched` waits for the flight that carries its page (this one, or an
-    /// earlier one), or for none if the page is resident already (it ends now).
-    fn launch(&mut self, now: Ps, segment: Segment, fetched: Vec<Fault>) -> Next {
-        let id = self.next_flight;
-        self.next_flight += 1;
-        let mut faults = vec![];
-        for f in fetched {
-            match self.in_flight.get(&f.vpn).and_then(|&other| self.flights.iter_mut().find(|x| x.id == other)) {
-                Some(other) => other.faults.push(f),
-                None => faults.push(f),
+    /// Polled model: a round's pages cross the link, as `copies` that land one
+    /// by one (`uvm.land_per_copy`) and `rest`, which ends with the round and
+    /// holds its other pages (all of them without per-copy landing) and its
+    /// remote mappings. Each fault of `fetched` waits for the flight that
+    /// carries its page (one of these, or an earlier round's); faults on pages
+    /// none carries (resident already, throttled) end with `rest`.
+    fn launch(&mut self, now: Ps, copies: Vec<Segment>, rest: Segment, fetched: Vec<Fault>) -> Next {
+        let mut by_page: FxHashMap<u64, usize> = FxHashMap::default();
+        for (i, c) in copies.iter().enumerate() {
+            for &p in c.demand.iter().chain(&c.prefetched) {
+                by_page.insert(p, i);
             }
         }
-        for &p in segment.demand.iter().chain(&segment.prefetched) {
-            self.in_flight.insert(p, id);
+        let n = copies.len();
+        let mut faults: Vec<Vec<Fault>> = vec![vec![]; n + 1];
+        for f in fetched {
+            if let Some(&i) = by_page.get(&f.vpn) {
+                faults[i].push(f);
+                continue;
+            }
+            match self.in_flight.get(&f.vpn).and_then(|&other| self.flights.iter_mut().find(|x| x.id == other)) {
+                Some(other) => other.faults.push(f),
+                None => faults[n].push(f),
+            }
         }
-        let end = segment.end;
-        let at = self.flights.partition_point(|x| x.end <= end);
-        self.flights.insert(at, Flight { id, start: now, end, segment, faults });
-        Next::BatchDone(end)
+        // The rest flies only if it has something to land (or nothing else does).
+        let rest_flies = n == 0
+            || !faults[n].is_empty()
+            || !rest.demand.is_empty()
+            || !rest.prefetched.is_empty()
+            || !rest.remote.is_empty()
+            || !rest.dup.is_empty();
+        let round_end = if rest_flies { rest.end } else { copies.iter().map(|c| c.end).max().unwrap_or(rest.end) };
+        let mut segments: Vec<(Segment, Vec<Fault>)> = copies.into_iter().zip(faults.iter_mut().map(std::mem::take)).collect();
+        if rest_flies {
+            segments.push((rest, std::mem::take(&mut faults[n])));
+        }
+        let mut first = None;
+        let mut last_marked = false;
+        // The last flight of the round to land is the last one ending at the round's end.
+        let last_at = segments.iter().rposition(|(s, _)| s.end == round_end);
+        for (k, (segment, faults)) in segments.into_iter().enumerate() {
+            let id = self.next_flight;
+            self.next_flight += 1;
+            for &p in segment.demand.iter().chain(&segment.prefetched) {
+                self.in_flight.insert(p, id);
+            }
+            let end = segment.end;
+            let last = Some(k) == last_at;
+            last_marked |= last;
+            let at = self.flights.partition_point(|x| x.end <= end);
+            self.flights.insert(at, Flight { id, start: now, end, segment, faults, last });
+            match first {
+                None => first = Some(end),
+                Some(_) => self.events.push(Next::BatchDone(end)),
+            }
+        }
+        debug_assert!(last_marked, "a round has a last flight");
+        Next::BatchDone(first.expect("a round has a flight"))
     }
 
     /// The batch ends at `now`: map its pages, apply the replay policy.
@@ -2344,8 +2417,10 @@ impl Uvm {
             }
             unpend(&mut self.pending, &mut self.by_warp, f);
         }
-        self.stats.time_ps += now - flight.start;
-        self.stats.batch.record(now - flight.start);
+        if flight.last {
+            self.stats.time_ps += now - flight.start;
+            self.stats.batch.record(now - flight.start);
+        }
         self.stats.replays += 1;
         self.unpark(now, residency);
         self.resumed = touched.into_iter().filter(|&u| self.outstanding[u as usize] == 0 && self.parked[u as usize].is_empty()).collect();
@@ -3555,7 +3630,7 @@ mod tests {
 
     #[test]
     fn polled_transfer_sets_fill_each_interval_after_its_demand_pages() {
-        for wait in [true, false] {
+        for (wait, per_copy) in [(true, true), (false, true), (true, false), (false, false)] {
             let prefetch = PrefetchConfig {
                 policy: PrefetchPolicy::Locality,
                 transfer_set_pages: 4,
@@ -3564,21 +3639,26 @@ mod tests {
                 ..PrefetchConfig::default()
             };
             let (mut u, mut link, mut res) = polled(16, prefetch);
+            u.land_per_copy = per_copy;
             u.allocs = vec![(0, 14)];
             u.raise(fault_at(0, 5, 0));
             u.raise(fault_at(3_000_000, 9, 1));
             let landed = drain(&mut u, &mut link, &mut res);
             let when = |p: u64| landed.iter().find(|l| l.0 == p).unwrap().1;
             // Interval 1 is 0-20 µs (it starts with the first fault): page 5 goes out at 20 µs with 3
-            // prefetches from the window after it (6, 7, 8), one copy of the VA block's 4 pages.
-            for p in [5, 6, 7, 8] {
+            // prefetches from the window after it (6, 7, 8). Per copy, page 5 crosses alone first and lands,
+            // then the 3 prefetches; else the block's 4 pages are one copy that lands at once.
+            let demand_lands = if per_copy { PAGE_PS } else { 4 * PAGE_PS };
+            assert!(near(when(5), 20_000_000 + demand_lands), "{landed:?}");
+            for p in [6, 7, 8] {
                 assert!(near(when(p), 20_000_000 + 4 * PAGE_PS), "{p}: {landed:?}");
             }
             // Page 9 (faulted at 3 µs) reaches the handler at 23 µs, in interval 2 (20-40 µs), whose set has
-            // it and 3 prefetches after it. Waiting for the set, it goes out with them at 40 µs; not waiting,
-            // alone at 23 µs, and the 3 prefetches at 40 µs.
+            // it and 3 prefetches after it. Waiting for the set, it goes out with them at 40 µs (first, per
+            // copy); not waiting, alone at 23 µs, and the 3 prefetches at 40 µs.
             if wait {
-                for p in [9, 10, 11, 12] {
+                assert!(near(when(9), 40_000_000 + demand_lands), "{landed:?}");
+                for p in [10, 11, 12] {
                     assert!(near(when(p), 40_000_000 + 4 * PAGE_PS), "{p}: {landed:?}");
                 }
             } else {
@@ -3597,10 +3677,35 @@ mod tests {
             }
             assert_eq!((res.resident_pages(), u.stats.prefetched, u.stats.unique), (14, 12, 2));
             assert!(u.events.is_empty() && u.poll_at.is_none() && u.interval_end.is_none());
-            // Far-fault latency: page 5's 20 µs + a 4-page copy; page 9's 37 µs waiting for its set, else 20 µs + a page.
-            let nine = if wait { 37_000_000 + 4 * PAGE_PS } else { 20_000_000 + PAGE_PS };
-            let mean = (20_000_000 + 4 * PAGE_PS + nine) as f64 / 2e3;
+            // Far-fault latency: page 5's 20 µs + its copy; page 9's 37 µs waiting for its set + its copy,
+            // else 20 µs + a page.
+            let nine = if wait { 37_000_000 + demand_lands } else { 20_000_000 + PAGE_PS };
+            let mean = (20_000_000 + demand_lands + nine) as f64 / 2e3;
             assert!((u.stats.far_fault.mean_ns() - mean).abs() < 5.0, "wait {wait}: {} vs {mean}", u.stats.far_fault.mean_ns());
+        }
+    }
+
+    #[test]
+    fn polled_demand_pages_cross_before_the_prefetches_of_lower_blocks() {
+        // A demand page in block 1; the sequential set fills from page 0, in block 0. Per copy, the
+        // demand page crosses first and its fault ends then; as one round, block 0's copy goes first
+        // (VA order) and every page lands with the last copy.
+        for per_copy in [true, false] {
+            let prefetch = PrefetchConfig { policy: PrefetchPolicy::Sequential, transfer_set_pages: 4, ..PrefetchConfig::default() };
+            let (mut u, mut link, mut res) = polled(16, prefetch);
+            u.land_per_copy = per_copy;
+            u.allocs = vec![(0, 1024)];
+            u.raise(fault_at(0, 600, 0));
+            let landed = drain(&mut u, &mut link, &mut res);
+            let when = |p: u64| landed.iter().find(|l| l.0 == p).unwrap().1;
+            let demand = if per_copy { 20_000_000 + PAGE_PS } else { 20_000_000 + 4 * PAGE_PS };
+            assert!(near(when(600), demand), "{per_copy}: {landed:?}");
+            for p in [0, 1, 2] {
+                assert!(near(when(p), 20_000_000 + 4 * PAGE_PS), "{p}: {landed:?}");
+            }
+            assert!((u.stats.far_fault.mean_ns() - demand as f64 / 1e3).abs() < 5.0, "{}", u.stats.far_fault.mean_ns());
+            // Each round's time is counted once, to its last landing.
+            assert_eq!(u.stats.batch.count(), u.stats.batches);
         }
     }
 
