@@ -597,6 +597,10 @@ pub struct UvmStats {
     /// Pages prefetched, and those evicted before the GPU touched them.
     pub prefetched: u64,
     pub prefetch_evicted_untouched: u64,
+    /// Pages a locality window passed over because they were resident, and the demand faults
+    /// later taken on such pages before they arrived again (evicted after the window skipped them).
+    pub window_skipped_resident: u64,
+    pub window_skipped_refaults: u64,
     pub evictions: u64,
     pub pages_evicted: u64,
     /// Evicted pages not copied back: clean, with `write_back = "dirty"`.
@@ -888,6 +892,8 @@ pub struct Uvm {
     allocs: Vec<(u64, u64)>,
     /// Sequential prefetch: every managed page below it is resident or in service.
     seq_cursor: u64,
+    /// Locality prefetch: resident pages a window passed over since they last arrived (diagnostic).
+    window_skipped: FxHashSet<u64>,
     /// Oracle prefetch: pages in first-touch order, and how far the transfer sets took them.
     oracle: Vec<u64>,
     oracle_at: usize,
@@ -1066,6 +1072,7 @@ impl Uvm {
             prefetch: c.prefetch.clone(),
             allocs: vec![],
             seq_cursor: 0,
+            window_skipped: FxHashSet::default(),
             oracle: vec![],
             oracle_at: 0,
             first_touch: None,
@@ -1739,7 +1746,18 @@ impl Uvm {
                 out
             }
             PrefetchPolicy::Locality => match last {
-                Some(l) => prefetch::locality(&self.allocs, l, self.prefetch.window_pages as u64, want, taken),
+                Some(l) => {
+                    let skipped = &mut self.window_skipped;
+                    let mut n = 0;
+                    let out = prefetch::locality(&self.allocs, l, self.prefetch.window_pages as u64, want, |p| {
+                        if residency.is_resident(p) {
+                            n += skipped.insert(p) as u64;
+                        }
+                        taken(p)
+                    });
+                    self.stats.window_skipped_resident += n;
+                    out
+                }
                 None => vec![],
             },
             _ => vec![],
@@ -1755,6 +1773,11 @@ impl Uvm {
         }
         out.sort_unstable();
         out.dedup();
+        if !self.window_skipped.is_empty() {
+            for p in &out {
+                self.window_skipped.remove(p);
+            }
+        }
         out
     }
 
@@ -1950,6 +1973,10 @@ impl Uvm {
         // Polled: a page already crossing the link is not sent again; its faults wait for that flight.
         pages.retain(|&p| !residency.is_mapped(p) && !self.in_flight.contains_key(&p));
         self.stats.unique += pages.len() as u64;
+        if !self.window_skipped.is_empty() {
+            let skipped = &mut self.window_skipped;
+            self.stats.window_skipped_refaults += pages.iter().filter(|&p| skipped.remove(p)).count() as u64;
+        }
         if let Some((order, seen)) = self.first_touch.as_mut() {
             // Within a batch, faults in the order they were raised.
             for f in &fetched {
@@ -2664,6 +2691,8 @@ impl Uvm {
         m.int("uvm.prefetch.used", residency.prefetch_used);
         m.int("uvm.prefetch.wasted", s.prefetched - residency.prefetch_used);
         m.int("uvm.prefetch.evicted_unused", s.prefetch_evicted_untouched);
+        m.int("uvm.prefetch.window_skipped_resident", s.window_skipped_resident);
+        m.int("uvm.prefetch.window_skipped_refaults", s.window_skipped_refaults);
         m.int("uvm.evictions", s.evictions);
         m.int("uvm.pages_evicted", s.pages_evicted);
         m.int("uvm.pages_evicted_clean", s.pages_evicted_clean);
@@ -3868,6 +3897,46 @@ mod tests {
             assert_eq!(got, want, "{when_full:?}");
             assert_eq!((u.stats.pages_evicted, res.resident_pages()), (1 + want.len() as u64, 16), "{when_full:?}");
         }
+    }
+
+    #[test]
+    fn locality_windows_count_the_resident_pages_they_skip_and_the_refaults_on_them() {
+        // 64 pages at 4x oversubscription: 16 pages, evicted oldest first. Locality sets of 4, window 4.
+        let mut c = UvmConfig {
+            oversubscription: 4.0,
+            eviction: EvictionConfig {
+                granularity: EvictionGranularity::Page,
+                policy: EvictionPolicy::Driver,
+                ..EvictionConfig::default()
+            },
+            ..UvmConfig::default()
+        };
+        c.prefetch.policy = PrefetchPolicy::Locality;
+        c.prefetch.transfer_set_pages = 4;
+        c.prefetch.window_pages = 4;
+        c.prefetch.when_full = WhenFull::Locality;
+        let (mut u, mut link, mut res) = with(c);
+        u.add_allocation(0, 64);
+        // Pages 8..23 arrive (each fault brings the 3 after it): memory is full.
+        let t = serve(&mut u, &mut link, &mut res, 0, &[8, 12, 16, 20]);
+        assert!(u.full && (8..24).all(|p| res.is_resident(p)));
+        assert_eq!(u.stats.window_skipped_resident, 0);
+        // A fault on 6: its window 7..10 takes 7 and passes over 8, 9 and 10, still resident; 6 and 7 evict
+        // the oldest, 8 and 9.
+        let t = serve(&mut u, &mut link, &mut res, t, &[6]);
+        assert!(res.is_resident(7) && !res.is_resident(8) && !res.is_resident(9));
+        assert_eq!((u.stats.window_skipped_resident, u.stats.window_skipped_refaults), (3, 0));
+        // 8 faults after its window passed it: a refault. Its window takes 9 (no longer counted as skipped),
+        // passes over 10 (already counted), 11 and 12; 8 and 9 evict 10 and 11.
+        let t = serve(&mut u, &mut link, &mut res, t, &[8]);
+        assert!(res.is_resident(9) && !res.is_resident(10));
+        assert_eq!((u.stats.window_skipped_resident, u.stats.window_skipped_refaults), (5, 1));
+        // 10 was passed over too; 30 never was.
+        serve(&mut u, &mut link, &mut res, t, &[10, 30]);
+        assert_eq!(u.stats.window_skipped_refaults, 2);
+        let mut m = Metrics::default();
+        u.export(&mut m, &res);
+        assert_eq!(m.get("uvm.prefetch.window_skipped_refaults"), Some(2.0));
     }
 
     #[test]
