@@ -79,12 +79,14 @@ fn the_watchdog_names_the_far_fault_state() {
 /// the window after a faulting page is rarely used). With the transfer set sized by its demand
 /// pages alone, every interval with a demand fault filled it with prefetches that each evicted a
 /// page, queued ahead of the next demand pages on a link already busy with the demand faults'
-/// evictions and copies: the far faults waited behind them and the run slowed over 10x (4x once
-/// a round's demand pages crossed before its prefetches), nearly every prefetched page evicted
-/// unused. Counting the pages still queued on the
-/// link (`uvm.prefetch.full_link_room`), continued prefetch costs little over on-demand only
-/// when demand pages go out as their latency runs out (`demand_waits_for_set = false`); when they
-/// wait for their interval's set, continued prefetch adds up to one interval to each far fault.
+/// evictions and copies: the far faults waited behind them and the run slowed over 10x while a
+/// round landed as one (each block's eviction also waiting for the previous block's to land),
+/// 4x once a round's demand pages crossed before its prefetches, 1.5x since each copy's eviction
+/// starts with its round (session 21), nearly half the prefetched pages evicted unused. Counting
+/// the pages still queued on the link (`uvm.prefetch.full_link_room`) keeps fewer, better used
+/// prefetches; continued prefetch still costs xsbench about a third over on-demand only (its
+/// prefetched pages each evict one on a link 80% busy). When demand pages wait for their
+/// interval's set, continued prefetch adds up to one interval to each far fault.
 #[test]
 fn polled_continued_prefetch_fills_only_the_link_room_once_memory_is_full() {
     let run_copies = |when_full: &str, link_room: bool, wait: bool, per_copy: bool| {
@@ -115,16 +117,17 @@ fn polled_continued_prefetch_fills_only_the_link_room_once_memory_is_full() {
         assert!(g(m, "uvm.pages_evicted") > 0.0 && g(m, "uvm.prefetch.pages") > g(&stop, "uvm.prefetch.pages"));
     }
     let (t_stop, t_room, t_queued) = (g(&stop, "time.total_ns"), g(&room, "time.total_ns"), g(&queued, "time.total_ns"));
-    assert!(t_room < 1.25 * t_stop, "link room: {t_room} ns against {t_stop} on demand only");
+    // 1.32x here (1.12x while each block's eviction waited for the previous one's, which slowed on-demand only more).
+    assert!(t_room < 1.5 * t_stop, "link room: {t_room} ns against {t_stop} on demand only");
     // Sized by the demand pages only, the sets' prefetches still queue ahead of later rounds' demand pages
-    // (4.1x here); with each round landing as one, in VA order, a demand page also waited for its own
-    // round's prefetches (12.5x).
+    // (1.54x here); with each round landing as one, in VA order, a demand page also waited for its own
+    // round's prefetches and every block for the evictions before it (14x).
     let t_round = g(&run_copies("locality", false, false, false), "time.total_ns");
-    assert!(t_queued > 3.0 * t_stop, "demand pages only: {t_queued} ns against {t_stop}");
-    assert!(t_round > 10.0 * t_stop && t_round > 2.0 * t_queued, "rounds landing as one: {t_round} ns against {t_queued}");
+    assert!(t_queued > 1.1 * t_room, "demand pages only: {t_queued} ns against {t_room} with the link room");
+    assert!(t_round > 10.0 * t_stop && t_round > 5.0 * t_queued, "rounds landing as one: {t_round} ns against {t_queued}");
     let unused = |m: &Metrics| g(m, "uvm.prefetch.evicted_unused") / g(m, "uvm.prefetch.pages");
-    // Without the link room most of them are evicted unused (0.70; over 0.8 before evictions had their own copy engine).
-    assert!(unused(&room) < 0.5 && unused(&queued) > 0.6, "evicted unused: {} and {}", unused(&room), unused(&queued));
+    // Without the link room more of them are evicted unused (0.45 against 0.31).
+    assert!(unused(&room) < 0.4 && unused(&queued) > unused(&room) + 0.1, "evicted unused: {} and {}", unused(&room), unused(&queued));
     assert!(g(&room, "uvm.polled.fault_ns.mean") < 2.0 * g(&stop, "uvm.polled.fault_ns.mean"));
     // Waiting for the sets: once full with "stop" no set is built and nothing waits; with continued
     // prefetch each demand page waits for the end of its 20 µs interval, at most one interval more.

@@ -202,7 +202,9 @@ section! {
         pub merged_faults_take_mshr: bool = true,
         /// Polled model: each copy of a handler round lands on its own, the faults on its pages ending when it arrives,
         /// and the round's demand pages cross the link before its prefetched ones (true); or the round lands as one when
-        /// its last copy arrives, its copies in VA-block order (false, the model before 2026-11-28). Seed paged-memory §3
+        /// its last copy arrives, its copies in VA-block order (false, the model before 2026-11-28). With true each copy
+        /// also starts from the round's start: with GPU memory full (page granularity) a block's eviction waits only for
+        /// the copy engine, not for the other blocks' evictions to land (since 2026-11-28, session 21). Seed paged-memory §3
         /// (step 6): "Once the page is migrated to the GPU, the corresponding entry in the far-fault MSHRs is used to
         /// notify the appropriate TLBs to replay"; §4.1: "Because we do not want to impede on-demand fetches, we add
         /// prefetch requests to a transfer set only as a last resort."
@@ -2132,7 +2134,13 @@ impl Uvm {
             add(&mut t, c.map, &mut st.map);
         }
         self.stats.remote_mapped += remote.len() as u64;
+        // Per copy, each block's copy is its own flight from the round's start: its eviction (page granularity)
+        // and copy do not wait for the evictions of the round's other blocks, only for the copy engines.
+        let round_start = t;
         for (block, demand, mut prefetched) in work {
+            if per_copy {
+                t = round_start;
+            }
             if !self.prefetch_policy().per_batch() && !demand.is_empty() {
                 prefetched = self.block_prefetch(block, &demand, residency);
                 if self.thrashing.tracking() || !self.advised.is_empty() {
@@ -2152,6 +2160,9 @@ impl Uvm {
                     Some(after) => {
                         st.evict += after - t;
                         t = after;
+                        if per_copy {
+                            landed = landed.max(after);
+                        }
                     }
                     None => {
                         self.stats.deferred_blocks += 1;
@@ -3798,6 +3809,46 @@ mod tests {
         drain(&mut u, &mut link, &mut res);
         assert_eq!((u.stats.evictions, u.stats.prefetched), (4, 6));
         assert!((600..604).all(|p| res.is_resident(p)) && res.resident_pages() == 4);
+    }
+
+    #[test]
+    fn polled_copies_of_a_full_round_evict_without_waiting_for_each_other() {
+        // 4 pages of GPU memory, full; a 1 µs link. One round brings pages of 3 blocks, each evicting a page.
+        for per_copy in [true, false] {
+            let (mut u, _, mut res) = polled(16, PrefetchConfig::default());
+            let mut link = Link::new(&{
+                let mut l = Config::default().link;
+                (l.latency_ns, l.bandwidth_gbps) = (1000.0, 16.0);
+                l
+            });
+            u.land_per_copy = per_copy;
+            u.page_evict =
+                Some(Box::new(PageMemory { capacity: 4, pages: Pages::new(EvictionPolicy::Lru, 0), pinned: FxHashSet::default() }));
+            for (i, p) in [0, 1, 2, 3].into_iter().enumerate() {
+                u.raise(fault_at(i as Ps * 1_000_000, p, 0));
+            }
+            drain(&mut u, &mut link, &mut res);
+            assert_eq!((res.resident_pages(), u.stats.evictions), (4, 0));
+            for (i, p) in [600, 1200, 1800].into_iter().enumerate() {
+                u.raise(fault_at(100_000_000, p, i as u32));
+            }
+            let landed = drain(&mut u, &mut link, &mut res);
+            assert_eq!(u.stats.evictions, 3);
+            let when = |p: u64| landed.iter().find(|l| l.0 == p).unwrap().1;
+            // The handler takes the three at 120 µs. A page's copy takes 256 ns, and 1 µs more to land.
+            let want = if per_copy {
+                // Evictions back to back on the device-to-host engine (in at 121.256, 121.512, 121.768 µs); each
+                // block's copy after its own eviction, queued on the host-to-device engine.
+                [122_512_000, 122_768_000, 123_024_000]
+            } else {
+                // Each block's eviction starts when the previous one has landed (121.256, 122.512, 123.768 µs),
+                // and the round lands with its last copy.
+                [125_024_000; 3]
+            };
+            for (p, w) in [600, 1200, 1800].into_iter().zip(want) {
+                assert!(near(when(p), w), "{per_copy}: {landed:?}");
+            }
+        }
     }
 
     #[test]
