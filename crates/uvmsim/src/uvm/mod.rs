@@ -599,7 +599,7 @@ pub struct UvmStats {
     /// Pages prefetched, and those evicted before the GPU touched them.
     pub prefetched: u64,
     pub prefetch_evicted_untouched: u64,
-    /// Pages a locality window passed over because they were resident, and the demand faults
+    /// Pages a locality window passed over because they were resident (once GPU memory is full), and the demand faults
     /// later taken on such pages before they arrived again (evicted after the window skipped them).
     pub window_skipped_resident: u64,
     pub window_skipped_refaults: u64,
@@ -1749,10 +1749,12 @@ impl Uvm {
             }
             PrefetchPolicy::Locality => match last {
                 Some(l) => {
+                    // Tracked once GPU memory is full: before, nothing is evicted and the set would only grow.
+                    let track = self.full;
                     let skipped = &mut self.window_skipped;
                     let mut n = 0;
                     let out = prefetch::locality(&self.allocs, l, self.prefetch.window_pages as u64, want, |p| {
-                        if residency.is_resident(p) {
+                        if track && residency.is_resident(p) {
                             n += skipped.insert(p) as u64;
                         }
                         taken(p)
