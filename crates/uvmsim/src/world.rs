@@ -85,6 +85,8 @@ pub struct World {
     memcpy_ps: Ps,
     memcpy_bytes: u64,
     done_at: Option<Ps>,
+    /// The oracle's first pass: done once the first-touch order is complete.
+    first_pass: bool,
     replay: Option<Replay>,
     /// An `Ev::UvmCounters` is on the queue.
     counters_armed: bool,
@@ -174,6 +176,7 @@ impl World {
             memcpy_ps: 0,
             memcpy_bytes: 0,
             done_at: None,
+            first_pass: false,
             replay: None,
             counters_armed: false,
             page_bytes: cfg.translation.page_size.0,
@@ -590,7 +593,7 @@ impl Model for World {
     }
 
     fn finished(&self) -> bool {
-        self.done_at.is_some()
+        self.done_at.is_some() || (self.first_pass && self.uvm.first_touch_complete)
     }
 
     fn describe_waiting(&self) -> Vec<String> {
@@ -702,6 +705,23 @@ fn check_advice(cfg: &Config, program: &workload::Program) -> Result<(), SimErro
     Ok(())
 }
 
+/// Zheng's oracle (seed paged-memory §4.2): a first pass of `cfg`, demand paging only,
+/// records the order in which pages are first faulted; returns it and the events the pass
+/// handled. Unless `to_end`, the pass stops once every managed page has been faulted: the
+/// rest of the run cannot change the order (a stencil's later sweeps fault nothing new).
+pub fn first_touch_pass(cfg: &Config, to_end: bool) -> Result<(Vec<u64>, u64), SimError> {
+    let mut first = cfg.clone();
+    first.uvm.prefetch.policy = PrefetchPolicy::None;
+    (first.uvm.records, first.uvm.baselines) = (false, false);
+    let mut pass = World::new(&first, workload::build(&first).map_err(SimError::BadInput)?);
+    pass.uvm.record_first_touch();
+    pass.first_pass = !to_end;
+    let mut q = EventQueue::new();
+    q.push(0, Ev::Host);
+    let rep = sim::run(&mut pass, &mut q, &run_options(cfg))?;
+    Ok((pass.uvm.first_touch_order(), rep.events))
+}
+
 /// Run the system `cfg` describes; returns its metrics and record tables.
 pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     let apps = (!cfg.multi.apps.is_empty()).then(|| multi::apps::Apps::build(cfg)).transpose().map_err(SimError::BadInput)?;
@@ -717,16 +737,7 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
         world.apps = Some(a);
     }
     if cfg.uvm.prefetch.policy == PrefetchPolicy::Oracle && cfg.workload.managed {
-        // Zheng's oracle: a first pass, demand paging only, records the order in which pages are first faulted.
-        let mut first = cfg.clone();
-        first.uvm.prefetch.policy = PrefetchPolicy::None;
-        (first.uvm.records, first.uvm.baselines) = (false, false);
-        let mut pass = World::new(&first, workload::build(&first).map_err(SimError::BadInput)?);
-        pass.uvm.record_first_touch();
-        let mut q = EventQueue::new();
-        q.push(0, Ev::Host);
-        sim::run(&mut pass, &mut q, &run_options(cfg))?;
-        world.uvm.set_oracle(pass.uvm.first_touch_order());
+        world.uvm.set_oracle(first_touch_pass(cfg, false)?.0);
     }
     let mut q = EventQueue::new();
     q.push(0, Ev::Host);

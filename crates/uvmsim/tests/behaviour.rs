@@ -509,3 +509,39 @@ fn shared_pages_ping_ponging_between_gpus_do_not_starve_multi_page_warps() {
         assert_eq!(m(&base, &k), m(&whole, &k));
     }
 }
+
+/// The oracle's first pass (Zheng's first-touch order) stops once every managed page has
+/// faulted: a 4-sweep stencil faults everything in its first sweep, so the pass handles far
+/// fewer events and records the same order as a pass run to the end. A kernel that never
+/// touches some managed pages runs the whole pass either way.
+#[test]
+fn the_oracle_pass_stops_once_every_managed_page_has_faulted() {
+    let stencil = cfg(&[
+        "workload.kind=stencil3d",
+        "workload.stencil3d.nx=64",
+        "workload.stencil3d.ny=64",
+        "workload.stencil3d.nz=16",
+        "workload.stencil3d.iterations=4",
+        "workload.stencil3d.threads=4096",
+        "workload.managed=true",
+        "uvm.prefetch.policy=\"oracle\"",
+    ]);
+    let (early, early_events) = uvmsim::world::first_touch_pass(&stencil, false).unwrap();
+    let (full, full_events) = uvmsim::world::first_touch_pass(&stencil, true).unwrap();
+    // Two grids of 64 x 64 x 16 floats: 2 x 64 pages.
+    assert_eq!(full.len(), 128);
+    assert_eq!(early, full);
+    assert!(early_events * 2 < full_events, "{early_events} vs {full_events}");
+    // One page in 16 touched (threads 64 KiB apart): the order never completes.
+    let sparse = cfg(&[
+        "workload.kind=random",
+        "workload.random.threads=256",
+        "workload.random.bytes_per_thread=\"64KiB\"",
+        "workload.managed=true",
+        "uvm.prefetch.policy=\"oracle\"",
+    ]);
+    let (early, early_events) = uvmsim::world::first_touch_pass(&sparse, false).unwrap();
+    let (full, full_events) = uvmsim::world::first_touch_pass(&sparse, true).unwrap();
+    assert_eq!(full.len(), 256);
+    assert_eq!((early, early_events), (full, full_events));
+}

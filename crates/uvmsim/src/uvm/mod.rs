@@ -901,6 +901,10 @@ pub struct Uvm {
     oracle_at: usize,
     /// Recording the first-touch order (the oracle's first pass): pages in order, and those seen.
     first_touch: Option<(Vec<u64>, FxHashSet<u64>)>,
+    /// The managed pages a recording can see (the union of the allocations), and whether it has
+    /// seen them all: nothing later can add to the order, so the first pass may stop there.
+    first_touch_pages: u64,
+    pub first_touch_complete: bool,
     /// VA blocks mapped on the CPU: the host threads that touched them and the pages mapped.
     cpu_mapped: FxHashMap<u64, HostMap>,
     /// Page ranges resident on the CPU (host-initialised); other pages are
@@ -1078,6 +1082,8 @@ impl Uvm {
             oracle: vec![],
             oracle_at: 0,
             first_touch: None,
+            first_touch_pages: 0,
+            first_touch_complete: false,
             cpu_mapped: FxHashMap::default(),
             cpu_resident: vec![],
             // The polled model's latency runs from each fault's arrival, before its round: a round costs nothing more.
@@ -1322,8 +1328,20 @@ impl Uvm {
     }
 
     /// Record the order in which pages are first faulted (the oracle's first pass).
+    /// Call after the allocations are added (the world adds them all when it is built).
     pub fn record_first_touch(&mut self) {
         self.first_touch = Some((vec![], FxHashSet::default()));
+        // Allocations are sorted; count their union (two never share a page, but be sure).
+        let (mut pages, mut covered) = (0, 0);
+        for &(f, e) in &self.allocs {
+            let f = f.max(covered);
+            if e > f {
+                pages += e - f;
+                covered = e;
+            }
+        }
+        self.first_touch_pages = pages;
+        self.first_touch_complete = pages == 0;
     }
 
     /// The pages in the order they were first faulted (serviced), when recording.
@@ -1988,6 +2006,7 @@ impl Uvm {
                     order.push(f.vpn);
                 }
             }
+            self.first_touch_complete = order.len() as u64 >= self.first_touch_pages;
         }
         // Thrashing hints and placement hints: throttled pages wait (their warps fault
         // again after the replay), pinned or hinted ones are mapped remotely.
