@@ -126,6 +126,10 @@ const SHORT_STALL_CYCLES: u64 = 32;
 #[derive(Debug, Clone, Copy)]
 struct Sleeper {
     slot: u32,
+    /// Its SM's µTLB (fixed for the warp's life): `resume` checks the page it stopped at
+    /// without reading the warp.
+    utlb: u32,
+    /// `UNKNOWN`, or the last page of the warp's `faulted` list, found missing when noted.
     on: u64,
     /// The pages of the warp's `faulted` list when it fell asleep (a sleeping warp's list
     /// only shrinks, so this stays a superset): `requeue_waiters` skips, without touching
@@ -136,8 +140,8 @@ struct Sleeper {
 impl Sleeper {
     const UNKNOWN: u64 = u64::MAX;
 
-    fn new(slot: u32, faulted: &[u64]) -> Sleeper {
-        Sleeper { slot, on: Sleeper::UNKNOWN, pages: PageFilter::of(faulted) }
+    fn new(slot: u32, utlb: usize, faulted: &[u64]) -> Sleeper {
+        Sleeper { slot, utlb: utlb as u32, on: Sleeper::UNKNOWN, pages: PageFilter::of(faulted) }
     }
 }
 
@@ -531,14 +535,14 @@ impl Gpu {
                 // the faulted instructions and this wait.
                 Op::Wait if !w.pending.is_empty() => {
                     w.pending.push((Op::Wait, Box::default()));
-                    self.waiting.push(Sleeper::new(slot, &w.faulted));
+                    self.waiting.push(Sleeper::new(slot, self.xlat.utlb_of(sm), &w.faulted));
                     return Ok(());
                 }
                 Op::Wait => next.max(w.loads),
                 // Blocking faults: a µTLB with a fault outstanding takes no requests until the replay.
                 Op::Mem { .. } if self.blocking && self.blocked[self.xlat.utlb_of(sm)] => {
                     w.pending.push((op, saved_lanes(&op, &self.scratch)));
-                    self.waiting.push(Sleeper::new(slot, &w.faulted));
+                    self.waiting.push(Sleeper::new(slot, self.xlat.utlb_of(sm), &w.faulted));
                     return Ok(());
                 }
                 Op::Mem { kind, lanes, bytes } => {
@@ -584,13 +588,13 @@ impl Gpu {
                             // Blocking: the µTLB stops, and the warp waits where it is.
                             let u = self.xlat.utlb_of(sm);
                             self.blocked[u] = true;
-                            self.waiting.push(Sleeper::new(slot, &w.faulted));
+                            self.waiting.push(Sleeper::new(slot, self.xlat.utlb_of(sm), &w.faulted));
                             return Ok(());
                         }
                         if self.stall_on_fault && kind != MemKind::Prefetch {
                             // Zheng's GPU: the faulting warp stalls here (its µTLB goes on serving
                             // the other warps); after the replay it re-executes this instruction.
-                            self.waiting.push(Sleeper::new(slot, &w.faulted));
+                            self.waiting.push(Sleeper::new(slot, self.xlat.utlb_of(sm), &w.faulted));
                             return Ok(());
                         }
                     } else {
@@ -605,7 +609,7 @@ impl Gpu {
                 }
                 // Exiting with faulted instructions: sleep; after the replay they run, then the stream exits again.
                 Op::Exit if !w.pending.is_empty() => {
-                    self.waiting.push(Sleeper::new(slot, &w.faulted));
+                    self.waiting.push(Sleeper::new(slot, self.xlat.utlb_of(sm), &w.faulted));
                     return Ok(());
                 }
                 Op::Exit => {
@@ -802,14 +806,30 @@ impl Gpu {
             self.blocked[u as usize] = false;
         }
         let (warps, residency, blocked, xlat) = (&mut self.warps, &self.xlat.space.residency, &self.blocked, &self.xlat);
+        // Many sleepers of a µTLB wait for the same few pages: remember the latest answers
+        // (nothing changes residency or the driver's state during the scan).
+        let mut memo = [(u32::MAX, Sleeper::UNKNOWN, false); 16];
+        let mut waits = |u: u32, p: u64| {
+            let e = &mut memo[((p ^ u as u64) % 16) as usize];
+            if (e.0, e.1) != (u, p) {
+                *e = (u, p, !residency.is_mapped(p) && in_service(u, p));
+            }
+            e.2
+        };
         self.waiting.retain_mut(|s| {
-            // Its own wake rule (pages still in service), so no noted page is kept.
+            // Still waiting for the page it stopped at (its list has not changed while it
+            // slept): it sleeps on without touching the warp (most sleepers, most rounds).
+            if s.on != Sleeper::UNKNOWN && waits(s.utlb, s.on) {
+                return true;
+            }
             s.on = Sleeper::UNKNOWN;
             let slot = s.slot;
             if let Some(w) = warps[slot as usize].as_mut() {
-                let u = xlat.utlb_of(w.sm as usize);
+                let u = s.utlb as usize;
+                debug_assert_eq!(u, xlat.utlb_of(w.sm as usize));
                 while let Some(&p) = w.faulted.last() {
-                    if !residency.is_mapped(p) && in_service(u as u32, p) {
+                    if waits(s.utlb, p) {
+                        s.on = p;
                         return true;
                     }
                     w.faulted.pop();
@@ -1070,7 +1090,7 @@ mod tests {
                 faulted: pages.to_vec(),
                 epoch: 0,
             }));
-            gpu.waiting.push(Sleeper::new((gpu.warps.len() - 1) as u32, pages));
+            gpu.waiting.push(Sleeper::new((gpu.warps.len() - 1) as u32, 0, pages));
         }
         gpu
     }

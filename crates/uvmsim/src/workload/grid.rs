@@ -104,6 +104,59 @@ impl GridKernel {
         self.dims[0] * self.dims[1] * self.dims[2]
     }
 
+    /// (x, y, z) of element `e`.
+    #[inline]
+    fn coords(&self, e: u64) -> [u64; 3] {
+        let [nx, ny, _] = self.dims;
+        let (x, r) = (e % nx, e / nx);
+        [x, r % ny, r / ny]
+    }
+
+    /// Lanes of `n` elements from `e0`, each lane's address computed into `scratch`.
+    fn lane_addrs(&self, a: Array, at: Index, e0: u64, n: u64, scratch: &mut [u64; MAX_LANES]) -> Lanes {
+        let [nx, ny, _] = self.dims;
+        let [mut x, mut y, mut z] = self.coords(e0);
+        for slot in scratch.iter_mut().take(n as usize) {
+            *slot = a.base + self.index(at, x, y, z) * a.elem_bytes as u64;
+            x += 1;
+            if x == nx {
+                x = 0;
+                y += 1;
+                if y == ny {
+                    y = 0;
+                    z += 1;
+                }
+            }
+        }
+        compact(scratch, n as usize)
+    }
+
+    /// The lanes of `n` elements from `e0` when they lie in one row and `at` maps them,
+    /// unclamped, to an ascending progression (most instructions): what `compact` would make
+    /// of the lane addresses, without computing them. None: the general path decides.
+    #[inline]
+    fn row_lanes(&self, a: Array, at: Index, e0: u64, n: u64) -> Option<Lanes> {
+        let [x, y, z] = self.coords(e0);
+        if x + n > self.dims[0] {
+            return None;
+        }
+        let step = match at {
+            // Lane i reads x + i + dx: no lane clamps if the first and last are inside the row.
+            Index::At { dx, .. } => {
+                let lo = x as i64 + dx as i64;
+                if lo < 0 || lo + n as i64 > self.dims[0] as i64 {
+                    return None;
+                }
+                1
+            }
+            Index::Affine { cx, .. } => cx,
+            Index::Coarse { .. } => return None,
+        };
+        let eb = a.elem_bytes as u64;
+        let stride = if n >= 2 { step * eb } else { 0 };
+        Some(Lanes::Strided { base: a.base + self.index(at, x, y, z) * eb, stride, n: n as u32 })
+    }
+
     /// Element index of `at` for the element at (x, y, z).
     #[inline]
     fn index(&self, at: Index, x: u64, y: u64, z: u64) -> u64 {
@@ -154,23 +207,9 @@ impl GridWarp {
                 Step::Compute(c) => Op::Compute(c),
                 Step::Mem { kind, array, at } => {
                     let a = self.k.arrays[array as usize];
-                    let n = (total - self.e0).min(self.lanes as u64) as usize;
-                    let [nx, ny, _] = self.k.dims;
-                    let (mut x, r) = (self.e0 % nx, self.e0 / nx);
-                    let (mut y, mut z) = (r % ny, r / ny);
-                    for slot in scratch.iter_mut().take(n) {
-                        *slot = a.base + self.k.index(at, x, y, z) * a.elem_bytes as u64;
-                        x += 1;
-                        if x == nx {
-                            x = 0;
-                            y += 1;
-                            if y == ny {
-                                y = 0;
-                                z += 1;
-                            }
-                        }
-                    }
-                    Op::Mem { kind, lanes: compact(scratch, n), bytes: a.elem_bytes }
+                    let n = (total - self.e0).min(self.lanes as u64);
+                    let lanes = self.k.row_lanes(a, at, self.e0, n).unwrap_or_else(|| self.k.lane_addrs(a, at, self.e0, n, scratch));
+                    Op::Mem { kind, lanes, bytes: a.elem_bytes }
                 }
             };
         }
@@ -229,6 +268,41 @@ mod tests {
         }
         // Twice each (repeat = 2), elements 0, 16, 32, 48 (16 threads).
         assert_eq!(bases, [0, 0, 16, 16, 32, 32, 48, 48]);
+    }
+
+    proptest::proptest! {
+        /// The one-row shortcut gives what the lane-by-lane path gives whenever it applies,
+        /// and applies to the common case (a warp inside a row, no clamped lane).
+        #[test]
+        fn row_lanes_agree_with_the_lane_addresses(
+            dims in (1u64..48, 1u64..6, 1u64..4),
+            d in (-3i32..4, -2i32..3, -1i32..2),
+            affine in (0u64..5, 0u64..4, 0u64..9, 1u64..4, 0u64..3),
+            kind in 0u8..3,
+            eb in proptest::sample::select(vec![1u32, 4, 8]),
+            e0 in 0u64..1000,
+            n in 1u64..=32,
+        ) {
+            let k = GridKernel::new([dims.0, dims.1, dims.2], 1, 1, vec![Array { base: 0x10000, elem_bytes: eb }], vec![Step::Wait]);
+            let e0 = e0 % k.elements();
+            let n = n.min(k.elements() - e0);
+            let at = match kind {
+                0 => Index::At { dx: d.0, dy: d.1, dz: d.2 },
+                1 => Index::Affine { c0: affine.0, cx: affine.1, cy: affine.2, ydiv: affine.3, cz: affine.4 },
+                _ => Index::Coarse { div: affine.3 },
+            };
+            let a = k.arrays[0];
+            let mut s = [0; MAX_LANES];
+            let slow = k.lane_addrs(a, at, e0, n, &mut s);
+            if let Some(fast) = k.row_lanes(a, at, e0, n) {
+                proptest::prop_assert_eq!(fast, slow);
+            }
+            let x = e0 % dims.0;
+            let inside = x as i64 + d.0 as i64 >= 0 && x as i64 + d.0 as i64 + n as i64 <= dims.0 as i64;
+            if x + n <= dims.0 && (kind == 0 && inside || kind == 1) {
+                proptest::prop_assert!(k.row_lanes(a, at, e0, n).is_some());
+            }
+        }
     }
 
     #[test]
