@@ -92,6 +92,29 @@ WORKLOADS: tuple[Workload, ...] = (
         },
         {"workload.fault_burst.faults": 4096},
     ),
+    # Fault-heavy under oversubscription: Zheng's polled far faults (replayable, 16 per CU) on a
+    # 3-sweep stencil whose footprint is 4/3 of GPU memory, 4 KiB LRU eviction and locality prefetch:
+    # sleeping warps, evictions and the element-wise generator (the zheng-oversub-sweep path).
+    Workload(
+        "oversub-stencil",
+        "gtx480-zheng",
+        {
+            "workload.kind": "stencil3d",
+            "workload.managed": True,
+            "workload.stencil3d.nx": 256,
+            "workload.stencil3d.ny": 256,
+            "workload.stencil3d.nz": 32,
+            "workload.stencil3d.iterations": 3,
+            "workload.stencil3d.threads": 65536,
+            "uvm.fault_mode": "replayable",
+            "uvm.utlb_fault_limit": 16,
+            "uvm.eviction.granularity": "page",
+            "uvm.eviction.policy": "lru",
+            "uvm.prefetch.policy": "locality",
+            "uvm.oversubscription": 4 / 3,
+        },
+        {"workload.stencil3d.nx": 64, "workload.stencil3d.ny": 64, "workload.stencil3d.nz": 8},
+    ),
     # Trace replay: the float STREAM triad recorded to a .uvmt, replayed through the GPU model
     # (docs/performance.md has the command for a 1-billion-access trace).
     Workload("warp-trace-replay", "titan-v", _STREAM_F32, {"workload.stream.elements": 1 << 20}, record=True),
