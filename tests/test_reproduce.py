@@ -208,6 +208,40 @@ def test_reproduce_cli_resume_reads_the_runs_back(cli: Cli, tmp_path: Path) -> N
     assert stamps and all(p.stat().st_mtime_ns == t for p, t in stamps.items())  # none rewritten
 
 
+def test_jobs_simulate_the_planned_runs_ahead_with_the_same_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one = rep.reproduce("apu-divergence", tmp_path / "one", quick=True)
+    calls = count_runs(monkeypatch)  # counts the analysis's own runs (the workers are other processes)
+    two, ctx = rep.reproduce_context("apu-divergence", tmp_path / "two", quick=True, jobs=2)
+    assert calls == []  # every run was simulated ahead and read back
+    assert ctx.fresh == set(ctx.runs) and len(ctx.runs) == 4
+    assert ctx.reused_s == 0  # their time is in the wall clock
+    assert [(r.metric, r.simulated) for r in two] == [(r.metric, r.simulated) for r in one]
+
+
+def test_planning_lists_runs_until_the_analysis_needs_real_numbers(tmp_path: Path) -> None:
+    spec = rep.load_spec("apu-divergence")
+
+    def analysis(ctx: rep.Context) -> dict[str, float]:
+        a = ctx.run("a", {"workload.kind": "stream"})
+        ctx.run("b", {"workload.kind": "stream", "sim.seed": int(a.metrics["sim.seed"]) + 1})
+        if a.metrics["time.kernel_ns"] > 1e6:  # placeholders read 1: not taken
+            ctx.run("never", {})
+        ctx.run("c", {"workload.kind": "stream"}, preset="titan-v")
+        a.tables["batches"]  # no records in a planned result: planning ends here
+        ctx.run("after", {})
+        return {}
+
+    plan = rep.plan_runs(rep.Context(spec=spec, params={"set": {"x.y": 1}}, out=tmp_path), analysis)
+    assert [(n, o, p) for n, o, p in plan] == [
+        ("a", {"x.y": 1, "workload.kind": "stream"}, "kaveri-apu"),
+        ("b", {"x.y": 1, "workload.kind": "stream", "sim.seed": 2}, "kaveri-apu"),
+        ("c", {"x.y": 1, "workload.kind": "stream"}, "titan-v"),
+    ]
+    assert not any(tmp_path.iterdir())  # nothing simulated, nothing written
+
+
 def test_reproduce_cli_prints_status_and_exits_0(cli: Cli, tmp_path: Path) -> None:
     p = cli("reproduce", "apu-tlb-miss-latency", "--quick", "-o", "r")
     assert p.returncode == 0, p.stderr

@@ -312,6 +312,14 @@ def config_markdown(reference: Sequence[dict[str, Any]], section_docs: Sequence[
     "where it stopped). Do not use it across uvmsim versions.",
 )
 @click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Simulate an experiment's runs on this many processes first (the results are the same).",
+)
+@click.option(
     "--markdown",
     type=click.Path(dir_okay=False, readable=False, path_type=Path),
     metavar="FILE",
@@ -325,6 +333,7 @@ def reproduce_cmd(
     out: Path | None,
     quick: bool,
     resume: bool,
+    jobs: int,
     markdown: Path | None,
 ) -> int:
     """Re-run seed experiment ID and compare with the published numbers (OUT/comparison.csv, OUT/plot.png).
@@ -346,7 +355,7 @@ def reproduce_cmd(
             raise click.UsageError("--all runs every experiment: give no ID and no --list")
         if markdown is not None:
             report_mod.check_markdown_target(markdown)  # fail before the runs, not after
-        return _reproduce_all(out or Path("uvmsim-out") / "reproduce", quick, resume, markdown)
+        return _reproduce_all(out or Path("uvmsim-out") / "reproduce", quick, resume, jobs, markdown)
     if list_only or experiment_id is None:
         if experiment_id is not None:
             raise click.UsageError("give an experiment ID or --list, not both")
@@ -358,7 +367,7 @@ def reproduce_cmd(
     outdir = out if out is not None else Path("uvmsim-out") / spec.id
     click.echo(f"{spec.id}: {spec.title} (preset {spec.preset}{', quick' if quick else ''})")
     start = time.perf_counter()
-    rows, ctx = reproduce_mod.reproduce_context(spec.id, outdir, quick=quick, resume=resume)
+    rows, ctx = reproduce_mod.reproduce_context(spec.id, outdir, quick=quick, resume=resume, jobs=jobs)
     # With --resume, the reused runs' simulation time counts: --markdown records what the experiment takes.
     elapsed = time.perf_counter() - start + ctx.reused_s
     _echo_rows(
@@ -390,7 +399,7 @@ def reproduce_cmd(
     return 0
 
 
-def _reproduce_all(out: Path, quick: bool, resume: bool, markdown: Path | None) -> int:
+def _reproduce_all(out: Path, quick: bool, resume: bool, jobs: int, markdown: Path | None) -> int:
     from uvmsim import report as report_mod
 
     def on_done(o: report_mod.Outcome) -> None:
@@ -403,7 +412,7 @@ def _reproduce_all(out: Path, quick: bool, resume: bool, markdown: Path | None) 
         f"reproducing {len(targets) - len(unsupported)} experiments{' (quick)' if quick else ''} into {out}; "
         f"{len(unsupported)} of VALIDATION.md are not yet supported"
     )
-    outcomes = report_mod.reproduce_all(out, quick=quick, resume=resume, on_done=on_done)
+    outcomes = report_mod.reproduce_all(out, quick=quick, resume=resume, jobs=jobs, on_done=on_done)
     counts = report_mod.summary_counts(outcomes)
     elapsed = report_mod.load_run_meta(out).get("elapsed_s")
     click.echo(

@@ -175,7 +175,7 @@ def status_of(rows: Sequence[rep.Row]) -> str:
     return "INFO" if rows and all(r.passed is None for r in rows) else "PASS"
 
 
-def run_experiment(id: str, out: Path, *, quick: bool = False, resume: bool = False) -> Outcome:
+def run_experiment(id: str, out: Path, *, quick: bool = False, resume: bool = False, jobs: int = 1) -> Outcome:
     """Reproduce experiment ``id`` into ``out``, draw its plot, and write ``out/result.json``.
 
     Any error of the experiment (a config error, a failed simulation, a bug in its analysis, a Rust panic) is
@@ -186,7 +186,7 @@ def run_experiment(id: str, out: Path, *, quick: bool = False, resume: bool = Fa
     start = time.perf_counter()
     reused_s = 0.0
     try:
-        rows, ctx = rep.reproduce_context(id, out, quick=quick, resume=resume)
+        rows, ctx = rep.reproduce_context(id, out, quick=quick, resume=resume, jobs=jobs)
         reused_s = ctx.reused_s
         outcome = Outcome(id, status_of(rows), 0.0, quick, rows=rows)
     except (KeyboardInterrupt, SystemExit, GeneratorExit):
@@ -212,6 +212,7 @@ def reproduce_all(
     *,
     quick: bool = False,
     resume: bool = False,
+    jobs: int = 1,
     ids: Sequence[str] | None = None,
     on_start: Callable[[str], None] | None = None,
     on_done: Callable[[Outcome], None] | None = None,
@@ -220,7 +221,8 @@ def reproduce_all(
     ``out/report.html`` after each one. Returns the outcomes in VALIDATION.md order.
 
     Results of a previous run in ``out`` for the experiments about to run are removed first, so the report never
-    shows a stale result as this run's. ``resume``: each experiment reuses its finished runs (``reproduce``).
+    shows a stale result as this run's. ``resume``: each experiment reuses its finished runs (``reproduce``);
+    ``jobs``: each experiment simulates its runs on that many processes first.
     """
     root = Path(out)
     _, targets = load_validation()
@@ -242,7 +244,7 @@ def reproduce_all(
     for i in todo:
         if on_start is not None:
             on_start(i)
-        outcome = run_experiment(i, root / i, quick=quick, resume=resume)
+        outcome = run_experiment(i, root / i, quick=quick, resume=resume, jobs=jobs)
         outcomes.append(outcome)
         write_report(root)
         if on_done is not None:

@@ -14,6 +14,7 @@ simulated value, or a band ``A..B`` it must fall in.
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import csv
 import difflib
 import io
@@ -22,6 +23,7 @@ import math
 import operator
 import os
 import re
+import tempfile
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -104,26 +106,30 @@ class Context:
     resume: bool = False
     #: Simulation wall time (``sim.wall_s``) of the runs reused from ``out/runs`` instead of run again.
     reused_s: float = 0.0
+    #: Runs this invocation already finished ahead, in parallel (``jobs`` > 1): reused as resumed runs are; their
+    #: time is in the experiment's wall clock, not in ``reused_s``.
+    fresh: set[str] = field(default_factory=set)
+    #: Planning (``plan_runs``): each run is listed, not simulated, and every metric of its result reads 1.
+    planned: list[tuple[str, dict[str, Any], str]] | None = None
 
     def run(self, name: str, set: Mapping[str, Any], preset: str | None = None) -> uvmsim.Result:
         """Run the spec's preset (or ``preset``, for experiments that compare systems) with the spec's common
         ``set`` plus ``set``; keep the summary in ``runs/NAME``."""
         overrides = {**self.params.get("set", {}), **set}
         preset = preset or self.spec.preset
+        if self.planned is not None:
+            if len(self.planned) >= PLAN_LIMIT:
+                raise _PlanEnd
+            self.planned.append((name, overrides, preset))
+            return uvmsim.Result(metrics=_Placeholder(), config={}, version="plan")
         out = self.out / "runs" / name
-        result = self._stored(out, overrides, preset) if self.resume else None
+        reuse = self.resume or name in self.fresh
+        result = self._stored(out, overrides, preset) if reuse else None
         if result is not None:
-            self.reused_s += float(result.metrics.get("sim.wall_s", 0.0))
+            if name not in self.fresh:
+                self.reused_s += float(result.metrics.get("sim.wall_s", 0.0))
         else:
-            try:
-                result = uvmsim.run(preset=preset, set=overrides, out=out)
-            except uvmsim.BudgetExceeded as e:
-                # Noted, so that a resumed experiment does not spend the whole budget on it again.
-                config = uvmsim.resolve(preset=preset, set=overrides)
-                out.mkdir(parents=True, exist_ok=True)
-                atomic_write_json(out / BUDGET_FILE, {"config": config, "error": str(e)})
-                raise
-            (out / BUDGET_FILE).unlink(missing_ok=True)
+            result = _simulate(out, overrides, preset)
         self.runs[name] = result
         return result
 
@@ -144,6 +150,94 @@ class Context:
         except uvmsim.ConfigError:
             return None  # a damaged summary: run again
         return stored if stored.config == uvmsim.resolve(preset=preset, set=overrides) else None
+
+
+#: Planning stops after this many runs (an analysis that searches could otherwise list runs without end).
+PLAN_LIMIT = 5000
+
+
+class _PlanEnd(Exception):
+    """Planning listed ``PLAN_LIMIT`` runs."""
+
+
+class _Placeholder(dict[str, float | int]):
+    """A planned run's metrics: every one reads 1, so the analysis goes on to list its next runs."""
+
+    def __missing__(self, key: str) -> float:
+        return 1.0
+
+
+def _simulate(out: Path, overrides: Mapping[str, Any], preset: str) -> uvmsim.Result:
+    """Run one configuration into ``out``; a run that reaches its event budget is noted there (see ``_stored``)."""
+    try:
+        result = uvmsim.run(preset=preset, set=dict(overrides), out=out)
+    except uvmsim.BudgetExceeded as e:
+        # Noted, so that a resumed experiment does not spend the whole budget on it again.
+        config = uvmsim.resolve(preset=preset, set=dict(overrides))
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(out / BUDGET_FILE, {"config": config, "error": str(e)})
+        raise
+    (out / BUDGET_FILE).unlink(missing_ok=True)
+    return result
+
+
+def _simulate_ahead(out: str, overrides: dict[str, Any], preset: str) -> None:
+    """A worker's part of ``run_ahead``: the run is stored in ``out``; the result goes back through the disk."""
+    try:
+        _simulate(Path(out), overrides, preset)
+    except uvmsim.BudgetExceeded:
+        pass  # noted in ``out``: the analysis meets it again there
+
+
+def plan_runs(ctx: Context, analysis: Analysis) -> list[tuple[str, dict[str, Any], str]]:
+    """The runs ``analysis`` asks for, found by calling it with results whose metrics all read 1 (nothing is
+    simulated; its files go to a scratch directory). Where an analysis needs real numbers to go on (a search, a
+    table it reads), it fails there and only the runs listed until then are returned."""
+    with tempfile.TemporaryDirectory(prefix="uvmsim-plan-") as scratch:
+        plan = Context(spec=ctx.spec, params=ctx.params, out=Path(scratch), planned=[])
+        try:
+            analysis(plan)
+        except Exception:  # noqa: BLE001 - any failure on placeholder numbers just ends the plan
+            pass
+    assert plan.planned is not None
+    return plan.planned
+
+
+def run_ahead(ctx: Context, analysis: Analysis, jobs: int) -> None:
+    """Simulate the runs ``analysis`` will ask for on ``jobs`` worker processes, each into ``out/runs/NAME``, and
+    mark them fresh, so that the analysis, run next as usual, reads them back instead of simulating them one
+    at a time. Runs it asks for that planning could not foresee, or that failed here, it simulates itself (a
+    failure is then reported as without ``jobs``). Metrics are the same either way: each run is deterministic."""
+    by_name: dict[str, list[tuple[dict[str, Any], str]]] = {}
+    for name, overrides, preset in plan_runs(ctx, analysis):
+        by_name.setdefault(name, []).append((overrides, preset))
+    todo = []
+    for name, configs in by_name.items():
+        if any(c != configs[0] for c in configs):
+            continue  # one name, several configurations: the analysis runs them in its own order
+        overrides, preset = configs[0]
+        if ctx.resume:
+            try:
+                if ctx._stored(ctx.out / "runs" / name, overrides, preset) is not None:
+                    continue
+            except uvmsim.BudgetExceeded:
+                continue
+        todo.append((name, overrides, preset))
+    if not todo:
+        return
+    from uvmsim.sweep import worker_pool  # the pool that stops its workers on Ctrl-C
+
+    with worker_pool(jobs) as pool:
+        futures = {
+            pool.submit(_simulate_ahead, str(ctx.out / "runs" / name), overrides, preset): name
+            for name, overrides, preset in todo
+        }
+        for fut in cf.as_completed(futures):
+            try:
+                fut.result()
+            except Exception:  # noqa: BLE001 - the analysis runs it again and reports the error
+                continue
+            ctx.fresh.add(futures[fut])
 
 
 Analysis = Callable[[Context], dict[str, float]]
@@ -251,19 +345,22 @@ def write_csv(path: Path, header_row: tuple[str, ...], rows: list[tuple[Any, ...
     atomic_write_text(path, buf.getvalue())
 
 
-def reproduce(id: str, out: str | Path, *, quick: bool = False, resume: bool = False) -> list[Row]:
+def reproduce(id: str, out: str | Path, *, quick: bool = False, resume: bool = False, jobs: int = 1) -> list[Row]:
     """Run experiment ``id``, write ``out/comparison.csv`` (and ``out/runs/*``), return the rows.
 
-    ``resume``: reuse the runs already in ``out/runs`` whose stored configuration matches (see ``Context``)."""
-    return reproduce_context(id, out, quick=quick, resume=resume)[0]
+    ``resume``: reuse the runs already in ``out/runs`` whose stored configuration matches (see ``Context``).
+    ``jobs`` > 1: simulate the experiment's runs on that many processes first (``run_ahead``)."""
+    return reproduce_context(id, out, quick=quick, resume=resume, jobs=jobs)[0]
 
 
 def reproduce_context(
-    id: str, out: str | Path, *, quick: bool = False, resume: bool = False
+    id: str, out: str | Path, *, quick: bool = False, resume: bool = False, jobs: int = 1
 ) -> tuple[list[Row], Context]:
     """``reproduce``, also returning the experiment's ``Context`` (its runs, and the time of the reused ones)."""
     spec = load_spec(id)
     ctx = Context(spec=spec, params=spec.run_params(quick), out=Path(out), resume=resume)
+    if jobs > 1:
+        run_ahead(ctx, REGISTRY[id], jobs)
     simulated = REGISTRY[id](ctx)
     rows = compare(spec.checks, simulated)
     write_csv(

@@ -471,10 +471,10 @@ def _worker_init() -> None:
             os._exit(1)
 
 
-def _local_engine(
-    sources: list[tuple[str, str]], base: list[str], runs: list[RunSpec], jobs: int | None, address: str | None
-) -> Iterator[Row]:
-    """A process pool on this machine; yields each run's row as it finishes."""
+@contextmanager
+def worker_pool(jobs: int | None) -> Iterator[cf.ProcessPoolExecutor]:
+    """A process pool on this machine (``jobs`` workers, default one per CPU) whose runs in flight are stopped at
+    once when the body is left by an exception (Ctrl-C) or the generator using it is closed."""
     # spawn: fresh interpreters, children of the driver. Not fork: the driver may hold threads (a notebook);
     # not forkserver: its workers keep it alive and outlive a driver killed with SIGKILL.
     pool = cf.ProcessPoolExecutor(
@@ -484,12 +484,7 @@ def _local_engine(
     )
     done = False
     try:
-        futures = {pool.submit(execute, sources, base, r): r for r in runs}
-        for fut in cf.as_completed(futures):
-            try:
-                yield fut.result()
-            except BrokenProcessPool as e:  # a worker died (killed, out of memory): every run then fails
-                yield _failed_row(futures[fut], f"worker process died: {e}")
+        yield pool
         done = True
     finally:
         if not done:  # interrupted: stop the runs in flight now rather than wait for them
@@ -508,6 +503,19 @@ def _local_engine(
                 if manager is not None:
                     manager.join(timeout=30)  # it ends once it sees the workers gone
         pool.shutdown(wait=True)
+
+
+def _local_engine(
+    sources: list[tuple[str, str]], base: list[str], runs: list[RunSpec], jobs: int | None, address: str | None
+) -> Iterator[Row]:
+    """A process pool on this machine; yields each run's row as it finishes."""
+    with worker_pool(jobs) as pool:
+        futures = {pool.submit(execute, sources, base, r): r for r in runs}
+        for fut in cf.as_completed(futures):
+            try:
+                yield fut.result()
+            except BrokenProcessPool as e:  # a worker died (killed, out of memory): every run then fails
+                yield _failed_row(futures[fut], f"worker process died: {e}")
 
 
 def _ray_engine(
