@@ -588,7 +588,7 @@ impl Gpu {
                             // Blocking: the µTLB stops, and the warp waits where it is.
                             let u = self.xlat.utlb_of(sm);
                             self.blocked[u] = true;
-                            self.waiting.push(Sleeper::new(slot, self.xlat.utlb_of(sm), &w.faulted));
+                            self.waiting.push(Sleeper::new(slot, u, &w.faulted));
                             return Ok(());
                         }
                         if self.stall_on_fault && kind != MemKind::Prefetch {
