@@ -26,7 +26,7 @@ RANDOM = {
     "workload.gather.sorted": False,
 }
 # Wall-clock measurements, the only metrics allowed to differ between identical runs.
-WALL_CLOCK = {"sim.wall_s", "sim.events_per_s", "sim.warp_mem_insts_per_s"}
+WALL_CLOCK = uvmsim.WALL_CLOCK_METRICS
 
 
 def test_toml_values() -> None:

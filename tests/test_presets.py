@@ -105,7 +105,7 @@ def test_every_modern_preset_parameter_carries_a_comment(name: str) -> None:
     assert not bare, f"{name}: parameters without a source comment: {bare}"
 
 
-WALL_CLOCK = {"sim.wall_s", "sim.events_per_s", "sim.warp_mem_insts_per_s"}
+WALL_CLOCK = uvmsim.WALL_CLOCK_METRICS
 
 
 def _run(name: str, extra: dict[str, object] | None = None) -> dict[str, float]:

@@ -175,7 +175,7 @@ def test_resume_reuses_matching_runs_and_redoes_the_rest(tmp_path: Path, monkeyp
     assert calls == [runs[0].name]
     assert [(r.metric, r.simulated) for r in again] == [(r.metric, r.simulated) for r in first]
     # The reused runs' simulation time is kept, so a resumed experiment reports what it takes.
-    stored_s = sum(json.loads((d / "summary.json").read_text())["metrics"]["sim.wall_s"] for d in runs[1:])
+    stored_s = sum(json.loads((d / "summary.json").read_text())["metrics"]["sim.total_wall_s"] for d in runs[1:])
     assert ctx.reused_s == pytest.approx(stored_s) and ctx.reused_s > 0
     # Without resume every run is simulated again.
     calls.clear()

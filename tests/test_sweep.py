@@ -19,7 +19,7 @@ from conftest import Cli
 from uvmsim import sweep
 
 # Wall-clock measurements, the only metrics allowed to differ between identical runs.
-WALL_CLOCK = {"sim.wall_s", "sim.events_per_s", "sim.warp_mem_insts_per_s"}
+WALL_CLOCK = uvmsim.WALL_CLOCK_METRICS
 
 BASE = """\
 preset = "titan-v"

@@ -123,7 +123,7 @@ def test_mgpusim_tlb_comparison(tmp_path: Path) -> None:
 
 # --- binary traces (.uvmt): record, replay, convert; Accel-Sim traces ------------------------------------
 
-WALL_CLOCK = {"sim.wall_s", "sim.events_per_s", "sim.warp_mem_insts_per_s"}
+WALL_CLOCK = uvmsim.WALL_CLOCK_METRICS
 ACCELSIM = Path(__file__).resolve().parent / "data" / "accelsim" / "kernelslist.g"
 
 

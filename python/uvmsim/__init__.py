@@ -49,6 +49,7 @@ __all__ = [
     "InputError",
     "Result",
     "SimulationError",
+    "WALL_CLOCK_METRICS",
     "__version__",
     "config_reference",
     "config_sections",
@@ -66,6 +67,10 @@ __all__ = [
 ]
 
 __version__: str = _core.__version__
+
+#: Metrics that measure the host machine (wall-clock time and rates), not the simulated system: they
+#: differ between otherwise identical runs, and determinism checks leave them out.
+WALL_CLOCK_METRICS: frozenset[str] = frozenset(_core.WALL_CLOCK_METRICS)
 
 SUMMARY_FILE = "summary.json"
 

@@ -104,7 +104,8 @@ class Context:
     #: Reuse ``runs/NAME/summary.json`` when its configuration is the one this run would use (an interrupted
     #: experiment goes on where it stopped; runs of a changed uvmsim build are not detected: re-run without it).
     resume: bool = False
-    #: Simulation wall time (``sim.wall_s``) of the runs reused from ``out/runs`` instead of run again.
+    #: Simulation wall time of the runs reused from ``out/runs`` instead of run again: ``sim.total_wall_s``
+    #: (with an oracle's first pass and the baselines), or ``sim.wall_s`` for a run stored before it existed.
     reused_s: float = 0.0
     #: Runs this invocation already finished ahead, in parallel (``jobs`` > 1): reused as resumed runs are; their
     #: time is in the experiment's wall clock, not in ``reused_s``.
@@ -127,7 +128,8 @@ class Context:
         result = self._stored(out, overrides, preset) if reuse else None
         if result is not None:
             if name not in self.fresh:
-                self.reused_s += float(result.metrics.get("sim.wall_s", 0.0))
+                m = result.metrics
+                self.reused_s += float(m.get("sim.total_wall_s", m.get("sim.wall_s", 0.0)))
         else:
             result = _simulate(out, overrides, preset)
         self.runs[name] = result

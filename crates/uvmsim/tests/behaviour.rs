@@ -86,11 +86,16 @@ fn runs_are_deterministic() {
     let b = run(&sets);
     let strip = |x: &Metrics| {
         x.0.iter()
-            .filter(|(k, _)| !["sim.wall_s", "sim.events_per_s", "sim.warp_mem_insts_per_s"].contains(&k.as_str()))
+            .filter(|(k, _)| !uvmsim::stats::WALL_CLOCK_METRICS.contains(&k.as_str()))
             .map(|(k, v)| (k.clone(), v.as_f64()))
             .collect::<Vec<_>>()
     };
     assert_eq!(strip(&a), strip(&b));
+    // The list names what a run reports; the whole call contains its loop.
+    for k in uvmsim::stats::WALL_CLOCK_METRICS {
+        assert!(a.get(k).is_some(), "no metric {k}");
+    }
+    assert!(m(&a, "sim.total_wall_s") >= m(&a, "sim.wall_s"));
     let c = run(&[&sets[..], &["sim.seed=2"]].concat());
     assert_ne!(m(&a, "time.kernel_ns"), m(&c, "time.kernel_ns"));
 }

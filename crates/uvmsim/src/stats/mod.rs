@@ -23,6 +23,11 @@ impl Value {
     }
 }
 
+/// The metrics that measure the host machine rather than the simulated system: they
+/// differ between otherwise identical runs (every other metric is a pure function of the
+/// config and seed). Determinism checks compare everything else.
+pub const WALL_CLOCK_METRICS: [&str; 4] = ["sim.wall_s", "sim.total_wall_s", "sim.events_per_s", "sim.warp_mem_insts_per_s"];
+
 /// The flat, sorted metric map of one run.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Metrics(pub BTreeMap<String, Value>);

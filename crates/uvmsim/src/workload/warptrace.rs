@@ -269,10 +269,7 @@ mod tests {
     /// The metrics of a run, without the wall-clock ones.
     fn metrics(c: &Config) -> Vec<(String, Value)> {
         let m = crate::world::simulate(c).unwrap_or_else(|e| panic!("{e}"));
-        m.0.iter()
-            .filter(|(k, _)| !matches!(k.as_str(), "sim.wall_s" | "sim.events_per_s" | "sim.warp_mem_insts_per_s"))
-            .map(|(k, v)| (k.clone(), *v))
-            .collect()
+        m.0.iter().filter(|(k, _)| !crate::stats::WALL_CLOCK_METRICS.contains(&k.as_str())).map(|(k, v)| (k.clone(), *v)).collect()
     }
 
     #[test]
