@@ -593,7 +593,7 @@ impl Model for World {
     }
 
     fn finished(&self) -> bool {
-        self.done_at.is_some() || (self.first_pass && self.uvm.first_touch_complete)
+        self.done_at.is_some() || (self.first_pass && self.uvm.first_touch_complete())
     }
 
     fn describe_waiting(&self) -> Vec<String> {

@@ -904,7 +904,7 @@ pub struct Uvm {
     /// The managed pages a recording can see (the union of the allocations), and whether it has
     /// seen them all: nothing later can add to the order, so the first pass may stop there.
     first_touch_pages: u64,
-    pub first_touch_complete: bool,
+    first_touch_complete: bool,
     /// VA blocks mapped on the CPU: the host threads that touched them and the pages mapped.
     cpu_mapped: FxHashMap<u64, HostMap>,
     /// Page ranges resident on the CPU (host-initialised); other pages are
@@ -1342,6 +1342,11 @@ impl Uvm {
         }
         self.first_touch_pages = pages;
         self.first_touch_complete = pages == 0;
+    }
+
+    /// Recording the first-touch order (`record_first_touch`), every managed page has faulted.
+    pub fn first_touch_complete(&self) -> bool {
+        self.first_touch_complete
     }
 
     /// The pages in the order they were first faulted (serviced), when recording.
