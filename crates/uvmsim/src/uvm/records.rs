@@ -1,0 +1,132 @@
+//! The driver's record tables (`uvm.records`): one row per fault, per batch and per
+//! migration, written as Parquet by the front end (docs/metrics.md "Record tables").
+
+use serde::Serialize;
+
+/// What became of a fault the driver saw (the `faults` table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// The first fault of its page in its batch: the page was migrated and mapped.
+    Serviced,
+    /// A later fault of a page already in the batch.
+    Duplicate,
+    /// Its page was already resident when the batch was sorted.
+    Stale,
+    /// Discarded from the buffer by batch-flush (its µTLB raises it again after the replay).
+    Flushed,
+    /// Not serviced: the GPU was throttled on its page (thrashing); raised again after the replay.
+    Throttled,
+}
+
+/// One fault the driver fetched or flushed (the `faults` table).
+#[derive(Debug, Clone, Serialize)]
+pub struct FaultRecord {
+    /// When the fault was written to the buffer.
+    pub time_ns: f64,
+    pub sm: u32,
+    pub utlb: u32,
+    /// 4 KiB virtual page number.
+    pub page: u64,
+    /// read, write or prefetch.
+    pub access: &'static str,
+    /// The batch that fetched it (or, flushed, the batch after which it was flushed).
+    pub batch: u64,
+    pub outcome: Outcome,
+}
+
+/// Why pages moved (the `migrations` table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cause {
+    /// A fault (GPU or host) on a page of the copy.
+    Demand,
+    /// Only prefetched pages.
+    Prefetch,
+    /// A VA block evicted from full GPU memory.
+    Eviction,
+    /// A hint: read-duplication copies (read-mostly).
+    Hint,
+    /// Thrashing mitigation: a page pinned on the host moved there.
+    Thrashing,
+    /// cudaMemPrefetchAsync to the GPU.
+    PrefetchAsync,
+    /// Access-counter migration of remotely mapped pages to the GPU.
+    AccessCounter,
+}
+
+/// One copy over the link (the `migrations` table).
+#[derive(Debug, Clone, Serialize)]
+pub struct MigrationRecord {
+    pub start_ns: f64,
+    pub end_ns: f64,
+    /// The lowest 4 KiB page number of the copy, and its pages (not necessarily contiguous: a VA block's set).
+    pub first_page: u64,
+    pub pages: u64,
+    pub bytes: u64,
+    /// "h2d" or "d2h".
+    pub direction: &'static str,
+    pub cause: Cause,
+    pub copy_engine: u32,
+}
+
+/// One serviced batch (the `batches` table).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BatchRecord {
+    pub batch: u64,
+    pub start_ns: f64,
+    pub end_ns: f64,
+    /// Faults fetched, by access type.
+    pub fetched: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub prefetches: u64,
+    pub unique: u64,
+    pub duplicates: u64,
+    /// Duplicates the fetch merged into an adjacent entry (`uvm.faults.fetch_merged`).
+    pub fetch_merged: u64,
+    pub va_blocks: u64,
+    pub bytes_h2d: u64,
+    /// Pages prefetched (migrated with the faulted pages, not faulted themselves).
+    pub prefetched: u64,
+    /// VA blocks evicted to make room, their resident pages, and the bytes copied back to the host.
+    pub evictions: u64,
+    pub pages_evicted: u64,
+    pub bytes_d2h: u64,
+    /// Faults flushed from the buffer after this batch.
+    pub flushed: u64,
+    /// Pages whose GPU fault was not serviced because the GPU was throttled on them (thrashing).
+    pub throttled: u64,
+    /// Pages the batch mapped remotely instead of migrating (pinned by thrashing mitigation, or by a hint).
+    pub remote_mapped: u64,
+    /// Thrashing events during the batch: pages found thrashing, pinned, and unpinned.
+    pub thrashing_detected: u64,
+    pub pins: u64,
+    pub unpins: u64,
+    /// Blocks whose host mapping the batch found already removed by the asynchronous unmap worker.
+    pub unmaps_skipped: u64,
+    /// Replays issued during the batch (one per VA block under `block`, else one or none).
+    pub replays: u64,
+    /// Time in each stage, in ns; together they make end_ns - start_ns (the
+    /// fixed-latency model puts its latency in fetch_ns).
+    pub fetch_ns: f64,
+    pub block_ns: f64,
+    /// The per-fault work of the blocks' service (`per_fault_us` × distinct pages serviced).
+    pub fault_ns: f64,
+    pub first_touch_ns: f64,
+    pub unmap_ns: f64,
+    pub alloc_ns: f64,
+    /// Evictions: cost per evicted block plus copying its pages back.
+    pub evict_ns: f64,
+    pub zero_ns: f64,
+    /// Waiting for copies before going on: a block's own (`uvm.async_copies = false`, or the fixed-latency model), or
+    /// the polled model's round.
+    pub transfer_ns: f64,
+    pub map_ns: f64,
+    pub tracker_ns: f64,
+    pub replay_ns: f64,
+    /// Not a stage: the time the batch's host-to-device copies spent on the link (each from its start on a copy
+    /// engine to its arrival), overlapping the stages above when copies are asynchronous; the seed's "transfer time"
+    /// (uvm-driver Fig. 4.2).
+    pub copy_ns: f64,
+}
