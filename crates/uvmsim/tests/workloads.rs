@@ -15,7 +15,7 @@ fn run(sets: &[String]) -> Metrics {
 
 /// Metrics without the wall-clock ones.
 fn simulated(x: &Metrics) -> Vec<(String, f64)> {
-    x.0.iter().filter(|(k, _)| !k.starts_with("sim.wall") && !k.ends_with("_per_s")).map(|(k, v)| (k.clone(), v.as_f64())).collect()
+    x.0.iter().filter(|(k, _)| !uvmsim::stats::WALL_CLOCK_METRICS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.as_f64())).collect()
 }
 
 /// Warp memory instructions the defaults imply (warp size 32), worked out from each generator's pattern.
