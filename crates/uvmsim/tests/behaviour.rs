@@ -149,9 +149,8 @@ fn gto_and_time_order_agree_on_a_streaming_kernel() {
 /// GPU 2 is not replayed.
 #[test]
 fn trace_replay_issues_each_access_at_its_time_on_its_cu() {
-    let dir = std::env::temp_dir().join(format!("uvmsim-replay-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("t.csv");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.csv");
     std::fs::write(
         &path,
         "time_ns,gpu,cu,wavefront,kind,vaddr,size\n\

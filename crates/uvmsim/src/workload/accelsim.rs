@@ -589,14 +589,21 @@ pub fn convert(kernelslist: &str, out: &str, layout: &Layout) -> Result<TraceFil
 
 /// Read a kernelslist from memory (fuzzing): written to a temporary directory first.
 pub fn check_bytes(kernelslist: &[u8], kernel: &[u8]) -> Result<(), TraceError> {
-    let dir = std::env::temp_dir().join(format!("uvmsim-accelsim-check-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| TraceError(e.to_string()))?;
-    std::fs::write(dir.join("kernelslist.g"), kernelslist).map_err(|e| TraceError(e.to_string()))?;
-    std::fs::write(dir.join("kernel-1.traceg"), kernel).map_err(|e| TraceError(e.to_string()))?;
-    let out = TempPath::new("accelsim-check").map_err(|e| TraceError(e.to_string()))?;
-    let list = dir.join("kernelslist.g").display().to_string();
-    let f = convert(&list, &out, &Layout::default())?;
-    super::tracefmt::for_each_op(&f, 4096, |_, _, _, _| Ok(()))
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("uvmsim-accelsim-check-{}-{n}", std::process::id()));
+    let checked = (|| {
+        std::fs::create_dir_all(&dir).map_err(|e| TraceError(e.to_string()))?;
+        std::fs::write(dir.join("kernelslist.g"), kernelslist).map_err(|e| TraceError(e.to_string()))?;
+        std::fs::write(dir.join("kernel-1.traceg"), kernel).map_err(|e| TraceError(e.to_string()))?;
+        let out = TempPath::new("accelsim-check").map_err(|e| TraceError(e.to_string()))?;
+        let list = dir.join("kernelslist.g").display().to_string();
+        let f = convert(&list, &out, &Layout::default())?;
+        super::tracefmt::for_each_op(&f, 4096, |_, _, _, _| Ok(()))
+    })();
+    // Nothing left behind in the temporary directory, whatever the outcome.
+    let _ = std::fs::remove_dir_all(&dir);
+    checked
 }
 
 #[cfg(test)]

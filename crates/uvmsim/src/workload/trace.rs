@@ -520,10 +520,10 @@ mod tests {
     use super::*;
     use std::io::Write;
 
-    fn write(name: &str, body: &str, gz: bool) -> String {
-        let dir = std::env::temp_dir().join(format!("uvmsim-trace-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join(name);
+    /// `body` in a file `name` of a fresh directory, removed with the returned guard.
+    fn write(name: &str, body: &str, gz: bool) -> (tempfile::TempDir, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(name);
         let mut f = File::create(&p).unwrap();
         if gz {
             let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
@@ -532,7 +532,8 @@ mod tests {
         } else {
             f.write_all(body.as_bytes()).unwrap();
         }
-        p.to_string_lossy().into_owned()
+        let p = p.to_string_lossy().into_owned();
+        (dir, p)
     }
 
     const GOOD: &str = "time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000,64\n10,1,3,1,W,0x2040,64\n12,1,0,0,R,0x1040,64\n";
@@ -540,7 +541,7 @@ mod tests {
     #[test]
     fn reads_plain_and_gzip_alike() {
         for gz in [false, true] {
-            let p = write(&format!("good{gz}.csv"), GOOD, gz);
+            let (_p_dir, p) = write(&format!("good{gz}.csv"), GOOD, gz);
             let mut r = TraceReader::open(&p).unwrap();
             let a = r.next_record().unwrap().unwrap();
             assert_eq!(a, Record { time: 10_000, gpu: 1, cu: 0, wavefront: 0, kind: MemKind::Load, vaddr: 0x1000, size: 64 });
@@ -555,7 +556,7 @@ mod tests {
     #[test]
     fn order_only_traces_issue_each_step_gap_ns_apart() {
         let body = "order,gpu,cu,wavefront,kind,vaddr,size\n0,1,0,0,R,0x1000,64\n0,1,1,1,R,0x2000,64\n3,1,0,0,W,0x1040,64\n";
-        let p = write("order.csv", body, false);
+        let (_p_dir, p) = write("order.csv", body, false);
         let times = |r: TraceReader| {
             let mut r = r;
             std::iter::from_fn(|| r.next_record().unwrap()).map(|x| x.time).collect::<Vec<Ps>>()
@@ -563,8 +564,9 @@ mod tests {
         assert_eq!(times(TraceReader::open(&p).unwrap()), vec![0, 0, 3_000], "1 ns a step unless set");
         assert_eq!(times(TraceReader::open(&p).unwrap().with_gap_ns(2.5)), vec![0, 0, 7_500]);
         // A timed trace ignores the gap.
-        assert_eq!(times(TraceReader::open(&write("timed.csv", GOOD, false)).unwrap().with_gap_ns(100.0)), vec![10_000, 10_000, 12_000]);
-        let back = write("order_back.csv", "order,gpu,cu,wavefront,kind,vaddr,size\n5,1,0,0,R,0x1000,64\n4,1,0,0,R,0x1000,64\n", false);
+        assert_eq!(times(TraceReader::open(&write("timed.csv", GOOD, false).1).unwrap().with_gap_ns(100.0)), vec![10_000, 10_000, 12_000]);
+        let (_back_dir, back) =
+            write("order_back.csv", "order,gpu,cu,wavefront,kind,vaddr,size\n5,1,0,0,R,0x1000,64\n4,1,0,0,R,0x1000,64\n", false);
         let mut r = TraceReader::open(&back).unwrap();
         r.next_record().unwrap();
         let e = r.next_record().unwrap_err().0;
@@ -584,7 +586,7 @@ mod tests {
             ("", "empty trace"),
         ];
         for (i, (body, want)) in cases.iter().enumerate() {
-            let p = write(&format!("bad{i}.csv"), body, false);
+            let (_p_dir, p) = write(&format!("bad{i}.csv"), body, false);
             let e = match TraceReader::open(&p) {
                 Err(e) => e,
                 Ok(mut r) => loop {
@@ -601,9 +603,9 @@ mod tests {
 
     #[test]
     fn truncated_gzip_is_an_error_not_a_short_trace() {
-        let p = write("full.csv.gz", GOOD, true);
+        let (_p_dir, p) = write("full.csv.gz", GOOD, true);
         let bytes = std::fs::read(&p).unwrap();
-        let cut = write("cut.csv.gz", "", false);
+        let (_cut_dir, cut) = write("cut.csv.gz", "", false);
         std::fs::write(&cut, &bytes[..bytes.len() - 12]).unwrap();
         let mut r = TraceReader::open(&cut).unwrap();
         let mut result = Ok(None);

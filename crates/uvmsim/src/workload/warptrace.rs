@@ -260,10 +260,11 @@ mod tests {
         resolve(&[] as &[Source], &o).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    fn tmp(name: &str) -> String {
-        let dir = std::env::temp_dir().join(format!("uvmsim-warptrace-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join(name).to_string_lossy().into_owned()
+    /// A path `name` in a fresh directory, removed with the returned guard.
+    fn tmp(name: &str) -> (tempfile::TempDir, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(name).to_string_lossy().into_owned();
+        (dir, p)
     }
 
     /// The metrics of a run, without the wall-clock ones.
@@ -283,7 +284,7 @@ mod tests {
         ];
         for (i, sets) in cases.iter().enumerate() {
             let direct = cfg(sets);
-            let path = tmp(&format!("rt{i}.uvmt"));
+            let (_dir, path) = tmp(&format!("rt{i}.uvmt"));
             let program = crate::workload::build(&direct).unwrap();
             let totals = record(&program, &direct, &sets.join(" "), &path).unwrap();
             assert!(totals.mem_ops > 0);
@@ -302,7 +303,7 @@ mod tests {
     #[test]
     fn replay_checks_the_gpu_and_the_file_kind() {
         let direct = cfg(&["workload.kind=stream", "workload.stream.elements=1000", "workload.stream.threads=256"]);
-        let path = tmp("ws.uvmt");
+        let (_dir, path) = tmp("ws.uvmt");
         record(&crate::workload::build(&direct).unwrap(), &direct, "t", &path).unwrap();
         let e =
             crate::workload::build(&cfg(&["workload.kind=warp-trace", &format!("workload.warp_trace.path={path:?}"), "gpu.warp_size=64"]))
@@ -315,7 +316,7 @@ mod tests {
     #[test]
     fn a_corrupt_chunk_stops_the_run_as_bad_input() {
         let direct = cfg(&["workload.kind=stream", "workload.stream.elements=100000", "workload.stream.threads=4096"]);
-        let path = tmp("corrupt.uvmt");
+        let (_dir, path) = tmp("corrupt.uvmt");
         record(&crate::workload::build(&direct).unwrap(), &direct, "t", &path).unwrap();
         let mut bytes = std::fs::read(&path).unwrap();
         let n = bytes.len();
