@@ -26,3 +26,17 @@ def test_format_table_aligns_columns() -> None:
     lines = bench.format_table(rows).splitlines()
     assert len(lines) == 3 and len({len(line) for line in lines}) == 1
     assert lines[0].startswith("workload")
+
+
+def test_repeat_reports_the_median_run_of_the_chosen_workloads(cli: Cli) -> None:
+    rows = bench.run_all(quick=True, repeat=3, only=["faults-apu", "stride-iommu"])
+    # The bench's order, not the order asked for.
+    assert [r.name for r in rows] == ["stride-iommu", "faults-apu"]
+    for r in rows:
+        assert len(r.wall_s_runs) == 3
+        assert r.wall_s == sorted(r.wall_s_runs)[1]
+        assert r.events_per_s == r.events / r.wall_s
+    table = bench.format_table(rows).splitlines()
+    assert "min-max s" in table[0] and len({len(line) for line in table}) == 1
+    p = cli("bench", "--quick", "--only", "stride-iomu")
+    assert p.returncode == 2 and "did you mean `stride-iommu`" in p.stderr, p.stderr

@@ -13,6 +13,7 @@ from __future__ import annotations
 import resource
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -144,11 +145,14 @@ class BenchRow:
     name: str
     warp_mem_insts: int
     events: int
+    #: The median of the runs' simulation times (one run unless ``repeat``); the rates are over it.
     wall_s: float
     warp_mem_insts_per_s: float
     events_per_s: float
     translations_per_s: float
     peak_rss_kib: int
+    #: Every run's ``sim.wall_s``, in the order they ran (the spread on a shared machine).
+    wall_s_runs: tuple[float, ...] = ()
 
 
 def peak_rss_kib() -> int:
@@ -157,28 +161,36 @@ def peak_rss_kib() -> int:
     return rss // 1024 if sys.platform == "darwin" else rss  # macOS reports bytes, Linux KiB
 
 
-def run_one(w: Workload, quick: bool) -> BenchRow:
+def run_one(w: Workload, quick: bool, repeat: int = 1) -> BenchRow:
+    """Run ``w`` ``repeat`` times (the trace, for a replay, recorded once) and report the median run."""
     sets = {**w.set, **(w.quick_set if quick else {})}
-    if w.record:
-        with tempfile.TemporaryDirectory(prefix="uvmsim-bench-") as d:
+    with tempfile.TemporaryDirectory(prefix="uvmsim-bench-") as d:
+        if w.record:
             path = f"{d}/trace.uvmt"
             uvmsim.trace_record(path, preset=w.preset, set=sets)
-            replay = {"workload.kind": "warp-trace", "workload.warp_trace.path": path}
-            replay.update({k: v for k, v in sets.items() if not k.startswith("workload.")})
-            r = uvmsim.run(preset=w.preset, set=replay)
-    else:
-        r = uvmsim.run(preset=w.preset, set=sets)
-    m = r.metrics
+            sets = {
+                "workload.kind": "warp-trace",
+                "workload.warp_trace.path": path,
+                **{k: v for k, v in sets.items() if not k.startswith("workload.")},
+            }
+        runs = [uvmsim.run(preset=w.preset, set=sets).metrics for _ in range(max(1, repeat))]
+    walls = tuple(float(m["sim.wall_s"]) for m in runs)
+    # The median run (the lower middle one of an even count): every run simulates the same work.
+    m = sorted(runs, key=lambda x: float(x["sim.wall_s"]))[(len(runs) - 1) // 2]
     wall = float(m["sim.wall_s"])
     insts, events = int(m["gpu0.warp_mem_insts"]), int(m["sim.events"])
     per_s = (lambda x: x / wall) if wall > 0 else (lambda _x: float("nan"))
     translations = per_s(int(m["gpu0.translations"]))
-    return BenchRow(w.name, insts, events, wall, per_s(insts), per_s(events), translations, peak_rss_kib())
+    return BenchRow(w.name, insts, events, wall, per_s(insts), per_s(events), translations, peak_rss_kib(), walls)
 
 
-def run_all(quick: bool = False) -> list[BenchRow]:
-    """Run every bench workload in turn (``quick``: smaller inputs)."""
-    return [run_one(w, quick) for w in WORKLOADS]
+def run_all(quick: bool = False, repeat: int = 1, only: Sequence[str] = ()) -> list[BenchRow]:
+    """Run the bench workloads in turn (``quick``: smaller inputs; ``repeat``: runs of each, the median
+    reported; ``only``: these workloads, by name, in the bench's order)."""
+    unknown = sorted(set(only) - {w.name for w in WORKLOADS})
+    if unknown:
+        raise ValueError(f"unknown bench workload `{unknown[0]}`")
+    return [run_one(w, quick, repeat) for w in WORKLOADS if not only or w.name in only]
 
 
 def as_dicts(rows: list[BenchRow]) -> list[dict[str, Any]]:
@@ -186,12 +198,15 @@ def as_dicts(rows: list[BenchRow]) -> list[dict[str, Any]]:
 
 
 def format_table(rows: list[BenchRow]) -> str:
-    """A fixed-width text table; peak RSS is the whole process's peak up to that row."""
+    """A fixed-width text table; peak RSS is the whole process's peak up to that row. With repeated runs
+    ``wall s`` is their median and a column gives the fastest and slowest."""
+    spread = any(len(r.wall_s_runs) > 1 for r in rows)
     head = (
         "workload",
         "warp mem insts",
         "events",
         "wall s",
+        *(["min-max s"] if spread else []),
         "warp mem insts/s",
         "events/s",
         "translations/s",
@@ -203,6 +218,7 @@ def format_table(rows: list[BenchRow]) -> str:
             f"{r.warp_mem_insts:,}",
             f"{r.events:,}",
             f"{r.wall_s:.3f}",
+            *([f"{min(r.wall_s_runs or (r.wall_s,)):.3f}-{max(r.wall_s_runs or (r.wall_s,)):.3f}"] if spread else []),
             f"{r.warp_mem_insts_per_s:,.0f}",
             f"{r.events_per_s:,.0f}",
             f"{r.translations_per_s:,.0f}",

@@ -642,9 +642,21 @@ def trace_convert_cmd(src: Path, out: Path, preset: str | None, sets: tuple[str,
 @cli.command("bench")
 @click.option("--quick", is_flag=True, help="Smaller inputs (seconds, for smoke tests).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def bench_cmd(quick: bool, as_json: bool) -> None:
+@click.option(
+    "--repeat",
+    type=click.IntRange(1, 100),
+    default=1,
+    show_default=True,
+    help="Runs of each workload; the median is reported (wall-clock time on a shared machine varies).",
+)
+@click.option("--only", "only", multiple=True, metavar="NAME", help="Only this workload (repeatable).")
+def bench_cmd(quick: bool, as_json: bool, repeat: int, only: tuple[str, ...]) -> None:
     """Measure simulator throughput on fixed workloads."""
-    rows = bench_mod.run_all(quick=quick)
+    names = [w.name for w in bench_mod.WORKLOADS]
+    for name in only:
+        if name not in names:
+            _unknown("bench workload", name, names)
+    rows = bench_mod.run_all(quick=quick, repeat=repeat, only=only)
     click.echo(json.dumps(bench_mod.as_dicts(rows), indent=2) if as_json else bench_mod.format_table(rows))
 
 
