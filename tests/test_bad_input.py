@@ -131,6 +131,11 @@ BAD = [
     pytest.param(["run", *TINY, *sets("uvm.batch_size=8192")], ["uvm.batch_size"], id="batch-above-buffer"),
     pytest.param(["run", *TINY, *sets("gpu.l1tlb.ways=64")], ["gpu.l1tlb.ways"], id="ways-above-entries"),
     pytest.param(["run", *TINY, *sets("uvm.gpu_memory_bytes=1MiB")], ["uvm.gpu_memory_bytes"], id="below-a-chunk"),
+    pytest.param(
+        ["run", "--preset", "kaveri-apu", *sets("translation.managed_large_ptes=true")],
+        ["translation.managed_large_ptes", "gmmu"],
+        id="large-ptes-on-an-iommu",
+    ),
     pytest.param(["run", "nesting.toml"], ["nesting.toml", "sms"], id="key-at-the-wrong-level"),
     pytest.param(["trace", "info", "short.csv"], ["short.csv:2", "size"], id="truncated-trace-line"),
 ]

@@ -549,3 +549,18 @@ fn the_oracle_pass_stops_once_every_managed_page_has_faulted() {
     assert_eq!(full.len(), 256);
     assert_eq!((early, early_events), (full, full_events));
 }
+
+/// `translation.managed_large_ptes`: managed arrays prefetched to the GPU before the kernel
+/// (cudaMemPrefetchAsync) fill whole 2 MiB blocks, which the driver maps with 2 MiB PTEs: the
+/// kernel walks as often as on device memory with 2 MiB pages. With 4 KiB PTEs every page walks.
+#[test]
+fn large_ptes_make_prefetched_managed_memory_walk_like_device_memory() {
+    let base = ["workload.kind=\"stream\"", "workload.stream.elements=1048576", "translation.page_size=\"2MiB\""];
+    let device = run(&base);
+    let managed = |large: &str| run(&[&base[..], &["workload.managed=true", "workload.prefetch_inputs=true", large]].concat());
+    let (on, off) = (managed("translation.managed_large_ptes=true"), managed("translation.managed_large_ptes=false"));
+    // Three 4 MiB arrays: 6 blocks.
+    assert_eq!(m(&on, "gpu0.walker.walks"), m(&device, "gpu0.walker.walks"));
+    assert!(m(&off, "gpu0.walker.walks") >= 3.0 * 1024.0, "{}", m(&off, "gpu0.walker.walks"));
+    assert_eq!(m(&on, "uvm.faults.raw"), 0.0);
+}

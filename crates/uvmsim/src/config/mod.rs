@@ -286,6 +286,12 @@ section! {
         pub walk_records_every: u64 = 0,
         /// At most this many walk records per walker (the rest are counted, not kept).
         pub walk_records_max: u64 = 100_000,
+        /// Managed memory: map a fully GPU-resident 64 KiB region (16 pages) or 2 MiB VA block with one
+        /// 64 KiB or 2 MiB PTE, as the UVM driver does (spec/uvm-driver.md, "PTE size": identical
+        /// attributes and contiguous backing; a block's 2 MiB chunk is contiguous). TLBs then hold one
+        /// entry for the region and walks end at its level; a page leaving GPU memory shoots the larger
+        /// entry down. false: every managed page is a 4 KiB PTE (the seeds' simulators). GMMU, one GPU.
+        pub managed_large_ptes: bool = false,
     }
 }
 
@@ -454,6 +460,12 @@ impl Config {
         one_of("translation.levels", t.levels as u64, &[4, 5])?;
         one_of("translation.page_size", t.page_size.0, &PAGE_SIZES)?;
         range("translation.walk_records_max", t.walk_records_max as f64, 0.0, 1e8)?;
+        if t.managed_large_ptes && (t.mode != TranslationMode::Gmmu || self.multi.active()) {
+            return Err((
+                "translation.managed_large_ptes".into(),
+                "models the UVM driver's page tables: needs translation.mode = \"gmmu\" and one GPU (multi.gpus = 1)".into(),
+            ));
+        }
         walker("gmmu.walker", &self.gmmu.walker)?;
         let io = &self.iommu;
         range("iommu.link_latency_ns", io.link_latency_ns, 0.0, 1e6)?;

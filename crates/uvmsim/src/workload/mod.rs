@@ -171,9 +171,9 @@ impl Default for VaAllocator {
 
 impl VaAllocator {
     pub fn alloc(&mut self, bytes: u64, page_bytes: u64) -> Buffer {
-        // Managed memory is tracked and mapped in 4 KiB pages (the driver's unit). The driver
-        // maps a fully resident 64 KiB or 2 MiB region with a bigger PTE; not modelled: the
-        // GPU's TLBs see 4 KiB managed pages even after a prefetch fills the region.
+        // Managed memory is tracked in 4 KiB pages (the driver's unit). The driver maps a fully
+        // resident 64 KiB or 2 MiB region with a bigger PTE: `translation.managed_large_ptes`
+        // (the translator picks the size from residency); without it the TLBs see 4 KiB pages.
         let page_bytes = if self.managed { 4096 } else { page_bytes };
         let align = page_bytes.max(2 << 20);
         let base = self.next.div_ceil(align) * align;

@@ -202,6 +202,8 @@ pub struct Translator {
     pub far_pending: Option<FxHashSet<u64>>,
     /// L2-TLB misses held behind an outstanding far fault of their page (no walk).
     pub held_misses: u64,
+    /// `translation.managed_large_ptes`: fully resident managed regions map with 64 KiB / 2 MiB PTEs.
+    large_ptes: bool,
 }
 
 impl Translator {
@@ -273,6 +275,7 @@ impl Translator {
             prt: crate::multi::transfw::Prt::build(cfg, 0),
             far_pending: (cfg.multi.active() && cfg.translation.mode == TranslationMode::Gmmu).then(FxHashSet::default),
             held_misses: 0,
+            large_ptes: cfg.translation.managed_large_ptes,
         };
         let t = &cfg.translation;
         if t.walk_records_every > 0 {
@@ -310,6 +313,7 @@ impl Translator {
     #[inline(always)]
     pub fn translate(&mut self, sm: usize, va: u64, t: Ps, now: Ps, dram: &mut Dram) -> Xlat {
         let Some(&r) = self.space.lookup(va) else { return Xlat::Unmapped };
+        let r = if self.large_ptes && r.managed { self.space.residency.large_pte_region(&r, va) } else { r };
         let page = 1u64 << r.shift;
         let pa = r.pa + ((va - r.va) & !(page - 1));
         let k = key(va, &r);
@@ -379,6 +383,7 @@ impl Translator {
     /// when the walk is done. The caller knows the page is still unmapped.
     pub fn retry_walk(&mut self, sm: usize, va: u64, t: Ps, now: Ps, dram: &mut Dram) -> Ps {
         let Some(&r) = self.space.lookup(va) else { return t };
+        let r = if self.large_ptes && r.managed { self.space.residency.large_pte_region(&r, va) } else { r };
         let k = key(va, &r);
         let at = match self.l2.as_mut().map(|l2| l2.lookup(k, t)) {
             Some(Lookup::Done(d, _)) => return d,
@@ -397,8 +402,22 @@ impl Translator {
         }
         // A 4 KiB page's key is its page number with size class 0 (see `key`).
         let hit = |k: u64| k >> 58 == 0 && blocks.contains(&(k / space::BLOCK_PAGES));
+        // With large PTEs a block's 64 KiB (class 1) and 2 MiB (class 2) entries go too.
+        let large = |k: u64| {
+            let n = k & ((1 << 58) - 1);
+            match k >> 58 {
+                0 => blocks.contains(&(n / space::BLOCK_PAGES)),
+                1 => blocks.contains(&(n / 32)),
+                2 => blocks.contains(&n),
+                _ => false,
+            }
+        };
         for t in self.l1.iter_mut().chain(self.l2.as_mut()) {
-            t.invalidate_where(hit);
+            if self.large_ptes {
+                t.invalidate_where(large);
+            } else {
+                t.invalidate_where(hit);
+            }
         }
     }
 
@@ -427,6 +446,11 @@ impl Translator {
         let mut had = false;
         for t in self.l1.iter_mut().chain(self.l2.as_mut()) {
             had |= t.invalidate(vpn);
+            // A large PTE holding the page is split: its entry goes.
+            if self.large_ptes {
+                had |= t.invalidate((vpn >> 4) | 1 << 58);
+                had |= t.invalidate((vpn >> 9) | 2 << 58);
+            }
         }
         had
     }
@@ -544,6 +568,61 @@ mod tests {
                 r => panic!("{r:?}"),
             })
             .collect()
+    }
+
+    /// `translation.managed_large_ptes`: once a managed block is fully resident its pages share one
+    /// 2 MiB TLB entry (one walk, ending a level up, then hits for every page), and evicting one of
+    /// its pages shoots that entry down, by block or by page; without the option each page walks.
+    #[test]
+    fn large_ptes_map_a_resident_block_with_one_entry_until_a_page_leaves() {
+        // Translate page `page` of the block at `*t`; the clock moves past the answer.
+        fn go(x: &mut Translator, dram: &mut Dram, t: &mut u64, page: u64) -> Xlat {
+            let r = x.translate(0, BASE + (page << 12), *t, *t, dram);
+            if let Xlat::Ready(d, ..) | Xlat::Fault(d) = r {
+                *t = d + 1;
+            }
+            r
+        }
+        let size = |r: Xlat| match r {
+            Xlat::Ready(_, _, size) => size,
+            r => panic!("{r:?}"),
+        };
+        for (large, by_block) in [(true, true), (true, false), (false, false)] {
+            let mut c = Config::default();
+            (c.gpu.sms, c.gpu.sms_per_l1tlb) = (1, 1);
+            c.translation.managed_large_ptes = large;
+            let mut x = Translator::new(&c);
+            x.space.map(&Buffer { base: BASE, bytes: 4 << 20, page_bytes: 4096, managed: true });
+            let first = BASE >> 12;
+            for p in 0..512 {
+                x.space.residency.make_resident(first + p);
+            }
+            let (mut dram, mut t) = (Dram::new(&c.gpu.dram, c.gpu.line_bytes), 0);
+            let big = if large { 2 << 20 } else { 4096 };
+            for p in [0, 7, 100, 511] {
+                assert_eq!(size(go(&mut x, &mut dram, &mut t, p)), big, "page {p}");
+            }
+            assert_eq!(x.gmmu.stats.walks, if large { 1 } else { 4 });
+            assert_eq!(x.l1_hits(0), if large { 3 } else { 0 });
+            // Page 7 leaves GPU memory: page 100 walks again, now to a 64 KiB PTE (its region,
+            // pages 96-111, is still whole). Without the option its own entry survives: a hit.
+            x.space.residency.unmake_resident(first + 7);
+            if by_block {
+                x.shootdown(&[first / 512]);
+            } else {
+                x.invalidate_page(first + 7);
+            }
+            let walks = x.gmmu.stats.walks;
+            assert_eq!(size(go(&mut x, &mut dram, &mut t, 100)), if large { 64 << 10 } else { 4096 });
+            assert_eq!(x.gmmu.stats.walks, walks + large as u64);
+            assert!(matches!(go(&mut x, &mut dram, &mut t, 7), Xlat::Fault(_)));
+            // Page 7 comes back: the block is whole again and maps anew, its old 2 MiB entry
+            // shot down with page 7 (not found again without a walk).
+            x.space.residency.make_resident(first + 7);
+            let walks = x.gmmu.stats.walks;
+            assert_eq!(size(go(&mut x, &mut dram, &mut t, 0)), big);
+            assert_eq!(x.gmmu.stats.walks, walks + large as u64);
+        }
     }
 
     #[test]

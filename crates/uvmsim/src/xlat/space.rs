@@ -178,6 +178,29 @@ impl Residency {
         }
     }
 
+    /// The mapping of managed `va` in region `r` (4 KiB pages) when fully resident regions
+    /// take larger PTEs: the whole 2 MiB VA block, else its aligned 64 KiB region, when every
+    /// page of it is resident with identical attributes (all read-only duplicates or none; a
+    /// remote mapping is host memory, not the block's chunk); else `r` itself.
+    #[inline]
+    pub fn large_pte_region(&self, r: &Region, va: u64) -> Region {
+        let (b, w, _) = bit(va >> 12);
+        let Some(m) = self.blocks.get(&b) else { return *r };
+        // The pages of `mask` in word `w`: all resident, none remote, duplicates all or none.
+        let whole = |w: usize, mask: u64| {
+            let dup = m.dup[w] & mask;
+            m.resident[w] & mask == mask && m.remote[w] & mask == 0 && (dup == 0 || dup == mask)
+        };
+        let all_dup = m.dup.iter().all(|&x| x == u64::MAX);
+        if (0..8).all(|w| whole(w, u64::MAX) && (all_dup || m.dup[w] == 0)) {
+            return Region { shift: 21, class: 2, ..*r };
+        }
+        if whole(w, 0xFFFFu64 << ((va >> 12) % 64 / 16 * 16)) {
+            return Region { shift: 16, class: 1, ..*r };
+        }
+        *r
+    }
+
     /// A walk reached `vpn` on the GPU: how is it mapped? (A prefetched page
     /// touched for the first time counts as used, as in [`Residency::access`].)
     #[inline]
@@ -403,6 +426,56 @@ impl AddressSpace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hand cases of the mapping a managed page takes with large PTEs: a block's aligned 64 KiB
+    /// region when its 16 pages are resident, the 2 MiB block when all 512 are, never across a
+    /// remote mapping or a read-only duplicate, and 4 KiB otherwise.
+    #[test]
+    fn large_ptes_cover_only_fully_resident_uniform_regions() {
+        let base = 1u64 << 30; // block 512 (VA 1 GiB), 4 KiB pages
+        let r = Region { va: base, end: base + (4 << 20), pa: base, shift: 12, class: 0, managed: true };
+        let first = base >> 12;
+        let mut res = Residency::default();
+        let of = |res: &Residency, page: u64| {
+            let m = res.large_pte_region(&r, (first + page) << 12);
+            (m.shift, m.class)
+        };
+        assert_eq!(of(&res, 0), (12, 0), "nothing resident");
+        for p in 16..31 {
+            res.make_resident(first + p);
+        }
+        assert_eq!(of(&res, 20), (12, 0), "15 of the 16 pages of region 1");
+        res.make_resident(first + 31);
+        assert_eq!(of(&res, 20), (16, 1), "region 1 (pages 16-31) complete");
+        assert_eq!(of(&res, 16), (16, 1));
+        assert_eq!(of(&res, 32), (12, 0), "region 2 has nothing");
+        assert_eq!(of(&res, 15), (12, 0), "region 0 has nothing");
+        // A read-only duplicate in the region: its pages' attributes differ.
+        res.set_dup(first + 17, true);
+        assert_eq!(of(&res, 20), (12, 0));
+        // All 16 duplicates (read-mostly data): uniform again.
+        for p in 16..32 {
+            res.set_dup(first + p, true);
+        }
+        assert_eq!(of(&res, 20), (16, 1));
+        for p in 0..512 {
+            res.make_resident(first + p);
+        }
+        assert_eq!(of(&res, 0), (16, 1), "regions 0 and 1 differ: no 2 MiB PTE");
+        for p in 16..32 {
+            res.set_dup(first + p, false);
+        }
+        assert_eq!(of(&res, 0), (21, 2), "the whole block");
+        assert_eq!(of(&res, 511), (21, 2));
+        assert_eq!(of(&res, 512), (12, 0), "the next block has nothing");
+        // One page taken back and mapped remotely: the block splits, the other regions stay 64 KiB.
+        res.unmake_resident(first + 300);
+        res.map_remote(first + 300);
+        assert_eq!(of(&res, 300), (12, 0));
+        assert_eq!(of(&res, 290), (12, 0), "same 64 KiB region (pages 288-303)");
+        assert_eq!(of(&res, 310), (16, 1));
+        assert_eq!(of(&res, 0), (16, 1));
+    }
 
     #[test]
     fn dirty_pages_are_resident_pages_stored_to_until_they_leave() {
