@@ -564,3 +564,30 @@ fn large_ptes_make_prefetched_managed_memory_walk_like_device_memory() {
     assert!(m(&off, "gpu0.walker.walks") >= 3.0 * 1024.0, "{}", m(&off, "gpu0.walker.walks"));
     assert_eq!(m(&on, "uvm.faults.raw"), 0.0);
 }
+
+/// With `translation.managed_large_ptes` one translation covers many 4 KiB pages, and a warp
+/// reaches prefetched pages through a large TLB entry without walking to them: each page its lines
+/// touch still counts as used and, stored to, as dirty. Page-strided stores (32 pages a warp
+/// instruction), 2x oversubscribed, dirty-only write-back: the same clean evictions and wasted
+/// prefetches as with 4 KiB PTEs.
+#[test]
+fn large_ptes_keep_touched_and_dirty_pages_per_4k_page() {
+    let sets = [
+        "workload.kind=\"strided\"",
+        "workload.strided.threads=16384",
+        "workload.strided.stride_elements=1024",
+        "workload.strided.write=true",
+        "workload.strided.repeats=2",
+        "workload.managed=true",
+        "uvm.oversubscription=2",
+        "uvm.prefetch.policy=\"density\"",
+        "uvm.eviction.write_back=\"dirty\"",
+    ];
+    let with = |large: &str| run(&[&sets[..], &[large]].concat());
+    let (on, off) = (with("translation.managed_large_ptes=true"), with("translation.managed_large_ptes=false"));
+    assert!(m(&on, "gpu0.walker.walks") < m(&off, "gpu0.walker.walks"), "large PTEs in use");
+    for k in ["uvm.pages_evicted", "uvm.pages_evicted_clean", "uvm.prefetch.wasted"] {
+        assert_eq!(m(&on, k), m(&off, k), "{k}");
+    }
+    assert!(m(&on, "uvm.pages_evicted_clean") < m(&on, "uvm.pages_evicted"), "stored pages are written back");
+}

@@ -311,6 +311,8 @@ pub struct Gpu {
     read_dup: bool,
     /// Record which resident managed pages the GPU stores to (`uvm.eviction.write_back = "dirty"`).
     track_dirty: bool,
+    /// `translation.managed_large_ptes`: one translation may cover several 4 KiB managed pages.
+    large_ptes: bool,
     /// GPU memory for managed data is limited (single GPU, `uvm.oversubscription` or
     /// `uvm.gpu_memory_bytes`): pages may be evicted, so a faulted instruction re-executes
     /// only its lanes on faulted pages (see `run_warp`).
@@ -375,6 +377,7 @@ impl Gpu {
             remote: RemoteAccess::new(&cfg.link),
             read_dup: cfg.uvm.advise.any_read_mostly(),
             track_dirty: cfg.uvm.eviction.write_back == crate::uvm::evict::WriteBack::Dirty,
+            large_ptes: cfg.translation.managed_large_ptes,
             limited_memory: false,
         }
     }
@@ -989,8 +992,24 @@ impl Gpu {
                 i += n;
                 continue;
             }
-            if self.track_dirty && kind == MemKind::Store {
-                self.xlat.space.residency.mark_dirty(va >> 12); // managed pages are 4 KiB: one page per group
+            if self.large_ptes && page > 4096 {
+                // A 64 KiB or 2 MiB managed mapping covers several 4 KiB pages: each one the lines
+                // touch is used (a prefetched page's first touch, which no walk saw) and, by a
+                // store, dirty. (Device memory has no residency: nothing to mark.)
+                let residency = &mut self.xlat.space.residency;
+                let mut last = u64::MAX;
+                for &l in self.lines.line[i..self.lines.n].iter().take_while(|&&l| l < end_line) {
+                    let vpn = (l << ls) >> 12;
+                    if vpn != last {
+                        last = vpn;
+                        residency.mark_touched(vpn);
+                        if self.track_dirty && kind == MemKind::Store {
+                            residency.mark_dirty(vpn);
+                        }
+                    }
+                }
+            } else if self.track_dirty && kind == MemKind::Store {
+                self.xlat.space.residency.mark_dirty(va >> 12); // managed pages are 4 KiB here: one page per group
             }
             let pa_line = pa >> ls;
             let hit = self.vmem.is_some() && self.xlat.l1_hits(sm) > hits;

@@ -141,6 +141,19 @@ impl Residency {
         resident
     }
 
+    /// The GPU touched the resident page `vpn` through a larger mapping (no walk): a
+    /// prefetched page counts as used, as a walk to it would count it.
+    #[inline]
+    pub fn mark_touched(&mut self, vpn: u64) {
+        let (b, w, bit) = bit(vpn);
+        if let Some(m) = self.blocks.get_mut(&b) {
+            if m.untouched[w] & bit != 0 {
+                m.untouched[w] &= !bit;
+                self.prefetch_used += 1;
+            }
+        }
+    }
+
     /// Keep the recency of resident pages (page-granular LRU eviction).
     pub fn keep_recency(&mut self) {
         self.recency.get_or_insert_with(Default::default);
