@@ -400,10 +400,10 @@ impl Translator {
         if blocks.is_empty() {
             return;
         }
-        // A 4 KiB page's key is its page number with size class 0 (see `key`).
-        let hit = |k: u64| k >> 58 == 0 && blocks.contains(&(k / space::BLOCK_PAGES));
-        // With large PTEs a block's 64 KiB (class 1) and 2 MiB (class 2) entries go too.
-        let large = |k: u64| {
+        // A key is a page number with its size class above bit 58 (see `key`): a block's 4 KiB
+        // (class 0), 64 KiB (class 1, `managed_large_ptes`) and 2 MiB (class 2) entries go.
+        // (Device allocations' large pages lie in other VA blocks: never matched.)
+        let hit = |k: u64| {
             let n = k & ((1 << 58) - 1);
             match k >> 58 {
                 0 => blocks.contains(&(n / space::BLOCK_PAGES)),
@@ -413,11 +413,7 @@ impl Translator {
             }
         };
         for t in self.l1.iter_mut().chain(self.l2.as_mut()) {
-            if self.large_ptes {
-                t.invalidate_where(large);
-            } else {
-                t.invalidate_where(hit);
-            }
+            t.invalidate_where(hit);
         }
     }
 
