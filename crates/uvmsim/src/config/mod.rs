@@ -460,12 +460,6 @@ impl Config {
         one_of("translation.levels", t.levels as u64, &[4, 5])?;
         one_of("translation.page_size", t.page_size.0, &PAGE_SIZES)?;
         range("translation.walk_records_max", t.walk_records_max as f64, 0.0, 1e8)?;
-        if t.managed_large_ptes && (t.mode != TranslationMode::Gmmu || self.multi.active()) {
-            return Err((
-                "translation.managed_large_ptes".into(),
-                "models the UVM driver's page tables: needs translation.mode = \"gmmu\" and one GPU (multi.gpus = 1)".into(),
-            ));
-        }
         walker("gmmu.walker", &self.gmmu.walker)?;
         let io = &self.iommu;
         range("iommu.link_latency_ns", io.link_latency_ns, 0.0, 1e6)?;
@@ -493,6 +487,14 @@ impl Config {
         pos("sim.stall_events", self.sim.stall_events as f64)?;
         self.uvm.validate()?;
         self.multi.validate(self)?;
+        // After the multi-GPU keys' own ranges, so an out-of-range `multi.gpus` is named first.
+        let t = &self.translation;
+        if t.managed_large_ptes && (t.mode != TranslationMode::Gmmu || self.multi.active()) {
+            return Err((
+                "translation.managed_large_ptes".into(),
+                "models the UVM driver's page tables: needs translation.mode = \"gmmu\" and one GPU (multi.gpus = 1)".into(),
+            ));
+        }
         self.capacity()?;
         self.workload.validate(self)
     }
