@@ -1247,6 +1247,23 @@ mod tests {
         assert!(!PageFilter::default().may_hold(3));
     }
 
+    #[test]
+    fn narrow_keeps_the_lanes_on_faulted_pages_in_order() {
+        let fault = |vpn| Fault { time: 0, vpn, utlb: 0, sm: 0, warp: 0, write: false, prefetch: false };
+        let mut scratch = [0u64; MAX_LANES];
+        // 32 lanes of 8 bytes every 512 bytes from 0x1800: pages 1 (lanes 0..3), 2 (4..11), 3 (12..19), ...
+        let op = Op::Mem { kind: MemKind::Load, lanes: Lanes::Strided { base: 0x1800, stride: 512, n: 32 }, bytes: 8 };
+        let (nop, lanes) = narrow(op, &scratch, &[fault(3), fault(1)]);
+        let want: Vec<u64> = (0..4).chain(12..20).map(|i| 0x1800 + 512 * i).collect();
+        assert_eq!(&*lanes, &want[..]);
+        assert!(matches!(nop, Op::Mem { lanes: Lanes::Explicit { n: 12 }, bytes: 8, .. }));
+        // A lane whose bytes straddle two pages runs again if either faulted.
+        scratch[..3].copy_from_slice(&[0x2ffc, 0x5000, 0x2000]);
+        let op = Op::Mem { kind: MemKind::Store, lanes: Lanes::Explicit { n: 3 }, bytes: 8 };
+        assert_eq!(&*narrow(op, &scratch, &[fault(3)]).1, &[0x2ffc]);
+        assert!(narrow(op, &scratch, &[fault(9)]).1.is_empty());
+    }
+
     use proptest::prelude::*;
 
     proptest! {
