@@ -563,6 +563,13 @@ fn large_ptes_make_prefetched_managed_memory_walk_like_device_memory() {
     assert_eq!(m(&on, "gpu0.walker.walks"), m(&device, "gpu0.walker.walks"));
     assert!(m(&off, "gpu0.walker.walks") >= 3.0 * 1024.0, "{}", m(&off, "gpu0.walker.walks"));
     assert_eq!(m(&on, "uvm.faults.raw"), 0.0);
+    // Every translation answered by a 2 MiB entry, as on device memory; 4 KiB ones without the option.
+    let by = |r: &Metrics, size: &str| m(r, &format!("gpu0.translations.by_page.{size}"));
+    for r in [&on, &device] {
+        assert_eq!(by(r, "2MiB"), m(r, "gpu0.translations"));
+        assert_eq!(by(r, "4KiB") + by(r, "64KiB") + by(r, "1GiB"), 0.0);
+    }
+    assert_eq!(by(&off, "4KiB"), m(&off, "gpu0.translations"));
 }
 
 /// With `translation.managed_large_ptes` one translation covers many 4 KiB pages, and a warp

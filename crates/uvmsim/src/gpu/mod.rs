@@ -250,6 +250,8 @@ pub struct GpuStats {
     pub warp_mem_insts: u64,
     pub line_accesses: u64,
     pub translations: u64,
+    /// Translations answered by an entry of 4 KiB, 64 KiB, 2 MiB or 1 GiB (faults not counted).
+    pub translations_by_page: [u64; 4],
     pub kernels: u64,
     pub kernel_ps: Ps,
     pub ctas: u64,
@@ -934,7 +936,11 @@ impl Gpu {
                     i = past_page(&self.lines, i, va, ls);
                     continue;
                 }
-                Xlat::Ready(r, pa, page) => (r, pa, page),
+                Xlat::Ready(r, pa, page) => {
+                    let tz = page.trailing_zeros();
+                    self.stats.translations_by_page[(tz > 12) as usize + (tz > 16) as usize + (tz > 21) as usize] += 1;
+                    (r, pa, page)
+                }
                 Xlat::Unmapped => return Err(va),
                 Xlat::Fault(at) => {
                     self.record_fault(sm, kind, va, at);
@@ -1069,6 +1075,9 @@ impl Gpu {
         m.int(format!("{p}.warp_mem_insts"), s.warp_mem_insts);
         m.int(format!("{p}.line_accesses"), s.line_accesses);
         m.int(format!("{p}.translations"), s.translations);
+        for (size, n) in ["4KiB", "64KiB", "2MiB", "1GiB"].iter().zip(s.translations_by_page) {
+            m.int(format!("{p}.translations.by_page.{size}"), n);
+        }
         m.int(format!("{p}.kernels"), s.kernels);
         m.int(format!("{p}.ctas"), s.ctas);
         m.int(format!("{p}.warps"), s.warps);
