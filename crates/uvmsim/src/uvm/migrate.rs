@@ -102,6 +102,11 @@ impl Uvm {
         // The blocks of this call keep their chunks (ASSUMPTION, as for a batch's blocks).
         let in_call = |b: u64| (first_block..end_block).contains(&b);
         let mut unmapped_to = first_block;
+        // As in a fault batch (`uvm.async_copies`): each block's copy is pushed and the next block's CPU
+        // work goes on; the call ends on its tracker, after the last copy (uvm_migrate.c: one tracker
+        // for the whole call, waited for once).
+        let async_copies = driver && c.async_copies;
+        let mut landed = t;
         for want in pages.chunk_by(|a, b| a / BLOCK_PAGES == b / BLOCK_PAGES) {
             let block = want[0] / BLOCK_PAGES;
             if block >= unmapped_to {
@@ -141,7 +146,11 @@ impl Uvm {
             let bytes = from_cpu.len() as u64 * 4096;
             if bytes > 0 {
                 let xfer = link.transfer_on(Dir::HostToDevice, bytes, t, now);
-                t = xfer.1;
+                if async_copies {
+                    landed = landed.max(xfer.1);
+                } else {
+                    t = xfer.1;
+                }
                 self.record_migration(xfer, &from_cpu, Dir::HostToDevice, cause);
                 self.thrashing.migrated(block, &from_cpu, crate::uvm::thrashing::Proc::Gpu, t);
             }
@@ -156,7 +165,7 @@ impl Uvm {
             moved.bytes_h2d += bytes;
             self.stats.bytes_h2d += bytes;
         }
-        t += cost(c.tracker);
+        t = t.max(landed) + cost(c.tracker);
         (t, moved, later)
     }
 
@@ -262,9 +271,10 @@ mod tests {
         assert_eq!((s.calls, s.pages, s.bytes_h2d), (1, 512, 256 * 4096));
         // Hand-checked: unmap 5 + 3 (2 threads, one step), block 8, first touch 15 (the
         // huge Pareto shape puts every draw at the median), chunk 100, zero-fill 256 x 0.5,
-        // the 1 MiB copy (what the same copy takes on an idle link), map 3, tracker 4.
+        // the 1 MiB copy (what the same copy takes on an idle link), tracker 4. The map (3) is
+        // pushed behind the copy and done while it runs (`async_copies`, the default).
         let copy = Link::new(&Config::default().link).transfer_on(Dir::HostToDevice, 256 * 4096, 0, 0).1;
-        let want = 1_000_000 * (8 + 8 + 15 + 100 + 128 + 3 + 4) + copy;
+        let want = 1_000_000 * (8 + 8 + 15 + 100 + 128 + 4) + copy;
         // (The link's bandwidth timeline rounds a copy's start to its slots: a few ns.)
         assert!(end.abs_diff(want) < 5000, "{end} vs {want}");
         assert_eq!(u.stats.unmaps_sync, 1);

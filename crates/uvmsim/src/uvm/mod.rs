@@ -269,7 +269,9 @@ section! {
         /// link); the replay push acquires the batch tracker and, under `batch-flush`, the driver waits for it
         /// (`uvm_gpu_replayable_faults.c`: `push_replay_on_gpu`, `uvm_tracker_wait` on the replay tracker). That wait is
         /// the batch's `tracker_ns`, which grows when CPU work that hid the copies goes away (seed uvm-driver §6.3.1,
-        /// Fig. 6.3). false: each block's service waits for its own copy (`transfer_ns`), as before 2026-11-23. The
+        /// Fig. 6.3). cudaMemPrefetchAsync and access-counter migrations do the same (`uvm_migrate.c`: one tracker for
+        /// the call, waited for once at its end; since 2026-11-29, before which they waited for each block's copy).
+        /// false: each block's service waits for its own copy (`transfer_ns`), as before 2026-11-23. The
         /// driver cost model only (the fixed-latency model waits per block; the polled one overlaps its round's copies);
         /// the `block` replay policy waits per block either way.
         pub async_copies: bool = true,
