@@ -1009,20 +1009,31 @@ fn polled_demand_pages_cross_before_the_prefetches_of_lower_blocks() {
 
 #[test]
 fn polled_prefetch_stops_when_gpu_memory_is_full_unless_demand_faults_come() {
-    let prefetch = PrefetchConfig { policy: PrefetchPolicy::Locality, transfer_set_pages: 4, ..PrefetchConfig::default() };
-    let (mut u, mut link, mut res) = polled(16, prefetch);
-    u.capacity_chunks = 1; // one 2 MiB chunk for the 64 blocks
-    u.raise(fault_at(0, 0, 0));
-    drain(&mut u, &mut link, &mut res);
-    // Interval 1: page 0 and 3 prefetches take the only chunk; interval 2 finds memory full and no
-    // demand: no prefetch, and the intervals stop (they would cycle the footprint through the chunk).
-    assert_eq!((res.resident_pages(), u.stats.prefetched, u.stats.evictions), (4, 3, 0));
-    assert!(u.interval_end.is_none() && u.events.is_empty());
-    // A demand fault in another block evicts block 0 and brings its window with it.
-    u.raise(fault_at(100_000_000, 600, 1));
-    drain(&mut u, &mut link, &mut res);
-    assert_eq!((u.stats.evictions, u.stats.prefetched), (1, 6));
-    assert!((600..604).all(|p| res.is_resident(p)) && res.resident_pages() == 4);
+    // GPU memory of one 2 MiB chunk for the 64 blocks, or of 4 pages counted at 4 KiB (whose chunk
+    // counters never fill: the handler used to go on prefetching every interval, each prefetch
+    // evicting a page, and the polled oversubscribed runs thrashed on it). A demand fault in another
+    // block then evicts block 0 (one chunk), or 4 pages.
+    for page_granular in [false, true] {
+        let prefetch = PrefetchConfig { policy: PrefetchPolicy::Locality, transfer_set_pages: 4, ..PrefetchConfig::default() };
+        let (mut u, mut link, mut res) = polled(16, prefetch);
+        if page_granular {
+            u.page_evict =
+                Some(Box::new(PageMemory { capacity: 4, pages: Pages::new(EvictionPolicy::Lru, 0), pinned: FxHashSet::default() }));
+        } else {
+            u.capacity_chunks = 1;
+        }
+        u.raise(fault_at(0, 0, 0));
+        drain(&mut u, &mut link, &mut res);
+        // Interval 1: page 0 and 3 prefetches fill the memory; interval 2 finds it full and no demand: no
+        // prefetch, and the intervals stop (they would cycle the footprint through it).
+        assert_eq!((res.resident_pages(), u.stats.prefetched, u.stats.evictions), (4, 3, 0));
+        assert!(u.interval_end.is_none() && u.events.is_empty());
+        // A demand fault still brings its window.
+        u.raise(fault_at(100_000_000, 600, 1));
+        drain(&mut u, &mut link, &mut res);
+        assert_eq!((u.stats.evictions, u.stats.prefetched), (if page_granular { 4 } else { 1 }, 6));
+        assert!((600..604).all(|p| res.is_resident(p)) && res.resident_pages() == 4);
+    }
 }
 
 #[test]
@@ -1047,25 +1058,6 @@ fn demand_pages_wait_for_sets_only_while_sets_are_built() {
             assert!((125_000_000..135_000_000).contains(&when), "{when_full:?}: {landed:?}");
         }
     }
-}
-
-#[test]
-fn polled_prefetch_stops_when_page_granular_memory_is_full() {
-    // The same with GPU memory counted in 4 KiB pages (4 of them): its chunk counters
-    // never fill, and the handler used to go on prefetching every interval, each
-    // prefetch evicting a page (the polled oversubscribed runs thrashed on it).
-    let prefetch = PrefetchConfig { policy: PrefetchPolicy::Locality, transfer_set_pages: 4, ..PrefetchConfig::default() };
-    let (mut u, mut link, mut res) = polled(16, prefetch);
-    u.page_evict = Some(Box::new(PageMemory { capacity: 4, pages: Pages::new(EvictionPolicy::Lru, 0), pinned: FxHashSet::default() }));
-    u.raise(fault_at(0, 0, 0));
-    drain(&mut u, &mut link, &mut res);
-    assert_eq!((res.resident_pages(), u.stats.prefetched, u.stats.evictions), (4, 3, 0));
-    assert!(u.interval_end.is_none() && u.events.is_empty());
-    // A demand fault still brings its window, evicting as many pages.
-    u.raise(fault_at(100_000_000, 600, 1));
-    drain(&mut u, &mut link, &mut res);
-    assert_eq!((u.stats.evictions, u.stats.prefetched), (4, 6));
-    assert!((600..604).all(|p| res.is_resident(p)) && res.resident_pages() == 4);
 }
 
 #[test]
