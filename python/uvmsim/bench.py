@@ -116,6 +116,21 @@ WORKLOADS: tuple[Workload, ...] = (
         },
         {"workload.stencil3d.nx": 64, "workload.stencil3d.ny": 64, "workload.stencil3d.nz": 8},
     ),
+    # Fault-heavy under oversubscription on the NVIDIA driver path: a 4 GiB managed stream on a
+    # Titan V whose GPU memory holds 1/8 of it, so every batch evicts 2 MiB chunks (issue 4's 100 GiB
+    # memory run, at 1/25 the size): batches, evictions, shootdowns and the warps that sleep across them.
+    Workload(
+        "oversub-stream-driver",
+        "titan-v",
+        {
+            "workload.kind": "regular",
+            "workload.managed": True,
+            "workload.regular.threads": 1 << 20,
+            "workload.threads_per_cta": 1024,
+            "uvm.oversubscription": 8,
+        },
+        {"workload.regular.threads": 1 << 15},
+    ),
     # Trace replay: the float STREAM triad recorded to a .uvmt, replayed through the GPU model
     # (docs/performance.md has the command for a 1-billion-access trace).
     Workload("warp-trace-replay", "titan-v", _STREAM_F32, {"workload.stream.elements": 1 << 20}, record=True),

@@ -544,10 +544,15 @@ impl Model for World {
                     match self.uvm.take_resumed() {
                         // Polled model: only µTLBs with no far fault left resume.
                         Some(utlbs) => {
+                            let lost = self.uvm.take_lost(&gpu.xlat.space.residency);
                             let uvm = &self.uvm;
-                            gpu.resume(&utlbs, now, q, |u, p| uvm.in_service(u, p))
+                            gpu.resume(&utlbs, lost, now, q, |u, p| uvm.in_service(u, p))
                         }
-                        None => gpu.replay(now, q),
+                        None => {
+                            let lost = self.uvm.take_lost(&gpu.xlat.space.residency);
+                            let uvm = &self.uvm;
+                            gpu.replay_serviced(lost, now, q, |u, p| uvm.in_service(u, p))
+                        }
                     }
                 }
                 schedule(next, q);

@@ -375,6 +375,22 @@ fn oversubscribed_runs_evict_within_capacity() {
     }
 }
 
+/// Under oversubscription every batch evicts, but an eviction re-executes only the warps whose
+/// faulted pages it took after their service; the others keep waiting for their own faults.
+/// Before, each eviction woke every sleeping warp, which re-executed, walked again and merged
+/// into its fault still outstanding: the walks grew as warps × batches.
+#[test]
+fn evictions_re_execute_only_the_warps_that_lost_their_pages() {
+    let base = ["gpu.sms=8", "gpu.sms_per_l1tlb=2", "workload.kind=regular", "workload.regular.threads=65536", "workload.managed=true"];
+    let fits = run(&[&base[..], &["uvm.oversubscription=0"]].concat());
+    let over = run(&[&base[..], &["uvm.oversubscription=4"]].concat());
+    assert!(m(&over, "uvm.evictions") > 0.0);
+    assert_eq!(m(&over, "uvm.faults.merged"), 0.0, "no warp re-executed into its own outstanding fault");
+    let (walks, fit) = (m(&over, "gpu0.walker.walks"), m(&fits, "gpu0.walker.walks"));
+    assert!(walks < 1.5 * fit, "{walks} walks oversubscribed, {fit} when the data fits");
+    assert!(m(&over, "gpu0.warp_mem_insts") < 1.5 * m(&fits, "gpu0.warp_mem_insts"));
+}
+
 /// Eviction write-back (`uvm.eviction.write_back`): "all" copies every evicted page back, as the
 /// driver does; "dirty" only the pages the GPU stored to. The STREAM triad stores only to `a`, a
 /// third of the footprint, so with "dirty" at most `a`'s pages go back and the rest are evicted clean.

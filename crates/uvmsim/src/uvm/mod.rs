@@ -741,6 +741,9 @@ pub struct Uvm {
     pub events: Vec<Next>,
     /// Polled model: the µTLBs with no far fault left after the last `batch_done` (only they resume).
     resumed: Vec<u32>,
+    /// Pages whose faults ended (left `pending`) since the GPU last checked its sleeping
+    /// warps (`take_lost`).
+    ended: Vec<u64>,
     seed: u64,
     /// VA blocks with GPU state (DMA-mapped, a physical chunk): their first touch is paid.
     gpu_blocks: FxHashSet<u64>,
@@ -981,6 +984,7 @@ impl Uvm {
             last_demand: None,
             events: vec![],
             resumed: vec![],
+            ended: vec![],
             state: State::Idle,
             run_batches: 0,
             cached_put: 0,
@@ -1156,6 +1160,16 @@ impl Uvm {
     /// Whether µTLB `utlb` has a fault outstanding for page `vpn` (buffered, in service or held).
     pub fn in_service(&self, utlb: u32, vpn: u64) -> bool {
         self.pending.contains_key(&(utlb, vpn))
+    }
+
+    /// Whether a fault ended since the last call with its page not mapped now (serviced and
+    /// evicted, or dropped with a deferred block or a throttle). A sleeping warp's page leaves
+    /// `in_service` only when its fault ends, so without such a page, a warp still waiting
+    /// for an unmapped page at the last check still waits for it (the GPU's cheap check).
+    pub fn take_lost(&mut self, residency: &Residency) -> bool {
+        let lost = self.ended.iter().any(|&p| !residency.is_mapped(p));
+        self.ended.clear();
+        lost
     }
 
     /// Faults held at µTLBs, waiting for a replay.
@@ -2357,6 +2371,7 @@ impl Uvm {
                 self.outstanding[f.utlb as usize] -= 1;
             }
             unpend(&mut self.pending, &mut self.by_warp, f);
+            self.ended.push(f.vpn);
         }
         if flight.last {
             self.stats.time_ps += now - flight.start;
@@ -2431,6 +2446,7 @@ impl Uvm {
             self.outstanding[f.utlb as usize] -= 1;
             unpend(&mut self.pending, &mut self.by_warp, f);
         }
+        self.ended.extend(fetched.iter().map(|f| f.vpn));
         if self.policy == ReplayPolicy::BatchFlush {
             // Flush up to the cached PUT, or, with more duplicates than update_put_ratio % of the
             // batch, up to the PUT read now (faults whose walks end later arrive after the flush).
