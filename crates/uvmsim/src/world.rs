@@ -544,12 +544,18 @@ impl Model for World {
                     match self.uvm.take_resumed() {
                         // Polled model: only µTLBs with no far fault left resume.
                         Some(utlbs) => {
-                            let lost = self.uvm.take_lost(&gpu.xlat.space.residency);
+                            let lost = self.uvm.take_ended().iter().any(|&p| !gpu.xlat.space.residency.is_mapped(p));
                             let uvm = &self.uvm;
                             gpu.resume(&utlbs, lost, now, q, |u, p| uvm.in_service(u, p))
                         }
+                        // GPU memory has filled: lanes complete as their pages are mapped or lost.
+                        None if self.uvm.full => {
+                            let ended = self.uvm.take_ended();
+                            let uvm = &self.uvm;
+                            gpu.replay_ended(&ended, now, q, |u, p| uvm.in_service(u, p))
+                        }
                         None => {
-                            let lost = self.uvm.take_lost(&gpu.xlat.space.residency);
+                            let lost = self.uvm.take_ended().iter().any(|&p| !gpu.xlat.space.residency.is_mapped(p));
                             let uvm = &self.uvm;
                             gpu.replay_serviced(lost, now, q, |u, p| uvm.in_service(u, p))
                         }

@@ -375,20 +375,24 @@ fn oversubscribed_runs_evict_within_capacity() {
     }
 }
 
-/// Under oversubscription every batch evicts, but an eviction re-executes only the warps whose
-/// faulted pages it took after their service; the others keep waiting for their own faults.
-/// Before, each eviction woke every sleeping warp, which re-executed, walked again and merged
-/// into its fault still outstanding: the walks grew as warps × batches.
+/// Once GPU memory has filled, a sleeping warp re-executes when one of its pages is mapped
+/// or lost, so its lanes complete while their pages are resident and only the lanes on lost
+/// pages fault again. Before, every eviction re-executed every sleeping warp, whose lanes on
+/// pages still in service walked again and merged into their outstanding faults at every
+/// batch (walks grew as warps × batches); waiting for all of a warp's pages instead let the
+/// first ones be evicted before their lanes ran (a random gather thrashed; the unit test of
+/// `Gpu::replay_ended` shows the lanes).
 #[test]
-fn evictions_re_execute_only_the_warps_that_lost_their_pages() {
-    let base = ["gpu.sms=8", "gpu.sms_per_l1tlb=2", "workload.kind=regular", "workload.regular.threads=65536", "workload.managed=true"];
-    let fits = run(&[&base[..], &["uvm.oversubscription=0"]].concat());
-    let over = run(&[&base[..], &["uvm.oversubscription=4"]].concat());
+fn after_memory_fills_lanes_complete_as_their_pages_arrive() {
+    let base = ["gpu.sms=8", "gpu.sms_per_l1tlb=2", "workload.managed=true"];
+    let stream = [&base[..], &["workload.kind=regular", "workload.regular.threads=65536"]].concat();
+    let fits = run(&[&stream[..], &["uvm.oversubscription=0"]].concat());
+    let over = run(&[&stream[..], &["uvm.oversubscription=4"]].concat());
     assert!(m(&over, "uvm.evictions") > 0.0);
-    assert_eq!(m(&over, "uvm.faults.merged"), 0.0, "no warp re-executed into its own outstanding fault");
+    let (merged, raw) = (m(&over, "uvm.faults.merged"), m(&over, "uvm.faults.raw"));
+    assert!(merged < 0.5 * raw, "{merged} re-walks merged into {raw} faults");
     let (walks, fit) = (m(&over, "gpu0.walker.walks"), m(&fits, "gpu0.walker.walks"));
     assert!(walks < 1.5 * fit, "{walks} walks oversubscribed, {fit} when the data fits");
-    assert!(m(&over, "gpu0.warp_mem_insts") < 1.5 * m(&fits, "gpu0.warp_mem_insts"));
 }
 
 /// Eviction write-back (`uvm.eviction.write_back`): "all" copies every evicted page back, as the

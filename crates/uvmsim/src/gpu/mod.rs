@@ -302,6 +302,13 @@ pub struct Gpu {
     waiting_epoch: u64,
     /// With per-page replays (`replay_page`, the APU path): sleeping warps filed under the page they wait for.
     by_page: FxHashMap<u64, Vec<u32>>,
+    /// Limited memory, batch driver (`replay_ended`): sleeping warps filed under every page they
+    /// faulted on, each with the nap it was filed in (an entry of an earlier nap is stale).
+    by_fault: FxHashMap<u64, Vec<(u32, u64)>>,
+    /// Per warp slot, its current nap (0: awake or not filed); `naps` numbers them (0: no
+    /// `replay_ended` yet).
+    nap_of: Vec<u64>,
+    naps: u64,
     /// Blocking fault mode (`uvm.fault_mode = "blocking"`), and which µTLBs are blocked.
     blocking: bool,
     blocked: Vec<bool>,
@@ -373,6 +380,9 @@ impl Gpu {
             waiting: vec![],
             waiting_epoch: 0,
             by_page: FxHashMap::default(),
+            by_fault: FxHashMap::default(),
+            nap_of: vec![],
+            naps: 0,
             blocking: cfg.uvm.fault_mode == FaultMode::Blocking,
             blocked: vec![false; g.sms.div_ceil(g.sms_per_l1tlb) as usize],
             stall_on_fault: cfg.uvm.stall_warp_on_fault,
@@ -817,18 +827,85 @@ impl Gpu {
         self.wake_serviced(lost, now, q, in_service);
     }
 
-    /// The batch driver replayed at `now` (one GPU): every µTLB unblocks, and, as in
-    /// `resume`, a sleeping warp wakes once none of its faulted pages is both missing and
-    /// still in the driver's hands (`in_service`: buffered, in the batch, flushed or held at
-    /// its µTLB). A page serviced and then evicted, or whose fault was dropped (a deferred
-    /// block, a thrashing throttle), is in nobody's hands: it faults again when the warp
-    /// re-executes. Before, any eviction started a new refault epoch that woke every
-    /// sleeping warp, whose re-executions walked and merged into faults still outstanding:
-    /// under 8× oversubscription every batch evicts, and a 100 GiB stream did 4 G walks
-    /// for 26 M pages. `lost` as in `resume`.
+    /// The batch driver replayed at `now` (one GPU, GPU memory not yet full): every µTLB
+    /// unblocks, and, as in `resume`, a sleeping warp wakes once none of its faulted pages is
+    /// both missing and still in the driver's hands (`in_service`: buffered, in the batch,
+    /// flushed or held at its µTLB). A page whose fault was dropped (a thrashing throttle) is
+    /// in nobody's hands: it faults again when the warp re-executes. Before, such a drop
+    /// started a new refault epoch that re-executed every sleeping warp. `lost` as in
+    /// `resume`. Once memory has filled, `replay_ended` takes over.
     pub fn replay_serviced(&mut self, lost: bool, now: Ps, q: &mut EventQueue<Ev>, in_service: impl Fn(u32, u64) -> bool) {
         self.blocked.fill(false);
         self.wake_serviced(lost, now, q, in_service);
+    }
+
+    /// The batch driver replayed at `now` once GPU memory has filled (pages may be evicted):
+    /// every µTLB unblocks, and a sleeping warp re-executes as soon as one of its faulted
+    /// pages was mapped or its fault ended (`ended`, `Uvm::take_ended`): its lanes on that
+    /// page complete if the page is mapped, or fault again if it was taken away (evicted after
+    /// its service, or its fault dropped); its other lanes walk again and merge into their
+    /// faults, still outstanding. The replay retries the µTLBs' held translations, and each
+    /// completes once mapped (seed paged-memory §3, step 6), so a lane does not wait for the
+    /// warp's other pages: waiting for all of them, as `replay_serviced` does before memory
+    /// fills, let pages that had arrived be evicted before their lanes ran (a random gather at
+    /// 2× oversubscription evicted 6× the chunks). Before, every eviction re-executed every
+    /// sleeping warp (a refault epoch), which completed the same lanes but re-walked all the
+    /// others at every batch. Sleepers are filed by page rather than scanned: the pages
+    /// mapped or ended wake them, so a replay costs those pages, not the sleeping warps.
+    pub fn replay_ended(&mut self, ended: &[u64], now: Ps, q: &mut EventQueue<Ev>, in_service: impl Fn(u32, u64) -> bool) {
+        self.blocked.fill(false);
+        if self.naps == 0 {
+            // The first such replay: the sleepers noted by `replay_serviced` are filed afresh.
+            self.naps = 1;
+            self.waiting.iter_mut().for_each(|s| s.on = Sleeper::UNKNOWN);
+        }
+        if self.nap_of.len() < self.warps.len() {
+            self.nap_of.resize(self.warps.len(), 0);
+        }
+        let (warps, residency) = (&self.warps, &self.xlat.space.residency);
+        let mut woken: Vec<u32> = vec![];
+        // Warps asleep since the last replay: file each under its pages, unless one of them
+        // already ended (mapped, or in nobody's hands) while it ran on.
+        for s in self.waiting.iter_mut().filter(|s| s.on == Sleeper::UNKNOWN) {
+            let slot = s.slot as usize;
+            let Some(w) = warps[slot].as_ref() else {
+                woken.push(s.slot);
+                continue;
+            };
+            if w.faulted.is_empty() || w.faulted.iter().any(|&p| residency.is_mapped(p) || !in_service(s.utlb, p)) {
+                woken.push(s.slot);
+                continue;
+            }
+            self.naps += 1;
+            self.nap_of[slot] = self.naps;
+            for &p in &w.faulted {
+                self.by_fault.entry(p).or_default().push((s.slot, self.naps));
+            }
+            s.on = w.faulted[0];
+        }
+        for &slot in &woken {
+            self.nap_of[slot as usize] = 0;
+        }
+        for p in ended {
+            for (slot, nap) in self.by_fault.remove(p).unwrap_or_default() {
+                if self.nap_of[slot as usize] == nap {
+                    self.nap_of[slot as usize] = 0;
+                    woken.push(slot);
+                }
+            }
+        }
+        if woken.is_empty() {
+            return;
+        }
+        let nap_of = &self.nap_of;
+        self.waiting.retain(|s| s.on != Sleeper::UNKNOWN && nap_of[s.slot as usize] != 0);
+        for slot in woken {
+            if let Some(w) = self.warps[slot as usize].as_mut() {
+                w.faulted.clear();
+                w.wake();
+            }
+            q.push(now, Ev::Warp(self.tag | slot));
+        }
     }
 
     fn wake_serviced(&mut self, lost: bool, now: Ps, q: &mut EventQueue<Ev>, in_service: impl Fn(u32, u64) -> bool) {
@@ -1262,6 +1339,42 @@ mod tests {
         held.retain(|&p| p != 8);
         assert_eq!(replay(&mut gpu, false, &held), 1);
         assert_eq!(waits(&gpu), vec![(7, vec![7])]);
+    }
+
+    #[test]
+    fn once_memory_is_full_a_warp_wakes_when_any_of_its_pages_is_mapped_or_lost() {
+        // Warps wait for [7], [8, 9] and [9]; the driver holds faults on all three pages.
+        let mut gpu = sleeping(&[&[7], &[8, 9], &[9]]);
+        let mut held: Vec<u64> = vec![7, 8, 9];
+        let replay = |gpu: &mut Gpu, ended: &[u64], held: &[u64]| {
+            let before = gpu.waiting.len();
+            gpu.replay_ended(ended, 0, &mut EventQueue::new(), |u, p| u == 0 && held.contains(&p));
+            before - gpu.waiting.len()
+        };
+        let asleep = |gpu: &Gpu| gpu.waiting.iter().map(|s| s.slot).collect::<Vec<_>>();
+        let slots = asleep(&gpu);
+        // Filed under their pages; nothing mapped or ended: all sleep.
+        assert_eq!(replay(&mut gpu, &[], &held), 0);
+        // Page 9 is mapped: both warps waiting for it run their lanes on it now, the second
+        // although page 8 is still missing (its lanes on 8 walk again and merge).
+        gpu.xlat.space.residency.make_resident(9);
+        held.retain(|&p| p != 9);
+        assert_eq!(replay(&mut gpu, &[9], &held), 2);
+        assert_eq!(asleep(&gpu), vec![slots[0]]);
+        assert!(gpu.warps[slots[1] as usize].as_ref().unwrap().faulted.is_empty(), "re-executes afresh");
+        // Page 8's entry for the second warp is from a nap that ended: it wakes nobody.
+        assert_eq!(replay(&mut gpu, &[8], &held), 0);
+        // Page 7's fault was dropped (a deferred block): its warp re-executes and faults again.
+        held.retain(|&p| p != 7);
+        assert_eq!(replay(&mut gpu, &[7], &held), 1);
+        assert!(gpu.waiting.is_empty());
+        // A warp that fell asleep after its page was mapped (its fault ended while it ran on)
+        // wakes when it is filed, at the next replay.
+        let mut late = sleeping(&[&[5], &[6]]);
+        let slots = asleep(&late);
+        late.xlat.space.residency.make_resident(5);
+        assert_eq!(replay(&mut late, &[], &[6]), 1);
+        assert_eq!(asleep(&late), vec![slots[1]]);
     }
 
     #[test]

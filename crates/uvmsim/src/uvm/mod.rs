@@ -1128,6 +1128,7 @@ impl Uvm {
                 while let Some(f) = self.parked[u].front() {
                     if residency.is_mapped(f.vpn) {
                         unpend(&mut self.pending, &mut self.by_warp, f);
+                        self.ended.push(f.vpn);
                         self.parked[u].pop_front();
                         continue;
                     }
@@ -1162,14 +1163,13 @@ impl Uvm {
         self.pending.contains_key(&(utlb, vpn))
     }
 
-    /// Whether a fault ended since the last call with its page not mapped now (serviced and
-    /// evicted, or dropped with a deferred block or a throttle). A sleeping warp's page leaves
-    /// `in_service` only when its fault ends, so without such a page, a warp still waiting
-    /// for an unmapped page at the last check still waits for it (the GPU's cheap check).
-    pub fn take_lost(&mut self, residency: &Residency) -> bool {
-        let lost = self.ended.iter().any(|&p| !residency.is_mapped(p));
-        self.ended.clear();
-        lost
+    /// The pages whose faults ended since the last call (serviced, dropped with a deferred
+    /// block or a throttle, or held and found mapped at a replay), for the GPU's replay.
+    /// A sleeping warp's page leaves `in_service` only when its fault ends: without one of
+    /// these now unmapped (serviced and evicted, or dropped), a warp still waiting for an
+    /// unmapped page at the last check still waits for it.
+    pub fn take_ended(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.ended)
     }
 
     /// Faults held at µTLBs, waiting for a replay.
@@ -2414,17 +2414,22 @@ impl Uvm {
 
     /// A segment's pages become resident and mapped.
     fn apply(&mut self, seg: Segment, residency: &mut Residency) {
-        for p in seg.demand {
+        for &p in &seg.demand {
             // In flight and resident at once would mean a page migrated twice.
             debug_assert!(!residency.is_resident(p), "page {p:#x} serviced but already resident");
             residency.make_resident(p);
         }
-        for p in seg.prefetched {
+        for &p in &seg.prefetched {
             debug_assert!(!residency.is_resident(p), "page {p:#x} prefetched but already resident");
             residency.make_prefetched(p);
         }
-        for p in seg.remote {
+        for &p in &seg.remote {
             residency.map_remote(p);
+        }
+        if self.polled.is_none() && self.full {
+            // The GPU's replay completes the lanes on every page mapped now, whichever fault
+            // (or prefetch) brought it (`Gpu::replay_ended`).
+            self.ended.extend(seg.demand.iter().chain(&seg.prefetched).chain(&seg.remote));
         }
         for p in seg.dup {
             residency.set_dup(p, true);
