@@ -549,10 +549,15 @@ impl Model for World {
                             gpu.resume(&utlbs, lost, now, q, |u, p| uvm.in_service(u, p))
                         }
                         // GPU memory has filled: lanes complete as their pages are mapped or lost.
-                        None if self.uvm.full => {
+                        None if self.uvm.full && !gpu.blocking => {
                             let ended = self.uvm.take_ended();
                             let uvm = &self.uvm;
                             gpu.replay_ended(&ended, now, q, |u, p| uvm.in_service(u, p))
+                        }
+                        // Blocking faults, memory full: every waiting warp re-executes after an eviction.
+                        None if self.uvm.full => {
+                            self.uvm.take_ended();
+                            gpu.replay(now, q)
                         }
                         None => {
                             let lost = self.uvm.take_ended().iter().any(|&p| !gpu.xlat.space.residency.is_mapped(p));

@@ -38,12 +38,17 @@ fn finishes(extra: &[&str]) -> Metrics {
 }
 
 #[test]
-fn oversubscribed_xsbench_finishes_under_every_cost_model_and_granularity() {
+fn oversubscribed_xsbench_finishes_under_every_cost_model_granularity_and_fault_mode() {
     let mut done = vec![];
     for cm in ["polled", "fixed-latency"] {
         for g in ["block", "page"] {
-            let m = finishes(&[&format!("uvm.cost_model={cm}"), &format!("uvm.eviction.granularity={g}")]);
-            done.push(m.get("gpu0.completed_insts").unwrap());
+            // The batch model wakes warps per page once memory is full, except with blocking
+            // faults, which keep the refault epoch (`World`'s replay).
+            for mode in ["replayable", "blocking"] {
+                let sets = [format!("uvm.cost_model={cm}"), format!("uvm.eviction.granularity={g}"), format!("uvm.fault_mode={mode}")];
+                let m = finishes(&sets.iter().map(String::as_str).collect::<Vec<_>>());
+                done.push(m.get("gpu0.completed_insts").unwrap());
+            }
         }
     }
     // Every run completes the same instructions; faulted ones count once, when they complete.

@@ -310,7 +310,7 @@ pub struct Gpu {
     nap_of: Vec<u64>,
     naps: u64,
     /// Blocking fault mode (`uvm.fault_mode = "blocking"`), and which µTLBs are blocked.
-    blocking: bool,
+    pub blocking: bool,
     blocked: Vec<bool>,
     /// A warp stops at its far-faulting load or store (`uvm.stall_warp_on_fault`).
     stall_on_fault: bool,
@@ -852,6 +852,11 @@ impl Gpu {
     /// sleeping warp (a refault epoch), which completed the same lanes but re-walked all the
     /// others at every batch. Sleepers are filed by page rather than scanned: the pages
     /// mapped or ended wake them, so a replay costs those pages, not the sleeping warps.
+    ///
+    /// Not for blocking faults (`blocking`): there the warps still waiting re-execute at each
+    /// eviction (`replay`), which re-blocks their µTLBs; after this replay every µTLB would
+    /// stay unblocked, other warps' new faults would thrash memory, and a random gather at 2×
+    /// took 2.2× longer.
     pub fn replay_ended(&mut self, ended: &[u64], now: Ps, q: &mut EventQueue<Ev>, in_service: impl Fn(u32, u64) -> bool) {
         self.blocked.fill(false);
         if self.naps == 0 {
