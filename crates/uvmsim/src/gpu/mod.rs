@@ -302,8 +302,8 @@ pub struct Gpu {
     waiting_epoch: u64,
     /// With per-page replays (`replay_page`, the APU path): sleeping warps filed under the page they wait for.
     by_page: FxHashMap<u64, Vec<u32>>,
-    /// Limited memory, batch driver (`replay_ended`): sleeping warps filed under every page they
-    /// faulted on, each with the nap it was filed in (an entry of an earlier nap is stale).
+    /// Batch driver once GPU memory is full (`replay_ended`): sleeping warps filed under every
+    /// page they faulted on, each with the nap it was filed in (an entry of an earlier nap is stale).
     by_fault: FxHashMap<u64, Vec<(u32, u64)>>,
     /// Per warp slot, its current nap (0: awake or not filed); `naps` numbers them (0: no
     /// `replay_ended` yet).
@@ -818,7 +818,7 @@ impl Gpu {
     /// landing under oversubscription, and the runs never ended).
     ///
     /// `lost`: whether a fault ended since the last call whose page is not mapped
-    /// (`Uvm::take_lost`); without one, a warp still missing the page it stopped at keeps
+    /// (from `Uvm::take_ended`); without one, a warp still missing the page it stopped at keeps
     /// waiting without asking the driver (a page leaves its hands only when its fault ends).
     pub fn resume(&mut self, utlbs: &[u32], lost: bool, now: Ps, q: &mut EventQueue<Ev>, in_service: impl Fn(u32, u64) -> bool) {
         for &u in utlbs {

@@ -742,7 +742,7 @@ pub struct Uvm {
     /// Polled model: the µTLBs with no far fault left after the last `batch_done` (only they resume).
     resumed: Vec<u32>,
     /// Pages whose faults ended (left `pending`) since the GPU last checked its sleeping
-    /// warps (`take_lost`).
+    /// warps (`take_ended`).
     ended: Vec<u64>,
     seed: u64,
     /// VA blocks with GPU state (DMA-mapped, a physical chunk): their first touch is paid.
