@@ -395,6 +395,37 @@ fn after_memory_fills_lanes_complete_as_their_pages_arrive() {
     assert!(walks < 1.5 * fit, "{walks} walks oversubscribed, {fit} when the data fits");
 }
 
+/// Blocking faults once GPU memory is full keep the refault epoch: each replay re-executes every
+/// waiting warp, so a µTLB whose warp still waits on a page in service blocks again at once, and
+/// each batch holds at most one warp instruction's faults (32 lanes) from each µTLB, as before
+/// memory filled. Waking warps per page (`Gpu::replay_ended`, the replayable path) would leave
+/// the µTLB free while its warp sleeps: other warps' faults would join the batch, and this
+/// random gather would take about three times as long.
+#[test]
+fn blocking_faults_keep_the_utlb_blocked_after_memory_fills() {
+    let sets = [
+        "gpu.sms=16",
+        "gpu.sms_per_l1tlb=2",
+        "workload.kind=gather",
+        "workload.gather.threads=2048",
+        "workload.gather.lookups=2048",
+        "workload.threads_per_cta=128",
+        "workload.managed=true",
+        "uvm.fault_mode=\"blocking\"",
+        "uvm.oversubscription=2",
+        "uvm.records=true",
+        "uvm.fault_records=true",
+    ];
+    let r = uvmsim::world::simulate_full(&cfg(&sets)).unwrap();
+    assert!(r.batches.unwrap().iter().filter(|b| b.evictions > 0).count() > 100, "memory filled late");
+    let mut per_utlb = std::collections::HashMap::new();
+    for f in r.faults.unwrap() {
+        *per_utlb.entry((f.batch, f.utlb)).or_insert(0u32) += 1;
+    }
+    let (&(batch, utlb), &most) = per_utlb.iter().max_by_key(|(k, &n)| (n, std::cmp::Reverse(**k))).unwrap();
+    assert!(most <= 32, "batch {batch} holds {most} faults of blocked µTLB {utlb}");
+}
+
 /// Eviction write-back (`uvm.eviction.write_back`): "all" copies every evicted page back, as the
 /// driver does; "dirty" only the pages the GPU stored to. The STREAM triad stores only to `a`, a
 /// third of the footprint, so with "dirty" at most `a`'s pages go back and the rest are evicted clean.
