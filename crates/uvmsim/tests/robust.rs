@@ -339,3 +339,23 @@ fn advice_for_an_allocation_the_workload_lacks_is_bad_input() {
     let m = bad_input(simulated(&["workload.kind=stream".into(), "uvm.advise.policy=read-mostly".into(), "uvm.advise.buffers=[0]".into()]));
     assert!(m.contains("no managed allocation"), "{m}");
 }
+
+/// Multi-GPU: a page's answer wakes only the warps asleep for it at that moment. A library
+/// GEMM's warp issues the next tile's loads, then computes for longer than the far faults
+/// take, and only then waits: its answers had all arrived while it computed, and it slept for
+/// a replay that never came (every run of it deadlocked, in both translation modes). It now
+/// goes on at its wait, and every CTA completes.
+#[test]
+fn a_warp_whose_far_faults_are_answered_while_it_computes_goes_on() {
+    for mode in ["gmmu", "iommu"] {
+        let m = simulated(&[
+            "workload.kind=blas-gemm".into(),
+            "workload.blas_gemm.n=256".into(),
+            "multi.gpus=2".into(),
+            format!("translation.mode=\"{mode}\""),
+        ])
+        .unwrap_or_else(|e| panic!("{mode}: {e}"));
+        assert_eq!(m.get("gpu0.ctas").unwrap() + m.get("gpu1.ctas").unwrap(), 4.0, "{mode}");
+        assert!(m.get("multi.far_faults").unwrap() > 0.0, "{mode}: the GEMM's pages must fault");
+    }
+}

@@ -105,6 +105,13 @@ fn park_held(w: &mut Warp, held: &rustc_hash::FxHashSet<u64>, residency: &crate:
     Some(false)
 }
 
+/// Multi-GPU: whether a warp about to sleep for its far-faulted instructions has no answer
+/// due (`Multi::nothing_to_wait_for`); it then re-executes them at once.
+#[cold]
+fn no_answer_due(place: Option<&Multi>, gpu: u32, faulted: &[u64], raised: &[Fault], xlat: &Translator) -> bool {
+    place.is_some_and(|m| m.nothing_to_wait_for(gpu, faulted, raised, xlat.far_pending.as_ref(), &xlat.space.residency))
+}
+
 /// Prefetch the cache line at `p` (a hint: never faults, whatever `p` is).
 #[inline(always)]
 pub fn prefetch(p: *const u8) {
@@ -550,8 +557,15 @@ impl Gpu {
                 // the faulted instructions and this wait.
                 Op::Wait if !w.pending.is_empty() => {
                     w.pending.push((Op::Wait, Box::default()));
-                    self.waiting.push(Sleeper::new(slot, self.xlat.utlb_of(sm), &w.faulted));
-                    return Ok(());
+                    if no_answer_due(place.as_deref(), self.tag >> EV_GPU_SHIFT, &w.faulted, &self.faults, &self.xlat) {
+                        // Multi-GPU: its answers came while it went on (`Multi::nothing_to_wait_for`).
+                        w.faulted.clear();
+                        w.wake();
+                        next
+                    } else {
+                        self.waiting.push(Sleeper::new(slot, self.xlat.utlb_of(sm), &w.faulted));
+                        return Ok(());
+                    }
                 }
                 Op::Wait => next.max(w.loads),
                 // Blocking faults: a µTLB with a fault outstanding takes no requests until the replay.
@@ -624,8 +638,14 @@ impl Gpu {
                 }
                 // Exiting with faulted instructions: sleep; after the replay they run, then the stream exits again.
                 Op::Exit if !w.pending.is_empty() => {
-                    self.waiting.push(Sleeper::new(slot, self.xlat.utlb_of(sm), &w.faulted));
-                    return Ok(());
+                    if no_answer_due(place.as_deref(), self.tag >> EV_GPU_SHIFT, &w.faulted, &self.faults, &self.xlat) {
+                        w.faulted.clear();
+                        w.wake();
+                        next
+                    } else {
+                        self.waiting.push(Sleeper::new(slot, self.xlat.utlb_of(sm), &w.faulted));
+                        return Ok(());
+                    }
                 }
                 Op::Exit => {
                     let end = issue.max(w.loads).max(w.stores);
@@ -1163,10 +1183,20 @@ impl Gpu {
                 k.next_cta,
                 resident.len()
             ));
+            let residency = &self.xlat.space.residency;
             for w in resident.iter().take(8) {
+                // The pages it waits for, and whether each is mapped here now.
+                let pages: Vec<String> =
+                    w.faulted.iter().take(4).map(|&p| format!("{p:#x}{}", if residency.is_mapped(p) { " (mapped)" } else { "" })).collect();
                 out.push(format!(
-                    "  warp {} on SM {}: loads outstanding until {} ps, stores until {} ps",
-                    w.id.global, w.sm, w.loads, w.stores
+                    "  warp {} on SM {}: loads outstanding until {} ps, stores until {} ps; {} faulted, {} to re-execute; waits for pages [{}]",
+                    w.id.global,
+                    w.sm,
+                    w.loads,
+                    w.stores,
+                    w.pending.len(),
+                    w.redo.len(),
+                    pages.join(", ")
                 ));
             }
         }

@@ -809,6 +809,34 @@ impl Multi {
         self.owner_changed(vpn, p.owner, g);
     }
 
+    /// Whether a warp of GPU `g` about to sleep for its far-faulted instructions has no answer
+    /// left to wait for. A page's answer wakes only the warps asleep for it at that moment
+    /// (`Gpu::replay_page`, or `Gpu::replay` in IOMMU mode), and nothing else replays a GPU
+    /// here: a warp that went on with independent work (a library GEMM's next tile loads, then
+    /// its math) while its answers arrived, or while its page was invalidated before the
+    /// answer (`page_ready`), would sleep for a replay that never comes. A faulted page's
+    /// answer is due while the host services this GPU's fault on it, or if the fault was
+    /// raised in this run of the warp (`raised`, still to reach the host), or, in GMMU mode,
+    /// while a miss on the unmapped page is held in the L2 TLB's MSHR (`held`: `park_held`
+    /// parks such lanes without raising a fault). Mapped is not enough: a store to a read-only
+    /// replica faults on a mapped page. With no answer due the warp re-executes at once and
+    /// faults again on what is missing.
+    #[cold]
+    pub fn nothing_to_wait_for(
+        &self,
+        g: u32,
+        faulted: &[u64],
+        raised: &[crate::uvm::Fault],
+        held: Option<&rustc_hash::FxHashSet<u64>>,
+        residency: &crate::xlat::space::Residency,
+    ) -> bool {
+        !faulted.iter().any(|&p| {
+            self.dir.get(p).is_some_and(|e| e.pending >> g & 1 == 1)
+                || raised.iter().any(|f| f.vpn == p)
+                || (held.is_some_and(|h| h.contains(&p)) && !residency.is_mapped(p))
+        })
+    }
+
     /// GPU `g`'s answer for `vpn` arrived: its PTE becomes valid, unless the page was
     /// invalidated again meanwhile (then the warps re-execute and fault again).
     pub fn page_ready(&mut self, g: usize, vpn: u64, gpu: &mut Gpu) {
