@@ -41,8 +41,12 @@ use crate::xlat::{Translator, Xlat};
 use rustc_hash::FxHashMap;
 
 /// The part of memory instruction `op` (lanes in `scratch` if explicit) that
-/// touches the pages of `faults`: explicit lanes for the re-execution.
-fn narrow(op: Op, scratch: &[u64; MAX_LANES], faults: &[Fault]) -> (Op, Box<[u64]>) {
+/// touches the pages of `faults`: explicit lanes for the re-execution. With `split`
+/// (multi-GPU), a lane whose access crosses into the next page and faulted on only one
+/// of the two keeps only its part on that page (`len` bytes within it, the same line):
+/// kept whole, it needed both pages mapped at once, which two pages moving between GPUs
+/// under on-touch migration may never be (sad's unaligned 32-byte rows never finished).
+fn narrow(op: Op, scratch: &[u64; MAX_LANES], faults: &[Fault], split: bool) -> (Op, Box<[u64]>) {
     let Op::Mem { kind, lanes, bytes } = op else { return (op, Box::default()) };
     let mut out = [0u64; MAX_LANES];
     let mut n = 0;
@@ -52,9 +56,15 @@ fn narrow(op: Op, scratch: &[u64; MAX_LANES], faults: &[Fault]) -> (Op, Box<[u64
     };
     for (i, &x) in scratch.iter().enumerate().take(count) {
         let a = if lane.2 { x } else { lane.0 + i as u64 * lane.1 };
-        let (first, last) = (a >> 12, (a + bytes.max(1) as u64 - 1) >> 12);
-        if faults.iter().any(|f| f.vpn == first || f.vpn == last) {
-            out[n] = a;
+        let len = u64::from(bytes.clamp(1, 4096));
+        let (first, last) = (a >> 12, (a + len - 1) >> 12);
+        let (head, tail) = (faults.iter().any(|f| f.vpn == first), first != last && faults.iter().any(|f| f.vpn == last));
+        if head || tail {
+            out[n] = match (split && first != last, head, tail) {
+                (true, true, false) => (last << 12) - len,
+                (true, false, true) => last << 12,
+                _ => a,
+            };
             n += 1;
         }
     }
@@ -77,18 +87,45 @@ fn saved_lanes(op: &Op, scratch: &[u64; MAX_LANES]) -> Box<[u64]> {
 /// go back to `pending` (and their pages to `faulted`), and only the other lanes issue. A warp
 /// woken by one page's answer thus completes the lanes on it and sleeps on at its next
 /// dependency for the rest, without re-translating every held lane at each answer (which
-/// doubled PageRank's line accesses under access counters). None: nothing parked; Some(true):
-/// every lane parked (nothing to issue); Some(false): split, the other lanes issue now.
+/// doubled PageRank's line accesses under access counters). A lane whose access crosses into
+/// the next page (an unaligned one, as sad's 32-byte reference rows) is split at the page
+/// boundary when only one of its pages is held: each part is its own page's request. Kept
+/// whole, it needed both pages mapped at once, and two pages ping-ponging between four GPUs
+/// under on-touch migration never were (the run never ended). None: nothing parked;
+/// Some(true): every lane parked (nothing to issue); Some(false): split, the other lanes issue now.
 #[cold]
 fn park_held(w: &mut Warp, held: &rustc_hash::FxHashSet<u64>, residency: &crate::xlat::space::Residency) -> Option<bool> {
     let Some(&(Op::Mem { kind, lanes: Lanes::Explicit { .. }, bytes }, ref lanes)) = w.redo.front() else {
         return None;
     };
-    let parked = |a: u64| held.contains(&(a >> 12)) && !residency.is_mapped(a >> 12);
-    if !lanes.iter().any(|&a| parked(a)) {
+    let parked = |p: u64| held.contains(&p) && !residency.is_mapped(p);
+    let len = u64::from(bytes.clamp(1, 4096));
+    let pages = |a: u64| (a >> 12, (a + len - 1) >> 12);
+    if !lanes.iter().any(|&a| {
+        let (p0, p1) = pages(a);
+        parked(p0) || parked(p1)
+    }) {
         return None;
     }
-    let (wait, go): (Vec<u64>, Vec<u64>) = lanes.iter().partition(|&&a| parked(a));
+    let (mut wait, mut go) = (Vec::new(), Vec::new());
+    for &a in lanes.iter() {
+        let (p0, p1) = pages(a);
+        match (parked(p0), p0 != p1 && parked(p1)) {
+            (false, false) => go.push(a),
+            (true, true) => wait.push(a),
+            // Split at the boundary: each part, `len` bytes within its page, touches the same
+            // line as the original part there (a lane's access is at most a line).
+            (true, false) if p0 != p1 => {
+                wait.push((p1 << 12) - len);
+                go.push(p1 << 12);
+            }
+            (false, true) => {
+                go.push((p1 << 12) - len);
+                wait.push(p1 << 12);
+            }
+            (true, false) => wait.push(a),
+        }
+    }
     for &a in &wait {
         if !w.faulted.contains(&(a >> 12)) {
             w.faulted.push(a >> 12);
@@ -607,7 +644,7 @@ impl Gpu {
                             // instruction touches more pages than GPU memory holds, or the
                             // sleeping warps' pages together thrash it. (With unlimited memory
                             // the whole instruction re-executes, as it always did.)
-                            narrow(op, &self.scratch, &self.faults[raised..])
+                            narrow(op, &self.scratch, &self.faults[raised..], place.is_some())
                         } else {
                             (op, saved_lanes(&op, &self.scratch))
                         });
@@ -1463,15 +1500,41 @@ mod tests {
         let mut scratch = [0u64; MAX_LANES];
         // 32 lanes of 8 bytes every 512 bytes from 0x1800: pages 1 (lanes 0..3), 2 (4..11), 3 (12..19), ...
         let op = Op::Mem { kind: MemKind::Load, lanes: Lanes::Strided { base: 0x1800, stride: 512, n: 32 }, bytes: 8 };
-        let (nop, lanes) = narrow(op, &scratch, &[fault(3), fault(1)]);
+        let (nop, lanes) = narrow(op, &scratch, &[fault(3), fault(1)], false);
         let want: Vec<u64> = (0..4).chain(12..20).map(|i| 0x1800 + 512 * i).collect();
         assert_eq!(&*lanes, &want[..]);
         assert!(matches!(nop, Op::Mem { lanes: Lanes::Explicit { n: 12 }, bytes: 8, .. }));
         // A lane whose bytes straddle two pages runs again if either faulted.
         scratch[..3].copy_from_slice(&[0x2ffc, 0x5000, 0x2000]);
         let op = Op::Mem { kind: MemKind::Store, lanes: Lanes::Explicit { n: 3 }, bytes: 8 };
-        assert_eq!(&*narrow(op, &scratch, &[fault(3)]).1, &[0x2ffc]);
-        assert!(narrow(op, &scratch, &[fault(9)]).1.is_empty());
+        assert_eq!(&*narrow(op, &scratch, &[fault(3)], false).1, &[0x2ffc]);
+        assert!(narrow(op, &scratch, &[fault(9)], false).1.is_empty());
+        // Split (multi-GPU): only the part on the faulted page runs again, 8 bytes within it:
+        // the tail from page 3's start, or the head ending at page 2's end; both faulted, whole.
+        assert_eq!(&*narrow(op, &scratch, &[fault(3)], true).1, &[0x3000]);
+        assert_eq!(&*narrow(op, &scratch, &[fault(2)], true).1, &[0x2ff8, 0x2000]);
+        assert_eq!(&*narrow(op, &scratch, &[fault(2), fault(3)], true).1, &[0x2ffc, 0x2000]);
+    }
+
+    /// GMMU multi-GPU re-execution: lanes on a page still held behind its far fault wait, and
+    /// a lane crossing into a held page from a mapped one (or back) is split at the boundary.
+    #[test]
+    fn park_held_splits_a_lane_that_crosses_into_a_held_page() {
+        let mut gpu = sleeping(&[&[]]);
+        let w = gpu.warps.last_mut().unwrap().as_mut().unwrap();
+        let residency = &mut gpu.xlat.space.residency;
+        residency.make_resident(2);
+        // Page 2 is mapped, page 3 held (its answer not back): lanes 0x2ffc (crosses 2 -> 3),
+        // 0x2000 (page 2 only), 0x3010 (page 3 only).
+        let held: rustc_hash::FxHashSet<u64> = [3].into_iter().collect();
+        let op = Op::Mem { kind: MemKind::Load, lanes: Lanes::Explicit { n: 3 }, bytes: 8 };
+        w.redo.push_back((op, vec![0x2ffc, 0x2000, 0x3010].into()));
+        assert_eq!(park_held(w, &held, residency), Some(false));
+        assert_eq!(&*w.redo[0].1, &[0x2ff8, 0x2000], "the head on page 2 and the page-2 lane go now");
+        assert_eq!(&*w.pending.last().unwrap().1, &[0x3000, 0x3010], "the tail and the page-3 lane wait");
+        assert_eq!(w.faulted, [3]);
+        // Nothing held: nothing parked.
+        assert_eq!(park_held(w, &Default::default(), residency), None);
     }
 
     use proptest::prelude::*;
