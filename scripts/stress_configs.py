@@ -1,0 +1,178 @@
+"""Random-configuration stress run: many small simulations with random option combinations.
+
+Each run picks a preset, a workload at a small input and a few options (fault mode, cost
+model, replay and prefetch policies, eviction, hints, page size, GPU count, migration policy,
+the multi-GPU proposals), runs the `run` example and classifies the outcome: finished (0), bad
+input (2, the message is kept), or anything else: a deadlock or model error (1), a panic
+(101), or no end within the time limit. The last kinds are bugs to look at. Results go to a
+JSON-lines file, one object per run, so an interrupted stress run keeps what it did.
+
+    cargo build --release --example run
+    python scripts/stress_configs.py target/release/examples/run -n 2000 --seed 1 -o stress.jsonl
+
+Found so far (docs/multi-gpu.md, 2026-11-29): multi-GPU warps slept for answers that had
+already come (every multi-GPU blas-gemm deadlocked), and page-crossing lanes livelocked
+between GPUs (sad with round-robin CTAs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import random
+import subprocess
+import time
+from pathlib import Path
+
+PRESETS = (
+    "gtx480-zheng",
+    "titan-v",
+    "a100-pcie4",
+    "h100-pcie5",
+    "kaveri-apu",
+    "gh200-c2c",
+    "mi300a-apu",
+    "v100-nvlink2-p9",
+    "r9nano",
+    "mgpusim-r9nano",
+    "li-4gpu-ats",
+    "li-4gpu-gmmu",
+)
+
+# Small inputs: a run takes well under a second unless something is wrong.
+WORKLOADS: dict[str, list[str]] = {
+    "regular": ["workload.regular.threads=4096"],
+    "random": ["workload.random.threads=4096"],
+    "stream": ["workload.stream.elements=262144"],
+    "gather": ["workload.gather.threads=1024", "workload.gather.lookups=2048", "workload.gather.table_entries=1048576"],
+    "vecadd-probe": [],
+    "pointer-chase": [
+        "workload.pointer_chase.nodes=16384",
+        "workload.pointer_chase.threads=256",
+        "workload.pointer_chase.hops=8",
+    ],
+    "strided": ["workload.strided.threads=4096", "workload.strided.stride_elements=1024", "workload.strided.repeats=2"],
+    "tiled-gemm": ["workload.tiled_gemm.n=256"],
+    "blas-gemm": ["workload.blas_gemm.n=512"],
+    "stencil2d": ["workload.stencil2d.nx=256", "workload.stencil2d.ny=256", "workload.stencil2d.iterations=2"],
+    "stencil3d": [
+        "workload.stencil3d.nx=64",
+        "workload.stencil3d.ny=64",
+        "workload.stencil3d.nz=16",
+        "workload.stencil3d.iterations=2",
+    ],
+    "xsbench": ["workload.xsbench.gridpoints=300", "workload.xsbench.lookups=2048", "workload.xsbench.threads=1024"],
+    "nw": ["workload.nw.n=512"],
+    "hotspot": ["workload.hotspot.rows=256", "workload.hotspot.cols=256", "workload.hotspot.iterations=2"],
+    "backprop": ["workload.backprop.input_units=16384"],
+    "spmv": ["workload.spmv.rows=16384"],
+    "btree": ["workload.btree.keys=65536", "workload.btree.queries=2048"],
+    "fault-burst": ["workload.fault_burst.faults=512"],
+    "ping-pong": ["workload.ping_pong.pages=64", "workload.ping_pong.iterations=20"],
+    "kmeans": ["workload.kmeans.points=8192", "workload.kmeans.iterations=2"],
+    "pagerank": ["workload.pagerank.nodes=4096", "workload.pagerank.iterations=2"],
+    "matrix-transpose": ["workload.matrix_transpose.width=256"],
+    "fir": ["workload.fir.length=65536"],
+    "bfs": ["workload.bfs.scale=12"],
+    "sad": [],
+    "srad": ["workload.srad.rows=256", "workload.srad.cols=256", "workload.srad.iterations=2"],
+    "shootdown": [],
+    "fft": ["workload.fft.points=65536"],
+    "aes": ["workload.aes.length=65536"],
+    "minife": [
+        "workload.minife.nx=16",
+        "workload.minife.ny=16",
+        "workload.minife.nz=16",
+        "workload.minife.iterations=2",
+    ],
+    "comd": ["workload.comd.cells_x=8", "workload.comd.cells_y=8", "workload.comd.cells_z=8"],
+}
+
+OPTIONS: dict[str, list[str]] = {
+    "workload.managed": ["true", "false", "true", "true"],
+    "uvm.fault_mode": ['"replayable"', '"blocking"'],
+    "uvm.cost_model": ['"driver"', '"fixed-latency"', '"polled"'],
+    "uvm.replay_policy": ['"batch-flush"', '"batch"', '"block"', '"once"'],
+    "uvm.prefetch.policy": [
+        '"none"',
+        '"density"',
+        '"random"',
+        '"sequential"',
+        '"locality"',
+        '"oracle"',
+        '"sequential-local"',
+        '"random-4k"',
+    ],
+    "uvm.prefetch.when_full": ['"keep"', '"stop"'],
+    "uvm.eviction.policy": ['"driver"', '"lru"', '"random"', '"lfu"'],
+    "uvm.eviction.granularity": ['"block"', '"page"'],
+    "uvm.eviction.write_back": ['"all"', '"dirty"'],
+    "uvm.oversubscription": ["0", "1.5", "2", "4"],
+    "translation.page_size": ['"4KiB"', '"64KiB"', '"2MiB"'],
+    "translation.managed_large_ptes": ["true", "false"],
+    "uvm.advise.policy": ['"none"', '"read-mostly"', '"preferred-location-host"', '"accessed-by"'],
+    "uvm.preunmap.granularity": ['"va-block"', '"allocation"', '"space"'],
+    "uvm.preunmap.mode": ['"sync"', '"async"'],
+    "uvm.thrashing.enable": ["true", "false"],
+    "uvm.utlb_merge_faults": ["true", "false"],
+    "uvm.stall_warp_on_fault": ["true", "false"],
+    "uvm.async_copies": ["true", "false"],
+    "uvm.access_counters.migrate": ["true", "false"],
+    "gpu.scheduler": ['"gto"', '"time-order"'],
+    "uvm.baselines": ["true", "false"],
+    "uvm.land_per_copy": ["true", "false"],
+    "uvm.fetch_after_replay_wait": ["true", "false"],
+    "multi.migration": ['"on-touch"', '"first-touch"', '"access-counter"', '"read-replication"'],
+    "multi.gpus": ["1", "2", "4"],
+    "multi.cta_placement": ['"greedy"', '"round-robin"'],
+    "multi.idyll.directory": ["true", "false"],
+    "multi.idyll.lazy": ["true", "false"],
+    "multi.transfw.prt": ["true", "false"],
+    "multi.transfw.forwarding": ["true", "false"],
+    "multi.least_tlb.enabled": ["true", "false"],
+}
+
+
+def one(rng: random.Random, presets_dir: Path) -> tuple[str, list[str]]:
+    """A random run: the preset file and the `key=value` overrides."""
+    preset, kind = rng.choice(PRESETS), rng.choice(sorted(WORKLOADS))
+    sets = [f"workload.kind={kind}", *WORKLOADS[kind]]
+    for key in rng.sample(sorted(OPTIONS), rng.randint(2, 9)):
+        sets.append(f"{key}={rng.choice(OPTIONS[key])}")
+    sets.append("sim.watchdog_batches=20000")
+    return str(presets_dir / f"{preset}.toml"), sets
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("binary", help="the `run` example (cargo build --release --example run)")
+    ap.add_argument("-n", type=int, default=1000, help="runs")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=40.0, help="seconds before a run counts as never ending")
+    ap.add_argument("-o", "--out", default="stress.jsonl", help="JSON-lines results (appended)")
+    args = ap.parse_args()
+    presets_dir = Path(__file__).resolve().parent.parent / "presets"
+    rng = random.Random(args.seed)
+    counts: collections.Counter[str] = collections.Counter()
+    with open(args.out, "a") as out:
+        for i in range(args.n):
+            preset, sets = one(rng, presets_dir)
+            start = time.monotonic()
+            try:
+                p = subprocess.run([args.binary, preset, *sets], capture_output=True, text=True, timeout=args.timeout)
+                rc: int | str = p.returncode
+                err = p.stderr.strip()[-600:]
+            except subprocess.TimeoutExpired:
+                rc, err = "timeout", ""
+            counts[str(rc)] += 1
+            rec = {"i": i, "preset": Path(preset).stem, "sets": sets, "rc": rc, "err": err}
+            out.write(json.dumps(rec | {"s": round(time.monotonic() - start, 2)}) + "\n")
+            out.flush()
+            if rc not in (0, 2):
+                print(f"run {i}: {rc}: {Path(preset).stem} {' '.join(sets)}\n  {err[:300]}", flush=True)
+    print(dict(counts))
+
+
+if __name__ == "__main__":
+    main()
