@@ -590,10 +590,13 @@ impl Gpu {
                     self.stats.completed_insts += 1;
                     issue + self.clock.cycles(c as u64).max(self.issue)
                 }
-                // A dependency on a faulted load: sleep until the replay, then re-execute
-                // the faulted instructions and this wait.
-                Op::Wait if !w.pending.is_empty() => {
-                    w.pending.push((Op::Wait, Box::default()));
+                // A dependency on a faulted load, or the end with faulted instructions: sleep
+                // until the replay, then re-execute the faulted instructions and this wait (or
+                // the stream exits again).
+                Op::Wait | Op::Exit if !w.pending.is_empty() => {
+                    if op == Op::Wait {
+                        w.pending.push((Op::Wait, Box::default()));
+                    }
                     if no_answer_due(place.as_deref(), self.tag >> EV_GPU_SHIFT, &w.faulted, &self.faults, &self.xlat) {
                         // Multi-GPU: its answers came while it went on (`Multi::nothing_to_wait_for`).
                         w.faulted.clear();
@@ -672,17 +675,6 @@ impl Gpu {
                         }
                     }
                     next
-                }
-                // Exiting with faulted instructions: sleep; after the replay they run, then the stream exits again.
-                Op::Exit if !w.pending.is_empty() => {
-                    if no_answer_due(place.as_deref(), self.tag >> EV_GPU_SHIFT, &w.faulted, &self.faults, &self.xlat) {
-                        w.faulted.clear();
-                        w.wake();
-                        next
-                    } else {
-                        self.waiting.push(Sleeper::new(slot, self.xlat.utlb_of(sm), &w.faulted));
-                        return Ok(());
-                    }
                 }
                 Op::Exit => {
                     let end = issue.max(w.loads).max(w.stores);
