@@ -1189,6 +1189,37 @@ mod tests {
         ready
     }
 
+    /// A warp about to sleep for its faulted pages waits only while an answer is due for one:
+    /// the host services the GPU's fault, the fault was just raised, or (GMMU) a miss on the
+    /// unmapped page is held in the L2 TLB's MSHR. Otherwise it re-executes at once.
+    #[test]
+    fn a_sleeping_warp_waits_only_for_answers_due() {
+        let (mut m, mut gpus) = system(2, MigrationPolicy::OnTouch);
+        let raised = |vpn| crate::uvm::Fault { time: 0, vpn, utlb: 0, sm: 0, warp: 0, write: false, prefetch: false };
+        let due = |m: &Multi, gpus: &[Gpu], pages: &[u64], r: &[crate::uvm::Fault], held: Option<&rustc_hash::FxHashSet<u64>>| {
+            !m.nothing_to_wait_for(0, pages, r, held, &gpus[0].xlat.space.residency)
+        };
+        // GPU 0's fault on page 7 is being serviced: its answer is due until it arrives.
+        m.fault(0, 7, false, 0, 0, &mut gpus).expect("a first fault");
+        assert!(due(&m, &gpus, &[7], &[], None));
+        m.page_ready(0, 7, &mut gpus[0]);
+        assert!(!due(&m, &gpus, &[7], &[], None), "answered and mapped: nothing to wait for");
+        // Page 9: raised in this run (not at the host yet), or no answer coming at all.
+        assert!(due(&m, &gpus, &[7, 9], &[raised(9)], None));
+        assert!(!due(&m, &gpus, &[9], &[], None), "no fault on it anywhere: re-execute and fault again");
+        // GMMU: a miss held behind page 11's fault waits while the page is unmapped.
+        let held: rustc_hash::FxHashSet<u64> = [11].into_iter().collect();
+        assert!(due(&m, &gpus, &[11], &[], Some(&held)));
+        assert!(!due(&m, &gpus, &[7], &[], Some(&held)), "held pages other than its own do not count");
+        // A store to a read-only replica faults on a mapped page: mapped alone is not an answer.
+        let (mut r, mut rg) = system(2, MigrationPolicy::ReadReplication);
+        fault(&mut r, &mut rg, 0, 5, false, 0);
+        fault(&mut r, &mut rg, 1, 5, false, 1_000_000);
+        r.fault(1, 5, true, 2_000_000, 2_000_000, &mut rg).expect("the store's fault");
+        assert!(rg[1].xlat.space.residency.is_mapped(5));
+        assert!(!r.nothing_to_wait_for(1, &[5], &[], None, &rg[1].xlat.space.residency));
+    }
+
     #[test]
     fn walk_depths_separate_invalidation_walks_from_demand_walks() {
         let (mut m, mut gpus) = system(2, MigrationPolicy::OnTouch);
