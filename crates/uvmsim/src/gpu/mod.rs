@@ -43,7 +43,8 @@ use rustc_hash::FxHashMap;
 /// The part of memory instruction `op` (lanes in `scratch` if explicit) that
 /// touches the pages of `faults`: explicit lanes for the re-execution. With `split`
 /// (multi-GPU), a lane whose access crosses into the next page and faulted on only one
-/// of the two keeps only its part on that page (`len` bytes within it, the same line):
+/// of the two keeps only its part on that page (the lane's size within it, so the same
+/// line for an access of at most a line):
 /// kept whole, it needed both pages mapped at once, which two pages moving between GPUs
 /// under on-touch migration may never be (sad's unaligned 32-byte rows never finished).
 fn narrow(op: Op, scratch: &[u64; MAX_LANES], faults: &[Fault], split: bool) -> (Op, Box<[u64]>) {
@@ -56,11 +57,12 @@ fn narrow(op: Op, scratch: &[u64; MAX_LANES], faults: &[Fault], split: bool) -> 
     };
     for (i, &x) in scratch.iter().enumerate().take(count) {
         let a = if lane.2 { x } else { lane.0 + i as u64 * lane.1 };
-        let len = u64::from(bytes.clamp(1, 4096));
+        let len = u64::from(bytes.max(1));
         let (first, last) = (a >> 12, (a + len - 1) >> 12);
         let (head, tail) = (faults.iter().any(|f| f.vpn == first), first != last && faults.iter().any(|f| f.vpn == last));
         if head || tail {
-            out[n] = match (split && first != last, head, tail) {
+            // Only an access over exactly two pages is split (a longer one runs again whole).
+            out[n] = match (split && last == first + 1, head, tail) {
                 (true, true, false) => (last << 12) - len,
                 (true, false, true) => last << 12,
                 _ => a,
@@ -99,7 +101,7 @@ fn park_held(w: &mut Warp, held: &rustc_hash::FxHashSet<u64>, residency: &crate:
         return None;
     };
     let parked = |p: u64| held.contains(&p) && !residency.is_mapped(p);
-    let len = u64::from(bytes.clamp(1, 4096));
+    let len = u64::from(bytes.max(1));
     let pages = |a: u64| (a >> 12, (a + len - 1) >> 12);
     if !lanes.iter().any(|&a| {
         let (p0, p1) = pages(a);
@@ -112,18 +114,19 @@ fn park_held(w: &mut Warp, held: &rustc_hash::FxHashSet<u64>, residency: &crate:
         let (p0, p1) = pages(a);
         match (parked(p0), p0 != p1 && parked(p1)) {
             (false, false) => go.push(a),
-            (true, true) => wait.push(a),
-            // Split at the boundary: each part, `len` bytes within its page, touches the same
-            // line as the original part there (a lane's access is at most a line).
-            (true, false) if p0 != p1 => {
+            // Split at the boundary (an access over exactly two pages): each part, `len` bytes
+            // within its page, touches the same line as the original part there when the access
+            // is at most a line long (every generator's default); a longer one may touch one more.
+            (true, false) if p1 == p0 + 1 => {
                 wait.push((p1 << 12) - len);
                 go.push(p1 << 12);
             }
-            (false, true) => {
+            (false, true) if p1 == p0 + 1 => {
                 go.push((p1 << 12) - len);
                 wait.push(p1 << 12);
             }
-            (true, false) => wait.push(a),
+            // Both pages held, or a longer access with one held: the lane waits whole.
+            _ => wait.push(a),
         }
     }
     for &a in &wait {
@@ -1506,6 +1509,10 @@ mod tests {
         assert_eq!(&*narrow(op, &scratch, &[fault(3)], true).1, &[0x3000]);
         assert_eq!(&*narrow(op, &scratch, &[fault(2)], true).1, &[0x2ff8, 0x2000]);
         assert_eq!(&*narrow(op, &scratch, &[fault(2), fault(3)], true).1, &[0x2ffc, 0x2000]);
+        // An access over three pages (8 KiB from 0x2ffc: pages 2, 3, 4) is never split; its last
+        // page counts, as without splitting.
+        let long = Op::Mem { kind: MemKind::Load, lanes: Lanes::Explicit { n: 1 }, bytes: 8192 };
+        assert_eq!(&*narrow(long, &scratch, &[fault(4)], true).1, &[0x2ffc]);
     }
 
     /// GMMU multi-GPU re-execution: lanes on a page still held behind its far fault wait, and
