@@ -98,8 +98,11 @@ pub struct World {
     /// Host TLB shootdowns through the IOMMU, in IOMMU mode.
     shootdown: Option<Shootdown>,
     /// Progress watchdog (`sim.watchdog_batches`; 0 = off): batches in a row with no
-    /// instruction completed, and the completed count at the last batch.
+    /// instruction completed, and the completed count at the last batch. In a multi-GPU
+    /// system the same count runs over far-fault answers (`sim.watchdog_answers`) and
+    /// instructions completed on every GPU.
     watchdog: u64,
+    watchdog_answers: u64,
     stuck_batches: u64,
     last_completed: u64,
 }
@@ -181,6 +184,7 @@ impl World {
             counters_armed: false,
             page_bytes: cfg.translation.page_size.0,
             watchdog: cfg.sim.watchdog_batches,
+            watchdog_answers: cfg.sim.watchdog_answers,
             stuck_batches: 0,
             last_completed: 0,
             uvm,
@@ -489,6 +493,9 @@ impl Model for World {
                 let m = self.multi.as_mut().expect("page answers only in a multi-GPU system");
                 m.page_ready(g, vpn, &mut self.gpus[g]);
                 m.idle_drain(now, &mut self.gpus[g]);
+                if self.watchdog_answers > 0 {
+                    self.check_answers(now)?;
+                }
                 let gpu = &mut self.gpus[g];
                 if gpu.xlat.far_pending.is_some() {
                     // GMMU mode: the L2 TLB's MSHR answers the misses it held for this page.
@@ -649,6 +656,37 @@ impl World {
             "no progress at {:.3} ns: {} far-fault batches in a row ended with no warp instruction completed \
              (sim.watchdog_batches); the faulted instructions keep re-executing and faulting again (GPU memory \
              thrashing: raise uvm.gpu_memory_bytes or lower uvm.oversubscription); state:\n  {}",
+            sim::ps_to_ns(now),
+            self.stuck_batches,
+            lines.join("\n  ")
+        )))
+    }
+
+    /// The multi-GPU progress watchdog, at each far-fault answer: fail when
+    /// `sim.watchdog_answers` answers in a row reach the GPUs with no instruction completed
+    /// on any GPU since the one before. A part of a split instruction (`Gpu::park_held`)
+    /// is not progress: the instruction counts once, as in `completed_insts`.
+    fn check_answers(&mut self, now: Ps) -> Result<(), SimError> {
+        let done: u64 = self.gpus.iter().map(|g| g.stats.completed_insts.saturating_sub(g.stats.split_insts)).sum();
+        if done != self.last_completed {
+            self.last_completed = done;
+            self.stuck_batches = 0;
+            return Ok(());
+        }
+        self.stuck_batches += 1;
+        if self.stuck_batches < self.watchdog_answers {
+            return Ok(());
+        }
+        let mut lines = Vec::new();
+        for (g, gpu) in self.gpus.iter().enumerate() {
+            lines.push(format!("GPU {g}:"));
+            gpu.describe_waiting(&mut lines);
+        }
+        Err(SimError::Model(format!(
+            "no progress at {:.3} ns: {} far-fault answers in a row reached the GPUs with no warp instruction \
+             completed on any of them (sim.watchdog_answers); the faulted instructions keep re-executing and \
+             faulting again (their pages move to another GPU before the re-execution uses them: a migration \
+             policy that moves pages less often, first-touch or access-counter, would let them settle); state:\n  {}",
             sim::ps_to_ns(now),
             self.stuck_batches,
             lines.join("\n  ")

@@ -382,3 +382,36 @@ fn lanes_crossing_a_page_between_gpus_ping_ponging_pages_complete() {
         assert!(m.get("multi.migrations.p2p").unwrap() > 0.0, "{mode}: pages must move between GPUs");
     }
 }
+
+/// The multi-GPU progress watchdog counts far-fault answers with no instruction completed on
+/// any GPU. In the run below (`li-4gpu-gmmu`) 4 answers in a row in GMMU mode, where the L2
+/// TLB's MSHR holds a page's misses, and 256 in IOMMU mode reach the GPUs before the first
+/// re-executed loads complete; the longest such streak in any workload of the li-* experiments,
+/// up to 16 GPUs with round-robin CTAs, was under 4096 (2026-11-29): the default (10^6) stops
+/// only a run that goes nowhere.
+#[test]
+fn the_multi_gpu_watchdog_counts_answers_without_progress_on_any_gpu() {
+    let preset = Source { name: "li-4gpu-gmmu".into(), text: include_str!("../../../presets/li-4gpu-gmmu.toml").into() };
+    for mode in ["gmmu", "iommu"] {
+        let run = |limit: &str| {
+            let sets = [
+                "workload.kind=sad".into(),
+                "workload.sad.width=96".into(),
+                "workload.sad.height=64".into(),
+                "multi.cta_placement=\"round-robin\"".into(),
+                format!("translation.mode=\"{mode}\""),
+                format!("sim.watchdog_answers={limit}"),
+            ];
+            let c = resolve(std::slice::from_ref(&preset), &sets).unwrap_or_else(|e| panic!("{e}"));
+            simulate(&c).map_err(|e| e.to_string())
+        };
+        let err = run("4").unwrap_err();
+        assert!(err.contains("no progress") && err.contains("sim.watchdog_answers"), "{mode}: {err}");
+        // Every GPU's waiting warps are named.
+        assert!((0..4).all(|g| err.contains(&format!("GPU {g}:"))) && err.contains("warps wait"), "{mode}: {err}");
+        // Off, and at its default, the same run ends.
+        for limit in ["0", "1000000"] {
+            run(limit).unwrap_or_else(|e| panic!("{mode} {limit}: {e}"));
+        }
+    }
+}

@@ -109,6 +109,11 @@ section! {
         /// handler rounds) in a row while no warp instruction completes (re-executions of faulted ones do not count);
         /// 0 = never. A guard against runs that thrash without end, not a model parameter.
         pub watchdog_batches: u64 = 100_000,
+        /// Fail a multi-GPU run (naming each GPU's waiting warps) when this many far-fault answers in a row reach
+        /// the GPUs while no warp instruction completes on any of them; 0 = never. The multi-GPU counterpart of
+        /// `watchdog_batches` (far faults there are answered page by page, not in batches): a guard against pages
+        /// that move between GPUs without end, not a model parameter.
+        pub watchdog_answers: u64 = 1_000_000,
         /// Fail the run ("event budget reached") after it has handled this many events without finishing; 0 = no
         /// limit. A budget for experiments whose runs may take hours, not a model parameter: deterministic (events,
         /// not wall time), so a run that fits its budget has the metrics it has without one.
