@@ -87,6 +87,18 @@ WORKLOADS: dict[str, list[str]] = {
         "workload.minife.iterations=2",
     ],
     "comd": ["workload.comd.cells_x=8", "workload.comd.cells_y=8", "workload.comd.cells_z=8"],
+    "stride": ["workload.stride.accesses=2000"],
+    "concurrency": ["workload.concurrency.accesses=200"],
+    "pathfinder": ["workload.pathfinder.rows=20", "workload.pathfinder.cols=8192"],
+    "miniamr": [],
+    "bitonic-sort": [],
+    "simple-convolution": ["workload.simple_convolution.width=126", "workload.simple_convolution.height=126"],
+    "im2col": [],
+    "conv2d": [],
+    "cufft": ["workload.cufft.n1=128", "workload.cufft.n2=128"],
+    "tealeaf": ["workload.tealeaf.nx=128", "workload.tealeaf.ny=128", "workload.tealeaf.iterations=2"],
+    "hpgmg": ["workload.hpgmg.n=32", "workload.hpgmg.cycles=1"],
+    "cusparse": ["workload.cusparse.n=1024", "workload.cusparse.nnz_per_row=16"],
 }
 
 OPTIONS: dict[str, list[str]] = {
@@ -124,13 +136,41 @@ OPTIONS: dict[str, list[str]] = {
     "uvm.land_per_copy": ["true", "false"],
     "uvm.fetch_after_replay_wait": ["true", "false"],
     "multi.migration": ['"on-touch"', '"first-touch"', '"access-counter"', '"read-replication"'],
-    "multi.gpus": ["1", "2", "4"],
+    "multi.gpus": ["1", "2", "4", "8", "16"],
     "multi.cta_placement": ['"greedy"', '"round-robin"'],
     "multi.idyll.directory": ["true", "false"],
     "multi.idyll.lazy": ["true", "false"],
     "multi.transfw.prt": ["true", "false"],
     "multi.transfw.forwarding": ["true", "false"],
     "multi.least_tlb.enabled": ["true", "false"],
+    # Added in session 27: limits, fabrics and oracles the first runs left at their defaults.
+    "multi.least_tlb.spill": ["true", "false"],
+    "multi.model_one_gpu": ["true", "false"],
+    "multi.shootdown_stalls_gpu": ["true", "false"],
+    "multi.peer_topology": ['"switch"', '"direct"'],
+    "multi.remote_reads_cached": ["true", "false"],
+    "multi.apps": ['["fir", "matrix-transpose"]', '["pagerank", "kmeans", "aes"]', '["sad", "sad"]'],
+    "multi.apps_resident": ["true", "false"],
+    "multi.oracle.infinite_walkers": ["true", "false"],
+    "multi.oracle.zero_latency_invalidation": ["true", "false"],
+    "multi.oracle.no_migration_latency": ["true", "false"],
+    "translation.mode": ['"gmmu"', '"iommu"'],
+    "iommu.ats_prefetch_pages": ["1", "16"],
+    "iommu.ppr.max_outstanding": ["1", "32"],
+    "iommu.walker.pwc_organization": ['"per-level"', '"unified"'],
+    "uvm.batch_size": ["32", "256", "1024"],
+    "uvm.utlb_fault_limit": ["1", "8", "56"],
+    "uvm.fault_buffer_entries": ["64", "4096"],
+    "uvm.max_batches_per_service": ["1", "20"],
+    "uvm.merge_far_faults": ["true", "false"],
+    "uvm.sm_fault_interval_ns": ["0", "500"],
+    "uvm.prefetch.threshold": ["1", "51", "100"],
+    "uvm.eviction.lru_recency": ['"access"', '"walk"'],
+    "uvm.thrashing.pin": ["0", "300"],
+    "link.bandwidth_model": ['"constant"', '"atan"'],
+    "link.copy_engines": ["1", "2"],
+    "gpu.vmem.backpressure": ["true", "false"],
+    "gpu.max_warps_per_sm": ["4", "48"],
 }
 
 
@@ -141,6 +181,7 @@ def one(rng: random.Random, presets_dir: Path) -> tuple[str, list[str]]:
     for key in rng.sample(sorted(OPTIONS), rng.randint(2, 9)):
         sets.append(f"{key}={rng.choice(OPTIONS[key])}")
     sets.append("sim.watchdog_batches=20000")
+    sets.append("sim.watchdog_answers=200000")
     return str(presets_dir / f"{preset}.toml"), sets
 
 

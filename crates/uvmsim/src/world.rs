@@ -97,13 +97,12 @@ pub struct World {
     ppr: Option<Ppr>,
     /// Host TLB shootdowns through the IOMMU, in IOMMU mode.
     shootdown: Option<Shootdown>,
-    /// Progress watchdog (`sim.watchdog_batches`; 0 = off): batches in a row with no
-    /// instruction completed, and the completed count at the last batch. In a multi-GPU
-    /// system the same count runs over far-fault answers (`sim.watchdog_answers`) and
-    /// instructions completed on every GPU.
+    /// Progress watchdogs (0 = off): far-fault batches (`sim.watchdog_batches`, one GPU) or
+    /// far-fault answers (`sim.watchdog_answers`, several GPUs) in a row with no instruction
+    /// completed on any GPU, and the completed count at the last of them.
     watchdog: u64,
     watchdog_answers: u64,
-    stuck_batches: u64,
+    stuck_steps: u64,
     last_completed: u64,
 }
 
@@ -185,7 +184,7 @@ impl World {
             page_bytes: cfg.translation.page_size.0,
             watchdog: cfg.sim.watchdog_batches,
             watchdog_answers: cfg.sim.watchdog_answers,
-            stuck_batches: 0,
+            stuck_steps: 0,
             last_completed: 0,
             uvm,
             host_threads: cfg.workload.host_threads,
@@ -639,14 +638,7 @@ impl World {
     /// The progress watchdog, at the end of each batch: fail when `sim.watchdog_batches`
     /// batches in a row end with no instruction completed since the one before.
     fn check_progress(&mut self, now: Ps) -> Result<(), SimError> {
-        let done = self.gpus[0].stats.completed_insts;
-        if done != self.last_completed {
-            self.last_completed = done;
-            self.stuck_batches = 0;
-            return Ok(());
-        }
-        self.stuck_batches += 1;
-        if self.stuck_batches < self.watchdog {
+        if self.steps_without_progress() < self.watchdog {
             return Ok(());
         }
         let residency = &self.gpus[0].xlat.space.residency;
@@ -657,24 +649,30 @@ impl World {
              (sim.watchdog_batches); the faulted instructions keep re-executing and faulting again (GPU memory \
              thrashing: raise uvm.gpu_memory_bytes or lower uvm.oversubscription); state:\n  {}",
             sim::ps_to_ns(now),
-            self.stuck_batches,
+            self.stuck_steps,
             lines.join("\n  ")
         )))
     }
 
+    /// The watchdogs' count: one more step (a batch, an answer), and the steps in a row
+    /// since an instruction last completed on any GPU. A part of a split instruction
+    /// (`Gpu::park_held`) is not progress: the instruction counts once, as in `completed_insts`.
+    fn steps_without_progress(&mut self) -> u64 {
+        let done: u64 = self.gpus.iter().map(|g| g.stats.completed_insts.saturating_sub(g.stats.split_insts)).sum();
+        if done == self.last_completed {
+            self.stuck_steps += 1;
+        } else {
+            self.last_completed = done;
+            self.stuck_steps = 0;
+        }
+        self.stuck_steps
+    }
+
     /// The multi-GPU progress watchdog, at each far-fault answer: fail when
     /// `sim.watchdog_answers` answers in a row reach the GPUs with no instruction completed
-    /// on any GPU since the one before. A part of a split instruction (`Gpu::park_held`)
-    /// is not progress: the instruction counts once, as in `completed_insts`.
+    /// on any GPU since the one before.
     fn check_answers(&mut self, now: Ps) -> Result<(), SimError> {
-        let done: u64 = self.gpus.iter().map(|g| g.stats.completed_insts.saturating_sub(g.stats.split_insts)).sum();
-        if done != self.last_completed {
-            self.last_completed = done;
-            self.stuck_batches = 0;
-            return Ok(());
-        }
-        self.stuck_batches += 1;
-        if self.stuck_batches < self.watchdog_answers {
+        if self.steps_without_progress() < self.watchdog_answers {
             return Ok(());
         }
         let mut lines = Vec::new();
@@ -688,7 +686,7 @@ impl World {
              faulting again (their pages move to another GPU before the re-execution uses them: a migration \
              policy that moves pages less often, first-touch or access-counter, would let them settle); state:\n  {}",
             sim::ps_to_ns(now),
-            self.stuck_batches,
+            self.stuck_steps,
             lines.join("\n  ")
         )))
     }
