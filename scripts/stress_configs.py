@@ -98,7 +98,7 @@ WORKLOADS: dict[str, list[str]] = {
     "cufft": ["workload.cufft.n1=128", "workload.cufft.n2=128"],
     "tealeaf": ["workload.tealeaf.nx=128", "workload.tealeaf.ny=128", "workload.tealeaf.iterations=2"],
     "hpgmg": ["workload.hpgmg.n=32", "workload.hpgmg.cycles=1"],
-    "cusparse": ["workload.cusparse.n=1024", "workload.cusparse.nnz_per_row=16"],
+    "cusparse": ["workload.cusparse.n=1024", "workload.cusparse.nnz_per_row=64"],
 }
 
 OPTIONS: dict[str, list[str]] = {
@@ -166,7 +166,7 @@ OPTIONS: dict[str, list[str]] = {
     "uvm.sm_fault_interval_ns": ["0", "500"],
     "uvm.prefetch.threshold": ["1", "51", "100"],
     "uvm.eviction.lru_recency": ['"access"', '"walk"'],
-    "uvm.thrashing.pin": ["0", "300"],
+    "uvm.thrashing.pin": ["1", "300"],
     "link.bandwidth_model": ['"constant"', '"atan"'],
     "link.copy_engines": ["1", "2"],
     "gpu.vmem.backpressure": ["true", "false"],
@@ -174,10 +174,22 @@ OPTIONS: dict[str, list[str]] = {
 }
 
 
-def one(rng: random.Random, presets_dir: Path) -> tuple[str, list[str]]:
+# Counts that set how long a workload runs, not how much memory it touches: not scaled.
+UNSCALED = ("iterations", "repeats", "hops", "cycles", "pyramid_height", "mask", "kernel", "nnz_per_row")
+
+
+def scaled(setting: str, scale: int) -> str:
+    """`key=N` with a size N multiplied by `scale` (each dimension of a grid: 2-D grids grow scale^2)."""
+    key, _, value = setting.partition("=")
+    if scale == 1 or not value.isdigit() or key.rsplit(".", 1)[-1] in UNSCALED:
+        return setting
+    return f"{key}={int(value) * scale}"
+
+
+def one(rng: random.Random, presets_dir: Path, scale: int = 1) -> tuple[str, list[str]]:
     """A random run: the preset file and the `key=value` overrides."""
     preset, kind = rng.choice(PRESETS), rng.choice(sorted(WORKLOADS))
-    sets = [f"workload.kind={kind}", *WORKLOADS[kind]]
+    sets = [f"workload.kind={kind}", *(scaled(s, scale) for s in WORKLOADS[kind])]
     for key in rng.sample(sorted(OPTIONS), rng.randint(2, 9)):
         sets.append(f"{key}={rng.choice(OPTIONS[key])}")
     sets.append("sim.watchdog_batches=20000")
@@ -192,13 +204,14 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=40.0, help="seconds before a run counts as never ending")
     ap.add_argument("-o", "--out", default="stress.jsonl", help="JSON-lines results (appended)")
+    ap.add_argument("--scale", type=int, default=1, help="multiply each workload size parameter by this")
     args = ap.parse_args()
     presets_dir = Path(__file__).resolve().parent.parent / "presets"
     rng = random.Random(args.seed)
     counts: collections.Counter[str] = collections.Counter()
     with open(args.out, "a") as out:
         for i in range(args.n):
-            preset, sets = one(rng, presets_dir)
+            preset, sets = one(rng, presets_dir, args.scale)
             start = time.monotonic()
             try:
                 p = subprocess.run([args.binary, preset, *sets], capture_output=True, text=True, timeout=args.timeout)

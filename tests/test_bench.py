@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import uvmsim
 from conftest import Cli
 from uvmsim import bench
 
@@ -40,3 +41,13 @@ def test_repeat_reports_the_median_run_of_the_chosen_workloads(cli: Cli) -> None
     assert "min-max s" in table[0] and len({len(line) for line in table}) == 1
     p = cli("bench", "--quick", "--only", "stride-iomu")
     assert p.returncode == 2 and "did you mean `stride-iommu`" in p.stderr, p.stderr
+
+
+def test_rates_count_every_gpu_of_a_multi_gpu_run() -> None:
+    m = {"gpu0.warp_mem_insts": 3, "gpu1.warp_mem_insts": 4, "gpu12.warp_mem_insts": 1, "gpu0.l1tlb.hits": 9}
+    assert bench._all_gpus(m | {"multi.warp_mem_insts": 100, "gpu1.warp_mem_insts_x": 50}, "warp_mem_insts") == 8
+    w = next(w for w in bench.WORKLOADS if w.name == "multi-gpu-pagerank")
+    row = bench.run_one(w, quick=True)
+    metrics = uvmsim.run(preset=w.preset, set=w.set | w.quick_set).metrics
+    per_gpu = [metrics[f"gpu{g}.warp_mem_insts"] for g in range(4)]
+    assert row.warp_mem_insts == sum(per_gpu) and min(per_gpu) > 0

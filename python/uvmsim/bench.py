@@ -10,6 +10,7 @@ it (``sim.wall_s`` covers the simulation only, not config parsing).
 
 from __future__ import annotations
 
+import re
 import resource
 import sys
 import tempfile
@@ -138,6 +139,15 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload(
         "warp-trace-replay-tlb-hits", "gtx480-zheng", _STREAM_F32, {"workload.stream.elements": 1 << 20}, record=True
     ),
+    # Multi-GPU: on-touch PageRank on four GMMU GPUs (li-transfw's baseline policy): far faults
+    # answered page by page, page-to-page migrations, broadcast invalidations walked by every GPU,
+    # and warps woken per page; the rates count the warp memory instructions of all four GPUs.
+    Workload(
+        "multi-gpu-pagerank",
+        "li-4gpu-gmmu",
+        {"workload.kind": "pagerank", "workload.pagerank.nodes": 16384, "multi.migration": "on-touch"},
+        {"workload.pagerank.nodes": 2048},
+    ),
     # Footprint: lookups spread over a 100 GiB table; memory must not grow with it.
     Workload(
         "footprint-100gib",
@@ -176,6 +186,12 @@ def peak_rss_kib() -> int:
     return rss // 1024 if sys.platform == "darwin" else rss  # macOS reports bytes, Linux KiB
 
 
+def _all_gpus(m: dict[str, Any], name: str) -> int:
+    """Metric `gpuN.name` summed over the GPUs of the run (one unless a multi-GPU preset)."""
+    pattern = re.compile(rf"gpu\d+\.{re.escape(name)}")
+    return sum(int(v) for k, v in m.items() if pattern.fullmatch(k))
+
+
 def run_one(w: Workload, quick: bool, repeat: int = 1) -> BenchRow:
     """Run ``w`` ``repeat`` times (the trace, for a replay, recorded once) and report the median run."""
     sets = {**w.set, **(w.quick_set if quick else {})}
@@ -193,9 +209,9 @@ def run_one(w: Workload, quick: bool, repeat: int = 1) -> BenchRow:
     # The median run (the lower middle one of an even count): every run simulates the same work.
     m = sorted(runs, key=lambda x: float(x["sim.wall_s"]))[(len(runs) - 1) // 2]
     wall = float(m["sim.wall_s"])
-    insts, events = int(m["gpu0.warp_mem_insts"]), int(m["sim.events"])
+    insts, events = _all_gpus(m, "warp_mem_insts"), int(m["sim.events"])
     per_s = (lambda x: x / wall) if wall > 0 else (lambda _x: float("nan"))
-    translations = per_s(int(m["gpu0.translations"]))
+    translations = per_s(_all_gpus(m, "translations"))
     return BenchRow(w.name, insts, events, wall, per_s(insts), per_s(events), translations, peak_rss_kib(), walls)
 
 
