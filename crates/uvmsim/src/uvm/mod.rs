@@ -164,6 +164,10 @@ section! {
         pub replay_policy: ReplayPolicy = ReplayPolicy::BatchFlush,
         /// Batches one bottom-half run services before it yields and waits for the next interrupt (uvm_perf_fault_max_batches_per_service, default 20).
         pub max_batches_per_service: u32 = 20,
+        /// Batches with thrashing-throttled faults one bottom-half run services before it yields and waits for the
+        /// next interrupt (uvm_perf_fault_max_throttle_per_service, default 5; `uvm_gpu_replayable_faults.c`, the
+        /// service loop: a batch whose service throttled a page counts). Only with uvm.thrashing.enable.
+        pub max_throttle_per_service: u32 = 5,
         /// `batch-flush`: the flush re-reads the buffer's PUT pointer, discarding the faults written while the batch was
         /// serviced too, only when more than this percentage of the batch's fetched faults were duplicates
         /// (uvm_perf_fault_replay_update_put_ratio, default 50; `uvm_gpu_replayable_faults.c`: flush mode UPDATE_PUT);
@@ -350,6 +354,10 @@ impl UvmConfig {
         }
         if self.max_batches_per_service == 0 {
             return Err(("uvm.max_batches_per_service".into(), "must be greater than 0".into()));
+        }
+        if self.max_throttle_per_service == 0 {
+            // The driver's loop checks the limit before fetching: 0 would never service a fault.
+            return Err(("uvm.max_throttle_per_service".into(), "must be greater than 0".into()));
         }
         if self.replay_update_put_ratio > 100 {
             // The driver clamps it to 100 (min(uvm_perf_fault_replay_update_put_ratio, 100)); a percentage.
@@ -791,9 +799,13 @@ pub struct Uvm {
     /// populated on the GPU by zero-filling, without a transfer.
     cpu_resident: Vec<(u64, u64)>,
     state: State,
-    /// Batches in the current bottom-half run, and the limit.
+    /// Batches in the current bottom-half run, and the limit; those of them that throttled a
+    /// thrashing page, and their limit; whether the batch in service throttled one.
     run_batches: u32,
     max_batches: u32,
+    run_throttled: u32,
+    max_throttled: u32,
+    batch_throttled: bool,
     /// The buffer's PUT pointer as the driver last read it: faults written by then (`time <=`) are between GET and
     /// PUT; a fetch reads it again only when it has taken every fault up to it.
     cached_put: Ps,
@@ -987,6 +999,9 @@ impl Uvm {
             ended: vec![],
             state: State::Idle,
             run_batches: 0,
+            run_throttled: 0,
+            max_throttled: c.max_throttle_per_service,
+            batch_throttled: false,
             cached_put: 0,
             update_put_ratio: c.replay_update_put_ratio,
             batch_dups: (0, 0),
@@ -1761,7 +1776,7 @@ impl Uvm {
         if fetched.is_empty() {
             // Nothing written yet: the bottom half ends (the driver's fetch finds GET == PUT) and
             // the next fault's interrupt wakes it again.
-            self.run_batches = 0;
+            self.end_run();
             return match self.buffer.front() {
                 Some(f) => Next::Service(f.time + self.interrupt),
                 None => {
@@ -1927,6 +1942,7 @@ impl Uvm {
             }
         }
         let throttled = throttled_pages.len() as u64;
+        self.batch_throttled = throttled > 0;
         if self.fault_records.is_some() {
             let mut seen = FxHashSet::default();
             let batch = self.stats.batches;
@@ -2507,28 +2523,44 @@ impl Uvm {
         }
         let next = if self.fetch_after_replay {
             self.state = State::Woken;
-            self.run_batches += 1;
-            if self.run_batches >= self.max_batches {
-                self.run_batches = 0;
+            if self.run_full() {
                 Next::Service(now + wait + self.interrupt)
             } else {
                 Next::Service(now + wait)
             }
         } else if self.buffer.is_empty() {
-            self.run_batches = 0;
+            self.end_run();
             Next::Nothing
         } else {
             self.state = State::Woken;
-            self.run_batches += 1;
-            if self.run_batches >= self.max_batches {
-                // The bottom half yields after max_batches_per_service; the next interrupt wakes it.
-                self.run_batches = 0;
+            if self.run_full() {
+                // The bottom half yields; the next interrupt wakes it.
                 Next::Service(now + self.interrupt)
             } else {
                 Next::Service(now)
             }
         };
         (next, replay)
+    }
+
+    /// Count the batch just serviced in the bottom-half run; true (and a new run) when the
+    /// run has reached max_batches_per_service batches or max_throttle_per_service batches
+    /// that throttled a thrashing page, as the driver's service loop checks before each fetch.
+    fn run_full(&mut self) -> bool {
+        self.run_batches += 1;
+        self.run_throttled += u32::from(std::mem::take(&mut self.batch_throttled));
+        let full = self.run_batches >= self.max_batches || self.run_throttled >= self.max_throttled;
+        if full {
+            self.end_run();
+        }
+        full
+    }
+
+    /// The bottom half ends (limits reached, or nothing left to fetch).
+    fn end_run(&mut self) {
+        self.run_batches = 0;
+        self.run_throttled = 0;
+        self.batch_throttled = false;
     }
 
     /// Conservation of faults (checked at the end of every debug run and in

@@ -188,6 +188,46 @@ fn the_bottom_half_yields_after_max_batches() {
     assert_eq!(u.batch_done(e2, &mut res).0, Next::Service(e2 + 1_000_000), "after 2 batches: wait for an interrupt");
 }
 
+/// The driver's service loop also ends after uvm_perf_fault_max_throttle_per_service batches
+/// that throttled a thrashing page (uvm_gpu_replayable_faults.c: `num_throttled`), counted
+/// apart from the batch limit and only for batches that throttled one.
+#[test]
+fn the_bottom_half_yields_after_max_throttled_batches() {
+    let c = UvmConfig {
+        replay_policy: ReplayPolicy::Batch,
+        batch_size: 1,
+        max_throttle_per_service: 2,
+        interrupt_us: 1.0,
+        ..UvmConfig::default()
+    };
+    let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default());
+    const US: Ps = crate::sim::PS_PER_US;
+    // Pages 5 to 8 move host -> GPU -> host ... five times within the lapse: they thrash, and
+    // the GPU, which lost them last, is throttled when it faults on them.
+    for (i, p) in [Proc::Host, Proc::Gpu, Proc::Host, Proc::Gpu, Proc::Host].into_iter().enumerate() {
+        u.thrashing.migrated(0, &[5, 6, 7, 8], p, i as Ps * 10 * US);
+    }
+    let start = 50 * US;
+    for vpn in [5, 600, 6, 7, 8] {
+        u.raise(fault(vpn, 0));
+    }
+    let mut service = |u: &mut Uvm, now: Ps, res: &mut Residency| {
+        let Next::BatchDone(e) = u.service(now, &mut link, res) else { panic!() };
+        (e, u.batch_done(e, res).0)
+    };
+    let (e1, n1) = service(&mut u, start, &mut res);
+    assert_eq!((n1, u.thrashing.stats.throttled_faults), (Next::Service(e1), 1), "one throttled batch: the loop goes on");
+    let (e2, n2) = service(&mut u, e1, &mut res);
+    assert_eq!(n2, Next::Service(e2), "page 600 is not thrashing: its batch does not count");
+    let (e3, n3) = service(&mut u, e2, &mut res);
+    assert_eq!(n3, Next::Service(e3 + US), "the second throttled batch ends the run: wait for an interrupt");
+    // A new run counts from zero: page 7's throttled batch is its first.
+    let (e4, n4) = service(&mut u, e3 + US, &mut res);
+    assert_eq!((n4, u.thrashing.stats.throttled_faults), (Next::Service(e4), 3));
+    let (e5, n5) = service(&mut u, e4, &mut res);
+    assert_eq!(n5, Next::Nothing, "page 8's batch emptied the buffer: the run ends at {e5}");
+}
+
 #[test]
 fn once_policy_replays_only_when_the_buffer_is_drained() {
     let (mut u, mut link, mut res) = uvm(ReplayPolicy::Once, 56);
