@@ -11,8 +11,9 @@ JSON-lines file, one object per run, so an interrupted stress run keeps what it 
     python scripts/stress_configs.py target/release/examples/run -n 2000 --seed 1 -o stress.jsonl
 
 Found so far (docs/multi-gpu.md, 2026-11-29): multi-GPU warps slept for answers that had
-already come (every multi-GPU blas-gemm deadlocked), and page-crossing lanes livelocked
-between GPUs (sad with round-robin CTAs).
+already come (every multi-GPU blas-gemm deadlocked), page-crossing lanes livelocked
+between GPUs (sad with round-robin CTAs), and, at --scale 4, ATS-mode warps waiting for page
+pairs two GPUs shared livelocked (CoMD on mi300a-apu).
 """
 
 from __future__ import annotations

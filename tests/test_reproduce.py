@@ -495,6 +495,8 @@ def test_translated_l2_misses_drop_the_fault_path() -> None:
     # 100 ATS requests, of which 10 raised a far fault and 40 were duplicates while it was serviced: 50 translated.
     m = {"iommu.ats_requests": 100, "multi.far_faults": 10, "multi.far_faults.duplicate": 40}
     assert rep.translated_l2_misses(m) == 50
+    # 30 of the duplicates were held in the L2 TLB's MSHR (no ATS request): the 100 requests hold 80 translations.
+    assert rep.translated_l2_misses({**m, "multi.far_faults.held": 30}) == 80
     with pytest.raises(ValueError, match="ATS"):
         rep.translated_l2_misses({**m, "iommu.ats_requests": 0})
 

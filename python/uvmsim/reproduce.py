@@ -1431,10 +1431,12 @@ def mpki_class(mpki: float) -> str:
 
 
 def translated_l2_misses(m: Mapping[str, float]) -> float:
-    """L2 TLB misses of all GPUs that the IOMMU answered with a translation (ATS mode: every L2 TLB miss is
-    one ATS request). The rest are the far-fault path of a page still in host memory (the first miss and the
-    duplicates while it is serviced), which the seed's system, data placed before the kernel, does not have."""
-    faulted = m["multi.far_faults"] + m["multi.far_faults.duplicate"]
+    """L2 TLB misses of all GPUs that the IOMMU answered with a translation (ATS mode: every L2 TLB miss that
+    is not held in the L2 TLB's MSHR is one ATS request). The rest are the far-fault path of a page still in
+    host memory (the first miss, and duplicates that reached the IOMMU while it is serviced; the misses held
+    behind the outstanding fault, `multi.far_faults.held`, count as duplicates but send no request), which the
+    seed's system, data placed before the kernel, does not have."""
+    faulted = m["multi.far_faults"] + m["multi.far_faults.duplicate"] - m.get("multi.far_faults.held", 0.0)
     if m["iommu.ats_requests"] < faulted:
         raise ValueError("more far faults than ATS requests: the run is not in iommu (ATS) mode")
     return m["iommu.ats_requests"] - faulted

@@ -495,13 +495,12 @@ impl Model for World {
                 if self.watchdog_answers > 0 {
                     self.check_answers(now)?;
                 }
-                let gpu = &mut self.gpus[g];
-                if gpu.xlat.far_pending.is_some() {
-                    // GMMU mode: the L2 TLB's MSHR answers the misses it held for this page.
-                    gpu.replay_page(vpn, now, q);
-                } else {
-                    gpu.replay(now, q);
-                }
+                // The lanes on this page complete now, whatever else their warp waits for: in GMMU
+                // mode the L2 TLB's MSHR answers the misses it held for the page; in IOMMU mode the
+                // page request's response lets the device retry the page's translation (PCIe PRI).
+                // Waking a warp only once all its pages were mapped at once livelocked page pairs
+                // shared by two GPUs' wavefronts (robust.rs, ats_lanes_on_page_pairs_two_gpus_share_complete).
+                self.gpus[g].replay_page(vpn, now, q);
             }
             Ev::UvmService => {
                 let next = self.uvm.service(now, &mut self.link, &mut self.gpus[0].xlat.space.residency);

@@ -415,3 +415,31 @@ fn the_multi_gpu_watchdog_counts_answers_without_progress_on_any_gpu() {
         }
     }
 }
+
+/// IOMMU (ATS) mode, two GPUs of `mi300a-apu` (64-lane wavefronts) on CoMD, whose 24-byte
+/// position records cross page boundaries: the lanes of a wavefront need both pages of a pair,
+/// and both GPUs' wavefronts need the same pairs. A page's answer woke a warp only once every
+/// page it had faulted on was mapped here at the same time, and under on-touch migration the
+/// other GPU took one page of the pair back each time the other arrived: a livelock, stopped
+/// by the answer watchdog after 20,000 answers with no instruction completed (found by the
+/// stress run at 4x its inputs). Now each answer completes the lanes on its page, as in GMMU
+/// mode (`Gpu::replay_page`), and the run ends.
+#[test]
+fn ats_lanes_on_page_pairs_two_gpus_share_complete() {
+    let preset = Source { name: "mi300a-apu".into(), text: include_str!("../../../presets/mi300a-apu.toml").into() };
+    let sets: Vec<String> = [
+        "workload.kind=comd",
+        "workload.comd.cells_x=16",
+        "workload.comd.cells_y=16",
+        "workload.comd.cells_z=16",
+        "multi.gpus=2",
+        "sim.watchdog_answers=20000",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let c = resolve(&[preset], &sets).unwrap_or_else(|e| panic!("{e}"));
+    let m = simulate(&c).unwrap_or_else(|e| panic!("{e}"));
+    assert!(m.get("multi.migrations.p2p").unwrap() > 0.0, "pages must move between the GPUs");
+    assert!(m.get("gpu0.ctas").unwrap() > 0.0 && m.get("gpu1.ctas").unwrap() > 0.0, "both GPUs run CTAs");
+}

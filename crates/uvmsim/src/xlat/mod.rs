@@ -195,10 +195,12 @@ pub struct Translator {
     pub irmb: Option<Box<irmb::Irmb>>,
     /// Trans-FW's pending request table (`multi.transfw.prt`): the pages this GPU's table maps.
     pub prt: Option<Box<crate::multi::transfw::Prt>>,
-    /// Multi-GPU GMMU mode: pages whose far fault from this GPU awaits the host's answer. A later
-    /// L2-TLB miss on one is held with it in the L2 TLB's MSHR, not walked (seed multi-gpu §5.2.3:
+    /// Multi-GPU: pages whose far fault from this GPU awaits the host's answer. A later L2-TLB
+    /// miss on one is held with it in the L2 TLB's MSHR, not walked (seed multi-gpu §5.2.3:
     /// "before a new mapping is received, there won't be any subsequent requests to the same page
-    /// being sent to GMMU for page table walk ... held at the L2 TLB MSHR"). `Multi::page_ready` clears.
+    /// being sent to GMMU for page table walk ... held at the L2 TLB MSHR"); in ATS mode it sends
+    /// no second ATS request either (since 2026-11-29; the seed's MGPUSim L2 TLB holds a page's
+    /// requests until the MMU answers, whichever translation path). `Multi::page_ready` clears.
     pub far_pending: Option<FxHashSet<u64>>,
     /// L2-TLB misses held behind an outstanding far fault of their page (no walk).
     pub held_misses: u64,
@@ -273,7 +275,7 @@ impl Translator {
             irmb: (cfg.multi.idyll.lazy && cfg.multi.active())
                 .then(|| Box::new(irmb::Irmb::new(cfg.multi.idyll.irmb_bases as usize, cfg.multi.idyll.irmb_offsets as usize))),
             prt: crate::multi::transfw::Prt::build(cfg, 0),
-            far_pending: (cfg.multi.active() && cfg.translation.mode == TranslationMode::Gmmu).then(FxHashSet::default),
+            far_pending: cfg.multi.active().then(FxHashSet::default),
             held_misses: 0,
             large_ptes: cfg.translation.managed_large_ptes,
         };
@@ -458,13 +460,13 @@ impl Translator {
 
     /// A miss in every GPU TLB: walk locally or ask the IOMMU.
     fn miss(&mut self, sm: usize, va: u64, r: &Region, t: Ps, now: Ps, dram: &mut Dram) -> Ps {
+        // A page whose far fault is outstanding: the miss waits with it in the L2 TLB's MSHR
+        // (the answer wakes it); raised here as a duplicate fault, with no walk or ATS request.
+        if self.far_pending.as_ref().is_some_and(|p| p.contains(&(va >> 12))) {
+            self.held_misses += 1;
+            return t;
+        }
         let Some(io) = self.iommu.as_mut() else {
-            // A page whose far fault is outstanding: the miss waits with it in the L2 TLB's MSHR
-            // (the answer wakes it); raised here as a duplicate fault, with no walk.
-            if self.far_pending.as_ref().is_some_and(|p| p.contains(&(va >> 12))) {
-                self.held_misses += 1;
-                return t;
-            }
             // IDYLL: a pending invalidation in the IRMB (looked up with the L2 TLB) means the PTE
             // is stale: no walk, the far fault is raised at once (the page is not resident).
             if let Some(b) = self.irmb.as_mut() {
