@@ -349,13 +349,12 @@ impl Translator {
         if r.managed {
             match self.space.residency.access_mapped(va >> 12) {
                 Mapped::No => {
-                    if let Some(p) = self.far_pending.as_mut() {
-                        p.insert(va >> 12);
-                    }
+                    // Already pending: this miss was held in the MSHR (`miss`), with no walk.
+                    let held = self.far_pending.as_mut().is_some_and(|p| !p.insert(va >> 12));
                     // Least-TLB: the L2 TLB does not take a translation that faults, so the IOMMU
                     // TLB keeps it (as the mostly-inclusive baseline's walk fill does). With
                     // `link_msg_ns` the time is the response's end of serialisation, not of the walk.
-                    if let Some(Iommu { least: Some(lt), tlb: Some(tlb), link, .. }) = self.iommu.as_mut() {
+                    if let (false, Some(Iommu { least: Some(lt), tlb: Some(tlb), link, .. })) = (held, self.iommu.as_mut()) {
                         lt.fault_fill(self.gpu, k, done - *link, tlb);
                     }
                     return Xlat::Fault(done);
