@@ -443,3 +443,19 @@ fn ats_lanes_on_page_pairs_two_gpus_share_complete() {
     assert!(m.get("multi.migrations.p2p").unwrap() > 0.0, "pages must move between the GPUs");
     assert!(m.get("gpu0.ctas").unwrap() > 0.0 && m.get("gpu1.ctas").unwrap() > 0.0, "both GPUs run CTAs");
 }
+
+/// Polled model (`gtx480-zheng`), per-block prefetchers: the handler's rounds overlap, and a page
+/// an earlier round was still carrying over the link counted as free in the next round's VA block
+/// (neither resident nor demanded), so density, sequential-local and random-4k prefetched it again:
+/// it crossed the link twice (a debug assertion in `Uvm::apply` caught it in a debug-build stress
+/// run; release builds moved the extra bytes silently). With no eviction every page now crosses once.
+#[test]
+fn polled_rounds_do_not_prefetch_a_page_already_crossing_the_link() {
+    for policy in ["density", "sequential-local", "random-4k"] {
+        let pol = format!("uvm.prefetch.policy=\"{policy}\"");
+        let m = zheng(&["workload.kind=stream", "workload.stream.elements=262144", &pol]).unwrap_or_else(|e| panic!("{policy}: {e}"));
+        let pages = m.get("uvm.resident_pages").unwrap();
+        assert!(m.get("uvm.prefetch.pages").unwrap() > 0.0, "{policy}: the prefetcher must act");
+        assert_eq!(m.get("uvm.bytes_h2d").unwrap(), pages * 4096.0, "{policy}: every page crosses the link once");
+    }
+}

@@ -1740,7 +1740,13 @@ impl Uvm {
             PrefetchPolicy::Random4k => prefetch::random_4k(&resident, &fmask, n, mix64(self.seed ^ block ^ self.stats.batches << 40)),
             _ => return vec![],
         };
-        prefetch::pages(&mask).filter(|&i| !prefetch::get(&resident, i)).map(|i| block * BLOCK_PAGES + i as u64).collect()
+        // Polled model: a page an earlier round is still carrying over the link is neither
+        // resident nor free (rounds overlap); migrating it again would move it twice.
+        prefetch::pages(&mask)
+            .filter(|&i| !prefetch::get(&resident, i))
+            .map(|i| block * BLOCK_PAGES + i as u64)
+            .filter(|p| !self.in_flight.contains_key(p))
+            .collect()
     }
 
     /// The first-touch cost of `block`: the median times a Pareto draw of the
