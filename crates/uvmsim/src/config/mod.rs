@@ -500,6 +500,16 @@ impl Config {
                 "models the UVM driver's page tables: needs translation.mode = \"gmmu\" and one GPU (multi.gpus = 1)".into(),
             ));
         }
+        if self.uvm.oversubscription > 0.0 && (t.mode != TranslationMode::Gmmu || self.multi.active()) {
+            // Silently ignored before: the PPR path counted its pages against a capacity nothing enforced.
+            return Err((
+                "uvm.oversubscription".into(),
+                "sizes the GPU memory the UVM driver evicts from: needs translation.mode = \"gmmu\" and one GPU \
+                 (in \"iommu\" mode far faults go to the IOMMU's page-request path, which maps pages in place and \
+                 evicts nothing; the multi-GPU model has no GPU memory limit)"
+                    .into(),
+            ));
+        }
         self.capacity()?;
         self.workload.validate(self)
     }

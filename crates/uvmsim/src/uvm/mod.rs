@@ -308,7 +308,7 @@ section! {
         pub gpu_memory_bytes: ByteSize = ByteSize(0),
         /// Managed footprint over GPU memory, in 2 MiB blocks (2.0: half the footprint's blocks fit, rounded down; below 1 the
         /// footprint fits; seed paged-memory §5 sets GPU memory to a fraction of the footprint); 0 = off. When set, it
-        /// overrides gpu_memory_bytes.
+        /// overrides gpu_memory_bytes. Needs the UVM driver's fault path (translation.mode = "gmmu", one GPU).
         pub oversubscription: f64 = 0.0,
         /// Eviction when GPU memory is full.
         pub eviction: EvictionConfig = EvictionConfig::default(),
