@@ -175,8 +175,8 @@ OPTIONS: dict[str, list[str]] = {
 }
 
 
-# Counts that set how long a workload runs, not how much memory it touches: not scaled.
-UNSCALED = ("iterations", "repeats", "hops", "cycles", "pyramid_height", "mask", "kernel", "nnz_per_row")
+# Counts that set how long a workload runs, not how much memory it touches, and log2 sizes: not scaled.
+UNSCALED = ("iterations", "repeats", "hops", "cycles", "pyramid_height", "mask", "kernel", "nnz_per_row", "scale")
 
 
 def scaled(setting: str, scale: int) -> str:
