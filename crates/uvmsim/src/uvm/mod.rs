@@ -166,7 +166,8 @@ section! {
         pub max_batches_per_service: u32 = 20,
         /// Batches with thrashing-throttled faults one bottom-half run services before it yields and waits for the
         /// next interrupt (uvm_perf_fault_max_throttle_per_service, default 5; `uvm_gpu_replayable_faults.c`, the
-        /// service loop: a batch whose service throttled a page counts). Only with uvm.thrashing.enable.
+        /// service loop: a batch whose service throttled a page counts). Only with uvm.thrashing.enable, and not in
+        /// the polled cost model (it has no batches).
         pub max_throttle_per_service: u32 = 5,
         /// `batch-flush`: the flush re-reads the buffer's PUT pointer, discarding the faults written while the batch was
         /// serviced too, only when more than this percentage of the batch's fetched faults were duplicates
@@ -189,7 +190,7 @@ section! {
         pub utlb_merge_faults: bool = false,
         /// "driver" (the stage costs below), "fixed-latency" (fault_latency_us per batch, then the transfers) or "polled"
         /// (fault_latency_us per fault from its arrival, faults overlapping, then its page's transfer; replay_policy,
-        /// batch_size and max_batches_per_service do not apply; seed paged-memory §3.1).
+        /// batch_size, max_batches_per_service and max_throttle_per_service do not apply; seed paged-memory §3.1).
         pub cost_model: CostModel = CostModel::Driver,
         /// fixed-latency model: far-fault service latency per batch in µs, interrupt included; polled model: per fault,
         /// the unloaded far-fault latency, and the interval of Zheng's transfer sets (seed paged-memory Table 1 and §4.1: 20 µs).
