@@ -100,48 +100,83 @@ fn park_held(w: &mut Warp, held: &rustc_hash::FxHashSet<u64>, residency: &crate:
     let Some(&(Op::Mem { kind, lanes: Lanes::Explicit { .. }, bytes }, ref lanes)) = w.redo.front() else {
         return None;
     };
-    let parked = |p: u64| held.contains(&p) && !residency.is_mapped(p);
+    // Lanes mostly share a page: remember the last page's answer (one hash lookup per page run).
+    let mut memo = (u64::MAX, false);
+    let mut parked = |p: u64| {
+        if memo.0 != p {
+            memo = (p, held.contains(&p) && !residency.is_mapped(p));
+        }
+        memo.1
+    };
     let len = u64::from(bytes.max(1));
-    let pages = |a: u64| (a >> 12, (a + len - 1) >> 12);
-    if !lanes.iter().any(|&a| {
-        let (p0, p1) = pages(a);
-        parked(p0) || parked(p1)
-    }) {
-        return None;
-    }
-    let (mut wait, mut go) = (Vec::new(), Vec::new());
-    for &a in lanes.iter() {
-        let (p0, p1) = pages(a);
-        match (parked(p0), p0 != p1 && parked(p1)) {
-            (false, false) => go.push(a),
+    // What each lane does, found once (a hash lookup per page): it issues now, waits whole, or
+    // is split at its page boundary with its head or its tail waiting.
+    const GO: u8 = 0;
+    const WAIT: u8 = 1;
+    const HEAD_WAITS: u8 = 2;
+    const TAIL_WAITS: u8 = 3;
+    debug_assert!(lanes.len() <= MAX_LANES, "a split never adds lanes to a part");
+    let mut class = [GO; MAX_LANES];
+    let (mut n_wait, mut n_go) = (0, 0);
+    for (c, &a) in class.iter_mut().zip(lanes.iter()) {
+        let (p0, p1) = (a >> 12, (a + len - 1) >> 12);
+        *c = match (parked(p0), p0 != p1 && parked(p1)) {
+            (false, false) => GO,
             // Split at the boundary (an access over exactly two pages): each part, `len` bytes
             // within its page, touches the same line as the original part there when the access
             // is at most a line long (every generator's default); a longer one may touch one more.
-            (true, false) if p1 == p0 + 1 => {
-                wait.push((p1 << 12) - len);
-                go.push(p1 << 12);
-            }
-            (false, true) if p1 == p0 + 1 => {
-                go.push((p1 << 12) - len);
-                wait.push(p1 << 12);
-            }
+            (true, false) if p1 == p0 + 1 => HEAD_WAITS,
+            (false, true) if p1 == p0 + 1 => TAIL_WAITS,
             // Both pages held, or a longer access with one held: the lane waits whole.
-            _ => wait.push(a),
-        }
+            _ => WAIT,
+        };
+        n_wait += u32::from(*c != GO);
+        n_go += u32::from(*c != WAIT);
     }
-    for &a in &wait {
-        if !w.faulted.contains(&(a >> 12)) {
-            w.faulted.push(a >> 12);
+    if n_wait == 0 {
+        return None;
+    }
+    let lanes = &lanes[..];
+    let mut last = u64::MAX;
+    for (&c, &a) in class.iter().zip(lanes) {
+        // The page the waiting part is on: a whole lane's first page (as before the split), a tail's next one.
+        let p = match c {
+            GO => continue,
+            TAIL_WAITS => (a >> 12) + 1,
+            _ => a >> 12,
+        };
+        if p != last && !w.faulted.contains(&p) {
+            w.faulted.push(p);
         }
+        last = p;
     }
     w.epoch = residency.refault_epoch;
-    let op = |n: usize| Op::Mem { kind, lanes: Lanes::Explicit { n: n as u32 }, bytes };
-    w.pending.push((op(wait.len()), wait.into()));
-    if go.is_empty() {
-        w.redo.pop_front();
+    if n_go == 0 {
+        // Every lane waits whole: the instruction moves over as it is, without a copy.
+        let ins = w.redo.pop_front().expect("checked above");
+        w.pending.push(ins);
         return Some(true);
     }
-    *w.redo.front_mut().expect("checked above") = (op(go.len()), go.into());
+    // Exact capacities: a boxed slice made from them needs no reallocation.
+    let (mut wait, mut go) = (Vec::with_capacity(n_wait as usize), Vec::with_capacity(n_go as usize));
+    for (&c, &a) in class.iter().zip(lanes) {
+        let boundary = ((a >> 12) + 1) << 12;
+        match c {
+            GO => go.push(a),
+            WAIT => wait.push(a),
+            HEAD_WAITS => {
+                wait.push(boundary - len);
+                go.push(boundary);
+            }
+            _ => {
+                go.push(boundary - len);
+                wait.push(boundary);
+            }
+        }
+    }
+    let op = |n: usize| Op::Mem { kind, lanes: Lanes::Explicit { n: n as u32 }, bytes };
+    w.pending.push((op(wait.len()), wait.into_boxed_slice()));
+    *w.redo.front_mut().expect("checked above") = (op(go.len()), go.into_boxed_slice());
     Some(false)
 }
 

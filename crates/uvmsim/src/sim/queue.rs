@@ -3,9 +3,10 @@
 //! How it works: time is cut into buckets of `2^SHIFT` ps; a ring of `N`
 //! buckets covers the near future from the bucket of the last popped event
 //! (`cur`), and later events wait in an overflow heap until the ring reaches
-//! them. A bucket is sorted (descending, so the earliest is at the end) the
-//! first time it is read; events pushed into a sorted bucket are inserted in
-//! place. Keys pack time and insertion sequence into one `u128`, so events at
+//! them. A bucket is sorted (ascending) the first time it is read and then
+//! read from a cursor; events pushed into a sorted bucket are inserted in
+//! place, which for the usual push at the current time (the largest key so
+//! far) is an append. Keys pack time and insertion sequence into one `u128`, so events at
 //! the same time come out in insertion order. Pushes are O(1), pops O(1)
 //! amortized for the near-future events a simulation mostly schedules.
 
@@ -17,6 +18,7 @@ const SHIFT: u32 = 12; // ~4 ns buckets
 const N: usize = 1024; // ~4 µs of near future in the ring
 const WORDS: usize = N / 64;
 
+#[derive(Clone, Copy)]
 struct Entry<E> {
     /// time << 64 | insertion sequence.
     key: u128,
@@ -27,6 +29,8 @@ struct Entry<E> {
 pub struct EventQueue<E> {
     ring: Vec<Vec<Entry<E>>>,
     sorted: Vec<bool>,
+    /// Per bucket, the next entry to pop (entries before it are consumed): 0 unless sorted.
+    read: Vec<usize>,
     /// One bit per ring bucket: non-empty.
     bits: [u64; WORDS],
     /// Absolute bucket index that the ring starts at; no event is earlier.
@@ -57,7 +61,7 @@ impl<E> Ord for OverflowEntry<E> {
     }
 }
 
-impl<E> Default for EventQueue<E> {
+impl<E: Copy> Default for EventQueue<E> {
     fn default() -> Self {
         Self::new()
     }
@@ -68,11 +72,12 @@ fn bucket_of(key: u128) -> u64 {
     ((key >> 64) as u64) >> SHIFT
 }
 
-impl<E> EventQueue<E> {
+impl<E: Copy> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
             ring: (0..N).map(|_| Vec::new()).collect(),
             sorted: vec![false; N],
+            read: vec![0; N],
             bits: [0; WORDS],
             cur: 0,
             in_ring: 0,
@@ -86,8 +91,11 @@ impl<E> EventQueue<E> {
         let i = (bucket_of(e.key) as usize) & (N - 1);
         let b = &mut self.ring[i];
         if self.sorted[i] && !b.is_empty() {
-            // Descending order: insert before the first smaller key.
-            let at = b.partition_point(|x| x.key > e.key);
+            // Ascending order: insert after the last smaller key (at the end for an event
+            // at the current time; a descending bucket shifted every entry for it, and a
+            // replay waking thousands of warps at once made that quadratic).
+            let r = self.read[i];
+            let at = r + b[r..].partition_point(|x| x.key < e.key);
             b.insert(at, e);
         } else {
             b.push(e);
@@ -132,7 +140,7 @@ impl<E> EventQueue<E> {
         None
     }
 
-    /// The ring bucket holding the earliest ring event, sorted so that it sits at the end.
+    /// The ring bucket holding the earliest ring event, sorted so that it sits at its cursor.
     #[inline]
     fn settle(&mut self) -> Option<usize> {
         if let Some(h) = self.head {
@@ -143,7 +151,7 @@ impl<E> EventQueue<E> {
         let start = (self.cur as usize) & (N - 1);
         self.head = Some(self.cur + ((i + N - start) & (N - 1)) as u64);
         if !self.sorted[i] {
-            self.ring[i].sort_unstable_by_key(|e| Reverse(e.key));
+            self.ring[i].sort_unstable_by_key(|e| e.key);
             self.sorted[i] = true;
         }
         Some(i)
@@ -168,9 +176,13 @@ impl<E> EventQueue<E> {
         // Overflow events are all later than ring events, so the ring goes first.
         let e = match self.settle() {
             Some(i) => {
-                let e = self.ring[i].pop().expect("settled bucket is non-empty");
+                let b = &mut self.ring[i];
+                let e = b[self.read[i]];
+                self.read[i] += 1;
                 self.in_ring -= 1;
-                if self.ring[i].is_empty() {
+                if self.read[i] == b.len() {
+                    b.clear();
+                    self.read[i] = 0;
                     self.bits[i / 64] &= !(1 << (i % 64));
                     self.sorted[i] = false;
                     self.head = None;
@@ -187,7 +199,7 @@ impl<E> EventQueue<E> {
     #[inline]
     pub fn peek_time(&mut self) -> Ps {
         match self.settle() {
-            Some(i) => (self.ring[i].last().expect("settled bucket is non-empty").key >> 64) as Ps,
+            Some(i) => (self.ring[i][self.read[i]].key >> 64) as Ps,
             None => self.overflow.peek().map_or(Ps::MAX, |Reverse(OverflowEntry(e))| (e.key >> 64) as Ps),
         }
     }
@@ -196,7 +208,7 @@ impl<E> EventQueue<E> {
     #[inline]
     pub fn peek(&mut self) -> Option<&E> {
         match self.settle() {
-            Some(i) => self.ring[i].last().map(|e| &e.ev),
+            Some(i) => self.ring[i].get(self.read[i]).map(|e| &e.ev),
             None => self.overflow.peek().map(|Reverse(OverflowEntry(e))| &e.ev),
         }
     }
