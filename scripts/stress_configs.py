@@ -172,6 +172,9 @@ OPTIONS: dict[str, list[str]] = {
     "link.copy_engines": ["1", "2"],
     "gpu.vmem.backpressure": ["true", "false"],
     "gpu.max_warps_per_sm": ["4", "48"],
+    # Added in session 28: GPU memory limits without uvm.oversubscription (which needs the GMMU on
+    # one GPU), so iommu-mode runs and access-counter migrations meet a full memory too.
+    "uvm.gpu_memory_bytes": ['"0B"', '"4MiB"', '"64MiB"'],
 }
 
 

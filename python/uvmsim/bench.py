@@ -1,9 +1,12 @@
 """Simulator throughput on fixed workloads (``uvmsim bench``).
 
 Each workload stresses one path: TLB hits on a streaming kernel, page walks
-on a divergent gather, IOMMU round trips on a dependent stride chain,
-memory use on a 100 GiB footprint, and replay of a recorded binary warp trace
-(the streaming trace reader in front of the same GPU model).
+on a divergent gather, IOMMU round trips on a dependent stride chain, far
+faults through the UVM driver and through the APU's page-request path,
+eviction under oversubscription, page migration between four GPUs (rates
+summed over the GPUs), memory use on a 100 GiB footprint, and replay of a
+recorded binary warp trace (the streaming trace reader in front of the same
+GPU model).
 Throughput is simulated work per wall-clock second as the simulator measures
 it (``sim.wall_s`` covers the simulation only, not config parsing).
 """

@@ -306,6 +306,8 @@ section! {
         pub prefetch: PrefetchConfig = PrefetchConfig::default(),
         /// GPU memory available to managed data, allocated in 2 MiB root chunks, one per VA block with GPU-resident
         /// pages (spec/uvm-driver.md); 0 = unlimited (no eviction). Device (non-managed) allocations do not count.
+        /// One GPU only: the multi-GPU model has no GPU memory limit and does not read it (presets set it for their
+        /// single-GPU runs).
         pub gpu_memory_bytes: ByteSize = ByteSize(0),
         /// Managed footprint over GPU memory, in 2 MiB blocks (2.0: half the footprint's blocks fit, rounded down; below 1 the
         /// footprint fits; seed paged-memory §5 sets GPU memory to a fraction of the footprint); 0 = off. When set, it
