@@ -459,3 +459,27 @@ fn polled_rounds_do_not_prefetch_a_page_already_crossing_the_link() {
         assert_eq!(m.get("uvm.bytes_h2d").unwrap(), pages * 4096.0, "{policy}: every page crosses the link once");
     }
 }
+
+/// IOMMU mode (kaveri-apu): first touches go through the page-request path, which maps pages in
+/// place, and `uvm.gpu_memory_bytes` bounds only the driver's migrations. The end-of-run check of
+/// debug builds counted those in-place pages against the driver's capacity and failed a run that
+/// was correct ("3222 pages resident, beyond the capacity of 2 chunks"; found by the stress run).
+#[test]
+fn pages_mapped_in_place_by_the_page_request_path_hold_no_driver_memory() {
+    let preset = Source { name: "kaveri-apu".into(), text: include_str!("../../../presets/kaveri-apu.toml").into() };
+    let sets: Vec<String> = [
+        "workload.kind=gather",
+        "workload.gather.threads=1024",
+        "workload.gather.lookups=2048",
+        "workload.gather.table_entries=1048576",
+        "workload.managed=true",
+        "uvm.gpu_memory_bytes=\"4MiB\"",
+    ]
+    .map(String::from)
+    .to_vec();
+    let c = resolve(&[preset], &sets).unwrap_or_else(|e| panic!("{e}"));
+    let m = simulate(&c).unwrap_or_else(|e| panic!("{e}"));
+    let mapped = m.get("apu.pages_mapped").unwrap();
+    assert!(mapped > 1024.0, "more pages mapped in place ({mapped}) than 4 MiB holds");
+    assert_eq!(m.get("uvm.resident_pages"), Some(mapped));
+}

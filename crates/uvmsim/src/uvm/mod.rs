@@ -2577,6 +2577,14 @@ impl Uvm {
     /// the µTLBs count exactly the buffered and in-service ones as outstanding.
     /// (A run may end while a batch of stale faults is in service.)
     pub fn check_invariants(&self, residency: &Residency) -> Result<(), String> {
+        self.check_invariants_in_place(residency, 0)
+    }
+
+    /// `check_invariants` when `in_place` of the resident pages were mapped in place by the
+    /// IOMMU's page-request path (translation.mode = "iommu"): they hold none of the GPU memory
+    /// the driver allocates, so they do not count against its capacity. (If the driver evicts
+    /// such a page the check only becomes looser.)
+    pub fn check_invariants_in_place(&self, residency: &Residency, in_place: u64) -> Result<(), String> {
         let s = &self.stats;
         let buffered = self.buffer.len() as u64;
         if s.raw != s.fetched + s.flushed + buffered {
@@ -2607,16 +2615,17 @@ impl Uvm {
                     self.allocated_chunks
                 ));
             }
-            if residency.resident_pages() > cap * BLOCK_PAGES {
-                return Err(format!("uvm: {} pages resident, beyond the capacity of {cap} chunks", residency.resident_pages()));
+            let placed = residency.resident_pages().saturating_sub(in_place);
+            if placed > cap * BLOCK_PAGES {
+                return Err(format!("uvm: {placed} pages resident, beyond the capacity of {cap} chunks"));
             }
         }
         if let Some(pm) = self.page_evict.as_ref() {
-            if pm.pages.len() as u64 > pm.capacity || residency.resident_pages() > pm.capacity {
+            let placed = residency.resident_pages().saturating_sub(in_place);
+            if pm.pages.len() as u64 > pm.capacity || placed > pm.capacity {
                 return Err(format!(
-                    "uvm: {} pages hold GPU memory, {} resident, beyond the capacity of {} pages",
+                    "uvm: {} pages hold GPU memory, {placed} resident, beyond the capacity of {} pages",
                     pm.pages.len(),
-                    residency.resident_pages(),
                     pm.capacity
                 ));
             }

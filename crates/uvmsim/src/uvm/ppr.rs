@@ -166,6 +166,9 @@ pub struct Ppr {
     pub merged: u64,
     /// Pages mapped by completed or in-flight requests.
     pub pages: u64,
+    /// Pages the completions made GPU-mapped that were not (set by the caller that maps them):
+    /// mapped in place, they take none of the GPU memory the UVM driver allocates.
+    pub in_place: u64,
     /// Interrupts raised (requests that found the log empty and no handler under way).
     pub interrupts: u64,
     /// Requests held by the GPU for a free slot, their total and longest hold.
@@ -198,6 +201,7 @@ impl Ppr {
             faults: 0,
             merged: 0,
             pages: 0,
+            in_place: 0,
             interrupts: 0,
             credit_waits: 0,
             credit_wait_ps: 0,
