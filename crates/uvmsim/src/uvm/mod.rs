@@ -307,7 +307,8 @@ section! {
         /// GPU memory available to managed data, allocated in 2 MiB root chunks, one per VA block with GPU-resident
         /// pages (spec/uvm-driver.md); 0 = unlimited (no eviction). Device (non-managed) allocations do not count.
         /// One GPU only: the multi-GPU model has no GPU memory limit and does not read it (presets set it for their
-        /// single-GPU runs).
+        /// single-GPU runs). In translation.mode = "iommu" the page-request path maps first touches in place, outside
+        /// this memory; only the driver's migrations (access-counter migration among them) take it.
         pub gpu_memory_bytes: ByteSize = ByteSize(0),
         /// Managed footprint over GPU memory, in 2 MiB blocks (2.0: half the footprint's blocks fit, rounded down; below 1 the
         /// footprint fits; seed paged-memory §5 sets GPU memory to a fraction of the footprint); 0 = off. When set, it
