@@ -40,11 +40,6 @@ use crate::xlat::space::REMOTE_PA;
 use crate::xlat::{Translator, Xlat};
 use rustc_hash::FxHashMap;
 
-/// The lane addresses of a saved (faulted or re-executed) instruction. Narrowed and split
-/// instructions have a few lanes (3 on average in an on-touch PageRank): up to 4 are kept inline,
-/// without the allocation and free that were a tenth of such a run.
-type LaneBuf = smallvec::SmallVec<[u64; 4]>;
-
 /// The part of memory instruction `op` (lanes in `scratch` if explicit) that
 /// touches the pages of `faults`: explicit lanes for the re-execution. With `split`
 /// (multi-GPU), a lane whose access crosses into the next page and faulted on only one
@@ -52,8 +47,8 @@ type LaneBuf = smallvec::SmallVec<[u64; 4]>;
 /// line for an access of at most a line):
 /// kept whole, it needed both pages mapped at once, which two pages moving between GPUs
 /// under on-touch migration may never be (sad's unaligned 32-byte rows never finished).
-fn narrow(op: Op, scratch: &[u64; MAX_LANES], faults: &[Fault], split: bool) -> (Op, LaneBuf) {
-    let Op::Mem { kind, lanes, bytes } = op else { return (op, LaneBuf::new()) };
+fn narrow(op: Op, scratch: &[u64; MAX_LANES], faults: &[Fault], split: bool) -> (Op, Box<[u64]>) {
+    let Op::Mem { kind, lanes, bytes } = op else { return (op, Box::default()) };
     let mut out = [0u64; MAX_LANES];
     let mut n = 0;
     let (count, lane) = match lanes {
@@ -75,16 +70,16 @@ fn narrow(op: Op, scratch: &[u64; MAX_LANES], faults: &[Fault], split: bool) -> 
             n += 1;
         }
     }
-    (Op::Mem { kind, lanes: Lanes::Explicit { n: n as u32 }, bytes }, LaneBuf::from_slice(&out[..n]))
+    (Op::Mem { kind, lanes: Lanes::Explicit { n: n as u32 }, bytes }, out[..n].into())
 }
 
 /// The lane addresses a saved instruction needs when it re-executes: only an
 /// explicit-lane memory op reads `scratch` (strided lanes are computed), so
 /// only its `n` lanes are kept (an empty box allocates nothing).
-fn saved_lanes(op: &Op, scratch: &[u64; MAX_LANES]) -> LaneBuf {
+fn saved_lanes(op: &Op, scratch: &[u64; MAX_LANES]) -> Box<[u64]> {
     match *op {
-        Op::Mem { lanes: Lanes::Explicit { n }, .. } => LaneBuf::from_slice(&scratch[..n as usize]),
-        _ => LaneBuf::new(),
+        Op::Mem { lanes: Lanes::Explicit { n }, .. } => scratch[..n as usize].into(),
+        _ => Box::default(),
     }
 }
 
@@ -162,7 +157,8 @@ fn park_held(w: &mut Warp, held: &rustc_hash::FxHashSet<u64>, residency: &crate:
         w.pending.push(ins);
         return Some(true);
     }
-    let (mut wait, mut go) = (LaneBuf::with_capacity(n_wait as usize), LaneBuf::with_capacity(n_go as usize));
+    // Exact capacities: a boxed slice made from them needs no reallocation.
+    let (mut wait, mut go) = (Vec::with_capacity(n_wait as usize), Vec::with_capacity(n_go as usize));
     for (&c, &a) in class.iter().zip(lanes) {
         let boundary = ((a >> 12) + 1) << 12;
         match c {
@@ -179,8 +175,8 @@ fn park_held(w: &mut Warp, held: &rustc_hash::FxHashSet<u64>, residency: &crate:
         }
     }
     let op = |n: usize| Op::Mem { kind, lanes: Lanes::Explicit { n: n as u32 }, bytes };
-    w.pending.push((op(wait.len()), wait));
-    *w.redo.front_mut().expect("checked above") = (op(go.len()), go);
+    w.pending.push((op(wait.len()), wait.into_boxed_slice()));
+    *w.redo.front_mut().expect("checked above") = (op(go.len()), go.into_boxed_slice());
     Some(false)
 }
 
@@ -266,9 +262,9 @@ struct Warp {
     id: WarpId,
     /// Memory instructions that far-faulted (with their lane addresses), waiting for a replay.
     /// The warp keeps issuing independent instructions; it sleeps at its next `Wait` (or exit).
-    pending: Vec<(Op, LaneBuf)>,
+    pending: Vec<(Op, Box<[u64]>)>,
     /// Faulted instructions to re-execute now, after a replay, before the stream goes on.
-    redo: std::collections::VecDeque<(Op, LaneBuf)>,
+    redo: std::collections::VecDeque<(Op, Box<[u64]>)>,
     /// The 4 KiB pages its pending instructions faulted on: a replay wakes the
     /// warp once all are resident (its µTLB holds the misses until then, so
     /// nothing is walked again in between).
@@ -637,7 +633,7 @@ impl Gpu {
                 // the stream exits again).
                 Op::Wait | Op::Exit if !w.pending.is_empty() => {
                     if op == Op::Wait {
-                        w.pending.push((Op::Wait, LaneBuf::new()));
+                        w.pending.push((Op::Wait, Box::default()));
                     }
                     if no_answer_due(place.as_deref(), self.tag >> EV_GPU_SHIFT, &w.faulted, &self.faults, &self.xlat) {
                         // Multi-GPU: its answers came while it went on (`Multi::nothing_to_wait_for`).
@@ -1386,14 +1382,14 @@ mod tests {
         let page = |p: u64| p << 12;
         let w = gpu.warps[slot].as_mut().unwrap();
         // Lanes on page 5 (held), 6 (mapped) and 7 (neither: it must walk and fault again).
-        w.redo = vec![(mem(3), vec![page(5) + 4, page(6), page(7)].into()), (Op::Wait, LaneBuf::new())].into();
+        w.redo = vec![(mem(3), vec![page(5) + 4, page(6), page(7)].into()), (Op::Wait, Box::default())].into();
         let residency = &gpu.xlat.space.residency;
         assert_eq!(park_held(w, &held, residency), Some(false));
         assert_eq!(w.redo[0], (mem(2), vec![page(6), page(7)].into()));
         assert_eq!(w.pending, vec![(mem(1), vec![page(5) + 4].into())]);
         assert_eq!(w.faulted, vec![5]);
         // An instruction whose every lane is held leaves redo whole; nothing issues.
-        w.redo = vec![(mem(2), vec![page(8), page(5)].into()), (Op::Wait, LaneBuf::new())].into();
+        w.redo = vec![(mem(2), vec![page(8), page(5)].into()), (Op::Wait, Box::default())].into();
         assert_eq!(park_held(w, &held, residency), Some(true));
         assert_eq!(w.redo.len(), 1);
         assert_eq!(w.pending[1], (mem(2), vec![page(8), page(5)].into()));
@@ -1489,7 +1485,7 @@ mod tests {
         let w = gpu.warps.last_mut().unwrap().as_mut().unwrap();
         let ops = |w: &Warp| w.redo.iter().map(|(op, _)| *op).collect::<Vec<_>>();
         // Nothing left to redo: the pending instructions are next, in order.
-        w.pending = vec![(Op::Compute(1), LaneBuf::new()), (Op::Wait, LaneBuf::new())];
+        w.pending = vec![(Op::Compute(1), Box::default()), (Op::Wait, Box::default())];
         w.wake();
         assert_eq!(ops(w), vec![Op::Compute(1), Op::Wait]);
         assert!(w.pending.is_empty());
