@@ -171,6 +171,10 @@ OPTIONS: dict[str, list[str]] = {
     "link.bandwidth_model": ['"constant"', '"atan"'],
     "link.copy_engines": ["1", "2"],
     "gpu.vmem.backpressure": ["true", "false"],
+    # Added in session 29: the L1 cache's intake limits of the back-pressured path.
+    "gpu.vmem.buffer_entries": ["1", "104"],
+    "gpu.vmem.dir_entries": ["1", "32"],
+    "gpu.vmem.l1_transactions": ["0", "2", "128"],
     "gpu.max_warps_per_sm": ["4", "48"],
     # Added in session 28: GPU memory limits without uvm.oversubscription (which needs the GMMU on
     # one GPU), so iommu-mode runs and access-counter migrations meet a full memory too.

@@ -247,9 +247,10 @@ section! {
     /// translated access reaches the cache as soon as its translation is ready. With
     /// `backpressure` it follows MGPUSim v4's path (Akita v4: mem/vm/tlb tlbMiddleware,
     /// mem/vm/addresstranslator, mem/cache/writearound): the L1 TLB's answers wait in a
-    /// bounded chain of buffers for the L1 data cache's directory, which takes them in
-    /// order and holds a read miss while every way of its set waits for a fill; a hit the
-    /// TLB cannot answer for lack of room holds its later lookups.
+    /// bounded chain of buffers for the L1 data cache, which takes a request while it has
+    /// fewer than `l1_transactions` in flight and room before its directory; the directory
+    /// takes them in order and holds a read miss while every way of its set waits for a
+    /// fill; a hit the TLB cannot answer for lack of room holds its later lookups.
     pub struct VmemConfig {
         /// Model the back-pressure of the L1 data cache on the L1 TLB (needs `gpu.l1d`).
         /// Akita v4: the TLB's lookup stage stops while a hit's answer cannot be sent
@@ -263,15 +264,26 @@ section! {
         /// lookups (their effect on the TLB's fill parsing is not modelled). Writes do
         /// not wait for a way (write-around). Off: no change to any result.
         pub backpressure: bool = false,
-        /// Translated requests the buffers between the L1 TLB's answer and the cache
-        /// directory's head hold. MGPUSim v4 R9 Nano (per-port incoming + outgoing buffers
-        /// of NumReqPerCycle each, Akita v4 sim.NewPort): TLB top out 32 + translator
-        /// translation in 32 + translator bottom out 32 + L1V top in 8, the directory
-        /// buffer 8, the 2-stage directory pipeline 2 x 8 and its post-pipeline buffer 8:
-        /// 136. The coalescer holds none: MGPUSim's ROB copies requests without
-        /// CanWaitForCoalesce (rob.go duplicateReadReq), so each is the last of its wave
-        /// and needs directory-buffer room to be taken.
-        pub buffer_entries: u32 = 136,
+        /// Translated requests the buffers between the L1 TLB's answer and the cache's
+        /// intake hold. MGPUSim v4 R9 Nano (per-port incoming + outgoing buffers of
+        /// NumReqPerCycle each, Akita v4 sim.NewPort): TLB top out 32 + translator
+        /// translation in 32 + translator bottom out 32 + L1V top in 8 = 104. An answer
+        /// takes room from when it is sent (a merged or missed request's when its
+        /// translation arrives) until the cache takes it. (Until 2026-11-29: 136 entries up
+        /// to the directory's check, counted over the last 136 answers whether sent yet or
+        /// not, which held lookups thousands of cycles that MGPUSim makes at once.)
+        pub buffer_entries: u32 = 104,
+        /// Requests the cache has taken that its directory has not checked yet: MGPUSim v4
+        /// write-around L1V, the directory buffer 8, the 2-stage directory pipeline 2 x 8
+        /// and its post-pipeline buffer 8 (NumReqPerCycle 8 each). The coalescer takes a
+        /// request only with directory-buffer room: MGPUSim's ROB copies requests without
+        /// CanWaitForCoalesce (rob.go duplicateReadReq), so each is the last of its wave.
+        pub dir_entries: u32 = 32,
+        /// Cache transactions in flight, from the intake until the data (or a write's
+        /// acknowledgement) is back; 0 = no limit. MGPUSim v4.2.0 R9 Nano:
+        /// WithMaxNumConcurrentTrans(128) (timingconfig/shaderarray/builder.go); Akita v4.9.0
+        /// writearound coalescer.processReq takes nothing while 128 are in flight.
+        pub l1_transactions: u32 = 128,
         /// GPU core cycles from the TLB's answer to the cache directory's check when
         /// nothing waits ahead (translator parse, coalescer, directory pipeline).
         pub transit_cycles: u32 = 5,
@@ -447,6 +459,8 @@ impl Config {
         cache("gpu.l1d", &g.l1d, g.line_bytes, g.core_mhz)?;
         cache("gpu.l2d", &g.l2d, g.line_bytes, g.core_mhz)?;
         range("gpu.vmem.buffer_entries", g.vmem.buffer_entries as f64, 1.0, 1e6)?;
+        range("gpu.vmem.dir_entries", g.vmem.dir_entries as f64, 1.0, 1e6)?;
+        range("gpu.vmem.l1_transactions", g.vmem.l1_transactions as f64, 0.0, 1e6)?;
         latency_cycles("gpu.vmem.transit_cycles", g.vmem.transit_cycles, g.core_mhz)?;
         if g.vmem.backpressure && g.l1d.size_bytes.0 == 0 {
             return Err(("gpu.vmem.backpressure".into(), "needs an L1 data cache (gpu.l1d.size_bytes > 0)".into()));

@@ -1227,6 +1227,9 @@ impl Gpu {
                     MemKind::Store => self.mem.write(sm, line, ready, now),
                     MemKind::Prefetch => self.mem.prefetch(line, ready, now),
                 };
+                if let Some(v) = self.vmem.as_mut() {
+                    v.done(sm, d);
+                }
                 done = done.max(d);
                 i += 1;
             }
