@@ -76,8 +76,9 @@ pub struct VmemPath {
 }
 
 /// Intervals `[from, to)` in one part of the path, as counts of starts and ends per
-/// time, with the count at the last time asked about folded into `base` and the count
-/// at the last time queried kept as a cursor (queries cluster, so counting from it is short).
+/// time, with the count at the last time asked about folded into `base` and the counts
+/// at two recent query times kept as cursors (queries cluster near the lookups and near
+/// the answers due later, so counting from the nearer cursor is short).
 #[derive(Debug, Clone, Default)]
 struct Occupancy {
     /// Intervals holding at `at`, and the time it is for.
@@ -87,8 +88,8 @@ struct Occupancy {
     live: usize,
     /// (starts, ends) at each time after `at`.
     changes: BTreeMap<Ps, (u32, u32)>,
-    /// Intervals holding at `cursor.0` (no earlier than `at`).
-    cursor: (Ps, usize),
+    /// Intervals holding at each cursor's time (no earlier than `at`).
+    cursors: [(Ps, usize); 2],
 }
 
 impl Occupancy {
@@ -106,8 +107,10 @@ impl Occupancy {
             self.base = self.base + starts as usize - ends as usize;
             self.live -= ends as usize;
         }
-        if self.cursor.0 < t {
-            self.cursor = (t, self.base);
+        for c in &mut self.cursors {
+            if c.0 < t {
+                *c = (t, self.base);
+            }
         }
     }
 
@@ -121,14 +124,17 @@ impl Occupancy {
             self.changes.entry(from).or_default().0 += 1;
         }
         self.changes.entry(to).or_default().1 += 1;
-        if from <= self.cursor.0 && self.cursor.0 < to {
-            self.cursor.1 += 1;
+        for c in &mut self.cursors {
+            if from <= c.0 && c.0 < to {
+                c.1 += 1;
+            }
         }
     }
 
     /// Intervals holding at `r` (no earlier than `at`).
     fn count_at(&mut self, r: Ps) -> usize {
-        let (t, n) = self.cursor;
+        let k = (self.cursors[1].0.abs_diff(r) < self.cursors[0].0.abs_diff(r)) as usize;
+        let (t, n) = self.cursors[k];
         // Signed: walking back, an interval's start can come before its end.
         let mut n = n as i64;
         if r >= t {
@@ -141,7 +147,7 @@ impl Occupancy {
             }
         }
         let n = n.max(0) as usize;
-        self.cursor = (r, n);
+        self.cursors[k] = (r, n);
         n
     }
 
@@ -160,7 +166,7 @@ impl Occupancy {
         for (&t, &(starts, ends)) in self.changes.range((Excluded(r), Unbounded)) {
             n += starts as i64 - ends as i64;
             if n < cap as i64 {
-                self.cursor = (t, n.max(0) as usize);
+                self.cursors[(self.cursors[1].0.abs_diff(t) < self.cursors[0].0.abs_diff(t)) as usize] = (t, n.max(0) as usize);
                 return t;
             }
             last = t;
