@@ -117,6 +117,11 @@ BAD = [
         ["t.csv", "workload.trace.gpu", "no record of GPU 2"],
         id="trace-gpu-without-records-ran-empty",
     ),
+    pytest.param(
+        ["run", "--preset", "titan-v", "--trace", "t.csv", *sets("workload.managed=true")],
+        ["workload.managed", "timed trace", "warp trace"],
+        id="managed-timed-trace-ran-unmanaged",  # identity-mapped: nothing faulted, and nothing said so
+    ),
     pytest.param(["plot", "runtime-bars", "damaged"], ["damaged/runs/x.parquet"], id="damaged-sweep-internal-error"),
     # Refused well before: a sample of the sweep's table.
     pytest.param(["run", *TINY, *sets("gpu.l1tlb.entires=3")], ["did you mean `gpu.l1tlb.entries`"], id="typo"),

@@ -157,6 +157,35 @@ def test_record_then_replay_gives_the_generators_metrics(cli: Cli, tmp_path: Pat
         assert info["mem_insts"] < direct["gpu0.warp_mem_insts"]
 
 
+def test_a_recording_replays_on_four_gpus(cli: Cli, tmp_path: Path) -> None:
+    sets = ["workload.kind=stream", "workload.stream.elements=100000"]
+    flags = [a for s in sets for a in ("--set", s)]
+    assert cli("trace", "record", "--preset", "li-4gpu-gmmu", *flags, "w.uvmt").returncode == 0
+    p = cli("run", "--preset", "li-4gpu-gmmu", "--trace", "w.uvmt", "-o", "out")
+    assert p.returncode == 0, p.stderr
+    replay = uvmsim.load(tmp_path / "out").metrics
+    direct = uvmsim.run(preset="li-4gpu-gmmu", set=sets).metrics
+    assert replay["gpu3.warp_mem_insts"] > 0
+    assert {k: v for k, v in direct.items() if k not in WALL_CLOCK} == {
+        k: v for k, v in replay.items() if k not in WALL_CLOCK
+    }
+
+
+def test_a_device_memory_recording_replays_on_managed_memory(cli: Cli, tmp_path: Path) -> None:
+    gen = ["workload.kind=stream", "workload.stream.elements=50000", "workload.stream.threads=4096"]
+    flags = [a for s in [*gen, "workload.memcpy_inputs=true"] for a in ("--set", s)]
+    assert cli("trace", "record", "--preset", "titan-v", *flags, "w.uvmt").returncode == 0
+    p = cli("run", "--preset", "titan-v", "--trace", "w.uvmt", "--set", "workload.managed=true", "-o", "out")
+    assert p.returncode == 0, p.stderr
+    m = uvmsim.load(tmp_path / "out").metrics
+    # The recorded copy is dropped and the pages fault in: the generator's managed run, metric for metric.
+    assert m["uvm.faults.unique"] > 0 and m["host.memcpy_bytes"] == 0
+    direct = uvmsim.run(preset="titan-v", set=[*gen, "workload.managed=true"]).metrics
+    assert {k: v for k, v in direct.items() if k not in WALL_CLOCK} == {
+        k: v for k, v in m.items() if k not in WALL_CLOCK
+    }
+
+
 def test_csv_and_binary_convert_both_ways_and_replay_alike(cli: Cli, tmp_path: Path) -> None:
     rows = [f"{10 + i},1,{i % 3},{i % 5},{'W' if i % 4 == 0 else 'R'},{hex(0x1000 + 64 * i)},64" for i in range(300)]
     write_trace(tmp_path / "t.csv", rows)

@@ -284,8 +284,9 @@ section! {
         /// WithMaxNumConcurrentTrans(128) (timingconfig/shaderarray/builder.go); Akita v4.9.0
         /// writearound coalescer.processReq takes nothing while 128 are in flight.
         pub l1_transactions: u32 = 128,
-        /// GPU core cycles from the TLB's answer to the cache directory's check when
-        /// nothing waits ahead (translator parse, coalescer, directory pipeline).
+        /// GPU core cycles from the TLB's answer entering the buffers to the cache's
+        /// intake when nothing waits ahead (translator parse, coalescer, directory
+        /// pipeline); the directory checks it then unless its set holds it.
         pub transit_cycles: u32 = 5,
     }
 }

@@ -598,6 +598,8 @@ section! {
         /// must also copy the return data from the GPU to CPU").
         pub memcpy_outputs: bool = false,
         /// Allocate the kernel's arrays as managed (unified) memory: the GPU faults pages in on first touch ([uvm]).
+        /// A warp-trace or Accel-Sim replay then runs its recorded program on managed memory (every allocation
+        /// managed, 4 KiB pages, its copies dropped); a timed trace (kind "trace") refuses it.
         pub managed: bool = false,
         /// Managed arrays are initialised by the host before the kernels (CPU-resident and CPU-mapped: GPU faults migrate them and unmap the CPU); false: first touched by the GPU (zero-filled there, no transfer).
         pub host_init: bool = true,
@@ -761,6 +763,15 @@ impl WorkloadConfig {
     pub fn validate(&self, cfg: &Config) -> Result<(), (String, String)> {
         if self.prefetch_inputs && !self.managed && !matches!(self.kind, WorkloadKind::WarpTrace | WorkloadKind::Accelsim) {
             return Err(("workload.prefetch_inputs".into(), "prefetches managed memory: set workload.managed = true".into()));
+        }
+        if self.managed && self.kind == WorkloadKind::Trace {
+            // Said rather than ignored: the run would look like a managed one and fault nothing.
+            return Err((
+                "workload.managed".into(),
+                "a timed trace (workload.kind = \"trace\") has no allocations to make managed: its addresses map one-to-one \
+                 to device memory. Managed memory needs a warp trace (uvmsim trace record) or an Accel-Sim trace"
+                    .into(),
+            ));
         }
         if self.prefetch_inputs && cfg.multi.gpus > 1 {
             return Err(("workload.prefetch_inputs".into(), "models one GPU's driver: it needs multi.gpus = 1".into()));

@@ -1142,7 +1142,9 @@ impl KernelCursor {
         Ok(())
     }
 
-    /// The stream of warp `w` (warps must be asked for in grid order).
+    /// The stream of warp `w`. Warps must be asked for in increasing grid order, but
+    /// not every warp: a GPU of a multi-GPU run reads only its own CTAs' warps, and
+    /// the chunks of the others are passed over by their headers.
     pub fn warp(&mut self, file: &TraceFile, w: u64, max_bytes: u32) -> Result<WarpCursor, TraceError> {
         if let Some((data, starts, first, at)) = &self.group {
             if w >= *first && w - *first < starts.len() as u64 {
@@ -1151,74 +1153,87 @@ impl KernelCursor {
             }
         }
         self.group = None;
-        let c = file.chunk_header(self.next)?;
-        match c.tag {
-            b'G' => {
-                self.expect(file, &c, &format!("warps from {w}"))?;
-                if c.first != w || c.count == 0 {
-                    return Err(TraceError(format!(
-                        "{}: expected warp {w} of kernel {}, found warp {}: corrupt trace",
-                        file.at(c.at),
-                        self.kernel,
-                        c.first
-                    )));
-                }
-                let raw = file.payload_shared(&c, MAX_RAW)?;
-                if c.count as usize > raw.len() {
-                    return Err(TraceError(format!("{}: {} warps in {} bytes: corrupt trace", file.at(c.at), c.count, raw.len())));
-                }
-                let mut pos = 0;
-                let mut lens = Vec::with_capacity(c.count as usize);
-                for _ in 0..c.count {
-                    lens.push(
-                        get_varint(&raw, &mut pos)
-                            .map_err(|e| TraceError(format!("{}: warp lengths: {e}: corrupt trace", file.at(c.at))))?,
-                    );
-                }
-                let mut starts = Vec::with_capacity(lens.len());
-                for l in lens {
-                    let end = (pos as u64).checked_add(l).filter(|&e| e <= raw.len() as u64);
-                    let Some(end) = end else {
-                        return Err(TraceError(format!("{}: warp lengths exceed the chunk: corrupt trace", file.at(c.at))));
-                    };
-                    starts.push((pos as u32, end as u32));
-                    pos = end as usize;
-                }
-                if pos != raw.len() {
-                    return Err(TraceError(format!("{}: bytes after the chunk's last warp: corrupt trace", file.at(c.at))));
-                }
-                self.next = c.next();
-                let (s, e) = starts[0];
-                let data = raw;
-                self.group = Some((data.clone(), starts, w, c.at));
-                Ok(WarpCursor::new(data, s as usize, e as usize, c.at, None, w, max_bytes))
-            }
-            b'S' => {
-                self.expect(file, &c, &format!("warp {w}"))?;
-                if c.first != w || c.count != 0 {
-                    return Err(TraceError(format!("{}: expected the first segment of warp {w}: corrupt trace", file.at(c.at))));
-                }
-                let raw = file.payload_shared(&c, MAX_RAW)?;
-                // Skip the warp's other segments (headers only): the next warp starts after them.
-                let mut last = c;
-                while last.flags & 1 == 0 {
-                    let n = file.chunk_header(last.next())?;
-                    if n.tag != b'S' || n.first != w || n.count != last.count + 1 {
+        loop {
+            let c = file.chunk_header(self.next)?;
+            match c.tag {
+                b'G' => {
+                    self.expect(file, &c, &format!("warps from {w}"))?;
+                    if c.first > w || c.count == 0 {
                         return Err(TraceError(format!(
-                            "{}: expected segment {} of warp {w}: corrupt trace",
-                            file.at(n.at),
-                            last.count + 1
+                            "{}: expected warp {w} of kernel {}, found warp {}: corrupt trace",
+                            file.at(c.at),
+                            self.kernel,
+                            c.first
                         )));
                     }
-                    self.expect(file, &n, &format!("warp {w}"))?;
-                    last = n;
+                    if w - c.first >= c.count as u64 {
+                        // Warps of CTAs this GPU does not run.
+                        self.next = c.next();
+                        continue;
+                    }
+                    let raw = file.payload_shared(&c, MAX_RAW)?;
+                    if c.count as usize > raw.len() {
+                        return Err(TraceError(format!("{}: {} warps in {} bytes: corrupt trace", file.at(c.at), c.count, raw.len())));
+                    }
+                    let mut pos = 0;
+                    let mut lens = Vec::with_capacity(c.count as usize);
+                    for _ in 0..c.count {
+                        lens.push(
+                            get_varint(&raw, &mut pos)
+                                .map_err(|e| TraceError(format!("{}: warp lengths: {e}: corrupt trace", file.at(c.at))))?,
+                        );
+                    }
+                    let mut starts = Vec::with_capacity(lens.len());
+                    for l in lens {
+                        let end = (pos as u64).checked_add(l).filter(|&e| e <= raw.len() as u64);
+                        let Some(end) = end else {
+                            return Err(TraceError(format!("{}: warp lengths exceed the chunk: corrupt trace", file.at(c.at))));
+                        };
+                        starts.push((pos as u32, end as u32));
+                        pos = end as usize;
+                    }
+                    if pos != raw.len() {
+                        return Err(TraceError(format!("{}: bytes after the chunk's last warp: corrupt trace", file.at(c.at))));
+                    }
+                    self.next = c.next();
+                    let (s, e) = starts[(w - c.first) as usize];
+                    let data = raw;
+                    self.group = Some((data.clone(), starts, c.first, c.at));
+                    return Ok(WarpCursor::new(data, s as usize, e as usize, c.at, None, w, max_bytes));
                 }
-                self.next = last.next();
-                let len = raw.len();
-                Ok(WarpCursor::new(raw, 0, len, c.at, Some(c), w, max_bytes))
+                b'S' => {
+                    self.expect(file, &c, &format!("warp {w}"))?;
+                    if c.first > w || c.count != 0 {
+                        return Err(TraceError(format!("{}: expected the first segment of warp {w}: corrupt trace", file.at(c.at))));
+                    }
+                    // The warp's other segments (headers only): the next warp starts after them.
+                    let last = self.last_segment(file, c)?;
+                    self.next = last.next();
+                    if c.first < w {
+                        continue;
+                    }
+                    let raw = file.payload_shared(&c, MAX_RAW)?;
+                    let len = raw.len();
+                    return Ok(WarpCursor::new(raw, 0, len, c.at, Some(c), w, max_bytes));
+                }
+                _ => return Err(TraceError(format!("{}: expected warp {w} of kernel {}: corrupt trace", file.at(c.at), self.kernel))),
             }
-            _ => Err(TraceError(format!("{}: expected warp {w} of kernel {}: corrupt trace", file.at(c.at), self.kernel))),
         }
+    }
+
+    /// The last segment of the warp whose first segment is `c`, checked segment by segment.
+    fn last_segment(&self, file: &TraceFile, c: Chunk) -> Result<Chunk, TraceError> {
+        let w = c.first;
+        let mut last = c;
+        while last.flags & 1 == 0 {
+            let n = file.chunk_header(last.next())?;
+            if n.tag != b'S' || n.first != w || n.count != last.count + 1 {
+                return Err(TraceError(format!("{}: expected segment {} of warp {w}: corrupt trace", file.at(n.at), last.count + 1)));
+            }
+            self.expect(file, &n, &format!("warp {w}"))?;
+            last = n;
+        }
+        Ok(last)
     }
 
     /// After the kernel's last warp: nothing of it may be left.

@@ -122,11 +122,23 @@ pub(super) fn program_of(file: Arc<TraceFile>, cfg: &Config) -> Result<Program, 
             file.name, h.warp_size
         ));
     }
-    let buffers = h.buffers.iter().map(|b| Buffer { base: b.base, bytes: b.bytes, page_bytes: b.page_bytes, managed: b.managed }).collect();
+    // `workload.managed = true` replays the recorded program on managed memory, as a
+    // `cudaMallocManaged` port of it would run: every allocation managed (4 KiB pages, as
+    // the generators' managed allocations) and no explicit copies. The recorded flags otherwise.
+    let managed = cfg.workload.managed;
+    let buffers = h
+        .buffers
+        .iter()
+        .map(|b| {
+            let page_bytes = if managed && !b.managed { 4096 } else { b.page_bytes };
+            Buffer { base: b.base, bytes: b.bytes, page_bytes, managed: managed || b.managed }
+        })
+        .collect();
     let mut ops = vec![];
     let mut kernel = 0u32;
     for op in &h.ops {
         match op {
+            HostRec::MemcpyH2d { .. } | HostRec::MemcpyD2h { .. } if managed => {}
             HostRec::MemcpyH2d { bytes } => ops.push(HostOp::MemcpyH2D { bytes: *bytes }),
             HostRec::MemcpyD2h { bytes } => ops.push(HostOp::MemcpyD2H { bytes: *bytes }),
             HostRec::Launch { name, threads, threads_per_cta } => {
@@ -297,6 +309,72 @@ mod tests {
             let b = metrics(&cfg(&replay_sets));
             assert_eq!(a, b, "case {i}: {sets:?}");
             std::fs::remove_file(&path).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_device_memory_recording_replays_on_managed_memory() {
+        // Recorded with explicit copies on device memory; replayed with workload.managed = true it
+        // is the generator's managed program (same buffers, no copies): every metric the same.
+        let gen = ["workload.kind=stream", "workload.stream.elements=40000", "workload.stream.threads=2048"];
+        let device: Vec<&str> = gen.iter().copied().chain(["workload.memcpy_inputs=true", "workload.memcpy_outputs=true"]).collect();
+        let device = cfg(&device);
+        let (_dir, path) = tmp("dev.uvmt");
+        record(&crate::workload::build(&device).unwrap(), &device, "t", &path).unwrap();
+        let p = format!("workload.warp_trace.path={path:?}");
+        let replay = |managed: &str| metrics(&cfg(&["workload.kind=warp-trace", &p, managed]));
+        let managed: Vec<&str> = gen.iter().copied().chain(["workload.managed=true"]).collect();
+        let direct = metrics(&cfg(&managed));
+        let get = |m: &[(String, Value)], k: &str| m.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+        assert!(matches!(get(&direct, "uvm.faults.raw"), Some(Value::Int(n)) if n > 0), "{direct:?}");
+        assert_eq!(replay("workload.managed=true"), direct);
+        // Without it, the recorded program as it was: copies, no faults.
+        let plain = replay("workload.managed=false");
+        assert_eq!(plain, metrics(&device));
+        assert_eq!(get(&plain, "uvm.faults.raw"), Some(Value::Int(0)));
+        // The baselines of the managed replay are the recording as it was: copy, then execute.
+        let with = metrics(&cfg(&["workload.kind=warp-trace", &p, "workload.managed=true", "uvm.baselines=true"]));
+        let f = |m: &[(String, Value)], k: &str| match get(m, k) {
+            Some(Value::Float(x)) => x,
+            v => panic!("{k}: {v:?}"),
+        };
+        let copy = f(&plain, "time.memcpy_ns");
+        assert!(copy > 0.0);
+        assert_eq!(f(&with, "baseline.copy_then_execute_ns"), copy + f(&plain, "time.kernel_ns"));
+    }
+
+    #[test]
+    fn a_recording_replays_on_several_gpus_with_the_generators_metrics() {
+        // Each GPU reads only its CTAs' warps (a contiguous share, or every fourth CTA), passing
+        // over the others' chunks: group chunks of a few warps each, and warps long enough to
+        // be written as several segment chunks.
+        let shapes = [
+            ["workload.stream.elements=1000000", "workload.stream.threads=8192"],
+            ["workload.stream.elements=1000000", "workload.stream.threads=256"],
+        ];
+        for (shape, placement) in shapes.iter().flat_map(|s| ["greedy", "round-robin"].map(|p| (s, p))) {
+            let sets = ["multi.gpus=4", "workload.kind=stream", shape[0], shape[1], "workload.threads_per_cta=64"];
+            let pl = format!("multi.cta_placement={placement:?}");
+            let mut direct: Vec<&str> = sets.to_vec();
+            direct.push(&pl);
+            let direct = cfg(&direct);
+            let (_dir, path) = tmp("multi.uvmt");
+            record(&crate::workload::build(&direct).unwrap(), &direct, "t", &path).unwrap();
+            let p = format!("workload.warp_trace.path={path:?}");
+            let replay = cfg(&["multi.gpus=4", &pl, "workload.kind=warp-trace", &p]);
+            // The chunks by kind: the shapes must give several group chunks, and segments.
+            let f = TraceFile::open(&path).unwrap();
+            let (mut at, mut kinds) = (f.totals.kernel_offsets[0], [0u32; 2]);
+            while let Ok(c) = f.chunk_header(at) {
+                match c.tag {
+                    b'G' => kinds[0] += 1,
+                    b'S' => kinds[1] += 1,
+                    _ => break,
+                }
+                at = c.next();
+            }
+            assert!(kinds[0] > 4 || kinds[1] > 4, "{shape:?}: {kinds:?}");
+            assert_eq!(metrics(&replay), metrics(&direct), "{shape:?} {placement}: {kinds:?} group / segment chunks");
         }
     }
 
