@@ -15,6 +15,7 @@ import pytest
 import uvmsim
 from uvmsim.sweep import load_sweep
 
+ACCELSIM = Path(__file__).resolve().parent / "data" / "accelsim" / "kernelslist.g"
 TINY = ["--preset", "titan-v", "--set", "workload.kind=stride", "--set", "workload.stride.accesses=200"]
 MANAGED = [*TINY, "--set", "workload.managed=true"]
 CSV = "time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000,64\n20,1,1,0,W,0x2000,64\n"
@@ -121,6 +122,11 @@ BAD = [
         ["run", "--preset", "titan-v", "--trace", "t.csv", *sets("workload.managed=true")],
         ["workload.managed", "timed trace", "warp trace"],
         id="managed-timed-trace-ran-unmanaged",  # identity-mapped: nothing faulted, and nothing said so
+    ),
+    pytest.param(
+        ["run", "--preset", "kaveri-apu", "--trace", str(ACCELSIM)],
+        [str(ACCELSIM), "32-lane warps", "gpu.warp_size is 64"],
+        id="accelsim-on-64-lane-gpu-named-a-temporary-file",
     ),
     pytest.param(["plot", "runtime-bars", "damaged"], ["damaged/runs/x.parquet"], id="damaged-sweep-internal-error"),
     # Refused well before: a sample of the sweep's table.

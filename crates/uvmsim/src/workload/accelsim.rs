@@ -84,10 +84,19 @@ pub fn is_kernelslist(path: &str) -> bool {
 
 /// The program of an Accel-Sim trace: converted to a temporary warp trace, then replayed.
 pub fn program(path: &str, cfg: &Config) -> Result<super::Program, String> {
+    if cfg.gpu.warp_size != WARP {
+        // Said before the conversion, and of the user's file, not of the temporary one.
+        return Err(format!(
+            "{path}: an Accel-Sim (NVBit) trace has {WARP}-lane warps, but gpu.warp_size is {}: choose a preset of an NVIDIA GPU",
+            cfg.gpu.warp_size
+        ));
+    }
     let tmp = TempPath::new("accelsim").map_err(|e| format!("cannot create a temporary file: {e}"))?;
     let file = convert(path, &tmp, &Layout::of(cfg)).map_err(|e| e.0)?;
-    // The open file stays readable after the temporary path is removed.
-    super::warptrace::program_of(std::sync::Arc::new(file), cfg)
+    let name = file.name.clone();
+    // The open file stays readable after the temporary path is removed. Its checks (CTA sizes)
+    // name the file: the user's, not the temporary one.
+    super::warptrace::program_of(std::sync::Arc::new(file), cfg).map_err(|e| e.replace(&name, path))
 }
 
 /// One `kernelslist.g` command.
