@@ -122,6 +122,14 @@ def test_timeline_of_a_run_without_unified_memory_has_the_kernel_only(cli: Cli, 
     assert doc["otherData"]["batches_total"] == 0
 
 
+def test_timeline_of_a_multi_gpu_run_names_all_its_gpus(cli: Cli, tmp_path: Path) -> None:
+    p = cli("run", "--preset", "li-4gpu-gmmu", "--set", "workload.stream.elements=20000", "-q", "--timeline", "t.json")
+    assert p.returncode == 0, p.stderr
+    doc = load_trace(tmp_path / "t.json")
+    names = [e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "process_name"]
+    assert names[0] == "GPUs 0-3"
+
+
 def test_sample_and_bad_bound() -> None:
     assert tl.sample(17, 5) == range(0, 17, 4)
     assert tl.sample(3, 10) == range(3)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -120,8 +121,10 @@ def events(
     walks: Sequence[Mapping[str, Any]] = (),
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The trace events of a run (its metrics, batch rows and copies), and what was sampled (for ``otherData``)."""
+    # One track for the program: a multi-GPU run's GPUs run its kernels together.
+    gpus = sum(1 for k in metrics if re.fullmatch(r"gpu\d+\.kernels", k))
     evs = [
-        _meta("process_name", GPU_PID, KERNEL_TID, "GPU 0"),
+        _meta("process_name", GPU_PID, KERNEL_TID, "GPU 0" if gpus <= 1 else f"GPUs 0-{gpus - 1}"),
         _meta("thread_name", GPU_PID, KERNEL_TID, "kernels"),
     ]
     total = float(metrics.get("time.total_ns", 0.0))
