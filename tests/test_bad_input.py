@@ -128,6 +128,11 @@ BAD = [
         [str(ACCELSIM), "32-lane warps", "gpu.warp_size is 64"],
         id="accelsim-on-64-lane-gpu-named-a-temporary-file",
     ),
+    pytest.param(
+        ["run", "--preset", "titan-v", *sets("workload.kind=warp-trace", "workload.warp_trace.path=../w.uvmt")],
+        ["../w.uvmt", "cannot read", "relative path is taken from the current directory"],
+        id="relative-trace-path-said-not-where-it-looked",  # config and sweep files keep the current directory
+    ),
     pytest.param(["plot", "runtime-bars", "damaged"], ["damaged/runs/x.parquet"], id="damaged-sweep-internal-error"),
     # Refused well before: a sample of the sweep's table.
     pytest.param(["run", *TINY, *sets("gpu.l1tlb.entires=3")], ["did you mean `gpu.l1tlb.entries`"], id="typo"),

@@ -106,7 +106,7 @@ enum Command {
 }
 
 fn commands(path: &str) -> Result<Vec<Command>, TraceError> {
-    let text = std::fs::read(path).map_err(|e| TraceError(format!("{path}: cannot read the trace: {e}")))?;
+    let text = std::fs::read(path).map_err(|e| TraceError::open(path, &e))?;
     let text = String::from_utf8(text).map_err(|_| TraceError(format!("{path}: not a text file (an Accel-Sim kernelslist.g)")))?;
     let dir = Path::new(path).parent().unwrap_or(Path::new("."));
     let mut out = vec![];

@@ -64,6 +64,20 @@ pub struct Record {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TraceError(pub String);
 
+impl TraceError {
+    /// A trace file that cannot be opened: a relative path that does not exist names the
+    /// directory it was taken from (config and sweep files do not move it to theirs).
+    pub fn open(path: &str, e: &std::io::Error) -> TraceError {
+        let mut m = format!("{path}: cannot read the trace: {e}");
+        if e.kind() == std::io::ErrorKind::NotFound && std::path::Path::new(path).is_relative() {
+            if let Ok(d) = std::env::current_dir() {
+                m += &format!(" (a relative path is taken from the current directory, {})", d.display());
+            }
+        }
+        TraceError(m)
+    }
+}
+
 impl std::fmt::Display for TraceError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
@@ -92,7 +106,7 @@ impl TraceReader {
         if tracefmt::is_uvmt(path) {
             return TraceReader::binary(TraceFile::open(path)?);
         }
-        let file = File::open(path).map_err(|e| TraceError(format!("{path}: cannot read the trace: {e}")))?;
+        let file = File::open(path).map_err(|e| TraceError::open(path, &e))?;
         TraceReader::from_reader(path, Box::new(file))
     }
 

@@ -580,7 +580,7 @@ pub enum Blob {
 
 impl Blob {
     pub fn open(path: &str) -> Result<Blob, TraceError> {
-        let f = std::fs::File::open(path).map_err(|e| TraceError(format!("{path}: cannot read the trace: {e}")))?;
+        let f = std::fs::File::open(path).map_err(|e| TraceError::open(path, &e))?;
         let len = f.metadata().map_err(|e| TraceError(format!("{path}: cannot read the trace: {e}")))?.len();
         Ok(Blob::File(f, len))
     }
