@@ -181,6 +181,9 @@ def test_a_device_memory_recording_replays_on_managed_memory(cli: Cli, tmp_path:
     # The recorded copy is dropped and the pages fault in: the generator's managed run, metric for metric.
     assert m["uvm.faults.unique"] > 0 and m["host.memcpy_bytes"] == 0
     direct = uvmsim.run(preset="titan-v", set=[*gen, "workload.managed=true"]).metrics
+    # The API's `trace=` is the CLI's --trace.
+    api = uvmsim.run(preset="titan-v", trace=tmp_path / "w.uvmt", set={"workload.managed": True}).metrics
+    assert {k: v for k, v in api.items() if k not in WALL_CLOCK} == {k: v for k, v in m.items() if k not in WALL_CLOCK}
     assert {k: v for k, v in direct.items() if k not in WALL_CLOCK} == {
         k: v for k, v in m.items() if k not in WALL_CLOCK
     }

@@ -324,6 +324,7 @@ def run(
     preset: str | os.PathLike[str] | None = None,
     set: SetLike = None,
     out: str | os.PathLike[str] | None = None,
+    trace: str | os.PathLike[str] | None = None,
 ) -> Result:
     """Simulate one configuration and return its metrics.
 
@@ -331,16 +332,21 @@ def run(
         config: a TOML config file (path) or a nested dict of config values, layered over ``preset``.
         preset: a preset name (``uvmsim presets`` lists them) or a path to a preset ``.toml`` file.
         set: overrides applied last: ``{"gpu.l1tlb.entries": 64}`` or ``["gpu.l1tlb.entries=64"]``.
+        trace: a trace to replay, as ``uvmsim run --trace``: sets ``workload.kind`` by the format and its path
+            (``trace_workload``), before ``set``.
         out: a directory to write ``summary.json`` into (created if needed), and each table as ``NAME.parquet``
             (``summary.json`` lists the tables; their rows are only in the Parquet files).
 
     Raises:
         ConfigError: an unknown key, a bad value, an unknown preset; the message names the source and key.
-        FileNotFoundError: ``config`` names a file that does not exist.
+        FileNotFoundError: ``config`` or ``trace`` names a file that does not exist.
         SimulationError: the simulation itself failed (e.g. a deadlock); ``BudgetExceeded`` (a subclass) when it
             handled ``sim.max_events`` events without finishing.
     """
-    raw = json.loads(_core.run(sources(config, preset), overrides(set)))
+    sets = overrides(set)
+    if trace is not None:
+        sets[:0] = overrides(trace_workload(trace))
+    raw = json.loads(_core.run(sources(config, preset), sets))
     outdir = Path(out) if out is not None else None
     result = Result.from_json(raw, out=outdir)
     if outdir is not None:
