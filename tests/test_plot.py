@@ -145,6 +145,9 @@ def test_batch_stages_stack_the_recorded_stages(run_dir: Path, tmp_path: Path) -
     for container in fig.axes[0].containers:
         tops = np.maximum(tops, [r.get_y() + r.get_height() for r in container])
     assert tops == pytest.approx(((batches["end_ns"] - batches["start_ns"]) / 1e3).to_numpy(), rel=1e-6)
+    # Every stage has its own colour (the default cycle repeated after 10).
+    colours = [tuple(c.patches[0].get_facecolor()) for c in fig.axes[0].containers]
+    assert len(set(colours)) == len(colours) == len(plot.STAGE_ORDER)
     check_file(plot.save(fig, tmp_path / "stages.png"), "png")
 
 

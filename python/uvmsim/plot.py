@@ -296,9 +296,13 @@ def batch_stages(batches: pd.DataFrame) -> Figure:
     ax = fig.add_subplot()
     x = b["batch"].to_numpy() if "batch" in b.columns else np.arange(len(b))
     bottom = np.zeros(len(b))
-    for stage in stages:
+    # The default cycle has 10 colours and the driver's stages are 12: two pairs looked alike.
+    import matplotlib
+
+    palette = matplotlib.colormaps["tab10" if len(stages) <= 10 else "tab20"].colors
+    for i, stage in enumerate(stages):
         us = b[stage].to_numpy(dtype=float) / 1e3
-        ax.bar(x, us, 0.85, bottom=bottom, label=stage.removesuffix("_ns"))
+        ax.bar(x, us, 0.85, bottom=bottom, label=stage.removesuffix("_ns"), color=palette[i % len(palette)])
         bottom += us
     ax.set_xlabel("batch")
     ax.set_ylabel("time (µs)")
