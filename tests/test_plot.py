@@ -248,4 +248,8 @@ def test_fault_scatter_draws_every_fault(run_dir: Path, tmp_path: Path) -> None:
     fig = plot.fault_scatter(faults)
     drawn = sum(len(c.get_offsets()) for c in fig.axes[0].collections)
     assert drawn == len(faults)
+    # The grey rings are named, with their count.
+    flushed = int((faults["outcome"] == "flushed").sum())
+    legend = fig.axes[0].get_legend()
+    assert flushed > 0 and legend is not None and f"flushed ({flushed}" in legend.get_texts()[0].get_text()
     check_file(plot.save(fig, tmp_path / "faults.svg"), "svg")

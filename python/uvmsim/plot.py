@@ -273,7 +273,16 @@ def fault_scatter(faults: pd.DataFrame | None) -> Figure:
     flushed = (f["outcome"] == "flushed").to_numpy()
     sc = ax.scatter(order[~flushed], page[~flushed], c=f["batch"].to_numpy()[~flushed], s=4, cmap="viridis")
     if flushed.any():
-        ax.scatter(order[flushed], page[flushed], s=6, facecolors="none", edgecolors="0.5", linewidths=0.5)
+        ax.scatter(
+            order[flushed],
+            page[flushed],
+            s=6,
+            facecolors="none",
+            edgecolors="0.5",
+            linewidths=0.5,
+            label=f"flushed ({int(flushed.sum())}: fault again after the replay)",
+        )
+        ax.legend(loc="upper left", fontsize="small")
     fig.colorbar(sc, ax=ax, label="batch")
     ax.set_xlabel("fault (in buffer order)")
     ax.set_ylabel("page (4 KiB, from the lowest faulted)")
