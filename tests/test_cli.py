@@ -63,6 +63,15 @@ def test_progress_is_requested_only_on_a_terminal(tmp_path: Path, monkeypatch: p
     assert json.loads((tmp_path / "b" / "summary.json").read_text())["config"]["sim"]["progress_every_s"] == 0
 
 
+def test_progress_reports_a_run_of_few_events(cli: Cli) -> None:
+    # About 10,500 events: fewer than the 2^20 between clock reads before, so nothing was printed.
+    stream = ["--set", "workload.kind=stream", "--set", "workload.stream.elements=262144"]
+    p = cli("run", "--preset", "titan-v", *stream, "--set", "sim.progress_every_s=0.000001", "-o", "p")
+    assert p.returncode == 0, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("uvmsim:") and "events" in ln]
+    assert len(lines) >= 2, p.stderr
+
+
 def test_presets_list_and_describe(cli: Cli) -> None:
     p = cli("presets")
     assert p.returncode == 0, p.stderr

@@ -120,7 +120,9 @@ pub fn run<M: Model>(model: &mut M, queue: &mut EventQueue<M::Event>, opts: &Run
             same_t = 0;
         }
         model.handle(t, ev, queue)?;
-        if opts.progress_every_s > 0.0 && events & 0xF_FFFF == 0 {
+        // The clock is read every 4,096 events (a few ns per event at most): every 2^20, as before,
+        // a run of heavy events (a 100 GiB footprint: 287 K events in minutes) never reported.
+        if opts.progress_every_s > 0.0 && events & 0xFFF == 0 {
             let wall = start.elapsed().as_secs_f64();
             if wall >= next_report {
                 eprintln!(
