@@ -186,6 +186,16 @@ OPTIONS: dict[str, list[str]] = {
 UNSCALED = ("iterations", "repeats", "hops", "cycles", "pyramid_height", "mask", "kernel", "nnz_per_row", "scale")
 
 
+# Trace replays (the random options never reached them: a multi-GPU warp-trace replay and managed replays
+# failed until session 30): the repository's Accel-Sim sample (converted to a warp trace and replayed), and
+# an MGPUSim trace when shared/traces sits beside the repository.
+_ROOT = Path(__file__).resolve().parent.parent
+WORKLOADS["accelsim"] = [f'workload.accelsim.path="{_ROOT / "tests" / "data" / "accelsim" / "kernelslist.g"}"']
+_MGPUSIM_TRACE = _ROOT.parent / "shared" / "traces" / "mgpusim" / "fir.csv.gz"
+if _MGPUSIM_TRACE.exists():
+    WORKLOADS["trace"] = [f'workload.trace.path="{_MGPUSIM_TRACE}"']
+
+
 def scaled(setting: str, scale: int) -> str:
     """`key=N` with a size N multiplied by `scale` (each dimension of a grid: 2-D grids grow scale^2)."""
     key, _, value = setting.partition("=")

@@ -47,7 +47,9 @@ fn main() {
         }
         Err(e) => {
             eprintln!("error: {e}");
-            std::process::exit(1);
+            // Bad input found once the run started (a trace's record, a converted trace) is bad
+            // input, as the CLI says: exit code 2, which the stress script does not count as a bug.
+            std::process::exit(if matches!(e, uvmsim::sim::SimError::BadInput(_)) { 2 } else { 1 });
         }
     }
 }
