@@ -784,6 +784,7 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
         None => workload::build(cfg).map_err(SimError::BadInput)?,
     };
     check_advice(cfg, &program)?;
+    check_baseline_recording(cfg)?;
     let mut world = World::new(cfg, program);
     if let Some(a) = apps {
         a.map(&mut world.gpus, world.multi.as_mut().expect("multi.apps runs the multi-GPU model"), cfg.multi.apps_resident);
@@ -850,6 +851,27 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
         walks: (cfg.translation.walk_records_every > 0)
             .then(|| world.gpus.iter_mut().enumerate().flat_map(|(i, g)| g.xlat.take_walk_records(i as u32)).collect()),
     })
+}
+
+/// The baselines replay a warp trace as recorded: a recording of a managed program has no
+/// device-memory form to compare with (its copies were never recorded), so say so before the run
+/// rather than report a managed run as its own copy-then-execute.
+fn check_baseline_recording(cfg: &Config) -> Result<(), SimError> {
+    if !(cfg.uvm.baselines && cfg.workload.managed && cfg.workload.kind == workload::WorkloadKind::WarpTrace) {
+        return Ok(());
+    }
+    let mut legacy = cfg.clone();
+    legacy.workload.managed = false;
+    let recorded = workload::build(&legacy).map_err(SimError::BadInput)?;
+    if recorded.buffers.iter().any(|b| b.managed) {
+        return Err(SimError::BadInput(format!(
+            "uvm.baselines: {} records a managed program, which has no copy-then-execute form to compare with; \
+             record the device-memory program (workload.managed = false, workload.memcpy_inputs = true) and replay \
+             that with workload.managed = true",
+            cfg.workload.warp_trace.path
+        )));
+    }
+    Ok(())
 }
 
 /// The legacy baselines of a managed run (seed paged-memory §2): the same

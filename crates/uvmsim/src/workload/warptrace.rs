@@ -344,6 +344,19 @@ mod tests {
     }
 
     #[test]
+    fn a_managed_recording_has_no_baseline_to_compare_with() {
+        let sets = ["workload.kind=regular", "workload.managed=true", "workload.regular.threads=1024"];
+        let direct = cfg(&sets);
+        let (_dir, path) = tmp("managed.uvmt");
+        record(&crate::workload::build(&direct).unwrap(), &direct, "t", &path).unwrap();
+        let p = format!("workload.warp_trace.path={path:?}");
+        let e = crate::world::simulate(&cfg(&["workload.kind=warp-trace", &p, "workload.managed=true", "uvm.baselines=true"])).unwrap_err();
+        assert!(matches!(&e, crate::sim::SimError::BadInput(m) if m.contains("uvm.baselines") && m.contains(&path)), "{e}");
+        // Without the baselines it replays as recorded.
+        assert_eq!(metrics(&cfg(&["workload.kind=warp-trace", &p, "workload.managed=true"])), metrics(&direct));
+    }
+
+    #[test]
     fn a_recording_replays_on_several_gpus_with_the_generators_metrics() {
         // Each GPU reads only its CTAs' warps (a contiguous share, or every fourth CTA), passing
         // over the others' chunks: group chunks of a few warps each, and warps long enough to
