@@ -19,7 +19,7 @@
 //! keeps a window of slots, so a warp that ran ahead leaves the slots of its
 //! stalls to the warps that were ready then.
 
-mod coalesce;
+pub(crate) mod coalesce;
 mod port;
 pub mod vmem;
 

@@ -443,7 +443,7 @@ impl OpDecoder {
     fn bytes(&mut self, tag: u8, buf: &[u8], pos: &mut usize) -> Result<u32, String> {
         let b = if tag & SAME_BYTES != 0 { self.s.bytes as u64 } else { get_varint(buf, pos)? };
         if b == 0 || b > self.max_bytes as u64 {
-            return Err(format!("{b} bytes per lane (1 to {} accepted here: at most one cache line)", self.max_bytes));
+            return Err(format!("{b} bytes per lane (1 to {} accepted here)", self.max_bytes));
         }
         self.s.bytes = b as u32;
         Ok(b as u32)
