@@ -132,6 +132,20 @@ impl<const F: usize> Occupancy<F> {
     }
 }
 
+/// Put `v` in a slot of `arena` that `free` lists, or a new one; returns its index.
+fn alloc<T>(arena: &mut Vec<T>, free: &mut Vec<u32>, v: T) -> u32 {
+    match free.pop() {
+        Some(i) => {
+            arena[i as usize] = v;
+            i
+        }
+        None => {
+            arena.push(v);
+            arena.len() as u32 - 1
+        }
+    }
+}
+
 /// Entries per node of [`Changes`] (a leaf's times, an inner node's children): the maps
 /// hold about a hundred times (at most ~750 in the mgpusim replays), so two or three
 /// levels of short linear scans; fewer instructions than 8 or 32 on those replays.
@@ -307,29 +321,11 @@ impl<const F: usize> Changes<F> {
     }
 
     fn new_leaf(&mut self, l: Leaf<F>) -> u32 {
-        match self.free_leaves.pop() {
-            Some(i) => {
-                self.leaves[i as usize] = l;
-                i
-            }
-            None => {
-                self.leaves.push(l);
-                self.leaves.len() as u32 - 1
-            }
-        }
+        alloc(&mut self.leaves, &mut self.free_leaves, l)
     }
 
     fn new_inner(&mut self, n: Inner<F>) -> u32 {
-        match self.free_inners.pop() {
-            Some(i) => {
-                self.inners[i as usize] = n;
-                i
-            }
-            None => {
-                self.inners.push(n);
-                self.inners.len() as u32 - 1
-            }
-        }
+        alloc(&mut self.inners, &mut self.free_inners, n)
     }
 
     /// Adds `delta` and `ends` at time `t`.
