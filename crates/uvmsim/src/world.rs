@@ -860,15 +860,14 @@ fn check_baseline_recording(cfg: &Config) -> Result<(), SimError> {
     if !(cfg.uvm.baselines && cfg.workload.managed && cfg.workload.kind == workload::WorkloadKind::WarpTrace) {
         return Ok(());
     }
-    let mut legacy = cfg.clone();
-    legacy.workload.managed = false;
-    let recorded = workload::build(&legacy).map_err(SimError::BadInput)?;
-    if recorded.buffers.iter().any(|b| b.managed) {
+    // The recorded flags are in the header (the program built for the run has them all managed).
+    let path = &cfg.workload.warp_trace.path;
+    let file = workload::tracefmt::TraceFile::open(path).map_err(|e| SimError::BadInput(e.0))?;
+    if file.header.buffers.iter().any(|b| b.managed) {
         return Err(SimError::BadInput(format!(
-            "uvm.baselines: {} records a managed program, which has no copy-then-execute form to compare with; \
+            "uvm.baselines: {path} records a managed program, which has no copy-then-execute form to compare with; \
              record the device-memory program (workload.managed = false, workload.memcpy_inputs = true) and replay \
-             that with workload.managed = true",
-            cfg.workload.warp_trace.path
+             that with workload.managed = true"
         )));
     }
     Ok(())

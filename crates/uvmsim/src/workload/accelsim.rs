@@ -70,7 +70,7 @@ impl Layout {
     pub fn of(cfg: &Config) -> Layout {
         let managed = cfg.workload.managed;
         // Managed memory is mapped in 4 KiB pages, as the generators allocate it.
-        Layout { page_bytes: if managed { 4096 } else { cfg.translation.page_size.0 }, managed }
+        Layout { page_bytes: if managed { super::MANAGED_PAGE_BYTES } else { cfg.translation.page_size.0 }, managed }
     }
 }
 

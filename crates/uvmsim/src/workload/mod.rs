@@ -169,12 +169,15 @@ impl Default for VaAllocator {
     }
 }
 
+/// The page size of a managed allocation: managed memory is tracked in 4 KiB pages (the
+/// driver's unit). The driver maps a fully resident 64 KiB or 2 MiB region with a bigger PTE:
+/// `translation.managed_large_ptes` (the translator picks the size from residency); without it
+/// the TLBs see 4 KiB pages. Generators, Accel-Sim conversion and managed replays all use it.
+pub const MANAGED_PAGE_BYTES: u64 = 4096;
+
 impl VaAllocator {
     pub fn alloc(&mut self, bytes: u64, page_bytes: u64) -> Buffer {
-        // Managed memory is tracked in 4 KiB pages (the driver's unit). The driver maps a fully
-        // resident 64 KiB or 2 MiB region with a bigger PTE: `translation.managed_large_ptes`
-        // (the translator picks the size from residency); without it the TLBs see 4 KiB pages.
-        let page_bytes = if self.managed { 4096 } else { page_bytes };
+        let page_bytes = if self.managed { MANAGED_PAGE_BYTES } else { page_bytes };
         let align = page_bytes.max(2 << 20);
         let base = self.next.div_ceil(align) * align;
         let bytes = bytes.max(1);
