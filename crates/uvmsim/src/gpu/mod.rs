@@ -49,17 +49,41 @@ use rustc_hash::FxHashMap;
 /// under on-touch migration may never be (sad's unaligned 32-byte rows never finished).
 fn narrow(op: Op, scratch: &[u64; MAX_LANES], faults: &[Fault], split: bool) -> (Op, Box<[u64]>) {
     let Op::Mem { kind, lanes, bytes } = op else { return (op, Box::default()) };
+    let len = u64::from(bytes.max(1));
+    let faulted = |p: u64| faults.iter().any(|f| f.vpn == p);
+    if let Lanes::Strided { base, stride, n: n @ 1.. } = lanes {
+        let end = (u64::from(n) - 1).checked_mul(stride).and_then(|d| base.checked_add(d)).and_then(|a| a.checked_add(len - 1));
+        if let Some(end) = end.filter(|&e| e >> 12 == base >> 12 && faulted(base >> 12)) {
+            // Every lane is on the one faulted page (most instructions), kept whole.
+            debug_assert!(end >= base);
+            if !split && (stride <= 32 || stride >= len) {
+                // One GPU: the instruction itself re-executes. Its lanes ascend and are at
+                // most a minimal line apart, or do not overlap, so `coalesce` gives the lines
+                // the explicit lanes would (sorted, each once).
+                return (op, Box::default());
+            }
+            let lanes: Box<[u64]> = (0..u64::from(n)).map(|i| base + i * stride).collect();
+            return (Op::Mem { kind, lanes: Lanes::Explicit { n }, bytes }, lanes);
+        }
+    }
     let mut out = [0u64; MAX_LANES];
     let mut n = 0;
     let (count, lane) = match lanes {
         Lanes::Strided { base, stride, n } => (n as usize, (base, stride, false)),
         Lanes::Explicit { n } => (n as usize, (0, 0, true)),
     };
+    // Lanes mostly share a page: remember the last page's answer.
+    let mut memo = (u64::MAX, false);
+    let mut on_faulted = |p: u64| {
+        if memo.0 != p {
+            memo = (p, faulted(p));
+        }
+        memo.1
+    };
     for (i, &x) in scratch.iter().enumerate().take(count) {
         let a = if lane.2 { x } else { lane.0 + i as u64 * lane.1 };
-        let len = u64::from(bytes.max(1));
         let (first, last) = (a >> 12, (a + len - 1) >> 12);
-        let (head, tail) = (faults.iter().any(|f| f.vpn == first), first != last && faults.iter().any(|f| f.vpn == last));
+        let (head, tail) = (on_faulted(first), first != last && on_faulted(last));
         if head || tail {
             // Only an access over exactly two pages is split (a longer one runs again whole).
             out[n] = match (split && last == first + 1, head, tail) {
@@ -834,6 +858,7 @@ impl Gpu {
             }
             e.1
         };
+        let fresh = residency.mapped_since();
         // The answered page, if it is mapped here (an answer already invalidated wakes nobody).
         let answered = answered.filter(|&p| is_mapped(p));
         self.waiting.retain_mut(|s| {
@@ -849,7 +874,8 @@ impl Gpu {
             // Still missing the page it stopped at last time: nothing else can have
             // changed (it has not run; `requeue_waiters` and a new epoch void `on`), so
             // it sleeps on without touching its state (most sleepers, most replays).
-            if s.on != Sleeper::UNKNOWN && !is_mapped(s.on) {
+            // `on` was missing when noted, so unless it was mapped since, it still is.
+            if s.on != Sleeper::UNKNOWN && (!fresh.may_hold(s.on) || !is_mapped(s.on)) {
                 return true;
             }
             if let Some(w) = warps[s.slot as usize].as_mut() {
@@ -872,6 +898,7 @@ impl Gpu {
             q.push(now, Ev::Warp(self.tag | s.slot));
             false
         });
+        self.xlat.space.residency.clear_mapped_since();
     }
 
     /// Multi-GPU: page `vpn`, mapped here, was taken away (an invalidation), or its answer
@@ -1002,6 +1029,7 @@ impl Gpu {
 
     fn wake_serviced(&mut self, lost: bool, now: Ps, q: &mut EventQueue<Ev>, in_service: impl Fn(u32, u64) -> bool) {
         let (warps, residency, blocked, xlat) = (&mut self.warps, &self.xlat.space.residency, &self.blocked, &self.xlat);
+        let fresh = residency.mapped_since();
         // Many sleepers of a µTLB wait for the same few pages: remember the latest answers
         // (nothing changes residency or the driver's state during the scan).
         let mut memo = [(u32::MAX, Sleeper::UNKNOWN, false); 16];
@@ -1015,7 +1043,8 @@ impl Gpu {
         self.waiting.retain_mut(|s| {
             // Still waiting for the page it stopped at (its list has not changed while it
             // slept): it sleeps on without touching the warp (most sleepers, most rounds).
-            if s.on != Sleeper::UNKNOWN && if lost { waits(s.utlb, s.on) } else { !residency.is_mapped(s.on) } {
+            // `on` was missing when noted, so unless it was mapped since, it still is.
+            if s.on != Sleeper::UNKNOWN && if lost { waits(s.utlb, s.on) } else { !fresh.may_hold(s.on) || !residency.is_mapped(s.on) } {
                 return true;
             }
             s.on = Sleeper::UNKNOWN;
@@ -1038,6 +1067,7 @@ impl Gpu {
             q.push(now, Ev::Warp(self.tag | slot));
             false
         });
+        self.xlat.space.residency.clear_mapped_since();
     }
 
     /// Pages [first, end) became resident at `now` (an APU page request completed): the
@@ -1576,7 +1606,139 @@ mod tests {
 
     use proptest::prelude::*;
 
+    /// `narrow` before its fast path: every lane checked against the faults.
+    fn narrow_lane_by_lane(op: Op, scratch: &[u64; MAX_LANES], faults: &[Fault], split: bool) -> (Op, Box<[u64]>) {
+        let Op::Mem { kind, lanes, bytes } = op else { return (op, Box::default()) };
+        let mut out = vec![];
+        let (count, lane) = match lanes {
+            Lanes::Strided { base, stride, n } => (n as usize, (base, stride, false)),
+            Lanes::Explicit { n } => (n as usize, (0, 0, true)),
+        };
+        for (i, &x) in scratch.iter().enumerate().take(count) {
+            let a = if lane.2 { x } else { lane.0 + i as u64 * lane.1 };
+            let len = u64::from(bytes.max(1));
+            let (first, last) = (a >> 12, (a + len - 1) >> 12);
+            let (head, tail) = (faults.iter().any(|f| f.vpn == first), first != last && faults.iter().any(|f| f.vpn == last));
+            if head || tail {
+                out.push(match (split && last == first + 1, head, tail) {
+                    (true, true, false) => (last << 12) - len,
+                    (true, false, true) => last << 12,
+                    _ => a,
+                });
+            }
+        }
+        (Op::Mem { kind, lanes: Lanes::Explicit { n: out.len() as u32 }, bytes }, out.into())
+    }
+
+    /// The lines an instruction re-executed with `lanes` coalesces to, on `shift`-bit lines.
+    fn lines_of(op: Op, lanes: &[u64], shift: u32) -> Vec<u64> {
+        let Op::Mem { lanes: l, bytes, .. } = op else { return vec![] };
+        let mut scratch = [0u64; MAX_LANES];
+        scratch[..lanes.len()].copy_from_slice(lanes);
+        let mut out = Lines::default();
+        coalesce(l, bytes, &scratch, shift, &mut out);
+        out.line[..out.n].to_vec()
+    }
+
     proptest! {
+        /// `narrow` re-executes what the lane-by-lane version does: the same explicit lanes,
+        /// or (one GPU, every lane on one faulted page) the instruction itself, which
+        /// coalesces to the same lines on every line size.
+        #[test]
+        fn narrow_matches_lane_by_lane(
+            base in 0u64..0x6000,
+            stride in prop_oneof![0u64..80, 0u64..5000, Just(u64::MAX - 3)],
+            n in 0u32..=32,
+            bytes in prop_oneof![Just(4u32), Just(8), Just(16), Just(96)],
+            faults in proptest::collection::vec(0u64..8, 0..4),
+            split: bool,
+            explicit: bool,
+        ) {
+            let faults: Vec<Fault> =
+                faults.into_iter().map(|vpn| Fault { time: 0, vpn, utlb: 0, sm: 0, warp: 0, write: false, prefetch: false }).collect();
+            let mut scratch = [0u64; MAX_LANES];
+            let op = if explicit {
+                for (i, x) in scratch.iter_mut().enumerate().take(n as usize) {
+                    *x = base.wrapping_add((i as u64).wrapping_mul(stride)) % 0x8000;
+                }
+                Op::Mem { kind: MemKind::Load, lanes: Lanes::Explicit { n }, bytes }
+            } else {
+                if n > 0 && (u64::from(n) - 1).checked_mul(stride).and_then(|d| d.checked_add(base + 96)).is_none() {
+                    return Ok(()); // a wrapping lane address: no workload makes one
+                }
+                Op::Mem { kind: MemKind::Load, lanes: Lanes::Strided { base, stride, n }, bytes }
+            };
+            let (want_op, want) = narrow_lane_by_lane(op, &scratch, &faults, split);
+            let (got_op, got) = narrow(op, &scratch, &faults, split);
+            if got_op == op && !split && !matches!(op, Op::Mem { lanes: Lanes::Explicit { .. }, .. }) {
+                prop_assert_eq!(&*want, &(0..u64::from(n)).map(|i| base + i * stride).collect::<Vec<_>>()[..]);
+                for shift in [5, 6, 7] {
+                    prop_assert_eq!(lines_of(got_op, &got, shift), lines_of(want_op, &want, shift));
+                }
+            } else {
+                prop_assert_eq!((got_op, got), (want_op, want));
+            }
+        }
+
+        /// The sleepers' scans skip the residency lookup of a page not mapped since the last
+        /// scan; with a filter that holds every page they do what they did before it, through
+        /// pages mapped, mapped remotely and evicted, replays of both kinds, and refault epochs.
+        #[test]
+        fn mapped_since_filter_matches_a_full_scan(
+            waits in proptest::collection::vec(proptest::collection::vec(0u64..24, 0..6), 1..12),
+            steps in proptest::collection::vec((0u32..6, 0u64..24), 0..40),
+        ) {
+            let lists: Vec<&[u64]> = waits.iter().map(Vec::as_slice).collect();
+            let mut fast = sleeping(&lists);
+            let mut full = sleeping(&lists);
+            full.xlat.space.residency.disable_mapped_since();
+            let (mut qf, mut qs) = (EventQueue::new(), EventQueue::new());
+            for (k, &(what, p)) in steps.iter().enumerate() {
+                for g in [&mut fast, &mut full] {
+                    let r = &mut g.xlat.space.residency;
+                    match what {
+                        0 | 1 => {
+                            r.make_resident(p);
+                        }
+                        2 if !r.is_resident(p) => r.map_remote(p),
+                        3 => {
+                            r.unmake_resident(p);
+                            r.unmap_remote(p);
+                        }
+                        4 if p % 5 == 0 => r.refault_epoch += 1,
+                        _ => {}
+                    }
+                }
+                // Replay on every other step, so pages are mapped and evicted between scans.
+                if k % 2 == 1 {
+                    // In the driver's hands: odd pages (a fault ended for the others).
+                    let in_service = |_: u32, p: u64| p % 2 == 1;
+                    match p % 3 {
+                        0 => {
+                            fast.replay(0, &mut qf);
+                            full.replay(0, &mut qs);
+                        }
+                        1 => {
+                            fast.replay_serviced(false, 0, &mut qf, in_service);
+                            full.replay_serviced(false, 0, &mut qs, in_service);
+                        }
+                        _ => {
+                            fast.resume(&[0], what == 5, 0, &mut qf, in_service);
+                            full.resume(&[0], what == 5, 0, &mut qs, in_service);
+                        }
+                    }
+                }
+                let state = |g: &Gpu| {
+                    let sleepers: Vec<(u32, u64)> = g.waiting.iter().map(|s| (s.slot, s.on)).collect();
+                    let faulted: Vec<Vec<u64>> = g.warps.iter().flatten().map(|w| w.faulted.clone()).collect();
+                    (sleepers, faulted)
+                };
+                prop_assert_eq!(state(&fast), state(&full));
+            }
+            let woken = |q: &mut EventQueue<Ev>| std::iter::from_fn(|| q.pop()).collect::<Vec<_>>();
+            prop_assert_eq!(woken(&mut qf), woken(&mut qs));
+        }
+
         /// A filter holds every page it was made of.
         #[test]
         fn page_filter_has_no_false_negatives(pages in proptest::collection::vec(any::<u64>(), 0..32)) {

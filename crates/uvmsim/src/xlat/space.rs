@@ -82,6 +82,65 @@ pub struct Residency {
     recency: Option<rustc_hash::FxHashMap<u64, u64>>,
     /// TLB hits stamp pages too (`uvm.eviction.lru_recency = "access"`).
     pub stamp_hits: bool,
+    /// The pages mapped since the GPU's last replay scan (a Bloom filter): a sleeping warp
+    /// whose page is not in it is still missing that page, without a residency lookup.
+    mapped_since: MappedSince,
+}
+
+/// A Bloom filter of page numbers, one bit per page (8,192 bits): `may_hold` is true for
+/// every page marked since the last `clear`, and for few others (a batch maps hundreds).
+#[derive(Debug, Clone)]
+pub struct MappedSince {
+    bits: Box<[u64; 128]>,
+    marked: bool,
+    /// Tests: hold every page, whatever the bits say (the scans then look every page up).
+    #[cfg(test)]
+    all: bool,
+}
+
+impl Default for MappedSince {
+    fn default() -> Self {
+        MappedSince {
+            bits: Box::new([0; 128]),
+            marked: false,
+            #[cfg(test)]
+            all: false,
+        }
+    }
+}
+
+impl MappedSince {
+    #[inline]
+    fn index(vpn: u64) -> (usize, u64) {
+        // Fibonacci hashing: neighbouring pages (a batch maps runs of them) spread over the bits.
+        let h = (vpn.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 51) as usize;
+        (h / 64, 1 << (h % 64))
+    }
+
+    #[inline]
+    fn mark(&mut self, vpn: u64) {
+        let (w, b) = Self::index(vpn);
+        self.bits[w] |= b;
+        self.marked = true;
+    }
+
+    /// Was `vpn` perhaps mapped since the last `clear`? (false: certainly not.)
+    #[inline]
+    pub fn may_hold(&self, vpn: u64) -> bool {
+        #[cfg(test)]
+        if self.all {
+            return true;
+        }
+        let (w, b) = Self::index(vpn);
+        self.marked && self.bits[w] & b != 0
+    }
+
+    fn clear(&mut self) {
+        if self.marked {
+            self.bits.fill(0);
+            self.marked = false;
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -235,6 +294,25 @@ impl Residency {
         self.blocks.get(&b).is_some_and(|m| (m.resident[w] | m.remote[w]) & bit != 0)
     }
 
+    /// The pages mapped (resident or remotely) since the last `clear_mapped_since`, as a
+    /// filter: a page it does not hold was not mapped in that time.
+    #[inline]
+    pub fn mapped_since(&self) -> &MappedSince {
+        &self.mapped_since
+    }
+
+    /// Start a new `mapped_since` interval (the GPU's replay scan looked at every sleeper).
+    pub fn clear_mapped_since(&mut self) {
+        self.mapped_since.clear();
+    }
+
+    /// Tests: from now on a filter that holds every page (each sleeper's page is looked up,
+    /// as before the filter).
+    #[cfg(test)]
+    pub fn disable_mapped_since(&mut self) {
+        self.mapped_since.all = true;
+    }
+
     /// Is `vpn` mapped remotely (host-resident, accessed over the link)?
     #[inline]
     pub fn is_remote(&self, vpn: u64) -> bool {
@@ -248,6 +326,7 @@ impl Residency {
         let m = self.blocks.entry(b).or_default();
         debug_assert!(m.resident[w] & bit == 0, "page {vpn:#x} resident and mapped remotely");
         m.remote[w] |= bit;
+        self.mapped_since.mark(vpn);
     }
 
     /// Drop the remote mapping of `vpn`; false if it had none.
@@ -306,6 +385,7 @@ impl Residency {
         // Migrated in: a remote mapping it had is replaced by the local one.
         m.remote[w] &= !bit;
         self.resident_pages += new as u64;
+        self.mapped_since.mark(vpn);
         new
     }
 
@@ -552,5 +632,34 @@ mod tests {
         // Neighbouring pages' PTEs are 8 bytes apart; their level-2 entries coincide.
         assert_eq!(pte_addr(1, 0x2000) - pte_addr(1, 0x1000), 8);
         assert_eq!(pte_addr(2, 0x2000), pte_addr(2, 0x1000));
+    }
+
+    /// The filter of pages mapped since the last clear: every page made resident or mapped
+    /// remotely is in it (no false negatives), nothing is after a clear, and an eviction does
+    /// not add the page.
+    #[test]
+    fn mapped_since_holds_every_page_mapped_since_the_clear() {
+        let mut r = Residency::default();
+        assert!(!r.mapped_since().may_hold(5));
+        let pages: Vec<u64> = (0..3000).map(|i| i * 7919 + 3).collect();
+        for &p in &pages[..1500] {
+            r.make_resident(p);
+        }
+        for &p in &pages[1500..] {
+            r.map_remote(p);
+        }
+        assert!(pages.iter().all(|&p| r.mapped_since().may_hold(p)));
+        r.clear_mapped_since();
+        assert!(pages.iter().all(|&p| !r.mapped_since().may_hold(p)));
+        r.unmake_resident(pages[0]);
+        r.make_prefetched(11);
+        assert!(!r.mapped_since().may_hold(pages[0]) && r.mapped_since().may_hold(11));
+        // Few false positives with a batch's worth of pages marked (8,192 bits, 256 pages).
+        r.clear_mapped_since();
+        for p in 0..256 {
+            r.make_resident(1 << 20 | p);
+        }
+        let others = (0..10_000u64).filter(|&p| r.mapped_since().may_hold(p)).count();
+        assert!(others < 500, "{others} of 10,000 unmarked pages pass the filter");
     }
 }
