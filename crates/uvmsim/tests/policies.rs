@@ -320,3 +320,37 @@ fn access_counters_migrate_hot_remote_pages() {
     assert!(m(&pl, "uvm.access_counters.notifications") > 0.0);
     assert_eq!((m(&pl, "uvm.access_counters.pages"), m(&pl, "link.h2d.bytes")), (0.0, 0.0));
 }
+
+/// A batch still in service when the program ends (on `a100-pcie4`, the regular kernel's last
+/// batch: duplicates of faults already serviced) is a row of the batches table marked unfinished,
+/// and `uvm.batch_ns.*` and `uvm.time_ns` cover the finished rows: the table and the metrics
+/// describe the same batches.
+#[test]
+fn batch_metrics_cover_the_finished_rows_of_the_table() {
+    let preset = Source { name: "a100-pcie4".into(), text: std::fs::read_to_string("../../presets/a100-pcie4.toml").unwrap() };
+    let sets: Vec<String> = ["workload.kind=regular", "workload.managed=true", "uvm.records=true"].iter().map(|s| s.to_string()).collect();
+    let out = simulate_full(&resolve(&[preset], &sets).unwrap()).unwrap();
+    let b = out.batches.as_ref().unwrap();
+    assert_eq!(b.len() as f64, m(&out.metrics, "uvm.batches"));
+    let done: Vec<f64> = b.iter().filter(|r| r.finished).map(|r| r.end_ns - r.start_ns).collect();
+    assert_eq!(b.iter().filter(|r| !r.finished).count(), 1, "the last batch is still in service at the end");
+    assert!(!b.last().unwrap().finished);
+    let mean = done.iter().sum::<f64>() / done.len() as f64;
+    assert!((mean - m(&out.metrics, "uvm.batch_ns.mean")).abs() < 1e-6 * mean, "{mean} vs uvm.batch_ns.mean");
+    let total: f64 = done.iter().sum();
+    assert!((total - m(&out.metrics, "uvm.time_ns")).abs() < 1e-6 * total, "{total} vs uvm.time_ns");
+    // A run whose batches all end before the program does: every row finished.
+    let all = run(&["workload.kind=regular", "workload.managed=true", "uvm.records=true"]);
+    assert!(all.batches.as_ref().unwrap().iter().all(|r| r.finished));
+    // The polled handler (gtx480-zheng): rounds overlap, each marked when its last copy lands.
+    let preset = Source { name: "gtx480-zheng".into(), text: std::fs::read_to_string("../../presets/gtx480-zheng.toml").unwrap() };
+    let sets: Vec<String> = ["workload.kind=regular", "workload.managed=true", "uvm.records=true", "workload.regular.threads=8192"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let out = simulate_full(&resolve(&[preset], &sets).unwrap()).unwrap();
+    let done: Vec<f64> = out.batches.as_ref().unwrap().iter().filter(|r| r.finished).map(|r| r.end_ns - r.start_ns).collect();
+    assert!(done.len() > 10);
+    let mean = done.iter().sum::<f64>() / done.len() as f64;
+    assert!((mean - m(&out.metrics, "uvm.batch_ns.mean")).abs() < 1e-6 * mean, "{mean} vs uvm.batch_ns.mean (polled)");
+}

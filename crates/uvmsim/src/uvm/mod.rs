@@ -560,6 +560,8 @@ struct Segment {
 #[derive(Debug)]
 struct Flight {
     id: u64,
+    /// The round's batch number (its row in the batch records).
+    batch: u64,
     start: Ps,
     end: Ps,
     segment: Segment,
@@ -2278,6 +2280,7 @@ impl Uvm {
                 tracker_ns: ns(st.tracker),
                 replay_ns: ns(st.replay),
                 copy_ns: ns(st.copy),
+                finished: false,
             });
         }
         self.collect_unpins();
@@ -2340,7 +2343,8 @@ impl Uvm {
             let last = Some(k) == last_at;
             last_marked |= last;
             let at = self.flights.partition_point(|x| x.end <= end);
-            self.flights.insert(at, Flight { id, start: now, end, segment, faults, last });
+            let batch = self.stats.batches - 1;
+            self.flights.insert(at, Flight { id, batch, start: now, end, segment, faults, last });
             match first {
                 None => first = Some(end),
                 Some(_) => self.events.push(Next::BatchDone(end)),
@@ -2402,6 +2406,9 @@ impl Uvm {
         if flight.last {
             self.stats.time_ps += now - flight.start;
             self.stats.batch.record(now - flight.start);
+            if let Some(r) = self.records.as_mut().and_then(|r| r.get_mut(flight.batch as usize)) {
+                r.finished = true;
+            }
         }
         self.stats.replays += 1;
         self.unpark(now, residency);
@@ -2522,6 +2529,9 @@ impl Uvm {
         let wait = if self.fetch_after_replay { self.costs.replay } else { 0 };
         self.stats.time_ps += now + wait - start;
         self.stats.batch.record(now + wait - start);
+        if let Some(last) = self.records.as_mut().and_then(|r| r.last_mut()) {
+            last.finished = true;
+        }
         // `once` keeps servicing while faults are waiting in the buffer, and replays after.
         let replay = !(self.policy == ReplayPolicy::Once && self.buffer.iter().any(|f| f.time <= now));
         if replay {

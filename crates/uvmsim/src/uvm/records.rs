@@ -129,4 +129,8 @@ pub struct BatchRecord {
     /// engine to its arrival), overlapping the stages above when copies are asynchronous; the seed's "transfer time"
     /// (uvm-driver Fig. 4.2).
     pub copy_ns: f64,
+    /// The batch ended before the run did. A batch still in service when the program ends (it holds
+    /// only faults whose warps no longer wait, e.g. duplicates) keeps the end it was planned with, and
+    /// is left out of `uvm.batch_ns.*` and `uvm.time_ns`.
+    pub finished: bool,
 }
