@@ -17,12 +17,66 @@ fn to_sources(s: Vec<(String, String)>) -> Vec<Source> {
     s.into_iter().map(|(name, text)| Source { name, text }).collect()
 }
 
+/// Run `f` without the GIL on a thread of its own while this thread checks for signals every
+/// 50 ms: Ctrl-C (a KeyboardInterrupt from the interpreter's handler) sets the work's interrupt
+/// flag (`uvmsim::sim::with_cancel`), waits for it to stop, and raises the KeyboardInterrupt.
+/// Without this, a signal was handled only when the simulation returned (minutes later).
+fn interruptible<T: Send + 'static>(py: Python<'_>, f: impl FnOnce() -> T + Send + 'static) -> PyResult<T> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{mpsc, Arc};
+    use std::time::Duration;
+    let flag = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    let worker_flag = Arc::clone(&flag);
+    // The simulator was written for a main thread's stack; a spawned thread gets 2 MiB by default.
+    let worker = std::thread::Builder::new()
+        .name("uvmsim".into())
+        .stack_size(64 << 20)
+        .spawn(move || {
+            let _ = tx.send(uvmsim::sim::with_cancel(worker_flag, f));
+        })
+        .map_err(|e| SimulationError::new_err(format!("cannot start the simulation thread: {e}")))?;
+    let finish = |worker: std::thread::JoinHandle<()>| {
+        if let Err(panic) = worker.join() {
+            // As before: a panic reaches Python as a PanicException.
+            std::panic::resume_unwind(panic);
+        }
+    };
+    let mut rx = rx;
+    loop {
+        // The receiver moves into the GIL-free closure and back (it is Send, not Sync).
+        let (got, back) = py.detach(move || (rx.recv_timeout(Duration::from_millis(50)), rx));
+        rx = back;
+        match got {
+            Ok(v) => {
+                py.detach(|| finish(worker));
+                return Ok(v);
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                py.detach(|| finish(worker));
+                unreachable!("the worker sends its result before it ends, or panics");
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(e) = py.check_signals() {
+                    flag.store(true, Ordering::Relaxed);
+                    // The work stops at its next check; its result (an interrupted error) is dropped.
+                    py.detach(move || {
+                        let _ = rx.recv();
+                        finish(worker)
+                    });
+                    return Err(e);
+                }
+            }
+        }
+    }
+}
+
 /// Run a simulation. `sources`: (name, TOML text) merged in order; `overrides`:
 /// `key.path=value`. Returns the summary as JSON (version, config, metrics).
 #[pyfunction]
 fn run(py: Python<'_>, sources: Vec<(String, String)>, overrides: Vec<String>) -> PyResult<String> {
     let src = to_sources(sources);
-    py.detach(|| api::run_json(&src, &overrides)).map_err(|e| match e {
+    interruptible(py, move || api::run_json(&src, &overrides))?.map_err(|e| match e {
         ApiError::Config(c) => ConfigError::new_err(c.to_string()),
         ApiError::Sim(s @ uvmsim::sim::SimError::Budget { .. }) => BudgetExceeded::new_err(s.to_string()),
         ApiError::Sim(s) => SimulationError::new_err(s.to_string()),
@@ -51,7 +105,7 @@ fn trace_info(py: Python<'_>, path: String) -> PyResult<String> {
 #[pyfunction]
 fn trace_record(py: Python<'_>, sources: Vec<(String, String)>, overrides: Vec<String>, out: String) -> PyResult<String> {
     let src = to_sources(sources);
-    py.detach(|| api::trace_record_json(&src, &overrides, &out)).map_err(|e| ConfigError::new_err(e.to_string()))
+    interruptible(py, move || api::trace_record_json(&src, &overrides, &out))?.map_err(|e| ConfigError::new_err(e.to_string()))
 }
 
 /// Convert a trace between formats (CSV <-> timed .uvmt, Accel-Sim -> warp .uvmt); returns JSON.

@@ -16,7 +16,35 @@ pub use queue::EventQueue;
 pub use rng::mix64;
 pub use time::{ns_to_ps, ps_to_ns, Clock, Ps, PS_PER_NS, PS_PER_US};
 
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
+
+thread_local! {
+    /// The flag that interrupts the runs of this thread (set by [`with_cancel`]).
+    static CANCEL: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
+}
+
+/// Run `f` on this thread with `flag` as its interrupt: once `flag` is set, a [`run`]
+/// in progress stops with [`SimError::Interrupted`] within a few hundred events, and
+/// long loops outside it (recording a trace) stop at their next check of [`cancelled`].
+/// The Python binding sets the flag when Ctrl-C reaches the interpreter.
+pub fn with_cancel<R>(flag: Arc<AtomicBool>, f: impl FnOnce() -> R) -> R {
+    let prev = CANCEL.with(|c| c.replace(Some(flag)));
+    let r = f();
+    CANCEL.with(|c| *c.borrow_mut() = prev);
+    r
+}
+
+fn cancel_flag() -> Option<Arc<AtomicBool>> {
+    CANCEL.with(|c| c.borrow().clone())
+}
+
+/// Was this thread's work interrupted (see [`with_cancel`])?
+pub fn cancelled() -> bool {
+    CANCEL.with(|c| c.borrow().as_ref().is_some_and(|f| f.load(Ordering::Relaxed)))
+}
 
 /// A simulated system driven by [`run`].
 pub trait Model {
@@ -42,6 +70,8 @@ pub enum SimError {
     BadInput(String),
     /// The run handled its budget of events (`sim.max_events`) before finishing.
     Budget { now: Ps, events: u64 },
+    /// The run was interrupted (see [`with_cancel`]): Ctrl-C.
+    Interrupted { now: Ps, events: u64 },
 }
 
 impl std::fmt::Display for SimError {
@@ -65,6 +95,9 @@ impl std::fmt::Display for SimError {
                 "event budget reached: {events} events handled by {:.3} ns simulated without finishing (sim.max_events)",
                 ps_to_ns(*now)
             ),
+            SimError::Interrupted { now, events } => {
+                write!(f, "interrupted after {events} events, at {:.3} ns simulated", ps_to_ns(*now))
+            }
         }
     }
 }
@@ -105,6 +138,7 @@ pub fn run<M: Model>(model: &mut M, queue: &mut EventQueue<M::Event>, opts: &Run
     let mut next_report = opts.progress_every_s;
     // 0 (no limit) becomes u64::MAX: one compare per event either way.
     let budget = if opts.max_events == 0 { u64::MAX } else { opts.max_events };
+    let cancel = cancel_flag();
     while let Some((t, ev)) = queue.pop() {
         if events == budget {
             return Err(SimError::Budget { now: t, events });
@@ -120,6 +154,10 @@ pub fn run<M: Model>(model: &mut M, queue: &mut EventQueue<M::Event>, opts: &Run
             same_t = 0;
         }
         model.handle(t, ev, queue)?;
+        // Every 256 events: a heavy event (a gather over a 100 GiB table) can take a millisecond.
+        if events & 0xFF == 0 && cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Err(SimError::Interrupted { now: t, events });
+        }
         // The clock is read every 4,096 events (a few ns per event at most): every 2^20, as before,
         // a run of heavy events (a 100 GiB footprint: 287 K events in minutes) never reported.
         if opts.progress_every_s > 0.0 && events & 0xFFF == 0 {
@@ -185,6 +223,27 @@ mod tests {
         assert_eq!(m.log, vec![(0, 2), (0, 0), (0, 1), (10, 2), (10, 0), (10, 1)]);
         assert_eq!(r.events, 6);
         assert_eq!(r.end_ps, 10);
+    }
+
+    /// A set interrupt flag stops the run within 256 events; an unset one changes nothing, and
+    /// the flag belongs to the thread that set it (a run elsewhere ignores it).
+    #[test]
+    fn an_interrupt_stops_the_run_of_its_thread() {
+        let toy = || (Toy { left: vec![10_000], gap: 10, log: vec![] }, EventQueue::new());
+        let go = |m: &mut Toy, q: &mut EventQueue<u32>| {
+            q.push(0, 0);
+            run(m, q, &RunOptions::default())
+        };
+        let flag = Arc::new(AtomicBool::new(true));
+        let (mut m, mut q) = toy();
+        let r = with_cancel(flag.clone(), || go(&mut m, &mut q));
+        assert_eq!(r.unwrap_err(), SimError::Interrupted { now: 2550, events: 256 });
+        assert!(with_cancel(flag.clone(), cancelled) && !cancelled());
+        flag.store(false, Ordering::Relaxed);
+        let (mut m, mut q) = toy();
+        assert_eq!(with_cancel(flag, || go(&mut m, &mut q)).unwrap().events, 10_000);
+        let (mut m, mut q) = toy();
+        assert!(go(&mut m, &mut q).is_ok());
     }
 
     #[test]

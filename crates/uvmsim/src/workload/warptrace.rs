@@ -222,6 +222,9 @@ pub fn record(program: &Program, cfg: &Config, source: &str, out: &str) -> Resul
             let HostOp::Launch(k) = op else { continue };
             w.begin_kernel();
             for id in grid_warps(k, cfg.gpu.warp_size) {
+                if crate::sim::cancelled() {
+                    return Err(format!("{out}: interrupted; nothing written"));
+                }
                 let mut stream = k.gen.warp(id);
                 loop {
                     let op = stream.next(&mut scratch);
