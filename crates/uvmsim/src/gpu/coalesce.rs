@@ -64,13 +64,21 @@ pub fn coalesce(lanes: Lanes, bytes: u32, scratch: &[u64; MAX_LANES], shift: u32
     }
 }
 
+/// Append the lines `first..=last` of one access, the first unless it repeats the last line
+/// appended (the others follow it, so they cannot). Written without an inclusive range, whose
+/// iterator LLVM compiles to a loop with an extra exit flag: this is the per-lane step of
+/// every explicit-lane instruction.
 #[inline]
 fn push_access(out: &mut Lines, first: u64, last: u64) {
-    for l in first..=last {
-        if out.n == 0 || out.line[out.n - 1] != l {
-            out.line[out.n] = l;
-            out.n += 1;
-        }
+    if out.n == 0 || out.line[out.n - 1] != first {
+        out.line[out.n] = first;
+        out.n += 1;
+    }
+    let mut l = first;
+    while l < last {
+        l += 1;
+        out.line[out.n] = l;
+        out.n += 1;
     }
 }
 

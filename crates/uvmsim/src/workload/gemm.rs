@@ -108,6 +108,22 @@ impl GemmWarp {
     /// threads whose element is outside the matrix are inactive, and `None` if all are.
     fn tile(&self, kind: MemKind, m: Buffer, r: u64, c: u64, scratch: &mut [u64; MAX_LANES]) -> Option<Op> {
         let (n, t, eb) = (self.k.p.n, self.k.p.tile as u64, self.k.p.element_bytes as u64);
+        if self.lanes > 0 && r * t + (self.t0 + u64::from(self.lanes) - 1) / t < n && (c + 1) * t <= n {
+            // Every lane's row and column inside the matrix (an interior tile, when t does not
+            // divide n): no lane is inactive; the lanes are filled a row of the tile at a time.
+            let (mut ty, mut tx) = (self.t0 / t, self.t0 % t);
+            let mut i = 0;
+            while i < self.lanes as usize {
+                let run = ((t - tx) as usize).min(self.lanes as usize - i);
+                let at = m.base + ((r * t + ty) * n + c * t + tx) * eb;
+                for (j, x) in scratch[i..i + run].iter_mut().enumerate() {
+                    *x = at + j as u64 * eb;
+                }
+                i += run;
+                (ty, tx) = (ty + 1, 0);
+            }
+            return (i > 0).then(|| Op::Mem { kind, lanes: super::grid::compact(scratch, i), bytes: eb as u32 });
+        }
         let mut active = 0;
         // Thread th sits at (th / t, th % t) in the tile: step through it instead of dividing per lane
         // (two divisions per lane were a tenth of a multi-GPU GEMM run).
@@ -266,5 +282,42 @@ mod mgpusim_tests {
             }
         }
         assert_eq!(stores.len(), 4096);
+    }
+
+    /// Every warp's accesses, whole and edge tiles alike, are the lanes' elements computed one by
+    /// one (thread th of a CTA at row th / tile, column th % tile of its tile; outside the matrix:
+    /// inactive), for tile edges that divide n or not, and warps of 16 and 32 lanes.
+    #[test]
+    fn tiles_match_lane_by_lane_addresses() {
+        for (n, tile, warp) in [(20u64, 16u64, 32u64), (64, 16, 32), (33, 8, 32), (70, 4, 16), (45, 32, 32), (9, 4, 16)] {
+            let p = program(&[
+                "workload.kind=tiled-gemm",
+                &format!("workload.tiled_gemm.n={n}"),
+                &format!("workload.tiled_gemm.tile={tile}"),
+                &format!("gpu.warp_size={warp}"),
+            ]);
+            let (a, b, c) = (p.buffers[0].base, p.buffers[1].base, p.buffers[2].base);
+            let tiles = n.div_ceil(tile);
+            let warps_per_cta = (tile * tile).div_ceil(warp);
+            for (i, mut w) in warps(&p, 0).into_iter().enumerate() {
+                let (cta, wi) = (i as u64 / warps_per_cta, i as u64 % warps_per_cta);
+                let (bx, by) = (cta % tiles, cta / tiles);
+                let block = |m: u64, r: u64, col: u64| -> Vec<u64> {
+                    (wi * warp..((wi + 1) * warp).min(tile * tile))
+                        .map(|th| (r * tile + th / tile, col * tile + th % tile))
+                        .filter(|&(row, cl)| row < n && cl < n)
+                        .map(|(row, cl)| m + (row * n + cl) * 4)
+                        .collect()
+                };
+                let mut want = vec![];
+                for k in 0..tiles {
+                    want.push((MemKind::Load, block(a, by, k)));
+                    want.push((MemKind::Load, block(b, k, bx)));
+                }
+                want.push((MemKind::Store, block(c, by, bx)));
+                want.retain(|(_, v)| !v.is_empty());
+                assert_eq!(mem_ops(&mut w), want, "n {n}, tile {tile}, warp {i}");
+            }
+        }
     }
 }
