@@ -108,6 +108,21 @@ def test_grid_is_the_cartesian_product_with_stable_ids(tmp_path: Path) -> None:
     assert sweep.run_id({"a.b": 1}) != sweep.run_id({"a.b": 1.0}) != sweep.run_id({"a.b": True})
 
 
+def test_numpy_values_are_plain_values_with_the_same_ids() -> None:
+    import numpy as np
+
+    plain = {"preset": "titan-v", "set": {"gpu.sms": 4}, "grid": {"gpu.core_mhz": [1000.0, 1200.0], "sim.seed": [1]}}
+    numpy = {
+        "preset": "titan-v",
+        "set": {"gpu.sms": np.int64(4)},
+        "grid": {"gpu.core_mhz": np.linspace(1000.0, 1200.0, 2), "sim.seed": [np.int64(1)]},
+    }
+    a, b = sweep.parse_spec(plain, "plain"), sweep.parse_spec(numpy, "numpy")
+    assert [(r.id, r.overrides) for r in b.runs] == [(r.id, r.overrides) for r in a.runs]
+    assert all(type(v) in (int, float) for r in b.runs for v in r.overrides.values())
+    assert type(b.set["gpu.sms"]) is int
+
+
 def test_example_spec_is_the_48_run_grid() -> None:
     example = Path(__file__).resolve().parent.parent / "examples" / "sweeps" / "replay-policy.toml"
     expected = sweep.parse_spec(tomllib.loads(SPEC_48), "SPEC_48")

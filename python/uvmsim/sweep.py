@@ -154,6 +154,8 @@ def _check_key(where: str, key: str, known: Sequence[str]) -> None:
 
 
 def _check_value(where: str, key: str, value: Any) -> Scalar:
+    # NumPy numbers (values from a DataFrame or np.linspace) become plain ones: ids, rows and sweep.json hold those.
+    value = uvmsim.plain_scalar(value)
     if isinstance(value, bool | int | float | str):
         return value
     what = "a table" if isinstance(value, Mapping) else type(value).__name__
@@ -200,10 +202,11 @@ def parse_spec(raw: Mapping[str, Any], name: str, base_dir: Path | None = None) 
             raise ConfigError(f"{name}: [grid] has no axes; give at least one `key.path = [values]`")
         for key, values in grid.items():
             where = f"{name}: [grid] `{key}`"
-            if not isinstance(values, list) or not values:
+            if not isinstance(values, list | tuple | str) and callable(getattr(values, "tolist", None)):
+                values = values.tolist()  # a NumPy array or pandas Series of values (np.linspace, .unique())
+            if not isinstance(values, list | tuple) or not len(values):
                 raise ConfigError(f"{where}: an axis must be a non-empty list of values, e.g. `{key} = [1, 2]`")
-            for v in values:
-                _check_value(f"{name}: [grid]", key, v)
+            values = grid[key] = [_check_value(f"{name}: [grid]", key, v) for v in values]
             seen: set[str] = set()
             for v in values:
                 canon = json.dumps(v)
