@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -158,6 +160,41 @@ def test_batch_stages_draws_whatever_stage_columns_exist(run_dir: Path, tmp_path
     fig = plot.batch_stages(batches)
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["replay", "service"]
     check_file(plot.save(fig, tmp_path / "stages2.png"), "png")
+
+
+@pytest.mark.parametrize(("n", "per_group"), [(500, 1), (5000, 3)])
+def test_batch_stages_of_many_batches_are_bounded_areas(n: int, per_group: int) -> None:
+    # One bar per batch per stage of a 60,000-batch run took minutes and gigabytes: beyond STAGE_BARS_MAX
+    # batches the stages are stacked step areas, each step the mean of `per_group` consecutive batches.
+    import numpy as np
+    import pandas as pd
+
+    assert n > plot.STAGE_BARS_MAX and math.ceil(n / plot.STAGE_GROUPS_MAX) == per_group
+    i = np.arange(n, dtype=float)
+    batches = pd.DataFrame({"batch": i.astype(int), "start_ns": 0.0, "end_ns": 1e3 * i, "fetch_ns": 500 * i})
+    batches["replay_ns"] = batches["end_ns"] - batches["fetch_ns"]  # batch i takes i µs in all
+    ax = plot.batch_stages(batches).axes[0]
+    assert not ax.containers and len(ax.collections) == 2  # no bars: one area per stage
+    top = ax.collections[-1].get_paths()[0].vertices[:, 1].max()
+    last = i[(n - 1) // per_group * per_group :]
+    assert top == pytest.approx(last.mean())  # the last step: the mean time of the last group's batches
+    title, ylabel = ax.get_title(), ax.get_ylabel()
+    assert f"{n:,} batches" in title
+    if per_group > 1:
+        assert f"mean of each {per_group} consecutive" in title and "mean" in ylabel
+    else:
+        assert "mean" not in title + ylabel
+
+
+def test_save_draws_the_figure_before_creating_the_file(tmp_path: Path) -> None:
+    # Drawing can take long; a plot killed meanwhile must not leave an empty temporary file next to the output.
+    class Figure:
+        def savefig(self, f: Any, **kwargs: Any) -> None:
+            assert list(tmp_path.iterdir()) == [], "a file exists while the figure is drawn"
+            f.write(b"drawn")
+
+    plot.save(Figure(), tmp_path / "p.png")  # type: ignore[arg-type]
+    assert [p.name for p in tmp_path.iterdir()] == ["p.png"] and (tmp_path / "p.png").read_bytes() == b"drawn"
 
 
 UNAVAILABLE = [

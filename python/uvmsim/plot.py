@@ -11,6 +11,7 @@ run, rather than draw something else.
 
 from __future__ import annotations
 
+import io
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -50,6 +51,11 @@ TLB_LEVELS = {"L1 TLB": "gpu0.l1tlb.hit_rate", "L2 TLB": "gpu0.l2tlb.hit_rate", 
 BATCH_TIMESTAMPS = ("start_ns", "end_ns")
 # `*_ns` columns of the batches table that are not stages: the copies' time on the link overlaps the stages.
 BATCH_NOT_STAGES = (*BATCH_TIMESTAMPS, "copy_ns")
+# batch-stages: one bar per batch up to STAGE_BARS_MAX batches, stacked areas beyond, each step the mean of
+# consecutive batches beyond STAGE_GROUPS_MAX; the figure grows with the batches up to a width (inches).
+STAGE_BARS_MAX = 200
+STAGE_GROUPS_MAX = 2000
+STAGE_FIGURE_MAX_WIDTH = 24.0
 
 
 class PlotDataError(ConfigError):
@@ -291,7 +297,12 @@ def fault_scatter(faults: pd.DataFrame | None) -> Figure:
 
 
 def batch_stages(batches: pd.DataFrame) -> Figure:
-    """Stacked bars of each batch's stage durations (whatever ``STAGE_ns`` columns the table has)."""
+    """Stacked bars of each batch's stage durations (whatever ``STAGE_ns`` columns the table has).
+
+    Beyond ``STAGE_BARS_MAX`` batches the stages are stacked areas instead, and beyond ``STAGE_GROUPS_MAX`` each
+    step is the mean of consecutive batches (the title says how many): one bar per batch of a 60,000-batch run
+    took minutes and gigabytes to draw."""
+    import matplotlib
     import numpy as np
 
     b = _batches(batches)
@@ -301,22 +312,44 @@ def batch_stages(batches: pd.DataFrame) -> Figure:
             "the batches table has no per-stage times (columns STAGE_ns besides start_ns and end_ns): "
             "batch-stages needs per-stage batch records (not yet recorded)"
         )
-    fig = _new_figure(max(6.0, 0.12 * len(b) + 3))
+    n = len(b)
+    fig = _new_figure(min(max(6.0, 0.12 * n + 3), STAGE_FIGURE_MAX_WIDTH))
     ax = fig.add_subplot()
-    x = b["batch"].to_numpy() if "batch" in b.columns else np.arange(len(b))
-    bottom = np.zeros(len(b))
+    x = b["batch"].to_numpy() if "batch" in b.columns else np.arange(n)
     # The default cycle has 10 colours and the driver's stages are 12: two pairs looked alike.
-    import matplotlib
-
     palette = matplotlib.colormaps["tab10" if len(stages) <= 10 else "tab20"].colors
+    per_group = max(1, math.ceil(n / STAGE_GROUPS_MAX)) if n > STAGE_BARS_MAX else 0
+    if per_group:
+        starts = np.arange(0, n, per_group)
+        counts = np.diff(np.append(starts, n))
+        edges = np.append(x[starts], x[-1] + 1).astype(float) - 0.5
+        bottom = np.zeros(len(starts))
+    else:
+        bottom = np.zeros(n)
     for i, stage in enumerate(stages):
         us = b[stage].to_numpy(dtype=float) / 1e3
-        ax.bar(x, us, 0.85, bottom=bottom, label=stage.removesuffix("_ns"), color=palette[i % len(palette)])
-        bottom += us
+        style = {"label": stage.removesuffix("_ns"), "color": palette[i % len(palette)]}
+        if not per_group:
+            ax.bar(x, us, 0.85, bottom=bottom, **style)
+            bottom += us
+            continue
+        top = bottom + np.add.reduceat(us, starts) / counts  # each group's mean per batch
+        # fill_between's steps need the last value repeated at the right edge.
+        ax.fill_between(
+            edges, np.append(bottom, bottom[-1]), np.append(top, top[-1]), step="post", linewidth=0, **style
+        )
+        bottom = top
     ax.set_xlabel("batch")
-    ax.set_ylabel("time (µs)")
-    ax.set_title("UVM batch time per stage")
-    ax.legend(fontsize="small", ncols=2)
+    if per_group > 1:
+        ax.set_ylabel(f"mean time per batch over {per_group} batches (µs)")
+        ax.set_title(
+            f"UVM batch time per stage: {n:,} batches, mean of each {per_group} consecutive ({len(starts):,} steps)"
+        )
+    else:
+        ax.set_ylabel("time (µs)")
+        ax.set_title("UVM batch time per stage" + (f": {n:,} batches" if per_group else ""))
+    # Beside the stack: it would hide bars or areas, and finding the "best" place among thousands is slow.
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
 
 
@@ -328,10 +361,15 @@ def save(fig: Figure, path: str | os.PathLike[str], fmt: str | None = None) -> P
     p = Path(path)
     fmt = fmt or (p.suffix.lstrip(".").lower() if p.suffix.lstrip(".").lower() in FORMATS else "png")
 
+    # Drawn in memory first: the temporary file then exists only while the bytes are written, so a plot killed
+    # while drawing (which can take a while) leaves no empty `.NAME.XXXX.tmp` behind.
+    buf = io.BytesIO()
+    creator = f"uvmsim {uvmsim.__version__}"
+    fig.savefig(buf, format=fmt, dpi=120, metadata={"Software" if fmt == "png" else "Creator": creator})
+
     def write(fd: int) -> None:
         with os.fdopen(fd, "wb") as f:
-            creator = f"uvmsim {uvmsim.__version__}"
-            fig.savefig(f, format=fmt, dpi=120, metadata={"Software" if fmt == "png" else "Creator": creator})
+            f.write(buf.getbuffer())
 
     atomic_write(p, write)
     return p
@@ -521,7 +559,8 @@ KINDS: dict[str, Kind] = {
         Kind(
             "batch-stages",
             "run",
-            "per-batch stage times, stacked (needs uvm.records = true)",
+            "per-batch stage times, stacked; beyond 2,000 batches, means of consecutive batches "
+            "(needs uvm.records = true)",
             _batch_stages,
         ),
         Kind(
