@@ -224,6 +224,31 @@ def test_run_without_records_says_how_to_get_them(cli: Cli, tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(
+    ("preset", "workload", "kind", "expected"),
+    [
+        ("kaveri-apu", "regular", "batch-stages", ['translation.mode = "iommu"', "page-request path"]),
+        ("li-4gpu-gmmu", "stencil2d", "batch-time-vs-bytes", ["multi-GPU model", "multi.far_faults = "]),
+        ("li-4gpu-gmmu", "stencil2d", "link-utilization", ["multi-GPU model", "does not record migrations"]),
+        ("titan-v", "regular", "link-utilization", ["workload.managed = false"]),
+    ],
+)
+def test_a_run_with_empty_tables_says_why(
+    cli: Cli, tmp_path: Path, preset: str, workload: str, kind: str, expected: list[str]
+) -> None:
+    # The run kept records, but this preset or model produces none of this kind: asking for
+    # `uvm.records=true` again, as for a run without records, would send the user round in a circle.
+    size = {"regular": {"workload.regular.threads": 1024}, "stencil2d": {"workload.stencil2d.nx": 256}}[workload]
+    managed = preset != "titan-v"
+    sets = {"workload.kind": workload, "workload.managed": managed, "uvm.records": True, **size}
+    uvmsim.run(preset=preset, set=sets, out=tmp_path / "r")
+    p = cli("plot", kind, "r")
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
+    assert "has no rows" in p.stderr and "uvm.records" not in p.stderr, p.stderr
+    for words in expected:
+        assert words in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize(
     ("args", "expected"),
     [
         (["plot", "bars", "."], ["unknown plot kind `bars`", "runtime-bars"]),

@@ -421,16 +421,75 @@ def _latency_concurrency(d: Path, axis: str | None, metric: str | None) -> Figur
     return metric_vs_axis(df, axis or _first_axis(d, df, numeric=True), metric or "gpu0.l1tlb.miss_latency_ns.mean")
 
 
+# What each record table holds, for messages.
+TABLE_RECORDS = {"batches": "UVM driver batches", "faults": "UVM driver faults", "migrations": "migrations"}
+
+
+def _counts(m: Mapping[str, Any], keys: Sequence[str]) -> str:
+    return ", ".join(f"{k} = {uvmsim.format_metric(k, m[k])}" for k in keys if k in m)
+
+
+def _why_empty(r: uvmsim.Result, name: str) -> str:
+    """Why run ``r`` recorded table ``name`` (batches, faults, migrations) without a row, from its config and
+    metrics: telling the user to turn records on, as for a missing table, would send them round in a circle."""
+    c, m = r.config, r.metrics
+    gpus = int(c.get("multi", {}).get("gpus", 1) or 1)
+    head = f"the run recorded no {TABLE_RECORDS.get(name, name)} (its {name} table has no rows)"
+    if gpus > 1:  # every buffer is unified there, whatever workload.managed says (docs/multi-gpu.md)
+        if name == "migrations":
+            counted = _counts(m, ("multi.migrations", "multi.migrations.h2d", "multi.migrations.p2p"))
+            return (
+                f"{head}: the multi-GPU model (multi.gpus = {gpus}) does not record migrations in the migrations "
+                f"table; its metrics count them ({counted})"
+            )
+        counted = _counts(m, ("multi.far_faults", "multi.migrations"))
+        return (
+            f"{head}: the multi-GPU model (multi.gpus = {gpus}) has no UVM driver fault batches; its metrics "
+            f"count far faults and migrations ({counted})"
+        )
+    if c.get("workload", {}).get("managed") is False:
+        what = (
+            "the UVM driver migrated nothing (explicit copies are not migrations)"
+            if name == "migrations"
+            else "nothing faults to the UVM driver"
+        )
+        return f"{head}: workload.managed = false, so {what}; add --set workload.managed=true"
+    iommu = c.get("translation", {}).get("mode") == "iommu"
+    if name == "migrations":
+        moved = _counts(m, ("uvm.bytes_h2d", "uvm.bytes_d2h"))
+        why = f"{head}: nothing was migrated over the link ({moved})"
+        if iommu:
+            why += (
+                '; in translation.mode = "iommu" (an APU or ATS system) the page-request path maps first touches '
+                "in place, and only the driver's migrations (such as access-counter migration) are recorded"
+            )
+        return why
+    if iommu:
+        return (
+            f'{head}: in translation.mode = "iommu" (an APU or ATS system) GPU faults take the IOMMU\'s page-request '
+            f"path ({_counts(m, ('apu.faults',))}), not the UVM driver's fault batches"
+        )
+    return f"{head}: no far fault reached the UVM driver ({_counts(m, ('uvm.faults.raw',))})"
+
+
+def _run_table(r: uvmsim.Result, name: str) -> pd.DataFrame | None:
+    """Table ``name`` of run ``r``; ``PlotDataError`` saying why when the run recorded it empty."""
+    table = r.tables.get(name)
+    if table is not None and table.empty:
+        raise PlotDataError(_why_empty(r, name))
+    return table
+
+
 def _batch_time_vs_bytes(d: Path, axis: str | None, metric: str | None) -> Figure:
-    return batch_time_vs_bytes(_needs_run(d, "batch-time-vs-bytes").tables.get("batches"))
+    return batch_time_vs_bytes(_run_table(_needs_run(d, "batch-time-vs-bytes"), "batches"))
 
 
 def _fault_scatter(d: Path, axis: str | None, metric: str | None) -> Figure:
-    return fault_scatter(_needs_run(d, "fault-scatter").tables.get("faults"))
+    return fault_scatter(_run_table(_needs_run(d, "fault-scatter"), "faults"))
 
 
 def _batch_stages(d: Path, axis: str | None, metric: str | None) -> Figure:
-    return batch_stages(_needs_run(d, "batch-stages").tables.get("batches"))
+    return batch_stages(_run_table(_needs_run(d, "batch-stages"), "batches"))
 
 
 def link_utilization(migrations: pd.DataFrame | None, bandwidth_gbps: float, bins: int = 200) -> Figure:
@@ -500,7 +559,7 @@ def l2_miss_latency(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> Figure:
 
 def _link_utilization(d: Path, axis: str | None, metric: str | None) -> Figure:
     r = _needs_run(d, "link-utilization")
-    return link_utilization(r.tables.get("migrations"), float(r.config.get("link", {}).get("bandwidth_gbps", 0.0)))
+    return link_utilization(_run_table(r, "migrations"), float(r.config.get("link", {}).get("bandwidth_gbps", 0.0)))
 
 
 def _sweep_runs(d: Path) -> list[tuple[str, dict[str, Any]]]:
