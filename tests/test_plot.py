@@ -124,6 +124,30 @@ def test_runtime_bars_normalizes_to_the_first_value_with_a_geomean(sweep_dir: Pa
     assert [t.get_text() for t in ax.get_xticklabels()][-1] == "geomean"
 
 
+def test_runtime_bars_reads_a_value_a_run_leaves_at_its_base_from_its_config(tmp_path: Path) -> None:
+    # A [[runs]] entry without the axis key has NaN in its column (and makes pandas store 4 as 4.0): the plot
+    # takes the value the run used, from its resolved config, and keeps integers integers.
+    import warnings
+
+    base = {"workload.kind": "stream", "workload.stream.elements": 65536}
+    spec = uvmsim.sweep.parse_spec({"preset": "titan-v", "set": base, "runs": [{}, {"gpu.sms": 4}]}, "<test>")
+    assert uvmsim.sweep.run_sweep(spec, tmp_path / "s", jobs=1).ok == 2
+    df = uvmsim.sweep.load_sweep(tmp_path / "s")
+    sms = uvmsim.resolve(preset="titan-v")["gpu"]["sms"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "Mean of empty slice"
+        ax = plot.runtime_bars(df, "gpu.sms").axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [str(sms), "4"]
+    assert ax.get_ylabel().endswith(f"gpu.sms = {sms})")
+    t = df.set_index(df["set.gpu.sms"].fillna(sms).astype(int))["time.total_ns"]
+    heights = [[b.get_height() for b in c] for c in ax.containers]
+    assert heights == [pytest.approx([1.0, 1.0]), pytest.approx([t[4] / t[sms]] * 2)]
+    # A run whose value cannot be told (no stored config) is refused, not drawn as "nan".
+    df.loc[df["set.gpu.sms"].isna(), "config"] = None
+    with pytest.raises(plot.PlotDataError, match="does not override `gpu.sms`"):
+        plot.runtime_bars(df, "gpu.sms")
+
+
 def test_batch_fit_matches_numpy(run_dir: Path) -> None:
     batches = uvmsim.load(run_dir).tables["batches"]
     fig = plot.batch_time_vs_bytes(batches)

@@ -83,10 +83,57 @@ def _label(values: dict[str, Any], short: dict[str, str]) -> str:
 
 
 def _ok_runs(df: pd.DataFrame) -> pd.DataFrame:
+    """The sweep's successful runs, each override column completed (``_with_base_values``)."""
     ok = df[df["status"] == "ok"]
     if ok.empty:
         raise PlotDataError("the sweep has no successful run to plot")
-    return ok
+    return _with_base_values(ok)
+
+
+_MISSING = object()  # a key absent from a run's config (None is a value)
+
+
+def _config_value(config: Any, key: str) -> Any:
+    """The value of dotted ``key`` in a run's resolved config (its JSON text), or ``_MISSING``."""
+    import json
+
+    try:
+        node = json.loads(config) if isinstance(config, str) else None
+    except ValueError:
+        return _MISSING
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return _MISSING
+        node = node[part]
+    return node
+
+
+def _with_base_values(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with the value of each ``set.<key>`` a run does not override (a ``[[runs]]`` entry without the key:
+    NaN after load_sweep's concat) read from the run's resolved config, and integer keys as ints again (the NaN
+    made pandas store the column as floats). ``PlotDataError`` when a run's value cannot be told."""
+    import pandas as pd
+
+    cols = [c for c in df.columns if c.startswith(sweep_mod.SET_PREFIX)]
+    configs = list(df["config"]) if "config" in df.columns else [None] * len(df)
+    out = df.copy()
+    for col in cols:
+        key = col[len(sweep_mod.SET_PREFIX) :]
+        values = []
+        for rid, v, config in zip(df["run_id"], df[col], configs, strict=True):
+            base = _config_value(config, key)
+            if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+                if base is _MISSING:
+                    raise PlotDataError(
+                        f"run {rid} does not override `{key}` and the sweep stores no resolved config with it: "
+                        "its value is unknown"
+                    )
+                v = base
+            elif isinstance(v, float) and v.is_integer() and isinstance(base, int) and not isinstance(base, bool):
+                v = int(v)
+            values.append(v)
+        out[col] = pd.Series(values, index=df.index, dtype=object)
+    return out
 
 
 def _axis_column(df: pd.DataFrame, axis: str) -> str:
@@ -138,8 +185,10 @@ def runtime_bars(df: pd.DataFrame, by: str, metric: str = "time.total_ns", basel
         labels.append(_label({k[len(sweep_mod.SET_PREFIX) :]: v for k, v in group.items()}, short))
         norm.append([by_value[v] / ref if ref > 0 else math.nan for v in values])
     table = np.array(norm, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        geo = [float(np.exp(np.nanmean(np.log(table[:, j])))) for j in range(len(values))]
+    geo = []
+    for j in range(len(values)):  # over the groups that have the value (a [[runs]] list need not have all)
+        ratios = table[:, j][np.isfinite(table[:, j]) & (table[:, j] > 0)]
+        geo.append(float(np.exp(np.log(ratios).mean())) if len(ratios) else math.nan)
     labels.append("geomean")
     table = np.vstack([table, geo])
 
