@@ -330,6 +330,24 @@ def test_python_api(tmp_path: Path) -> None:
         uvmsim.sweep.load_sweep(tmp_path)
 
 
+def test_a_sweep_from_stdin_runs_in_this_process(tmp_path: Path) -> None:
+    # Spawned workers re-run __main__ from its file: a program read from stdin has none, and every run used to
+    # be stored as failed ("worker process died"). It now runs them one at a time, with one line saying so.
+    program = (
+        "import uvmsim.sweep as S\n"
+        "spec = S.parse_spec({'preset': 'titan-v', 'set': {'workload.kind': 'stream', 'workload.stream.elements': "
+        "65536}, 'grid': {'gpu.sms': [4, 8]}}, 'inline')\n"
+        "s = S.run_sweep(spec, 'out', jobs=2)\n"
+        "print(s.ok, len(s.failed))\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-"], input=program, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert p.returncode == 0 and p.stdout.split() == ["2", "0"], (p.stdout, p.stderr)
+    assert len(p.stderr.splitlines()) == 1 and "one at a time" in p.stderr and "<stdin>" in p.stderr, p.stderr
+    assert set(sweep.load_sweep(tmp_path / "out")["status"]) == {"ok"}
+
+
 # --- interruption -------------------------------------------------------------------------------------------
 
 
