@@ -144,8 +144,9 @@ def run(
     # Validate, then make OUT, before simulating: a bad config leaves no directory behind, and an
     # unwritable OUT fails in a millisecond rather than after a long run.
     uvmsim.resolve(config, preset=preset, set=overrides)
-    if timeline is not None:
-        _check_output_file(timeline, make_parents=True)  # not after the run, when the results would be lost
+    if timeline is not None:  # not after the run, when the results would be lost
+        _check_timeline(timeline, out)
+        _check_output_file(timeline, make_parents=True)
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
@@ -576,6 +577,20 @@ def _size(b: int) -> str:
         if b >= 1 << shift and b % (1 << shift) == 0:
             return f"{b >> shift} {unit}"
     return f"{b} B"
+
+
+def _check_timeline(timeline: Path, out: Path) -> None:
+    """Refuse (bad input, exit 2) a --timeline path that the run's own output takes: OUT or a directory above it
+    (both made directories before the timeline is written), or a file the run writes into OUT."""
+    t, o = timeline.resolve(), out.resolve()
+    if t == o or t in o.parents:
+        where = "is the run's output directory" if t == o else "is a directory above the run's output directory"
+        raise click.BadParameter(
+            f"`{timeline}` {where} (-o {out}); give a file, e.g. --timeline {out / 'timeline.json'}",
+            param_hint="'--timeline'",
+        )
+    if t.parent == o and (t.name == uvmsim.SUMMARY_FILE or t.suffix == ".parquet"):
+        raise click.BadParameter(f"`{timeline}` would replace the run's own {t.name}", param_hint="'--timeline'")
 
 
 def _check_output_file(out: Path, *, make_parents: bool = False) -> None:
