@@ -17,10 +17,11 @@ import errno
 import json
 import os
 import re
+import shlex
 import sys
 import textwrap
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -52,6 +53,21 @@ INPUT_PATH = click.Path(readable=False, path_type=Path)
 PRESET_OPTION = click.option(
     "--preset", "-p", metavar="NAME|FILE", help="System preset (see `uvmsim presets`) or a preset .toml file."
 )
+
+
+class Interrupted(Exception):
+    """Ctrl-C stopped a command; the message says what is kept and how to go on (exit code 130)."""
+
+
+@contextlib.contextmanager
+def _resumable(what: str, command: str) -> Iterator[None]:
+    """Turn Ctrl-C in the block into ``Interrupted`` saying that ``command`` (with --resume) continues ``what``."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise Interrupted(
+            f"{what} interrupted; the runs that finished are kept: run `{command}` to continue it"
+        ) from None
 
 
 def _unknown(what: str, name: str, choices: Sequence[str]) -> NoReturn:
@@ -356,7 +372,9 @@ def reproduce_cmd(
             raise click.UsageError("--all runs every experiment: give no ID and no --list")
         if markdown is not None:
             report_mod.check_markdown_target(markdown)  # fail before the runs, not after
-        return _reproduce_all(out or Path("uvmsim-out") / "reproduce", quick, resume, jobs, markdown)
+        outdir = out or Path("uvmsim-out") / "reproduce"
+        with _resumable("reproduce --all", _resume_command("--all", outdir, quick, jobs)):
+            return _reproduce_all(outdir, quick, resume, jobs, markdown)
     if list_only or experiment_id is None:
         if experiment_id is not None:
             raise click.UsageError("give an experiment ID or --list, not both")
@@ -368,7 +386,8 @@ def reproduce_cmd(
     outdir = out if out is not None else Path("uvmsim-out") / spec.id
     click.echo(f"{spec.id}: {spec.title} (preset {spec.preset}{', quick' if quick else ''})")
     start = time.perf_counter()
-    rows, ctx = reproduce_mod.reproduce_context(spec.id, outdir, quick=quick, resume=resume, jobs=jobs)
+    with _resumable(f"reproduce {spec.id}", _resume_command(spec.id, outdir, quick, jobs)):
+        rows, ctx = reproduce_mod.reproduce_context(spec.id, outdir, quick=quick, resume=resume, jobs=jobs)
     # With --resume, the reused runs' simulation time counts: --markdown records what the experiment takes.
     elapsed = time.perf_counter() - start + ctx.reused_s
     _echo_rows(
@@ -398,6 +417,12 @@ def reproduce_cmd(
         report_mod.update_markdown(markdown, table)
         click.echo(f"updated the row of {spec.id} in {markdown}")
     return 0
+
+
+def _resume_command(target: str, out: Path, quick: bool, jobs: int) -> str:
+    """The `uvmsim reproduce` command line that continues an interrupted ``target`` (an ID or --all)."""
+    args = [PROG, "reproduce", target, "-o", str(out), *(["--quick"] if quick else []), "--resume"]
+    return shlex.join([*args, *(["-j", str(jobs)] if jobs > 1 else [])])
 
 
 def _reproduce_all(out: Path, quick: bool, resume: bool, jobs: int, markdown: Path | None) -> int:
@@ -701,8 +726,10 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         rv = cli.main(args=list(argv) if argv is not None else None, prog_name=PROG, standalone_mode=False)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
-    except click.Abort:
-        _fail("aborted", 130)
+    except click.Abort:  # click's form of Ctrl-C (KeyboardInterrupt) in a command
+        _fail("interrupted", 130)
+    except Interrupted as e:
+        _fail(str(e), 130)
     except sweep_mod.SweepInterrupted as e:
         _fail(f"sweep {e}; run it again with --resume to finish it", 128 + e.signum)
     except click.ClickException as e:
