@@ -40,6 +40,21 @@ def test_toml_values() -> None:
         uvmsim.toml_value(object())
 
 
+def test_numpy_numbers_are_plain_config_values() -> None:
+    # Values from a DataFrame or np.linspace: np.float64's repr is "np.float64(1000.0)" under NumPy 2, np.int64
+    # is no int, np.bool_ no bool.
+    import numpy as np
+
+    assert uvmsim.overrides(
+        {"gpu.core_mhz": np.float64(1000.0), "a": np.int64(1024), "b": np.bool_(True), "c": np.float32(0.5)}
+    ) == ["gpu.core_mhz=1000.0", "a=1024", "b=true", "c=0.5"]
+    r = uvmsim.run(
+        preset="titan-v",
+        set={"workload.kind": "stream", "workload.stream.elements": np.int64(1024), "gpu.core_mhz": np.float64(900)},
+    )
+    assert r.config["gpu"]["core_mhz"] == 900.0 and r.config["workload"]["stream"]["elements"] == 1024
+
+
 def test_overrides_from_mapping_and_list() -> None:
     assert uvmsim.overrides({"gpu": {"sms": 4}, "translation.page_size": "2MiB", "x.flag": False}) == [
         "gpu.sms=4",

@@ -248,6 +248,45 @@ def test_a_bug_is_one_line_and_exit_1(
         cli_mod.main(["reproduce", "apu-tlb-miss-latency", "-o", str(tmp_path / "out")])
 
 
+def _interrupt(*args: Any, **kwargs: Any) -> Any:
+    raise KeyboardInterrupt
+
+
+def test_ctrl_c_in_run_says_interrupted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(uvmsim, "run", _interrupt)
+    with pytest.raises(SystemExit) as e:
+        cli_mod.main(["run", "--preset", "titan-v", "-o", str(tmp_path / "r")])
+    assert e.value.code == 130
+    assert capsys.readouterr().err.strip() == "uvmsim: error: interrupted"  # was "aborted"
+
+
+@pytest.mark.parametrize(
+    ("args", "resume"),
+    [
+        (["apu-tlb-miss-latency", "--quick"], "uvmsim reproduce apu-tlb-miss-latency -o OUT --quick --resume"),
+        (["--all", "-j", "2"], "uvmsim reproduce --all -o OUT --resume -j 2"),
+    ],
+)
+def test_ctrl_c_in_reproduce_says_how_to_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args: list[str], resume: str
+) -> None:
+    # As an interrupted sweep does: the finished runs are kept, and --resume goes on from them.
+    from uvmsim import report as report_mod
+    from uvmsim import reproduce as rep
+
+    monkeypatch.setattr(rep, "reproduce_context", _interrupt)
+    monkeypatch.setattr(report_mod, "reproduce_all", _interrupt)
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as e:
+        cli_mod.main(["reproduce", *args, "-o", str(out)])
+    err = capsys.readouterr().err
+    assert e.value.code == 130 and len(err.splitlines()) == 1, err
+    assert err.startswith("uvmsim: error: reproduce ") and " interrupted; " in err, err
+    assert f"`{resume.replace('OUT', str(out))}`" in err, err
+
+
 def test_one_line_folds_code_frames() -> None:
     msg = "a.toml: not valid TOML: TOML parse error at line 1, column 5\n  |\n1 | [gpu\n  |     ^\nunclosed table"
     assert cli_mod.one_line(msg) == "a.toml: not valid TOML: TOML parse error at line 1, column 5; unclosed table"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,6 +124,30 @@ def test_runtime_bars_normalizes_to_the_first_value_with_a_geomean(sweep_dir: Pa
     assert [t.get_text() for t in ax.get_xticklabels()][-1] == "geomean"
 
 
+def test_runtime_bars_reads_a_value_a_run_leaves_at_its_base_from_its_config(tmp_path: Path) -> None:
+    # A [[runs]] entry without the axis key has NaN in its column (and makes pandas store 4 as 4.0): the plot
+    # takes the value the run used, from its resolved config, and keeps integers integers.
+    import warnings
+
+    base = {"workload.kind": "stream", "workload.stream.elements": 65536}
+    spec = uvmsim.sweep.parse_spec({"preset": "titan-v", "set": base, "runs": [{}, {"gpu.sms": 4}]}, "<test>")
+    assert uvmsim.sweep.run_sweep(spec, tmp_path / "s", jobs=1).ok == 2
+    df = uvmsim.sweep.load_sweep(tmp_path / "s")
+    sms = uvmsim.resolve(preset="titan-v")["gpu"]["sms"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "Mean of empty slice"
+        ax = plot.runtime_bars(df, "gpu.sms").axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [str(sms), "4"]
+    assert ax.get_ylabel().endswith(f"gpu.sms = {sms})")
+    t = df.set_index(df["set.gpu.sms"].fillna(sms).astype(int))["time.total_ns"]
+    heights = [[b.get_height() for b in c] for c in ax.containers]
+    assert heights == [pytest.approx([1.0, 1.0]), pytest.approx([t[4] / t[sms]] * 2)]
+    # A run whose value cannot be told (no stored config) is refused, not drawn as "nan".
+    df.loc[df["set.gpu.sms"].isna(), "config"] = None
+    with pytest.raises(plot.PlotDataError, match="does not override `gpu.sms`"):
+        plot.runtime_bars(df, "gpu.sms")
+
+
 def test_batch_fit_matches_numpy(run_dir: Path) -> None:
     batches = uvmsim.load(run_dir).tables["batches"]
     fig = plot.batch_time_vs_bytes(batches)
@@ -160,6 +186,41 @@ def test_batch_stages_draws_whatever_stage_columns_exist(run_dir: Path, tmp_path
     check_file(plot.save(fig, tmp_path / "stages2.png"), "png")
 
 
+@pytest.mark.parametrize(("n", "per_group"), [(500, 1), (5000, 3)])
+def test_batch_stages_of_many_batches_are_bounded_areas(n: int, per_group: int) -> None:
+    # One bar per batch per stage of a 60,000-batch run took minutes and gigabytes: beyond STAGE_BARS_MAX
+    # batches the stages are stacked step areas, each step the mean of `per_group` consecutive batches.
+    import numpy as np
+    import pandas as pd
+
+    assert n > plot.STAGE_BARS_MAX and math.ceil(n / plot.STAGE_GROUPS_MAX) == per_group
+    i = np.arange(n, dtype=float)
+    batches = pd.DataFrame({"batch": i.astype(int), "start_ns": 0.0, "end_ns": 1e3 * i, "fetch_ns": 500 * i})
+    batches["replay_ns"] = batches["end_ns"] - batches["fetch_ns"]  # batch i takes i µs in all
+    ax = plot.batch_stages(batches).axes[0]
+    assert not ax.containers and len(ax.collections) == 2  # no bars: one area per stage
+    top = ax.collections[-1].get_paths()[0].vertices[:, 1].max()
+    last = i[(n - 1) // per_group * per_group :]
+    assert top == pytest.approx(last.mean())  # the last step: the mean time of the last group's batches
+    title, ylabel = ax.get_title(), ax.get_ylabel()
+    assert f"{n:,} batches" in title
+    if per_group > 1:
+        assert f"mean of each {per_group} consecutive" in title and "mean" in ylabel
+    else:
+        assert "mean" not in title + ylabel
+
+
+def test_save_draws_the_figure_before_creating_the_file(tmp_path: Path) -> None:
+    # Drawing can take long; a plot killed meanwhile must not leave an empty temporary file next to the output.
+    class Figure:
+        def savefig(self, f: Any, **kwargs: Any) -> None:
+            assert list(tmp_path.iterdir()) == [], "a file exists while the figure is drawn"
+            f.write(b"drawn")
+
+    plot.save(Figure(), tmp_path / "p.png")  # type: ignore[arg-type]
+    assert [p.name for p in tmp_path.iterdir()] == ["p.png"] and (tmp_path / "p.png").read_bytes() == b"drawn"
+
+
 UNAVAILABLE = [
     ("batch-time-vs-bytes", "sweep", ["is a sweep", "run directory"]),
     ("runtime-bars", "run", ["not a sweep directory"]),
@@ -184,6 +245,31 @@ def test_run_without_records_says_how_to_get_them(cli: Cli, tmp_path: Path) -> N
     uvmsim.run(preset="titan-v", set={"workload.kind": "regular", "workload.regular.threads": 1024}, out=tmp_path / "r")
     p = cli("plot", "batch-time-vs-bytes", "r")
     assert p.returncode == 2 and "uvm.records=true" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize(
+    ("preset", "workload", "kind", "expected"),
+    [
+        ("kaveri-apu", "regular", "batch-stages", ['translation.mode = "iommu"', "page-request path"]),
+        ("li-4gpu-gmmu", "stencil2d", "batch-time-vs-bytes", ["multi-GPU model", "multi.far_faults = "]),
+        ("li-4gpu-gmmu", "stencil2d", "link-utilization", ["multi-GPU model", "does not record migrations"]),
+        ("titan-v", "regular", "link-utilization", ["workload.managed = false"]),
+    ],
+)
+def test_a_run_with_empty_tables_says_why(
+    cli: Cli, tmp_path: Path, preset: str, workload: str, kind: str, expected: list[str]
+) -> None:
+    # The run kept records, but this preset or model produces none of this kind: asking for
+    # `uvm.records=true` again, as for a run without records, would send the user round in a circle.
+    size = {"regular": {"workload.regular.threads": 1024}, "stencil2d": {"workload.stencil2d.nx": 256}}[workload]
+    managed = preset != "titan-v"
+    sets = {"workload.kind": workload, "workload.managed": managed, "uvm.records": True, **size}
+    uvmsim.run(preset=preset, set=sets, out=tmp_path / "r")
+    p = cli("plot", kind, "r")
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
+    assert "has no rows" in p.stderr and "uvm.records" not in p.stderr, p.stderr
+    for words in expected:
+        assert words in p.stderr, p.stderr
 
 
 @pytest.mark.parametrize(

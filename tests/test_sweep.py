@@ -108,6 +108,21 @@ def test_grid_is_the_cartesian_product_with_stable_ids(tmp_path: Path) -> None:
     assert sweep.run_id({"a.b": 1}) != sweep.run_id({"a.b": 1.0}) != sweep.run_id({"a.b": True})
 
 
+def test_numpy_values_are_plain_values_with_the_same_ids() -> None:
+    import numpy as np
+
+    plain = {"preset": "titan-v", "set": {"gpu.sms": 4}, "grid": {"gpu.core_mhz": [1000.0, 1200.0], "sim.seed": [1]}}
+    numpy = {
+        "preset": "titan-v",
+        "set": {"gpu.sms": np.int64(4)},
+        "grid": {"gpu.core_mhz": np.linspace(1000.0, 1200.0, 2), "sim.seed": [np.int64(1)]},
+    }
+    a, b = sweep.parse_spec(plain, "plain"), sweep.parse_spec(numpy, "numpy")
+    assert [(r.id, r.overrides) for r in b.runs] == [(r.id, r.overrides) for r in a.runs]
+    assert all(type(v) in (int, float) for r in b.runs for v in r.overrides.values())
+    assert type(b.set["gpu.sms"]) is int
+
+
 def test_example_spec_is_the_48_run_grid() -> None:
     example = Path(__file__).resolve().parent.parent / "examples" / "sweeps" / "replay-policy.toml"
     expected = sweep.parse_spec(tomllib.loads(SPEC_48), "SPEC_48")
@@ -313,6 +328,24 @@ def test_python_api(tmp_path: Path) -> None:
     assert uvmsim.sweep(spec, tmp_path / "s", resume=True).skipped == 2  # DESIGN.md's `uvmsim.sweep(...)`
     with pytest.raises(FileNotFoundError, match="not a sweep directory"):
         uvmsim.sweep.load_sweep(tmp_path)
+
+
+def test_a_sweep_from_stdin_runs_in_this_process(tmp_path: Path) -> None:
+    # Spawned workers re-run __main__ from its file: a program read from stdin has none, and every run used to
+    # be stored as failed ("worker process died"). It now runs them one at a time, with one line saying so.
+    program = (
+        "import uvmsim.sweep as S\n"
+        "spec = S.parse_spec({'preset': 'titan-v', 'set': {'workload.kind': 'stream', 'workload.stream.elements': "
+        "65536}, 'grid': {'gpu.sms': [4, 8]}}, 'inline')\n"
+        "s = S.run_sweep(spec, 'out', jobs=2)\n"
+        "print(s.ok, len(s.failed))\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-"], input=program, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert p.returncode == 0 and p.stdout.split() == ["2", "0"], (p.stdout, p.stderr)
+    assert len(p.stderr.splitlines()) == 1 and "one at a time" in p.stderr and "<stdin>" in p.stderr, p.stderr
+    assert set(sweep.load_sweep(tmp_path / "out")["status"]) == {"ok"}
 
 
 # --- interruption -------------------------------------------------------------------------------------------

@@ -145,6 +145,26 @@ def test_bad_timeline_bound_exits_2(cli: Cli, tmp_path: Path) -> None:
     assert not (tmp_path / "t.json").exists()
 
 
+@pytest.mark.parametrize(
+    ("out", "timeline", "expected"),
+    [
+        ("tl", "tl", "is the run's output directory (-o tl)"),
+        ("a/b", "a", "is a directory above the run's output directory"),
+        ("tl", "tl/summary.json", "would replace the run's own summary.json"),
+    ],
+)
+def test_a_timeline_where_the_run_writes_exits_2_before_simulating(
+    cli: Cli, tmp_path: Path, out: str, timeline: str, expected: str
+) -> None:
+    # `-o tl --timeline tl` failed after the whole simulation with "[Errno 21] Is a directory: '.tl.XXXX.tmp'".
+    p = cli(
+        "run", "--preset", "titan-v", "--set", "workload.stride.accesses=200", "-q", "-o", out, "--timeline", timeline
+    )
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
+    assert "--timeline" in p.stderr and expected in p.stderr and ".tmp" not in p.stderr, p.stderr
+    assert not (tmp_path / out).exists()  # refused before the run made its directory
+
+
 def test_sampled_walks_table_and_timeline(cli: Cli, tmp_path: Path) -> None:
     # One work-item, 200 accesses a page apart: 200 GMMU walks; every 10th is kept.
     args = ["run", "--preset", "titan-v", "--set", "workload.stride.accesses=200", "--set"]

@@ -21,6 +21,7 @@ import html
 import importlib
 import json
 import math
+import numbers
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -257,12 +258,32 @@ def _format_ns(ns: float) -> str:
     return f"{ns:.1f} ns"
 
 
+def plain_scalar(v: Any) -> Any:
+    """``v`` as a plain Python bool, int or float if it is a number of another type (NumPy's, as from a
+    DataFrame column or ``np.linspace``), else ``v`` unchanged. Duck-typed: NumPy is not imported."""
+    if isinstance(v, bool) or type(v) in (int, float, str):
+        return v
+    if isinstance(v, numbers.Integral):  # np.int64, IntEnum, ...
+        return int(v)
+    if isinstance(v, numbers.Real):  # np.float64 (a float subclass whose repr is "np.float64(1.0)"), np.float32
+        return float(v)
+    item = getattr(v, "item", None)  # np.bool_ is no numbers.Number
+    if callable(item) and type(v).__module__ == "numpy" and getattr(v, "shape", None) == ():
+        plain = item()
+        if isinstance(plain, bool | int | float):
+            return plain
+    return v
+
+
 def toml_value(v: Any) -> str:
     """``v`` as a TOML value (the form ``--set`` and config files take)."""
+    v = plain_scalar(v)
     if isinstance(v, bool):  # before int: bool is an int subclass
         return "true" if v else "false"
-    if isinstance(v, int | float):
-        return repr(v)
+    if isinstance(v, int):
+        return int.__repr__(v)
+    if isinstance(v, float):
+        return float.__repr__(v)
     if isinstance(v, str | os.PathLike):
         # A JSON string is a TOML basic string, except that TOML forbids a raw DEL.
         return json.dumps(os.fspath(v), ensure_ascii=False).replace("\x7f", "\\u007f")

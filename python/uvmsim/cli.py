@@ -17,10 +17,11 @@ import errno
 import json
 import os
 import re
+import shlex
 import sys
 import textwrap
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -52,6 +53,21 @@ INPUT_PATH = click.Path(readable=False, path_type=Path)
 PRESET_OPTION = click.option(
     "--preset", "-p", metavar="NAME|FILE", help="System preset (see `uvmsim presets`) or a preset .toml file."
 )
+
+
+class Interrupted(Exception):
+    """Ctrl-C stopped a command; the message says what is kept and how to go on (exit code 130)."""
+
+
+@contextlib.contextmanager
+def _resumable(what: str, command: str) -> Iterator[None]:
+    """Turn Ctrl-C in the block into ``Interrupted`` saying that ``command`` (with --resume) continues ``what``."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise Interrupted(
+            f"{what} interrupted; the runs that finished are kept: run `{command}` to continue it"
+        ) from None
 
 
 def _unknown(what: str, name: str, choices: Sequence[str]) -> NoReturn:
@@ -144,8 +160,9 @@ def run(
     # Validate, then make OUT, before simulating: a bad config leaves no directory behind, and an
     # unwritable OUT fails in a millisecond rather than after a long run.
     uvmsim.resolve(config, preset=preset, set=overrides)
-    if timeline is not None:
-        _check_output_file(timeline, make_parents=True)  # not after the run, when the results would be lost
+    if timeline is not None:  # not after the run, when the results would be lost
+        _check_timeline(timeline, out)
+        _check_output_file(timeline, make_parents=True)
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
@@ -355,7 +372,9 @@ def reproduce_cmd(
             raise click.UsageError("--all runs every experiment: give no ID and no --list")
         if markdown is not None:
             report_mod.check_markdown_target(markdown)  # fail before the runs, not after
-        return _reproduce_all(out or Path("uvmsim-out") / "reproduce", quick, resume, jobs, markdown)
+        outdir = out or Path("uvmsim-out") / "reproduce"
+        with _resumable("reproduce --all", _resume_command("--all", outdir, quick, jobs)):
+            return _reproduce_all(outdir, quick, resume, jobs, markdown)
     if list_only or experiment_id is None:
         if experiment_id is not None:
             raise click.UsageError("give an experiment ID or --list, not both")
@@ -367,7 +386,8 @@ def reproduce_cmd(
     outdir = out if out is not None else Path("uvmsim-out") / spec.id
     click.echo(f"{spec.id}: {spec.title} (preset {spec.preset}{', quick' if quick else ''})")
     start = time.perf_counter()
-    rows, ctx = reproduce_mod.reproduce_context(spec.id, outdir, quick=quick, resume=resume, jobs=jobs)
+    with _resumable(f"reproduce {spec.id}", _resume_command(spec.id, outdir, quick, jobs)):
+        rows, ctx = reproduce_mod.reproduce_context(spec.id, outdir, quick=quick, resume=resume, jobs=jobs)
     # With --resume, the reused runs' simulation time counts: --markdown records what the experiment takes.
     elapsed = time.perf_counter() - start + ctx.reused_s
     _echo_rows(
@@ -397,6 +417,12 @@ def reproduce_cmd(
         report_mod.update_markdown(markdown, table)
         click.echo(f"updated the row of {spec.id} in {markdown}")
     return 0
+
+
+def _resume_command(target: str, out: Path, quick: bool, jobs: int) -> str:
+    """The `uvmsim reproduce` command line that continues an interrupted ``target`` (an ID or --all)."""
+    args = [PROG, "reproduce", target, "-o", str(out), *(["--quick"] if quick else []), "--resume"]
+    return shlex.join([*args, *(["-j", str(jobs)] if jobs > 1 else [])])
 
 
 def _reproduce_all(out: Path, quick: bool, resume: bool, jobs: int, markdown: Path | None) -> int:
@@ -578,6 +604,20 @@ def _size(b: int) -> str:
     return f"{b} B"
 
 
+def _check_timeline(timeline: Path, out: Path) -> None:
+    """Refuse (bad input, exit 2) a --timeline path that the run's own output takes: OUT or a directory above it
+    (both made directories before the timeline is written), or a file the run writes into OUT."""
+    t, o = timeline.resolve(), out.resolve()
+    if t == o or t in o.parents:
+        where = "is the run's output directory" if t == o else "is a directory above the run's output directory"
+        raise click.BadParameter(
+            f"`{timeline}` {where} (-o {out}); give a file, e.g. --timeline {out / 'timeline.json'}",
+            param_hint="'--timeline'",
+        )
+    if t.parent == o and (t.name == uvmsim.SUMMARY_FILE or t.suffix == ".parquet"):
+        raise click.BadParameter(f"`{timeline}` would replace the run's own {t.name}", param_hint="'--timeline'")
+
+
 def _check_output_file(out: Path, *, make_parents: bool = False) -> None:
     """Refuse an output file that cannot be created before any work, as an OSError (exit 1, like `run`'s OUT).
 
@@ -686,8 +726,10 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         rv = cli.main(args=list(argv) if argv is not None else None, prog_name=PROG, standalone_mode=False)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
-    except click.Abort:
-        _fail("aborted", 130)
+    except click.Abort:  # click's form of Ctrl-C (KeyboardInterrupt) in a command
+        _fail("interrupted", 130)
+    except Interrupted as e:
+        _fail(str(e), 130)
     except sweep_mod.SweepInterrupted as e:
         _fail(f"sweep {e}; run it again with --resume to finish it", 128 + e.signum)
     except click.ClickException as e:

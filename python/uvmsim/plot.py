@@ -11,6 +11,7 @@ run, rather than draw something else.
 
 from __future__ import annotations
 
+import io
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -50,6 +51,11 @@ TLB_LEVELS = {"L1 TLB": "gpu0.l1tlb.hit_rate", "L2 TLB": "gpu0.l2tlb.hit_rate", 
 BATCH_TIMESTAMPS = ("start_ns", "end_ns")
 # `*_ns` columns of the batches table that are not stages: the copies' time on the link overlaps the stages.
 BATCH_NOT_STAGES = (*BATCH_TIMESTAMPS, "copy_ns")
+# batch-stages: one bar per batch up to STAGE_BARS_MAX batches, stacked areas beyond, each step the mean of
+# consecutive batches beyond STAGE_GROUPS_MAX; the figure grows with the batches up to a width (inches).
+STAGE_BARS_MAX = 200
+STAGE_GROUPS_MAX = 2000
+STAGE_FIGURE_MAX_WIDTH = 24.0
 
 
 class PlotDataError(ConfigError):
@@ -77,10 +83,57 @@ def _label(values: dict[str, Any], short: dict[str, str]) -> str:
 
 
 def _ok_runs(df: pd.DataFrame) -> pd.DataFrame:
+    """The sweep's successful runs, each override column completed (``_with_base_values``)."""
     ok = df[df["status"] == "ok"]
     if ok.empty:
         raise PlotDataError("the sweep has no successful run to plot")
-    return ok
+    return _with_base_values(ok)
+
+
+_MISSING = object()  # a key absent from a run's config (None is a value)
+
+
+def _config_value(config: Any, key: str) -> Any:
+    """The value of dotted ``key`` in a run's resolved config (its JSON text), or ``_MISSING``."""
+    import json
+
+    try:
+        node = json.loads(config) if isinstance(config, str) else None
+    except ValueError:
+        return _MISSING
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return _MISSING
+        node = node[part]
+    return node
+
+
+def _with_base_values(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with the value of each ``set.<key>`` a run does not override (a ``[[runs]]`` entry without the key:
+    NaN after load_sweep's concat) read from the run's resolved config, and integer keys as ints again (the NaN
+    made pandas store the column as floats). ``PlotDataError`` when a run's value cannot be told."""
+    import pandas as pd
+
+    cols = [c for c in df.columns if c.startswith(sweep_mod.SET_PREFIX)]
+    configs = list(df["config"]) if "config" in df.columns else [None] * len(df)
+    out = df.copy()
+    for col in cols:
+        key = col[len(sweep_mod.SET_PREFIX) :]
+        values = []
+        for rid, v, config in zip(df["run_id"], df[col], configs, strict=True):
+            base = _config_value(config, key)
+            if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+                if base is _MISSING:
+                    raise PlotDataError(
+                        f"run {rid} does not override `{key}` and the sweep stores no resolved config with it: "
+                        "its value is unknown"
+                    )
+                v = base
+            elif isinstance(v, float) and v.is_integer() and isinstance(base, int) and not isinstance(base, bool):
+                v = int(v)
+            values.append(v)
+        out[col] = pd.Series(values, index=df.index, dtype=object)
+    return out
 
 
 def _axis_column(df: pd.DataFrame, axis: str) -> str:
@@ -132,8 +185,10 @@ def runtime_bars(df: pd.DataFrame, by: str, metric: str = "time.total_ns", basel
         labels.append(_label({k[len(sweep_mod.SET_PREFIX) :]: v for k, v in group.items()}, short))
         norm.append([by_value[v] / ref if ref > 0 else math.nan for v in values])
     table = np.array(norm, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        geo = [float(np.exp(np.nanmean(np.log(table[:, j])))) for j in range(len(values))]
+    geo = []
+    for j in range(len(values)):  # over the groups that have the value (a [[runs]] list need not have all)
+        ratios = table[:, j][np.isfinite(table[:, j]) & (table[:, j] > 0)]
+        geo.append(float(np.exp(np.log(ratios).mean())) if len(ratios) else math.nan)
     labels.append("geomean")
     table = np.vstack([table, geo])
 
@@ -291,7 +346,12 @@ def fault_scatter(faults: pd.DataFrame | None) -> Figure:
 
 
 def batch_stages(batches: pd.DataFrame) -> Figure:
-    """Stacked bars of each batch's stage durations (whatever ``STAGE_ns`` columns the table has)."""
+    """Stacked bars of each batch's stage durations (whatever ``STAGE_ns`` columns the table has).
+
+    Beyond ``STAGE_BARS_MAX`` batches the stages are stacked areas instead, and beyond ``STAGE_GROUPS_MAX`` each
+    step is the mean of consecutive batches (the title says how many): one bar per batch of a 60,000-batch run
+    took minutes and gigabytes to draw."""
+    import matplotlib
     import numpy as np
 
     b = _batches(batches)
@@ -301,22 +361,44 @@ def batch_stages(batches: pd.DataFrame) -> Figure:
             "the batches table has no per-stage times (columns STAGE_ns besides start_ns and end_ns): "
             "batch-stages needs per-stage batch records (not yet recorded)"
         )
-    fig = _new_figure(max(6.0, 0.12 * len(b) + 3))
+    n = len(b)
+    fig = _new_figure(min(max(6.0, 0.12 * n + 3), STAGE_FIGURE_MAX_WIDTH))
     ax = fig.add_subplot()
-    x = b["batch"].to_numpy() if "batch" in b.columns else np.arange(len(b))
-    bottom = np.zeros(len(b))
+    x = b["batch"].to_numpy() if "batch" in b.columns else np.arange(n)
     # The default cycle has 10 colours and the driver's stages are 12: two pairs looked alike.
-    import matplotlib
-
     palette = matplotlib.colormaps["tab10" if len(stages) <= 10 else "tab20"].colors
+    per_group = max(1, math.ceil(n / STAGE_GROUPS_MAX)) if n > STAGE_BARS_MAX else 0
+    if per_group:
+        starts = np.arange(0, n, per_group)
+        counts = np.diff(np.append(starts, n))
+        edges = np.append(x[starts], x[-1] + 1).astype(float) - 0.5
+        bottom = np.zeros(len(starts))
+    else:
+        bottom = np.zeros(n)
     for i, stage in enumerate(stages):
         us = b[stage].to_numpy(dtype=float) / 1e3
-        ax.bar(x, us, 0.85, bottom=bottom, label=stage.removesuffix("_ns"), color=palette[i % len(palette)])
-        bottom += us
+        style = {"label": stage.removesuffix("_ns"), "color": palette[i % len(palette)]}
+        if not per_group:
+            ax.bar(x, us, 0.85, bottom=bottom, **style)
+            bottom += us
+            continue
+        top = bottom + np.add.reduceat(us, starts) / counts  # each group's mean per batch
+        # fill_between's steps need the last value repeated at the right edge.
+        ax.fill_between(
+            edges, np.append(bottom, bottom[-1]), np.append(top, top[-1]), step="post", linewidth=0, **style
+        )
+        bottom = top
     ax.set_xlabel("batch")
-    ax.set_ylabel("time (µs)")
-    ax.set_title("UVM batch time per stage")
-    ax.legend(fontsize="small", ncols=2)
+    if per_group > 1:
+        ax.set_ylabel(f"mean time per batch over {per_group} batches (µs)")
+        ax.set_title(
+            f"UVM batch time per stage: {n:,} batches, mean of each {per_group} consecutive ({len(starts):,} steps)"
+        )
+    else:
+        ax.set_ylabel("time (µs)")
+        ax.set_title("UVM batch time per stage" + (f": {n:,} batches" if per_group else ""))
+    # Beside the stack: it would hide bars or areas, and finding the "best" place among thousands is slow.
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
 
 
@@ -328,10 +410,15 @@ def save(fig: Figure, path: str | os.PathLike[str], fmt: str | None = None) -> P
     p = Path(path)
     fmt = fmt or (p.suffix.lstrip(".").lower() if p.suffix.lstrip(".").lower() in FORMATS else "png")
 
+    # Drawn in memory first: the temporary file then exists only while the bytes are written, so a plot killed
+    # while drawing (which can take a while) leaves no empty `.NAME.XXXX.tmp` behind.
+    buf = io.BytesIO()
+    creator = f"uvmsim {uvmsim.__version__}"
+    fig.savefig(buf, format=fmt, dpi=120, metadata={"Software" if fmt == "png" else "Creator": creator})
+
     def write(fd: int) -> None:
         with os.fdopen(fd, "wb") as f:
-            creator = f"uvmsim {uvmsim.__version__}"
-            fig.savefig(f, format=fmt, dpi=120, metadata={"Software" if fmt == "png" else "Creator": creator})
+            f.write(buf.getbuffer())
 
     atomic_write(p, write)
     return p
@@ -383,16 +470,75 @@ def _latency_concurrency(d: Path, axis: str | None, metric: str | None) -> Figur
     return metric_vs_axis(df, axis or _first_axis(d, df, numeric=True), metric or "gpu0.l1tlb.miss_latency_ns.mean")
 
 
+# What each record table holds, for messages.
+TABLE_RECORDS = {"batches": "UVM driver batches", "faults": "UVM driver faults", "migrations": "migrations"}
+
+
+def _counts(m: Mapping[str, Any], keys: Sequence[str]) -> str:
+    return ", ".join(f"{k} = {uvmsim.format_metric(k, m[k])}" for k in keys if k in m)
+
+
+def _why_empty(r: uvmsim.Result, name: str) -> str:
+    """Why run ``r`` recorded table ``name`` (batches, faults, migrations) without a row, from its config and
+    metrics: telling the user to turn records on, as for a missing table, would send them round in a circle."""
+    c, m = r.config, r.metrics
+    gpus = int(c.get("multi", {}).get("gpus", 1) or 1)
+    head = f"the run recorded no {TABLE_RECORDS.get(name, name)} (its {name} table has no rows)"
+    if gpus > 1:  # every buffer is unified there, whatever workload.managed says (docs/multi-gpu.md)
+        if name == "migrations":
+            counted = _counts(m, ("multi.migrations", "multi.migrations.h2d", "multi.migrations.p2p"))
+            return (
+                f"{head}: the multi-GPU model (multi.gpus = {gpus}) does not record migrations in the migrations "
+                f"table; its metrics count them ({counted})"
+            )
+        counted = _counts(m, ("multi.far_faults", "multi.migrations"))
+        return (
+            f"{head}: the multi-GPU model (multi.gpus = {gpus}) has no UVM driver fault batches; its metrics "
+            f"count far faults and migrations ({counted})"
+        )
+    if c.get("workload", {}).get("managed") is False:
+        what = (
+            "the UVM driver migrated nothing (explicit copies are not migrations)"
+            if name == "migrations"
+            else "nothing faults to the UVM driver"
+        )
+        return f"{head}: workload.managed = false, so {what}; add --set workload.managed=true"
+    iommu = c.get("translation", {}).get("mode") == "iommu"
+    if name == "migrations":
+        moved = _counts(m, ("uvm.bytes_h2d", "uvm.bytes_d2h"))
+        why = f"{head}: nothing was migrated over the link ({moved})"
+        if iommu:
+            why += (
+                '; in translation.mode = "iommu" (an APU or ATS system) the page-request path maps first touches '
+                "in place, and only the driver's migrations (such as access-counter migration) are recorded"
+            )
+        return why
+    if iommu:
+        return (
+            f'{head}: in translation.mode = "iommu" (an APU or ATS system) GPU faults take the IOMMU\'s page-request '
+            f"path ({_counts(m, ('apu.faults',))}), not the UVM driver's fault batches"
+        )
+    return f"{head}: no far fault reached the UVM driver ({_counts(m, ('uvm.faults.raw',))})"
+
+
+def _run_table(r: uvmsim.Result, name: str) -> pd.DataFrame | None:
+    """Table ``name`` of run ``r``; ``PlotDataError`` saying why when the run recorded it empty."""
+    table = r.tables.get(name)
+    if table is not None and table.empty:
+        raise PlotDataError(_why_empty(r, name))
+    return table
+
+
 def _batch_time_vs_bytes(d: Path, axis: str | None, metric: str | None) -> Figure:
-    return batch_time_vs_bytes(_needs_run(d, "batch-time-vs-bytes").tables.get("batches"))
+    return batch_time_vs_bytes(_run_table(_needs_run(d, "batch-time-vs-bytes"), "batches"))
 
 
 def _fault_scatter(d: Path, axis: str | None, metric: str | None) -> Figure:
-    return fault_scatter(_needs_run(d, "fault-scatter").tables.get("faults"))
+    return fault_scatter(_run_table(_needs_run(d, "fault-scatter"), "faults"))
 
 
 def _batch_stages(d: Path, axis: str | None, metric: str | None) -> Figure:
-    return batch_stages(_needs_run(d, "batch-stages").tables.get("batches"))
+    return batch_stages(_run_table(_needs_run(d, "batch-stages"), "batches"))
 
 
 def link_utilization(migrations: pd.DataFrame | None, bandwidth_gbps: float, bins: int = 200) -> Figure:
@@ -462,7 +608,7 @@ def l2_miss_latency(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> Figure:
 
 def _link_utilization(d: Path, axis: str | None, metric: str | None) -> Figure:
     r = _needs_run(d, "link-utilization")
-    return link_utilization(r.tables.get("migrations"), float(r.config.get("link", {}).get("bandwidth_gbps", 0.0)))
+    return link_utilization(_run_table(r, "migrations"), float(r.config.get("link", {}).get("bandwidth_gbps", 0.0)))
 
 
 def _sweep_runs(d: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -521,7 +667,8 @@ KINDS: dict[str, Kind] = {
         Kind(
             "batch-stages",
             "run",
-            "per-batch stage times, stacked (needs uvm.records = true)",
+            "per-batch stage times, stacked; beyond 2,000 batches, means of consecutive batches "
+            "(needs uvm.records = true)",
             _batch_stages,
         ),
         Kind(

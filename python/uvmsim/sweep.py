@@ -154,6 +154,8 @@ def _check_key(where: str, key: str, known: Sequence[str]) -> None:
 
 
 def _check_value(where: str, key: str, value: Any) -> Scalar:
+    # NumPy numbers (values from a DataFrame or np.linspace) become plain ones: ids, rows and sweep.json hold those.
+    value = uvmsim.plain_scalar(value)
     if isinstance(value, bool | int | float | str):
         return value
     what = "a table" if isinstance(value, Mapping) else type(value).__name__
@@ -200,10 +202,11 @@ def parse_spec(raw: Mapping[str, Any], name: str, base_dir: Path | None = None) 
             raise ConfigError(f"{name}: [grid] has no axes; give at least one `key.path = [values]`")
         for key, values in grid.items():
             where = f"{name}: [grid] `{key}`"
-            if not isinstance(values, list) or not values:
+            if not isinstance(values, list | tuple | str) and callable(getattr(values, "tolist", None)):
+                values = values.tolist()  # a NumPy array or pandas Series of values (np.linspace, .unique())
+            if not isinstance(values, list | tuple) or not len(values):
                 raise ConfigError(f"{where}: an axis must be a non-empty list of values, e.g. `{key} = [1, 2]`")
-            for v in values:
-                _check_value(f"{name}: [grid]", key, v)
+            values = grid[key] = [_check_value(f"{name}: [grid]", key, v) for v in values]
             seen: set[str] = set()
             for v in values:
                 canon = json.dumps(v)
@@ -505,10 +508,35 @@ def worker_pool(jobs: int | None) -> Iterator[cf.ProcessPoolExecutor]:
         pool.shutdown(wait=True)
 
 
+def main_importable() -> bool:
+    """Whether spawned workers can set up this program's ``__main__``: spawn imports it again by module name
+    (``python -m``) or runs its file; a program read from stdin (``python - <<EOF``: ``__file__`` is
+    ``"<stdin>"``) has neither, and every worker dies starting. With no ``__file__`` at all (an interactive
+    interpreter, ``python -c``, a notebook) the workers import nothing of it, which works."""
+    main = sys.modules.get("__main__")
+    if main is None or getattr(getattr(main, "__spec__", None), "name", None) is not None:
+        return True
+    path = getattr(main, "__file__", None)
+    return path is None or os.path.isfile(os.path.join(multiprocessing.process.ORIGINAL_DIR or "", path))
+
+
 def _local_engine(
     sources: list[tuple[str, str]], base: list[str], runs: list[RunSpec], jobs: int | None, address: str | None
 ) -> Iterator[Row]:
-    """A process pool on this machine; yields each run's row as it finishes."""
+    """A process pool on this machine; yields each run's row as it finishes. When workers could not start
+    (``main_importable``), the runs go one at a time in this process instead of all failing."""
+    if not main_importable():
+        if (jobs or os.cpu_count() or 1) > 1 and len(runs) > 1:
+            main_file = getattr(sys.modules["__main__"], "__file__", "?")
+            print(
+                f"uvmsim: warning: worker processes cannot start from a program without a file (`{main_file}`); "
+                f"running the {len(runs)} runs one at a time in this process (save the program to a file to run "
+                "them in parallel)",
+                file=sys.stderr,
+            )
+        for r in runs:
+            yield execute(sources, base, r)
+        return
     with worker_pool(jobs) as pool:
         futures = {pool.submit(execute, sources, base, r): r for r in runs}
         for fut in cf.as_completed(futures):
