@@ -410,6 +410,62 @@ impl Drop for TempPath {
     }
 }
 
+/// Is `out` the file `input` names (after following links, or a hard link to it)?
+/// Converting a file onto itself would truncate the input before it is read.
+pub fn same_file(input: &str, out: &str) -> bool {
+    let (Ok(a), Ok(b)) = (std::fs::metadata(input), std::fs::metadata(out)) else { return false };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        a.dev() == b.dev() && a.ino() == b.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (a, b);
+        std::fs::canonicalize(input).ok() == std::fs::canonicalize(out).ok()
+    }
+}
+
+/// A temporary file next to an output, renamed over it by [`TempOut::commit`] and
+/// removed if dropped uncommitted: a failed or interrupted writer never leaves a
+/// truncated output behind (or destroys the file it was to replace).
+pub struct TempOut {
+    pub out: String,
+    pub tmp: String,
+    done: bool,
+}
+
+impl TempOut {
+    /// Only the name is chosen; the writer creates the file. The same directory keeps the rename atomic.
+    pub fn new(out: &str) -> TempOut {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let p = std::path::Path::new(out);
+        let name = p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = p.with_file_name(format!(".{name}.uvmsim-{}-{n}.tmp", std::process::id()));
+        TempOut { out: out.to_string(), tmp: tmp.to_string_lossy().into_owned(), done: false }
+    }
+
+    /// A writer's error, naming the output rather than the temporary file.
+    pub fn rename_err(&self, e: TraceError) -> TraceError {
+        TraceError(e.0.replace(&self.tmp, &self.out))
+    }
+
+    pub fn commit(mut self) -> Result<(), TraceError> {
+        std::fs::rename(&self.tmp, &self.out).map_err(|e| TraceError(format!("{}: cannot write: {e}", self.out)))?;
+        self.done = true;
+        Ok(())
+    }
+}
+
+impl Drop for TempOut {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
 /// Summary of a warp trace: every op of every warp, streamed.
 fn warp_info(f: &TraceFile) -> Result<TraceInfo, TraceError> {
     let h = &f.header;
@@ -471,8 +527,8 @@ fn warp_info(f: &TraceFile) -> Result<TraceInfo, TraceError> {
 }
 
 /// Convert a timed CSV trace to a timed `.uvmt` (losslessly), or a timed
-/// `.uvmt` back to CSV (gzip-compressed when `out` ends in `.gz`). Returns the records written.
-pub fn convert_timed(input: &str, out: &str) -> Result<u64, TraceError> {
+/// `.uvmt` back to CSV (gzip-compressed when `gz`). Returns the records written.
+pub fn convert_timed(input: &str, out: &str, gz: bool) -> Result<u64, TraceError> {
     let mut r = TraceReader::open(input)?;
     let werr = |e: std::io::Error| TraceError(format!("{out}: cannot write: {e}"));
     let file = File::create(out).map_err(werr)?;
@@ -512,7 +568,7 @@ pub fn convert_timed(input: &str, out: &str) -> Result<u64, TraceError> {
         Ok(())
     };
     let o = std::io::BufWriter::new(file);
-    if out.ends_with(".gz") {
+    if gz {
         let mut gz = flate2::write::GzEncoder::new(o, flate2::Compression::default());
         csv(&mut gz)?;
         gz.finish().and_then(|mut o| o.flush()).map_err(werr)?;

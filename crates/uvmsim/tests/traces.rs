@@ -1,0 +1,63 @@
+//! Trace inputs from the front ends' side (`api`, as the CLI and Python call it):
+//! converting onto the input, implausible Accel-Sim copies, records of GPUs that
+//! are not replayed, and traces without accesses.
+
+use std::path::Path;
+use uvmsim::api;
+
+const HEADER: &str = "time_ns,gpu,cu,wavefront,kind,vaddr,size\n";
+
+fn convert(input: &Path, out: &Path) -> Result<String, String> {
+    api::trace_convert_json(&input.display().to_string(), &out.display().to_string(), &[], &[]).map_err(|e| e.to_string())
+}
+
+/// Files in `dir` other than `keep` (a temporary file left behind would show here).
+fn others(dir: &Path, keep: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.retain(|n| !keep.contains(&n.as_str()));
+    v
+}
+
+#[test]
+fn converting_a_trace_onto_itself_is_refused_and_leaves_it_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("t.csv");
+    let body = format!("{HEADER}10,1,0,0,R,0x1000,64\n12,1,1,1,W,0x2000,64\n");
+    std::fs::write(&csv, &body).unwrap();
+    let uvmt = dir.path().join("t.uvmt");
+    convert(&csv, &uvmt).unwrap();
+    let uvmt_bytes = std::fs::read(&uvmt).unwrap();
+    std::fs::hard_link(&csv, dir.path().join("link.csv")).unwrap();
+    // The same path, another spelling of it, a hard link; and a .uvmt onto itself.
+    let dotted = dir.path().join(".").join("t.csv");
+    for (input, out) in [(&csv, &csv), (&csv, &dotted), (&csv, &dir.path().join("link.csv")), (&uvmt, &uvmt)] {
+        let e = convert(input, out).unwrap_err();
+        assert!(e.contains("is the input trace") && e.contains(&out.display().to_string()), "{e}");
+    }
+    assert_eq!(std::fs::read_to_string(&csv).unwrap(), body);
+    assert_eq!(std::fs::read(&uvmt).unwrap(), uvmt_bytes);
+    assert!(others(dir.path(), &["t.csv", "t.uvmt", "link.csv"]).is_empty());
+}
+
+#[test]
+fn a_failed_conversion_leaves_no_output_and_keeps_an_old_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, format!("{HEADER}10,1,0,0,R,0x1000,64\n9,1,0,0,R,0x1000,64\n")).unwrap();
+    let out = dir.path().join("out.uvmt");
+    let e = convert(&bad, &out).unwrap_err();
+    assert!(e.contains("bad.csv:3: time goes backwards"), "{e}");
+    assert!(!out.exists(), "a failed conversion left {}", out.display());
+    // An existing OUT is replaced only by a finished conversion.
+    std::fs::write(&out, "old").unwrap();
+    convert(&bad, &out).unwrap_err();
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old");
+    assert!(others(dir.path(), &["bad.csv", "out.uvmt"]).is_empty(), "{:?}", others(dir.path(), &[]));
+    // A good conversion replaces it, gzip chosen by OUT's name (not the temporary file's).
+    let good = dir.path().join("good.csv");
+    std::fs::write(&good, format!("{HEADER}10,1,0,0,R,0x1000,64\n")).unwrap();
+    convert(&good, &out).unwrap();
+    let gz = dir.path().join("back.csv.gz");
+    convert(&out, &gz).unwrap();
+    assert_eq!(&std::fs::read(&gz).unwrap()[..2], &[0x1f, 0x8b]);
+}
