@@ -61,3 +61,31 @@ fn a_failed_conversion_leaves_no_output_and_keeps_an_old_one() {
     convert(&out, &gz).unwrap();
     assert_eq!(&std::fs::read(&gz).unwrap()[..2], &[0x1f, 0x8b]);
 }
+
+/// The hand-made Accel-Sim trace in a fresh directory, its copy resized to `bytes`.
+fn accelsim_with_copy(bytes: u64) -> (tempfile::TempDir, std::path::PathBuf) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/accelsim");
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["kernelslist.g", "kernel-1.traceg"] {
+        std::fs::copy(src.join(f), dir.path().join(f)).unwrap();
+    }
+    let list = dir.path().join("kernelslist.g");
+    let text = std::fs::read_to_string(&list).unwrap();
+    assert!(text.contains("MemcpyHtoD,0x00007f0000000000,512\n"), "{text}");
+    std::fs::write(&list, text.replace("MemcpyHtoD,0x00007f0000000000,512\n", &format!("MemcpyHtoD,0x00007f0000000000,{bytes}\n")))
+        .unwrap();
+    (dir, list)
+}
+
+#[test]
+fn an_accelsim_copy_larger_than_64_tib_is_refused_and_large_ones_cost_nothing() {
+    let (_d, list) = accelsim_with_copy(256 << 40);
+    let e = api::trace_info_json(&list.display().to_string()).unwrap_err().to_string();
+    assert!(e.contains("kernelslist.g:") && e.contains("implausible copy size 281474976710656"), "{e}");
+    // 32 TiB: one buffer, found from the copy's range (its 16 M granules one by one took seconds and GBs).
+    let (_d, list) = accelsim_with_copy(32 << 40);
+    let t = std::time::Instant::now();
+    let info: serde_json::Value = serde_json::from_str(&api::trace_info_json(&list.display().to_string()).unwrap()).unwrap();
+    assert!(t.elapsed().as_secs_f64() < 2.0, "{:?}", t.elapsed());
+    assert_eq!(info["page_sizes"], serde_json::json!([[4096, 32u64 << 40]]), "{info}");
+}
