@@ -211,10 +211,9 @@ impl World {
             g.xlat.space.map_identity(self.page_bytes, multi);
         }
         let next = reader.next_record().map_err(|e| SimError::BadInput(e.0))?;
-        match next {
-            Some(r) => q.push(r.time.max(now), Ev::Trace),
-            None => q.push(now, Ev::Host),
-        }
+        // A header and no records would end at once with all-zero metrics, as if that were a result.
+        let Some(first) = next else { return Err(SimError::BadInput(format!("{path}: the trace holds no accesses (no records)"))) };
+        q.push(first.time.max(now), Ev::Trace);
         self.replay = Some(Replay { reader, path: path.to_string(), gpu, next, first: None, done: now, gpus_seen: None });
         Ok(())
     }

@@ -4,11 +4,29 @@
 
 use std::path::Path;
 use uvmsim::api;
+use uvmsim::config::resolve;
+use uvmsim::sim::SimError;
+use uvmsim::stats::Metrics;
+use uvmsim::world::simulate;
 
 const HEADER: &str = "time_ns,gpu,cu,wavefront,kind,vaddr,size\n";
 
 fn convert(input: &Path, out: &Path) -> Result<String, String> {
     api::trace_convert_json(&input.display().to_string(), &out.display().to_string(), &[], &[]).map_err(|e| e.to_string())
+}
+
+fn replay(kind: &str, path: &Path, sets: &[&str]) -> Result<Metrics, SimError> {
+    let mut o = vec![format!("workload.kind={kind}"), format!("workload.{}.path={:?}", kind.replace('-', "_"), path.display().to_string())];
+    o.extend(sets.iter().map(|s| s.to_string()));
+    simulate(&resolve(&[], &o).unwrap_or_else(|e| panic!("{e}")))
+}
+
+fn bad_input(r: Result<Metrics, SimError>) -> String {
+    match r {
+        Err(SimError::BadInput(m)) => m,
+        Err(e) => panic!("not bad input: {e}"),
+        Ok(_) => panic!("accepted"),
+    }
 }
 
 /// Files in `dir` other than `keep` (a temporary file left behind would show here).
@@ -88,4 +106,26 @@ fn an_accelsim_copy_larger_than_64_tib_is_refused_and_large_ones_cost_nothing() 
     let info: serde_json::Value = serde_json::from_str(&api::trace_info_json(&list.display().to_string()).unwrap()).unwrap();
     assert!(t.elapsed().as_secs_f64() < 2.0, "{:?}", t.elapsed());
     assert_eq!(info["page_sizes"], serde_json::json!([[4096, 32u64 << 40]]), "{info}");
+}
+
+#[test]
+fn a_trace_without_accesses_does_not_run_but_has_info() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("header.csv");
+    std::fs::write(&csv, HEADER).unwrap();
+    let uvmt = dir.path().join("header.uvmt");
+    convert(&csv, &uvmt).unwrap();
+    let list = dir.path().join("kernelslist.g");
+    std::fs::write(&list, "").unwrap();
+    for (kind, p) in [("trace", &csv), ("trace", &uvmt), ("accelsim", &list)] {
+        let m = bad_input(replay(kind, p, &[]));
+        assert!(m.contains(&p.display().to_string()) && m.contains("the trace holds no accesses"), "{m}");
+        let info: serde_json::Value = serde_json::from_str(&api::trace_info_json(&p.display().to_string()).unwrap()).unwrap();
+        assert_eq!(info["accesses"], 0, "{info}");
+    }
+    // A warp trace of it, too.
+    let warps = dir.path().join("warps.uvmt");
+    convert(&list, &warps).unwrap();
+    let m = bad_input(replay("warp-trace", &warps, &[]));
+    assert!(m.contains("warps.uvmt") && m.contains("the trace holds no accesses"), "{m}");
 }
