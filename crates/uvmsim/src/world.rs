@@ -224,13 +224,15 @@ impl World {
     fn step_trace(&mut self, now: Ps, q: &mut EventQueue<Ev>) -> Result<(), SimError> {
         let rp = self.replay.as_mut().expect("a trace event means a replay is running");
         while let Some(r) = rp.next {
-            if r.time > now {
+            let g = r.gpu.wrapping_sub(rp.gpu) as usize;
+            // A record of a GPU that is not replayed is passed over now, not at its time:
+            // waiting for it would stretch the run to the other GPUs' last access.
+            if r.time > now && g < self.gpus.len() {
                 q.push(r.time, Ev::Trace);
                 return Ok(());
             }
             let seen = rp.gpus_seen.get_or_insert((r.gpu, r.gpu));
             *seen = (seen.0.min(r.gpu), seen.1.max(r.gpu));
-            let g = r.gpu.wrapping_sub(rp.gpu) as usize;
             if g < self.gpus.len() {
                 let gpu = &mut self.gpus[g];
                 if r.cu as usize >= gpu.sms() {

@@ -109,6 +109,28 @@ fn an_accelsim_copy_larger_than_64_tib_is_refused_and_large_ones_cost_nothing() 
 }
 
 #[test]
+fn records_of_gpus_not_replayed_do_not_stretch_the_run_and_gpu_0_is_malformed() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one.csv");
+    std::fs::write(&one, format!("{HEADER}10,1,0,0,R,0x1000,64\n20,1,0,0,R,0x2000,64\n")).unwrap();
+    let two = dir.path().join("two.csv");
+    std::fs::write(&two, format!("{HEADER}10,1,0,0,R,0x1000,64\n15,2,0,0,R,0x5000,64\n20,1,0,0,R,0x2000,64\n900000,2,0,0,R,0x3000,64\n"))
+        .unwrap();
+    let total = |p: &Path, gpu: u32| replay("trace", p, &[&format!("workload.trace.gpu={gpu}")]).unwrap().get("time.total_ns").unwrap();
+    // GPU 1's replay ends at its own last access, not at GPU 2's last record.
+    assert_eq!(total(&two, 1), total(&one, 1));
+    assert!(total(&two, 1) < 10_000.0, "{}", total(&two, 1));
+    assert!(total(&two, 2) > 900_000.0);
+    // There is no GPU 0: a malformed record, with its line.
+    let zero = dir.path().join("zero.csv");
+    std::fs::write(&zero, format!("{HEADER}10,1,0,0,R,0x1000,64\n318202,0,0,0,R,0x1000,64\n")).unwrap();
+    let m = bad_input(replay("trace", &zero, &[]));
+    assert!(m.contains("zero.csv:3: gpu 0 does not exist"), "{m}");
+    let e = api::trace_info_json(&zero.display().to_string()).unwrap_err().to_string();
+    assert!(e.contains("zero.csv:3: gpu 0 does not exist"), "{e}");
+}
+
+#[test]
 fn a_trace_without_accesses_does_not_run_but_has_info() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("header.csv");

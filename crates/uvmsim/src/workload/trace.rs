@@ -259,6 +259,9 @@ fn record_of(t: &TimedRec) -> Result<Record, String> {
         2 => MemKind::Prefetch,
         k => return Err(format!("kind {k} is not a read, write or prefetch")),
     };
+    if t.gpu == 0 {
+        return Err("gpu 0 does not exist: GPUs are numbered from 1, as MGPUSim names them".into());
+    }
     if t.size == 0 || t.size > 4096 {
         return Err(format!("size {} is outside 1..4096 bytes", t.size));
     }
@@ -653,6 +656,8 @@ mod tests {
             ("time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000,64,9\n", ":2: more than 7 fields"),
             ("time_ns,gpu,cu,wavefront,kind,vaddr,size\n20,1,0,0,R,0x1000,64\n10,1,0,0,R,0x1000,64\n", ":3: time goes backwards"),
             ("time_ns,gpu,cu,wavefront,kind,vaddr,size\nten,1,0,0,R,0x1000,64\n", ":2: time_ns"),
+            // GPUs are numbered from 1.
+            ("time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000,64\n11,0,0,0,R,0x1000,64\n", ":3: gpu 0 does not exist"),
             ("", "empty trace"),
         ];
         for (i, (body, want)) in cases.iter().enumerate() {
