@@ -207,12 +207,12 @@ impl TraceReader {
         let order_gap = self.order_gap;
         let parsed = (|| -> Result<Record, String> {
             let time_ns: u64 = match order_gap {
-                None => field("time_ns")?.parse().map_err(|_| "time_ns is not a whole number of ns".to_string())?,
-                Some(_) => field("order")?.parse().map_err(|_| "order is not a whole number".to_string())?,
+                None => whole("time_ns", field("time_ns")?, u64::MAX / PS_PER_NS)?,
+                Some(_) => whole("order", field("order")?, u64::MAX)?,
             };
-            let gpu: u32 = field("gpu")?.parse().map_err(|_| "gpu is not a whole number".to_string())?;
-            let cu: u32 = field("cu")?.parse().map_err(|_| "cu is not a whole number".to_string())?;
-            let wavefront: u64 = field("wavefront")?.parse().map_err(|_| "wavefront is not a whole number".to_string())?;
+            let gpu = whole("gpu", field("gpu")?, u32::MAX as u64)? as u32;
+            let cu = whole("cu", field("cu")?, u32::MAX as u64)? as u32;
+            let wavefront = whole("wavefront", field("wavefront")?, u64::MAX)?;
             let kind = match field("kind")? {
                 "R" => MemKind::Load,
                 "W" => MemKind::Store,
@@ -225,7 +225,11 @@ impl TraceReader {
                 .or_else(|| va.strip_prefix("0X"))
                 .ok_or_else(|| format!("vaddr `{va}` is not hex with a 0x prefix"))?;
             let vaddr = u64::from_str_radix(hex, 16).map_err(|_| format!("vaddr `{va}` is not a hex address"))?;
-            let size: u32 = field("size")?.parse().map_err(|_| "size is not a whole number of bytes".to_string())?;
+            let size = whole("size", field("size")?, u64::MAX)?;
+            if size == 0 || size > 4096 {
+                return Err(format!("size {size} is outside 1..4096 bytes"));
+            }
+            let size = size as u32;
             let kind = match kind {
                 MemKind::Load => 0,
                 MemKind::Store => 1,
@@ -248,6 +252,18 @@ impl TraceReader {
         }
         self.last_time = rec.time;
         Ok(Some(rec))
+    }
+}
+
+/// A CSV field as a whole number up to `max`; a number too large says so rather than
+/// "not a whole number" (times in ps must fit 64 bits: `max` ns is u64::MAX / 1000).
+fn whole(name: &str, s: &str, max: u64) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(v) if v <= max => Ok(v),
+        Err(_) if !s.trim_start_matches('+').bytes().all(|b| b.is_ascii_digit()) || s.trim_start_matches('+').is_empty() => {
+            Err(format!("{name} `{s}` is not a whole number"))
+        }
+        _ => Err(format!("{name} {s} is out of range (at most {max})")),
     }
 }
 
@@ -655,7 +671,21 @@ mod tests {
             ("time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000\n", ":2: missing field `size`"),
             ("time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000,64,9\n", ":2: more than 7 fields"),
             ("time_ns,gpu,cu,wavefront,kind,vaddr,size\n20,1,0,0,R,0x1000,64\n10,1,0,0,R,0x1000,64\n", ":3: time goes backwards"),
-            ("time_ns,gpu,cu,wavefront,kind,vaddr,size\nten,1,0,0,R,0x1000,64\n", ":2: time_ns"),
+            ("time_ns,gpu,cu,wavefront,kind,vaddr,size\nten,1,0,0,R,0x1000,64\n", ":2: time_ns `ten` is not a whole number"),
+            // Numbers too large say so, not "not a whole number".
+            (
+                "time_ns,gpu,cu,wavefront,kind,vaddr,size\n99999999999999999999,1,0,0,R,0x1000,64\n",
+                ":2: time_ns 99999999999999999999 is out of range",
+            ),
+            (
+                "time_ns,gpu,cu,wavefront,kind,vaddr,size\n18446744073709552,1,0,0,R,0x1000,64\n",
+                ":2: time_ns 18446744073709552 is out of range (at most 18446744073709551)",
+            ),
+            ("time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000,4294967296\n", ":2: size 4294967296 is outside 1..4096 bytes"),
+            (
+                "time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,4294967296,0,0,R,0x1000,64\n",
+                ":2: gpu 4294967296 is out of range (at most 4294967295)",
+            ),
             // GPUs are numbered from 1.
             ("time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000,64\n11,0,0,0,R,0x1000,64\n", ":3: gpu 0 does not exist"),
             ("", "empty trace"),
