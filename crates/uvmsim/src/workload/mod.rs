@@ -709,7 +709,7 @@ leaf!(WorkloadKind);
 
 /// Largest footprint a workload may allocate: 64 TiB (the simulated heap starts
 /// at 1 TiB in a 48-bit address space).
-pub(crate) const MAX_FOOTPRINT: u128 = 1 << 46;
+const MAX_FOOTPRINT: u128 = 1 << 46;
 
 impl WorkloadConfig {
     /// Bytes the workload's arrays take (before page rounding), exact.
