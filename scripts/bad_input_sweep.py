@@ -522,7 +522,7 @@ def trace_cases() -> list[Case]:
         ("a zero size", "zerosize.csv", "zerosize.csv"),
         ("a huge size", "hugesize.csv", "hugesize.csv"),
         ("an address at the top of the VA", "topaddr.csv", "topaddr.csv"),
-        ("a GPU 0", "gpu0.csv", "gpu0.csv"),  # a record, for info and convert; a run replays no record of GPU 1
+        ("a GPU 0", "gpu0.csv", "gpu0.csv:2"),  # GPUs are numbered from 1: a malformed record
         ("a huge time", "hugetime.csv", "hugetime.csv"),
         ("CRLF line ends", "crlf.csv", None),
         ("a truncated gzip", "trunc.csv.gz", "trunc.csv.gz"),
@@ -539,10 +539,10 @@ def trace_cases() -> list[Case]:
         ("a kernelslist with garbage", "ks-garbage/kernelslist.g", "kernelslist.g"),
         ("an Accel-Sim kernel with garbage", "ks-badkernel/kernelslist.g", "kernel-1.traceg"),
         ("an Accel-Sim kernel cut short", "ks-cut/kernelslist.g", "kernel-1.traceg"),
-        ("an empty kernelslist", "ks-empty/kernelslist.g", "kernelslist.g"),  # no kernels: an empty replay
+        ("an empty kernelslist", "ks-empty/kernelslist.g", "kernelslist.g"),  # no accesses: a run refuses it
     ]
-    # Read as data, valid: `trace info` and `trace convert` accept them (a run may still refuse them).
-    valid_data = {"gpu0.csv", "ks-empty/kernelslist.g"}
+    # Read as data, valid: `trace info` and `trace convert` accept them (a run refuses them: no accesses).
+    valid_data = {"ks-empty/kernelslist.g"}
     cases = []
     for title, f, names in files:
         ok = (0, 2) if names is None or f in valid_data else (2,)

@@ -98,22 +98,36 @@ pub fn trace_record_json(sources: &[Source], overrides: &[String], out: &str) ->
 
 /// Convert a trace: CSV → timed `.uvmt`, timed `.uvmt` → CSV, Accel-Sim
 /// `kernelslist.g` → warp `.uvmt` (laid out with the config's page size and
-/// managed flag). Returns `{"from", "to", "records"}` as JSON.
+/// managed flag). Returns `{"from", "to", "records"}` as JSON. OUT is written
+/// to a temporary file beside it and renamed at the end, and may not be IN.
 pub fn trace_convert_json(input: &str, out: &str, sources: &[Source], overrides: &[String]) -> Result<String, ConfigError> {
     use crate::workload::{accelsim, trace, tracefmt};
-    let (from, to, n) = if accelsim::is_kernelslist(input) {
-        let cfg = resolve(sources, overrides)?;
-        let f = accelsim::convert(input, out, &accelsim::Layout::of(&cfg)).map_err(|e| bad(e.0))?;
-        ("accelsim", "uvmt-warps", f.totals.warps)
-    } else if tracefmt::is_uvmt(input) {
-        let f = tracefmt::TraceFile::open(input).map_err(|e| bad(e.0))?;
-        if f.header.mode == tracefmt::Mode::Warps {
-            return Err(bad(format!("{input}: a warp trace has no timed (CSV) form; replay it with workload.kind = \"warp-trace\"")));
-        }
-        ("uvmt-timed", "csv", trace::convert_timed(input, out).map_err(|e| bad(e.0))?)
-    } else {
-        ("csv", "uvmt-timed", trace::convert_timed(input, out).map_err(|e| bad(e.0))?)
-    };
+    if trace::same_file(input, out) {
+        return Err(bad(format!("{out}: is the input trace {input}: converting a file onto itself would destroy it; choose another OUT")));
+    }
+    if std::path::Path::new(out).is_dir() {
+        return Err(bad(format!("{out}: cannot write: is a directory")));
+    }
+    let layout = if accelsim::is_kernelslist(input) { Some(accelsim::Layout::of(&resolve(sources, overrides)?)) } else { None };
+    let tmp = trace::TempOut::new(out);
+    let t = &tmp.tmp;
+    let (from, to, n) = (|| {
+        Ok(if let Some(layout) = &layout {
+            ("accelsim", "uvmt-warps", accelsim::convert(input, t, layout)?.totals.warps)
+        } else if tracefmt::is_uvmt(input) {
+            let f = tracefmt::TraceFile::open(input)?;
+            if f.header.mode == tracefmt::Mode::Warps {
+                return Err(trace::TraceError(format!(
+                    "{input}: a warp trace has no timed (CSV) form; replay it with workload.kind = \"warp-trace\""
+                )));
+            }
+            ("uvmt-timed", "csv", trace::convert_timed(input, t, out.ends_with(".gz"))?)
+        } else {
+            ("csv", "uvmt-timed", trace::convert_timed(input, t, false)?)
+        })
+    })()
+    .map_err(|e| bad(tmp.rename_err(e).0))?;
+    tmp.commit().map_err(|e| bad(e.0))?;
     Ok(json!({"from": from, "to": to, "records": n}).to_string())
 }
 

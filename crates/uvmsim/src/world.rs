@@ -211,10 +211,9 @@ impl World {
             g.xlat.space.map_identity(self.page_bytes, multi);
         }
         let next = reader.next_record().map_err(|e| SimError::BadInput(e.0))?;
-        match next {
-            Some(r) => q.push(r.time.max(now), Ev::Trace),
-            None => q.push(now, Ev::Host),
-        }
+        // A header and no records would end at once with all-zero metrics, as if that were a result.
+        let Some(first) = next else { return Err(SimError::BadInput(format!("{path}: the trace holds no accesses (no records)"))) };
+        q.push(first.time.max(now), Ev::Trace);
         self.replay = Some(Replay { reader, path: path.to_string(), gpu, next, first: None, done: now, gpus_seen: None });
         Ok(())
     }
@@ -225,13 +224,15 @@ impl World {
     fn step_trace(&mut self, now: Ps, q: &mut EventQueue<Ev>) -> Result<(), SimError> {
         let rp = self.replay.as_mut().expect("a trace event means a replay is running");
         while let Some(r) = rp.next {
-            if r.time > now {
+            let g = r.gpu.wrapping_sub(rp.gpu) as usize;
+            // A record of a GPU that is not replayed is passed over now, not at its time:
+            // waiting for it would stretch the run to the other GPUs' last access.
+            if r.time > now && g < self.gpus.len() {
                 q.push(r.time, Ev::Trace);
                 return Ok(());
             }
             let seen = rp.gpus_seen.get_or_insert((r.gpu, r.gpu));
             *seen = (seen.0.min(r.gpu), seen.1.max(r.gpu));
-            let g = r.gpu.wrapping_sub(rp.gpu) as usize;
             if g < self.gpus.len() {
                 let gpu = &mut self.gpus[g];
                 if r.cu as usize >= gpu.sms() {

@@ -159,7 +159,10 @@ pub fn resolve(sources: &[Source], overrides: &[String]) -> Result<Config, Confi
         let src = prov.get(&key).cloned();
         // The TOML deserializer appends "in `key`": the key is reported separately.
         let mut msg = e.inner().to_string().lines().next().unwrap_or_default().trim().to_string();
-        if msg.starts_with("invalid type: string")
+        if let Some(n) = too_large_integer(&msg) {
+            // A TOML integer is an i64: a larger one (from --set or Python) reaches here as a string.
+            msg = format!("{n} is out of range: config integers are at most {} (2^63 - 1, the TOML limit)", i64::MAX);
+        } else if msg.starts_with("invalid type: string")
             && key.rsplit('_').next().is_some_and(|u| ["ns", "cycles", "mhz", "gbps", "s", "pages", "entries"].contains(&u))
         {
             msg.push_str(" (the unit is part of the key name: give a plain number)");
@@ -168,9 +171,58 @@ pub fn resolve(sources: &[Source], overrides: &[String]) -> Result<Config, Confi
     })?;
     cfg.validate().map_err(|(key, msg)| {
         let src = prov.get(&key).cloned();
+        let mut msg = compact_numbers(&msg);
+        // A check between two keys blames one; when the other comes from elsewhere (a preset's
+        // ways against the run's --set entries), name it and its source: that is the conflict.
+        let others: Vec<String> = prov
+            .iter()
+            .filter(|(k, s)| **k != key && Some(*s) != src.as_ref() && mentions(&msg, k))
+            .map(|(k, s)| format!("`{k}` from {s}"))
+            .collect();
+        if !others.is_empty() {
+            msg += &format!(" (in conflict with {})", others.join(", "));
+        }
         err(src.as_deref(), Some(&key), msg)
     })?;
     Ok(cfg)
+}
+
+/// The digits of `invalid type: string "123...", expected u64` (an integer TOML could not hold), if that is the error.
+fn too_large_integer(msg: &str) -> Option<&str> {
+    let rest = msg.strip_prefix("invalid type: string \"")?;
+    let (n, tail) = rest.split_once('"')?;
+    let digits = n.strip_prefix('-').unwrap_or(n);
+    let integer = tail.starts_with(", expected u") || tail.starts_with(", expected i");
+    (integer && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some(n)
+}
+
+/// Does `msg` name the dotted key `key` (not as part of a longer key)?
+fn mentions(msg: &str, key: &str) -> bool {
+    let part = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.';
+    msg.match_indices(key).any(|(i, _)| {
+        !msg[..i].ends_with(part)
+            && !msg[i + key.len()..].trim_end_matches('.').starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+/// Numbers too long for any integer the config holds are an f64's full decimal
+/// expansion (Rust prints 1e308 with 309 digits): print them as `1e308`.
+pub fn compact_numbers(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    let mut rest = msg;
+    while let Some(i) = rest.find(|c: char| c.is_ascii_digit()) {
+        out.push_str(&rest[..i]);
+        let t = &rest[i..];
+        let len = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+        let tok = t[..len].trim_end_matches('.');
+        match tok.parse::<f64>() {
+            Ok(v) if tok.len() > 20 && v.is_finite() => out += &format!("{v:e}"),
+            _ => out.push_str(tok),
+        }
+        rest = &t[tok.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
@@ -203,6 +255,20 @@ mod tests {
         let e = resolve(&[], &["gpu.vmem.buffer_entries=0".into()]).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("gpu.vmem.buffer_entries"));
         assert!(resolve(&[], &["gpu.vmem.backpressure=true".into()]).is_ok());
+    }
+
+    #[test]
+    fn a_conflict_between_a_preset_and_an_override_names_both() {
+        let preset = src("preset p", "[gpu.l1tlb]\nentries = 32\nways = 32\n");
+        let e = resolve(&[preset], &["gpu.l1tlb.entries=16".into()]).unwrap_err();
+        assert_eq!((e.source.as_deref(), e.key.as_deref()), (Some("preset p"), Some("gpu.l1tlb.ways")));
+        assert!(
+            e.message.contains("(gpu.l1tlb.entries = 16)") && e.message.ends_with("(in conflict with `gpu.l1tlb.entries` from --set)"),
+            "{e}"
+        );
+        // Both from one source: nothing to add.
+        let e = resolve(&[], &["gpu.l1tlb.entries=16".into(), "gpu.l1tlb.ways=32".into()]).unwrap_err();
+        assert!(!e.message.contains("in conflict"), "{e}");
     }
 
     #[test]
@@ -248,6 +314,18 @@ mod tests {
         assert!(e.message.contains("64 TiB"), "{e}");
         let e = resolve(&[], &["gpu.sms".into()]).unwrap_err();
         assert!(e.message.contains("key.path=value"), "{e}");
+        // Floats out of range print compactly, not as 309 digits.
+        let e = resolve(&[], &["gpu.core_mhz=1e308".into()]).unwrap_err();
+        assert!(e.message.ends_with("got 1e308"), "{e}");
+        let e = resolve(&[], &["gpu.core_mhz=1e-300".into()]).unwrap_err();
+        assert!(e.message.ends_with("got 1e-300"), "{e}");
+        // Integers beyond TOML's i64 say so, not "invalid type: string".
+        for big in ["9223372036854775808", "1180591620717411303424"] {
+            let e = resolve(&[], &[format!("sim.seed={big}")]).unwrap_err();
+            assert_eq!(e.key.as_deref(), Some("sim.seed"));
+            assert!(e.message.starts_with(&format!("{big} is out of range")) && e.message.contains("9223372036854775807"), "{e}");
+        }
+        assert_eq!(resolve(&[], &["sim.seed=9223372036854775807".into()]).unwrap().sim.seed, i64::MAX as u64);
         let e = resolve(&[], &["uvm.replay_update_put_ratio=101".into()]).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("uvm.replay_update_put_ratio"));
         assert!(e.message.contains("0 to 100"), "{e}");

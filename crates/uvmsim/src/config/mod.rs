@@ -599,7 +599,7 @@ fn pow2(key: &str, v: u64, lo: u64, hi: u64) -> Check {
 
 fn geometry(ekey: &str, entries: u32, wkey: &str, ways: u32) -> Check {
     if ways == 0 || ways > entries {
-        return Err((wkey.into(), format!("must be between 1 and the entry count ({entries}), got {ways}")));
+        return Err((wkey.into(), format!("must be between 1 and the entry count ({ekey} = {entries}), got {ways}")));
     }
     if entries % ways != 0 {
         return Err((ekey.into(), format!("must be a multiple of the associativity ({wkey} = {ways}), got {entries}")));

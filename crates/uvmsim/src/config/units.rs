@@ -15,6 +15,9 @@ impl ByteSize {
         let split = s.find(|c: char| !(c.is_ascii_digit() || c == '_')).unwrap_or(s.len());
         let (num, unit) = (s[..split].replace('_', ""), s[split..].trim());
         let n: u64 = num.parse().map_err(|_| format!("`{s}` is not a size: expected e.g. 4096, \"64KiB\", \"2MiB\""))?;
+        if let Some(frac) = unit.strip_prefix('.').filter(|u| u.starts_with(|c: char| c.is_ascii_digit())) {
+            return Err(fractional(s, &num, frac));
+        }
         let unit = if unit.is_empty() { "B" } else { unit };
         let mult = UNITS
             .iter()
@@ -23,6 +26,24 @@ impl ByteSize {
             .ok_or_else(|| format!("unknown size unit `{unit}` in `{s}`: accepted units are B, KiB, MiB, GiB, TiB (binary)"))?;
         n.checked_mul(mult).map(ByteSize).ok_or_else(|| format!("`{s}` is too large"))
     }
+}
+
+/// Why `0.5GiB` is refused, with the whole number of a smaller unit it means when there is one.
+fn fractional(s: &str, int: &str, rest: &str) -> String {
+    let split = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+    let (digits, unit) = (&rest[..split], rest[split..].trim());
+    let whole = (|| {
+        let mult = UNITS.iter().find(|(u, _)| *u == unit)?.1 as u128;
+        let scale = 10u128.checked_pow(u32::try_from(digits.len()).ok()?)?;
+        let n: u128 = format!("{int}{digits}").parse().ok()?;
+        let bytes = n.checked_mul(mult)?;
+        (bytes % scale == 0).then(|| u64::try_from(bytes / scale).ok()).flatten()
+    })();
+    let hint = match whole {
+        Some(b) => format!(": give `{}`", ByteSize(b)),
+        None => ": give a whole number of bytes or of a smaller unit".into(),
+    };
+    format!("`{s}`: fractional sizes are not accepted{hint}")
 }
 
 impl std::fmt::Display for ByteSize {
@@ -76,5 +97,10 @@ mod tests {
         assert!(ByteSize::parse("lots").is_err());
         assert_eq!(ByteSize(1 << 30).to_string(), "1GiB");
         assert_eq!(ByteSize(1536).to_string(), "1536B");
+        // A fraction is refused, with the whole number it means in a smaller unit.
+        let e = ByteSize::parse("0.5GiB").unwrap_err();
+        assert!(e.contains("fractional sizes are not accepted") && e.contains("`512MiB`"), "{e}");
+        assert!(ByteSize::parse("1.5 KiB").unwrap_err().contains("`1536B`"));
+        assert!(ByteSize::parse("0.3B").unwrap_err().contains("whole number of bytes"));
     }
 }

@@ -76,6 +76,10 @@ impl Layout {
 
 const WARP: u32 = 32;
 const ADDR_LIMIT: u64 = 1 << 57;
+/// Largest `MemcpyHtoD`: 1 TiB, above every GPU's memory (the largest hold 288 GB). The link's
+/// bandwidth timeline holds every bucket of a transfer while it lasts (about 140 MB per TiB), so a
+/// 256 TiB copy took tens of GB to simulate.
+const MAX_COPY: u64 = 1 << 40;
 
 /// Is `path` an Accel-Sim command list (by its `.g` name)?
 pub fn is_kernelslist(path: &str) -> bool {
@@ -123,6 +127,11 @@ fn commands(path: &str) -> Result<Vec<Command>, TraceError> {
             let bytes: u64 = b.trim().parse().map_err(|_| bad(format!("byte count `{b}` is not a whole number")))?;
             if f.next().is_some() {
                 return Err(bad("more than 3 fields (expected MemcpyHtoD,0xADDR,BYTES)".into()));
+            }
+            if bytes > MAX_COPY {
+                return Err(bad(format!(
+                    "implausible copy size {bytes}: a MemcpyHtoD fills device memory, and no GPU has more than 1 TiB (2^40 bytes)"
+                )));
             }
             if addr.checked_add(bytes).map_or(true, |e| e > ADDR_LIMIT) {
                 return Err(bad("the copy ends beyond the 57-bit address space".into()));
@@ -521,13 +530,16 @@ pub fn convert(kernelslist: &str, out: &str, layout: &Layout) -> Result<TraceFil
     let cmds = commands(kernelslist)?;
     // Pass 1: check everything, collect the touched granules and each kernel's geometry.
     let granule = layout.page_bytes.max(2 << 20);
+    // Lane granules one by one (bounded by the footprint), copies as ranges: a copy's
+    // granules one by one made memory and time grow with its size (GBs for 256 TiB).
     let mut touched = BTreeSet::new();
+    let mut copied = vec![];
     let mut ops = vec![];
     for c in &cmds {
         match c {
             Command::Copy { addr, bytes } => {
                 if *bytes > 0 {
-                    touched.extend(addr / granule..=(addr + bytes - 1) / granule);
+                    copied.push((addr / granule, (addr + bytes - 1) / granule));
                 }
                 if !layout.managed {
                     ops.push(HostRec::MemcpyH2d { bytes: *bytes });
@@ -550,11 +562,15 @@ pub fn convert(kernelslist: &str, out: &str, layout: &Layout) -> Result<TraceFil
             }
         }
     }
+    // Granule ranges in order, merged where they overlap or touch.
+    let mut ranges: Vec<(u64, u64)> = copied.into_iter().chain(touched.into_iter().map(|g| (g, g))).collect();
+    ranges.sort_unstable();
     let mut buffers: Vec<BufferRec> = vec![];
-    for g in touched {
+    for (first, last) in ranges {
+        let (base, end) = (first * granule, (last + 1) * granule);
         match buffers.last_mut() {
-            Some(b) if b.base + b.bytes == g * granule => b.bytes += granule,
-            _ => buffers.push(BufferRec { base: g * granule, bytes: granule, page_bytes: layout.page_bytes, managed: layout.managed }),
+            Some(b) if b.base + b.bytes >= base => b.bytes = b.bytes.max(end - b.base),
+            _ => buffers.push(BufferRec { base, bytes: end - base, page_bytes: layout.page_bytes, managed: layout.managed }),
         }
     }
     let header = Header { mode: Mode::Warps, source: format!("accelsim {kernelslist}"), warp_size: WARP, buffers, ops };

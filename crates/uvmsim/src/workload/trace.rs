@@ -207,12 +207,12 @@ impl TraceReader {
         let order_gap = self.order_gap;
         let parsed = (|| -> Result<Record, String> {
             let time_ns: u64 = match order_gap {
-                None => field("time_ns")?.parse().map_err(|_| "time_ns is not a whole number of ns".to_string())?,
-                Some(_) => field("order")?.parse().map_err(|_| "order is not a whole number".to_string())?,
+                None => whole("time_ns", field("time_ns")?, u64::MAX / PS_PER_NS)?,
+                Some(_) => whole("order", field("order")?, u64::MAX)?,
             };
-            let gpu: u32 = field("gpu")?.parse().map_err(|_| "gpu is not a whole number".to_string())?;
-            let cu: u32 = field("cu")?.parse().map_err(|_| "cu is not a whole number".to_string())?;
-            let wavefront: u64 = field("wavefront")?.parse().map_err(|_| "wavefront is not a whole number".to_string())?;
+            let gpu = whole("gpu", field("gpu")?, u32::MAX as u64)? as u32;
+            let cu = whole("cu", field("cu")?, u32::MAX as u64)? as u32;
+            let wavefront = whole("wavefront", field("wavefront")?, u64::MAX)?;
             let kind = match field("kind")? {
                 "R" => MemKind::Load,
                 "W" => MemKind::Store,
@@ -225,7 +225,11 @@ impl TraceReader {
                 .or_else(|| va.strip_prefix("0X"))
                 .ok_or_else(|| format!("vaddr `{va}` is not hex with a 0x prefix"))?;
             let vaddr = u64::from_str_radix(hex, 16).map_err(|_| format!("vaddr `{va}` is not a hex address"))?;
-            let size: u32 = field("size")?.parse().map_err(|_| "size is not a whole number of bytes".to_string())?;
+            let size = whole("size", field("size")?, u64::MAX)?;
+            if size == 0 || size > 4096 {
+                return Err(format!("size {size} is outside 1..4096 bytes"));
+            }
+            let size = size as u32;
             let kind = match kind {
                 MemKind::Load => 0,
                 MemKind::Store => 1,
@@ -251,6 +255,18 @@ impl TraceReader {
     }
 }
 
+/// A CSV field as a whole number up to `max`; a number too large says so rather than
+/// "not a whole number" (times in ps must fit 64 bits: `max` ns is u64::MAX / 1000).
+fn whole(name: &str, s: &str, max: u64) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(v) if v <= max => Ok(v),
+        Err(_) if !s.trim_start_matches('+').bytes().all(|b| b.is_ascii_digit()) || s.trim_start_matches('+').is_empty() => {
+            Err(format!("{name} `{s}` is not a whole number"))
+        }
+        _ => Err(format!("{name} {s} is out of range (at most {max})")),
+    }
+}
+
 /// A record's fields checked and converted (shared by the CSV and binary readers).
 fn record_of(t: &TimedRec) -> Result<Record, String> {
     let kind = match t.kind {
@@ -259,6 +275,9 @@ fn record_of(t: &TimedRec) -> Result<Record, String> {
         2 => MemKind::Prefetch,
         k => return Err(format!("kind {k} is not a read, write or prefetch")),
     };
+    if t.gpu == 0 {
+        return Err("gpu 0 does not exist: GPUs are numbered from 1, as MGPUSim names them".into());
+    }
     if t.size == 0 || t.size > 4096 {
         return Err(format!("size {} is outside 1..4096 bytes", t.size));
     }
@@ -410,6 +429,62 @@ impl Drop for TempPath {
     }
 }
 
+/// Is `out` the file `input` names (after following links, or a hard link to it)?
+/// Converting a file onto itself would truncate the input before it is read.
+pub fn same_file(input: &str, out: &str) -> bool {
+    let (Ok(a), Ok(b)) = (std::fs::metadata(input), std::fs::metadata(out)) else { return false };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        a.dev() == b.dev() && a.ino() == b.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (a, b);
+        std::fs::canonicalize(input).ok() == std::fs::canonicalize(out).ok()
+    }
+}
+
+/// A temporary file next to an output, renamed over it by [`TempOut::commit`] and
+/// removed if dropped uncommitted: a failed or interrupted writer never leaves a
+/// truncated output behind (or destroys the file it was to replace).
+pub struct TempOut {
+    pub out: String,
+    pub tmp: String,
+    done: bool,
+}
+
+impl TempOut {
+    /// Only the name is chosen; the writer creates the file. The same directory keeps the rename atomic.
+    pub fn new(out: &str) -> TempOut {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let p = std::path::Path::new(out);
+        let name = p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = p.with_file_name(format!(".{name}.uvmsim-{}-{n}.tmp", std::process::id()));
+        TempOut { out: out.to_string(), tmp: tmp.to_string_lossy().into_owned(), done: false }
+    }
+
+    /// A writer's error, naming the output rather than the temporary file.
+    pub fn rename_err(&self, e: TraceError) -> TraceError {
+        TraceError(e.0.replace(&self.tmp, &self.out))
+    }
+
+    pub fn commit(mut self) -> Result<(), TraceError> {
+        std::fs::rename(&self.tmp, &self.out).map_err(|e| TraceError(format!("{}: cannot write: {e}", self.out)))?;
+        self.done = true;
+        Ok(())
+    }
+}
+
+impl Drop for TempOut {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
 /// Summary of a warp trace: every op of every warp, streamed.
 fn warp_info(f: &TraceFile) -> Result<TraceInfo, TraceError> {
     let h = &f.header;
@@ -471,8 +546,8 @@ fn warp_info(f: &TraceFile) -> Result<TraceInfo, TraceError> {
 }
 
 /// Convert a timed CSV trace to a timed `.uvmt` (losslessly), or a timed
-/// `.uvmt` back to CSV (gzip-compressed when `out` ends in `.gz`). Returns the records written.
-pub fn convert_timed(input: &str, out: &str) -> Result<u64, TraceError> {
+/// `.uvmt` back to CSV (gzip-compressed when `gz`). Returns the records written.
+pub fn convert_timed(input: &str, out: &str, gz: bool) -> Result<u64, TraceError> {
     let mut r = TraceReader::open(input)?;
     let werr = |e: std::io::Error| TraceError(format!("{out}: cannot write: {e}"));
     let file = File::create(out).map_err(werr)?;
@@ -512,7 +587,7 @@ pub fn convert_timed(input: &str, out: &str) -> Result<u64, TraceError> {
         Ok(())
     };
     let o = std::io::BufWriter::new(file);
-    if out.ends_with(".gz") {
+    if gz {
         let mut gz = flate2::write::GzEncoder::new(o, flate2::Compression::default());
         csv(&mut gz)?;
         gz.finish().and_then(|mut o| o.flush()).map_err(werr)?;
@@ -596,7 +671,23 @@ mod tests {
             ("time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000\n", ":2: missing field `size`"),
             ("time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000,64,9\n", ":2: more than 7 fields"),
             ("time_ns,gpu,cu,wavefront,kind,vaddr,size\n20,1,0,0,R,0x1000,64\n10,1,0,0,R,0x1000,64\n", ":3: time goes backwards"),
-            ("time_ns,gpu,cu,wavefront,kind,vaddr,size\nten,1,0,0,R,0x1000,64\n", ":2: time_ns"),
+            ("time_ns,gpu,cu,wavefront,kind,vaddr,size\nten,1,0,0,R,0x1000,64\n", ":2: time_ns `ten` is not a whole number"),
+            // Numbers too large say so, not "not a whole number".
+            (
+                "time_ns,gpu,cu,wavefront,kind,vaddr,size\n99999999999999999999,1,0,0,R,0x1000,64\n",
+                ":2: time_ns 99999999999999999999 is out of range",
+            ),
+            (
+                "time_ns,gpu,cu,wavefront,kind,vaddr,size\n18446744073709552,1,0,0,R,0x1000,64\n",
+                ":2: time_ns 18446744073709552 is out of range (at most 18446744073709551)",
+            ),
+            ("time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000,4294967296\n", ":2: size 4294967296 is outside 1..4096 bytes"),
+            (
+                "time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,4294967296,0,0,R,0x1000,64\n",
+                ":2: gpu 4294967296 is out of range (at most 4294967295)",
+            ),
+            // GPUs are numbered from 1.
+            ("time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000,64\n11,0,0,0,R,0x1000,64\n", ":3: gpu 0 does not exist"),
             ("", "empty trace"),
         ];
         for (i, (body, want)) in cases.iter().enumerate() {

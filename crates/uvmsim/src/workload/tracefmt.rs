@@ -653,8 +653,12 @@ impl TraceFile {
         let bad = |at: u64, why: &str| TraceError(format!("{name}: byte {at}: {why}"));
         let io = |e: std::io::Error| TraceError(format!("{name}: cannot read the trace: {e}"));
         let mut pre = [0u8; 16];
-        if !blob.read_at(0, &mut pre).map_err(io)? || &pre[..8] != MAGIC {
+        let mut magic = [0u8; 8];
+        if !blob.read_at(0, &mut magic).map_err(io)? || &magic != MAGIC {
             return Err(bad(0, "not a uvmsim binary trace (no UVMTRACE magic)"));
+        }
+        if !blob.read_at(0, &mut pre).map_err(io)? {
+            return Err(bad(blob.len(), "truncated: the file ends inside its 16-byte preamble (magic, version, header length)"));
         }
         let version = u32::from_le_bytes(pre[8..12].try_into().expect("4 bytes"));
         if version != VERSION {
@@ -807,9 +811,12 @@ fn inflate_exact(state: &mut miniz_oxide::inflate::core::DecompressorOxide, pack
     let flags = TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF | TINFL_FLAG_IGNORE_ADLER32;
     match miniz_oxide::inflate::core::decompress(state, packed, out, 0, flags) {
         (TINFLStatus::Done, _, n) => Ok(n),
-        // As `decompress_slice_iter_to_slice` reports input that ends early.
-        (TINFLStatus::NeedsMoreInput, ..) => Err(format!("{:?}", TINFLStatus::FailedCannotMakeProgress)),
-        (e, ..) => Err(format!("{e:?}")),
+        // In words: the decoder's status names (HasMoreOutput, ...) mean nothing to a user.
+        (TINFLStatus::HasMoreOutput, ..) => Err("the compressed data inflates to more than the chunk's recorded size".into()),
+        (TINFLStatus::NeedsMoreInput | TINFLStatus::FailedCannotMakeProgress, ..) => {
+            Err("the compressed data ends before its last block".into())
+        }
+        _ => Err("the compressed data is not valid deflate".into()),
     }
 }
 
@@ -1569,6 +1576,7 @@ mod tests {
         flipped[mid] ^= 0x55;
         let cases: Vec<(Vec<u8>, &str)> = vec![
             (b"time_ns,gpu".to_vec(), "byte 0: not a uvmsim binary trace"),
+            (MAGIC.to_vec(), "byte 8: truncated: the file ends inside its 16-byte preamble"),
             (v2, "byte 8: format version 2; this uvmsim reads version 1"),
             (good[..good.len() - 5].to_vec(), "truncated"),
             (good[..40].to_vec(), "truncated"),
@@ -1850,12 +1858,16 @@ mod inflate_tests {
         let (raw, n) = inflate(st, &packed, data.len()).unwrap();
         assert_eq!((n, &raw[..]), (data.len(), &data[..]));
         // Stated too short: the data does not fit, an error. Too long: a short count for the length check.
-        assert!(inflate(st, &packed, data.len() - 1).is_err());
+        // The errors are in words, not the decoder's status names (HasMoreOutput, ...).
+        assert_eq!(
+            inflate(st, &packed, data.len() - 1).unwrap_err(),
+            "the compressed data inflates to more than the chunk's recorded size"
+        );
         assert_eq!(inflate(st, &packed, data.len() + 5).unwrap().1, data.len());
         // Empty chunks, and garbage.
         assert_eq!(inflate(st, &deflate(&[]), 0).unwrap().1, 0);
         assert!(inflate(st, &[0xff; 16], 100).is_err());
-        assert!(inflate(st, &packed[..packed.len() / 2], data.len()).is_err());
+        assert_eq!(inflate(st, &packed[..packed.len() / 2], data.len()).unwrap_err(), "the compressed data ends before its last block");
         // The state is reusable after all those errors.
         assert_eq!(inflate(st, &packed, data.len()).unwrap().0, data);
     }

@@ -115,6 +115,10 @@ pub(super) fn program_of(file: Arc<TraceFile>, cfg: &Config) -> Result<Program, 
     if h.mode != Mode::Warps {
         return Err(format!("{}: holds timed accesses, not warp instruction streams: replay it with workload.kind = \"trace\"", file.name));
     }
+    if file.totals.mem_ops == 0 {
+        // An empty replay would pass for a result (all-zero metrics), as an empty timed trace would.
+        return Err(format!("{}: the trace holds no accesses (no memory instruction in any warp): nothing to replay", file.name));
+    }
     let ws = cfg.gpu.warp_size;
     if h.warp_size != ws {
         return Err(format!(

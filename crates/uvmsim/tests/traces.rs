@@ -1,0 +1,156 @@
+//! Trace inputs from the front ends' side (`api`, as the CLI and Python call it):
+//! converting onto the input, implausible Accel-Sim copies, records of GPUs that
+//! are not replayed, and traces without accesses.
+
+use std::path::Path;
+use uvmsim::api;
+use uvmsim::config::resolve;
+use uvmsim::sim::SimError;
+use uvmsim::stats::Metrics;
+use uvmsim::world::simulate;
+
+const HEADER: &str = "time_ns,gpu,cu,wavefront,kind,vaddr,size\n";
+
+fn convert(input: &Path, out: &Path) -> Result<String, String> {
+    api::trace_convert_json(&input.display().to_string(), &out.display().to_string(), &[], &[]).map_err(|e| e.to_string())
+}
+
+fn replay(kind: &str, path: &Path, sets: &[&str]) -> Result<Metrics, SimError> {
+    let mut o = vec![format!("workload.kind={kind}"), format!("workload.{}.path={:?}", kind.replace('-', "_"), path.display().to_string())];
+    o.extend(sets.iter().map(|s| s.to_string()));
+    simulate(&resolve(&[], &o).unwrap_or_else(|e| panic!("{e}")))
+}
+
+fn bad_input(r: Result<Metrics, SimError>) -> String {
+    match r {
+        Err(SimError::BadInput(m)) => m,
+        Err(e) => panic!("not bad input: {e}"),
+        Ok(_) => panic!("accepted"),
+    }
+}
+
+/// Files in `dir` other than `keep` (a temporary file left behind would show here).
+fn others(dir: &Path, keep: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.retain(|n| !keep.contains(&n.as_str()));
+    v
+}
+
+#[test]
+fn converting_a_trace_onto_itself_is_refused_and_leaves_it_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("t.csv");
+    let body = format!("{HEADER}10,1,0,0,R,0x1000,64\n12,1,1,1,W,0x2000,64\n");
+    std::fs::write(&csv, &body).unwrap();
+    let uvmt = dir.path().join("t.uvmt");
+    convert(&csv, &uvmt).unwrap();
+    let uvmt_bytes = std::fs::read(&uvmt).unwrap();
+    std::fs::hard_link(&csv, dir.path().join("link.csv")).unwrap();
+    // The same path, another spelling of it, a hard link; and a .uvmt onto itself.
+    let dotted = dir.path().join(".").join("t.csv");
+    for (input, out) in [(&csv, &csv), (&csv, &dotted), (&csv, &dir.path().join("link.csv")), (&uvmt, &uvmt)] {
+        let e = convert(input, out).unwrap_err();
+        assert!(e.contains("is the input trace") && e.contains(&out.display().to_string()), "{e}");
+    }
+    assert_eq!(std::fs::read_to_string(&csv).unwrap(), body);
+    assert_eq!(std::fs::read(&uvmt).unwrap(), uvmt_bytes);
+    assert!(others(dir.path(), &["t.csv", "t.uvmt", "link.csv"]).is_empty());
+}
+
+#[test]
+fn a_failed_conversion_leaves_no_output_and_keeps_an_old_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, format!("{HEADER}10,1,0,0,R,0x1000,64\n9,1,0,0,R,0x1000,64\n")).unwrap();
+    let out = dir.path().join("out.uvmt");
+    let e = convert(&bad, &out).unwrap_err();
+    assert!(e.contains("bad.csv:3: time goes backwards"), "{e}");
+    assert!(!out.exists(), "a failed conversion left {}", out.display());
+    // An existing OUT is replaced only by a finished conversion.
+    std::fs::write(&out, "old").unwrap();
+    convert(&bad, &out).unwrap_err();
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old");
+    assert!(others(dir.path(), &["bad.csv", "out.uvmt"]).is_empty(), "{:?}", others(dir.path(), &[]));
+    // A good conversion replaces it, gzip chosen by OUT's name (not the temporary file's).
+    let good = dir.path().join("good.csv");
+    std::fs::write(&good, format!("{HEADER}10,1,0,0,R,0x1000,64\n")).unwrap();
+    convert(&good, &out).unwrap();
+    let gz = dir.path().join("back.csv.gz");
+    convert(&out, &gz).unwrap();
+    assert_eq!(&std::fs::read(&gz).unwrap()[..2], &[0x1f, 0x8b]);
+}
+
+/// The hand-made Accel-Sim trace in a fresh directory, its copy resized to `bytes`.
+fn accelsim_with_copy(bytes: u64) -> (tempfile::TempDir, std::path::PathBuf) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/accelsim");
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["kernelslist.g", "kernel-1.traceg"] {
+        std::fs::copy(src.join(f), dir.path().join(f)).unwrap();
+    }
+    let list = dir.path().join("kernelslist.g");
+    let text = std::fs::read_to_string(&list).unwrap();
+    assert!(text.contains("MemcpyHtoD,0x00007f0000000000,512\n"), "{text}");
+    std::fs::write(&list, text.replace("MemcpyHtoD,0x00007f0000000000,512\n", &format!("MemcpyHtoD,0x00007f0000000000,{bytes}\n")))
+        .unwrap();
+    (dir, list)
+}
+
+#[test]
+fn an_accelsim_copy_larger_than_any_gpu_memory_is_refused_and_large_ones_cost_little() {
+    let (_d, list) = accelsim_with_copy(256 << 40);
+    let e = api::trace_info_json(&list.display().to_string()).unwrap_err().to_string();
+    assert!(e.contains("kernelslist.g:") && e.contains("implausible copy size 281474976710656"), "{e}");
+    let (_d, list) = accelsim_with_copy((1 << 40) + 1);
+    let e = api::trace_info_json(&list.display().to_string()).unwrap_err().to_string();
+    assert!(e.contains("kernelslist.g:1: implausible copy size"), "{e}");
+    // 1 TiB: one buffer, found from the copy's range (not its 512 K granules one by one).
+    let (_d, list) = accelsim_with_copy(1 << 40);
+    let t = std::time::Instant::now();
+    let info: serde_json::Value = serde_json::from_str(&api::trace_info_json(&list.display().to_string()).unwrap()).unwrap();
+    assert!(t.elapsed().as_secs_f64() < 2.0, "{:?}", t.elapsed());
+    assert_eq!(info["page_sizes"], serde_json::json!([[4096, 1u64 << 40]]), "{info}");
+}
+
+#[test]
+fn records_of_gpus_not_replayed_do_not_stretch_the_run_and_gpu_0_is_malformed() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one.csv");
+    std::fs::write(&one, format!("{HEADER}10,1,0,0,R,0x1000,64\n20,1,0,0,R,0x2000,64\n")).unwrap();
+    let two = dir.path().join("two.csv");
+    std::fs::write(&two, format!("{HEADER}10,1,0,0,R,0x1000,64\n15,2,0,0,R,0x5000,64\n20,1,0,0,R,0x2000,64\n900000,2,0,0,R,0x3000,64\n"))
+        .unwrap();
+    let total = |p: &Path, gpu: u32| replay("trace", p, &[&format!("workload.trace.gpu={gpu}")]).unwrap().get("time.total_ns").unwrap();
+    // GPU 1's replay ends at its own last access, not at GPU 2's last record.
+    assert_eq!(total(&two, 1), total(&one, 1));
+    assert!(total(&two, 1) < 10_000.0, "{}", total(&two, 1));
+    assert!(total(&two, 2) > 900_000.0);
+    // There is no GPU 0: a malformed record, with its line.
+    let zero = dir.path().join("zero.csv");
+    std::fs::write(&zero, format!("{HEADER}10,1,0,0,R,0x1000,64\n318202,0,0,0,R,0x1000,64\n")).unwrap();
+    let m = bad_input(replay("trace", &zero, &[]));
+    assert!(m.contains("zero.csv:3: gpu 0 does not exist"), "{m}");
+    let e = api::trace_info_json(&zero.display().to_string()).unwrap_err().to_string();
+    assert!(e.contains("zero.csv:3: gpu 0 does not exist"), "{e}");
+}
+
+#[test]
+fn a_trace_without_accesses_does_not_run_but_has_info() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("header.csv");
+    std::fs::write(&csv, HEADER).unwrap();
+    let uvmt = dir.path().join("header.uvmt");
+    convert(&csv, &uvmt).unwrap();
+    let list = dir.path().join("kernelslist.g");
+    std::fs::write(&list, "").unwrap();
+    for (kind, p) in [("trace", &csv), ("trace", &uvmt), ("accelsim", &list)] {
+        let m = bad_input(replay(kind, p, &[]));
+        assert!(m.contains(&p.display().to_string()) && m.contains("the trace holds no accesses"), "{m}");
+        let info: serde_json::Value = serde_json::from_str(&api::trace_info_json(&p.display().to_string()).unwrap()).unwrap();
+        assert_eq!(info["accesses"], 0, "{info}");
+    }
+    // A warp trace of it, too.
+    let warps = dir.path().join("warps.uvmt");
+    convert(&list, &warps).unwrap();
+    let m = bad_input(replay("warp-trace", &warps, &[]));
+    assert!(m.contains("warps.uvmt") && m.contains("the trace holds no accesses"), "{m}");
+}
