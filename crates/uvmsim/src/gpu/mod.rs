@@ -1606,6 +1606,19 @@ mod tests {
 
     use proptest::prelude::*;
 
+    /// The sleepers (slot, page noted) and every warp's faulted pages: what two scans must agree on.
+    #[allow(clippy::type_complexity)]
+    fn sleep_state(g: &Gpu) -> (Vec<(u32, u64)>, Vec<Vec<u64>>) {
+        let sleepers = g.waiting.iter().map(|s| (s.slot, s.on)).collect();
+        let faulted = g.warps.iter().flatten().map(|w| w.faulted.clone()).collect();
+        (sleepers, faulted)
+    }
+
+    /// The events a queue holds, in order (the warps woken, at their times).
+    fn drain(q: &mut EventQueue<Ev>) -> Vec<(Ps, Ev)> {
+        std::iter::from_fn(|| q.pop()).collect()
+    }
+
     /// `narrow` before its fast path: every lane checked against the faults.
     fn narrow_lane_by_lane(op: Op, scratch: &[u64; MAX_LANES], faults: &[Fault], split: bool) -> (Op, Box<[u64]>) {
         let Op::Mem { kind, lanes, bytes } = op else { return (op, Box::default()) };
@@ -1728,15 +1741,9 @@ mod tests {
                         }
                     }
                 }
-                let state = |g: &Gpu| {
-                    let sleepers: Vec<(u32, u64)> = g.waiting.iter().map(|s| (s.slot, s.on)).collect();
-                    let faulted: Vec<Vec<u64>> = g.warps.iter().flatten().map(|w| w.faulted.clone()).collect();
-                    (sleepers, faulted)
-                };
-                prop_assert_eq!(state(&fast), state(&full));
+                prop_assert_eq!(sleep_state(&fast), sleep_state(&full));
             }
-            let woken = |q: &mut EventQueue<Ev>| std::iter::from_fn(|| q.pop()).collect::<Vec<_>>();
-            prop_assert_eq!(woken(&mut qf), woken(&mut qs));
+            prop_assert_eq!(drain(&mut qf), drain(&mut qs));
         }
 
         /// A filter holds every page it was made of.
@@ -1775,15 +1782,9 @@ mod tests {
                 }
                 fast.replay(0, &mut qf);
                 full.replay(0, &mut qs);
-                let state = |g: &Gpu| {
-                    let sleepers: Vec<(u32, u64)> = g.waiting.iter().map(|s| (s.slot, s.on)).collect();
-                    let faulted: Vec<Vec<u64>> = g.warps.iter().flatten().map(|w| w.faulted.clone()).collect();
-                    (sleepers, faulted)
-                };
-                prop_assert_eq!(state(&fast), state(&full));
+                prop_assert_eq!(sleep_state(&fast), sleep_state(&full));
             }
-            let woken = |q: &mut EventQueue<Ev>| std::iter::from_fn(|| q.pop()).collect::<Vec<_>>();
-            prop_assert_eq!(woken(&mut qf), woken(&mut qs));
+            prop_assert_eq!(drain(&mut qf), drain(&mut qs));
         }
     }
 }
