@@ -61,6 +61,22 @@ def test_preset_path_env_is_searched_first_and_shadows(tmp_path: Path, monkeypat
     assert by_name["tiny"].path == tmp_path / "tiny.toml"
     assert presets.load_preset("tiny") == ("preset tiny", "# A tiny GPU.\n[gpu]\nsms = 1\n")
     assert uvmsim.resolve(preset="tiny")["gpu"]["sms"] == 1
+    # The listing and the description say which shipped preset a user's one hides.
+    assert by_name["kaveri-apu"].shadows == (presets.BUILTIN_DIR / "kaveri-apu.toml",) and by_name["tiny"].shadows == ()
+    assert presets.describe("kaveri-apu").shadows == (presets.BUILTIN_DIR / "kaveri-apu.toml",)
+    assert presets.describe("titan-v").shadows == ()
+
+
+def test_presets_command_says_which_shipped_preset_is_hidden(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "titan-v.toml").write_text("# My own Titan V.\n[gpu]\nsms = 2\n")
+    monkeypatch.setenv(presets.PRESET_PATH_ENV, str(tmp_path))
+    p = cli("presets")
+    line = next(x for x in p.stdout.splitlines() if x.startswith("titan-v"))
+    assert "My own Titan V." in line and f"hides {presets.BUILTIN_DIR / 'titan-v.toml'}" in line, line
+    assert "hides" not in next(x for x in p.stdout.splitlines() if x.startswith("kaveri-apu"))
+    assert "hides" in cli("presets", "titan-v").stdout.splitlines()[0]
 
 
 def test_preset_given_as_a_path(tmp_path: Path) -> None:

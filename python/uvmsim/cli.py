@@ -192,14 +192,21 @@ def run(
 def presets_cmd(name: str | None) -> None:
     """List the system presets, or describe preset NAME."""
     if name is None:
-        _echo_rows([(p.name, p.summary) for p in presets.list_presets()])
+        # A user's preset that hides a shipped one says so (UVMSIM_PRESET_PATH is searched first).
+        _echo_rows(
+            [
+                (p.name, p.summary + (f" [{p.path}; hides {p.shadows[0]}]" if p.shadows else ""))
+                for p in presets.list_presets()
+            ]
+        )
         return
     info = presets.describe(name)
     text = read_input_text(info.path, "preset file")
     body = text.split("\n")
     # The comment header is printed as prose; the settings follow it verbatim.
     start = next((i for i, line in enumerate(body) if line.strip() and not line.lstrip().startswith("#")), len(body))
-    click.echo(f"{info.name}  ({info.path})\n")
+    hides = "".join(f"; hides {p}" for p in info.shadows)
+    click.echo(f"{info.name}  ({info.path}{hides})\n")
     click.echo(info.description)
     click.echo("\n" + "\n".join(body[start:]).rstrip())
 

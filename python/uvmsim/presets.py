@@ -28,6 +28,8 @@ class PresetInfo:
     name: str
     description: str
     path: Path
+    # The files of the same name it hides (a preset of UVMSIM_PRESET_PATH named like a shipped one).
+    shadows: tuple[Path, ...] = ()
 
     @property
     def summary(self) -> str:
@@ -54,18 +56,23 @@ def header(text: str) -> str:
     return "\n".join(lines).strip()
 
 
-def _index() -> dict[str, Path]:
-    found: dict[str, Path] = {}
+def _all() -> dict[str, list[Path]]:
+    """Every preset file by name, in search order: the first is the one a name finds."""
+    found: dict[str, list[Path]] = {}
     for d in search_dirs():
         if d.is_dir():
             for p in sorted(d.glob("*.toml")):
-                found.setdefault(p.stem, p)  # earlier directories shadow later ones
+                found.setdefault(p.stem, []).append(p)
     return found
+
+
+def _index() -> dict[str, Path]:
+    return {name: paths[0] for name, paths in _all().items()}  # earlier directories shadow later ones
 
 
 def list_presets() -> list[PresetInfo]:
     """Every available preset, sorted by name."""
-    return [PresetInfo(name, header(_text(path)), path) for name, path in sorted(_index().items())]
+    return [PresetInfo(name, header(_text(ps[0])), ps[0], tuple(ps[1:])) for name, ps in sorted(_all().items())]
 
 
 def find_preset(name_or_path: str | os.PathLike[str]) -> Path:
@@ -105,7 +112,10 @@ def load_preset(name_or_path: str | os.PathLike[str]) -> tuple[str, str]:
 def describe(name_or_path: str | os.PathLike[str]) -> PresetInfo:
     """The ``PresetInfo`` of one preset."""
     path = find_preset(name_or_path)
-    return PresetInfo(path.stem, header(_text(path)), path)
+    hidden = _all().get(path.stem, [])
+    return PresetInfo(
+        path.stem, header(_text(path)), path, tuple(p for p in hidden if p != path) if path in hidden else ()
+    )
 
 
 def _text(path: Path) -> str:
