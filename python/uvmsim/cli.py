@@ -291,7 +291,14 @@ parameter sections), so this page cannot drift from the code.
   bytes, `_s` seconds. Give plain numbers: `latency_ns = 100`, not `"100ns"`.
 - **Sizes** (`size_bytes`, `page_size`) take an integer number of bytes or a
   string with a binary unit: `"4KiB"`, `"2MiB"`, `"1GiB"` (B, KiB, MiB, GiB,
-  TiB). Decimal units such as `"4KB"` are rejected as ambiguous.
+  TiB). Decimal units such as `"4KB"` are rejected as ambiguous; so are
+  fractions (`"0.5GiB"`: give `"512MiB"`). A space before the unit and `_`
+  between digits are accepted (`"4 KiB"`, `"4_096"`).
+- **`--set` values are TOML values**: `--set gpu.sms=0x10` (TOML's hexadecimal,
+  also `+16`, `1_000`) is 16; a string needs TOML quotes only where it could
+  read as another type (`--set 'workload.kind="stream"'`, or plainly
+  `workload.kind=stream`). TOML integers are signed 64-bit: larger values are
+  out of range.
 - **Unknown keys are errors**, naming the file or `--set` they came from and
   the nearest valid key. Out-of-range values are errors naming the key and the
   accepted range. Both exit with code 2.
