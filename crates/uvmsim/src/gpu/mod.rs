@@ -1581,6 +1581,14 @@ mod tests {
         // page counts, as without splitting.
         let long = Op::Mem { kind: MemKind::Load, lanes: Lanes::Explicit { n: 1 }, bytes: 8192 };
         assert_eq!(&*narrow(long, &scratch, &[fault(4)], true).1, &[0x2ffc]);
+        // One GPU, every lane on the faulted page: the instruction re-executes as it is, unless its
+        // lanes overlap by more than a minimal line (96 bytes every 33: coalescing the strided form
+        // would give lines out of order), when the explicit lanes are kept.
+        let whole = Op::Mem { kind: MemKind::Load, lanes: Lanes::Strided { base: 0x2000, stride: 4, n: 32 }, bytes: 4 };
+        assert_eq!(narrow(whole, &scratch, &[fault(2)], false), (whole, Box::default()));
+        let overlapping = Op::Mem { kind: MemKind::Load, lanes: Lanes::Strided { base: 0x2000, stride: 33, n: 2 }, bytes: 96 };
+        let (nop, lanes) = narrow(overlapping, &scratch, &[fault(2)], false);
+        assert!(matches!(nop, Op::Mem { lanes: Lanes::Explicit { n: 2 }, .. }) && *lanes == [0x2000, 0x2021]);
     }
 
     /// GMMU multi-GPU re-execution: lanes on a page still held behind its far fault wait, and
