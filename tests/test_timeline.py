@@ -156,7 +156,7 @@ def test_bad_timeline_bound_exits_2(cli: Cli, tmp_path: Path) -> None:
 def test_a_timeline_where_the_run_writes_exits_2_before_simulating(
     cli: Cli, tmp_path: Path, out: str, timeline: str, expected: str
 ) -> None:
-    # `-o tl --timeline tl` failed after the whole simulation with "[Errno 21] Is a directory: '.tl.XXXX.tmp'".
+    # `-o tl --timeline tl` failed after the whole simulation with "[Errno 21] Is a directory: '.tl.<random>.tmp'".
     p = cli(
         "run", "--preset", "titan-v", "--set", "workload.stride.accesses=200", "-q", "-o", out, "--timeline", timeline
     )

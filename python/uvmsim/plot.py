@@ -55,7 +55,7 @@ BATCH_NOT_STAGES = (*BATCH_TIMESTAMPS, "copy_ns")
 # consecutive batches beyond STAGE_GROUPS_MAX; the figure grows with the batches up to a width (inches).
 STAGE_BARS_MAX = 200
 STAGE_GROUPS_MAX = 2000
-STAGE_FIGURE_MAX_WIDTH = 24.0
+STAGE_FIGURE_MAX_WIDTH_IN = 24.0
 
 
 class PlotDataError(ConfigError):
@@ -362,7 +362,7 @@ def batch_stages(batches: pd.DataFrame) -> Figure:
             "batch-stages needs per-stage batch records (not yet recorded)"
         )
     n = len(b)
-    fig = _new_figure(min(max(6.0, 0.12 * n + 3), STAGE_FIGURE_MAX_WIDTH))
+    fig = _new_figure(min(max(6.0, 0.12 * n + 3), STAGE_FIGURE_MAX_WIDTH_IN))
     ax = fig.add_subplot()
     x = b["batch"].to_numpy() if "batch" in b.columns else np.arange(n)
     # The default cycle has 10 colours and the driver's stages are 12: two pairs looked alike.
@@ -411,7 +411,7 @@ def save(fig: Figure, path: str | os.PathLike[str], fmt: str | None = None) -> P
     fmt = fmt or (p.suffix.lstrip(".").lower() if p.suffix.lstrip(".").lower() in FORMATS else "png")
 
     # Drawn in memory first: the temporary file then exists only while the bytes are written, so a plot killed
-    # while drawing (which can take a while) leaves no empty `.NAME.XXXX.tmp` behind.
+    # while drawing (which can take a while) leaves no empty temporary file (`.NAME.<random>.tmp`) behind.
     buf = io.BytesIO()
     creator = f"uvmsim {uvmsim.__version__}"
     fig.savefig(buf, format=fmt, dpi=120, metadata={"Software" if fmt == "png" else "Creator": creator})

@@ -79,7 +79,7 @@ const ADDR_LIMIT: u64 = 1 << 57;
 /// Largest `MemcpyHtoD`: 1 TiB, above every GPU's memory (the largest hold 288 GB). The link's
 /// bandwidth timeline holds every bucket of a transfer while it lasts (about 140 MB per TiB), so a
 /// 256 TiB copy took tens of GB to simulate.
-const MAX_COPY: u64 = 1 << 40;
+const MAX_COPY_BYTES: u64 = 1 << 40;
 
 /// Is `path` an Accel-Sim command list (by its `.g` name)?
 pub fn is_kernelslist(path: &str) -> bool {
@@ -128,7 +128,7 @@ fn commands(path: &str) -> Result<Vec<Command>, TraceError> {
             if f.next().is_some() {
                 return Err(bad("more than 3 fields (expected MemcpyHtoD,0xADDR,BYTES)".into()));
             }
-            if bytes > MAX_COPY {
+            if bytes > MAX_COPY_BYTES {
                 return Err(bad(format!(
                     "implausible copy size {bytes}: a MemcpyHtoD fills device memory, and no GPU has more than 1 TiB (2^40 bytes)"
                 )));
