@@ -725,7 +725,7 @@ pub struct Output {
     pub batches: Option<Vec<crate::uvm::BatchRecord>>,
     /// Per-fault records (`uvm.fault_records = true`).
     pub faults: Option<Vec<crate::uvm::FaultRecord>>,
-    /// Per-migration records (`uvm.records = true`).
+    /// Per-migration records (`uvm.records = true`): the UVM driver's copies, or the multi-GPU model's page moves.
     pub migrations: Option<Vec<crate::uvm::MigrationRecord>>,
     /// Sampled page walks (`translation.walk_records_every > 0`).
     pub walks: Option<Vec<crate::xlat::WalkRecord>>,
@@ -844,11 +844,17 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     }
     // The whole call: with the oracle's first pass and the baselines, which `sim.wall_s` leaves out.
     m.float("sim.total_wall_s", started.elapsed().as_secs_f64());
+    // The multi-GPU model's page moves (multi-application mode included: its applications fault through the
+    // same model) after any copy of the UVM driver (host operations act on GPU 0 there).
+    let mut migrations = world.uvm.migrations.take();
+    if let (Some(rows), Some(moves)) = (migrations.as_mut(), world.multi.as_mut().and_then(|mx| mx.migrations.take())) {
+        rows.extend(moves);
+    }
     Ok(Output {
         metrics: m,
         batches: world.uvm.records.take(),
         faults: world.uvm.fault_records.take(),
-        migrations: world.uvm.migrations.take(),
+        migrations,
         walks: (cfg.translation.walk_records_every > 0)
             .then(|| world.gpus.iter_mut().enumerate().flat_map(|(i, g)| g.xlat.take_walk_records(i as u32)).collect()),
     })

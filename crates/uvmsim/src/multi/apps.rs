@@ -251,6 +251,10 @@ mod tests {
 
     /// A small ATS system (4 SMs per GPU, 32-entry L2 TLBs, a 64-entry IOMMU TLB) with small workloads.
     fn run(extra: &[&str]) -> Metrics {
+        simulate(&config(extra)).unwrap()
+    }
+
+    fn config(extra: &[&str]) -> crate::config::Config {
         let mut o: Vec<String> = [
             "gpu.sms=4",
             "translation.mode=iommu",
@@ -269,7 +273,7 @@ mod tests {
         .map(|s| s.to_string())
         .collect();
         o.extend(extra.iter().map(|s| s.to_string()));
-        simulate(&crate::config::resolve(&[], &o).unwrap()).unwrap()
+        crate::config::resolve(&[], &o).unwrap()
     }
 
     fn app(m: &Metrics, i: usize, k: &str) -> f64 {
@@ -362,6 +366,22 @@ mod tests {
             assert!(app(&warm, i, "runtime_ns") < app(&cold, i, "runtime_ns"));
         }
         assert_eq!(warm.get("multi.far_faults"), Some(0.0));
+    }
+
+    /// The applications' page moves go through the multi-GPU model: with records, one migrations row each, on
+    /// the application's GPU (here from the host, taking no time under the oracle); resident pages never move.
+    #[test]
+    fn applications_page_moves_are_migrations_rows() {
+        let set = ["multi.gpus=2", "multi.apps=[\"stream\", \"stencil2d\"]", "uvm.records=true"];
+        let cold = crate::world::simulate_full(&config(&set)).unwrap();
+        let rows = cold.migrations.unwrap();
+        assert_eq!(rows.len() as f64, cold.metrics.get("multi.migrations").unwrap());
+        for g in 0..2 {
+            assert!(rows.iter().any(|r| r.gpu == g), "GPU {g}'s application moved pages");
+        }
+        assert!(rows.iter().all(|r| r.direction == "h2d" && r.src_gpu == -1 && r.start_ns == r.end_ns));
+        let warm = crate::world::simulate_full(&config(&[&set[..], &["multi.apps_resident=true"]].concat())).unwrap();
+        assert_eq!(warm.migrations.map(|r| r.len()), Some(0));
     }
 
     #[test]

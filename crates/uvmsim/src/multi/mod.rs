@@ -43,6 +43,7 @@ use crate::link::{Dir, Link};
 use crate::mem::Dram;
 use crate::sim::{ns_to_ps, Ps, PS_PER_NS};
 use crate::stats::{Latency, Metrics};
+use crate::uvm::{Cause, MigrationRecord};
 use crate::xlat::{Iommu, Lookup, Tlb, Walker};
 use serde::{Deserialize, Serialize};
 
@@ -362,6 +363,8 @@ pub struct Multi {
     pub iommu: Option<Iommu>,
     /// Migrations access counters asked for while a GPU ran: (page, GPU, time). The world services them.
     pub requests: Vec<(u64, usize, Ps)>,
+    /// The migrations table's rows, one per page move (`uvm.records`; docs/metrics.md "Record tables").
+    pub migrations: Option<Vec<MigrationRecord>>,
     /// Invalidation requests on their way to GPUs: (arrival, `vpn << 5 | gpu`). The world schedules them.
     pub arrivals: Vec<(Ps, u64)>,
     pub stats: MultiStats,
@@ -435,6 +438,7 @@ impl Multi {
             host_dram: Dram::new(&cfg.gpu.dram, cfg.gpu.line_bytes),
             iommu,
             requests: vec![],
+            migrations: cfg.uvm.records.then(Vec::new),
             arrivals: vec![],
             stats: MultiStats { faults: vec![0; n], remote_lines: vec![0; n], ..MultiStats::default() },
         }
@@ -682,20 +686,36 @@ impl Multi {
         self.pte_walks(&out, t, t, gpu);
     }
 
-    /// Move page `vpn`'s data from `src` (a GPU, or [`HOST`]) to GPU `dst`, starting at `t`; returns when it is there.
-    fn move_data(&mut self, src: u8, dst: usize, t: Ps, now: Ps) -> Ps {
-        if self.no_migration {
-            return t;
-        }
-        if src == HOST {
+    /// Move page `vpn`'s data from `src` (a GPU, or [`HOST`]) to GPU `dst`, starting at `t`; returns when it is
+    /// there. With `uvm.records`, a row of the migrations table (from `t` to that time, in ns).
+    fn move_data(&mut self, vpn: u64, src: u8, dst: usize, t: Ps, now: Ps, cause: Cause) -> Ps {
+        let (done, bytes) = if self.no_migration {
+            (t, 0) // the oracle: nothing crosses a link
+        } else if src == HOST {
             self.stats.bytes_h2d += PAGE;
             let own = self.host_links[dst].transfer(Dir::HostToDevice, PAGE, t, now.min(t)).1;
             let up = self.uplink.as_mut().map_or(own, |u| u.transfer(Dir::HostToDevice, PAGE, t, now.min(t)).1);
-            own.max(up)
+            (own.max(up), PAGE)
         } else {
             self.stats.bytes_p2p += PAGE;
-            self.fabric.transfer(src as usize, dst, PAGE, t, now) + self.peer_lat
+            (self.fabric.transfer(src as usize, dst, PAGE, t, now) + self.peer_lat, PAGE)
+        };
+        if let Some(rows) = self.migrations.as_mut() {
+            let host = src == HOST;
+            rows.push(MigrationRecord {
+                start_ns: t as f64 / PS_PER_NS as f64,
+                end_ns: done as f64 / PS_PER_NS as f64,
+                first_page: vpn,
+                pages: 1,
+                bytes,
+                direction: if host { "h2d" } else { "p2p" },
+                cause,
+                copy_engine: 0,
+                gpu: dst as u32,
+                src_gpu: if host { -1 } else { src as i32 },
+            });
         }
+        done
     }
 
     /// A far fault of GPU `g` on page `vpn` (a store if `write`) raised at `t`:
@@ -720,7 +740,7 @@ impl Multi {
             // First touch anywhere: the page comes from host memory, nobody else maps it.
             moved = true;
             self.stats.migrations_h2d += 1;
-            self.move_data(HOST, g, start, now)
+            self.move_data(vpn, HOST, g, start, now, Cause::Demand)
         } else if p.copies & bit != 0 {
             if write && p.copies != bit {
                 // A store to a read-replicated page: every other copy goes first.
@@ -739,13 +759,13 @@ impl Multi {
                 }
                 (MigrationPolicy::ReadReplication, false) => {
                     self.stats.replications += 1;
-                    self.move_data(p.owner, g, start, now)
+                    self.move_data(vpn, p.owner, g, start, now, Cause::Replication)
                 }
                 (MigrationPolicy::OnTouch | MigrationPolicy::ReadReplication, _) => {
                     moved = true;
                     self.stats.migrations_p2p += 1;
                     let acks = self.invalidate(vpn, None, send, now, gpus);
-                    self.move_data(p.owner, g, start.max(acks), now)
+                    self.move_data(vpn, p.owner, g, start.max(acks), now, Cause::Demand)
                 }
             }
         };
@@ -799,7 +819,7 @@ impl Multi {
         let arrive = t + self.host_lat;
         let walked = self.host_translate(vpn, arrive, now);
         let acks = self.invalidate(vpn, None, self.send_time(arrive, walked, p.busy), now, gpus);
-        let done = self.move_data(p.owner, g, walked.max(acks).max(p.ready), now);
+        let done = self.move_data(vpn, p.owner, g, walked.max(acks).max(p.ready), now, Cause::AccessCounter);
         let q = self.dir.page(vpn);
         q.owner = g as u8;
         q.copies = 1 << g;
@@ -1559,6 +1579,66 @@ mod tests {
         let inf = run(&["multi.gpus=4", "multi.oracle.infinite_walkers=true"]);
         assert_eq!(inf.get("host_mmu.walker.queue_wait_ns.mean"), Some(0.0));
         assert_eq!(inf.get("gpu0.walker.queue_wait_ns.mean"), Some(0.0));
+    }
+
+    fn resolve(extra: &[&str]) -> Config {
+        let mut o: Vec<String> = [
+            "gpu.sms=4",
+            "workload.kind=stencil2d",
+            "workload.stencil2d.nx=128",
+            "workload.stencil2d.ny=128",
+            "workload.stencil2d.threads=16384",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        o.extend(extra.iter().map(|s| s.to_string()));
+        crate::config::resolve(&[], &o).unwrap()
+    }
+
+    /// With `uvm.records`, every page move is a row of the migrations table: the rows add up to the
+    /// `multi.migrations*`, `multi.replications` and `multi.bytes_*` counts, and keeping them changes no metric.
+    #[test]
+    fn every_page_move_is_a_migrations_row() {
+        use crate::world::simulate_full;
+        for pol in ["on-touch", "read-replication", "access-counter"] {
+            let set = ["multi.gpus=4", &format!("multi.migration={pol}"), "multi.access_threshold=8"];
+            let off = simulate_full(&resolve(&set)).unwrap();
+            assert!(off.migrations.is_none(), "{pol}: no records, no table");
+            let on = simulate_full(&resolve(&[&set[..], &["uvm.records=true"]].concat())).unwrap();
+            assert_eq!(sans_wall(&on.metrics), sans_wall(&off.metrics), "{pol}: records change no metric");
+            let m = |k: &str| on.metrics.get(k).unwrap_or_else(|| panic!("{k} missing")) as u64;
+            let rows = on.migrations.unwrap();
+            let of = |dir: &'static str| rows.iter().filter(move |r| r.direction == dir);
+            let caused = |c: Cause| rows.iter().filter(|r| r.cause == c).count() as u64;
+            assert_eq!(rows.len() as u64, m("multi.migrations") + m("multi.replications"), "{pol}");
+            assert_eq!(of("h2d").count() as u64, m("multi.migrations.h2d"), "{pol}");
+            assert_eq!(of("p2p").count() as u64, m("multi.migrations.p2p") + m("multi.replications"), "{pol}");
+            assert_eq!(of("h2d").map(|r| r.bytes).sum::<u64>(), m("multi.bytes_h2d"), "{pol}");
+            assert_eq!(of("p2p").map(|r| r.bytes).sum::<u64>(), m("multi.bytes_p2p"), "{pol}");
+            assert!(m("multi.bytes_h2d") > 0 && m("multi.bytes_p2p") > 0, "{pol}: pages come from the host and from GPUs");
+            assert_eq!(rows.len(), of("h2d").count() + of("p2p").count(), "{pol}: no d2h");
+            assert!(rows.iter().all(|r| r.pages == 1 && r.bytes == PAGE && r.copy_engine == 0 && r.end_ns > r.start_ns));
+            assert!(of("h2d").all(|r| r.src_gpu == -1 && r.gpu < 4 && r.cause == Cause::Demand), "{pol}");
+            assert!(of("p2p").all(|r| (0..4).contains(&r.src_gpu) && r.src_gpu != r.gpu as i32 && r.gpu < 4), "{pol}");
+            assert_eq!(caused(Cause::Replication), m("multi.replications"), "{pol}");
+            assert_eq!(caused(Cause::AccessCounter), m("multi.migrations.counter"), "{pol}");
+            assert_eq!(caused(Cause::Replication) > 0, pol == "read-replication", "{pol}: replicas only under read-replication");
+            assert_eq!(caused(Cause::AccessCounter) > 0, pol == "access-counter", "{pol}");
+            // Every GPU receives pages.
+            assert!((0..4).all(|g| rows.iter().any(|r| r.gpu == g)), "{pol}");
+        }
+    }
+
+    /// The no-migration-latency oracle: the moves are still rows, taking no time and crossing no link.
+    #[test]
+    fn oracle_page_moves_are_rows_without_time_or_bytes() {
+        let out =
+            crate::world::simulate_full(&resolve(&["multi.gpus=4", "multi.oracle.no_migration_latency=true", "uvm.records=true"])).unwrap();
+        let rows = out.migrations.unwrap();
+        assert_eq!(rows.len() as f64, out.metrics.get("multi.migrations").unwrap());
+        assert!(!rows.is_empty() && rows.iter().all(|r| r.start_ns == r.end_ns && r.bytes == 0 && r.pages == 1));
+        assert_eq!(out.metrics.get("multi.bytes_h2d"), Some(0.0));
     }
 
     #[test]

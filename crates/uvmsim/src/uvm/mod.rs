@@ -1348,6 +1348,8 @@ impl Uvm {
             direction: if dir == Dir::HostToDevice { "h2d" } else { "d2h" },
             cause,
             copy_engine: engine,
+            gpu: 0,
+            src_gpu: -1,
         });
     }
 

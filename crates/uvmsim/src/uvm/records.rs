@@ -51,11 +51,15 @@ pub enum Cause {
     Thrashing,
     /// cudaMemPrefetchAsync to the GPU.
     PrefetchAsync,
-    /// Access-counter migration of remotely mapped pages to the GPU.
+    /// Access-counter migration of remotely mapped pages to the GPU (single GPU: from the host; multi-GPU:
+    /// from another GPU).
     AccessCounter,
+    /// Multi-GPU read replication: a read replica copied to the reading GPU, the owner keeping its copy.
+    Replication,
 }
 
-/// One copy over the link (the `migrations` table).
+/// One copy over the link (the `migrations` table): a copy engine's transfer of the UVM driver, or one
+/// 4 KiB page move of the multi-GPU model.
 #[derive(Debug, Clone, Serialize)]
 pub struct MigrationRecord {
     pub start_ns: f64,
@@ -63,11 +67,18 @@ pub struct MigrationRecord {
     /// The lowest 4 KiB page number of the copy, and its pages (not necessarily contiguous: a VA block's set).
     pub first_page: u64,
     pub pages: u64,
+    /// Bytes that crossed a link (multi-GPU with `multi.oracle.no_migration_latency`: 0, the data moves
+    /// instantly).
     pub bytes: u64,
-    /// "h2d" or "d2h".
+    /// "h2d", "d2h" or (multi-GPU) "p2p", GPU to GPU.
     pub direction: &'static str,
     pub cause: Cause,
+    /// The copy engine of a UVM-driver copy; 0 for the multi-GPU model's page moves (it has no copy engines).
     pub copy_engine: u32,
+    /// The GPU whose memory the copy is for: the destination of h2d and p2p, the source of d2h (0 with one GPU).
+    pub gpu: u32,
+    /// The GPU a p2p copy comes from; -1 for h2d and d2h.
+    pub src_gpu: i32,
 }
 
 /// One serviced batch (the `batches` table).
