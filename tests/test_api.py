@@ -168,12 +168,33 @@ def test_migrations_table_matches_the_link_bytes(tmp_path: Path) -> None:
     r = uvmsim.run(preset="titan-v", set=pp, out=tmp_path)
     mig = r.tables["migrations"]
     columns = {"start_ns", "end_ns", "first_page", "pages", "bytes", "direction", "cause", "copy_engine"}
-    assert set(mig.columns) == columns
+    assert set(mig.columns) == columns | {"gpu", "src_gpu"}
+    assert (mig["gpu"] == 0).all() and (mig["src_gpu"] == -1).all()  # one GPU: no peer copies
     by_dir = mig.groupby("direction")["bytes"].sum()
     assert by_dir["h2d"] == r.metrics["link.h2d.bytes"] and by_dir["d2h"] == r.metrics["link.d2h.bytes"]
     assert {"demand", "thrashing"} <= set(mig["cause"])
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "migrations.parquet"), mig)
     assert r.metrics["uvm.thrashing.throttles_gpu"] > 0 and r.metrics["uvm.thrashing.pins"] > 0
+
+
+def test_multi_gpu_migrations_table_matches_the_moved_bytes(tmp_path: Path) -> None:
+    # On-touch: pages come from the host at their first touch and move between GPUs after; a row per page.
+    sets = {
+        "workload.kind": "stencil2d",
+        "workload.stencil2d.nx": 128,
+        "multi.migration": "on-touch",
+        "uvm.records": True,
+    }
+    r = uvmsim.run(preset="li-4gpu-gmmu", set=sets, out=tmp_path)
+    m, mig = r.metrics, r.tables["migrations"]
+    assert len(mig) == m["multi.migrations"] + m["multi.replications"]
+    by_dir = mig.groupby("direction")["bytes"].sum()
+    assert by_dir["h2d"] == m["multi.bytes_h2d"] > 0 and by_dir["p2p"] == m["multi.bytes_p2p"] > 0
+    assert set(mig["direction"]) == {"h2d", "p2p"} and set(mig["cause"]) == {"demand"}
+    p2p = mig[mig["direction"] == "p2p"]
+    assert (p2p["src_gpu"] != p2p["gpu"]).all() and p2p["src_gpu"].between(0, 3).all()
+    assert (mig[mig["direction"] == "h2d"]["src_gpu"] == -1).all() and (mig["copy_engine"] == 0).all()
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "migrations.parquet"), mig)
 
 
 def test_load_explains_what_the_directory_is(tmp_path: Path) -> None:

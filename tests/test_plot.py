@@ -45,7 +45,9 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def multi_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # A small 4-GPU run: the multi-GPU model measures the L2-miss latency breakdown.
     d = tmp_path_factory.mktemp("multi")
-    uvmsim.run(preset="li-4gpu-gmmu", set={"workload.kind": "stencil2d", "workload.stencil2d.nx": 256}, out=d)
+    # With records: its migrations table has a row per page move (link-utilization).
+    sets = {"workload.kind": "stencil2d", "workload.stencil2d.nx": 256, "uvm.records": True}
+    uvmsim.run(preset="li-4gpu-gmmu", set=sets, out=d)
     return d
 
 
@@ -78,6 +80,7 @@ CASES = [
     ("batch-stages", "run", []),
     ("fault-scatter", "run", []),
     ("link-utilization", "run", []),
+    ("link-utilization", "multi", []),
     ("l2-miss-latency", "multi", []),
 ]
 
@@ -221,6 +224,25 @@ def test_save_draws_the_figure_before_creating_the_file(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["p.png"] and (tmp_path / "p.png").read_bytes() == b"drawn"
 
 
+def test_multi_gpu_link_utilization_stays_within_the_link_and_leaves_p2p_out(multi_dir: Path) -> None:
+    import pandas as pd
+
+    r = uvmsim.load(multi_dir)
+    mig = r.tables["migrations"]
+    assert (mig["direction"] == "h2d").sum() == r.metrics["multi.migrations.h2d"] > 0
+    bandwidth, latency = r.config["link"]["bandwidth_gbps"], r.config["link"]["latency_ns"]
+    # The shared uplink carries every GPU's pages: spread over the time each page takes on it, never above 100%
+    # (spread over a row's whole span, which includes the wait for the busy link, the queued pages would overlap).
+    (line,) = plot.link_utilization(mig, bandwidth, latency_ns=latency).axes[0].lines
+    assert 50.0 < line.get_ydata().max() <= 100.0 + 1e-6
+    # GPU-to-GPU copies cross the peer fabric: left out, and the title says how many.
+    p2p = pd.DataFrame([{**mig.iloc[0].to_dict(), "direction": "p2p", "src_gpu": 1, "gpu": 0}] * 3)
+    ax = plot.link_utilization(pd.concat([mig, p2p]), bandwidth, latency_ns=latency).axes[0]
+    assert [x.get_label() for x in ax.lines] == ["h2d"] and "3 p2p copies not shown" in ax.get_title()
+    with pytest.raises(plot.PlotDataError, match="all GPU-to-GPU"):
+        plot.link_utilization(p2p, bandwidth)
+
+
 UNAVAILABLE = [
     ("batch-time-vs-bytes", "sweep", ["is a sweep", "run directory"]),
     ("runtime-bars", "run", ["not a sweep directory"]),
@@ -247,23 +269,33 @@ def test_run_without_records_says_how_to_get_them(cli: Cli, tmp_path: Path) -> N
     assert p.returncode == 2 and "uvm.records=true" in p.stderr, p.stderr
 
 
+# A multi-application run whose pages start in their GPU's memory: nothing moves.
+RESIDENT = {"multi.apps": ["stencil2d"], "multi.apps_resident": True}
+
+
 @pytest.mark.parametrize(
-    ("preset", "workload", "kind", "expected"),
+    ("preset", "workload", "kind", "extra", "expected"),
     [
-        ("kaveri-apu", "regular", "batch-stages", ['translation.mode = "iommu"', "page-request path"]),
-        ("li-4gpu-gmmu", "stencil2d", "batch-time-vs-bytes", ["multi-GPU model", "multi.far_faults = "]),
-        ("li-4gpu-gmmu", "stencil2d", "link-utilization", ["multi-GPU model", "does not record migrations"]),
-        ("titan-v", "regular", "link-utilization", ["workload.managed = false"]),
+        ("kaveri-apu", "regular", "batch-stages", {}, ['translation.mode = "iommu"', "page-request path"]),
+        ("li-4gpu-gmmu", "stencil2d", "batch-time-vs-bytes", {}, ["multi-GPU model", "multi.far_faults = "]),
+        (
+            "li-4gpu-gmmu",
+            "stencil2d",
+            "link-utilization",
+            RESIDENT,
+            ["multi-GPU model", "moved no page", "multi.migrations = 0", "multi.apps_resident = true"],
+        ),
+        ("titan-v", "regular", "link-utilization", {}, ["workload.managed = false"]),
     ],
 )
 def test_a_run_with_empty_tables_says_why(
-    cli: Cli, tmp_path: Path, preset: str, workload: str, kind: str, expected: list[str]
+    cli: Cli, tmp_path: Path, preset: str, workload: str, kind: str, extra: dict[str, Any], expected: list[str]
 ) -> None:
     # The run kept records, but this preset or model produces none of this kind: asking for
     # `uvm.records=true` again, as for a run without records, would send the user round in a circle.
     size = {"regular": {"workload.regular.threads": 1024}, "stencil2d": {"workload.stencil2d.nx": 256}}[workload]
     managed = preset != "titan-v"
-    sets = {"workload.kind": workload, "workload.managed": managed, "uvm.records": True, **size}
+    sets = {"workload.kind": workload, "workload.managed": managed, "uvm.records": True, **size, **extra}
     uvmsim.run(preset=preset, set=sets, out=tmp_path / "r")
     p = cli("plot", kind, "r")
     assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr

@@ -123,11 +123,38 @@ def test_timeline_of_a_run_without_unified_memory_has_the_kernel_only(cli: Cli, 
 
 
 def test_timeline_of_a_multi_gpu_run_names_all_its_gpus(cli: Cli, tmp_path: Path) -> None:
-    p = cli("run", "--preset", "li-4gpu-gmmu", "--set", "workload.stream.elements=20000", "-q", "--timeline", "t.json")
+    p = cli(
+        "run",
+        "--preset",
+        "li-4gpu-gmmu",
+        "--set",
+        "workload.stream.elements=20000",
+        "-q",
+        "-o",
+        "out",
+        "--timeline",
+        "t.json",
+    )
     assert p.returncode == 0, p.stderr
     doc = load_trace(tmp_path / "t.json")
     names = [e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "process_name"]
-    assert names[0] == "GPUs 0-3"
+    assert names[0] == "GPUs 0-3" and "Page moves" in names and "Link" not in names
+    # One span per page move (the timeline turns records on), on lanes of the receiving GPU's track that
+    # never overlap.
+    result = uvmsim.load(tmp_path / "out")
+    moves, rows = spans(doc, "move"), result.tables["migrations"]
+    assert len(moves) == len(rows) > 0 and not spans(doc, "transfer")
+    assert (
+        sum(s["args"]["bytes"] for s in moves) == result.metrics["multi.bytes_h2d"] + result.metrics["multi.bytes_p2p"]
+    )
+    tracks = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M" and e["pid"] == tl.MOVE_PID}
+    by_track: dict[int, list[dict[str, Any]]] = {}
+    for s in moves:
+        by_track.setdefault(s["tid"], []).append(s)
+    for tid, mine in by_track.items():
+        assert {s["args"]["gpu"] for s in mine} == {int(tracks[tid].split()[1])}, tracks[tid]
+        mine.sort(key=lambda s: s["ts"])
+        assert all(a["ts"] + a["dur"] <= z["ts"] + 1e-6 for a, z in zip(mine, mine[1:], strict=False)), tracks[tid]
 
 
 def test_sample_and_bad_bound() -> None:

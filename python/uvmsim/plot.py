@@ -482,15 +482,18 @@ def _why_empty(r: uvmsim.Result, name: str) -> str:
     """Why run ``r`` recorded table ``name`` (batches, faults, migrations) without a row, from its config and
     metrics: telling the user to turn records on, as for a missing table, would send them round in a circle."""
     c, m = r.config, r.metrics
-    gpus = int(c.get("multi", {}).get("gpus", 1) or 1)
+    mc = c.get("multi", {})
+    gpus = int(mc.get("gpus", 1) or 1)
     head = f"the run recorded no {TABLE_RECORDS.get(name, name)} (its {name} table has no rows)"
-    if gpus > 1:  # every buffer is unified there, whatever workload.managed says (docs/multi-gpu.md)
+    # Every buffer is unified in the multi-GPU model, whatever workload.managed says (docs/multi-gpu.md).
+    if gpus > 1 or mc.get("model_one_gpu"):
         if name == "migrations":
-            counted = _counts(m, ("multi.migrations", "multi.migrations.h2d", "multi.migrations.p2p"))
-            return (
-                f"{head}: the multi-GPU model (multi.gpus = {gpus}) does not record migrations in the migrations "
-                f"table; its metrics count them ({counted})"
-            )
+            # The model writes a row per page move: none means no page moved.
+            counted = _counts(m, ("multi.migrations", "multi.replications", "multi.far_faults"))
+            why = f"{head}: the multi-GPU model (multi.gpus = {gpus}) moved no page ({counted})"
+            if mc.get("apps") and mc.get("apps_resident"):
+                why += "; multi.apps_resident = true places every application's pages in its GPU's memory"
+            return why
         counted = _counts(m, ("multi.far_faults", "multi.migrations"))
         return (
             f"{head}: the multi-GPU model (multi.gpus = {gpus}) has no UVM driver fault batches; its metrics "
@@ -541,9 +544,23 @@ def _batch_stages(d: Path, axis: str | None, metric: str | None) -> Figure:
     return batch_stages(_run_table(_needs_run(d, "batch-stages"), "batches"))
 
 
-def link_utilization(migrations: pd.DataFrame | None, bandwidth_gbps: float, bins: int = 200) -> Figure:
-    """Host-device link utilisation over time, per direction: each copy of the ``migrations`` table spreads its
-    bytes evenly over its span; each time bin's bytes over what ``bandwidth_gbps`` could carry in it."""
+def link_utilization(
+    migrations: pd.DataFrame | None,
+    bandwidth_gbps: float,
+    bins: int = 200,
+    links: int = 1,
+    latency_ns: float | None = None,
+) -> Figure:
+    """Host-device link utilisation over time, per direction (h2d, d2h): each copy of the ``migrations`` table
+    spreads its bytes evenly over its span; each time bin's bytes over what ``links`` links of ``bandwidth_gbps``
+    could carry in it (a multi-GPU run's host-to-device copies share one switch uplink, or, with
+    ``multi.host_uplink_shared = false``, use one link per GPU). GPU-to-GPU copies (``p2p``, multi-GPU) cross
+    the peer fabric, not the host link: they are left out.
+
+    With ``latency_ns`` (a multi-GPU run: a row spans a page move from its issue, waiting for a busy link
+    included, to its arrival) a copy's bytes are spread instead over the time they take at ``bandwidth_gbps``
+    up to its last byte (``end_ns - latency_ns``): spread over the whole span, pages queued together would
+    overlap and add up to more than the link carries."""
     import numpy as np
 
     if migrations is None or migrations.empty:
@@ -551,25 +568,36 @@ def link_utilization(migrations: pd.DataFrame | None, bandwidth_gbps: float, bin
             "the run has no migrations table: run a managed workload with records "
             "(--set workload.managed=true --set uvm.records=true)"
         )
-    t0, t1 = float(migrations["start_ns"].min()), float(migrations["end_ns"].max())
+    host = migrations[migrations["direction"] != "p2p"]
+    if host.empty:
+        raise PlotDataError(
+            f"the run's {len(migrations):,} migrations are all GPU-to-GPU (p2p) copies over the peer fabric "
+            "(multi.peer_bandwidth_gbps); link-utilization plots the host-device link"
+        )
+    t0, t1 = float(host["start_ns"].min()), float(host["end_ns"].max())
     edges = np.linspace(t0, max(t1, t0 + 1.0), bins + 1)
     width = edges[1] - edges[0]
     fig = _new_figure()
     ax = fig.add_subplot()
-    for direction, part in migrations.groupby("direction", sort=True):
+    for direction, part in host.groupby("direction", sort=True):
         carried = np.zeros(bins)
         for start, end, nbytes in zip(part["start_ns"], part["end_ns"], part["bytes"], strict=True):
+            if latency_ns is not None:
+                end = max(float(start), float(end) - latency_ns)
+                start = max(float(start), end - float(nbytes) / bandwidth_gbps)
             span = max(float(end) - float(start), 1e-9)
             # Overlap of [start, end) with every bin, as a fraction of the copy.
             lo = np.clip(edges[:-1], start, end)
             hi = np.clip(edges[1:], start, end)
             carried += float(nbytes) * (hi - lo) / span
-        util = 100.0 * carried / (bandwidth_gbps * width)  # GB/s x ns = bytes
+        util = 100.0 * carried / (links * bandwidth_gbps * width)  # GB/s x ns = bytes
         ax.plot((edges[:-1] + width / 2 - t0) / 1e3, util, label=str(direction))
     ax.set_xlabel("time since the first copy (µs)")
-    ax.set_ylabel(f"utilisation of {bandwidth_gbps:g} GB/s (%)")
+    capacity = f"{bandwidth_gbps:g} GB/s" if links == 1 else f"{links} links of {bandwidth_gbps:g} GB/s"
+    ax.set_ylabel(f"utilisation of {capacity} (%)")
     ax.set_ylim(bottom=0)
-    ax.set_title("link utilisation over time")
+    p2p = len(migrations) - len(host)
+    ax.set_title("link utilisation over time" + (f" ({p2p:,} p2p copies not shown)" if p2p else ""))
     ax.legend(fontsize="small")
     return fig
 
@@ -608,7 +636,15 @@ def l2_miss_latency(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> Figure:
 
 def _link_utilization(d: Path, axis: str | None, metric: str | None) -> Figure:
     r = _needs_run(d, "link-utilization")
-    return link_utilization(_run_table(r, "migrations"), float(r.config.get("link", {}).get("bandwidth_gbps", 0.0)))
+    mc, link = r.config.get("multi", {}), r.config.get("link", {})
+    gpus = int(mc.get("gpus", 1) or 1)
+    bandwidth = float(link.get("bandwidth_gbps", 0.0))
+    if gpus == 1 and not mc.get("model_one_gpu"):
+        return link_utilization(_run_table(r, "migrations"), bandwidth)
+    # The multi-GPU model's page moves: through one shared uplink, or each GPU's own link; a row spans the wait.
+    links = gpus if mc.get("host_uplink_shared") is False else 1
+    latency = float(link.get("latency_ns", 0.0))
+    return link_utilization(_run_table(r, "migrations"), bandwidth, links=links, latency_ns=latency)
 
 
 def _sweep_runs(d: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -680,8 +716,8 @@ KINDS: dict[str, Kind] = {
         Kind(
             "link-utilization",
             "run",
-            "host-device link utilisation over time per direction, from the migrations table "
-            "(needs uvm.records = true)",
+            "host-device link utilisation over time per direction, from the migrations table; GPU-to-GPU "
+            "copies of a multi-GPU run are left out (needs uvm.records = true)",
             _link_utilization,
         ),
         Kind(

@@ -10,12 +10,17 @@ Open the file in https://ui.perfetto.dev (or ``chrome://tracing``). Tracks:
   fault and byte counts as arguments) and, nested in it, one span per stage (fetch, block, first_touch, unmap,
   alloc, evict, zero, transfer, map, tracker, replay). The stage columns are per-batch totals over the batch's VA
   blocks; they add up to the batch's duration and are drawn end to end in the driver's order.
-- **Link / copy engine N**: one span per copy of the migrations table (``start_ns`` to ``end_ns``: the copy
-  engine's transfer and the link latency), named by direction and cause (demand, prefetch, eviction, hint,
-  thrashing, prefetch-async, access-counter), with its bytes, pages and batch as arguments. A batch's host-to-device
-  copies add up to its ``transfer`` stage, less any wait for a busy copy engine (which the stage counts and the copy
-  does not).
-
+- **Link / copy engine N**: one span per copy of the UVM driver in the migrations table (``start_ns`` to
+  ``end_ns``: the copy engine's transfer and the link latency), named by direction and cause (demand, prefetch,
+  eviction, hint, thrashing, prefetch-async, access-counter), with its bytes, pages and batch as arguments. A
+  batch's host-to-device copies add up to its ``transfer`` stage, less any wait for a busy copy engine (which the
+  stage counts and the copy does not).
+- **Page moves / GPU g** (a multi-GPU run): one span per row of the migrations table, a 4 KiB page moved into GPU
+  g's memory (``start_ns``, the move issued to the host link or the peer fabric, waiting for it included, to
+  ``end_ns``, the page there), named by direction (``h2d`` from the host, ``p2p`` from another GPU) and cause
+  (demand, access-counter, replication), with the page, its bytes and the source GPU as arguments. The model has
+  no copy engines (``copy_engine`` is 0): moves in flight together go on further lanes of their GPU
+  (``GPU g (2)``, ...), so that spans on one track never overlap.
 - **Page walks (sampled) / GPU g walker**: with ``translation.walk_records_every = N``, every N-th walk of each
   walker (the walks table): from the walk starting on a walker thread to its leaf entry, with the page, the
   entries read and the queue wait before it as arguments.
@@ -59,7 +64,9 @@ STAGES = (
     "replay",
 )
 DEFAULT_MAX_BATCHES = 20_000
-GPU_PID, UVM_PID, LINK_PID, WALK_PID = 1, 2, 3, 4
+GPU_PID, UVM_PID, LINK_PID, WALK_PID, MOVE_PID = 1, 2, 3, 4, 5
+# Page-move lanes per GPU before the next GPU's track numbers (a GPU's lanes are its moves in flight together).
+MOVE_LANES = 1 << 20
 KERNEL_TID, BATCH_TID = 1, 1
 # Batch-table columns passed along as a batch span's arguments.
 BATCH_ARGS = (
@@ -158,7 +165,8 @@ def events(
                 evs.append(_span(stage, UVM_PID, BATCH_TID, t, max(0.0, min(d, end - t)), "stage", batch=number))
             t += d
     info = {"batches_total": len(batches), "batches_shown": len(keep), "batch_stride": keep.step}
-    evs += _transfers(batches, keep, migrations)
+    # The multi-GPU model's page moves (it has no copy engines), or the UVM driver's copies.
+    evs += _moves(migrations) if "multi.gpus" in metrics else _transfers(batches, keep, migrations)
     evs += _walks(walks)
     info["walks_shown"] = len(walks)
     return evs, info
@@ -210,6 +218,36 @@ def _transfers(
         evs.append(_span(name, LINK_PID, engine + 1, start, end - start, "transfer", **args))
     meta = [_meta("process_name", LINK_PID, 1, "Link")] if engines else []
     meta += [_meta("thread_name", LINK_PID, e + 1, f"copy engine {e}") for e in sorted(engines)]
+    return meta + evs
+
+
+def _moves(migrations: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One span per page move of a multi-GPU run, on its receiving GPU's track; a move that starts before every
+    lane of that GPU is free goes on a new lane (spans on one track must not overlap)."""
+    import heapq
+
+    lanes: dict[int, list[tuple[float, int]]] = {}  # per GPU: (end of its last span, lane), a min-heap
+    used: dict[int, int] = {}  # lanes per GPU
+    evs: list[dict[str, Any]] = []
+    for m in sorted(migrations, key=lambda m: (float(m["start_ns"]), float(m["end_ns"]))):
+        g = int(m.get("gpu", 0))
+        start, end = float(m["start_ns"]), float(m["end_ns"])
+        free = lanes.setdefault(g, [])
+        if free and free[0][0] <= start:
+            _, lane = heapq.heappop(free)
+        else:
+            lane = used.get(g, 0)
+            used[g] = lane + 1
+        heapq.heappush(free, (end, lane))
+        args = {k: _plain(m[k]) for k in ("first_page", "bytes", "direction", "cause", "gpu", "src_gpu") if k in m}
+        name = f"{m.get('direction', 'move')} {m.get('cause', '')}".strip()
+        evs.append(_span(name, MOVE_PID, g * MOVE_LANES + lane + 1, start, end - start, "move", **args))
+    meta = [_meta("process_name", MOVE_PID, 1, "Page moves")] if used else []
+    for g in sorted(used):
+        meta += [
+            _meta("thread_name", MOVE_PID, g * MOVE_LANES + k + 1, f"GPU {g}" if k == 0 else f"GPU {g} ({k + 1})")
+            for k in range(used[g])
+        ]
     return meta + evs
 
 
