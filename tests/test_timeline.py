@@ -142,11 +142,13 @@ def test_timeline_of_a_multi_gpu_run_names_all_its_gpus(cli: Cli, tmp_path: Path
     # One span per page move (the timeline turns records on), on lanes of the receiving GPU's track that
     # never overlap.
     result = uvmsim.load(tmp_path / "out")
-    moves, rows = spans(doc, "move"), result.tables["migrations"]
-    assert len(moves) == len(rows) > 0 and not spans(doc, "transfer")
-    assert (
-        sum(s["args"]["bytes"] for s in moves) == result.metrics["multi.bytes_h2d"] + result.metrics["multi.bytes_p2p"]
-    )
+    moves, rows, info = spans(doc, "move"), result.tables["migrations"], doc["otherData"]
+    assert len(rows) > 0 and not spans(doc, "transfer")
+    assert (info["moves_total"], info["moves_shown"], info["move_stride"]) == (len(rows), len(moves), 1)
+    assert len(moves) + info["moves_crowded_out"] == len(rows)
+    if not info["moves_crowded_out"]:
+        total = result.metrics["multi.bytes_h2d"] + result.metrics["multi.bytes_p2p"]
+        assert sum(s["args"]["bytes"] for s in moves) == total
     tracks = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M" and e["pid"] == tl.MOVE_PID}
     by_track: dict[int, list[dict[str, Any]]] = {}
     for s in moves:
@@ -155,6 +157,22 @@ def test_timeline_of_a_multi_gpu_run_names_all_its_gpus(cli: Cli, tmp_path: Path
         assert {s["args"]["gpu"] for s in mine} == {int(tracks[tid].split()[1])}, tracks[tid]
         mine.sort(key=lambda s: s["ts"])
         assert all(a["ts"] + a["dur"] <= z["ts"] + 1e-6 for a, z in zip(mine, mine[1:], strict=False)), tracks[tid]
+
+
+def test_page_moves_are_bounded() -> None:
+    def move(start: float, end: float, gpu: int = 0) -> dict[str, Any]:
+        return {"start_ns": start, "end_ns": end, "gpu": gpu, "first_page": 0, "bytes": 4096, "direction": "h2d"}
+
+    # 100 moves to GPU 0 at once: 64 lanes, 36 left out; a later move reuses a lane; GPU 1 has its own lanes.
+    rows = [move(0, 10) for _ in range(100)] + [move(20, 30), move(0, 10, gpu=1)]
+    evs, info = tl._moves(rows)
+    lanes = {e["tid"] for e in evs if e["ph"] == "X" and e["args"]["gpu"] == 0}
+    assert len(lanes) == tl.MAX_MOVE_LANES
+    assert info == {"moves_total": 102, "moves_shown": 66, "move_stride": 1, "moves_crowded_out": 36}
+    # Beyond MAX_MOVES, every k-th move (in time order) is drawn.
+    many = [move(i, i + 1) for i in range(tl.MAX_MOVES + 1)]
+    evs, info = tl._moves(many)
+    assert (info["move_stride"], info["moves_shown"], info["moves_crowded_out"]) == (2, (tl.MAX_MOVES + 2) // 2, 0)
 
 
 def test_sample_and_bad_bound() -> None:

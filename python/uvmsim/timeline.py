@@ -20,7 +20,9 @@ Open the file in https://ui.perfetto.dev (or ``chrome://tracing``). Tracks:
   ``end_ns``, the page there), named by direction (``h2d`` from the host, ``p2p`` from another GPU) and cause
   (demand, access-counter, replication), with the page, its bytes and the source GPU as arguments. The model has
   no copy engines (``copy_engine`` is 0): moves in flight together go on further lanes of their GPU
-  (``GPU g (2)``, ...), so that spans on one track never overlap.
+  (``GPU g (2)``, ...), so that spans on one track never overlap. At most 64 lanes per GPU (a move finding
+  them all busy is left out) and 200,000 moves (beyond, every k-th); ``otherData`` records ``moves_total``,
+  ``moves_shown``, ``move_stride`` and ``moves_crowded_out``.
 - **Page walks (sampled) / GPU g walker**: with ``translation.walk_records_every = N``, every N-th walk of each
   walker (the walks table): from the walk starting on a walker thread to its leaf entry, with the page, the
   entries read and the queue wait before it as arguments.
@@ -67,6 +69,10 @@ DEFAULT_MAX_BATCHES = 20_000
 GPU_PID, UVM_PID, LINK_PID, WALK_PID, MOVE_PID = 1, 2, 3, 4, 5
 # Page-move lanes per GPU before the next GPU's track numbers (a GPU's lanes are its moves in flight together).
 MOVE_LANES = 1 << 20
+# Bounds on the page moves drawn (a multi-GPU run can move millions of pages, hundreds at once): every k-th move
+# beyond MAX_MOVES, and at most MAX_MOVE_LANES tracks per GPU (a move finding them all busy is left out).
+MAX_MOVES = 200_000
+MAX_MOVE_LANES = 64
 KERNEL_TID, BATCH_TID = 1, 1
 # Batch-table columns passed along as a batch span's arguments.
 BATCH_ARGS = (
@@ -166,7 +172,12 @@ def events(
             t += d
     info = {"batches_total": len(batches), "batches_shown": len(keep), "batch_stride": keep.step}
     # The multi-GPU model's page moves (it has no copy engines), or the UVM driver's copies.
-    evs += _moves(migrations) if "multi.gpus" in metrics else _transfers(batches, keep, migrations)
+    if "multi.gpus" in metrics:
+        moves, shown = _moves(migrations)
+        evs += moves
+        info |= shown
+    else:
+        evs += _transfers(batches, keep, migrations)
     evs += _walks(walks)
     info["walks_shown"] = len(walks)
     return evs, info
@@ -221,23 +232,32 @@ def _transfers(
     return meta + evs
 
 
-def _moves(migrations: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _moves(migrations: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """One span per page move of a multi-GPU run, on its receiving GPU's track; a move that starts before every
-    lane of that GPU is free goes on a new lane (spans on one track must not overlap)."""
+    lane of that GPU is free goes on a new lane (spans on one track must not overlap). Bounded: beyond
+    ``MAX_MOVES`` moves every k-th is drawn, and a move that would need more than ``MAX_MOVE_LANES`` lanes of its
+    GPU is left out; ``otherData`` counts both."""
     import heapq
 
+    ordered = sorted(migrations, key=lambda m: (float(m["start_ns"]), float(m["end_ns"])))
+    keep = sample(len(ordered), MAX_MOVES)
     lanes: dict[int, list[tuple[float, int]]] = {}  # per GPU: (end of its last span, lane), a min-heap
     used: dict[int, int] = {}  # lanes per GPU
     evs: list[dict[str, Any]] = []
-    for m in sorted(migrations, key=lambda m: (float(m["start_ns"]), float(m["end_ns"]))):
+    crowded = 0
+    for i in keep:
+        m = ordered[i]
         g = int(m.get("gpu", 0))
         start, end = float(m["start_ns"]), float(m["end_ns"])
         free = lanes.setdefault(g, [])
         if free and free[0][0] <= start:
             _, lane = heapq.heappop(free)
-        else:
+        elif used.get(g, 0) < MAX_MOVE_LANES:
             lane = used.get(g, 0)
             used[g] = lane + 1
+        else:
+            crowded += 1
+            continue
         heapq.heappush(free, (end, lane))
         args = {k: _plain(m[k]) for k in ("first_page", "bytes", "direction", "cause", "gpu", "src_gpu") if k in m}
         name = f"{m.get('direction', 'move')} {m.get('cause', '')}".strip()
@@ -248,7 +268,13 @@ def _moves(migrations: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             _meta("thread_name", MOVE_PID, g * MOVE_LANES + k + 1, f"GPU {g}" if k == 0 else f"GPU {g} ({k + 1})")
             for k in range(used[g])
         ]
-    return meta + evs
+    info = {
+        "moves_total": len(ordered),
+        "moves_shown": len(evs),
+        "move_stride": keep.step,
+        "moves_crowded_out": crowded,
+    }
+    return meta + evs, info
 
 
 def timeline(result: uvmsim.Result, max_batches: int = DEFAULT_MAX_BATCHES) -> dict[str, Any]:
