@@ -3,6 +3,10 @@
 Every bad input ends as one line ``uvmsim: error: ...`` on stderr and exit
 code 2 (a failed simulation, or an output that cannot be written: exit code
 1), never a traceback: ``main`` maps the exceptions; the commands just raise.
+Ctrl-C (SIGINT) and SIGTERM stop any command the same way: promptly (the binding
+stops the Rust core within milliseconds), keeping every finished result, with one
+line ``uvmsim: error: ... interrupted ...`` (naming the ``--resume`` command where
+there is one) and exit code 128 + the signal's number: 130 or 143.
 An input file that cannot be read is bad input: the readers raise
 ``InputError`` for it, so that ``main`` need not guess from an ``OSError``
 whether it came from an input or an output.
@@ -33,6 +37,7 @@ from uvmsim import bench as bench_mod
 from uvmsim import reproduce as reproduce_mod
 from uvmsim import sweep as sweep_mod
 from uvmsim._files import read_input_text
+from uvmsim._signals import interrupted_by, signal_of, sigterm_as_interrupt
 
 PROG = "uvmsim"
 EXIT_SIM_FAILED = 1
@@ -56,17 +61,24 @@ PRESET_OPTION = click.option(
 
 
 class Interrupted(Exception):
-    """Ctrl-C stopped a command; the message says what is kept and how to go on (exit code 130)."""
+    """Ctrl-C or SIGTERM (``signum``) stopped a command; the message says what is kept and how to go on (exit
+    code 128 + ``signum``)."""
+
+    def __init__(self, message: str, signum: int) -> None:
+        super().__init__(message)
+        self.signum = signum
 
 
 @contextlib.contextmanager
 def _resumable(what: str, command: str) -> Iterator[None]:
-    """Turn Ctrl-C in the block into ``Interrupted`` saying that ``command`` (with --resume) continues ``what``."""
+    """Turn Ctrl-C or SIGTERM in the block into ``Interrupted`` saying that ``command`` (with --resume) continues
+    ``what``."""
     try:
         yield
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
+        signum = signal_of(e)
         raise Interrupted(
-            f"{what} interrupted; the runs that finished are kept: run `{command}` to continue it"
+            f"{what} {interrupted_by(signum)}; the runs that finished are kept: run `{command}` to continue it", signum
         ) from None
 
 
@@ -735,15 +747,19 @@ def _fail(message: str, code: int) -> NoReturn:
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    """Entry point of the ``uvmsim`` command: run the CLI, turn every error into one line and an exit code."""
+    """Entry point of the ``uvmsim`` command: run the CLI, turn every error into one line and an exit code.
+
+    SIGTERM is handled as Ctrl-C (``_signals``): a KeyboardInterrupt, exit code 143 instead of 130."""
     try:
-        rv = cli.main(args=list(argv) if argv is not None else None, prog_name=PROG, standalone_mode=False)
+        with sigterm_as_interrupt():
+            rv = cli.main(args=list(argv) if argv is not None else None, prog_name=PROG, standalone_mode=False)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
-    except click.Abort:  # click's form of Ctrl-C (KeyboardInterrupt) in a command
-        _fail("interrupted", 130)
+    except click.Abort as e:  # click's form of Ctrl-C (KeyboardInterrupt, its __cause__) in a command
+        signum = signal_of(e)
+        _fail(interrupted_by(signum), 128 + signum)
     except Interrupted as e:
-        _fail(str(e), 130)
+        _fail(str(e), 128 + e.signum)
     except sweep_mod.SweepInterrupted as e:
         _fail(f"sweep {e}; run it again with --resume to finish it", 128 + e.signum)
     except click.ClickException as e:
@@ -754,8 +770,9 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         _fail(f"simulation failed: {e}", EXIT_SIM_FAILED)
     except OSError as e:  # not an input (those raise InputError): an output that cannot be written
         _fail(str(e), EXIT_SIM_FAILED)
-    except KeyboardInterrupt:
-        _fail("interrupted", 130)
+    except KeyboardInterrupt as e:
+        signum = signal_of(e)
+        _fail(interrupted_by(signum), 128 + signum)
     except Exception as e:  # a bug (e.g. an experiment's analysis): one line, not a traceback, unless asked for
         if os.environ.get("UVMSIM_TRACEBACK"):
             raise

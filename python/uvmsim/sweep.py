@@ -52,6 +52,7 @@ import uvmsim
 from uvmsim import _core
 from uvmsim._core import ConfigError
 from uvmsim._files import MissingInputError, atomic_write, atomic_write_json, read_toml_text, reading_input
+from uvmsim._signals import signal_of, sigterm_as_interrupt
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -584,24 +585,6 @@ def _ray_engine(
 _ENGINES: dict[str, Engine] = {"local": _local_engine, "ray": _ray_engine}
 
 
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """Turn SIGTERM into ``KeyboardInterrupt`` while the sweep runs, so both stop it the same clean way."""
-
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt(signum)
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def run_sweep(
     spec: SweepSpec | str | os.PathLike[str],
     out: str | os.PathLike[str],
@@ -646,7 +629,7 @@ def run_sweep(
             on_start(len(todo), summary.skipped)
         stored = 0
         rows = _ENGINES[engine](spec.sources(), spec.base_overrides(), todo, jobs, address)
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():  # SIGTERM stops the sweep as Ctrl-C does
             try:
                 for row in rows:
                     write_row(outdir, row)
@@ -658,8 +641,7 @@ def run_sweep(
                     if on_result is not None:
                         on_result(row)
             except KeyboardInterrupt as e:
-                signum = e.args[0] if e.args and isinstance(e.args[0], int) else signal.SIGINT
-                raise SweepInterrupted(signum, stored) from None
+                raise SweepInterrupted(signal_of(e), stored) from None
             finally:
                 rows.close()  # now, not at garbage collection: stops the engine's workers when interrupted
     return summary

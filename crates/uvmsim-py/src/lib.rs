@@ -18,9 +18,11 @@ fn to_sources(s: Vec<(String, String)>) -> Vec<Source> {
 }
 
 /// Run `f` without the GIL on a thread of its own while this thread checks for signals every
-/// 50 ms: Ctrl-C (a KeyboardInterrupt from the interpreter's handler) sets the work's interrupt
-/// flag (`uvmsim::sim::with_cancel`), waits for it to stop, and raises the KeyboardInterrupt.
-/// Without this, a signal was handled only when the simulation returned (minutes later).
+/// 50 ms: Ctrl-C (a KeyboardInterrupt from the interpreter's handler; the CLI's SIGTERM handler
+/// raises one too) sets the work's interrupt flag (`uvmsim::sim::with_cancel`), waits for it to
+/// stop, and raises the exception. Without this, a signal was handled only when the simulation
+/// (or a trace loop over GBs) returned, minutes later. Used by every call that can take long:
+/// `run`, `trace_record`, `trace_info`, `trace_convert`.
 fn interruptible<T: Send + 'static>(py: Python<'_>, f: impl FnOnce() -> T + Send + 'static) -> PyResult<T> {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{mpsc, Arc};
@@ -98,7 +100,7 @@ fn config_reference() -> String {
 /// Summary of a trace file as JSON (accesses, footprint, ...); a bad trace raises ConfigError.
 #[pyfunction]
 fn trace_info(py: Python<'_>, path: String) -> PyResult<String> {
-    py.detach(|| api::trace_info_json(&path)).map_err(|e| ConfigError::new_err(e.to_string()))
+    interruptible(py, move || api::trace_info_json(&path))?.map_err(|e| ConfigError::new_err(e.to_string()))
 }
 
 /// Record a workload's warp streams to a .uvmt trace (no simulation); returns the totals as JSON.
@@ -112,7 +114,8 @@ fn trace_record(py: Python<'_>, sources: Vec<(String, String)>, overrides: Vec<S
 #[pyfunction]
 fn trace_convert(py: Python<'_>, input: String, out: String, sources: Vec<(String, String)>, overrides: Vec<String>) -> PyResult<String> {
     let src = to_sources(sources);
-    py.detach(|| api::trace_convert_json(&input, &out, &src, &overrides)).map_err(|e| ConfigError::new_err(e.to_string()))
+    // Interrupted, it leaves no OUT: the temporary file is removed before the KeyboardInterrupt is raised.
+    interruptible(py, move || api::trace_convert_json(&input, &out, &src, &overrides))?.map_err(|e| ConfigError::new_err(e.to_string()))
 }
 
 /// Every config section as JSON: [{key, doc}].

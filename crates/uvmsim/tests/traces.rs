@@ -154,3 +154,36 @@ fn a_trace_without_accesses_does_not_run_but_has_info() {
     let m = bad_input(replay("warp-trace", &warps, &[]));
     assert!(m.contains("warps.uvmt") && m.contains("the trace holds no accesses"), "{m}");
 }
+
+#[test]
+fn an_interrupt_stops_trace_info_and_convert_and_leaves_no_output() {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    use uvmsim::sim::with_cancel;
+    let dir = tempfile::tempdir().unwrap();
+    let s = |p: &Path| p.display().to_string();
+    // More records than one look at the flag covers (every 4096), in every format `info` and `convert` read.
+    let csv = dir.path().join("t.csv");
+    let body: String = (0..10_000).map(|i| format!("{i},1,0,0,R,{:#x},64\n", 0x1000 + 64 * i)).collect();
+    std::fs::write(&csv, format!("{HEADER}{body}")).unwrap();
+    let timed = dir.path().join("t.uvmt");
+    convert(&csv, &timed).unwrap();
+    let warps = dir.path().join("w.uvmt");
+    api::trace_record_json(&[], &["workload.kind=stream".into(), "workload.stream.elements=100000".into()], &s(&warps)).unwrap();
+    let (_a, list) = accelsim_with_copy(512);
+    let inputs = ["t.csv", "t.uvmt", "w.uvmt"];
+    let set = Arc::new(AtomicBool::new(true));
+    for p in [&csv, &timed, &warps, &list] {
+        let e = with_cancel(set.clone(), || api::trace_info_json(&s(p))).unwrap_err().to_string();
+        // Named by the file it was reading (a kernelslist's kernel file, beside it).
+        assert!(e.contains(&s(p.parent().unwrap())) && e.ends_with(": interrupted"), "{e}");
+        // An unset flag changes nothing.
+        with_cancel(Arc::new(AtomicBool::new(false)), || api::trace_info_json(&s(p))).unwrap();
+    }
+    for (input, out) in [(&csv, "out.uvmt"), (&timed, "out.csv"), (&timed, "out.csv.gz"), (&list, "out-warps.uvmt")] {
+        let out = dir.path().join(out);
+        let e = with_cancel(set.clone(), || convert(input, &out)).unwrap_err();
+        assert!(e.contains("interrupted"), "{e}");
+        assert!(others(dir.path(), &inputs).is_empty(), "an interrupted conversion left {:?}", others(dir.path(), &inputs));
+    }
+}

@@ -220,6 +220,8 @@ impl KernelReader {
     }
 
     fn next_line(&mut self) -> Result<bool, TraceError> {
+        // Converting or summarising GBs of text: stop soon after an interrupt.
+        super::trace::check_cancel(self.no, &self.path)?;
         self.line.clear();
         let n = self
             .input

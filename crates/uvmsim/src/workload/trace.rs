@@ -348,6 +348,19 @@ impl Touched {
     }
 }
 
+/// Records or ops a trace loop (info, convert) handles between two looks at the interrupt flag.
+pub(crate) const CANCEL_EVERY: u64 = 4096;
+
+/// In a long trace loop, at item `n`: has this thread's work been interrupted (Ctrl-C, SIGTERM:
+/// [`crate::sim::with_cancel`])? Looks at the flag every [`CANCEL_EVERY`] items, so that a trace of
+/// GBs stops within milliseconds. `what` names the file in the error.
+pub(crate) fn check_cancel(n: u64, what: &str) -> Result<(), TraceError> {
+    if n % CANCEL_EVERY == 0 && crate::sim::cancelled() {
+        return Err(TraceError(format!("{what}: interrupted")));
+    }
+    Ok(())
+}
+
 /// Stream a trace once and summarise it: CSV, timed or warp `.uvmt`, or an Accel-Sim `kernelslist.g`.
 pub fn info(path: &str) -> Result<TraceInfo, TraceError> {
     if tracefmt::is_uvmt(path) {
@@ -368,7 +381,9 @@ pub fn info(path: &str) -> Result<TraceInfo, TraceError> {
     let (mut gpus, mut cus, mut waves) = (HashSet::new(), HashSet::new(), HashSet::new());
     let mut touched = Touched::default();
     let mut sizes = BTreeMap::new();
-    while let Some(rec) = r.next_record()? {
+    loop {
+        check_cancel(out.accesses, path)?;
+        let Some(rec) = r.next_record()? else { break };
         if out.accesses == 0 {
             out.first_ns = rec.time / PS_PER_NS;
         }
@@ -560,7 +575,9 @@ pub fn convert_timed(input: &str, out: &str, gz: bool) -> Result<u64, TraceError
     if r.bin.is_none() {
         let h = tracefmt::Header { mode: Mode::Timed, source: input.to_string(), warp_size: 0, buffers: vec![], ops: vec![] };
         let mut w = tracefmt::Writer::new(std::io::BufWriter::new(file), &h).map_err(werr)?;
-        while let Some(rec) = r.next_record()? {
+        loop {
+            check_cancel(n, input)?;
+            let Some(rec) = r.next_record()? else { break };
             let t = TimedRec {
                 time_ns: rec.time / PS_PER_NS,
                 gpu: rec.gpu,
@@ -578,7 +595,9 @@ pub fn convert_timed(input: &str, out: &str, gz: bool) -> Result<u64, TraceError
     }
     let mut csv = |o: &mut dyn Write| -> Result<(), TraceError> {
         writeln!(o, "{}", HEADER.join(",")).map_err(werr)?;
-        while let Some(rec) = r.next_record()? {
+        loop {
+            check_cancel(n, input)?;
+            let Some(rec) = r.next_record()? else { break };
             let k = ["R", "W", "P"][kind(rec.kind) as usize];
             writeln!(o, "{},{},{},{},{k},{:#x},{}", rec.time / PS_PER_NS, rec.gpu, rec.cu, rec.wavefront, rec.vaddr, rec.size)
                 .map_err(werr)?;

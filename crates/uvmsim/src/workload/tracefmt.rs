@@ -1097,19 +1097,23 @@ impl TimedReader {
 pub type ChunkData = Arc<[u8]>;
 
 /// Reads every warp of every kernel in file order (for `trace info`, `convert`
-/// and tests): calls `f(kernel, warp, op, lanes)` for each op.
+/// and tests): calls `f(kernel, warp, op, lanes)` for each op. Stops with an error
+/// when the thread's work is interrupted (`trace::check_cancel`).
 pub fn for_each_op(
     file: &TraceFile,
     max_bytes: u32,
     mut f: impl FnMut(u32, u64, Op, &[u64; MAX_LANES]) -> Result<(), TraceError>,
 ) -> Result<(), TraceError> {
     let mut scratch = [0u64; MAX_LANES];
+    let mut ops = 0u64;
     for (k, (threads, tpc)) in file.header.kernels().enumerate() {
         let warps = file.header.warps_of(threads, tpc);
         let mut cursor = KernelCursor::new(file, k as u32)?;
         for w in 0..warps {
             let mut ws = cursor.warp(file, w, max_bytes)?;
             loop {
+                super::trace::check_cancel(ops, &file.name)?;
+                ops += 1;
                 let op = ws.next(file, &mut scratch)?;
                 f(k as u32, w, op, &scratch)?;
                 if op == Op::Exit {
