@@ -231,8 +231,6 @@ const SHORT_STALL_CYCLES: u64 = 32;
 /// (`UNKNOWN`: not checked since it fell asleep, or voided).
 #[derive(Debug, Clone, Copy)]
 struct Sleeper {
-    /// Its place in the order the warps fell asleep (`Gpu::waiting` is sorted by it).
-    seq: u64,
     slot: u32,
     /// Its SM's µTLB (fixed for the warp's life): `resume` checks the page it stopped at
     /// without reading the warp.
@@ -247,75 +245,9 @@ struct Sleeper {
 
 impl Sleeper {
     const UNKNOWN: u64 = u64::MAX;
-    /// `slot` of a sleeper woken during a scan, dropped at its end.
-    const WOKEN: u32 = u32::MAX;
-}
 
-/// The sleeping warps, in the order they fell asleep (a `Vec` of them to the scans), with
-/// their file by page.
-#[derive(Debug, Default)]
-struct Waiting {
-    list: Vec<Sleeper>,
-    next_seq: u64,
-    file: SleeperFile,
-}
-
-impl std::ops::Deref for Waiting {
-    type Target = Vec<Sleeper>;
-    fn deref(&self) -> &Vec<Sleeper> {
-        &self.list
-    }
-}
-
-/// Scans that change the sleepers other than `wake_serviced`'s (which files as it goes) void
-/// the file: any change through this may break it.
-impl std::ops::DerefMut for Waiting {
-    fn deref_mut(&mut self) -> &mut Vec<Sleeper> {
-        self.file.valid = false;
-        &mut self.list
-    }
-}
-
-impl Waiting {
-    /// Warp `slot` of µTLB `utlb` falls asleep, waiting for `faulted`.
-    fn sleep(&mut self, slot: u32, utlb: usize, faulted: &[u64]) {
-        let s = Sleeper { seq: self.next_seq, slot, utlb: utlb as u32, on: Sleeper::UNKNOWN, pages: PageFilter::of(faulted) };
-        self.next_seq += 1;
-        if self.file.valid {
-            self.file.file(&s);
-        }
-        self.list.push(s);
-    }
-}
-
-/// `wake_serviced`'s file of the sleepers (by sequence number): each one whose `on` is a page
-/// is under that page in `by_on`, each one whose `on` is `UNKNOWN` is in `unknown`, exactly
-/// once. A replay then visits only the sleepers filed under a page mapped since the last one
-/// and those of unknown page, where a scan of every sleeper (700 of them in a Zheng stencil,
-/// at each of its 130,000 replays) found nearly all still missing their page.
-#[derive(Debug, Default)]
-struct SleeperFile {
-    /// False once another scan changed the sleepers (`replay`, `requeue_waiters`, ...): the
-    /// next `wake_serviced` scans every sleeper and files them afresh.
-    valid: bool,
-    by_on: FxHashMap<u64, Vec<u64>>,
-    unknown: Vec<u64>,
-}
-
-impl SleeperFile {
-    fn file(&mut self, s: &Sleeper) {
-        if s.on == Sleeper::UNKNOWN {
-            self.unknown.push(s.seq);
-        } else {
-            self.by_on.entry(s.on).or_default().push(s.seq);
-        }
-    }
-
-    fn rebuild(&mut self, waiting: &[Sleeper]) {
-        self.by_on.clear();
-        self.unknown.clear();
-        waiting.iter().for_each(|s| self.file(s));
-        self.valid = true;
+    fn new(slot: u32, utlb: usize, faulted: &[u64]) -> Sleeper {
+        Sleeper { slot, utlb: utlb as u32, on: Sleeper::UNKNOWN, pages: PageFilter::of(faulted) }
     }
 }
 
@@ -471,7 +403,7 @@ pub struct Gpu {
     /// The warp whose instruction is being issued (its faults name it).
     fault_warp: u32,
     /// Warps waiting for a replay, in the order they fell asleep (the order a replay wakes them).
-    waiting: Waiting,
+    waiting: Vec<Sleeper>,
     /// The residency's refault epoch when the `Sleeper::on` pages were noted (another epoch voids them).
     waiting_epoch: u64,
     /// With per-page replays (`replay_page`, the APU path): sleeping warps filed under the page they wait for.
@@ -551,7 +483,7 @@ impl Gpu {
             stats: GpuStats::default(),
             faults: vec![],
             fault_warp: 0,
-            waiting: Waiting::default(),
+            waiting: vec![],
             waiting_epoch: 0,
             by_page: FxHashMap::default(),
             by_fault: FxHashMap::default(),
@@ -733,7 +665,7 @@ impl Gpu {
                         w.wake();
                         next
                     } else {
-                        self.waiting.sleep(slot, self.xlat.utlb_of(sm), &w.faulted);
+                        self.waiting.push(Sleeper::new(slot, self.xlat.utlb_of(sm), &w.faulted));
                         return Ok(());
                     }
                 }
@@ -741,7 +673,7 @@ impl Gpu {
                 // Blocking faults: a µTLB with a fault outstanding takes no requests until the replay.
                 Op::Mem { .. } if self.blocking && self.blocked[self.xlat.utlb_of(sm)] => {
                     w.pending.push((op, saved_lanes(&op, &self.scratch)));
-                    self.waiting.sleep(slot, self.xlat.utlb_of(sm), &w.faulted);
+                    self.waiting.push(Sleeper::new(slot, self.xlat.utlb_of(sm), &w.faulted));
                     return Ok(());
                 }
                 Op::Mem { kind, lanes, bytes } => {
@@ -787,13 +719,13 @@ impl Gpu {
                             // Blocking: the µTLB stops, and the warp waits where it is.
                             let u = self.xlat.utlb_of(sm);
                             self.blocked[u] = true;
-                            self.waiting.sleep(slot, u, &w.faulted);
+                            self.waiting.push(Sleeper::new(slot, u, &w.faulted));
                             return Ok(());
                         }
                         if self.stall_on_fault && kind != MemKind::Prefetch {
                             // Zheng's GPU: the faulting warp stalls here (its µTLB goes on serving
                             // the other warps); after the replay it re-executes this instruction.
-                            self.waiting.sleep(slot, self.xlat.utlb_of(sm), &w.faulted);
+                            self.waiting.push(Sleeper::new(slot, self.xlat.utlb_of(sm), &w.faulted));
                             return Ok(());
                         }
                     } else {
@@ -911,7 +843,6 @@ impl Gpu {
 
     fn replay_with(&mut self, now: Ps, q: &mut EventQueue<Ev>, answered: Option<u64>) {
         self.blocked.fill(false);
-        self.waiting.file.valid = false;
         let (warps, residency) = (&mut self.warps, &self.xlat.space.residency);
         if self.waiting_epoch != residency.refault_epoch {
             self.waiting_epoch = residency.refault_epoch;
@@ -976,8 +907,7 @@ impl Gpu {
     /// keep waiting for their own pages, as the µTLB holds their misses (a global refault
     /// epoch would re-walk them all after every invalidation).
     pub fn requeue_waiters(&mut self, vpn: u64) {
-        self.waiting.file.valid = false;
-        for s in self.waiting.iter_mut() {
+        for s in &mut self.waiting {
             if !s.pages.may_hold(vpn) {
                 continue;
             }
@@ -1043,7 +973,6 @@ impl Gpu {
     /// took 2.2× longer.
     pub fn replay_ended(&mut self, ended: &[u64], now: Ps, q: &mut EventQueue<Ev>, in_service: impl Fn(u32, u64) -> bool) {
         self.blocked.fill(false);
-        self.waiting.file.valid = false;
         if self.naps == 0 {
             // The first such replay: the sleepers noted by `replay_serviced` are filed afresh.
             self.naps = 1;
@@ -1111,11 +1040,10 @@ impl Gpu {
             }
             e.2
         };
-        // One sleeper: true if it sleeps on. Still waiting for the page it stopped at (its
-        // list has not changed while it slept): it sleeps on without touching the warp (most
-        // sleepers, most rounds). `on` was missing when noted, so unless it was mapped since,
-        // it still is.
-        let mut visit = |s: &mut Sleeper| {
+        self.waiting.retain_mut(|s| {
+            // Still waiting for the page it stopped at (its list has not changed while it
+            // slept): it sleeps on without touching the warp (most sleepers, most rounds).
+            // `on` was missing when noted, so unless it was mapped since, it still is.
             if s.on != Sleeper::UNKNOWN && if lost { waits(s.utlb, s.on) } else { !fresh.may_hold(s.on) || !residency.is_mapped(s.on) } {
                 return true;
             }
@@ -1138,48 +1066,7 @@ impl Gpu {
             }
             q.push(now, Ev::Warp(self.tag | slot));
             false
-        };
-        let waiting = &mut self.waiting;
-        match fresh.exact().filter(|_| !lost && waiting.file.valid) {
-            // Only the sleepers filed under a page mapped since the last scan, and those of
-            // unknown page, can wake or move on: visit them, in the order they fell asleep
-            // (that of the full scan, so the woken warps' events are pushed in the same order).
-            Some(pages) => {
-                let file = &mut waiting.file;
-                let mut seqs = std::mem::take(&mut file.unknown);
-                for p in pages {
-                    if let Some(v) = file.by_on.remove(p) {
-                        seqs.extend(v);
-                    }
-                }
-                if seqs.is_empty() {
-                    file.unknown = seqs;
-                } else {
-                    seqs.sort_unstable();
-                    let mut woken = false;
-                    let mut from = 0;
-                    for &seq in &seqs {
-                        from += waiting.list[from..].partition_point(|s| s.seq < seq);
-                        let s = &mut waiting.list[from];
-                        debug_assert_eq!(s.seq, seq, "a filed sleeper is asleep");
-                        if visit(s) {
-                            waiting.file.file(s);
-                        } else {
-                            s.slot = Sleeper::WOKEN;
-                            woken = true;
-                        }
-                    }
-                    if woken {
-                        waiting.list.retain(|s| s.slot != Sleeper::WOKEN);
-                    }
-                }
-            }
-            None => {
-                waiting.list.retain_mut(|s| visit(s));
-                let Waiting { list, file, .. } = waiting;
-                file.rebuild(list);
-            }
-        }
+        });
         self.xlat.space.residency.clear_mapped_since();
     }
 
@@ -1189,12 +1076,11 @@ impl Gpu {
     /// went to sleep since the last call are filed under the page they wait for.
     pub fn replay_pages(&mut self, first: u64, end: u64, now: Ps, q: &mut EventQueue<Ev>) {
         self.blocked.fill(false);
-        self.waiting.file.valid = false;
-        let mut inbox = std::mem::take(&mut self.waiting.list);
+        let mut inbox = std::mem::take(&mut self.waiting);
         for s in inbox.drain(..) {
             self.file_or_wake(s.slot, now, q);
         }
-        self.waiting.list = inbox;
+        self.waiting = inbox;
         for vpn in first..end {
             if self.by_page.is_empty() {
                 break;
@@ -1444,38 +1330,31 @@ mod tests {
 
     /// A GPU with one sleeping warp per list in `waits`, each waiting for those pages.
     fn sleeping(waits: &[&[u64]]) -> Gpu {
-        let mut gpu = Gpu::new(&Config::default());
-        for pages in waits {
-            add_sleeper(&mut gpu, pages);
-        }
-        gpu
-    }
-
-    /// One more warp falls asleep on `gpu`, waiting for `pages`.
-    fn add_sleeper(gpu: &mut Gpu, pages: &[u64]) {
         let cfg = Config::default();
+        let mut gpu = Gpu::new(&cfg);
         let spec = build(&cfg)
             .unwrap()
             .ops
             .into_iter()
             .find_map(|op| if let HostOp::Launch(k) = op { Some(k) } else { None })
             .expect("the default workload launches a kernel");
-        // Numbered as they are added (the GPU's own slots come first, empty).
-        let i = gpu.warps.iter().flatten().count();
-        let id = WarpId { global: i as u64, first_thread: 32 * i as u64, lanes: 32 };
-        gpu.warps.push(Some(Warp {
-            stream: spec.gen.warp(id),
-            sm: 0,
-            cta: 0,
-            loads: 0,
-            stores: 0,
-            id,
-            pending: vec![],
-            redo: Default::default(),
-            faulted: pages.to_vec(),
-            epoch: 0,
-        }));
-        gpu.waiting.sleep((gpu.warps.len() - 1) as u32, 0, pages);
+        for (i, pages) in waits.iter().enumerate() {
+            let id = WarpId { global: i as u64, first_thread: 32 * i as u64, lanes: 32 };
+            gpu.warps.push(Some(Warp {
+                stream: spec.gen.warp(id),
+                sm: 0,
+                cta: 0,
+                loads: 0,
+                stores: 0,
+                id,
+                pending: vec![],
+                redo: Default::default(),
+                faulted: pages.to_vec(),
+                epoch: 0,
+            }));
+            gpu.waiting.push(Sleeper::new((gpu.warps.len() - 1) as u32, 0, pages));
+        }
+        gpu
     }
 
     fn woken(gpu: &mut Gpu) -> usize {
@@ -1868,52 +1747,6 @@ mod tests {
                             fast.resume(&[0], what == 5, 0, &mut qf, in_service);
                             full.resume(&[0], what == 5, 0, &mut qs, in_service);
                         }
-                    }
-                }
-                prop_assert_eq!(sleep_state(&fast), sleep_state(&full));
-            }
-            prop_assert_eq!(drain(&mut qf), drain(&mut qs));
-        }
-
-        /// `wake_serviced` visits only the sleepers filed under pages mapped since its last
-        /// call (and those of unknown page); a scan of every sleeper (a filter that holds every
-        /// page, no list of them) wakes the same warps in the same order and leaves the same
-        /// sleepers, through pages mapped and evicted, warps falling asleep between replays,
-        /// blocked µTLBs, lost faults, and now and then a `replay` that voids the file.
-        #[test]
-        fn filed_sleepers_match_a_full_scan(
-            waits in proptest::collection::vec(proptest::collection::vec(0u64..24, 0..6), 1..12),
-            steps in proptest::collection::vec((0u32..8, 0u64..24, proptest::collection::vec(0u64..24, 0..4)), 0..60),
-        ) {
-            let lists: Vec<&[u64]> = waits.iter().map(Vec::as_slice).collect();
-            let mut fast = sleeping(&lists);
-            let mut full = sleeping(&lists);
-            full.xlat.space.residency.disable_mapped_since();
-            let (mut qf, mut qs) = (EventQueue::new(), EventQueue::new());
-            for (k, (what, p, new)) in steps.iter().enumerate() {
-                for g in [&mut fast, &mut full] {
-                    let r = &mut g.xlat.space.residency;
-                    match what {
-                        0..=2 => {
-                            r.make_resident(*p);
-                        }
-                        3 => {
-                            r.unmake_resident(*p);
-                        }
-                        4 => add_sleeper(g, new),
-                        5 => g.blocked[0] = !g.blocked[0],
-                        _ => {}
-                    }
-                }
-                if k % 2 == 1 {
-                    let in_service = |_: u32, p: u64| p % 3 != 0;
-                    if *what == 7 && p % 4 == 0 {
-                        fast.replay(0, &mut qf);
-                        full.replay(0, &mut qs);
-                    } else {
-                        let lost = *what == 6 && p % 2 == 0;
-                        fast.resume(&[], lost, 0, &mut qf, in_service);
-                        full.resume(&[], lost, 0, &mut qs, in_service);
                     }
                 }
                 prop_assert_eq!(sleep_state(&fast), sleep_state(&full));

@@ -93,10 +93,6 @@ pub struct Residency {
 pub struct MappedSince {
     bits: Box<[u64; 128]>,
     marked: bool,
-    /// The same pages as a list (repeats allowed), unless more than `EXACT_MAX` were marked:
-    /// the GPU's replay visits only the sleepers filed under them (`exact`).
-    pages: Vec<u64>,
-    overflow: bool,
     /// Tests: hold every page, whatever the bits say (the scans then look every page up).
     #[cfg(test)]
     all: bool,
@@ -107,8 +103,6 @@ impl Default for MappedSince {
         MappedSince {
             bits: Box::new([0; 128]),
             marked: false,
-            pages: vec![],
-            overflow: false,
             #[cfg(test)]
             all: false,
         }
@@ -123,31 +117,11 @@ impl MappedSince {
         (h / 64, 1 << (h % 64))
     }
 
-    /// Beyond this many pages marked between two clears, `exact` gives up (a scan of every
-    /// sleeper then costs less than looking each page up).
-    const EXACT_MAX: usize = 4096;
-
     #[inline]
     fn mark(&mut self, vpn: u64) {
         let (w, b) = Self::index(vpn);
         self.bits[w] |= b;
         self.marked = true;
-        if self.pages.len() < Self::EXACT_MAX {
-            self.pages.push(vpn);
-        } else {
-            self.overflow = true;
-        }
-    }
-
-    /// Every page marked since the last `clear` (perhaps repeated), or None if there were
-    /// too many to list.
-    #[inline]
-    pub fn exact(&self) -> Option<&[u64]> {
-        #[cfg(test)]
-        if self.all {
-            return None;
-        }
-        (!self.overflow).then_some(&self.pages[..])
     }
 
     /// Was `vpn` perhaps mapped since the last `clear`? (false: certainly not.)
@@ -165,8 +139,6 @@ impl MappedSince {
         if self.marked {
             self.bits.fill(0);
             self.marked = false;
-            self.pages.clear();
-            self.overflow = false;
         }
     }
 }
@@ -677,22 +649,11 @@ mod tests {
             r.map_remote(p);
         }
         assert!(pages.iter().all(|&p| r.mapped_since().may_hold(p)));
-        // 3,000 pages: listed exactly, in the order they were mapped.
-        assert_eq!(r.mapped_since().exact(), Some(&pages[..]));
         r.clear_mapped_since();
         assert!(pages.iter().all(|&p| !r.mapped_since().may_hold(p)));
-        assert_eq!(r.mapped_since().exact(), Some(&[][..]));
         r.unmake_resident(pages[0]);
         r.make_prefetched(11);
         assert!(!r.mapped_since().may_hold(pages[0]) && r.mapped_since().may_hold(11));
-        assert_eq!(r.mapped_since().exact(), Some(&[11][..]));
-        // Past 4,096 pages the list gives up (the filter still holds them all), until a clear.
-        for p in 0..5000 {
-            r.make_resident(1 << 30 | p);
-        }
-        assert!(r.mapped_since().exact().is_none() && r.mapped_since().may_hold(1 << 30 | 4999));
-        r.clear_mapped_since();
-        assert_eq!(r.mapped_since().exact(), Some(&[][..]));
         // Few false positives with a batch's worth of pages marked (8,192 bits, 256 pages).
         r.clear_mapped_since();
         for p in 0..256 {
