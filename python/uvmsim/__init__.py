@@ -140,7 +140,7 @@ class Result:
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any], out: Path | None = None) -> Result:
-        """The ``Result`` of a run's JSON object: the simulator's output, whose tables are lists of row dicts, or
+        """The ``Result`` of a run's JSON object: the simulator's output, whose tables are dicts of columns, or
         a ``summary.json`` read from ``out``, whose tables are ``{"file", "rows"}`` references to Parquet files
         in ``out`` (older summaries, which embedded the rows, still load)."""
         tables = {name: _table(name, t, out) for name, t in raw.get("tables", {}).items()}
@@ -211,11 +211,14 @@ def table_file(name: str) -> str:
 
 
 def _table(name: str, entry: Any, out: Path | None) -> pd.DataFrame:
-    """A table of a run's JSON: rows (the simulator's output, or an old summary.json) or a Parquet reference."""
+    """A table of a run's JSON: columns (the simulator's output, ``{"name": [values]}``), rows (an old
+    summary.json) or a Parquet reference (``{"file", "rows"}``)."""
     import pandas as pd  # here, not at the top: pandas costs ~0.3 s to import and only runs with tables need it
 
     if isinstance(entry, list):
         return pd.DataFrame.from_records(entry)
+    if isinstance(entry, dict) and all(isinstance(v, list) for v in entry.values()):
+        return pd.DataFrame(entry)
     if out is None:
         raise ConfigError(f"table `{name}` is stored in a file, but no run directory was given to read it from")
     # Only the file's name: a summary must not point outside its directory.
