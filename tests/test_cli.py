@@ -115,6 +115,14 @@ def test_config_reference_and_resolved(cli: Cli) -> None:
     assert json.loads(j.stdout)["gpu"]["sms"] == 3
 
 
+def test_a_quoted_dotted_key_in_a_config_file_is_the_dotted_key(cli: Cli, tmp_path: Path) -> None:
+    # As in sweep specs: TOML reads `"uvm.batch_size"` as one key holding a dot; it means uvm.batch_size.
+    (tmp_path / "q.toml").write_text('"uvm.batch_size" = 64\n[gpu]\n"l1tlb.entries" = 64\n')
+    r = cli("config", "--resolved", "q.toml", "--preset", "titan-v")
+    assert r.returncode == 0, r.stderr
+    assert {"uvm.batch_size = 64", "gpu.l1tlb.entries = 64"} <= set(r.stdout.splitlines())
+
+
 def test_reproduce_list(cli: Cli) -> None:
     p = cli("reproduce", "--list")
     assert p.returncode == 0, p.stderr
@@ -194,6 +202,44 @@ BAD_INPUTS = [
     pytest.param(["run", "absent.toml"], ["absent.toml", "does not exist"], id="missing-config-file"),
     pytest.param(["run", "broken.toml"], ["broken.toml", "not valid TOML"], id="malformed-toml"),
     pytest.param(["run", "--preset", "kaveri-apu", "--set", "gpu=3"], ["gpu", "section"], id="section-given-a-value"),
+    # A quoted number is a string: a type error, not "out of range" (that is for integers beyond TOML's i64).
+    pytest.param(
+        ["run", "--preset", "li-4gpu-ats", "--set", 'multi.gpus="4"'],
+        ["--set: key `multi.gpus`", 'invalid type: string "4", expected an integer'],
+        id="quoted-number",
+    ),
+    pytest.param(
+        ["run", "quoted-number.toml", "--preset", "titan-v"],
+        ["quoted-number.toml: key `multi.gpus`", "expected an integer"],
+        id="quoted-number-in-a-file",
+    ),
+    pytest.param(
+        ["run", "--preset", "titan-v", "--set", "sim.seed=9223372036854775808"],
+        ["--set: key `sim.seed`", "9223372036854775808 is out of range", "9223372036854775807"],
+        id="integer-beyond-toml",
+    ),
+    # A key given quoted and unquoted in one file: both forms named, not one silently lost.
+    pytest.param(
+        ["run", "twice.toml", "--preset", "titan-v"],
+        ["twice.toml: key `uvm.batch_size`: given twice", '`"uvm.batch_size"`', "`uvm.batch_size`"],
+        id="quoted-and-unquoted-key",
+    ),
+    # An error on a list element names its source like any other; kinds by their names, not Rust's.
+    pytest.param(
+        ["run", "--preset", "li-4gpu-ats", "--set", 'multi.apps=["tracex"]'],
+        ["uvmsim: error: --set: key `multi.apps[0]`", "tracex"],
+        id="list-element",
+    ),
+    pytest.param(
+        ["run", "--preset", "titan-v", "--set", "uvm.advise.per_buffer=[1]"],
+        ["uvmsim: error: --set: key `uvm.advise.per_buffer[0]`"],
+        id="list-element-advice",
+    ),
+    pytest.param(
+        ["run", "--preset", "li-4gpu-ats", "--set", 'multi.apps=["fir", "ping-pong"]'],
+        ["--set: key `multi.apps`: `ping-pong`: trace replays and host-interaction workloads cannot"],
+        id="app-kind-by-its-name",
+    ),
     pytest.param(
         ["reproduce", "apu-tlb-latency"],
         ["apu-tlb-latency", "did you mean `apu-tlb-miss-latency`"],
@@ -208,6 +254,8 @@ BAD_INPUTS = [
 @pytest.mark.parametrize(("args", "expected"), BAD_INPUTS)
 def test_bad_input_is_one_line_and_exit_2(cli: Cli, tmp_path: Path, args: list[str], expected: list[str]) -> None:
     (tmp_path / "broken.toml").write_text("[gpu\nsms = 1\n")
+    (tmp_path / "quoted-number.toml").write_text('[multi]\ngpus = "4"\n')
+    (tmp_path / "twice.toml").write_text('"uvm.batch_size" = 128\nuvm.batch_size = 64\n')
     p = cli(*args)
     assert p.returncode == 2, (p.stdout, p.stderr)
     lines = p.stderr.splitlines()

@@ -169,6 +169,22 @@ BAD_SPECS = [
     pytest.param(
         'preset = "titan-v"\n[[runs]]\n"gpu.sms" = 2\n[[runs]]\ngpu.sms = 2\n', ["#2 repeats run #1"], id="repeated"
     ),
+    # A quoted and an unquoted form of one key: both name the key, and one value used to be lost silently.
+    pytest.param(
+        'preset = "titan-v"\n[grid]\n"uvm.batch_size" = [64, 128]\nuvm.batch_size = [64]\n',
+        ["spec.toml: [grid]: key `uvm.batch_size` given twice", '`"uvm.batch_size"`', "and as `uvm.batch_size`"],
+        id="axis-quoted-and-not",
+    ),
+    pytest.param(
+        'preset = "titan-v"\n[set]\nuvm.batch_size = 64\n"uvm.batch_size" = 128\n[grid]\n"gpu.sms" = [1]\n',
+        ["spec.toml: [set]: key `uvm.batch_size` given twice", 'as `uvm.batch_size` and as `"uvm.batch_size"`'],
+        id="set-quoted-and-not",
+    ),
+    pytest.param(
+        'preset = "titan-v"\n[[runs]]\n"uvm.batch_size" = 64\n[runs.uvm]\nbatch_size = 128\n',
+        ["[[runs]] #1: key `uvm.batch_size` given twice"],
+        id="run-quoted-and-not",
+    ),
     pytest.param('preset = "titan-v"\n[grid\n', ["spec.toml", "not valid TOML"], id="not-toml"),
     pytest.param(
         'preset = "titan-v"\n[grid]\n"gpu.sms" = [[1, 2]]\n', ["gpu.sms", "number, a boolean or a string"], id="list"
@@ -328,6 +344,19 @@ def test_python_api(tmp_path: Path) -> None:
     assert uvmsim.sweep(spec, tmp_path / "s", resume=True).skipped == 2  # DESIGN.md's `uvmsim.sweep(...)`
     with pytest.raises(FileNotFoundError, match="not a sweep directory"):
         uvmsim.sweep.load_sweep(tmp_path)
+
+
+def test_run_sweep_takes_a_spec_dict(tmp_path: Path) -> None:
+    # docs/experiments.md's `run_sweep(spec_or_path, ...)`: a plain dict used to fail with a raw os.fspath TypeError.
+    spec = {"preset": "titan-v", "set": {"workload.kind": "regular"}, "grid": {"gpu.sms": [4, 8]}}
+    summary = uvmsim.sweep.run_sweep(spec, tmp_path / "s", jobs=1)
+    assert (summary.total, summary.ok) == (2, 2)
+    assert list(uvmsim.sweep.load_sweep(tmp_path / "s")["set.gpu.sms"]) == [4, 8]
+    with pytest.raises(uvmsim.ConfigError, match=r"^<dict spec>: \[grid\]: unknown config key `gpu.smz`"):
+        uvmsim.sweep.run_sweep({"preset": "titan-v", "grid": {"gpu.smz": [4]}}, tmp_path / "t")
+    with pytest.raises(TypeError, match="spec must be a SweepSpec, the path of a spec file or a spec dict, not list"):
+        uvmsim.sweep.run_sweep([("gpu.sms", [4])], tmp_path / "t")  # type: ignore[arg-type]
+    assert not (tmp_path / "t").exists()
 
 
 def test_a_sweep_from_stdin_runs_in_this_process(tmp_path: Path) -> None:

@@ -298,6 +298,10 @@ parameter sections), so this page cannot drift from the code.
   in order; later layers win. `uvmsim config --resolved [CONFIG] [--preset NAME]
   [--set ...]` prints the configuration a run would use, and every
   `summary.json` records it under `"config"`.
+- **Keys in a TOML file** may be written under their section (`[uvm]` then
+  `batch_size = 64`), dotted (`uvm.batch_size = 64`) or quoted
+  (`"uvm.batch_size" = 64`): all three are the same key, and one file giving
+  a key twice, in any two forms, is an error.
 - **Units are in the key names**: `_ns` nanoseconds, `_cycles` GPU core
   cycles, `_mhz` megahertz, `_gbps` GB/s (10^9 bytes per second), `_bytes`
   bytes, `_s` seconds. Give plain numbers: `latency_ns = 100`, not `"100ns"`.

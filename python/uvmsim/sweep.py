@@ -1,6 +1,6 @@
 """Sweeps: many runs over one base configuration, stored as a Parquet dataset as they finish.
 
-A spec is a TOML file::
+A spec is a TOML file (or, for ``run_sweep``, a dict of the same tables)::
 
     preset = "titan-v"            # the base: a preset, a config file (relative to the spec) and/or a [set] table
     config = "base.toml"
@@ -71,6 +71,7 @@ __all__ = [
 
 ENGINES = ("local", "ray")
 SPEC_KEYS = ("preset", "config", "set", "grid", "runs")
+DICT_SPEC = "<dict spec>"  # the name messages give a spec passed to run_sweep as a dict
 SWEEP_FILE = "sweep.json"
 RUNS_DIR = "runs"
 LOCK_FILE = ".lock"
@@ -163,11 +164,36 @@ def _check_value(where: str, key: str, value: Any) -> Scalar:
     raise ConfigError(f"{where}: `{key}` must be a number, a boolean or a string, got {what}")
 
 
+def _written_form(path: Sequence[str]) -> str:
+    """A key path as TOML writes it: segments other than bare keys quoted (``"uvm.batch_size"``, ``uvm.batch_size``)."""
+    return ".".join(
+        p if p and all(c.isascii() and (c.isalnum() or c in "_-") for c in p) else json.dumps(p) for p in path
+    )
+
+
+def _leaves(table: Mapping[str, Any], path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    for k, v in table.items():
+        if isinstance(v, Mapping):
+            yield from _leaves(v, (*path, str(k)))
+        else:
+            yield (*path, str(k)), v
+
+
 def _flat_table(where: str, table: Any, known: Sequence[str]) -> dict[str, Any]:
-    """A TOML table of overrides as dotted key -> value (``a.b = 1`` and ``"a.b" = 1`` are the same key)."""
+    """A TOML table of overrides as dotted key -> value (``a.b = 1`` and ``"a.b" = 1`` are the same key, so a table
+    giving both is an error, as TOML makes a repeated unquoted key: one of the values would be lost)."""
     if not isinstance(table, Mapping):
         raise ConfigError(f"{where}: expected a table of `key.path = value` entries, got {type(table).__name__}")
-    flat = dict(uvmsim.flatten(table))
+    flat: dict[str, Any] = {}
+    forms: dict[str, str] = {}
+    for path, value in _leaves(table):
+        key, form = ".".join(path), _written_form(path)
+        if key in flat:
+            raise ConfigError(
+                f"{where}: key `{key}` given twice, as `{forms[key]}` and as `{form}` (a quoted dotted key is the "
+                "same key); give it once"
+            )
+        flat[key], forms[key] = value, form
     for key in flat:
         _check_key(where, key, known)
     return flat
@@ -586,7 +612,7 @@ _ENGINES: dict[str, Engine] = {"local": _local_engine, "ray": _ray_engine}
 
 
 def run_sweep(
-    spec: SweepSpec | str | os.PathLike[str],
+    spec: SweepSpec | Mapping[str, Any] | str | os.PathLike[str],
     out: str | os.PathLike[str],
     *,
     resume: bool = False,
@@ -599,7 +625,9 @@ def run_sweep(
     """Run a sweep and store each run in ``out/runs/<id>.parquet`` as it finishes.
 
     Args:
-        spec: a ``SweepSpec`` or the path of a spec file.
+        spec: a ``SweepSpec``, the path of a spec file, or a spec as a dict of the same tables as the file
+            (``{"preset": "titan-v", "grid": {"uvm.batch_size": [64, 128]}}``; a ``config`` path in it is taken
+            from the current directory; messages name it ``<dict spec>``).
         out: the sweep's directory (created if needed).
         resume: skip the runs already stored with status ``ok``; without it, ``out`` must hold no runs.
         engine: ``"local"`` (process pool) or ``"ray"``.
@@ -610,6 +638,7 @@ def run_sweep(
 
     Raises:
         ConfigError: a bad spec, an invalid base config, or ``out`` holding another sweep.
+        TypeError: ``spec`` is none of the accepted kinds.
         SweepInterrupted: SIGINT or SIGTERM; the runs stored so far are kept.
     """
     if engine not in _ENGINES:
@@ -618,8 +647,12 @@ def run_sweep(
         raise ConfigError("--address is for --engine ray")
     if jobs is not None and jobs < 1:
         raise ConfigError(f"jobs must be at least 1, got {jobs}")
-    if not isinstance(spec, SweepSpec):
+    if isinstance(spec, Mapping):
+        spec = parse_spec(spec, DICT_SPEC)
+    elif isinstance(spec, str | os.PathLike):
         spec = load_spec(spec)
+    elif not isinstance(spec, SweepSpec):
+        raise TypeError(f"spec must be a SweepSpec, the path of a spec file or a spec dict, not {type(spec).__name__}")
     outdir = Path(out)
     base_config = _base_config(spec)  # before making `out`: a bad base leaves no directory behind
     with _locked(outdir):

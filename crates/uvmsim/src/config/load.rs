@@ -3,7 +3,7 @@
 //! failing key's path, then validate ranges. Every error names its source.
 
 use super::Config;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use toml::{Table, Value};
 
 /// One TOML text and the name to report it by (a file path or `preset NAME`).
@@ -79,6 +79,82 @@ fn unknown(source: &str, key: &str) -> ConfigError {
     err(Some(source), Some(key), format!("unknown key; {hint}"))
 }
 
+/// A key is one path segment (`uvm.batch_size` unquoted) or several: a quoted dotted key
+/// (`"uvm.batch_size" = 64`, which TOML reads as one key holding a dot) means the same key, as
+/// in sweep specs. Expand those into nested tables; a key given in both forms in one source is an
+/// error, as TOML makes a repeated unquoted key. A key with an empty segment (`"uvm..x"`) stays as
+/// written: it is unknown.
+fn expand_quoted_keys(t: Table, source: &str) -> Result<Table, ConfigError> {
+    let mut out = Table::new();
+    expand_into(&mut out, t, "", &[], source, &mut BTreeMap::new())?;
+    Ok(out)
+}
+
+/// A key path as written in TOML: segments that are not bare keys are quoted.
+fn toml_form(written: &[String]) -> String {
+    let bare = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    written.iter().map(|p| if bare(p) { p.clone() } else { format!("{p:?}") }).collect::<Vec<_>>().join(".")
+}
+
+/// Insert `user` (its keys written as `written`) into `into` (the table at dotted `path`),
+/// recording how each leaf was written in `forms` (by its dotted path).
+fn expand_into(
+    into: &mut Table,
+    user: Table,
+    path: &str,
+    written: &[String],
+    source: &str,
+    forms: &mut BTreeMap<String, String>,
+) -> Result<(), ConfigError> {
+    for (k, v) in user {
+        let mut w = written.to_vec();
+        w.push(k.clone());
+        let parts: Vec<String> = if k.split('.').any(str::is_empty) { vec![k.clone()] } else { k.split('.').map(str::to_string).collect() };
+        let mut slot = &mut *into;
+        let mut p = path.to_string();
+        for (i, part) in parts.iter().enumerate() {
+            p = super::join_key(&p, part);
+            let last = i + 1 == parts.len();
+            match slot.get(part) {
+                None if !last || v.is_table() => {
+                    slot.insert(part.clone(), Value::Table(Table::new()));
+                }
+                None => break,
+                Some(Value::Table(_)) if !last || v.is_table() => {}
+                Some(_) => return Err(given_twice(source, &p, forms, &w)),
+            }
+            if !last {
+                let Some(Value::Table(sub)) = slot.get_mut(part) else { unreachable!("a table was just checked or made") };
+                slot = sub;
+            }
+        }
+        let leaf = parts.last().expect("split yields at least one part");
+        match v {
+            Value::Table(vt) => {
+                let Some(Value::Table(sub)) = slot.get_mut(leaf) else { unreachable!("a table was just checked or made") };
+                expand_into(sub, vt, &p, &w, source, forms)?;
+            }
+            v => {
+                forms.insert(p, toml_form(&w));
+                slot.insert(leaf.clone(), v);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `key` (dotted) was given again, now written as `written`: name both forms.
+fn given_twice(source: &str, key: &str, forms: &BTreeMap<String, String>, written: &[String]) -> ConfigError {
+    let below = format!("{key}.");
+    let earlier = forms.get(key).or_else(|| forms.iter().find(|(k, _)| k.starts_with(&below)).map(|(_, f)| f));
+    let now = toml_form(written);
+    let msg = match earlier {
+        Some(e) if *e != now => format!("given twice, as `{e}` and as `{now}` (a quoted dotted key is the same key)"),
+        _ => format!("given twice (as `{now}`)"),
+    };
+    err(Some(source), Some(key), msg)
+}
+
 /// Check `user`'s keys against the schema, then merge it into `into`, recording who set each leaf.
 fn merge(
     into: &mut Table,
@@ -114,7 +190,9 @@ fn merge(
 
 /// Turn `key.path=value` into a one-leaf table. The value is read as TOML
 /// (numbers, booleans, quoted strings, arrays); anything else is a bare string.
-fn override_table(spec: &str) -> Result<(String, Table), ConfigError> {
+/// The flag says the value is a bare integer literal TOML could not hold (beyond i64):
+/// it becomes a string too, but its error is "out of range", not a type error.
+fn override_table(spec: &str) -> Result<(String, Table, bool), ConfigError> {
     let src = "--set";
     let (key, raw) = spec.split_once('=').ok_or_else(|| err(Some(src), None, format!("`{spec}` is not of the form key.path=value")))?;
     let key = key.trim();
@@ -122,9 +200,9 @@ fn override_table(spec: &str) -> Result<(String, Table), ConfigError> {
         return Err(err(Some(src), None, format!("`{spec}`: empty key")));
     }
     let raw = raw.trim();
-    let value = match format!("v = {raw}").parse::<Table>() {
-        Ok(mut t) => t.remove("v").unwrap_or(Value::String(raw.into())),
-        Err(_) => Value::String(raw.to_string()),
+    let (value, overflow) = match format!("v = {raw}").parse::<Table>() {
+        Ok(mut t) => (t.remove("v").unwrap_or(Value::String(raw.into())), false),
+        Err(_) => (Value::String(raw.to_string()), is_integer_literal(raw)),
     };
     let mut parts: Vec<&str> = key.split('.').collect();
     let leaf = parts.pop().unwrap_or_default();
@@ -135,7 +213,13 @@ fn override_table(spec: &str) -> Result<(String, Table), ConfigError> {
         outer.insert(p.to_string(), Value::Table(t));
         t = outer;
     }
-    Ok((key.to_string(), t))
+    Ok((key.to_string(), t, overflow))
+}
+
+/// A TOML decimal integer literal: an optional sign, then digits (single `_` between digits allowed).
+fn is_integer_literal(raw: &str) -> bool {
+    let digits = raw.strip_prefix(['+', '-']).unwrap_or(raw);
+    !digits.is_empty() && digits.split('_').all(|g| !g.is_empty() && g.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Resolve a config: defaults, then each source in order, then overrides.
@@ -146,23 +230,34 @@ pub fn resolve(sources: &[Source], overrides: &[String]) -> Result<Config, Confi
     for s in sources {
         let t: Table =
             s.text.parse().map_err(|e: toml::de::Error| err(Some(&s.name), None, format!("not valid TOML: {}", e.to_string().trim())))?;
+        let t = expand_quoted_keys(t, &s.name)?;
         merge(&mut merged, t, &schema, "", &s.name, &mut prov)?;
     }
+    // Keys whose --set value is an integer literal beyond i64 (the latest --set of the key decides).
+    let mut overflowed = BTreeSet::new();
     for o in overrides {
-        let (key, t) = override_table(o)?;
+        let (key, t, overflow) = override_table(o)?;
         merge(&mut merged, t, &schema, "", &format!("--set {key}"), &mut prov)
             .map_err(|e| ConfigError { source: Some("--set".into()), ..e })?;
+        if overflow {
+            overflowed.insert(key.clone());
+        } else {
+            overflowed.remove(&key);
+        }
         prov.insert(key, "--set".into());
     }
     let cfg: Config = serde_path_to_error::deserialize(Value::Table(merged)).map_err(|e| {
         let key = e.path().to_string();
-        let src = prov.get(&key).cloned();
+        let src = provenance(&prov, &key);
         // The TOML deserializer appends "in `key`": the key is reported separately.
         let mut msg = e.inner().to_string().lines().next().unwrap_or_default().trim().to_string();
-        if let Some(n) = too_large_integer(&msg) {
+        if let Some(n) = too_large_integer(&msg).filter(|_| overflowed.contains(&key)) {
             // A TOML integer is an i64: a larger one (from --set or Python) reaches here as a string.
             msg = format!("{n} is out of range: config integers are at most {} (2^63 - 1, the TOML limit)", i64::MAX);
-        } else if msg.starts_with("invalid type: string")
+        } else if let Some(plain) = plain_expected(&msg) {
+            msg = plain;
+        }
+        if msg.starts_with("invalid type: string")
             && key.rsplit('_').next().is_some_and(|u| ["ns", "cycles", "mhz", "gbps", "s", "pages", "entries"].contains(&u))
         {
             msg.push_str(" (the unit is part of the key name: give a plain number)");
@@ -170,7 +265,7 @@ pub fn resolve(sources: &[Source], overrides: &[String]) -> Result<Config, Confi
         err(src.as_deref(), Some(&key), msg)
     })?;
     cfg.validate().map_err(|(key, msg)| {
-        let src = prov.get(&key).cloned();
+        let src = provenance(&prov, &key);
         let mut msg = compact_numbers(&msg);
         // A check between two keys blames one; when the other comes from elsewhere (a preset's
         // ways against the run's --set entries), name it and its source: that is the conflict.
@@ -187,13 +282,39 @@ pub fn resolve(sources: &[Source], overrides: &[String]) -> Result<Config, Confi
     Ok(cfg)
 }
 
+/// Who set `key`, or the list or table holding it: an error on an element (`multi.apps[0]`,
+/// `uvm.advise.per_buffer[1]`) names the source of the whole list.
+fn provenance(prov: &BTreeMap<String, String>, key: &str) -> Option<String> {
+    let mut k = key;
+    loop {
+        if let Some(s) = prov.get(k) {
+            return Some(s.clone());
+        }
+        k = &k[..k.rfind(['[', '.'])?];
+    }
+}
+
+/// `invalid type: ..., expected u32` in the user's terms: `expected an integer` (or `a number`
+/// for a float); serde names the Rust type.
+fn plain_expected(msg: &str) -> Option<String> {
+    if !msg.starts_with("invalid type: ") {
+        return None;
+    }
+    let (head, ty) = msg.rsplit_once(", expected ")?;
+    let what = match ty {
+        "u8" | "u16" | "u32" | "u64" | "usize" | "i8" | "i16" | "i32" | "i64" | "isize" => "an integer",
+        "f32" | "f64" => "a number",
+        _ => return None,
+    };
+    Some(format!("{head}, expected {what}"))
+}
+
 /// The digits of `invalid type: string "123...", expected u64` (an integer TOML could not hold), if that is the error.
 fn too_large_integer(msg: &str) -> Option<&str> {
     let rest = msg.strip_prefix("invalid type: string \"")?;
     let (n, tail) = rest.split_once('"')?;
-    let digits = n.strip_prefix('-').unwrap_or(n);
     let integer = tail.starts_with(", expected u") || tail.starts_with(", expected i");
-    (integer && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some(n)
+    (integer && is_integer_literal(n)).then_some(n)
 }
 
 /// Does `msg` name the dotted key `key` (not as part of a longer key)?
@@ -272,6 +393,55 @@ mod tests {
     }
 
     #[test]
+    fn a_quoted_number_is_a_type_error_not_out_of_range() {
+        // A quoted digit string is a string, whatever its digits: not an integer TOML could not hold.
+        for (sources, sets) in [
+            (vec![], vec!["multi.gpus=\"4\"".to_string()]),
+            (vec![], vec!["sim.seed=\"10\"".to_string()]),
+            (vec![src("c.toml", "[multi]\ngpus = \"4\"\n")], vec![]),
+            // A big integer, then the same key quoted: the last --set decides.
+            (vec![], vec!["sim.seed=9223372036854775808".to_string(), "sim.seed=\"9223372036854775808\"".to_string()]),
+        ] {
+            let e = resolve(&sources, &sets).unwrap_err();
+            assert!(!e.message.contains("out of range"), "{e}");
+            assert!(e.message.starts_with("invalid type: string \"") && e.message.ends_with("expected an integer"), "{e}");
+        }
+        let e = resolve(&[], &["gpu.core_mhz=true".into()]).unwrap_err();
+        assert_eq!(e.message, "invalid type: boolean `true`, expected a number", "{e}");
+    }
+
+    #[test]
+    fn a_quoted_dotted_key_is_the_dotted_key() {
+        let c = resolve(&[src("q.toml", "\"uvm.batch_size\" = 64\n[gpu]\n\"l1tlb.entries\" = 16\n\"l1tlb.ways\" = 16\n")], &[]).unwrap();
+        assert_eq!((c.uvm.batch_size, c.gpu.l1tlb.entries, c.gpu.l1tlb.ways), (64, 16, 16));
+        // Both forms in one source: an error naming both, as a repeated unquoted key is in TOML.
+        for text in ["\"uvm.batch_size\" = 64\nuvm.batch_size = 128\n", "\"uvm.batch_size\" = 64\n[uvm]\nbatch_size = 128\n"] {
+            let e = resolve(&[src("q.toml", text)], &[]).unwrap_err();
+            assert_eq!((e.source.as_deref(), e.key.as_deref()), (Some("q.toml"), Some("uvm.batch_size")), "{e}");
+            assert!(
+                e.message.contains("given twice") && e.message.contains("`\"uvm.batch_size\"`") && e.message.contains("`uvm.batch_size`"),
+                "{e}"
+            );
+        }
+        let e = resolve(&[src("q.toml", "\"uvm.prefetch\" = 1\n[uvm.prefetch]\npolicy = \"none\"\n")], &[]).unwrap_err();
+        assert!(e.message.contains("given twice"), "{e}");
+        // In different sources it is layering, as for any key.
+        let c = resolve(&[src("a.toml", "\"uvm.batch_size\" = 64\n"), src("b.toml", "uvm.batch_size = 128\n")], &[]).unwrap();
+        assert_eq!(c.uvm.batch_size, 128);
+        let e = resolve(&[src("q.toml", "\"uvm.batch_sise\" = 64\n")], &[]).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("uvm.batch_sise"));
+        assert!(e.message.contains("did you mean `uvm.batch_size`"), "{e}");
+    }
+
+    #[test]
+    fn errors_on_list_elements_name_the_source_of_the_list() {
+        let e = resolve(&[], &["multi.apps=[\"tracex\"]".into()]).unwrap_err();
+        assert_eq!((e.source.as_deref(), e.key.as_deref()), (Some("--set"), Some("multi.apps[0]")), "{e}");
+        let e = resolve(&[src("p.toml", "[uvm.advise]\nper_buffer = [\"none\", 3]\n")], &[]).unwrap_err();
+        assert_eq!((e.source.as_deref(), e.key.as_deref()), (Some("p.toml"), Some("uvm.advise.per_buffer[1]")), "{e}");
+    }
+
+    #[test]
     fn typo_names_nearest_key_and_file() {
         let e = resolve(&[src("a.toml", "[gpu.l1tlb]\nentires = 3\n")], &[]).unwrap_err();
         assert_eq!(e.source.as_deref(), Some("a.toml"));
@@ -326,6 +496,8 @@ mod tests {
             assert!(e.message.starts_with(&format!("{big} is out of range")) && e.message.contains("9223372036854775807"), "{e}");
         }
         assert_eq!(resolve(&[], &["sim.seed=9223372036854775807".into()]).unwrap().sim.seed, i64::MAX as u64);
+        let e = resolve(&[], &["sim.seed=-9_223_372_036_854_775_809".into()]).unwrap_err();
+        assert!(e.message.starts_with("-9_223_372_036_854_775_809 is out of range"), "{e}");
         let e = resolve(&[], &["uvm.replay_update_put_ratio=101".into()]).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("uvm.replay_update_put_ratio"));
         assert!(e.message.contains("0 to 100"), "{e}");

@@ -64,12 +64,29 @@ pub fn validate(m: &MultiConfig, cfg: &Config) -> Result<(), (String, String)> {
     }
     use WorkloadKind::*;
     if let Some(k) = m.apps.iter().find(|k| matches!(k, Trace | WarpTrace | Accelsim | PingPong | Shootdown)) {
-        return Err(("multi.apps".into(), format!("{k:?}: trace replays and host-interaction workloads cannot run as an application")));
+        return Err((
+            "multi.apps".into(),
+            format!("`{}`: trace replays and host-interaction workloads cannot run as an application", k.name()),
+        ));
     }
     if cfg.uvm.baselines {
         return Err(("uvm.baselines".into(), "must be false with multi.apps".into()));
     }
     Ok(())
+}
+
+/// A host operation in the user's terms (not its Rust variant), for messages.
+fn host_op_name(op: &HostOp) -> &'static str {
+    match op {
+        HostOp::MemcpyH2D { .. } => "cudaMemcpy host-to-device",
+        HostOp::MemcpyD2H { .. } => "cudaMemcpy device-to-host",
+        HostOp::Launch(_) => "kernel launch",
+        HostOp::Replay { .. } => "trace replay",
+        HostOp::Shootdown { .. } => "TLB shootdown",
+        HostOp::HostAccess { .. } => "host access to managed memory",
+        HostOp::HostCompute { .. } => "host compute",
+        HostOp::PrefetchAsync { .. } => "cudaMemPrefetchAsync",
+    }
 }
 
 /// Counters of one application at the end of its first run.
@@ -113,12 +130,16 @@ impl Apps {
             let gpu = first_gpu + i;
             let mut c = cfg.clone();
             c.workload.kind = kind;
-            let program =
-                workload::build_at(&c, VA_BASE + gpu as u64 * APP_VA_STRIDE).map_err(|e| format!("multi.apps[{i}] ({kind:?}): {e}"))?;
+            let program = workload::build_at(&c, VA_BASE + gpu as u64 * APP_VA_STRIDE)
+                .map_err(|e| format!("multi.apps[{i}] (`{}`): {e}", kind.name()))?;
             if let Some(op) = program.ops.iter().find(|o| {
                 !matches!(o, HostOp::Launch(_) | HostOp::HostCompute { .. } | HostOp::MemcpyH2D { .. } | HostOp::MemcpyD2H { .. })
             }) {
-                return Err(format!("multi.apps[{i}] ({kind:?}): its host operation {op:?} does not run in multi-application mode"));
+                return Err(format!(
+                    "multi.apps[{i}] (`{}`): its host operation {} does not run in multi-application mode",
+                    kind.name(),
+                    host_op_name(op)
+                ));
             }
             apps.push(App { gpu, program, pc: 0, runs: 1, run_start: 0, first: None });
         }
@@ -385,10 +406,24 @@ mod tests {
     }
 
     #[test]
+    fn a_host_operation_apps_cannot_run_is_named_in_user_terms() {
+        // Validation refuses such kinds first; build's own check still speaks the user's terms.
+        let mut cfg = crate::config::resolve(&[], &["multi.gpus=2".into(), "multi.apps=[\"fir\"]".into()]).unwrap();
+        cfg.multi.apps = vec![crate::workload::WorkloadKind::PingPong];
+        let e = super::Apps::build(&cfg).err().expect("ping-pong's host accesses do not run in multi-application mode");
+        assert!(e.starts_with("multi.apps[0] (`ping-pong`): its host operation host access to managed memory does not run"), "{e}");
+    }
+
+    #[test]
     fn bad_app_lists_name_the_key() {
         let e = |o: &[&str]| crate::config::resolve(&[], &o.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap_err();
         assert!(e(&["multi.gpus=2", "multi.apps=[\"fir\", \"fir\", \"fir\"]"]).to_string().contains("multi.apps"));
         assert!(e(&["multi.gpus=2", "multi.apps=[\"trace\"]"]).to_string().contains("multi.apps"));
+        // Kinds by the names the user gives them, not the Rust variants.
+        for (kind, name) in [("trace", "`trace`"), ("ping-pong", "`ping-pong`"), ("warp-trace", "`warp-trace`")] {
+            let msg = e(&["multi.gpus=2", &format!("multi.apps=[\"fir\", \"{kind}\"]")]).to_string();
+            assert!(msg.starts_with(&format!("--set: key `multi.apps`: {name}: ")), "{msg}");
+        }
         assert!(e(&["multi.gpus=2", "multi.apps=[\"no-such\"]"]).to_string().contains("multi.apps"));
         assert!(e(&["multi.gpus=2", "multi.apps=[\"fir\", \"fir\"]", "multi.apps_first_gpu=1"]).to_string().contains("multi.apps"));
         assert!(e(&["multi.apps=[\"fir\"]"]).to_string().contains("multi.apps"), "one GPU without the model");

@@ -311,7 +311,9 @@ section! {
         /// this memory; only the driver's migrations (access-counter migration among them) take it.
         pub gpu_memory_bytes: ByteSize = ByteSize(0),
         /// Managed footprint over GPU memory, in 2 MiB blocks (2.0: half the footprint's blocks fit, rounded down; below 1 the
-        /// footprint fits; seed paged-memory §5 sets GPU memory to a fraction of the footprint); 0 = off. When set, it
+        /// footprint fits; seed paged-memory §5 sets GPU memory to a fraction of the footprint); 0 = off. GPU memory is
+        /// never less than one 2 MiB block (one 4 KiB page with eviction.granularity = "page"): a footprint of 3 blocks
+        /// gets 1 block at 2.0 and at 4.0 alike (the metric uvm.gpu_memory_bytes says what a run had). When set, it
         /// overrides gpu_memory_bytes. Needs the UVM driver's fault path (translation.mode = "gmmu", one GPU).
         pub oversubscription: f64 = 0.0,
         /// Eviction when GPU memory is full.
