@@ -845,6 +845,9 @@ pub struct Uvm {
     /// Access-counter migrations (`counters.rs`): the driver is busy with one until then, its pages.
     busy_until: Ps,
     counter_pages: Vec<u64>,
+    /// The access-counter migration in service: when it started, and its blocks' copies.
+    counter_start: Ps,
+    counter_copies: Vec<migrate::BlockCopy>,
     pub counters: counters::CounterStats,
 }
 
@@ -1030,6 +1033,8 @@ impl Uvm {
             async_prefetch: migrate::AsyncPrefetchStats::default(),
             busy_until: 0,
             counter_pages: vec![],
+            counter_start: 0,
+            counter_copies: vec![],
             counters: counters::CounterStats::default(),
         }
     }
