@@ -176,6 +176,13 @@ def test_gh200_runs_managed_memory_over_ats_with_access_counters() -> None:
     assert pages > 0 and touch["link.h2d.bytes"] == touch["uvm.access_counters.bytes_h2d"] == pages * 4096
 
 
+def test_gh200_leaves_out_what_its_fault_path_does_not_run() -> None:
+    cfg = uvmsim.resolve(preset="gh200-c2c")
+    assert cfg["translation"]["mode"] == "iommu" and cfg["uvm"]["prefetch"]["policy"] == "none"
+    with pytest.raises(uvmsim.ConfigError, match=r"uvm\.prefetch\.policy.*page-request path"):
+        uvmsim.resolve(preset="gh200-c2c", set={"uvm.prefetch.policy": "density"})
+
+
 def test_mi300a_runs_managed_memory_on_the_apu_path() -> None:
     m = _run("mi300a-apu")
     pages = 3 * 262144 * 8 // 4096

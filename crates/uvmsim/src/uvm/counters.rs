@@ -30,7 +30,7 @@ use rustc_hash::FxHashMap;
 section! {
     /// GPU access counters and the migrations they trigger (spec/uvm-driver.md "access counters"; single GPU and host).
     pub struct AccessCounterConfig {
-        /// Migrate remotely mapped pages the GPU accesses often (the driver enables it by default only on ATS systems: Grace Hopper, POWER9; off on x86 + PCIe).
+        /// Migrate remotely mapped pages the GPU accesses often (the driver enables it by default only on ATS systems: Grace Hopper, POWER9; off on x86 + PCIe). One GPU: the multi-GPU model refuses it (its own is multi.migration = "access-counter"). A migration still in service when the program ends counts only the copies that had started.
         pub migrate: bool = false,
         /// Remote accesses (line requests) to one 2 MiB region that raise a notification (uvm_perf_access_counter_threshold, default 256).
         pub threshold: u32 = 256,

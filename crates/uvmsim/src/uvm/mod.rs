@@ -334,7 +334,8 @@ section! {
         /// Most rows the `faults` table keeps (later faults are counted in uvm.fault_records_dropped).
         pub fault_records_max: u64 = 1_000_000,
         /// Also run the same workload with device memory and explicit copies, and report the
-        /// copy-then-execute and ideal-overlap baselines (`baseline.*`; seed paged-memory §2).
+        /// copy-then-execute and ideal-overlap baselines (`baseline.*`; seed paged-memory §2). One GPU: the
+        /// multi-GPU model refuses it (it places every page from host memory at first touch, copies or not).
         pub baselines: bool = false,
     }
 }
