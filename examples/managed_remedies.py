@@ -13,6 +13,12 @@ driver's work (batches, far faults, bytes moved, time in the fault handler).
 A trace is an Accel-Sim/NVBit `kernelslist.g` (its arrays become managed) or a warp `.uvmt`
 recorded with `workload.managed = true`; a timed CSV trace has no allocations to manage.
 
+A variant that does not apply to the system reads "n/a", with the reason under the table: in
+IOMMU mode (gh200-c2c, mi300a-apu, kaveri-apu) far faults go to the page-request path, not the
+UVM driver, so its hints and prefetcher do not act (uvmsim refuses those it would ignore); a
+variant uvmsim refuses for the system says why. A hint replaces the preset's own (gh200-c2c sets
+accessed-by). Multi-GPU presets run another model and are refused.
+
 Every row is a simulation of the same kernel; nothing is estimated. docs/experiments.md
 ("What would fix my kernel?") shows a run and how to read it.
 """
@@ -36,6 +42,19 @@ REMEDIES: dict[str, dict[str, Any]] = {
     "driver: prefetch threshold 1": {"uvm.prefetch.policy": "density", "uvm.prefetch.threshold": 1},
     "driver: no prefetching": {"uvm.prefetch.policy": "none"},
 }
+# Variants that act through the UVM driver's fault service (hints, its prefetcher): not in IOMMU mode.
+DRIVER_FAULT_PATH = frozenset(
+    {
+        "cudaMemAdvise SetReadMostly",
+        "cudaMemAdvise SetPreferredLocation(CPU)",
+        "driver: prefetch threshold 1",
+        "driver: no prefetching",
+    }
+)
+IOMMU_REASON = (
+    'translation.mode = "iommu": far faults go to the IOMMU\'s page-request path, not to the UVM driver, '
+    "whose hints and prefetcher act when it services a fault"
+)
 
 # (column title, metric, scale, format)
 COLUMNS: tuple[tuple[str, str, float, str], ...] = (
@@ -59,24 +78,56 @@ def as_set(overrides: dict[str, Any]) -> list[str]:
     return [f"{k}={value(v)}" for k, v in overrides.items()]
 
 
-def run(preset: str, base: dict[str, Any], sets: Sequence[str] = ()) -> list[tuple[str, dict[str, float]]]:
-    """One simulation per remedy (the user's ``sets`` last, so they win); returns (variant, metrics)
-    in REMEDIES' order."""
-    rows = []
+# A row: the variant's name, and its metrics, or why it does not apply.
+Row = tuple[str, dict[str, float] | str]
+
+
+def run(preset: str, base: dict[str, Any], sets: Sequence[str] = ()) -> list[Row]:
+    """One simulation per remedy (the user's ``sets`` last, so they win); returns (variant, metrics, or the
+    reason it does not apply to this system) in REMEDIES' order. Raises ``ConfigError`` for a configuration
+    that is wrong as a whole (a bad ``--set``, a multi-GPU system)."""
+    plain = uvmsim.resolve(preset=preset, set=as_set({**base, "workload.managed": True}) + list(sets))
+    multi = plain["multi"]
+    if multi["gpus"] > 1 or multi["model_one_gpu"]:
+        raise uvmsim.ConfigError(
+            f"{preset} runs the multi-GPU model (multi.gpus = {multi['gpus']}), which has no single-GPU UVM driver "
+            "to apply these remedies to, nor a copy-then-execute baseline: use a single-GPU preset"
+        )
+    iommu = plain["translation"]["mode"] == "iommu"
+    hint = plain["uvm"]["advise"]["policy"]
+    rows: list[Row] = []
     for name, extra in REMEDIES.items():
+        label = name
+        if "uvm.advise.policy" in extra and hint != "none":
+            label = f"{name} (not {hint})"  # one hint per allocation: it replaces the preset's
+        if iommu and name in DRIVER_FAULT_PATH:
+            rows.append((label, IOMMU_REASON))
+            continue
         overrides = as_set({**base, "workload.managed": True, "uvm.baselines": True, **extra}) + list(sets)
-        rows.append((name, uvmsim.run(preset=preset, set=overrides).metrics))
+        try:
+            rows.append((label, uvmsim.run(preset=preset, set=overrides).metrics))
+        except uvmsim.ConfigError as e:  # refused for this system (the base itself was accepted)
+            rows.append((label, str(e)))
     return rows
 
 
-def table(rows: list[tuple[str, dict[str, float]]]) -> str:
+def table(rows: list[Row]) -> str:
+    """The rows as a text table; a variant that does not apply reads "n/a", its reason in a note below."""
     head = ("variant", *(c[0] for c in COLUMNS))
-    body = [(name, *(fmt.format(float(m.get(key, 0.0)) * scale) for _, key, scale, fmt in COLUMNS)) for name, m in rows]
+    body, notes = [], []
+    for name, m in rows:
+        if isinstance(m, str):
+            if m not in notes:
+                notes.append(m)
+            body.append((f"{name} [{notes.index(m) + 1}]", *("n/a" for _ in COLUMNS)))
+        else:
+            body.append((name, *(fmt.format(float(m.get(key, 0.0)) * scale) for _, key, scale, fmt in COLUMNS)))
     widths = [max(len(r[i]) for r in (head, *body)) for i in range(len(head))]
-    return "\n".join(
+    lines = [
         "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
         for r in (head, *body)
-    )
+    ]
+    return "\n".join(lines + [f"[{i}] {note}" for i, note in enumerate(notes, 1)])
 
 
 def main(argv: list[str] | None = None) -> None:

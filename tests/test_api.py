@@ -279,6 +279,44 @@ def test_the_headline_adds_unified_memory_only_when_the_driver_ran() -> None:
     ]
 
 
+def test_a_multi_gpu_headline_shows_the_whole_systems_gpu_rows() -> None:
+    # Greedy placement can leave GPU 0 idle (li-4gpu-ats's default run: GPU 3 ran every CTA); its rows alone
+    # read 0 instructions and a 0% hit rate. A multi-GPU headline sums over the GPUs instead.
+    per_gpu = {
+        0: {"warp_mem_insts": 0, "l1tlb.hits": 0, "l1tlb.accesses": 0, "l1tlb.misses": 0, "l2tlb.hits": 0},
+        1: {"warp_mem_insts": 100, "l1tlb.hits": 90, "l1tlb.accesses": 100, "l1tlb.misses": 10, "l2tlb.hits": 5},
+        3: {"warp_mem_insts": 300, "l1tlb.hits": 150, "l1tlb.accesses": 300, "l1tlb.misses": 30, "l2tlb.hits": 5},
+    }
+    latency = {0: 0.0, 1: 100.0, 3: 500.0}
+    m: dict[str, float | int] = {"time.total_ns": 1.0, "multi.gpus": 4, "multi.far_faults": 9}
+    for g in range(4):
+        c = per_gpu.get(g, per_gpu[0])
+        m |= {f"gpu{g}.{k}": v for k, v in c.items()}
+        m |= {f"gpu{g}.l2tlb.accesses": c["l1tlb.misses"], f"gpu{g}.l2tlb.misses": c["l1tlb.misses"] - c["l2tlb.hits"]}
+        m |= {f"gpu{g}.l1tlb.miss_latency_ns.mean": latency.get(g, 0.0), f"gpu{g}.walker.walks": 1}
+        m |= {f"gpu{g}.l1tlb.hit_rate": c["l1tlb.hits"] / c["l1tlb.accesses"] if c["l1tlb.accesses"] else 0.0}
+        m |= {f"gpu{g}.l2tlb.hit_rate": c["l2tlb.hits"] / c["l1tlb.misses"] if c["l1tlb.misses"] else 0.0}
+    rows = dict(uvmsim.Result(metrics=m, config={}, version="t").key_metrics())
+    assert list(rows) == [
+        "time.total_ns",
+        "gpu*.warp_mem_insts",
+        "gpu*.l1tlb.hit_rate",
+        "gpu*.l2tlb.hit_rate",
+        "gpu*.l2tlb.misses",
+        "gpu*.l1tlb.miss_latency_ns.mean",
+        "gpu*.walker.walks",
+        "multi.far_faults",
+    ]
+    assert rows["gpu*.warp_mem_insts"] == 400 and rows["gpu*.l2tlb.misses"] == 30 and rows["gpu*.walker.walks"] == 4
+    assert rows["gpu*.l1tlb.hit_rate"] == 240 / 400 and rows["gpu*.l2tlb.hit_rate"] == 10 / 40
+    assert rows["gpu*.l1tlb.miss_latency_ns.mean"] == (10 * 100.0 + 30 * 500.0) / 40
+    assert uvmsim.format_metric("gpu*.l1tlb.hit_rate", 0.6) == "60.00 %"
+    # One GPU: its own rows, as before.
+    one = {k: v for k, v in m.items() if not k.startswith(("gpu1.", "gpu2.", "gpu3."))} | {"multi.gpus": 1}
+    rows = dict(uvmsim.Result(metrics=one, config={}, version="t").key_metrics())
+    assert rows["gpu0.warp_mem_insts"] == 0 and "gpu*.warp_mem_insts" not in rows
+
+
 def test_the_headline_adds_the_multi_gpu_and_apu_figures_when_they_apply() -> None:
     multi = {
         "time.total_ns": 1.0,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,3 +33,30 @@ def test_managed_remedies_simulates_every_variant() -> None:
 def test_managed_remedies_reports_bad_input_with_exit_code_2() -> None:
     p = _remedies("--set", "workload.blas_gemm.nn=256")
     assert p.returncode == 2 and "workload.blas_gemm.nn" in p.stderr, p.stderr
+
+
+def test_managed_remedies_marks_the_variants_an_iommu_system_does_not_run() -> None:
+    # gh200-c2c: faults go to the page-request path, so the hint and driver-prefetch rows do not apply (the hints
+    # would replace the preset's accessed-by with one nothing reads, and uvmsim refuses the prefetcher there).
+    sets = ("workload.kind=stream", "workload.stream.elements=65536", "workload.stream.threads=8192")
+    p = _remedies("--preset", "gh200-c2c", *(a for s in sets for a in ("--set", s)))
+    assert p.returncode == 0, p.stderr
+    head, *lines = p.stdout.splitlines()
+    rows = {c[0]: c[1:] for c in (re.split(r"\s{2,}", r) for r in lines[:7])}
+    na = [name for name, cells in rows.items() if cells == ["n/a"] * 6]
+    assert na == [
+        "cudaMemAdvise SetReadMostly (not accessed-by) [1]",
+        "cudaMemAdvise SetPreferredLocation(CPU) (not accessed-by) [1]",
+        "driver: prefetch threshold 1 [1]",
+        "driver: no prefetching [1]",
+    ], p.stdout
+    assert lines[7:] == ['[1] translation.mode = "iommu": ' + lines[7].split(": ", 1)[1]], p.stdout
+    # The rows that apply ran: the copy baseline and the time are there.
+    ran = [name for name in rows if name not in na]
+    assert ran == ["managed, as is", "cudaMemPrefetchAsync before the kernel", "data initialised on the GPU"]
+    assert all(float(rows[name][0]) > 0 for name in ran)
+
+
+def test_managed_remedies_refuses_a_multi_gpu_preset() -> None:
+    p = _remedies("--preset", "li-4gpu-gmmu", "--set", "workload.blas_gemm.n=256")
+    assert p.returncode == 2 and "multi-GPU model" in p.stderr, p.stderr

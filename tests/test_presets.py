@@ -149,9 +149,15 @@ def test_v100_nvlink_keeps_the_driver_fault_path_with_access_counters_on() -> No
     assert m["uvm.access_counters.notifications"] == 0
     # NVLink 2.0 (68 GB/s) shortens the explicit-copy baseline against titan-v's PCIe 3.0 (12 GB/s).
     assert m["baseline.copy_then_execute_ns"] < _run("titan-v")["baseline.copy_then_execute_ns"] / 4
-    # With SetAccessedBy the pages are read over the link in place and the counters migrate hot sub-regions.
+    # With SetAccessedBy the pages are read over the link in place and the counters raise notifications, but this
+    # 65 µs kernel ends before the driver's first migration copies anything (it allocates GPU memory first).
     hinted = _run("v100-nvlink2-p9", {"uvm.advise.policy": "accessed-by"})
-    assert hinted["uvm.remote.bytes"] > 0 and hinted["uvm.access_counters.pages"] > 0
+    assert hinted["uvm.remote.bytes"] > 0 and hinted["uvm.access_counters.notifications"] > 0
+    assert hinted["uvm.access_counters.pages"] == 0
+    # A kernel that keeps gathering from a remotely mapped table runs long enough for them to migrate its hot parts.
+    table = {"workload.kind": "gather", "workload.gather.table_entries": 131072, "workload.gather.lookups": 262144}
+    gather = _run("v100-nvlink2-p9", {**table, "uvm.advise.policy": "accessed-by"})
+    assert gather["uvm.access_counters.pages"] > 0 and gather["uvm.access_counters.time_ns"] > 0
 
 
 def test_gh200_runs_managed_memory_over_ats_with_access_counters() -> None:
@@ -159,8 +165,22 @@ def test_gh200_runs_managed_memory_over_ats_with_access_counters() -> None:
     assert m["iommu.ats_requests"] > 0  # translations over ATS
     assert m["uvm.faults.fetched"] == 0 and m["apu.faults"] == 0  # CPU-resident pages are read in place, no fault
     assert m["uvm.remote.bytes"] > 0
-    assert m["uvm.access_counters.notifications"] > 0 and m["uvm.access_counters.pages"] > 0
+    assert m["uvm.access_counters.notifications"] > 0 and m["uvm.access_counters.serviced"] > 0
+    # The driver's first migration allocates GPU memory and unmaps the host first: its copies would start ~0.7 ms
+    # in, long after this 23 µs kernel, so nothing has moved when the run ends (and nothing is counted).
+    assert m["uvm.access_counters.pages"] == m["link.h2d.bytes"] == m["uvm.access_counters.time_ns"] == 0
     assert _run("gh200-c2c") == m
+    # The random touch of 256 MiB runs 1.7 ms: the counters' migration has copied pages by its end.
+    touch = _run("gh200-c2c", {"workload.kind": "random"})
+    pages = touch["uvm.access_counters.pages"]
+    assert pages > 0 and touch["link.h2d.bytes"] == touch["uvm.access_counters.bytes_h2d"] == pages * 4096
+
+
+def test_gh200_leaves_out_what_its_fault_path_does_not_run() -> None:
+    cfg = uvmsim.resolve(preset="gh200-c2c")
+    assert cfg["translation"]["mode"] == "iommu" and cfg["uvm"]["prefetch"]["policy"] == "none"
+    with pytest.raises(uvmsim.ConfigError, match=r"uvm\.prefetch\.policy.*page-request path"):
+        uvmsim.resolve(preset="gh200-c2c", set={"uvm.prefetch.policy": "density"})
 
 
 def test_mi300a_runs_managed_memory_on_the_apu_path() -> None:

@@ -618,12 +618,16 @@ def test_resume_does_not_rerun_a_run_that_reached_its_budget(tmp_path: Path, mon
 def test_modern_presets_compares_the_systems(tmp_path: Path) -> None:
     rows = {r.metric: r for r in rep.reproduce("modern-presets", tmp_path)}
     assert all(r.passed is None for r in rows.values())  # no published number: every value is informational
-    # The discrete GPUs fault through the driver; the GH200 reads CPU memory over ATS and migrates by counters;
-    # the MI300A faults once per 2 MiB block (amdgpu's SVM granularity) through the page-request path.
+    # The discrete GPUs fault through the driver; the GH200 reads CPU memory over ATS (its access counters' first
+    # migration would copy only after these short kernels have ended: nothing is counted); the MI300A faults once
+    # per 2 MiB block (amdgpu's SVM granularity) through the page-request path.
     for p in ("titan-v", "a100-pcie4", "h100-pcie5", "v100-nvlink2-p9"):
         assert rows[f"far_faults.{p}.stream"].simulated > 0
     assert rows["far_faults.gh200-c2c.stream"].simulated == 0
-    assert rows["counter_migrated_pages.gh200-c2c.stream"].simulated > 0
+    assert rows["counter_migrated_pages.gh200-c2c.stream"].simulated == 0
+    # The driver's density prefetcher goes to the GMMU presets only (IOMMU mode refuses it).
+    a100 = json.loads((tmp_path / "runs" / "a100-pcie4-stream" / "summary.json").read_text())["config"]
+    assert a100["uvm"]["prefetch"]["policy"] == "density"
     assert rows["ats_requests.gh200-c2c.stream"].simulated > 0
     assert rows["far_faults.mi300a-apu.stream"].simulated == 3  # three 2 MiB arrays
     assert rows["far_faults.mi300a-apu.random"].simulated == 16 * 2**20 // (2 * 2**20)  # 4096 pages, 8 blocks

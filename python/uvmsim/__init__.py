@@ -106,6 +106,17 @@ UVM_KEY_METRICS: tuple[str, ...] = (
     "uvm.pages_evicted",
 )
 UVM_IF_NONZERO = frozenset({"uvm.prefetch.pages", "uvm.evictions", "uvm.pages_evicted"})
+# Multi-GPU runs (`multi.gpus` > 1): the headline's per-GPU rows (`gpu0.*` of KEY_METRICS) are the whole
+# system's instead, named `gpu*.*`: sums over the GPUs, hit rates of the summed counts, the mean miss latency
+# weighted by each GPU's misses (GPU 0 alone can have run nothing: greedy placement gives few CTAs to many GPUs).
+MULTI_GPU_ROWS: dict[str, tuple[str, ...]] = {
+    "gpu0.warp_mem_insts": ("sum", "warp_mem_insts"),
+    "gpu0.l1tlb.hit_rate": ("ratio", "l1tlb.hits", "l1tlb.accesses"),
+    "gpu0.l2tlb.hit_rate": ("ratio", "l2tlb.hits", "l2tlb.accesses"),
+    "gpu0.l2tlb.misses": ("sum", "l2tlb.misses"),
+    "gpu0.l1tlb.miss_latency_ns.mean": ("weighted", "l1tlb.miss_latency_ns.mean", "l1tlb.misses"),
+    "gpu0.walker.walks": ("sum", "walker.walks"),
+}
 # Multi-GPU runs (`multi.gpus` > 1): the whole system's translation, faults and page movement.
 MULTI_KEY_METRICS: tuple[str, ...] = (
     "multi.l2tlb.mpki",
@@ -166,8 +177,10 @@ class Result:
         three stages that took most of the driver's time, and the slowdowns against the legacy baselines; a
         multi-GPU run adds the system's figures, a run that faulted through an APU's page-request path those."""
         m = self.metrics
-        rows = [(k, m[k]) for k in KEY_METRICS if k in m]
-        if m.get("multi.gpus", 1) > 1:
+        gpus = int(m.get("multi.gpus", 1))
+        system = gpus > 1  # the GPU rows over every GPU
+        rows = [_system_row(m, k, gpus) if system and k in MULTI_GPU_ROWS else (k, m[k]) for k in KEY_METRICS if k in m]
+        if gpus > 1:
             rows += [(k, m[k]) for k in MULTI_KEY_METRICS if k in m]
         if m.get("apu.faults", 0) > 0:
             rows += [(k, m[k]) for k in APU_KEY_METRICS if k in m]
@@ -237,6 +250,25 @@ def _table(name: str, entry: Any, out: Path | None) -> pd.DataFrame:
             f"{path}: {len(df)} rows, but {out / SUMMARY_FILE} lists {entry['rows']} (a table of another run?)"
         )
     return df
+
+
+def _system_row(m: Mapping[str, float | int], key: str, gpus: int) -> tuple[str, float | int]:
+    """Headline row ``key`` (a ``gpu0.*`` metric) over all ``gpus`` GPUs of a multi-GPU run, named ``gpu*.*``."""
+    how, *names = MULTI_GPU_ROWS[key]
+
+    def total(name: str) -> float | int:
+        return sum(m.get(f"gpu{i}.{name}", 0) for i in range(gpus))
+
+    if how == "sum":
+        value: float | int = total(names[0])
+    elif how == "ratio":
+        den = total(names[1])
+        value = total(names[0]) / den if den else 0.0
+    else:  # a mean weighted by each GPU's count
+        den = total(names[1])
+        num = sum(m.get(f"gpu{i}.{names[0]}", 0.0) * m.get(f"gpu{i}.{names[1]}", 0) for i in range(gpus))
+        value = num / den if den else 0.0
+    return "gpu*." + key.removeprefix("gpu0."), value
 
 
 def format_metric(name: str, value: float | int) -> str:

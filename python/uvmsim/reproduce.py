@@ -1620,9 +1620,10 @@ def modern_presets(ctx: Context) -> dict[str, float]:
     out: dict[str, float] = {}
     rows = []
     for preset in ctx.params["presets"]:
+        own = ctx.params.get("preset_set", {}).get(preset, {})  # what applies to this preset only
         for wl in ctx.params["workloads"]:
             name = wl["name"]
-            m = ctx.run(f"{preset}-{name}", {**wl["set"], "uvm.baselines": True}, preset=preset).metrics
+            m = ctx.run(f"{preset}-{name}", {**own, **wl["set"], "uvm.baselines": True}, preset=preset).metrics
             # Faults that software services: the UVM driver's batches (discrete GPUs), or the page-request path
             # (IOMMU mode); ATS requests are translations the host's IOMMU answers.
             far = m.get("uvm.faults.fetched", 0.0) + m.get("apu.faults", 0.0)

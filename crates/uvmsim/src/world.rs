@@ -527,7 +527,7 @@ impl Model for World {
                 self.after_uvm(q);
             }
             Ev::UvmCountersDone => {
-                self.uvm.counters_done(&mut self.gpus[0].xlat.space.residency);
+                self.uvm.counters_done(now, &mut self.gpus[0].xlat.space.residency);
                 self.after_uvm(q);
             }
             Ev::UvmUnpin => {
@@ -822,6 +822,8 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     if let Some(a) = &world.apps {
         a.export(&mut m);
     }
+    // Work planned past the program's end (an access-counter migration in service) is not counted.
+    world.uvm.program_ended(end, &mut world.link);
     world.link.export(&mut m, end);
     world.uvm.export(&mut m, &world.gpus[0].xlat.space.residency);
     world.gpus[0].remote.export(&mut m);

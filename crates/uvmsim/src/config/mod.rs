@@ -17,7 +17,8 @@ pub use units::ByteSize;
 
 use crate::assoc::Replacement;
 use crate::link::BandwidthModel;
-use crate::uvm::UvmConfig;
+use crate::uvm::prefetch::PrefetchPolicy;
+use crate::uvm::{Advice, UvmConfig};
 use crate::workload::WorkloadConfig;
 use serde::{Deserialize, Serialize};
 
@@ -525,8 +526,94 @@ impl Config {
                     .into(),
             ));
         }
+        self.driver_options()?;
         self.capacity()?;
         self.workload.validate(self)
+    }
+
+    /// Options of the single-GPU UVM driver's fault path that nothing reads in the other modes: refused
+    /// when set there (they changed no metric, so a run looked as if it had applied them).
+    fn driver_options(&self) -> Check {
+        let u = &self.uvm;
+        let hint_key = if u.advise.per_buffer.is_empty() { "uvm.advise.policy" } else { "uvm.advise.per_buffer" };
+        if self.multi.active() {
+            // The multi-GPU model sends every far fault to `Multi` and never builds the driver's allocations.
+            let model = "the multi-GPU model (multi.gpus > 1 or multi.model_one_gpu = true)";
+            if u.advise.any(|a| a != Advice::None) {
+                return Err((
+                    hint_key.into(),
+                    format!(
+                        "cudaMemAdvise hints go to the single-GPU UVM driver, which {model} does not run: its page \
+                         placement is multi.migration (read duplication: multi.migration = \"read-replication\"; remote \
+                         mapping, hot pages migrated: \"access-counter\"; pages kept where first touched: \"first-touch\")"
+                    ),
+                ));
+            }
+            if u.prefetch.policy != PrefetchPolicy::None {
+                return Err((
+                    "uvm.prefetch.policy".into(),
+                    format!(
+                        "the UVM driver's fault prefetcher never runs in {model}: a far fault moves its 4 KiB page \
+                         alone; set it to \"none\""
+                    ),
+                ));
+            }
+            if u.access_counters.migrate {
+                return Err((
+                    "uvm.access_counters.migrate".into(),
+                    format!(
+                        "the single-GPU UVM driver's access-counter migration never runs in {model}: use \
+                         multi.migration = \"access-counter\" (with multi.access_threshold)"
+                    ),
+                ));
+            }
+            if u.baselines {
+                return Err((
+                    "uvm.baselines".into(),
+                    format!(
+                        "compares with copy-then-execute on one GPU's device memory, but {model} places every page \
+                         from host memory at its first touch (the copy would be charged and every page still \
+                         far-faulted): it needs {}",
+                        if self.multi.gpus > 1 { "multi.gpus = 1" } else { "multi.model_one_gpu = false" }
+                    ),
+                ));
+            }
+            return Ok(());
+        }
+        if self.translation.mode == TranslationMode::Iommu {
+            let never = "which never happens in translation.mode = \"iommu\": far faults go to the IOMMU's \
+                         page-request path ([iommu.ppr]), which maps the pages in place without the driver";
+            if u.prefetch.policy != PrefetchPolicy::None {
+                return Err((
+                    "uvm.prefetch.policy".into(),
+                    format!(
+                        "the UVM driver's fault prefetcher acts when the driver services a batch of faults, {never}; \
+                         iommu.ppr.pages_log2 sets how much one page request maps (or use translation.mode = \"gmmu\")"
+                    ),
+                ));
+            }
+            if u.advise.any(|a| a == Advice::ReadMostly) {
+                return Err((
+                    hint_key.into(),
+                    format!(
+                        "\"read-mostly\" duplicates pages when the UVM driver services a fault, {never}; read \
+                         duplication needs translation.mode = \"gmmu\""
+                    ),
+                ));
+            }
+            if u.advise.any(|a| a == Advice::PreferredLocationHost) && !u.access_counters.migrate {
+                return Err((
+                    hint_key.into(),
+                    format!(
+                        "\"preferred-location-host\" maps pages remotely when the UVM driver services a fault, {never}; \
+                         there it only keeps remotely mapped pages from access-counter migration, which is off \
+                         (uvm.access_counters.migrate = false). For host-resident pages read over the link use \
+                         \"accessed-by\" (or translation.mode = \"gmmu\")"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The TLBs and caches the model allocates, summed over their copies (one per µTLB or SM, one set per GPU):

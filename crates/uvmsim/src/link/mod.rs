@@ -144,6 +144,15 @@ impl Link {
         (start, done + self.latency, e as u32)
     }
 
+    /// Take a transfer's counts back out (`start` and `end` as [`Link::transfer`] returned them): one
+    /// planned beyond the end of the run, which the run never reached. Its reservation stays.
+    pub fn retract(&mut self, dir: Dir, (start, end): (Ps, Ps), bytes: u64) {
+        let s = &mut self.stats[dir as usize];
+        s.transfers -= 1;
+        s.bytes -= bytes;
+        s.busy_ps -= end - self.latency - start;
+    }
+
     /// Bytes the link has yet to carry at `now`: the work reserved beyond `now` in its busier
     /// direction, in host-to-device bytes (the last copy's end, latency excluded; gaps count as work).
     pub fn backlog_bytes(&self, now: Ps) -> u64 {

@@ -22,7 +22,7 @@
 //! modelled: each notification pending at a service is handled by it.
 
 use super::{Cause, Residency, Uvm, BLOCK_PAGES};
-use crate::link::Link;
+use crate::link::{Dir, Link};
 use crate::sim::{ns_to_ps, Ps};
 use crate::stats::Metrics;
 use rustc_hash::FxHashMap;
@@ -30,7 +30,7 @@ use rustc_hash::FxHashMap;
 section! {
     /// GPU access counters and the migrations they trigger (spec/uvm-driver.md "access counters"; single GPU and host).
     pub struct AccessCounterConfig {
-        /// Migrate remotely mapped pages the GPU accesses often (the driver enables it by default only on ATS systems: Grace Hopper, POWER9; off on x86 + PCIe).
+        /// Migrate remotely mapped pages the GPU accesses often (the driver enables it by default only on ATS systems: Grace Hopper, POWER9; off on x86 + PCIe). One GPU: the multi-GPU model refuses it (its own is multi.migration = "access-counter"). A migration still in service when the program ends counts only the copies that had started.
         pub migrate: bool = false,
         /// Remote accesses (line requests) to one 2 MiB region that raise a notification (uvm_perf_access_counter_threshold, default 256).
         pub threshold: u32 = 256,
@@ -140,15 +140,17 @@ impl Uvm {
         if later.is_empty() {
             return None;
         }
-        c.time_ps += end - now;
-        self.busy_until = end;
+        (self.busy_until, self.counter_start) = (end, now);
         self.counter_pages = later;
+        self.counter_copies = moved.copies;
         Some(end)
     }
 
-    /// The access-counter migration ended: its pages are GPU-resident; their
-    /// blocks' translations (remote) are left in `shootdowns`.
-    pub fn counters_done(&mut self, residency: &mut Residency) {
+    /// The access-counter migration ended at `now`: its pages are GPU-resident;
+    /// their blocks' translations (remote) are left in `shootdowns`.
+    pub fn counters_done(&mut self, now: Ps, residency: &mut Residency) {
+        self.counters.time_ps += now - self.counter_start;
+        self.counter_copies.clear();
         let pages = std::mem::take(&mut self.counter_pages);
         for group in pages.chunk_by(|a, b| a / BLOCK_PAGES == b / BLOCK_PAGES) {
             // (A page the host took meanwhile is no longer remote: it stays there.)
@@ -156,6 +158,30 @@ impl Uvm {
             let Some(&first) = group.first() else { continue };
             self.make_gpu_resident(&group, residency);
             self.shootdowns.push(first / BLOCK_PAGES);
+        }
+    }
+}
+
+impl Uvm {
+    /// The program ended at `end`. An access-counter migration still in service is planned
+    /// beyond it (its blocks' CPU work, allocation and copies were laid out when it started), but
+    /// the run stops there: the copies that had not started by `end` are taken back out of the
+    /// counts (`uvm.access_counters.pages` and `bytes_h2d`, `uvm.bytes_h2d`, the link's, the
+    /// `migrations` table). Copies in flight at `end` stay counted; the migration's time is not
+    /// (`uvm.access_counters.time_ns` sums finished ones, as `uvm.time_ns` finished batches).
+    pub fn program_ended(&mut self, end: Ps, link: &mut Link) {
+        let late: Vec<_> = self.counter_copies.drain(..).filter(|c| c.start > end).collect();
+        for c in &late {
+            self.counters.pages -= c.pages;
+            self.counters.bytes_h2d -= c.bytes;
+            self.stats.bytes_h2d -= c.bytes;
+            if c.bytes > 0 {
+                link.retract(Dir::HostToDevice, (c.start, c.end), c.bytes);
+            }
+        }
+        if let Some(rows) = self.migrations.as_mut().filter(|_| !late.is_empty()) {
+            let end_ns = end as f64 / 1000.0;
+            rows.retain(|r| !(r.cause == Cause::AccessCounter && r.start_ns > end_ns));
         }
     }
 }
@@ -210,7 +236,7 @@ mod tests {
         let end = u.service_counters(0, &[(0, 0b101)], &mut link, &mut r).expect("pages to move");
         assert!(end > 0 && !u.counters_can_run(end));
         assert!(r.is_remote(0) && !r.is_resident(0), "remote until the copy ends");
-        u.counters_done(&mut r);
+        u.counters_done(end, &mut r);
         assert!(u.counters_can_run(end));
         // A try refused while the driver is busy comes back just past the end, not every picosecond.
         assert_eq!(u.counters_retry_at(0), end + 1);

@@ -50,12 +50,25 @@ impl AsyncPrefetchStats {
 }
 
 /// What one driver-initiated migration did.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Moved {
     pub pages: u64,
     pub bytes_h2d: u64,
     pub remote_replaced: u64,
     pub evictions: u64,
+    /// Each block's copy to the GPU, in order.
+    pub copies: Vec<BlockCopy>,
+}
+
+/// One VA block's pages moved by a driver-initiated migration: the copy (`start` and `end` as the
+/// link returned them; none for a block whose pages were all zero-filled: `start` is then when its
+/// service reached them) and what it counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockCopy {
+    pub start: Ps,
+    pub end: Ps,
+    pub pages: u64,
+    pub bytes: u64,
 }
 
 impl Uvm {
@@ -144,8 +157,10 @@ impl Uvm {
             let from_cpu: Vec<u64> = want.iter().copied().filter(|&p| self.cpu_resident(p)).collect();
             t += cost(c.zero_per_page * (want.len() - from_cpu.len()) as Ps);
             let bytes = from_cpu.len() as u64 * 4096;
+            let mut copy = BlockCopy { start: t, end: t, pages: want.len() as u64, bytes };
             if bytes > 0 {
                 let xfer = link.transfer_on(Dir::HostToDevice, bytes, t, now);
+                (copy.start, copy.end) = (xfer.0, xfer.1);
                 if async_copies {
                     landed = landed.max(xfer.1);
                 } else {
@@ -163,6 +178,7 @@ impl Uvm {
             }
             moved.pages += want.len() as u64;
             moved.bytes_h2d += bytes;
+            moved.copies.push(copy);
             self.stats.bytes_h2d += bytes;
         }
         t = t.max(landed) + cost(c.tracker);

@@ -336,7 +336,8 @@ section! {
         /// Most rows the `faults` table keeps (later faults are counted in uvm.fault_records_dropped).
         pub fault_records_max: u64 = 1_000_000,
         /// Also run the same workload with device memory and explicit copies, and report the
-        /// copy-then-execute and ideal-overlap baselines (`baseline.*`; seed paged-memory §2).
+        /// copy-then-execute and ideal-overlap baselines (`baseline.*`; seed paged-memory §2). One GPU: the
+        /// multi-GPU model refuses it (it places every page from host memory at first touch, copies or not).
         pub baselines: bool = false,
     }
 }
@@ -847,6 +848,9 @@ pub struct Uvm {
     /// Access-counter migrations (`counters.rs`): the driver is busy with one until then, its pages.
     busy_until: Ps,
     counter_pages: Vec<u64>,
+    /// The access-counter migration in service: when it started, and its blocks' copies.
+    counter_start: Ps,
+    counter_copies: Vec<migrate::BlockCopy>,
     pub counters: counters::CounterStats,
 }
 
@@ -1032,6 +1036,8 @@ impl Uvm {
             async_prefetch: migrate::AsyncPrefetchStats::default(),
             busy_until: 0,
             counter_pages: vec![],
+            counter_start: 0,
+            counter_copies: vec![],
             counters: counters::CounterStats::default(),
         }
     }

@@ -81,7 +81,7 @@ pub enum UnmapMode {
 leaf!(Advice, UnmapGranularity, UnmapMode, Vec<u32>, Vec<Advice>);
 
 section! {
-    /// cudaMemAdvise hints on managed allocations (spec/uvm-driver.md "Residency, hints").
+    /// cudaMemAdvise hints on managed allocations (spec/uvm-driver.md "Residency, hints"). The single-GPU UVM driver applies them: the multi-GPU model refuses them (its placement is multi.migration; read duplication is "read-replication"). In translation.mode = "iommu" faults go to the page-request path, which maps pages in place: "accessed-by" still maps host-resident pages remotely, "read-mostly" is refused (nothing makes duplicates), and "preferred-location-host" only keeps remotely mapped pages from access-counter migration (refused when uvm.access_counters.migrate is off).
     pub struct AdviseConfig {
         /// "none", "read-mostly" (SetReadMostly: read duplication), "preferred-location-host" (SetPreferredLocation CPU: remote mapping instead of migration, no prefetch away) or "accessed-by" (SetAccessedBy GPU: host-resident pages mapped remotely; migration as usual otherwise).
         pub policy: Advice = Advice::None,
@@ -119,7 +119,12 @@ impl AdviseConfig {
 
     /// Whether any allocation can be read-mostly (GPU stores to duplicates must then fault).
     pub fn any_read_mostly(&self) -> bool {
-        self.policy == Advice::ReadMostly || self.per_buffer.contains(&Advice::ReadMostly)
+        self.any(|a| a == Advice::ReadMostly)
+    }
+
+    /// Whether a hint given (`policy`, or one of `per_buffer`) satisfies `pred`.
+    pub fn any(&self, pred: impl Fn(Advice) -> bool) -> bool {
+        pred(self.policy) || self.per_buffer.iter().any(|&a| pred(a))
     }
 }
 

@@ -146,7 +146,7 @@ leaf!(WhenFull);
 section! {
     /// Prefetching: which pages migrate with a batch's faults (spec/uvm-driver.md "Prefetcher"; seed paged-memory §4).
     pub struct PrefetchConfig {
-        /// "none" (demand paging), "density" (the driver's tree; the driver enables it by default), Zheng's transfer-set policies "random", "sequential", "locality", "oracle" (a first pass, demand paging only, records the first-touch order; it stops once every managed page has faulted), or UVMSmart's "sequential-local" (64 KiB) and "random-4k".
+        /// "none" (demand paging), "density" (the driver's tree; the driver enables it by default), Zheng's transfer-set policies "random", "sequential", "locality", "oracle" (a first pass, demand paging only, records the first-touch order; it stops once every managed page has faulted), or UVMSmart's "sequential-local" (64 KiB) and "random-4k". The UVM driver's fault path only (translation.mode = "gmmu", one GPU): refused in "iommu" mode (faults go to the page-request path; iommu.ppr.pages_log2 sets what one request maps) and by the multi-GPU model, neither of which reads it.
         pub policy: PrefetchPolicy = PrefetchPolicy::None,
         /// density: a subtree is prefetched when popcount * 100 > size * threshold, 1-100 (uvm_perf_prefetch_threshold, default 51).
         pub threshold: u32 = 51,

@@ -576,7 +576,7 @@ impl WorkloadKind {
             WorkloadKind::Im2col => "MGPUSim DNN im2col (seed multi-gpu Im2col, 'scatter-gather'): one thread per column-matrix element (kernel offset fastest) loads an input pixel and stores it into its column-matrix row: each wavefront writes a line in each of kernel^2 rows.",
             WorkloadKind::Conv2d => "MGPUSim DNN conv2d (seed multi-gpu Conv2d): the im2col kernel, then a GEMM with one thread per output element looping over the column-matrix rows (weight broadcast, coalesced column-matrix loads).",
             WorkloadKind::Sad => "Parboil SAD (H.264 motion estimation): per 16x16 macroblock, sums of absolute differences against the reference frame at every offset of a search window; one CTA per macroblock reads its rows and the reference rows at each offset and stores the 4x4 SADs, then two launches combine them into the larger partitions.",
-            WorkloadKind::PingPong => "Host and GPU take turns on the same pages (thrashing, issue 4): per iteration a kernel where thread g reads (and optionally writes) one element of page g, then the host writes (or reads) every page, then computes for host_us; with managed memory the pages migrate back and forth until thrashing mitigation throttles and pins them.",
+            WorkloadKind::PingPong => "Host and GPU take turns on the same pages (thrashing, issue 4): per iteration a kernel where thread g reads (and optionally writes) one element of page g, then the host writes (or reads) every page, then computes for host_us; with managed memory the pages migrate back and forth until thrashing mitigation throttles and pins them. One GPU (the host accesses go to the single-GPU UVM driver).",
             WorkloadKind::Cufft => "cuFFT-like (seed uvm-driver Table 5.1 cufft): forward then inverse 1D complex-float FFT of n1 x n2 points, out-of-place four-step: a column pass (lanes n2 points apart: a page per lane, uncoalesced) and a contiguous row pass each way, through a work array.",
             WorkloadKind::Tealeaf => "TeaLeaf-like (seed uvm-driver Table 5.1; UK-MAC TeaLeaf CG heat conduction) on an nx x ny f64 grid: three init kernels (u, kx/ky from density, r = u0 - A u and p = r), then per CG iteration w = A p (5-point with kx, ky), u and r updates, p = r + beta p.",
             WorkloadKind::Hpgmg => "HPGMG-FV-like (seed uvm-driver Table 5.1; NVIDIA's UVM HPGMG): multigrid V-cycles on an n^3 f64 grid: per level red/black 7-point smooths, residual, restriction to (n/2)^3 (stride-2 loads), down to the bottom grid, then interpolation and smooths back up; one array per vector and level.",
@@ -594,7 +594,9 @@ section! {
         pub threads_per_cta: u32 = 256,
         /// Core cycles of compute after each dependent memory access.
         pub compute_cycles: u32 = 4,
-        /// Copy the kernel's input arrays host-to-device before launching (the explicit-copy baseline).
+        /// Copy the kernel's input arrays host-to-device before launching (the explicit-copy baseline). One GPU: the
+        /// multi-GPU model, which places every page from host memory at its first touch, refuses it (and a replayed
+        /// trace's recorded copies: replay it with workload.managed = true).
         pub memcpy_inputs: bool = false,
         /// Copy the kernels' other arrays (all but the inputs: results, and any scratch array) device-to-host after the
         /// last kernel: the explicit-copy baseline's return copy (seed paged-memory §2: "On kernel completion, programmers
@@ -604,9 +606,9 @@ section! {
         /// A warp-trace or Accel-Sim replay then runs its recorded program on managed memory (every allocation
         /// managed, 4 KiB pages, its copies dropped); a timed trace (kind "trace") refuses it.
         pub managed: bool = false,
-        /// Managed arrays are initialised by the host before the kernels (CPU-resident and CPU-mapped: GPU faults migrate them and unmap the CPU); false: first touched by the GPU (zero-filled there, no transfer).
+        /// Managed arrays are initialised by the host before the kernels (CPU-resident and CPU-mapped: GPU faults migrate them and unmap the CPU); false: first touched by the GPU (zero-filled there, no transfer). The multi-GPU model places every page from host memory and refuses false.
         pub host_init: bool = true,
-        /// cudaMemPrefetchAsync every managed allocation to the GPU before the first kernel (the usual managed-memory optimisation; spec/uvm-driver.md: block by block, no faults, may evict). Applies to trace replays too.
+        /// cudaMemPrefetchAsync every managed allocation to the GPU before the first kernel (the usual managed-memory optimisation; spec/uvm-driver.md: block by block, no faults, may evict). Applies to trace replays too. One GPU's driver: the multi-GPU model refuses it.
         pub prefetch_inputs: bool = false,
         /// Host threads that initialised the managed arrays (the CPU unmap of a block costs more per thread that touched it; seed uvm-driver §4.4).
         pub host_threads: u32 = 1,
@@ -776,8 +778,8 @@ impl WorkloadConfig {
                     .into(),
             ));
         }
-        if self.prefetch_inputs && cfg.multi.gpus > 1 {
-            return Err(("workload.prefetch_inputs".into(), "models one GPU's driver: it needs multi.gpus = 1".into()));
+        if cfg.multi.active() {
+            self.validate_multi(cfg)?;
         }
         if !(1..=1024).contains(&self.host_threads) {
             return Err(("workload.host_threads".into(), format!("must be between 1 and 1024, got {}", self.host_threads)));
@@ -801,6 +803,45 @@ impl WorkloadConfig {
             return Err((
                 format!("workload.{}", self.kind.name().replace('-', "_")),
                 format!("the parameters ask for {fp} bytes of arrays; at most 64 TiB can be allocated"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// What the multi-GPU model (`multi.gpus` > 1 or `multi.model_one_gpu`) cannot run. It places every
+    /// page from host memory at its first touch and sends far faults to the host, not to the single-GPU
+    /// UVM driver: the driver's host operations and a copy into one GPU's memory would be charged, or
+    /// dropped, without effect on the pages.
+    fn validate_multi(&self, cfg: &Config) -> Result<(), (String, String)> {
+        let needs = if cfg.multi.gpus > 1 { "it needs multi.gpus = 1" } else { "it needs multi.model_one_gpu = false" };
+        if self.prefetch_inputs {
+            return Err(("workload.prefetch_inputs".into(), format!("models one GPU's driver: {needs}")));
+        }
+        if self.memcpy_inputs {
+            return Err((
+                "workload.memcpy_inputs".into(),
+                format!(
+                    "copies the inputs into one GPU's device memory, but the multi-GPU model places every page from \
+                     host memory at its first touch (the copy would be charged and every page still far-faulted): {needs}"
+                ),
+            ));
+        }
+        if !self.host_init {
+            return Err((
+                "workload.host_init".into(),
+                format!(
+                    "false lets the UVM driver zero-fill first touches on the GPU, but the multi-GPU model places every \
+                     page from host memory at its first touch: {needs}"
+                ),
+            ));
+        }
+        if self.kind == WorkloadKind::PingPong && cfg.multi.apps.is_empty() {
+            return Err((
+                "workload.kind".into(),
+                format!(
+                    "ping-pong: its host accesses between the kernels go to the single-GPU UVM driver, which the \
+                     multi-GPU model does not run (they would be dropped): {needs}"
+                ),
             ));
         }
         Ok(())
@@ -864,6 +905,16 @@ impl WorkloadConfig {
 /// read fails here, with a message naming the file.
 pub fn build(cfg: &Config) -> Result<Program, String> {
     let mut p = build_at(cfg, VA_BASE)?;
+    if cfg.multi.active() && p.ops.iter().any(|op| matches!(op, HostOp::MemcpyH2D { .. })) {
+        // A recorded device-memory program (workload.memcpy_inputs is refused by validation).
+        return Err(format!(
+            "key `workload.managed`: the {} trace copies its inputs into device memory (cudaMemcpy host to device), but \
+             the multi-GPU model places every page from host memory at its first touch (the copy would be charged and \
+             every page still far-faulted): set workload.managed = true to replay it on managed memory, its copies \
+             dropped",
+            cfg.workload.kind.name()
+        ));
+    }
     if cfg.workload.prefetch_inputs {
         // cudaMemPrefetchAsync of every managed allocation, before the first kernel.
         let at = p.ops.iter().position(|op| matches!(op, HostOp::Launch(_))).unwrap_or(p.ops.len());

@@ -41,6 +41,13 @@ impl ShootdownParams {
         if cfg.multi.gpus > 1 {
             return Err(("multi.gpus".into(), "the shootdown workload models one APU: it needs multi.gpus = 1".into()));
         }
+        if cfg.multi.model_one_gpu {
+            // The multi-GPU model's IOMMU is shared, outside the GPU the host's shootdowns go to.
+            return Err((
+                "multi.model_one_gpu".into(),
+                "the shootdown workload models one APU: it needs multi.model_one_gpu = false".into(),
+            ));
+        }
         if cfg.translation.mode != crate::config::TranslationMode::Iommu {
             return Err((
                 "translation.mode".into(),

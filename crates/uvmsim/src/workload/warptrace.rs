@@ -360,6 +360,22 @@ mod tests {
         assert_eq!(f(&with, "baseline.copy_then_execute_ns"), copy + f(&plain, "time.kernel_ns"));
     }
 
+    /// On several GPUs a recorded device-memory program's copies would be charged and every page still
+    /// far-faulted (the multi-GPU model places pages from host memory at first touch): refused, with the
+    /// way out; on managed memory the copies are dropped and it runs.
+    #[test]
+    fn a_device_memory_recording_is_refused_on_several_gpus_unless_managed() {
+        let device = cfg(&["workload.kind=stream", "workload.stream.elements=20000", "workload.memcpy_inputs=true"]);
+        let (_dir, path) = tmp("dev4.uvmt");
+        record(&crate::workload::build(&device).unwrap(), &device, "t", &path).unwrap();
+        let p = format!("workload.warp_trace.path={path:?}");
+        let e = crate::world::simulate(&cfg(&["workload.kind=warp-trace", &p, "multi.gpus=4"])).unwrap_err();
+        assert!(matches!(&e, crate::sim::SimError::BadInput(m) if m.contains("workload.managed = true")), "{e}");
+        let m = crate::world::simulate(&cfg(&["workload.kind=warp-trace", &p, "multi.gpus=4", "workload.managed=true"])).unwrap();
+        assert_eq!(m.get("host.memcpy_bytes"), Some(0.0));
+        assert!(m.get("multi.far_faults").unwrap() > 0.0);
+    }
+
     #[test]
     fn a_managed_recording_has_no_baseline_to_compare_with() {
         let sets = ["workload.kind=regular", "workload.managed=true", "workload.regular.threads=1024"];
