@@ -849,9 +849,18 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     // The multi-GPU model's page moves (multi-application mode included: its applications fault through the
     // same model) after any copy of the UVM driver (host operations act on GPU 0 there).
     let mut migrations = world.uvm.migrations.take();
-    if let (Some(rows), Some(moves)) = (migrations.as_mut(), world.multi.as_mut().and_then(|mx| mx.migrations.take())) {
-        rows.extend(moves);
+    let mut dropped = world.uvm.migration_records_dropped;
+    if let (Some(rows), Some(mx)) = (migrations.as_mut(), world.multi.as_mut()) {
+        rows.extend(mx.migrations.take().unwrap_or_default());
+        dropped += mx.migration_records_dropped;
+        // Both kept up to the bound: the table as a whole keeps it too.
+        let max = cfg.uvm.migration_records_max as usize;
+        if rows.len() > max {
+            dropped += (rows.len() - max) as u64;
+            rows.truncate(max);
+        }
     }
+    m.int("uvm.migration_records_dropped", dropped);
     Ok(Output {
         metrics: m,
         batches: world.uvm.records.take(),

@@ -649,3 +649,20 @@ fn large_ptes_keep_touched_and_dirty_pages_per_4k_page() {
     }
     assert!(m(&on, "uvm.pages_evicted_clean") < m(&on, "uvm.pages_evicted"), "stored pages are written back");
 }
+
+/// `uvm.migration_records_max` bounds the single-GPU driver's migrations table too: the first
+/// copies are kept, the rest counted in `uvm.migration_records_dropped`; nothing else changes.
+#[test]
+fn the_driver_migrations_table_keeps_at_most_its_bound() {
+    let sets = ["workload.kind=regular", "workload.managed=true", "workload.regular.threads=4096", "uvm.records=true"];
+    let all = uvmsim::world::simulate_full(&cfg(&sets)).unwrap();
+    let bounded = [&sets[..], &["uvm.migration_records_max=3"]].concat();
+    let some = uvmsim::world::simulate_full(&cfg(&bounded)).unwrap();
+    let (all_rows, rows) = (all.migrations.unwrap(), some.migrations.unwrap());
+    assert!(all_rows.len() > 3);
+    assert_eq!(rows.len(), 3);
+    assert_eq!(some.metrics.get("uvm.migration_records_dropped"), Some((all_rows.len() - 3) as f64));
+    assert_eq!(all.metrics.get("uvm.migration_records_dropped"), Some(0.0));
+    assert!(rows.iter().zip(&all_rows).all(|(a, b)| a.first_page == b.first_page && a.start_ns == b.start_ns));
+    assert_eq!(some.metrics.get("time.total_ns"), all.metrics.get("time.total_ns"));
+}

@@ -365,6 +365,9 @@ pub struct Multi {
     pub requests: Vec<(u64, usize, Ps)>,
     /// The migrations table's rows, one per page move (`uvm.records`; docs/metrics.md "Record tables").
     pub migrations: Option<Vec<MigrationRecord>>,
+    /// At most this many rows (`uvm.migration_records_max`); the moves beyond are counted.
+    migration_records_max: u64,
+    pub migration_records_dropped: u64,
     /// Invalidation requests on their way to GPUs: (arrival, `vpn << 5 | gpu`). The world schedules them.
     pub arrivals: Vec<(Ps, u64)>,
     pub stats: MultiStats,
@@ -439,6 +442,8 @@ impl Multi {
             iommu,
             requests: vec![],
             migrations: cfg.uvm.records.then(Vec::new),
+            migration_records_max: cfg.uvm.migration_records_max,
+            migration_records_dropped: 0,
             arrivals: vec![],
             stats: MultiStats { faults: vec![0; n], remote_lines: vec![0; n], ..MultiStats::default() },
         }
@@ -700,7 +705,9 @@ impl Multi {
             self.stats.bytes_p2p += PAGE;
             (self.fabric.transfer(src as usize, dst, PAGE, t, now) + self.peer_lat, PAGE)
         };
-        if let Some(rows) = self.migrations.as_mut() {
+        let full = self.migrations.as_ref().is_some_and(|r| r.len() as u64 >= self.migration_records_max);
+        self.migration_records_dropped += full as u64;
+        if let Some(rows) = self.migrations.as_mut().filter(|_| !full) {
             let host = src == HOST;
             rows.push(MigrationRecord {
                 start_ns: t as f64 / PS_PER_NS as f64,
@@ -1628,6 +1635,22 @@ mod tests {
             // Every GPU receives pages.
             assert!((0..4).all(|g| rows.iter().any(|r| r.gpu == g)), "{pol}");
         }
+    }
+
+    /// `uvm.migration_records_max` bounds the table: the first moves are kept, the rest counted.
+    #[test]
+    fn the_migrations_table_keeps_at_most_its_bound() {
+        use crate::world::simulate_full;
+        let set = ["multi.gpus=4", "multi.migration=on-touch", "uvm.records=true"];
+        let all = simulate_full(&resolve(&set)).unwrap();
+        let some = simulate_full(&resolve(&[&set[..], &["uvm.migration_records_max=10"]].concat())).unwrap();
+        let (all_rows, rows) = (all.migrations.unwrap(), some.migrations.unwrap());
+        assert!(all_rows.len() > 10);
+        assert_eq!(all.metrics.get("uvm.migration_records_dropped"), Some(0.0));
+        assert_eq!(rows.len(), 10);
+        assert_eq!(some.metrics.get("uvm.migration_records_dropped"), Some((all_rows.len() - 10) as f64));
+        assert!(rows.iter().zip(&all_rows).all(|(a, b)| a.first_page == b.first_page && a.start_ns == b.start_ns));
+        assert_eq!(some.metrics.get("multi.migrations"), all.metrics.get("multi.migrations"));
     }
 
     /// The no-migration-latency oracle: the moves are still rows, taking no time and crossing no link.

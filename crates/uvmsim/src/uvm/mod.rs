@@ -335,6 +335,9 @@ section! {
         pub fault_records: bool = false,
         /// Most rows the `faults` table keeps (later faults are counted in uvm.fault_records_dropped).
         pub fault_records_max: u64 = 1_000_000,
+        /// Most rows the `migrations` table keeps (later copies are counted in uvm.migration_records_dropped):
+        /// a multi-GPU run writes one per page moved, and each row costs about 1.4 KiB at its peak on the way to Python.
+        pub migration_records_max: u64 = 1_000_000,
         /// Also run the same workload with device memory and explicit copies, and report the
         /// copy-then-execute and ideal-overlap baselines (`baseline.*`; seed paged-memory §2). One GPU: the
         /// multi-GPU model refuses it (it places every page from host memory at first touch, copies or not).
@@ -828,6 +831,9 @@ pub struct Uvm {
     pub fault_records: Option<Vec<FaultRecord>>,
     fault_records_max: u64,
     pub fault_records_dropped: u64,
+    pub migration_records_max: u64,
+    /// Copies not kept in the `migrations` table because it was full.
+    pub migration_records_dropped: u64,
     /// Per-migration records, when `records` is on.
     pub migrations: Option<Vec<MigrationRecord>>,
     pub thrashing: Thrashing,
@@ -1023,6 +1029,8 @@ impl Uvm {
             fault_records: c.fault_records.then(Vec::new),
             fault_records_max: c.fault_records_max,
             fault_records_dropped: 0,
+            migration_records_max: c.migration_records_max,
+            migration_records_dropped: 0,
             migrations: c.records.then(Vec::new),
             thrashing: Thrashing::new(&c.thrashing),
             unpin_wakeups: vec![],
@@ -1347,6 +1355,10 @@ impl Uvm {
     /// Record a copy over the link (the `migrations` table).
     fn record_migration(&mut self, (start, end, engine): (Ps, Ps, u32), pages: &[u64], dir: Dir, cause: Cause) {
         let Some(rows) = self.migrations.as_mut() else { return };
+        if rows.len() as u64 >= self.migration_records_max {
+            self.migration_records_dropped += 1;
+            return;
+        }
         rows.push(MigrationRecord {
             start_ns: start as f64 / 1000.0,
             end_ns: end as f64 / 1000.0,
