@@ -246,7 +246,7 @@ pub fn resolve(sources: &[Source], overrides: &[String]) -> Result<Config, Confi
         }
         prov.insert(key, "--set".into());
     }
-    let cfg: Config = serde_path_to_error::deserialize(Value::Table(merged)).map_err(|e| {
+    let cfg: Config = serde_path_to_error::deserialize(Value::Table(merged.clone())).map_err(|e| {
         let key = e.path().to_string();
         let src = provenance(&prov, &key);
         // The TOML deserializer appends "in `key`": the key is reported separately.
@@ -256,6 +256,10 @@ pub fn resolve(sources: &[Source], overrides: &[String]) -> Result<Config, Confi
             msg = format!("{n} is out of range: config integers are at most {} (2^63 - 1, the TOML limit)", i64::MAX);
         } else if let Some(plain) = plain_expected(&msg) {
             msg = plain;
+        } else if msg.contains("unit variant") {
+            // A number or boolean for a key that takes a name: serde says "invalid type: unit
+            // variant, expected string only"; name the value and the choices instead.
+            msg = not_a_choice(&merged, &key).unwrap_or(msg);
         }
         if msg.starts_with("invalid type: string")
             && key.rsplit('_').next().is_some_and(|u| ["ns", "cycles", "mhz", "gbps", "s", "pages", "entries"].contains(&u))
@@ -292,6 +296,27 @@ fn provenance(prov: &BTreeMap<String, String>, key: &str) -> Option<String> {
         }
         k = &k[..k.rfind(['[', '.'])?];
     }
+}
+
+/// For a key that takes one of several names, given something else (a number, a boolean): what
+/// was given and the names it accepts, found by deserializing the config with a name it cannot hold.
+fn not_a_choice(merged: &Table, key: &str) -> Option<String> {
+    let parts: Vec<&str> = key.split('.').collect();
+    if parts.iter().any(|p| p.contains('[')) {
+        return None;
+    }
+    let mut probe = merged.clone();
+    let (last, path) = parts.split_last()?;
+    let mut t = &mut probe;
+    for p in path {
+        t = t.get_mut(*p)?.as_table_mut()?;
+    }
+    let given = t.get(*last)?.to_string();
+    t.insert(last.to_string(), Value::String("\u{1}".into()));
+    let e = serde_path_to_error::deserialize::<_, Config>(Value::Table(probe)).err()?;
+    let inner = e.inner().to_string();
+    let choices = inner.lines().next()?.split_once("expected ")?.1.trim().to_string();
+    (e.path().to_string() == key && inner.starts_with("unknown variant")).then(|| format!("{given} is not a name: expected {choices}"))
 }
 
 /// `invalid type: ..., expected u32` in the user's terms: `expected an integer` (or `a number`
@@ -408,6 +433,16 @@ mod tests {
         }
         let e = resolve(&[], &["gpu.core_mhz=true".into()]).unwrap_err();
         assert_eq!(e.message, "invalid type: boolean `true`, expected a number", "{e}");
+    }
+
+    #[test]
+    fn a_number_for_a_named_choice_lists_the_names() {
+        let e = resolve(&[], &["uvm.replay_policy=3".into()]).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("uvm.replay_policy"));
+        assert_eq!(e.message, "3 is not a name: expected one of `block`, `batch`, `batch-flush`, `once`", "{e}");
+        let e = resolve(&[src("c.toml", "[uvm.prefetch]\npolicy = false\n")], &[]).unwrap_err();
+        assert!(e.message.starts_with("false is not a name: expected one of `none`, `density`"), "{e}");
+        assert_eq!(e.source.as_deref(), Some("c.toml"));
     }
 
     #[test]
