@@ -55,6 +55,24 @@ def test_numpy_numbers_are_plain_config_values() -> None:
     assert r.config["gpu"]["core_mhz"] == 900.0 and r.config["workload"]["stream"]["elements"] == 1024
 
 
+def test_a_key_given_twice_in_a_mapping_is_refused() -> None:
+    # As a dotted key and nested: the last would silently win.
+    twice = {"uvm.batch_size": 1, "uvm": {"batch_size": 2}}
+    with pytest.raises(uvmsim.ConfigError, match=r"set: key `uvm.batch_size` given twice"):
+        uvmsim.overrides(twice)
+    with pytest.raises(uvmsim.ConfigError, match=r"<dict config>: key `uvm.batch_size` given twice"):
+        uvmsim.run(preset="titan-v", config=twice)
+
+
+def test_a_dict_config_integer_beyond_i64_says_so() -> None:
+    # Not the TOML parser's multi-line excerpt: the key and the limit, as --set says it.
+    with pytest.raises(
+        uvmsim.ConfigError, match=r"^<dict config>: key `sim.seed`: 18446744073709551616 is out of range"
+    ):
+        uvmsim.run(preset="titan-v", config={"sim": {"seed": 2**64}})
+    assert uvmsim.dict_to_toml({"sim": {"seed": 2**63 - 1}}) == "sim.seed = 9223372036854775807\n"
+
+
 def test_overrides_from_mapping_and_list() -> None:
     assert uvmsim.overrides({"gpu": {"sms": 4}, "translation.page_size": "2MiB", "x.flag": False}) == [
         "gpu.sms=4",

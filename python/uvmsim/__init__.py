@@ -338,10 +338,31 @@ def flatten(d: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
     return out
 
 
+def flatten_unique(d: Mapping[str, Any], what: str) -> list[tuple[str, Any]]:
+    """``flatten(d)``, refusing a key given twice (``{"uvm.batch_size": 1, "uvm": {"batch_size": 2}}``): the
+    last one would silently win."""
+    items = flatten(d)
+    seen: set[str] = set()
+    for k, _ in items:
+        if k in seen:
+            raise ConfigError(f"{what}: key `{k}` given twice (as a dotted key and nested, or both)")
+        seen.add(k)
+    return items
+
+
 def dict_to_toml(d: Mapping[str, Any]) -> str:
     """A nested dict of config values as TOML text, one dotted key per line."""
+    items = flatten_unique(d, "<dict config>")
+    for k, v in items:
+        v = plain_scalar(v)
+        # TOML integers are i64; the parser's own error for a bigger one is a multi-line excerpt.
+        if isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**63:
+            raise ConfigError(
+                f"<dict config>: key `{k}`: {v} is out of range: config integers are at most {2**63 - 1} "
+                "(2^63 - 1, the TOML limit)"
+            )
     # Dotted keys at top level are plain TOML and keep the emitter trivial.
-    return "".join(f"{k} = {toml_value(v)}\n" for k, v in flatten(d))
+    return "".join(f"{k} = {toml_value(v)}\n" for k, v in items)
 
 
 def overrides(set: SetLike) -> list[str]:
@@ -349,7 +370,7 @@ def overrides(set: SetLike) -> list[str]:
     if set is None:
         return []
     if isinstance(set, Mapping):
-        return [f"{k}={toml_value(v)}" for k, v in flatten(set)]
+        return [f"{k}={toml_value(v)}" for k, v in flatten_unique(set, "set")]
     if isinstance(set, str):
         raise TypeError("set must be a mapping or a list of 'key=value' strings, not a single string")
     items = list(set)
