@@ -1464,19 +1464,7 @@ mod tests {
     }
 
     fn run(extra: &[&str]) -> Metrics {
-        let mut o: Vec<String> = [
-            "gpu.sms=4",
-            "workload.kind=stencil2d",
-            "workload.stencil2d.nx=128",
-            "workload.stencil2d.ny=128",
-            "workload.stencil2d.threads=16384",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        o.extend(extra.iter().map(|s| s.to_string()));
-        let cfg = crate::config::resolve(&[], &o).unwrap();
-        simulate(&cfg).unwrap()
+        simulate(&resolve(extra)).unwrap()
     }
 
     fn sans_wall(m: &Metrics) -> Vec<(String, f64)> {
