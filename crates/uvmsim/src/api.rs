@@ -78,8 +78,10 @@ fn columns<T: serde::Serialize>(rows: &[T]) -> String {
         let Value::Object(fields) = serde_json::to_value(row).expect("records serialize") else {
             unreachable!("a record serializes to an object")
         };
-        for (name, v) in fields {
-            let j = match cols.iter().position(|c| c.0 == name) {
+        for (k, (name, v)) in fields.into_iter().enumerate() {
+            // Rows of one record type list their fields in one order: the k-th is usually column k.
+            let at = cols.get(k).is_some_and(|c| c.0 == name).then_some(k);
+            let j = match at.or_else(|| cols.iter().position(|c| c.0 == name)) {
                 Some(j) => j,
                 None => {
                     // A column first seen in this row: null in the rows before it.

@@ -1576,7 +1576,8 @@ mod tests {
         assert_eq!(inf.get("gpu0.walker.queue_wait_ns.mean"), Some(0.0));
     }
 
-    fn resolve(extra: &[&str]) -> Config {
+    /// A small stencil on 4 SMs per GPU with `extra` settings (the Trans-FW tests use it too).
+    pub(in crate::multi) fn resolve(extra: &[&str]) -> Config {
         let mut o: Vec<String> = [
             "gpu.sms=4",
             "workload.kind=stencil2d",

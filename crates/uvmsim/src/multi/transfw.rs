@@ -549,20 +549,8 @@ mod tests {
     }
 
     fn run(extra: &[&str]) -> Metrics {
-        let mut o: Vec<String> = [
-            "gpu.sms=4",
-            "multi.gpus=4",
-            "multi.migration=on-touch",
-            "workload.kind=stencil2d",
-            "workload.stencil2d.nx=128",
-            "workload.stencil2d.ny=128",
-            "workload.stencil2d.threads=16384",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        o.extend(extra.iter().map(|s| s.to_string()));
-        crate::world::simulate(&crate::config::resolve(&[], &o).unwrap()).unwrap()
+        let sets = [&["multi.gpus=4", "multi.migration=on-touch"][..], extra].concat();
+        crate::world::simulate(&crate::multi::tests::resolve(&sets)).unwrap()
     }
 
     fn sans_wall(m: &Metrics) -> Vec<(String, f64)> {
