@@ -98,6 +98,23 @@ def test_ctrl_c_interrupts_the_python_api(tmp_path: Path) -> None:
     assert took < 20, f"{took:.1f} s from SIGINT to exit"
 
 
+def test_a_sigterm_handler_that_raises_interrupts_the_python_api(tmp_path: Path) -> None:
+    # The binding polls for signals, so a program's own SIGTERM handler runs mid-simulation and its exception
+    # stops the run (Python's default SIGTERM action would end the process without it); nothing is written.
+    code = (
+        "import signal, sys, uvmsim\n"
+        "def stop(signum, frame):\n"
+        "    raise SystemExit(143)\n"
+        "signal.signal(signal.SIGTERM, stop)\n"
+        "uvmsim.run(preset='titan-v', set={'workload.kind': 'stream', 'workload.stream.elements': 4294967296,"
+        " 'sim.progress_every_s': 0.2}, out='out')\n"
+    )
+    rc, took, err = _interrupt_when([sys.executable, "-c", code], "events/s", tmp_path, signal.SIGTERM)
+    assert rc == 143, err
+    assert took < 20, f"{took:.1f} s from SIGTERM to exit"
+    assert not (tmp_path / "out").exists()
+
+
 def _big_csv_gz(path: Path) -> None:
     """A CSV trace of 2^29 records (minutes to read) in a 26 MB file, written in milliseconds: gzip members, each
     64 Ki copies of one record, one after another (a reader decompresses them as one stream)."""

@@ -419,6 +419,9 @@ def run(
         FileNotFoundError: ``config`` or ``trace`` names a file that does not exist.
         SimulationError: the simulation itself failed (e.g. a deadlock); ``BudgetExceeded`` (a subclass) when it
             handled ``sim.max_events`` events without finishing.
+        KeyboardInterrupt: Ctrl-C stops the run within milliseconds (the core polls for signals), as does any
+            signal whose Python handler raises (``signal.signal(signal.SIGTERM, ...)``: Python's default for
+            SIGTERM ends the process at once); nothing is written to ``out`` then.
     """
     sets = overrides(set)
     if trace is not None:

@@ -104,6 +104,12 @@ fn columns<T: serde::Serialize>(rows: &[T]) -> String {
             }
         }
     }
+    // Columns in the record's declared field order (batch, start_ns, end_ns, ...), not the
+    // alphabetical order of `Value`'s map; columns only later rows have go last.
+    if let Some(first) = rows.first() {
+        let order = field_order(&serde_json::to_string(first).expect("records serialize"));
+        cols.sort_by_key(|c| order.iter().position(|n| *n == c.0).unwrap_or(usize::MAX));
+    }
     let mut text = String::from("{");
     for (j, (name, col, _)) in cols.into_iter().enumerate() {
         if j > 0 {
@@ -116,6 +122,31 @@ fn columns<T: serde::Serialize>(rows: &[T]) -> String {
     }
     text.push('}');
     text
+}
+
+/// The keys of a JSON object's text in the order written (`Value`'s map sorts them).
+fn field_order(object: &str) -> Vec<String> {
+    struct Keys(Vec<String>);
+    impl<'de> serde::Deserialize<'de> for Keys {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> serde::de::Visitor<'de> for V {
+                type Value = Keys;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Keys, A::Error> {
+                    let mut keys = vec![];
+                    while let Some((k, _)) = m.next_entry::<String, serde::de::IgnoredAny>()? {
+                        keys.push(k);
+                    }
+                    Ok(Keys(keys))
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+    serde_json::from_str::<Keys>(object).map(|k| k.0).unwrap_or_default()
 }
 
 /// The default of a dotted key, from the default config.
@@ -217,6 +248,13 @@ mod tests {
         let rows = [json!({"a": 1, "s": "x,y"}), json!({"a": 2.5, "b": "q", "s": "z"}), json!({"b": null, "s": "w"})];
         let cols: Value = serde_json::from_str(&columns(&rows)).unwrap();
         assert_eq!(cols, json!({"a": [1, 2.5, null], "s": ["x,y", "z", "w"], "b": [null, "q", null]}));
+        // A struct's columns keep its field order (a `Value` would sort them): z before a.
+        #[derive(serde::Serialize)]
+        struct R {
+            z: u8,
+            a: u8,
+        }
+        assert_eq!(columns(&[R { z: 1, a: 2 }, R { z: 3, a: 4 }]), r#"{"z":[1,3],"a":[2,4]}"#);
         assert_eq!(columns::<Value>(&[]), "{}");
         assert_eq!(serde_json::from_str::<Value>(&columns(&[json!({"k": 7})])).unwrap(), json!({"k": [7]}));
     }
