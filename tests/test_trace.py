@@ -124,7 +124,8 @@ def test_mgpusim_tlb_comparison(tmp_path: Path) -> None:
 # --- binary traces (.uvmt): record, replay, convert; Accel-Sim traces ------------------------------------
 
 WALL_CLOCK = uvmsim.WALL_CLOCK_METRICS
-ACCELSIM = Path(__file__).resolve().parent / "data" / "accelsim" / "kernelslist.g"
+DATA = Path(__file__).resolve().parent / "data"
+ACCELSIM = DATA / "accelsim" / "kernelslist.g"
 
 
 @pytest.mark.parametrize(
@@ -243,6 +244,24 @@ def test_csv_and_binary_convert_both_ways_and_replay_alike(cli: Cli, tmp_path: P
     }
     ma, mb = (run[f].metrics for f in ("t.csv", "t.uvmt"))
     assert {k: v for k, v in ma.items() if k not in WALL_CLOCK} == {k: v for k, v in mb.items() if k not in WALL_CLOCK}
+
+
+def test_a_zstd_trace_reads_as_its_csv(cli: Cli, tmp_path: Path) -> None:
+    # tests/data/two-frames.csv.zst: the CSV of the test above, written by the zstd command line tool as two frames
+    # (`zstd -19` of the first half, `zstd -1 --no-check` of the rest, concatenated), as `zstd` output can be.
+    rows = [f"{10 + i},1,{i % 3},{i % 5},{'W' if i % 4 == 0 else 'R'},{hex(0x1000 + 64 * i)},64" for i in range(300)]
+    write_trace(tmp_path / "t.csv", rows)
+    zst = DATA / "two-frames.csv.zst"
+    info = uvmsim.trace_info(zst)
+    assert info == {**uvmsim.trace_info(tmp_path / "t.csv"), "source": info["source"]}
+    for a, b in ((str(zst), "z.uvmt"), ("z.uvmt", "back.csv")):
+        p = cli("trace", "convert", a, b)
+        assert p.returncode == 0, p.stderr
+    assert (tmp_path / "back.csv").read_text() == (tmp_path / "t.csv").read_text()
+    cut = tmp_path / "cut.csv.zst"
+    cut.write_bytes(zst.read_bytes()[:-40])
+    p = cli("run", "--preset", "mgpusim-r9nano", "--trace", str(cut))
+    assert p.returncode == 2 and "cut.csv.zst" in p.stderr and "truncated or corrupt" in p.stderr, p.stderr
 
 
 def test_a_warp_trace_is_refused_where_a_timed_one_is_expected(cli: Cli, tmp_path: Path) -> None:

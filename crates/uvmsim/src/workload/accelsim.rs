@@ -268,7 +268,9 @@ impl KernelReader {
         if !grid || !block {
             return Err(self.bad("the header lacks -grid dim or -block dim"));
         }
-        if h.threads_per_cta() > 1024 * 64 || h.ctas() > 1 << 40 {
+        // Checked products: (2^63+1, 2, 1) must not wrap to a grid of 2.
+        let product = |d: &[u64; 3]| d.iter().try_fold(1u64, |a, &x| a.checked_mul(x));
+        if !product(&h.block).is_some_and(|t| t <= 1024 * 64) || !product(&h.grid).is_some_and(|c| c <= 1 << 40) {
             return Err(self.bad("implausible grid or block dimensions"));
         }
         let wpc = h.warps_per_cta();
@@ -723,6 +725,10 @@ mod tests {
             (good.replace("(2,1,1)", "(3,1,1)"), "the grid has 3 thread blocks but the trace holds 2"),
             (good[..good.len() - 9].to_string(), "ends inside a thread block"),
             (good.replace("-accelsim tracer version = 4", "-accelsim tracer version = 2"), ":12: tracer version 2"),
+            // Dimensions whose product overflows 64 bits are implausible, not wrapped (to a grid of 2 here).
+            (good.replace("(2,1,1)", "(9223372036854775809,2,1)"), "implausible grid or block dimensions"),
+            (good.replace("(2,1,1)", "(4294967296,4294967296,1)"), "implausible grid or block dimensions"),
+            (good.replace("-block dim = (64,1,1)", "-block dim = (9223372036854775840,2,1)"), "implausible grid or block dimensions"),
         ];
         for (i, (text, want)) in cases.iter().enumerate() {
             let e = check_bytes(b"kernel-1.traceg\n", text.as_bytes()).expect_err(&format!("case {i}"));

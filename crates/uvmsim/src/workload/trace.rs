@@ -1,5 +1,5 @@
 //! Trace replay: timed memory-access traces in the generic text format
-//! (`time_ns,gpu,cu,wavefront,kind,vaddr,size`, optionally gzip-compressed;
+//! (`time_ns,gpu,cu,wavefront,kind,vaddr,size`, optionally gzip- or zstd-compressed;
 //! the format of the MGPUSim traces in `shared/traces/mgpusim/`), its
 //! order-only form (first column `order`: a sequence number instead of a time,
 //! each step `workload.trace.gap_ns` apart), or the same records in a timed
@@ -23,7 +23,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 section! {
     /// Parameters of trace replay (workload.kind = "trace").
     pub struct TraceParams {
-        /// Trace file: CSV with header time_ns,gpu,cu,wavefront,kind,vaddr,size (plain or gzip-compressed; or order,gpu,... with a sequence number instead of a time), or a timed .uvmt made from one by `uvmsim trace convert`.
+        /// Trace file: CSV with header time_ns,gpu,cu,wavefront,kind,vaddr,size (plain, gzip- or zstd-compressed; or order,gpu,... with a sequence number instead of a time), or a timed .uvmt made from one by `uvmsim trace convert`.
         pub path: String = String::new(),
         /// Which GPU of the trace to replay (GPUs are numbered from 1, as MGPUSim names them).
         pub gpu: u32 = 1,
@@ -127,8 +127,13 @@ impl TraceReader {
             raw.read_to_end(&mut bytes).map_err(err)?;
             return TraceReader::binary(TraceFile::from_blob(name, tracefmt::Blob::Mem(bytes))?);
         }
-        let gz = head.starts_with(&[0x1f, 0x8b]);
-        let input: Box<dyn BufRead> = if gz { Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(raw))) } else { Box::new(raw) };
+        let input: Box<dyn BufRead> = if head.starts_with(&[0x1f, 0x8b]) {
+            Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(raw)))
+        } else if head.starts_with(&ZSTD_MAGIC) || is_skippable_zstd(head) {
+            Box::new(BufReader::new(ZstdFrames { src: Some(raw), frame: None }))
+        } else {
+            Box::new(raw)
+        };
         let mut r =
             TraceReader { path: name.to_string(), input, line: String::new(), line_no: 0, last_time: 0, bin: None, order_gap: None };
         if !r.read_line()? {
@@ -207,7 +212,7 @@ impl TraceReader {
         let order_gap = self.order_gap;
         let parsed = (|| -> Result<Record, String> {
             let time_ns: u64 = match order_gap {
-                None => whole("time_ns", field("time_ns")?, u64::MAX / PS_PER_NS)?,
+                None => whole("time_ns", field("time_ns")?, MAX_TIME_PS / PS_PER_NS)?,
                 Some(_) => whole("order", field("order")?, u64::MAX)?,
             };
             let gpu = whole("gpu", field("gpu")?, u32::MAX as u64)? as u32;
@@ -238,7 +243,10 @@ impl TraceReader {
             let mut rec = record_of(&TimedRec { time_ns: 0, gpu, cu, wavefront, kind, vaddr, size })?;
             rec.time = match order_gap {
                 None => time_ns.checked_mul(PS_PER_NS).ok_or("time_ns is too large")?,
-                Some(gap) => time_ns.checked_mul(gap).ok_or("order x workload.trace.gap_ns is too large")?,
+                Some(gap) => time_ns
+                    .checked_mul(gap)
+                    .filter(|t| *t <= MAX_TIME_PS)
+                    .ok_or("order x workload.trace.gap_ns is beyond the simulated clock's range (2^62 ps, 53 days)")?,
             };
             Ok(rec)
         })();
@@ -247,16 +255,75 @@ impl TraceReader {
             return Err(self.bad("more than 7 fields"));
         }
         if rec.time < self.last_time {
-            let what = if self.order_gap.is_some() { "order" } else { "time" };
-            return Err(self.bad(&format!("{what} goes backwards (records must be in non-decreasing {what} order)")));
+            let (what, order) = if self.order_gap.is_some() { ("order", "order") } else { ("time", "time order") };
+            return Err(self.bad(&format!("{what} goes backwards (records must be in non-decreasing {order})")));
         }
         self.last_time = rec.time;
         Ok(Some(rec))
     }
 }
 
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+/// A zstd skippable frame (magic 0x184D2A50..=0x184D2A5F, little-endian) starts `head`.
+fn is_skippable_zstd(head: &[u8]) -> bool {
+    head.len() >= 4 && head[1..4] == [0x2a, 0x4d, 0x18] && head[0] & 0xf0 == 0x50
+}
+
+type ZstdFrame<R> = ruzstd::decoding::StreamingDecoder<R, ruzstd::decoding::FrameDecoder>;
+
+/// Every frame of a zstd stream in turn, skippable frames passed over: ruzstd's decoder reads
+/// one frame, while `zstd` may write several (`--format` concatenation, `pzstd`), as gzip may
+/// hold several members. A truncated or corrupt frame is a read error, not an early end.
+struct ZstdFrames<R: BufRead> {
+    /// The input between frames; inside a frame, `frame` holds it.
+    src: Option<R>,
+    frame: Option<ZstdFrame<R>>,
+}
+
+impl<R: BufRead> Read for ZstdFrames<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let corrupt = |e: &dyn std::fmt::Display| {
+            // ruzstd's errors nest their causes' Debug forms: an input that ends inside a frame says so plainly.
+            let text = e.to_string();
+            let why = if text.contains("UnexpectedEof") { "zstd: the stream ends inside a frame".into() } else { format!("zstd: {text}") };
+            std::io::Error::new(std::io::ErrorKind::InvalidData, why)
+        };
+        loop {
+            if let Some(f) = &mut self.frame {
+                let n = f.read(buf).map_err(|e| corrupt(&e))?;
+                if n > 0 || buf.is_empty() {
+                    return Ok(n);
+                }
+                self.src = self.frame.take().map(|f| f.into_inner());
+            }
+            let Some(mut src) = self.src.take() else { return Ok(0) };
+            let head = src.fill_buf()?;
+            if head.is_empty() {
+                self.src = Some(src);
+                return Ok(0);
+            }
+            if is_skippable_zstd(head) {
+                let mut h = [0u8; 8];
+                src.read_exact(&mut h)?;
+                let len = u64::from(u32::from_le_bytes([h[4], h[5], h[6], h[7]]));
+                if std::io::copy(&mut src.by_ref().take(len), &mut std::io::sink())? < len {
+                    return Err(corrupt(&"a skippable frame is cut short"));
+                }
+                self.src = Some(src);
+                continue;
+            }
+            self.frame = Some(ZstdFrame::new(src).map_err(|e| corrupt(&e))?);
+        }
+    }
+}
+
+/// The latest time a record may carry, in ps: 2^62 (53 days) leaves the simulated clock room to
+/// run on past it; a record at u64::MAX ps saturated the clock (its latency read 0).
+const MAX_TIME_PS: Ps = 1 << 62;
+
 /// A CSV field as a whole number up to `max`; a number too large says so rather than
-/// "not a whole number" (times in ps must fit 64 bits: `max` ns is u64::MAX / 1000).
+/// "not a whole number".
 fn whole(name: &str, s: &str, max: u64) -> Result<u64, String> {
     match s.parse::<u64>() {
         Ok(v) if v <= max => Ok(v),
@@ -284,7 +351,13 @@ fn record_of(t: &TimedRec) -> Result<Record, String> {
     if t.vaddr >= 1 << 57 {
         return Err(format!("vaddr {:#x} is beyond a 57-bit address space", t.vaddr));
     }
-    let time = t.time_ns.checked_mul(PS_PER_NS).ok_or("time_ns is too large")?;
+    if t.vaddr + u64::from(t.size) > 1 << 57 {
+        return Err(format!("the access at {:#x} of {} bytes ends beyond a 57-bit address space", t.vaddr, t.size));
+    }
+    if t.time_ns > MAX_TIME_PS / PS_PER_NS {
+        return Err(format!("time_ns {} is out of range (at most {})", t.time_ns, MAX_TIME_PS / PS_PER_NS));
+    }
+    let time = t.time_ns * PS_PER_NS;
     Ok(Record { time, gpu: t.gpu, cu: t.cu, wavefront: t.wavefront, kind, vaddr: t.vaddr, size: t.size })
 }
 
@@ -678,7 +751,7 @@ mod tests {
         let mut r = TraceReader::open(&back).unwrap();
         r.next_record().unwrap();
         let e = r.next_record().unwrap_err().0;
-        assert!(e.contains(":3: order goes backwards"), "{e}");
+        assert!(e.contains(":3: order goes backwards (records must be in non-decreasing order)"), "{e}");
     }
 
     #[test]
@@ -697,10 +770,15 @@ mod tests {
                 ":2: time_ns 99999999999999999999 is out of range",
             ),
             (
-                "time_ns,gpu,cu,wavefront,kind,vaddr,size\n18446744073709552,1,0,0,R,0x1000,64\n",
-                ":2: time_ns 18446744073709552 is out of range (at most 18446744073709551)",
+                "time_ns,gpu,cu,wavefront,kind,vaddr,size\n4611686018427388,1,0,0,R,0x1000,64\n",
+                ":2: time_ns 4611686018427388 is out of range (at most 4611686018427387)",
             ),
             ("time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000,4294967296\n", ":2: size 4294967296 is outside 1..4096 bytes"),
+            // The last byte of an access is inside the 57-bit space too (it failed the run with exit 1).
+            (
+                "time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1fffffffffffff0,64\n",
+                ":2: the access at 0x1fffffffffffff0 of 64 bytes ends beyond a 57-bit address space",
+            ),
             (
                 "time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,4294967296,0,0,R,0x1000,64\n",
                 ":2: gpu 4294967296 is out of range (at most 4294967295)",
@@ -722,6 +800,47 @@ mod tests {
                 },
             };
             assert!(e.0.contains(&p) && e.0.contains(want), "case {i}: {e}");
+        }
+    }
+
+    fn zstd(body: &[u8]) -> Vec<u8> {
+        ruzstd::encoding::compress_to_vec(body, ruzstd::encoding::CompressionLevel::Fastest)
+    }
+
+    fn records(p: &str) -> Result<Vec<Record>, TraceError> {
+        let mut r = TraceReader::open(p)?;
+        std::iter::from_fn(|| r.next_record().transpose()).collect()
+    }
+
+    /// A zstd CSV reads as the plain one, also as several frames with a skippable frame between them.
+    #[test]
+    fn reads_zstd_frames_like_plain() {
+        let (_dir, plain) = write("plain.csv", GOOD, false);
+        let want = records(&plain).unwrap();
+        assert_eq!(want.len(), 3);
+        let (_d1, one) = write("one.csv.zst", "", false);
+        std::fs::write(&one, zstd(GOOD.as_bytes())).unwrap();
+        assert_eq!(records(&one).unwrap(), want);
+        let (head, tail) = GOOD.split_at(GOOD.len() / 2 + 3);
+        let mut several = vec![0x5a, 0x2a, 0x4d, 0x18, 5, 0, 0, 0, 1, 2, 3, 4, 5];
+        several.extend(zstd(head.as_bytes()));
+        several.extend([0x50, 0x2a, 0x4d, 0x18, 0, 0, 0, 0]);
+        several.extend(zstd(tail.as_bytes()));
+        let (_d2, many) = write("many.csv.zst", "", false);
+        std::fs::write(&many, several).unwrap();
+        assert_eq!(records(&many).unwrap(), want);
+        assert_eq!(info(&many).unwrap().accesses, 3);
+    }
+
+    #[test]
+    fn truncated_zstd_is_an_error_not_a_short_trace() {
+        let body = GOOD.to_string() + &"13,1,0,0,R,0x1040,64\n".repeat(50);
+        let bytes = zstd(body.as_bytes());
+        let (_d, cut) = write("cut.csv.zst", "", false);
+        for keep in [bytes.len() - 4, bytes.len() / 2, 6] {
+            std::fs::write(&cut, &bytes[..keep]).unwrap();
+            let e = records(&cut).expect_err("a truncated zstd stream must not end quietly");
+            assert!(e.0.contains("cut.csv.zst") && e.0.contains("truncated or corrupt"), "{keep}: {e}");
         }
     }
 
