@@ -78,13 +78,15 @@ fn iommu_mode_refuses_the_driver_fault_paths_options() {
 /// copies that placed no page); each is refused with the multi-GPU way to get it.
 #[test]
 fn the_multi_gpu_model_refuses_the_single_gpu_drivers_options() {
-    let cases: [(&str, &str, &str); 6] = [
+    let cases: [(&str, &str, &str); 7] = [
         ("uvm.advise.policy=read-mostly", "uvm.advise.policy", "multi.migration = \"read-replication\""),
         ("uvm.advise.per_buffer=[\"accessed-by\"]", "uvm.advise.per_buffer", "multi.migration"),
         ("uvm.prefetch.policy=density", "uvm.prefetch.policy", "\"none\""),
         ("uvm.access_counters.migrate=true", "uvm.access_counters.migrate", "multi.migration = \"access-counter\""),
         ("uvm.baselines=true", "uvm.baselines", "multi.gpus = 1"),
         ("workload.memcpy_inputs=true", "workload.memcpy_inputs", "multi.gpus = 1"),
+        // It charged a copy back on one GPU's link and moved no page.
+        ("workload.memcpy_outputs=true", "workload.memcpy_outputs", "multi.gpus = 1"),
     ];
     for (set, key, hint) in cases {
         for p in ["li-4gpu-gmmu", "li-4gpu-ats"] {
