@@ -380,18 +380,19 @@ def overrides(set: SetLike) -> list[str]:
     return items
 
 
-def sources(config: ConfigLike = None, preset: str | os.PathLike[str] | None = None) -> list[tuple[str, str]]:
-    """The ``(name, toml_text)`` layers of a run: the preset first, then the user's config."""
-    layers: list[tuple[str, str]] = []
+def sources(config: ConfigLike = None, preset: str | os.PathLike[str] | None = None) -> list[tuple[str, str, bool]]:
+    """The ``(name, toml_text, is_preset)`` layers of a run: the preset first, then the user's config. A preset may
+    set keys the configured mode does not read (it describes its machine); the user's config may not."""
+    layers: list[tuple[str, str, bool]] = []
     if preset is not None:
-        layers.append(load_preset(preset))
+        layers.append((*load_preset(preset), True))
     if config is None:
         return layers
     if isinstance(config, Mapping):
-        layers.append(("<dict config>", dict_to_toml(config)))
+        layers.append(("<dict config>", dict_to_toml(config), False))
     else:
         path = Path(config)
-        layers.append((str(path), read_toml_text(path, "config file")))
+        layers.append((str(path), read_toml_text(path, "config file"), False))
     return layers
 
 

@@ -112,7 +112,7 @@ class SweepSpec:
     axes: list[str]
     runs: list[RunSpec]
 
-    def sources(self) -> list[tuple[str, str]]:
+    def sources(self) -> list[tuple[str, str, bool]]:
         """The base's ``(name, toml_text)`` layers, read once so that workers need no access to these files."""
         return uvmsim.sources(self.config, self.preset)
 
@@ -278,7 +278,7 @@ def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
 # --- one run ------------------------------------------------------------------------------------------------
 
 
-def execute(sources: list[tuple[str, str]], base: list[str], run: RunSpec) -> Row:
+def execute(sources: list[tuple[str, str, bool]], base: list[str], run: RunSpec) -> Row:
     """Simulate one run and return its row; any failure becomes a ``failed`` row, never an exception.
 
     Takes the base as loaded text (``SweepSpec.sources``) so that it runs unchanged in a pool worker or on a
@@ -482,7 +482,7 @@ def _prepare(spec: SweepSpec, base_config: dict[str, Any], out: Path, resume: bo
 
 # --- engines ------------------------------------------------------------------------------------------------
 
-Engine = Callable[[list[tuple[str, str]], list[str], list[RunSpec], int | None, str | None], Iterator[Row]]
+Engine = Callable[[list[tuple[str, str, bool]], list[str], list[RunSpec], int | None, str | None], Iterator[Row]]
 
 
 def _worker_init() -> None:
@@ -548,7 +548,7 @@ def main_importable() -> bool:
 
 
 def _local_engine(
-    sources: list[tuple[str, str]], base: list[str], runs: list[RunSpec], jobs: int | None, address: str | None
+    sources: list[tuple[str, str, bool]], base: list[str], runs: list[RunSpec], jobs: int | None, address: str | None
 ) -> Iterator[Row]:
     """A process pool on this machine; yields each run's row as it finishes. When workers could not start
     (``main_importable``), the runs go one at a time in this process instead of all failing."""
@@ -574,7 +574,7 @@ def _local_engine(
 
 
 def _ray_engine(
-    sources: list[tuple[str, str]], base: list[str], runs: list[RunSpec], jobs: int | None, address: str | None
+    sources: list[tuple[str, str, bool]], base: list[str], runs: list[RunSpec], jobs: int | None, address: str | None
 ) -> Iterator[Row]:
     """One Ray task per run; the driver yields (and so stores) each row as its task completes."""
     try:

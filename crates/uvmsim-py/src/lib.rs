@@ -13,8 +13,9 @@ create_exception!(uvmsim._core, ConfigError, PyValueError, "Bad simulator input:
 create_exception!(uvmsim._core, SimulationError, PyRuntimeError, "The simulation failed (deadlock, livelock or an impossible state).");
 create_exception!(uvmsim._core, BudgetExceeded, SimulationError, "The run handled its `sim.max_events` events without finishing.");
 
-fn to_sources(s: Vec<(String, String)>) -> Vec<Source> {
-    s.into_iter().map(|(name, text)| Source { name, text }).collect()
+/// `(name, TOML text, is a preset)` layers, as `uvmsim.sources` makes them.
+fn to_sources(s: Vec<(String, String, bool)>) -> Vec<Source> {
+    s.into_iter().map(|(name, text, preset)| if preset { Source::preset(name, text) } else { Source::user(name, text) }).collect()
 }
 
 /// Run `f` without the GIL on a thread of its own while this thread checks for signals every
@@ -73,10 +74,10 @@ fn interruptible<T: Send + 'static>(py: Python<'_>, f: impl FnOnce() -> T + Send
     }
 }
 
-/// Run a simulation. `sources`: (name, TOML text) merged in order; `overrides`:
+/// Run a simulation. `sources`: (name, TOML text, is a preset) merged in order; `overrides`:
 /// `key.path=value`. Returns the summary as JSON (version, config, metrics).
 #[pyfunction]
-fn run(py: Python<'_>, sources: Vec<(String, String)>, overrides: Vec<String>) -> PyResult<String> {
+fn run(py: Python<'_>, sources: Vec<(String, String, bool)>, overrides: Vec<String>) -> PyResult<String> {
     let src = to_sources(sources);
     interruptible(py, move || api::run_json(&src, &overrides))?.map_err(|e| match e {
         ApiError::Config(c) => ConfigError::new_err(c.to_string()),
@@ -87,7 +88,7 @@ fn run(py: Python<'_>, sources: Vec<(String, String)>, overrides: Vec<String>) -
 
 /// Validate a config; returns the resolved config as JSON.
 #[pyfunction]
-fn resolve(sources: Vec<(String, String)>, overrides: Vec<String>) -> PyResult<String> {
+fn resolve(sources: Vec<(String, String, bool)>, overrides: Vec<String>) -> PyResult<String> {
     api::resolve_json(&to_sources(sources), &overrides).map_err(|e| ConfigError::new_err(e.to_string()))
 }
 
@@ -105,14 +106,20 @@ fn trace_info(py: Python<'_>, path: String) -> PyResult<String> {
 
 /// Record a workload's warp streams to a .uvmt trace (no simulation); returns the totals as JSON.
 #[pyfunction]
-fn trace_record(py: Python<'_>, sources: Vec<(String, String)>, overrides: Vec<String>, out: String) -> PyResult<String> {
+fn trace_record(py: Python<'_>, sources: Vec<(String, String, bool)>, overrides: Vec<String>, out: String) -> PyResult<String> {
     let src = to_sources(sources);
     interruptible(py, move || api::trace_record_json(&src, &overrides, &out))?.map_err(|e| ConfigError::new_err(e.to_string()))
 }
 
 /// Convert a trace between formats (CSV <-> timed .uvmt, Accel-Sim -> warp .uvmt); returns JSON.
 #[pyfunction]
-fn trace_convert(py: Python<'_>, input: String, out: String, sources: Vec<(String, String)>, overrides: Vec<String>) -> PyResult<String> {
+fn trace_convert(
+    py: Python<'_>,
+    input: String,
+    out: String,
+    sources: Vec<(String, String, bool)>,
+    overrides: Vec<String>,
+) -> PyResult<String> {
     let src = to_sources(sources);
     // Interrupted, it leaves no OUT: the temporary file is removed before the KeyboardInterrupt is raised.
     interruptible(py, move || api::trace_convert_json(&input, &out, &src, &overrides))?.map_err(|e| ConfigError::new_err(e.to_string()))

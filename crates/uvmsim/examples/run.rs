@@ -12,7 +12,7 @@ fn main() {
             record = Some(out.to_string());
         } else if a.ends_with(".toml") {
             match std::fs::read_to_string(&a) {
-                Ok(text) => sources.push(uvmsim::config::Source { name: a, text }),
+                Ok(text) => sources.push(uvmsim::config::Source::user(a, text)),
                 Err(e) => {
                     eprintln!("error: {a}: {e}");
                     std::process::exit(2);

@@ -541,7 +541,7 @@ fn held_faults_walk_again_after_each_replay() {
 /// (li-transfw's 65,536-node run never finished); now 712 and about 1 M.
 #[test]
 fn shared_pages_ping_ponging_between_gpus_do_not_starve_multi_page_warps() {
-    let preset = Source { name: "li-4gpu-gmmu".into(), text: include_str!("../../../presets/li-4gpu-gmmu.toml").into() };
+    let preset = Source::preset("li-4gpu-gmmu", include_str!("../../../presets/li-4gpu-gmmu.toml"));
     let sets = |prt: &str| -> Vec<String> {
         ["multi.migration=on-touch", "workload.kind=pagerank", "workload.pagerank.nodes=16384", "sim.max_events=2500000", prt]
             .iter()

@@ -8,7 +8,7 @@ use uvmsim::world::{simulate_full, Output};
 
 fn cfg(sets: &[&str]) -> Config {
     let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let preset = Source { name: "titan-v".into(), text: std::fs::read_to_string("../../presets/titan-v.toml").unwrap() };
+    let preset = Source::preset("titan-v", std::fs::read_to_string("../../presets/titan-v.toml").unwrap());
     resolve(&[preset], &o).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -203,7 +203,7 @@ fn per_buffer_hints_apply_to_their_own_allocations() {
     assert_eq!((m(&y, "uvm.read_dup.copies"), m(&y, "uvm.remote_mapped")), (256.0 + m(&y, "uvm.read_dup.collapses"), 0.0));
     // Both forms at once is a configuration error.
     let e = resolve(
-        &[Source { name: "titan-v".into(), text: std::fs::read_to_string("../../presets/titan-v.toml").unwrap() }],
+        &[Source::preset("titan-v", std::fs::read_to_string("../../presets/titan-v.toml").unwrap())],
         &["uvm.advise.policy=read-mostly".to_string(), "uvm.advise.per_buffer=[\"none\"]".to_string()],
     );
     assert!(e.is_err_and(|e| e.to_string().contains("uvm.advise.per_buffer")));
@@ -327,7 +327,7 @@ fn access_counters_migrate_hot_remote_pages() {
 /// describe the same batches.
 #[test]
 fn batch_metrics_cover_the_finished_rows_of_the_table() {
-    let preset = Source { name: "a100-pcie4".into(), text: std::fs::read_to_string("../../presets/a100-pcie4.toml").unwrap() };
+    let preset = Source::preset("a100-pcie4", std::fs::read_to_string("../../presets/a100-pcie4.toml").unwrap());
     let sets: Vec<String> = ["workload.kind=regular", "workload.managed=true", "uvm.records=true"].iter().map(|s| s.to_string()).collect();
     let out = simulate_full(&resolve(&[preset], &sets).unwrap()).unwrap();
     let b = out.batches.as_ref().unwrap();
@@ -343,7 +343,7 @@ fn batch_metrics_cover_the_finished_rows_of_the_table() {
     let all = run(&["workload.kind=regular", "workload.managed=true", "uvm.records=true"]);
     assert!(all.batches.as_ref().unwrap().iter().all(|r| r.finished));
     // The polled handler (gtx480-zheng): rounds overlap, each marked when its last copy lands.
-    let preset = Source { name: "gtx480-zheng".into(), text: std::fs::read_to_string("../../presets/gtx480-zheng.toml").unwrap() };
+    let preset = Source::preset("gtx480-zheng", std::fs::read_to_string("../../presets/gtx480-zheng.toml").unwrap());
     let sets: Vec<String> = ["workload.kind=regular", "workload.managed=true", "uvm.records=true", "workload.regular.threads=8192"]
         .iter()
         .map(|s| s.to_string())

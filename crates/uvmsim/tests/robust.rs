@@ -7,7 +7,7 @@ use uvmsim::stats::Metrics;
 use uvmsim::world::simulate;
 
 fn zheng(sets: &[&str]) -> Result<Metrics, String> {
-    let preset = Source { name: "gtx480-zheng".into(), text: include_str!("../../../presets/gtx480-zheng.toml").into() };
+    let preset = Source::preset("gtx480-zheng", include_str!("../../../presets/gtx480-zheng.toml"));
     let mut all = vec!["workload.managed=true".to_string()];
     all.extend(sets.iter().map(|s| s.to_string()));
     let c = resolve(&[preset], &all).unwrap_or_else(|e| panic!("{e}"));
@@ -391,7 +391,7 @@ fn lanes_crossing_a_page_between_gpus_ping_ponging_pages_complete() {
 /// only a run that goes nowhere.
 #[test]
 fn the_multi_gpu_watchdog_counts_answers_without_progress_on_any_gpu() {
-    let preset = Source { name: "li-4gpu-gmmu".into(), text: include_str!("../../../presets/li-4gpu-gmmu.toml").into() };
+    let preset = Source::preset("li-4gpu-gmmu", include_str!("../../../presets/li-4gpu-gmmu.toml"));
     for mode in ["gmmu", "iommu"] {
         let run = |limit: &str| {
             let sets = [
@@ -426,7 +426,7 @@ fn the_multi_gpu_watchdog_counts_answers_without_progress_on_any_gpu() {
 /// mode (`Gpu::replay_page`), and the run ends.
 #[test]
 fn ats_lanes_on_page_pairs_two_gpus_share_complete() {
-    let preset = Source { name: "mi300a-apu".into(), text: include_str!("../../../presets/mi300a-apu.toml").into() };
+    let preset = Source::preset("mi300a-apu", include_str!("../../../presets/mi300a-apu.toml"));
     let sets: Vec<String> = [
         "workload.kind=comd",
         "workload.comd.cells_x=16",
@@ -466,7 +466,7 @@ fn polled_rounds_do_not_prefetch_a_page_already_crossing_the_link() {
 /// was correct ("3222 pages resident, beyond the capacity of 2 chunks"; found by the stress run).
 #[test]
 fn pages_mapped_in_place_by_the_page_request_path_hold_no_driver_memory() {
-    let preset = Source { name: "kaveri-apu".into(), text: include_str!("../../../presets/kaveri-apu.toml").into() };
+    let preset = Source::preset("kaveri-apu", include_str!("../../../presets/kaveri-apu.toml"));
     let sets: Vec<String> = [
         "workload.kind=gather",
         "workload.gather.threads=1024",

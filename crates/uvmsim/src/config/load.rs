@@ -11,6 +11,21 @@ use toml::{Table, Value};
 pub struct Source {
     pub name: String,
     pub text: String,
+    /// A system preset (`--preset`): it may set keys the configured mode does not read (a preset describes the
+    /// machine, the driver's settings included); the user's files and `--set` may not ([`Config::unread`]).
+    pub preset: bool,
+}
+
+impl Source {
+    /// The user's TOML (a config file, a Python dict).
+    pub fn user(name: impl Into<String>, text: impl Into<String>) -> Source {
+        Source { name: name.into(), text: text.into(), preset: false }
+    }
+
+    /// A system preset.
+    pub fn preset(name: impl Into<String>, text: impl Into<String>) -> Source {
+        Source { name: name.into(), text: text.into(), preset: true }
+    }
 }
 
 /// Bad configuration input: where it came from, which key, what is accepted.
@@ -283,6 +298,16 @@ pub fn resolve(sources: &[Source], overrides: &[String]) -> Result<Config, Confi
         }
         err(src.as_deref(), Some(&key), msg)
     })?;
+    // Keys the user set that nothing reads in the configured mode (a preset's are its machine's description).
+    let presets: BTreeSet<&str> = sources.iter().filter(|s| s.preset).map(|s| s.name.as_str()).collect();
+    for (key, src) in &prov {
+        if presets.contains(src.as_str()) {
+            continue;
+        }
+        if let Some(msg) = cfg.unread(key) {
+            return Err(err(Some(src), Some(key), msg));
+        }
+    }
     Ok(cfg)
 }
 
@@ -376,7 +401,11 @@ mod tests {
     use super::*;
 
     fn src(name: &str, text: &str) -> Source {
-        Source { name: name.into(), text: text.into() }
+        if name.starts_with("preset ") {
+            Source::preset(name, text)
+        } else {
+            Source::user(name, text)
+        }
     }
 
     #[test]

@@ -11,9 +11,11 @@
 mod macros;
 mod load;
 mod units;
+mod unread;
 
 pub use load::{resolve, ConfigError, Source};
 pub use units::ByteSize;
+pub use unread::{unread_in, Mode};
 
 use crate::assoc::Replacement;
 use crate::link::BandwidthModel;
@@ -430,7 +432,14 @@ section! {
 impl Config {
     /// Every documented parameter, in declaration order.
     pub fn reference() -> Vec<ParamDoc> {
-        Self::described().into_iter().filter(|p| !p.section).collect()
+        let mut out: Vec<ParamDoc> = Self::described().into_iter().filter(|p| !p.section).collect();
+        // Where a mode does not read the key (and refuses it), from the one table that says so.
+        for p in &mut out {
+            if let Some(note) = unread::unread_note(&p.key) {
+                p.doc = format!("{} {note}", p.doc);
+            }
+        }
+        out
     }
 
     /// Every section (`gpu.l1tlb`, ...) with its description, in declaration order.

@@ -145,7 +145,12 @@ pub enum CostModel {
 }
 
 section! {
-    /// Unified memory: the fault buffer and the UVM driver's batch servicing (for workload.managed = true).
+    /// Unified memory: the fault buffer and the UVM driver's batch servicing (for workload.managed = true). In
+    /// translation.mode = "iommu" far faults go to the IOMMU's page-request path instead ([iommu.ppr]): the driver
+    /// runs only for cudaMemPrefetchAsync, access-counter migration, host accesses and hints, so its fault-buffer,
+    /// batch, replay, prefetcher and preemptive-unmap options are not read. The multi-GPU model runs no single-GPU
+    /// driver: of this section it reads only fault_mode, stall_warp_on_fault, records and migration_records_max.
+    /// A key not read in the configured mode is refused when the user sets it (a preset may carry it).
     pub struct UvmConfig {
         /// "replayable" (the warp sleeps at its next dependency) or "blocking" (the faulting µTLB stops until serviced).
         pub fault_mode: FaultMode = FaultMode::Replayable,

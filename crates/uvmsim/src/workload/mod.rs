@@ -600,7 +600,8 @@ section! {
         pub memcpy_inputs: bool = false,
         /// Copy the kernels' other arrays (all but the inputs: results, and any scratch array) device-to-host after the
         /// last kernel: the explicit-copy baseline's return copy (seed paged-memory §2: "On kernel completion, programmers
-        /// must also copy the return data from the GPU to CPU").
+        /// must also copy the return data from the GPU to CPU"). One GPU: the multi-GPU model, whose arrays are managed
+        /// memory placed across the GPUs, refuses it (the copy moved no page and was charged on one GPU's link).
         pub memcpy_outputs: bool = false,
         /// Allocate the kernel's arrays as managed (unified) memory: the GPU faults pages in on first touch ([uvm]).
         /// A warp-trace or Accel-Sim replay then runs its recorded program on managed memory (every allocation
@@ -823,6 +824,18 @@ impl WorkloadConfig {
                 format!(
                     "copies the inputs into one GPU's device memory, but the multi-GPU model places every page from \
                      host memory at its first touch (the copy would be charged and every page still far-faulted): {needs}"
+                ),
+            ));
+        }
+        if self.memcpy_outputs {
+            // It charged one device-to-host copy of the results on [link] (one GPU's link, not the model's
+            // host connections) and moved no page: the results stay wherever multi.migration placed them.
+            return Err((
+                "workload.memcpy_outputs".into(),
+                format!(
+                    "copies the results back from one GPU's device memory, but the multi-GPU model keeps every array \
+                     in managed memory, its pages placed across the GPUs (the copy would be charged on one GPU's \
+                     link and move no page): {needs}"
                 ),
             ));
         }
