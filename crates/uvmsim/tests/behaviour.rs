@@ -375,6 +375,34 @@ fn oversubscribed_runs_evict_within_capacity() {
     }
 }
 
+/// cudaMemPrefetchAsync of inputs larger than GPU memory counts its pages in either eviction
+/// granularity: before 2026-11-30 it took chunks under page granularity, uncounted by the page
+/// accounting, and left twice the capacity resident.
+#[test]
+fn prefetched_inputs_beyond_gpu_memory_stay_within_capacity() {
+    for granularity in ["block", "page"] {
+        let g = format!("uvm.eviction.granularity=\"{granularity}\"");
+        let x = run(&[
+            "gpu.sms=8",
+            "workload.kind=stream",
+            "workload.stream.elements=2097152",
+            "workload.managed=true",
+            "workload.prefetch_inputs=true",
+            "uvm.oversubscription=2.0",
+            "uvm.eviction.policy=\"lru\"",
+            &g,
+        ]);
+        let cap = m(&x, "uvm.gpu_memory_bytes");
+        assert!(m(&x, "uvm.prefetch_async.bytes_h2d") > cap, "{granularity}: the inputs alone overfill GPU memory");
+        assert!(m(&x, "uvm.resident_pages") * 4096.0 <= cap, "{granularity}: not beyond GPU memory");
+        assert_eq!(
+            m(&x, "uvm.bytes_h2d") - m(&x, "uvm.bytes_d2h"),
+            m(&x, "uvm.resident_pages") * 4096.0,
+            "{granularity}: what came in and stayed"
+        );
+    }
+}
+
 /// Once GPU memory has filled, a sleeping warp re-executes when one of its pages is mapped
 /// or lost, so its lanes complete while their pages are resident and only the lanes on lost
 /// pages fault again. Before, every eviction re-executed every sleeping warp, whose lanes on

@@ -120,6 +120,8 @@ impl Uvm {
         // for the whole call, waited for once).
         let async_copies = driver && c.async_copies;
         let mut landed = t;
+        // Page granularity: this call's pages are pinned while it runs (make_room pins each block's), not after.
+        let pinned_before = self.page_evict.as_ref().map(|pm| pm.pinned.clone());
         for want in pages.chunk_by(|a, b| a / BLOCK_PAGES == b / BLOCK_PAGES) {
             let block = want[0] / BLOCK_PAGES;
             if block >= unmapped_to {
@@ -131,7 +133,19 @@ impl Uvm {
             if self.gpu_blocks.insert(block) {
                 t += cost(self.first_touch_cost(block));
             }
-            if !self.chunks.owns(block) {
+            if self.page_evict.is_some() {
+                // Page granularity counts GPU memory in 4 KiB pages (as the fault batches do): room for the
+                // block's pages, evicting others but this call's. Its chunk counters stay untouched (before
+                // 2026-11-30 this path took chunks, so its pages were never counted: a prefetch of twice the
+                // GPU memory left twice the capacity resident).
+                let before = self.stats.evictions;
+                match self.make_room(want, &mut vec![], t, now, link, residency) {
+                    Some(after) => t = after,
+                    // GPU memory holds only this call's pages: the rest stays where it is.
+                    None => break,
+                }
+                moved.evictions += self.stats.evictions - before;
+            } else if !self.chunks.owns(block) {
                 if self.free_chunks == 0 {
                     if self.allocated_chunks < self.capacity_chunks {
                         t += cost(c.pma_alloc);
@@ -180,6 +194,9 @@ impl Uvm {
             moved.bytes_h2d += bytes;
             moved.copies.push(copy);
             self.stats.bytes_h2d += bytes;
+        }
+        if let (Some(pm), Some(before)) = (self.page_evict.as_mut(), pinned_before) {
+            pm.pinned = before;
         }
         t = t.max(landed) + cost(c.tracker);
         (t, moved, later)
