@@ -349,6 +349,7 @@ def test_version(cli: Cli) -> None:
 # --- inputs that cannot be read: exit 2; outputs that cannot be written: exit 1 ----------------------------------
 
 TRACE_CSV = "time_ns,gpu,cu,wavefront,kind,vaddr,size\n100,1,0,0,R,0x1000,64\n"
+TRACE_RUN = ["--preset", "mgpusim-r9nano", "--trace", "t.csv"]
 SWEEP_SPEC = 'preset = "kaveri-apu"\n[set]\n"workload.stride.accesses" = 100\n[grid]\n"gpu.l1tlb.entries" = [16]\n'
 
 
@@ -496,3 +497,138 @@ def test_a_trace_output_that_cannot_be_written_exits_1(cli: Cli, tmp_path: Path,
     assert p.returncode == 1, (p.stdout, p.stderr)
     assert p.stderr.startswith("uvmsim: error: ") and "cannot write" in p.stderr, p.stderr
     assert len(p.stderr.splitlines()) == 1, p.stderr
+
+
+ACCELSIM_DIR = Path(__file__).resolve().parent / "data" / "accelsim"
+
+
+def _run_main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """Run the CLI in this process (faster than a subprocess); its exit code and stderr."""
+    with pytest.raises(SystemExit) as e:
+        cli_mod.main(args)
+    return int(e.value.code or 0), capsys.readouterr().err
+
+
+# (arguments, the input they would overwrite, words of the message); paths relative to the test's directory,
+# where _inputs wrote its files, `link.csv` (a symbolic link), `hard.csv` and `hard` (hard links) to t.csv, a copy of
+# tests/data/accelsim in acc/ and d/summary.json, a copy of c.toml.
+OUTPUT_IS_INPUT = [
+    pytest.param(["run", *TRACE_RUN, "--timeline", "t.csv"], "t.csv", "the trace", id="timeline-trace"),
+    pytest.param(["run", *TRACE_RUN, "--timeline", "./t.csv"], "t.csv", "the trace", id="timeline-spelling"),
+    pytest.param(["run", *TRACE_RUN, "--timeline", "link.csv"], "t.csv", "the trace", id="timeline-symlink"),
+    pytest.param(["run", *TRACE_RUN, "--timeline", "hard.csv"], "t.csv", "the trace", id="timeline-hard-link"),
+    pytest.param(
+        ["run", "--preset", "mgpusim-r9nano", "--set", "workload.kind=trace", "--set", "workload.trace.path=t.csv"]
+        + ["--timeline", "t.csv"],
+        "t.csv",
+        "the trace",
+        id="timeline-trace-by-set",
+    ),
+    pytest.param(["run", "c.toml", "--timeline", "c.toml"], "c.toml", "the config file", id="timeline-config"),
+    pytest.param(
+        ["run", "--preset", "mine.toml", "--timeline", "mine.toml"],
+        "mine.toml",
+        "the preset file",
+        id="timeline-preset",
+    ),
+    pytest.param(
+        ["run", "--preset", "titan-v", "--trace", "acc/kernelslist.g", "--timeline", "acc/kernel-1.traceg"],
+        "acc/kernel-1.traceg",
+        "a kernel file of the trace",
+        id="timeline-accelsim-kernel",
+    ),
+    pytest.param(["run", "c.toml", "-o", "c.toml"], "c.toml", "the config file", id="out-dir-is-config"),
+    pytest.param(["run", "d/summary.json", "-o", "d"], "d/summary.json", "writes d/summary.json", id="out-dir-holds"),
+    pytest.param(["trace", "record", "c.toml", "c.toml"], "c.toml", "the config file", id="record-config"),
+    pytest.param(["trace", "record", "c.toml", "./c.toml"], "c.toml", "the config file", id="record-config-spelling"),
+    pytest.param(
+        ["trace", "record", "--preset", "titan-v", "--set", "workload.kind=trace", "--set", "workload.trace.path=t.csv"]
+        + ["hard"],
+        "t.csv",
+        "the trace",
+        id="record-trace",
+    ),
+    pytest.param(["trace", "convert", "t.csv", "link.csv"], "t.csv", "the input trace", id="convert-symlink"),
+    pytest.param(
+        ["trace", "convert", "acc/kernelslist.g", "acc/kernel-1.traceg"],
+        "acc/kernel-1.traceg",
+        "a kernel file of the trace",
+        id="convert-accelsim-kernel",
+    ),
+    pytest.param(
+        ["trace", "convert", "t.csv", "mine.toml", "--preset", "mine.toml"], "mine.toml", "preset", id="convert-preset"
+    ),
+    pytest.param(["sweep", "spec.toml", "-o", "spec.toml"], "spec.toml", "the sweep spec", id="sweep-out-is-spec"),
+]
+
+
+@pytest.mark.parametrize(("args", "name", "words"), OUTPUT_IS_INPUT)
+def test_an_output_that_is_an_input_is_refused_and_the_input_kept(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    name: str,
+    words: str,
+) -> None:
+    # Was: exit 0 with the trace, config or preset replaced by the timeline (or the config by a recorded trace).
+    _inputs(tmp_path)
+    (tmp_path / "link.csv").symlink_to("t.csv")
+    os.link(tmp_path / "t.csv", tmp_path / "hard.csv")
+    os.link(tmp_path / "t.csv", tmp_path / "hard")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "summary.json").write_text((tmp_path / "c.toml").read_text())
+    (tmp_path / "acc").mkdir()
+    for f in ACCELSIM_DIR.iterdir():
+        (tmp_path / "acc" / f.name).write_bytes(f.read_bytes())
+    before = (tmp_path / name).read_bytes()
+    monkeypatch.chdir(tmp_path)
+    code, err = _run_main(args, capsys)
+    assert code == 2, err
+    assert err.startswith("uvmsim: error: ") and len(err.splitlines()) == 1, err
+    assert words in err and ("destroy its input" in err or "choose another directory" in err), err
+    assert (tmp_path / name).read_bytes() == before
+    assert not (tmp_path / "uvmsim-out").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(["run", "--preset", "kaveri-apu", *STRIDE], id="run"),
+        pytest.param(["sweep", "spec.toml"], id="sweep"),
+        pytest.param(["reproduce", "apu-tlb-miss-latency"], id="reproduce"),
+        pytest.param(["reproduce", "--all"], id="reproduce-all"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("out", "why"),
+    [("file", "it is a file, not a directory"), ("file/sub", "`file` is a file, not a directory")],
+)
+def test_an_output_directory_that_is_a_file_exits_1_naming_it(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: list[str],
+    out: str,
+    why: str,
+) -> None:
+    # Was: exit 2 (click's "Directory 'file' is a file") for `-o file`, exit 1 for `-o file/sub`: both are an
+    # output that cannot be written, exit 1, refused before any run.
+    _inputs(tmp_path)
+    (tmp_path / "file").write_text("")
+    monkeypatch.chdir(tmp_path)
+    code, err = _run_main([*command, "-o", out], capsys)
+    assert code == 1, err
+    assert err == f"uvmsim: error: {out}: cannot write the output directory: {why}\n", err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes a directory whatever its mode")
+def test_an_output_directory_without_write_permission_exits_1_before_the_run(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro").chmod(0o555)
+    try:
+        p = cli("run", "--preset", "kaveri-apu", *STRIDE, "-o", "ro/out")
+    finally:
+        (tmp_path / "ro").chmod(0o755)
+    assert p.returncode == 1, p.stderr
+    assert p.stderr == "uvmsim: error: ro/out: cannot write the output directory: Permission denied\n", p.stderr

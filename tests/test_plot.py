@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -371,3 +372,69 @@ def test_fault_scatter_draws_every_fault(run_dir: Path, tmp_path: Path) -> None:
     legend = fig.axes[0].get_legend()
     assert flushed > 0 and legend is not None and f"flushed ({flushed}" in legend.get_texts()[0].get_text()
     check_file(plot.save(fig, tmp_path / "faults.svg"), "svg")
+
+
+@pytest.fixture(scope="module")
+def reproduce_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from uvmsim import cli as cli_mod
+
+    d = tmp_path_factory.mktemp("reproduce") / "tlb"
+    with pytest.raises(SystemExit) as e:
+        cli_mod.main(["reproduce", "apu-tlb-miss-latency", "--quick", "-o", str(d)])
+    assert e.value.code == 0
+    return d
+
+
+@pytest.mark.parametrize("kind", ["tlb-hit-rates", "runtime-bars", "batch-stages", "l2-miss-latency"])
+@pytest.mark.parametrize("layout", ["experiment", "interrupted-experiment", "all"])
+def test_a_reproduce_output_is_named_with_what_plot_takes(
+    cli: Cli, reproduce_dir: Path, tmp_path: Path, kind: str, layout: str
+) -> None:
+    # Was: "the sweep has no successful run to plot" (its runs/ was taken for a sweep's), or "`DIR` is a sweep".
+    import shutil
+
+    if layout == "experiment":
+        d, plots, run = reproduce_dir, reproduce_dir / "plot.png", reproduce_dir / "runs"
+    elif layout == "interrupted-experiment":  # its runs are written as they finish, comparison.csv at the end
+        d = tmp_path / "tlb"
+        shutil.copytree(reproduce_dir / "runs", d / "runs")
+        plots, run = d / "plot.png", d / "runs"
+    else:
+        d = tmp_path / "all"
+        shutil.copytree(reproduce_dir, d / "apu-tlb-miss-latency")
+        (d / "report.html").write_text("<html></html>\n")
+        plots, run = d / "ID" / "plot.png", d / "apu-tlb-miss-latency" / "runs"
+    assert (d / "runs").is_dir() or layout == "all"
+    p = cli("plot", kind, str(d))
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert len(p.stderr.splitlines()) == 1, p.stderr
+    for words in ("uvmsim reproduce", "not a run or a sweep directory", str(plots), "run directory", "sweep directory"):
+        assert words in p.stderr, (words, p.stderr)
+    assert f"`{run}{os.sep}stride-" in p.stderr, p.stderr  # one of its runs, which plot takes
+    assert not list(d.glob(f"{kind}.*"))
+    # The run it names plots.
+    if kind == "tlb-hit-rates":
+        example = p.stderr.split("`")[-2]
+        assert cli("plot", kind, example, "-o", str(tmp_path / "t.png")).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("kind", "ok"),
+    [("tlb-hit-rates", True), ("fault-scatter", True), ("batch-stages", False), ("batch-time-vs-bytes", False)],
+)
+def test_a_plot_reads_only_the_tables_it_needs(run_dir: Path, tmp_path: Path, kind: str, ok: bool) -> None:
+    # Was: any damaged table of the run stopped every plot of it, also one that draws only its metrics.
+    import shutil
+
+    d = tmp_path / "run"
+    shutil.copytree(run_dir, d)
+    (d / "batches.parquet").write_bytes(b"PAR1 damaged")
+    if ok:
+        check_file(plot.render(kind, d, tmp_path / "x.png"), "png")
+    else:
+        with pytest.raises(uvmsim.ConfigError, match=r"batches\.parquet: not a readable Parquet table"):
+            plot.render(kind, d, tmp_path / "x.png")
+    with pytest.raises(uvmsim.ConfigError, match="batches.parquet"):
+        uvmsim.load(d)  # everything, by default
+    assert set(uvmsim.load(d, tables=["faults"]).tables) == {"faults"}
+    assert uvmsim.load(d, tables=()).tables == {}

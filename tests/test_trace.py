@@ -277,6 +277,72 @@ def test_a_warp_trace_is_refused_where_a_timed_one_is_expected(cli: Cli, tmp_pat
     assert p.returncode == 2 and "no timed (CSV) form" in p.stderr, p.stderr
 
 
+def _main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """The CLI run in this process: its exit code and stderr."""
+    from uvmsim import cli as cli_mod
+
+    with pytest.raises(SystemExit) as e:
+        cli_mod.main(args)
+    return int(e.value.code or 0), capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--preset", "titan-v", "my.toml"], id="preset-then-a-config"),
+        pytest.param(["my.toml", "other.toml"], id="toml-out"),
+        pytest.param(["--preset", "titan-v", "my.conf"], id="a-toml-file-by-content"),
+    ],
+)
+def test_record_refuses_a_config_file_as_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    # Was: `trace record --preset titan-v my.toml` (OUT forgotten) took the config for OUT and replaced it with
+    # the trace: the optional CONFIG comes first.
+    config = '[workload]\nkind = "stream"\n[workload.stream]\nelements = 1000\n'
+    for name in ("my.toml", "other.toml", "my.conf"):
+        (tmp_path / name).write_text(config)
+    monkeypatch.chdir(tmp_path)
+    code, err = _main(["trace", "record", *args], capsys)
+    assert code == 2, err
+    out = args[-1]
+    assert f"`{out}`" in err and "like a config file" in err and "uvmsim trace record " in err, err
+    assert len(err.splitlines()) == 1, err
+    assert (tmp_path / out).read_text() == config
+    # The form it suggests works.
+    code, err = _main(["trace", "record", "my.toml", "my.uvmt"], capsys)
+    assert code == 0 and (tmp_path / "my.uvmt").read_bytes().startswith(b"UVMTRACE"), err
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["trace", "convert", "t.uvmt", "z.uvmt"], "`t.uvmt` converts to CSV text: give OUT such as `z.csv`"),
+        (["trace", "convert", "t.csv", "x.csv"], "`t.csv` converts to a binary .uvmt trace: give OUT such as `x.uvmt`"),
+        (["trace", "convert", "t.csv", "x.csv.gz"], "converts to a binary .uvmt trace"),
+        (["trace", "convert", str(ACCELSIM), "x.csv"], "kernelslist.g` converts to a binary .uvmt trace"),
+        (["trace", "convert", "t.uvmt", "z.csv.zst"], "zstd is read, not written"),
+        (["trace", "record", "--preset", "titan-v", "x.csv"], "trace record writes a binary .uvmt trace"),
+    ],
+)
+def test_an_out_named_for_the_other_format_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args: list[str], expected: str
+) -> None:
+    # Was: `convert t.uvmt z.uvmt` wrote CSV text into z.uvmt, `convert kernelslist.g x.csv` a binary trace into
+    # x.csv: the format follows IN only, so OUT's name must agree with it.
+    write_trace(tmp_path / "t.csv", ["10,1,0,0,R,0x1000,64", "20,1,1,0,W,0x2000,64"])
+    uvmsim.trace_convert(tmp_path / "t.csv", tmp_path / "t.uvmt")
+    monkeypatch.chdir(tmp_path)
+    code, err = _main(args, capsys)
+    assert code == 2, err
+    assert expected in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / args[-1]).exists()
+    # The names that agree convert; a name of neither format is left to the user.
+    for a, b in (("t.uvmt", "z.csv"), ("t.uvmt", "z.csv.gz"), ("t.csv", "x.uvmt"), ("t.uvmt", "z.txt")):
+        code, err = _main(["trace", "convert", a, b], capsys)
+        assert code == 0, err
+
+
 def _flip(b: bytes, i: int) -> bytes:
     """``b`` with byte ``i`` inverted (here: in the middle of the chunks)."""
     return b[:i] + bytes([b[i] ^ 0xFF]) + b[i + 1 :]

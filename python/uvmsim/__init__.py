@@ -23,7 +23,7 @@ import json
 import math
 import numbers
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -150,12 +150,15 @@ class Result:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     @classmethod
-    def from_json(cls, raw: Mapping[str, Any], out: Path | None = None) -> Result:
+    def from_json(cls, raw: Mapping[str, Any], out: Path | None = None, tables: Iterable[str] | None = None) -> Result:
         """The ``Result`` of a run's JSON object: the simulator's output, whose tables are dicts of columns, or
         a ``summary.json`` read from ``out``, whose tables are ``{"file", "rows"}`` references to Parquet files
-        in ``out`` (older summaries, which embedded the rows, still load)."""
-        tables = {name: _table(name, t, out) for name, t in raw.get("tables", {}).items()}
-        return cls(metrics=raw["metrics"], config=raw["config"], version=raw["version"], out=out, tables=tables)
+        in ``out`` (older summaries, which embedded the rows, still load). With ``tables``, only the tables of
+        those names are read (``load``)."""
+        wanted = None if tables is None else set(tables)
+        listed = raw.get("tables", {})
+        read = {name: _table(name, t, out) for name, t in listed.items() if wanted is None or name in wanted}
+        return cls(metrics=raw["metrics"], config=raw["config"], version=raw["version"], out=out, tables=read)
 
     def __eq__(self, other: object) -> bool:
         # Field-wise, except `out` (where a result is stored is not part of it); DataFrames compare by content.
@@ -443,9 +446,10 @@ def resolve(config: ConfigLike = None, *, preset: str | os.PathLike[str] | None 
     return json.loads(_core.resolve(sources(config, preset), overrides(set)))
 
 
-def load(directory: str | os.PathLike[str]) -> Result:
+def load(directory: str | os.PathLike[str], *, tables: Iterable[str] | None = None) -> Result:
     """The ``Result`` stored in ``directory`` by ``run(out=...)`` or ``uvmsim run -o``: ``summary.json``, and
-    each table it lists from its ``NAME.parquet``.
+    each table it lists from its ``NAME.parquet``; with ``tables`` (names, e.g. ``("batches",)`` or ``()``),
+    only those of the listed tables, so that a large or damaged table that is not needed is not read.
 
     Raises:
         FileNotFoundError: ``directory`` holds no ``summary.json`` (the message says what it does hold).
@@ -463,7 +467,7 @@ def load(directory: str | os.PathLike[str]) -> Result:
     try:
         with reading_input(path, "run summary"):
             text = path.read_text(encoding="utf-8")
-        return Result.from_json(json.loads(text), out=d)
+        return Result.from_json(json.loads(text), out=d, tables=tables)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path}: not a run summary: {e}") from None
     except (KeyError, TypeError, AttributeError) as e:

@@ -25,7 +25,7 @@ import shlex
 import sys
 import textwrap
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -36,7 +36,7 @@ from uvmsim import ConfigError, InputError, SimulationError, presets
 from uvmsim import bench as bench_mod
 from uvmsim import reproduce as reproduce_mod
 from uvmsim import sweep as sweep_mod
-from uvmsim._files import read_input_text
+from uvmsim._files import read_input_text, reading_input
 from uvmsim._signals import interrupted_by, signal_of, sigterm_as_interrupt
 
 PROG = "uvmsim"
@@ -125,9 +125,7 @@ def cli(ctx: click.Context) -> None:
     "Sets workload.kind and its path key by the format (docs/traces.md); an explicit --set still wins.",
 )
 @SET_OPTION
-@click.option(
-    "-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=Path("uvmsim-out"), show_default=True
-)
+@click.option("-o", "--out", type=click.Path(path_type=Path), default=Path("uvmsim-out"), show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors (no progress, no summary).")
 @click.option(
     "--timeline",
@@ -171,9 +169,15 @@ def run(
         raise click.UsageError("give a CONFIG file, a --preset or a --trace (or several)")
     # Validate, then make OUT, before simulating: a bad config leaves no directory behind, and an
     # unwritable OUT fails in a millisecond rather than after a long run.
-    uvmsim.resolve(config, preset=preset, set=overrides)
-    if timeline is not None:  # not after the run, when the results would be lost
+    cfg = uvmsim.resolve(config, preset=preset, set=overrides)
+    # No output may replace an input (the config, the preset's file, a trace): bad input, refused before any work.
+    inputs = _inputs_of(config, preset, cfg, [trace] if trace is not None else [])
+    _refuse_input_in_dir(out, inputs, lambda name: name == uvmsim.SUMMARY_FILE or name.endswith(".parquet"))
+    if timeline is not None:
+        _refuse_input(timeline, inputs, "'--timeline'")
         _check_timeline(timeline, out)
+    _check_output_dir(out)
+    if timeline is not None:  # not after the run, when the results would be lost
         _check_output_file(timeline, make_parents=True)
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
@@ -348,7 +352,7 @@ def config_markdown(reference: Sequence[dict[str, Any]], section_docs: Sequence[
 @click.option(
     "-o",
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     help="[default: uvmsim-out/ID, or with --all uvmsim-out/reproduce]",
 )
 @click.option("--quick", is_flag=True, help="Smaller runs (the spec's [quick] parameters): a smoke test.")
@@ -403,6 +407,7 @@ def reproduce_cmd(
         if markdown is not None:
             report_mod.check_markdown_target(markdown)  # fail before the runs, not after
         outdir = out or Path("uvmsim-out") / "reproduce"
+        _check_output_dir(outdir)
         with _resumable("reproduce --all", _resume_command("--all", outdir, quick, jobs)):
             return _reproduce_all(outdir, quick, resume, jobs, markdown)
     if list_only or experiment_id is None:
@@ -414,6 +419,7 @@ def reproduce_cmd(
     if markdown is not None:
         report_mod.check_markdown_target(markdown)
     outdir = out if out is not None else Path("uvmsim-out") / spec.id
+    _check_output_dir(outdir)
     click.echo(f"{spec.id}: {spec.title} (preset {spec.preset}{', quick' if quick else ''})")
     start = time.perf_counter()
     with _resumable(f"reproduce {spec.id}", _resume_command(spec.id, outdir, quick, jobs)):
@@ -485,7 +491,7 @@ def _reproduce_all(out: Path, quick: bool, resume: bool, jobs: int, markdown: Pa
 
 @cli.command("sweep")
 @click.argument("spec_file", metavar="SPEC.toml", type=INPUT_PATH)
-@click.option("-o", "--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Sweep directory.")
+@click.option("-o", "--out", required=True, type=click.Path(path_type=Path), help="Sweep directory.")
 @click.option("--resume", is_flag=True, help="Continue the sweep in OUT: skip its finished runs, redo failed ones.")
 @click.option("--engine", type=click.Choice(sweep_mod.ENGINES), default="local", show_default=True)
 @click.option(
@@ -503,6 +509,9 @@ def sweep_cmd(
     if address is not None and engine != "ray":
         raise click.UsageError("--address is for --engine ray")
     spec = sweep_mod.load_spec(spec_file)
+    inputs = [("the sweep spec", spec_file), *_inputs_of(spec.config, spec.preset, None)]
+    _refuse_input_in_dir(out, inputs, lambda name: name == sweep_mod.SWEEP_FILE)
+    _check_output_dir(out)
     with contextlib.ExitStack() as stack:
         bar: Any = None
 
@@ -672,20 +681,196 @@ def _check_output_file(out: Path, *, make_parents: bool = False) -> None:
         raise OSError(f"{out}: cannot write: {os.strerror(why)}")
 
 
+def _check_output_dir(out: Path) -> None:
+    """Refuse an output directory (``-o``) that cannot be made or written, before any work, as an OSError naming
+    it (exit code 1, as for an output file): a file where the directory or one above it should be, or a
+    directory without write permission. The missing directories are made later, by the command."""
+    existing = out
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if existing == out and not out.is_dir():
+        why = "it is a file, not a directory"
+    elif not existing.is_dir():
+        why = f"`{existing}` is a file, not a directory"
+    elif not os.access(existing, os.W_OK | os.X_OK):
+        why = os.strerror(errno.EACCES)
+    else:
+        return
+    raise OSError(f"{out}: cannot write the output directory: {why}")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Are ``a`` and ``b`` one existing file: the same path, another spelling of it, a symbolic or a hard link to
+    it (the same device and inode, as ``trace convert``'s check in the core)?"""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+# Bound on the kernelslist.g read to find its kernel files (a real one is a few KB).
+_KERNELSLIST_MAX_BYTES = 16 << 20
+
+
+def _kernel_files(kernelslist: Path) -> list[Path]:
+    """The kernel files an Accel-Sim ``kernelslist.g`` names (its `kernel...` lines, beside it, as accelsim.rs
+    reads them); none if it cannot be read (its reader reports that)."""
+    try:
+        if kernelslist.stat().st_size > _KERNELSLIST_MAX_BYTES:
+            return []
+        text = kernelslist.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    names = (line.strip() for line in text.splitlines())
+    return [kernelslist.parent / n for n in names if n.startswith("kernel")]
+
+
+def _inputs_of(
+    config: Path | None, preset: str | None, cfg: dict[str, Any] | None, traces: Sequence[Path] = ()
+) -> list[tuple[str, Path]]:
+    """The files a command reads, as ``(what, path)``: the config file, the preset's file, the traces given on
+    the command line and those the resolved config ``cfg`` replays (the workload's, and each of ``multi.apps``),
+    and an Accel-Sim trace's kernel files."""
+    inputs: list[tuple[str, Path]] = []
+    if config is not None:
+        inputs.append(("the config file", config))
+    if preset is not None:
+        with contextlib.suppress(ConfigError, OSError):
+            inputs.append(("the preset file", presets.find_preset(preset)))
+    paths = [("the trace", t) for t in traces]
+    if cfg is not None:
+        workload = cfg.get("workload", {})
+        for kind in [workload.get("kind"), *cfg.get("multi", {}).get("apps", [])]:
+            section = uvmsim._TRACE_SECTIONS.get(kind)
+            path = workload.get(section, {}).get("path") if section else None
+            if path:
+                paths.append(("the trace", Path(path)))
+    for what, t in paths:
+        inputs.append((what, t))
+        if os.fspath(t).endswith(".g"):  # accelsim.rs is_kernelslist: by name
+            inputs += [(f"a kernel file of the trace `{t}`", k) for k in _kernel_files(t)]
+    return inputs
+
+
+def _refuse_input(out: Path, inputs: Sequence[tuple[str, Path]], param_hint: str) -> None:
+    """Refuse (bad input, exit code 2) an output file ``out`` that is one of the command's ``inputs``: writing it
+    would destroy the input (as ``trace convert IN IN`` is refused)."""
+    for what, path in inputs:
+        if _same_file(out, path):
+            same = "" if os.fspath(out) == os.fspath(path) else f" `{path}`"
+            raise click.BadParameter(
+                f"`{out}` is {what}{same} of this command: writing it would destroy its input; choose another path",
+                param_hint=param_hint,
+            )
+
+
+def _refuse_input_in_dir(out: Path, inputs: Sequence[tuple[str, Path]], writes: Callable[[str], bool]) -> None:
+    """Refuse (exit code 2) an output directory ``out`` that is one of ``inputs`` or holds one under a name the
+    command writes there (``writes(name)``)."""
+    _refuse_input(out, inputs, "'-o' / '--out'")
+    for what, path in inputs:
+        real = Path(os.path.realpath(path))
+        if writes(real.name) and _same_file(real.parent, out):
+            raise click.BadParameter(
+                f"`{out}` would replace {what} `{path}`: the command writes {out / real.name}; choose another "
+                "directory",
+                param_hint="'-o' / '--out'",
+            )
+
+
+# The formats trace record and convert write, and the names that promise the other one.
+CSV_TEXT = "CSV text"
+BINARY = "a binary .uvmt trace"
+
+
+def _trace_format_of_name(path: Path) -> str | None:
+    """The trace format ``path``'s name promises: CSV for .csv (and any .gz or .zst, compressed CSV being the only
+    compressed trace), binary for .uvmt; None for another name."""
+    name = path.name.lower()
+    if name.endswith((".csv", ".gz", ".zst")):
+        return CSV_TEXT
+    if name.endswith(".uvmt"):
+        return BINARY
+    return None
+
+
+def _check_trace_name(out: Path, writes: str, why: str) -> None:
+    """Refuse (exit code 2) an OUT whose name says another format than the ``writes`` that goes into it, as a
+    replay or a reader guided by the name would be misled: ``why`` says where the format comes from."""
+    named = _trace_format_of_name(out)
+    if named is not None and named != writes:
+        example = out.with_name(out.name.split(".")[0] + (".uvmt" if writes == BINARY else ".csv"))
+        raise click.BadParameter(f"`{out}` names {named}, but {why}: give OUT such as `{example}`", param_hint="'OUT'")
+    if writes == CSV_TEXT and out.name.lower().endswith(".zst"):
+        raise click.BadParameter(
+            f"`{out}` names zstd-compressed CSV, but convert writes plain CSV, or gzip when OUT ends in .gz "
+            "(zstd is read, not written)",
+            param_hint="'OUT'",
+        )
+
+
+def _convert_writes(src: Path) -> str | None:
+    """What ``trace convert`` makes of ``src`` (docs/traces.md): an Accel-Sim kernelslist.g or a CSV trace a
+    binary .uvmt, a timed .uvmt CSV text; None for a warp .uvmt, which the core refuses to convert."""
+    kind = uvmsim.trace_workload(src)["workload.kind"]  # InputError for a missing or unreadable IN
+    if kind == "accelsim":
+        return BINARY
+    if kind == "warp-trace":
+        return None
+    with reading_input(src, "trace"), src.open("rb") as f:
+        return CSV_TEXT if f.read(len(uvmsim._UVMT_MAGIC)) == uvmsim._UVMT_MAGIC else BINARY
+
+
+# A file of more than this is not taken for a forgotten CONFIG (a config is a few KB; a trace may be GBs).
+_CONFIG_MAX_BYTES = 1 << 20
+
+
+def _looks_like_config(path: Path) -> bool:
+    """Is ``path`` an existing file holding a non-empty TOML table, as a config file does (a trace never does)?"""
+    import tomllib
+
+    try:
+        if not path.is_file() or path.stat().st_size > _CONFIG_MAX_BYTES:
+            return False
+        return bool(tomllib.loads(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+
+
+def _check_record_out(out: Path, config: Path | None) -> None:
+    """Refuse (exit code 2) an OUT of ``trace record`` that is a config file, by its .toml name or its content:
+    with the optional CONFIG first, ``trace record my.toml`` (OUT forgotten) took the config for OUT and replaced
+    it with the trace. An OUT named for CSV is refused too: record writes a binary .uvmt."""
+    if out.suffix.lower() == ".toml" or _looks_like_config(out):
+        example = f"uvmsim trace record {config or out} {Path(out.stem).with_suffix('.uvmt')}"
+        what = "ends in .toml" if out.suffix.lower() == ".toml" else "is a TOML file"
+        raise click.BadParameter(
+            f"`{out}` {what}, like a config file, but OUT receives the binary trace; "
+            f"give the config first and then OUT: `{example}`",
+            param_hint="'OUT'",
+        )
+    _check_trace_name(out, BINARY, "trace record writes a binary .uvmt trace")
+
+
 @trace_group.command("record")
 @click.argument("files", nargs=-1, required=True, metavar="[CONFIG] OUT")
 @PRESET_OPTION
 @SET_OPTION
 def trace_record_cmd(files: tuple[str, ...], preset: str | None, sets: tuple[str, ...]) -> None:
     """Write the warp instruction streams of the workload CONFIG/--preset/--set describe to the binary
-    trace OUT (.uvmt), without simulating. `uvmsim run --trace OUT` replays it with the same metrics."""
+    trace OUT (.uvmt), without simulating. `uvmsim run --trace OUT` replays it with the same metrics.
+
+    OUT comes last: an OUT named .toml (or .csv) is refused, as is one of the command's inputs."""
     if len(files) > 2:
         raise click.UsageError("give at most a CONFIG file and OUT")
     config = Path(files[0]) if len(files) == 2 else None
     out = Path(files[-1])
+    _refuse_input(out, _inputs_of(config, preset, None), "'OUT'")
+    _check_record_out(out, config)
     if config is None and preset is None and not sets:
         raise click.UsageError("give a CONFIG file, a --preset or --set options describing the workload")
-    uvmsim.resolve(config, preset=preset, set=list(sets))  # bad input first (exit 2), then the output (exit 1)
+    cfg = uvmsim.resolve(config, preset=preset, set=list(sets))  # bad input first (exit 2), then the output (exit 1)
+    _refuse_input(out, _inputs_of(config, preset, cfg), "'OUT'")
     _check_output_file(out)
     totals = uvmsim.trace_record(out, config, preset=preset, set=list(sets))
     click.echo(
@@ -702,7 +887,11 @@ def trace_record_cmd(files: tuple[str, ...], preset: str | None, sets: tuple[str
 def trace_convert_cmd(src: Path, out: Path, preset: str | None, sets: tuple[str, ...]) -> None:
     """Convert trace IN to OUT: CSV -> timed .uvmt, timed .uvmt -> CSV (gzip if OUT ends in .gz),
     Accel-Sim kernelslist.g -> warp .uvmt (allocated with --preset/--set's translation.page_size
-    and workload.managed)."""
+    and workload.managed). The format follows IN: an OUT named for the other one (.uvmt, .csv) is refused."""
+    writes = _convert_writes(src)  # a missing or unreadable IN first (exit 2)
+    _refuse_input(out, [("the input trace", src), *_inputs_of(None, preset, None, [src])], "'OUT'")
+    if writes is not None:
+        _check_trace_name(out, writes, f"`{src}` converts to {writes}")
     _check_output_file(out)
     r = uvmsim.trace_convert(src, out, preset=preset, set=list(sets))
     what = "warps" if r["to"] == "uvmt-warps" else "records"

@@ -425,7 +425,39 @@ def save(fig: Figure, path: str | os.PathLike[str], fmt: str | None = None) -> P
 
 
 def _is_sweep(d: Path) -> bool:
-    return (d / sweep_mod.RUNS_DIR).is_dir()
+    """A sweep directory: its ``runs/`` holds ``<id>.parquet`` files, or ``sweep.json`` describes it (an
+    experiment of ``uvmsim reproduce`` has a ``runs/`` too, of run directories)."""
+    runs = d / sweep_mod.RUNS_DIR
+    return runs.is_dir() and ((d / sweep_mod.SWEEP_FILE).is_file() or any(runs.glob("*.parquet")))
+
+
+# What `uvmsim reproduce` writes: ID -o DIR: DIR/comparison.csv, DIR/plot.png and DIR/runs/NAME/ (run directories);
+# --all -o DIR: DIR/report.html, DIR/run.json and each experiment in DIR/ID/.
+COMPARISON_FILE = "comparison.csv"
+ACCEPTS = "plot takes a run directory (`uvmsim run -o DIR`) or a sweep directory (`uvmsim sweep SPEC -o DIR`)"
+
+
+def _not_reproduce_output(d: Path) -> None:
+    """``PlotDataError`` saying what ``d`` is when ``uvmsim reproduce`` wrote it: neither a run nor a sweep, and
+    reproduce draws its own plots (taken for a sweep by its ``runs/``, it was "the sweep has no successful run")."""
+    from uvmsim import report as report_mod
+
+    if (d / report_mod.REPORT_FILE).is_file() or (d / report_mod.RUN_FILE).is_file():
+        runs = sorted(d.glob(f"*/{sweep_mod.RUNS_DIR}/*/{uvmsim.SUMMARY_FILE}"))
+        example = runs[0].parent if runs else d / "ID" / sweep_mod.RUNS_DIR / "NAME"
+        raise PlotDataError(
+            f"`{d}` is the output of `uvmsim reproduce --all`, not a run or a sweep directory: its plots are drawn "
+            f"already, one per experiment ({d / 'ID' / report_mod.PLOT_FILE}, shown in {d / report_mod.REPORT_FILE})"
+            f"; {ACCEPTS}, such as one of an experiment's runs: `{example}`"
+        )
+    runs = sorted((d / sweep_mod.RUNS_DIR).glob(f"*/{uvmsim.SUMMARY_FILE}"))
+    if (d / COMPARISON_FILE).is_file() or (runs and not _is_sweep(d)):
+        example = runs[0].parent if runs else d / sweep_mod.RUNS_DIR / "NAME"
+        raise PlotDataError(
+            f"`{d}` is the output of an experiment of `uvmsim reproduce`, not a run or a sweep directory: "
+            f"reproduce draws its own plot, {d / report_mod.PLOT_FILE} (published vs simulated); {ACCEPTS}, such as "
+            f"one of the experiment's runs: `{example}`"
+        )
 
 
 def _needs_sweep(d: Path, kind: str) -> pd.DataFrame:
@@ -434,10 +466,12 @@ def _needs_sweep(d: Path, kind: str) -> pd.DataFrame:
     return sweep_mod.load_sweep(d)
 
 
-def _needs_run(d: Path, kind: str) -> uvmsim.Result:
+def _needs_run(d: Path, kind: str, tables: Sequence[str] = ()) -> uvmsim.Result:
+    """The run in ``d``, with only the record ``tables`` the kind draws read (a damaged table it does not need
+    must not stop it)."""
     if _is_sweep(d):
         raise PlotDataError(f"{kind} plots one run: `{d}` is a sweep; give a run directory (`uvmsim run -o DIR`)")
-    return uvmsim.load(d)
+    return uvmsim.load(d, tables=tables)
 
 
 def _first_axis(d: Path, df: pd.DataFrame, numeric: bool = False) -> str:
@@ -533,15 +567,15 @@ def _run_table(r: uvmsim.Result, name: str) -> pd.DataFrame | None:
 
 
 def _batch_time_vs_bytes(d: Path, axis: str | None, metric: str | None) -> Figure:
-    return batch_time_vs_bytes(_run_table(_needs_run(d, "batch-time-vs-bytes"), "batches"))
+    return batch_time_vs_bytes(_run_table(_needs_run(d, "batch-time-vs-bytes", ["batches"]), "batches"))
 
 
 def _fault_scatter(d: Path, axis: str | None, metric: str | None) -> Figure:
-    return fault_scatter(_run_table(_needs_run(d, "fault-scatter"), "faults"))
+    return fault_scatter(_run_table(_needs_run(d, "fault-scatter", ["faults"]), "faults"))
 
 
 def _batch_stages(d: Path, axis: str | None, metric: str | None) -> Figure:
-    return batch_stages(_run_table(_needs_run(d, "batch-stages"), "batches"))
+    return batch_stages(_run_table(_needs_run(d, "batch-stages", ["batches"]), "batches"))
 
 
 def link_utilization(
@@ -635,7 +669,7 @@ def l2_miss_latency(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> Figure:
 
 
 def _link_utilization(d: Path, axis: str | None, metric: str | None) -> Figure:
-    r = _needs_run(d, "link-utilization")
+    r = _needs_run(d, "link-utilization", ["migrations"])
     mc, link = r.config.get("multi", {}), r.config.get("link", {})
     gpus = int(mc.get("gpus", 1) or 1)
     bandwidth = float(link.get("bandwidth_gbps", 0.0))
@@ -779,6 +813,7 @@ def render(
     d = Path(directory)
     if not d.exists():
         raise MissingInputError(f"`{d}` does not exist")
+    _not_reproduce_output(d)
     path, fmt = output_path(kind, d, Path(out) if out is not None else None, fmt)
     fig = k.draw(d, axis, metric)
     return save(fig, path, fmt)
