@@ -74,6 +74,11 @@ pub struct Link {
     engines: Vec<Ps>,
     /// Per direction, when the last byte reserved so far crosses (latency excluded).
     done: [Ps; 2],
+    /// Per direction, the counted transfers not yet over at the latest request time, as
+    /// (done, start) -> bytes: those still crossing when the run ends are clipped at its end
+    /// in `busy_ns` and `utilization` (a copy started just before the end counted whole made
+    /// the utilization exceed 1).
+    crossing: [std::collections::BTreeMap<(Ps, Ps), u64>; 2],
     pub stats: [DirStats; 2],
 }
 
@@ -89,6 +94,7 @@ impl Link {
             lanes: [Timeline::new(c.bandwidth_gbps, 4096), Timeline::new(c.d2h_gbps(), 4096)],
             engines: vec![0; c.copy_engines as usize],
             done: [0; 2],
+            crossing: Default::default(),
             stats: Default::default(),
         }
     }
@@ -137,6 +143,11 @@ impl Link {
             *slot = done;
         }
         self.done[d] = self.done[d].max(done);
+        let crossing = &mut self.crossing[d];
+        while crossing.first_key_value().is_some_and(|(&(end, _), _)| end <= now) {
+            crossing.pop_first();
+        }
+        *crossing.entry((done, start)).or_default() += bytes;
         let s = &mut self.stats[d];
         s.transfers += 1;
         s.bytes += bytes;
@@ -151,6 +162,13 @@ impl Link {
         s.transfers -= 1;
         s.bytes -= bytes;
         s.busy_ps -= end - self.latency - start;
+        let key = (end - self.latency, start);
+        if let Some(b) = self.crossing[dir as usize].get_mut(&key) {
+            *b -= bytes.min(*b);
+            if *b == 0 {
+                self.crossing[dir as usize].remove(&key);
+            }
+        }
     }
 
     /// Bytes the link has yet to carry at `now`: the work reserved beyond `now` in its busier
@@ -160,14 +178,26 @@ impl Link {
         (until.saturating_sub(now) as f64 * self.gbps[0] / 1000.0) as u64
     }
 
-    /// Export `link.{h2d,d2h}.{transfers,bytes,busy_ns}` and utilisation over `span` ps.
+    /// Export `link.{h2d,d2h}.{transfers,bytes,busy_ns}` and utilisation over `span` ps. Transfers
+    /// count whole in `transfers` and `bytes`; in `busy_ns` and `utilization` a transfer still
+    /// crossing at `span` counts up to `span` (its bytes in proportion to its time).
     pub fn export(&self, m: &mut Metrics, span: Ps) {
-        for ((name, s), gbps) in [("h2d", &self.stats[0]), ("d2h", &self.stats[1])].into_iter().zip(self.gbps) {
+        for (d, name) in ["h2d", "d2h"].into_iter().enumerate() {
+            let s = &self.stats[d];
+            let (mut tail_ps, mut tail_bytes) = (0, 0.0);
+            for (&(done, start), &bytes) in self.crossing[d].range((span, 0)..) {
+                let tail = done - start.max(span);
+                tail_ps += tail;
+                if done > start {
+                    tail_bytes += bytes as f64 * tail as f64 / (done - start) as f64;
+                }
+            }
             m.int(format!("link.{name}.transfers"), s.transfers);
             m.int(format!("link.{name}.bytes"), s.bytes);
-            m.float(format!("link.{name}.busy_ns"), s.busy_ps as f64 / PS_PER_NS as f64);
-            let capacity = gbps * span as f64 / 1000.0; // bytes the direction could carry
-            m.float(format!("link.{name}.utilization"), if capacity > 0.0 { s.bytes as f64 / capacity } else { 0.0 });
+            m.float(format!("link.{name}.busy_ns"), s.busy_ps.saturating_sub(tail_ps) as f64 / PS_PER_NS as f64);
+            let capacity = self.gbps[d] * span as f64 / 1000.0; // bytes the direction could carry
+            let carried = (s.bytes as f64 - tail_bytes).max(0.0);
+            m.float(format!("link.{name}.utilization"), if capacity > 0.0 { carried / capacity } else { 0.0 });
         }
     }
 }
@@ -272,6 +302,33 @@ mod tests {
         assert!((m.get("link.d2h.utilization").unwrap() - 0.5).abs() < 1e-9);
         // 0 (the default) means the same as host to device.
         assert_eq!(LinkConfig { d2h_bandwidth_gbps: 0.0, ..cfg(BandwidthModel::Constant, 2) }.d2h_gbps(), 12.0);
+    }
+
+    /// A copy still crossing when the run ends counts up to the end in busy_ns and utilization (whole
+    /// in bytes); one that ended before is whole in all three. Before, 12 kB started 0.5 µs before a
+    /// 1 µs run's end counted whole: utilization 1.5 with one engine.
+    #[test]
+    fn a_copy_crossing_the_end_of_the_run_counts_up_to_the_end() {
+        let mut l = Link::new(&cfg(BandwidthModel::Constant, 1));
+        l.transfer(Dir::HostToDevice, 6_000, 0, 0); // 0 .. 0.5 µs
+        l.transfer(Dir::HostToDevice, 12_000, 500_000, 500_000); // 0.5 .. 1.5 µs
+        let mut m = Metrics::default();
+        l.export(&mut m, 1_000_000);
+        let near = |k: &str, want: f64| (m.get(k).unwrap() - want).abs() < 1e-2 * want.max(1.0);
+        assert_eq!(m.get("link.h2d.bytes"), Some(18_000.0));
+        assert!(near("link.h2d.busy_ns", 1_000.0), "{:?}", m.get("link.h2d.busy_ns"));
+        // 6 kB + half of 12 kB in 1 µs of 12 GB/s: all of it.
+        assert!(near("link.h2d.utilization", 1.0), "{:?}", m.get("link.h2d.utilization"));
+        // Over 2 µs both copies are whole: 18 of 24 kB.
+        let mut m2 = Metrics::default();
+        l.export(&mut m2, 2_000_000);
+        assert!((m2.get("link.h2d.utilization").unwrap() - 0.75).abs() < 1e-2);
+        // A transfer retracted (planned past the end) leaves no tail behind.
+        let t = l.transfer(Dir::HostToDevice, 12_000, 3_000_000, 3_000_000);
+        l.retract(Dir::HostToDevice, t, 12_000);
+        let mut m3 = Metrics::default();
+        l.export(&mut m3, 2_000_000);
+        assert_eq!(m3.get("link.h2d.utilization"), m2.get("link.h2d.utilization"));
     }
 
     #[test]
