@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +137,20 @@ ACCELSIM = DATA / "accelsim" / "kernelslist.g"
         ["workload.kind=regular", "workload.managed=true", "workload.regular.threads=4096"],
         ["workload.kind=gather", "workload.gather.lookups=4096", "workload.gather.threads=1024"],
         ["workload.kind=stride", "workload.stride.work_items=64", "workload.stride.accesses=200"],
+        # The host program's set-up is recorded with it (before 2026-11-30 a replay ran without it).
+        [
+            "workload.kind=stream",
+            "workload.stream.elements=100000",
+            "workload.managed=true",
+            "workload.prefetch_inputs=true",
+        ],
+        [
+            "workload.kind=stream",
+            "workload.stream.elements=100000",
+            "workload.managed=true",
+            "workload.host_init=false",
+        ],
+        ["workload.kind=stream", "workload.stream.elements=100000", "workload.managed=true", "workload.host_threads=8"],
     ],
 )
 def test_record_then_replay_gives_the_generators_metrics(cli: Cli, tmp_path: Path, sets: list[str]) -> None:
@@ -158,6 +174,69 @@ def test_record_then_replay_gives_the_generators_metrics(cli: Cli, tmp_path: Pat
         assert info["mem_insts"] < direct["gpu0.warp_mem_insts"]
 
 
+def test_a_version_1_recording_replays_with_the_generators_metrics(cli: Cli, tmp_path: Path) -> None:
+    # Recorded before 2026-11-30 (format version 1: no header CRC, no host set-up fields): still read, and
+    # replayed as the defaults (host-initialised managed allocations, one host thread) make it.
+    p = cli("run", "--preset", "titan-v", "--trace", str(DATA / "v1-stream.uvmt"), "-o", "out")
+    assert p.returncode == 0, p.stderr
+    replay = uvmsim.load(tmp_path / "out").metrics
+    sets = ["workload.kind=stream", "workload.stream.elements=4096", "workload.stream.threads=512"]
+    direct = uvmsim.run(preset="titan-v", set=[*sets, "workload.managed=true"]).metrics
+    assert replay["uvm.faults.unique"] > 0
+    assert {k: v for k, v in direct.items() if k not in WALL_CLOCK} == {
+        k: v for k, v in replay.items() if k not in WALL_CLOCK
+    }
+
+
+def test_replay_time_keys_act_on_a_recording_as_on_the_generator(cli: Cli, tmp_path: Path) -> None:
+    # README: a plain recording (no copies) replayed on managed memory with uvm.baselines compares it with its
+    # copy-then-execute form, as the generator run does: the recording holds its input bytes and the baseline
+    # replay adds the copies (until 2026-11-30 it copied nothing: slowdown_vs_copy was slowdown_vs_ideal).
+    gen = ["workload.kind=stream", "workload.stream.elements=200000"]
+    assert (
+        cli("trace", "record", "--preset", "titan-v", *[a for s in gen for a in ("--set", s)], "s.uvmt").returncode == 0
+    )
+    for more in (
+        ["workload.managed=true", "uvm.baselines=true"],
+        ["workload.managed=true", "workload.prefetch_inputs=true"],
+        ["workload.managed=true", "workload.host_init=false", "workload.host_threads=8"],
+        ["workload.memcpy_inputs=true", "workload.memcpy_outputs=true"],
+    ):
+        direct = uvmsim.run(preset="titan-v", set=[*gen, *more]).metrics
+        replay = uvmsim.run(preset="titan-v", trace=tmp_path / "s.uvmt", set=more).metrics
+        differ = sorted(
+            k for k in direct.keys() | replay.keys() if k not in WALL_CLOCK and direct.get(k) != replay.get(k)
+        )
+        assert not differ, (more, differ[:5])
+        if "uvm.baselines=true" in more:
+            assert 0 < replay["baseline.slowdown_vs_copy"] < replay["baseline.slowdown_vs_ideal"], replay
+
+
+def test_two_records_to_the_same_out_at_once_both_write_it_whole(tmp_path: Path) -> None:
+    # Each writes its own temporary file beside OUT and renames it over OUT (until 2026-11-30 both wrote
+    # OUT.part: one failed with exit code 2, the other reported success over a corrupt OUT).
+    sets = ["--set", "workload.kind=stream", "--set", "workload.stream.elements=67108864"]
+    cmd = [sys.executable, "-m", "uvmsim", "trace", "record", *sets, "w.uvmt"]
+    procs = [
+        subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)
+    ]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["w.uvmt"]
+    info = uvmsim.trace_info(tmp_path / "w.uvmt")
+    assert info["warps"] > 0
+    assert uvmsim.trace_info(tmp_path / "w.uvmt") == info
+
+
+def test_an_out_that_cannot_be_written_is_an_os_error(cli: Cli, tmp_path: Path) -> None:
+    # Not bad input: the API raises OSError (the CLI exits with code 1), naming OUT.
+    with pytest.raises(OSError, match=r"no/x\.uvmt: cannot write"):
+        uvmsim.trace_record(tmp_path / "no" / "x.uvmt", set=["workload.kind=stream", "workload.stream.elements=1000"])
+    p = cli("trace", "record", "--set", "workload.kind=stream", "no/x.uvmt")
+    assert p.returncode == 1 and "no/x.uvmt: cannot write" in p.stderr, p.stderr
+
+
 def _stress_workloads() -> dict[str, list[str]]:
     # The stress script's small inputs, one per generator (scripts/stress_configs.py).
     import importlib.util
@@ -174,16 +253,27 @@ def _stress_workloads() -> dict[str, list[str]]:
 _UNRECORDABLE = {"ping-pong", "shootdown"}
 
 
-@pytest.mark.parametrize("preset", ["titan-v", "li-4gpu-gmmu"])
-def test_every_generator_replays_with_its_own_metrics(tmp_path: Path, preset: str) -> None:
+# Host settings of a managed program, recorded with it (before 2026-11-30 a replay ran without them).
+_HOST = {
+    "prefetch": ["workload.managed=true", "workload.prefetch_inputs=true", "workload.host_threads=4"],
+    "gpu-first-touch": ["workload.managed=true", "workload.host_init=false", "workload.memcpy_outputs=true"],
+}
+
+
+@pytest.mark.parametrize(
+    ("preset", "host"),
+    [("titan-v", None), ("li-4gpu-gmmu", None), ("titan-v", "prefetch"), ("titan-v", "gpu-first-touch")],
+)
+def test_every_generator_replays_with_its_own_metrics(tmp_path: Path, preset: str, host: str | None) -> None:
     # The round-trip guarantee for every generator, on one GPU with 128-byte lines and on four with 64
-    # (a multi-GPU replay and xsbench's 96-byte lanes on 64-byte lines both failed until 2026-11-29).
+    # (a multi-GPU replay and xsbench's 96-byte lanes on 64-byte lines both failed until 2026-11-29), and
+    # on one GPU with the host settings of a managed program.
     kinds = _stress_workloads()
     assert len(kinds) > 40
     for kind, params in sorted(kinds.items()):
         if kind in _UNRECORDABLE:
             continue
-        sets = [f"workload.kind={kind}", *params]
+        sets = [f"workload.kind={kind}", *params, *(_HOST[host] if host else [])]
         out = tmp_path / f"{kind}.uvmt"
         uvmsim.trace_record(out, preset=preset, set=sets)
         direct = uvmsim.run(preset=preset, set=sets).metrics
@@ -352,15 +442,24 @@ def _flip(b: bytes, i: int) -> bytes:
     ("damage", "expected"),
     [
         (lambda b: b[: len(b) - 7], "truncated: the end marker is missing"),
-        (lambda b: b[:8] + b"\x07\x00\x00\x00" + b[12:], "byte 8: format version 7; this uvmsim reads version 1"),
+        (lambda b: b[:8] + b"\x07\x00\x00\x00" + b[12:], "byte 8: format version 7; this uvmsim reads versions 1 to 2"),
         (lambda b: b[:16] + b"#" + b[17:], "byte 16: bad header"),
+        # A changed header byte that still parses (a kernel's thread count: 65,536 -> 65,280 replayed 2,040 of
+        # 2,048 warps with exit code 0 until 2026-11-30) is refused by the header's CRC-32.
+        (
+            lambda b: b.replace(b'"threads":65536', b'"threads":65280', 1),
+            "byte 16: bad header: bytes 8 to ",
+        ),
         (lambda b: _flip(b, (16 + int.from_bytes(b[12:16], "little") + len(b)) // 2), "corrupt"),
     ],
 )
 def test_malformed_binary_traces_exit_2_with_the_byte_offset(cli: Cli, tmp_path: Path, damage, expected: str) -> None:
     sets = ["--set", "workload.kind=stream", "--set", "workload.stream.elements=20000"]
+    sets += ["--set", "workload.stream.threads=65536"]
     assert cli("trace", "record", *sets, "good.uvmt").returncode == 0
-    (tmp_path / "bad.uvmt").write_bytes(damage((tmp_path / "good.uvmt").read_bytes()))
+    good = (tmp_path / "good.uvmt").read_bytes()
+    (tmp_path / "bad.uvmt").write_bytes(damage(good))
+    assert (tmp_path / "bad.uvmt").read_bytes() != good
     for args in (
         ["trace", "info", "bad.uvmt"],
         [

@@ -4,7 +4,7 @@
 //! a subclass, when it stopped at `sim.max_events`).
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use uvmsim::api::{self, ApiError};
 use uvmsim::config::Source;
@@ -83,6 +83,7 @@ fn run(py: Python<'_>, sources: Vec<(String, String, bool)>, overrides: Vec<Stri
         ApiError::Config(c) => ConfigError::new_err(c.to_string()),
         ApiError::Sim(s @ uvmsim::sim::SimError::Budget { .. }) => BudgetExceeded::new_err(s.to_string()),
         ApiError::Sim(s) => SimulationError::new_err(s.to_string()),
+        ApiError::Output(m) => PyOSError::new_err(m),
     })
 }
 
@@ -108,7 +109,11 @@ fn trace_info(py: Python<'_>, path: String) -> PyResult<String> {
 #[pyfunction]
 fn trace_record(py: Python<'_>, sources: Vec<(String, String, bool)>, overrides: Vec<String>, out: String) -> PyResult<String> {
     let src = to_sources(sources);
-    interruptible(py, move || api::trace_record_json(&src, &overrides, &out))?.map_err(|e| ConfigError::new_err(e.to_string()))
+    // An OUT that cannot be written is an OSError (the CLI's exit code 1), not bad input.
+    interruptible(py, move || api::trace_record_json(&src, &overrides, &out))?.map_err(|e| match e {
+        ApiError::Output(m) => PyOSError::new_err(m),
+        e => ConfigError::new_err(e.to_string()),
+    })
 }
 
 /// Convert a trace between formats (CSV <-> timed .uvmt, Accel-Sim -> warp .uvmt); returns JSON.

@@ -27,7 +27,8 @@ fn main() {
             Ok(totals) => println!("{totals}"),
             Err(e) => {
                 eprintln!("error: {e}");
-                std::process::exit(2);
+                // An output that cannot be written is not bad input.
+                std::process::exit(if matches!(e, uvmsim::api::ApiError::Output(_)) { 1 } else { 2 });
             }
         }
         return;

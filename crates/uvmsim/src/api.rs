@@ -1,5 +1,6 @@
 //! The entry points the Python extension (and any other front end) calls:
-//! JSON in, JSON out, and two error kinds — bad input vs a failed simulation.
+//! JSON in, JSON out, and three error kinds — bad input, a failed simulation, an output that
+//! cannot be written.
 
 use crate::config::{self, Config, ConfigError, Source};
 use crate::sim::SimError;
@@ -12,6 +13,8 @@ pub enum ApiError {
     Config(ConfigError),
     /// The simulation itself failed (deadlock, livelock, impossible state).
     Sim(SimError),
+    /// An output file cannot be written (no space, the directory went away, ...): not bad input.
+    Output(String),
 }
 
 impl std::fmt::Display for ApiError {
@@ -19,6 +22,7 @@ impl std::fmt::Display for ApiError {
         match self {
             ApiError::Config(e) => write!(f, "{e}"),
             ApiError::Sim(e) => write!(f, "{e}"),
+            ApiError::Output(m) => f.write_str(m),
         }
     }
 }
@@ -180,12 +184,16 @@ fn bad(message: String) -> ConfigError {
 
 /// Record the warp streams of the workload a config describes to a `.uvmt`
 /// trace at `out`, without simulating; returns the totals as JSON.
-pub fn trace_record_json(sources: &[Source], overrides: &[String], out: &str) -> Result<String, ConfigError> {
-    let cfg = resolve(sources, overrides)?;
-    let program = crate::workload::build(&cfg).map_err(bad)?;
+pub fn trace_record_json(sources: &[Source], overrides: &[String], out: &str) -> Result<String, ApiError> {
+    use crate::workload::warptrace::RecordError;
+    let cfg = resolve(sources, overrides).map_err(ApiError::Config)?;
+    let program = crate::workload::build(&cfg).map_err(|m| ApiError::Config(bad(m)))?;
     let source =
         format!("uvmsim {} workload {}", env!("CARGO_PKG_VERSION"), serde_json::to_string(&cfg.workload).expect("config serializes"));
-    let totals = crate::workload::warptrace::record(&program, &cfg, &source, out).map_err(bad)?;
+    let totals = crate::workload::warptrace::record(&program, &cfg, &source, out).map_err(|e| match e {
+        RecordError::Input(m) => ApiError::Config(bad(m)),
+        RecordError::Output(m) => ApiError::Output(m),
+    })?;
     Ok(serde_json::to_string(&totals).expect("totals serialize"))
 }
 

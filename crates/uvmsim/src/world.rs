@@ -142,17 +142,18 @@ impl World {
                 let (first, end) = b.small_pages();
                 uvm.add_allocation(first, end);
             }
-            if b.managed && cfg.workload.host_init {
+            if b.managed && program.host.init {
                 // The host program initialised the array before the kernels: CPU-resident and CPU-mapped.
                 let (first, end) = b.small_pages();
-                uvm.host_touch(first, end, cfg.workload.host_threads);
+                uvm.host_touch(first, end, program.host.threads);
             }
         }
         uvm.apply_advice(&mut gpus[0].xlat.space.residency);
         if multi.is_none() {
             gpus[0].limited_memory = uvm.memory_limited();
         }
-        if cfg.uvm.access_counters.migrate && multi.is_none() && cfg.workload.managed {
+        // The program's allocations, not `workload.managed`: a replayed recording of a managed program has them.
+        if cfg.uvm.access_counters.migrate && multi.is_none() && program.buffers.iter().any(|b| b.managed) {
             gpus[0].remote.counters = Some(crate::uvm::counters::AccessCounters::new(&cfg.uvm.access_counters));
         }
         let ppr = (cfg.translation.mode == TranslationMode::Iommu).then(|| {
@@ -164,6 +165,7 @@ impl World {
             }
             ppr
         });
+        let host_threads = program.host.threads;
         World {
             program,
             pc: 0,
@@ -187,7 +189,7 @@ impl World {
             stuck_steps: 0,
             last_completed: 0,
             uvm,
-            host_threads: cfg.workload.host_threads,
+            host_threads,
             ppr,
             shootdown: (cfg.translation.mode == TranslationMode::Iommu).then(|| {
                 let io = &cfg.iommu;
@@ -781,17 +783,19 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     let apps = (!cfg.multi.apps.is_empty()).then(|| multi::apps::Apps::build(cfg)).transpose().map_err(SimError::BadInput)?;
     // Multi-application mode: the applications' programs replace the workload's.
     let program = match apps {
-        Some(_) => workload::Program { buffers: vec![], ops: vec![] },
+        Some(_) => workload::Program { buffers: vec![], ops: vec![], host: workload::HostSetup::of(&cfg.workload, None) },
         None => workload::build(cfg).map_err(SimError::BadInput)?,
     };
     check_advice(cfg, &program)?;
-    check_baseline_recording(cfg)?;
+    // Managed memory in the run: `workload.managed`, or a replayed recording of a managed program.
+    let managed = cfg.workload.managed || program.buffers.iter().any(|b| b.managed);
+    check_baseline_recording(cfg, managed)?;
     let mut world = World::new(cfg, program);
     if let Some(a) = apps {
         a.map(&mut world.gpus, world.multi.as_mut().expect("multi.apps runs the multi-GPU model"), cfg.multi.apps_resident);
         world.apps = Some(a);
     }
-    if cfg.uvm.prefetch.policy == PrefetchPolicy::Oracle && cfg.workload.managed {
+    if cfg.uvm.prefetch.policy == PrefetchPolicy::Oracle && managed {
         world.uvm.set_oracle(first_touch_pass(cfg, false)?.0);
     }
     let mut q = EventQueue::new();
@@ -841,7 +845,7 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     m.float("sim.events_per_s", rep.events as f64 / wall);
     let mem_insts: u64 = world.gpus.iter().map(|g| g.stats.warp_mem_insts).sum();
     m.float("sim.warp_mem_insts_per_s", mem_insts as f64 / wall);
-    if cfg.uvm.baselines && cfg.workload.managed {
+    if cfg.uvm.baselines && managed {
         baselines(cfg, end, &mut m)?;
     }
     // The whole call: with the oracle's first pass and the baselines, which `sim.wall_s` leaves out.
@@ -871,21 +875,32 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     })
 }
 
-/// The baselines replay a warp trace as recorded: a recording of a managed program has no
-/// device-memory form to compare with (its copies were never recorded), so say so before the run
-/// rather than report a managed run as its own copy-then-execute.
-fn check_baseline_recording(cfg: &Config) -> Result<(), SimError> {
-    if !(cfg.uvm.baselines && cfg.workload.managed && cfg.workload.kind == workload::WorkloadKind::WarpTrace) {
+/// The baselines replay a warp trace as a device-memory program with its copies (`baselines`: the recorded
+/// program with `workload.memcpy_inputs` and `memcpy_outputs`, which add the copies a recording without them
+/// lacks, from its input bytes). Say before the run when that program does not exist, rather than report a
+/// managed run, or a run without copies, as the copy-then-execute baseline: a recording of a managed program
+/// (its allocations stay managed), or a device-memory recording without copies made before the header
+/// recorded its input bytes (format version 1).
+fn check_baseline_recording(cfg: &Config, managed: bool) -> Result<(), SimError> {
+    if !(cfg.uvm.baselines && managed && cfg.workload.kind == workload::WorkloadKind::WarpTrace) {
         return Ok(());
     }
-    // The recorded flags are in the header (the program built for the run has them all managed).
+    // The recorded flags are in the header (the program built for the run may have them all managed).
     let path = &cfg.workload.warp_trace.path;
     let file = workload::tracefmt::TraceFile::open(path).map_err(|e| SimError::BadInput(e.0))?;
-    if file.header.buffers.iter().any(|b| b.managed) {
+    let h = &file.header;
+    if h.buffers.iter().any(|b| b.managed) {
         return Err(SimError::BadInput(format!(
             "uvm.baselines: {path} records a managed program, which has no copy-then-execute form to compare with; \
-             record the device-memory program (workload.managed = false, workload.memcpy_inputs = true) and replay \
-             that with workload.managed = true"
+             record the device-memory program (workload.managed = false) and replay that with workload.managed = true"
+        )));
+    }
+    let copies = h.ops.iter().any(|o| matches!(o, workload::tracefmt::HostRec::MemcpyH2d { .. }));
+    if !copies && h.input_bytes.is_none() {
+        return Err(SimError::BadInput(format!(
+            "uvm.baselines: {path} records no copies, nor (an older recording, format version 1) which bytes are the \
+             program's inputs, so its copy-then-execute baseline would copy nothing; record it again (the recording \
+             then holds its input bytes), or with its copies (workload.memcpy_inputs = true, workload.memcpy_outputs = true)"
         )));
     }
     Ok(())

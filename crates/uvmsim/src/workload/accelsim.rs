@@ -577,7 +577,7 @@ pub fn convert(kernelslist: &str, out: &str, layout: &Layout) -> Result<TraceFil
             _ => buffers.push(BufferRec { base, bytes: end - base, page_bytes: layout.page_bytes, managed: layout.managed }),
         }
     }
-    let header = Header { mode: Mode::Warps, source: format!("accelsim {kernelslist}"), warp_size: WARP, buffers, ops };
+    let header = Header::new(Mode::Warps, format!("accelsim {kernelslist}"), WARP, buffers, ops);
     // Pass 2: write the ops.
     let werr = |e: std::io::Error| TraceError(format!("{out}: cannot write: {e}"));
     let f = std::fs::File::create(out).map_err(werr)?;

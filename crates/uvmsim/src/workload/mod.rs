@@ -226,11 +226,33 @@ pub enum HostOp {
     PrefetchAsync { buffer: usize },
 }
 
-/// A whole workload: its allocations and host operations.
+/// A whole workload: its allocations, how the host set them up, and its host operations.
 #[derive(Debug, Clone)]
 pub struct Program {
     pub buffers: Vec<Buffer>,
     pub ops: Vec<HostOp>,
+    pub host: HostSetup,
+}
+
+/// What the host program did before its operations, besides allocating: recorded in a warp trace
+/// with the allocations and operations (the header's `host_init`, `host_threads`, `input_bytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostSetup {
+    /// The host initialised the managed allocations (`workload.host_init`): they start CPU-resident
+    /// and CPU-mapped; false: first touched by the GPU.
+    pub init: bool,
+    /// Host threads that initialised them (`workload.host_threads`).
+    pub threads: u32,
+    /// Bytes of the input arrays, the ones `workload.memcpy_inputs` copies (the other allocations are
+    /// outputs), when known: a replay adds the explicit copies from it.
+    pub input_bytes: Option<u64>,
+}
+
+impl HostSetup {
+    /// The workload config's host settings.
+    pub fn of(w: &WorkloadConfig, input_bytes: Option<u64>) -> HostSetup {
+        HostSetup { init: w.host_init, threads: w.host_threads, input_bytes }
+    }
 }
 
 /// The per-kernel part of a generator; creates warp streams.
@@ -918,6 +940,19 @@ impl WorkloadConfig {
 /// read fails here, with a message naming the file.
 pub fn build(cfg: &Config) -> Result<Program, String> {
     let mut p = build_at(cfg, VA_BASE)?;
+    if cfg.multi.active() && (p.ops.iter().any(|op| matches!(op, HostOp::PrefetchAsync { .. })) || !p.host.init) {
+        // A recorded single-GPU program (a generator's are refused by validation): the multi-GPU model places
+        // every page from host memory at its first touch, so neither can be run as recorded.
+        let what = if p.host.init {
+            "prefetches managed allocations to the GPU (cudaMemPrefetchAsync, workload.prefetch_inputs), which \
+             models one GPU's driver"
+        } else {
+            "leaves its managed allocations to be first touched by the GPU (workload.host_init = false), but the \
+             multi-GPU model places every page from host memory at its first touch"
+        };
+        let needs = if cfg.multi.gpus > 1 { "multi.gpus = 1" } else { "multi.model_one_gpu = false" };
+        return Err(format!("the {} trace {what}: replay it with {needs}", cfg.workload.kind.name()));
+    }
     if cfg.multi.active() && p.ops.iter().any(|op| matches!(op, HostOp::MemcpyH2D { .. })) {
         // A recorded device-memory program (workload.memcpy_inputs is refused by validation).
         return Err(format!(
@@ -929,10 +964,18 @@ pub fn build(cfg: &Config) -> Result<Program, String> {
         ));
     }
     if cfg.workload.prefetch_inputs {
-        // cudaMemPrefetchAsync of every managed allocation, before the first kernel.
+        // cudaMemPrefetchAsync of every managed allocation, before the first kernel; a replayed
+        // recording's own prefetches there are not repeated.
         let at = p.ops.iter().position(|op| matches!(op, HostOp::Launch(_))).unwrap_or(p.ops.len());
-        let pre: Vec<HostOp> =
-            p.buffers.iter().enumerate().filter(|(_, b)| b.managed).map(|(i, _)| HostOp::PrefetchAsync { buffer: i }).collect();
+        let done: Vec<usize> =
+            p.ops[..at].iter().filter_map(|op| if let HostOp::PrefetchAsync { buffer } = op { Some(*buffer) } else { None }).collect();
+        let pre: Vec<HostOp> = p
+            .buffers
+            .iter()
+            .enumerate()
+            .filter(|(i, b)| b.managed && !done.contains(i))
+            .map(|(i, _)| HostOp::PrefetchAsync { buffer: i })
+            .collect();
         p.ops.splice(at..at, pre);
     }
     Ok(p)
@@ -948,6 +991,7 @@ pub fn build_at(cfg: &Config, va_base: u64) -> Result<Program, String> {
         return Ok(Program {
             buffers: vec![],
             ops: vec![HostOp::Replay { path: w.trace.path.clone(), gpu: w.trace.gpu, gap_ns: w.trace.gap_ns }],
+            host: HostSetup::of(w, None),
         });
     }
     if w.kind == WorkloadKind::WarpTrace {
@@ -958,7 +1002,7 @@ pub fn build_at(cfg: &Config, va_base: u64) -> Result<Program, String> {
     }
     if w.kind == WorkloadKind::PingPong {
         let ops = pingpong::build(&w.ping_pong, w, cfg, page, &mut va);
-        return Ok(Program { buffers: va.buffers, ops });
+        return Ok(Program { buffers: va.buffers, ops, host: HostSetup::of(w, None) });
     }
     let one = |(k, inputs)| (vec![k], inputs);
     let (kernels, inputs) = match w.kind {
@@ -993,7 +1037,8 @@ pub fn build_at(cfg: &Config, va_base: u64) -> Result<Program, String> {
         WorkloadKind::Shootdown => {
             // Touch, shoot down, touch again.
             let (k, op) = shootdown::build(&w.shootdown, w, cfg, page, &mut va);
-            return Ok(Program { buffers: va.buffers, ops: vec![HostOp::Launch(k.clone()), op, HostOp::Launch(k)] });
+            let ops = vec![HostOp::Launch(k.clone()), op, HostOp::Launch(k)];
+            return Ok(Program { buffers: va.buffers, ops, host: HostSetup::of(w, None) });
         }
         WorkloadKind::Fir => fir::build(&w.fir, w, page, &mut va),
         WorkloadKind::Kmeans => kmeans::build(&w.kmeans, w, page, &mut va),
@@ -1019,7 +1064,7 @@ pub fn build_at(cfg: &Config, va_base: u64) -> Result<Program, String> {
     if w.memcpy_outputs && outputs > 0 {
         ops.push(HostOp::MemcpyD2H { bytes: outputs });
     }
-    Ok(Program { buffers: va.buffers, ops })
+    Ok(Program { buffers: va.buffers, ops, host: HostSetup::of(w, Some(inputs)) })
 }
 
 /// A seeded bijection on [0, n): a 4-round Feistel network on the next power

@@ -646,7 +646,7 @@ pub fn convert_timed(input: &str, out: &str, gz: bool) -> Result<u64, TraceError
         MemKind::Prefetch => 2,
     };
     if r.bin.is_none() {
-        let h = tracefmt::Header { mode: Mode::Timed, source: input.to_string(), warp_size: 0, buffers: vec![], ops: vec![] };
+        let h = tracefmt::Header::new(Mode::Timed, input.to_string(), 0, vec![], vec![]);
         let mut w = tracefmt::Writer::new(std::io::BufWriter::new(file), &h).map_err(werr)?;
         loop {
             check_cancel(n, input)?;

@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! magic "UVMTRACE" | version u32 LE | header length u32 LE | header (JSON)
+//! header CRC-32 u32 LE       version 2: of the version, length and header bytes (8 .. 16 + length)
 //! chunk*                     each: 32-byte chunk header + deflate payload
 //! end chunk ('E')            totals and, per kernel, the byte offset of its first chunk
 //! footer                     offset of the end chunk u64 LE | "UVMTEND\0"
@@ -31,8 +32,10 @@
 //! Every chunk carries its kernel, first warp (or record), count, raw and
 //! packed lengths and a CRC-32 of those fields and its raw bytes, so corruption and
 //! truncation are reported with the byte offset of the chunk, never decoded
-//! into wrong accesses. Readers check the version: a file of another version
-//! is refused, naming both.
+//! into wrong accesses; since version 2 the header has a CRC-32 too (a changed
+//! byte in it is refused, not replayed as another program). Readers check the
+//! version: versions 1 (no header CRC, no host-init fields) and 2 are read, any
+//! other is refused, naming it.
 
 use super::trace::TraceError;
 use super::{Lanes, MemKind, Op, MAX_LANES};
@@ -42,8 +45,12 @@ use std::sync::Arc;
 
 pub const MAGIC: &[u8; 8] = b"UVMTRACE";
 const FOOTER_MAGIC: &[u8; 8] = b"UVMTEND\0";
-/// Format version written, and the only one read.
-pub const VERSION: u32 = 1;
+/// Format version written. Version 2 (2026-11-30) adds the header's CRC-32 and the header fields
+/// `host_init`, `host_threads`, `input_bytes` and the `prefetch` host operation; version 1 files
+/// (no header CRC; the fields at their defaults) are read as before.
+pub const VERSION: u32 = 2;
+/// The oldest format version read.
+pub const OLDEST_VERSION: u32 = 1;
 /// Raw bytes per chunk written (a chunk may exceed it by one op). 64 KiB since
 /// session 12 (16 KiB before; readers take up to `MAX_RAW`, so both read): each
 /// chunk's inflate set-up is amortised over 4x the ops, the 1 G replay ran 3-5%
@@ -81,9 +88,37 @@ pub struct BufferRec {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum HostRec {
-    MemcpyH2d { bytes: u64 },
-    MemcpyD2h { bytes: u64 },
-    Launch { name: String, threads: u64, threads_per_cta: u32 },
+    MemcpyH2d {
+        bytes: u64,
+    },
+    MemcpyD2h {
+        bytes: u64,
+    },
+    Launch {
+        name: String,
+        threads: u64,
+        threads_per_cta: u32,
+    },
+    /// cudaMemPrefetchAsync of managed allocation `buffer` to the GPU (version 2).
+    Prefetch {
+        buffer: u32,
+    },
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 /// The file header.
@@ -97,14 +132,33 @@ pub struct Header {
     pub warp_size: u32,
     pub buffers: Vec<BufferRec>,
     pub ops: Vec<HostRec>,
+    /// The host initialised the managed allocations before the first kernel (`workload.host_init`):
+    /// they start CPU-resident and CPU-mapped; false: first touched by the GPU. Version 2, written
+    /// only when false (absent: true).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub host_init: bool,
+    /// Host threads that initialised them (`workload.host_threads`). Version 2, written only when not 1.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub host_threads: u32,
+    /// Bytes of the program's input arrays, the ones `workload.memcpy_inputs` copies (the rest of the
+    /// allocations are its outputs): a replay adds the explicit copies from them. Version 2, warp
+    /// recordings of generators; absent: unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_bytes: Option<u64>,
 }
 
 impl Header {
+    /// A header with the host program's defaults: host-initialised managed allocations (one
+    /// thread), input bytes unknown.
+    pub fn new(mode: Mode, source: String, warp_size: u32, buffers: Vec<BufferRec>, ops: Vec<HostRec>) -> Header {
+        Header { mode, source, warp_size, buffers, ops, host_init: true, host_threads: 1, input_bytes: None }
+    }
+
     /// Kernel launches in order: (threads, threads per CTA).
     pub fn kernels(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
         self.ops.iter().filter_map(|o| match o {
             HostRec::Launch { threads, threads_per_cta, .. } => Some((*threads, *threads_per_cta)),
-            HostRec::MemcpyH2d { .. } | HostRec::MemcpyD2h { .. } => None,
+            HostRec::MemcpyH2d { .. } | HostRec::MemcpyD2h { .. } | HostRec::Prefetch { .. } => None,
         })
     }
 
@@ -127,6 +181,20 @@ impl Header {
             }
             if b.base.checked_add(b.bytes).map_or(true, |e| e > ADDR_LIMIT) {
                 return bad(format!("buffer at {:#x} of {} bytes ends beyond the 57-bit address space", b.base, b.bytes));
+            }
+        }
+        if !(1..=1024).contains(&self.host_threads) {
+            return bad(format!("host_threads {} is not between 1 and 1024", self.host_threads));
+        }
+        let total: u64 = self.buffers.iter().map(|b| b.bytes).fold(0, u64::saturating_add);
+        if self.input_bytes.is_some_and(|n| n > total) {
+            return bad(format!("input_bytes {} exceeds the {total} bytes of the buffers", self.input_bytes.unwrap_or(0)));
+        }
+        for op in &self.ops {
+            if let HostRec::Prefetch { buffer } = op {
+                if !self.buffers.get(*buffer as usize).is_some_and(|b| b.managed) {
+                    return bad(format!("prefetch of buffer {buffer}, which is not a managed allocation of the header"));
+                }
             }
         }
         for (threads, tpc) in self.kernels() {
@@ -570,6 +638,14 @@ fn crc32(head: &[u8; CHUNK_HEADER], data: &[u8]) -> u32 {
     c.sum()
 }
 
+/// CRC-32 of the header (version 2): the version and length fields (`pre`, bytes 8..16) and the JSON.
+fn header_crc(pre: &[u8], text: &[u8]) -> u32 {
+    let mut c = flate2::Crc::new();
+    c.update(pre);
+    c.update(text);
+    c.sum()
+}
+
 /// The bytes of a trace: a file read by position (no shared cursor, so every
 /// warp can read its own chunks), or a buffer in memory (tests, fuzzing).
 #[derive(Debug)]
@@ -661,8 +737,13 @@ impl TraceFile {
             return Err(bad(blob.len(), "truncated: the file ends inside its 16-byte preamble (magic, version, header length)"));
         }
         let version = u32::from_le_bytes(pre[8..12].try_into().expect("4 bytes"));
-        if version != VERSION {
-            return Err(bad(8, &format!("format version {version}; this uvmsim reads version {VERSION} (re-record or convert the trace)")));
+        if !(OLDEST_VERSION..=VERSION).contains(&version) {
+            return Err(bad(
+                8,
+                &format!(
+                    "format version {version}; this uvmsim reads versions {OLDEST_VERSION} to {VERSION} (re-record or convert the trace)"
+                ),
+            ));
         }
         let hlen = u32::from_le_bytes(pre[12..16].try_into().expect("4 bytes"));
         if hlen > MAX_META {
@@ -672,9 +753,27 @@ impl TraceFile {
         if !blob.read_at(16, &mut text).map_err(io)? {
             return Err(bad(16, "truncated inside the header"));
         }
+        let mut body = 16 + hlen as u64;
+        if version >= 2 {
+            // Checked before the JSON is read: a changed byte that still parses is another program.
+            let mut crc = [0u8; 4];
+            if !blob.read_at(body, &mut crc).map_err(io)? {
+                return Err(bad(body, "truncated: the file ends inside the header's CRC-32"));
+            }
+            if u32::from_le_bytes(crc) != header_crc(&pre[8..16], &text) {
+                return Err(bad(
+                    16,
+                    &format!(
+                        "bad header: bytes 8 to {} (version, length and header) do not match their CRC-32 at byte {body}: \
+                         the header was changed or damaged",
+                        body - 1
+                    ),
+                ));
+            }
+            body += 4;
+        }
         let header: Header = serde_json::from_slice(&text).map_err(|e| bad(16, &format!("bad header: {e}")))?;
         header.check(name)?;
-        let body = 16 + hlen as u64;
         // The footer names the end chunk; a file cut anywhere loses it.
         let len = blob.len();
         let mut foot = [0u8; 16];
@@ -848,13 +947,15 @@ pub struct Writer<W: Write> {
 impl<W: Write> Writer<W> {
     pub fn new(mut out: W, header: &Header) -> std::io::Result<Writer<W>> {
         let text = serde_json::to_vec(header).expect("header serializes");
+        let mut pre = VERSION.to_le_bytes().to_vec();
+        pre.extend_from_slice(&(text.len() as u32).to_le_bytes());
         out.write_all(MAGIC)?;
-        out.write_all(&VERSION.to_le_bytes())?;
-        out.write_all(&(text.len() as u32).to_le_bytes())?;
+        out.write_all(&pre)?;
         out.write_all(&text)?;
+        out.write_all(&header_crc(&pre, &text).to_le_bytes())?;
         Ok(Writer {
             out,
-            at: 16 + text.len() as u64,
+            at: 16 + text.len() as u64 + 4,
             totals: Totals::default(),
             mode: header.mode,
             kernel: 0,
@@ -1480,13 +1581,13 @@ mod tests {
     }
 
     fn header(kernels: &[(u64, u32)]) -> Header {
-        Header {
-            mode: Mode::Warps,
-            source: "test".into(),
-            warp_size: 32,
-            buffers: vec![BufferRec { base: 1 << 40, bytes: 1 << 20, page_bytes: 4096, managed: false }],
-            ops: kernels.iter().map(|&(threads, tpc)| HostRec::Launch { name: "k".into(), threads, threads_per_cta: tpc }).collect(),
-        }
+        Header::new(
+            Mode::Warps,
+            "test".into(),
+            32,
+            vec![BufferRec { base: 1 << 40, bytes: 1 << 20, page_bytes: 4096, managed: false }],
+            kernels.iter().map(|&(threads, tpc)| HostRec::Launch { name: "k".into(), threads, threads_per_cta: tpc }).collect(),
+        )
     }
 
     /// Warp `w` of kernel `k`: `len` strided loads, a wait, exit.
@@ -1546,7 +1647,7 @@ mod tests {
 
     #[test]
     fn timed_records_round_trip() {
-        let h = Header { mode: Mode::Timed, source: "x.csv".into(), warp_size: 0, buffers: vec![], ops: vec![] };
+        let h = Header::new(Mode::Timed, "x.csv".into(), 0, vec![], vec![]);
         let recs: Vec<TimedRec> = (0..5000u64)
             .map(|i| TimedRec {
                 time_ns: i / 3,
@@ -1573,15 +1674,15 @@ mod tests {
     #[test]
     fn bad_files_name_the_byte_and_reason() {
         let good = write(&[(640, 64)], |_, w| w % 4);
-        let mut v2 = good.clone();
-        v2[8] = 2;
+        let mut v9 = good.clone();
+        v9[8] = 9;
         let mut flipped = good.clone();
         let mid = good.len() / 2;
         flipped[mid] ^= 0x55;
         let cases: Vec<(Vec<u8>, &str)> = vec![
             (b"time_ns,gpu".to_vec(), "byte 0: not a uvmsim binary trace"),
             (MAGIC.to_vec(), "byte 8: truncated: the file ends inside its 16-byte preamble"),
-            (v2, "byte 8: format version 2; this uvmsim reads version 1"),
+            (v9, "byte 8: format version 9; this uvmsim reads versions 1 to 2"),
             (good[..good.len() - 5].to_vec(), "truncated"),
             (good[..40].to_vec(), "truncated"),
             (flipped, "corrupt"),
@@ -1592,6 +1693,50 @@ mod tests {
                 .expect_err(&format!("case {i} must fail"));
             assert!(e.0.starts_with("t.uvmt: ") && e.0.contains(want), "case {i}: {e}");
         }
+    }
+
+    /// The header's CRC-32 (version 2): a changed header byte that still parses as JSON (a kernel's
+    /// thread count) is refused, naming the header's bytes, as are changes to the version and length
+    /// fields and to the CRC itself; before 2026-11-30 the file replayed another program.
+    #[test]
+    fn a_changed_header_byte_is_refused_by_its_crc() {
+        let good = write(&[(64000, 64)], |_, w| w % 4);
+        TraceFile::from_blob("t.uvmt", Blob::Mem(good.clone())).unwrap();
+        let hlen = u32::from_le_bytes(good[12..16].try_into().unwrap()) as usize;
+        let text = std::str::from_utf8(&good[16..16 + hlen]).unwrap();
+        let at = 16 + text.find("\"threads\":64000").unwrap() + "\"threads\":".len();
+        let mut threads = good.clone();
+        threads[at..at + 5].copy_from_slice(b"63999");
+        let mut length = good.clone();
+        length[12] ^= 1;
+        let mut crc = good.clone();
+        crc[16 + hlen] ^= 0x80;
+        let want = format!("t.uvmt: byte 16: bad header: bytes 8 to {} (version, length and header) do not match their CRC-32", 15 + hlen);
+        for (i, bad) in [threads, crc].into_iter().enumerate() {
+            let e = TraceFile::from_blob("t.uvmt", Blob::Mem(bad)).expect_err("a changed header must fail");
+            assert!(e.0.starts_with(&want), "case {i}: {e}");
+        }
+        let e = TraceFile::from_blob("t.uvmt", Blob::Mem(length)).expect_err("a changed length must fail");
+        assert!(e.0.contains("bad header") && e.0.contains("CRC-32"), "{e}");
+    }
+
+    /// Version 1 files (before 2026-11-30: no header CRC, no host set-up fields) still read: a recording made
+    /// then (`stream`, managed, 4,096 elements, 512 threads), with the defaults for what it did not record.
+    #[test]
+    fn a_version_1_recording_still_reads() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/v1-stream.uvmt");
+        let f = TraceFile::open(path).unwrap();
+        assert_eq!(u32::from_le_bytes(std::fs::read(path).unwrap()[8..12].try_into().unwrap()), 1);
+        assert_eq!((f.header.host_init, f.header.host_threads, f.header.input_bytes), (true, 1, None));
+        assert_eq!(f.header.buffers.len(), 3);
+        assert!(f.header.buffers.iter().all(|b| b.managed));
+        let mut ops = 0;
+        for_each_op(&f, 128, |_, _, _, _| {
+            ops += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((ops, f.totals.ops, f.totals.warps), (656, 656, 16));
     }
 
     #[test]

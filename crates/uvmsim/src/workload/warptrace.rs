@@ -20,9 +20,10 @@
 //! generator run (except wall-clock ones).
 
 use super::tracefmt::{self, BufferRec, Header, HostRec, KernelCursor, Mode, TraceFile, WarpCursor};
-use super::{Buffer, HostOp, KernelGen, KernelSpec, Op, Program, WarpId, WarpStream, MAX_LANES};
+use super::{Buffer, HostOp, HostSetup, KernelGen, KernelSpec, Op, Program, WarpId, WarpStream, MAX_LANES};
 use crate::config::Config;
 use std::cell::RefCell;
+use std::io::Write;
 use std::sync::Arc;
 
 section! {
@@ -126,10 +127,21 @@ pub(super) fn program_of(file: Arc<TraceFile>, cfg: &Config) -> Result<Program, 
             file.name, h.warp_size
         ));
     }
-    // `workload.managed = true` replays the recorded program on managed memory, as a
-    // `cudaMallocManaged` port of it would run: every allocation managed (with the generators'
-    // managed page size) and no explicit copies. The recorded flags otherwise.
-    let managed = cfg.workload.managed;
+    // The recorded host program, with what a replay-time `workload.*` key set away from its default
+    // adds or overrides (docs/traces.md, "Round-trip guarantee"):
+    // - `managed = true` replays it on managed memory, as a `cudaMallocManaged` port of it would run:
+    //   every allocation managed (with the generators' managed page size) and no explicit copies;
+    // - `memcpy_inputs` / `memcpy_outputs = true` add the copies a recording without them lacks (its
+    //   input bytes in before the first operation, the other allocations' bytes out after the last);
+    // - `host_init = false` and `host_threads` other than 1 override the recorded host set-up;
+    // - `prefetch_inputs = true` adds prefetches (in `build`).
+    let w = &cfg.workload;
+    let managed = w.managed;
+    let host = HostSetup {
+        init: h.host_init && w.host_init,
+        threads: if w.host_threads != 1 { w.host_threads } else { h.host_threads },
+        input_bytes: h.input_bytes,
+    };
     let buffers = h
         .buffers
         .iter()
@@ -145,6 +157,7 @@ pub(super) fn program_of(file: Arc<TraceFile>, cfg: &Config) -> Result<Program, 
             HostRec::MemcpyH2d { .. } | HostRec::MemcpyD2h { .. } if managed => {}
             HostRec::MemcpyH2d { bytes } => ops.push(HostOp::MemcpyH2D { bytes: *bytes }),
             HostRec::MemcpyD2h { bytes } => ops.push(HostOp::MemcpyD2H { bytes: *bytes }),
+            HostRec::Prefetch { buffer } => ops.push(HostOp::PrefetchAsync { buffer: *buffer as usize }),
             HostRec::Launch { name, threads, threads_per_cta } => {
                 let wpc = threads_per_cta.div_ceil(ws);
                 if wpc > cfg.gpu.max_warps_per_sm {
@@ -162,7 +175,19 @@ pub(super) fn program_of(file: Arc<TraceFile>, cfg: &Config) -> Result<Program, 
             }
         }
     }
-    Ok(Program { buffers, ops })
+    if let (false, Some(inputs)) = (managed, h.input_bytes) {
+        // As a generator makes them: the inputs copied in first, the outputs back after the last kernel.
+        let h2d = ops.iter().any(|o| matches!(o, HostOp::MemcpyH2D { .. }));
+        let d2h = ops.iter().any(|o| matches!(o, HostOp::MemcpyD2H { .. }));
+        if w.memcpy_inputs && inputs > 0 && !h2d {
+            ops.insert(0, HostOp::MemcpyH2D { bytes: inputs });
+        }
+        let outputs = h.buffers.iter().map(|b| b.bytes).sum::<u64>().saturating_sub(inputs);
+        if w.memcpy_outputs && outputs > 0 && !d2h {
+            ops.push(HostOp::MemcpyD2H { bytes: outputs });
+        }
+    }
+    Ok(Program { buffers, ops, host })
 }
 
 /// Every warp of a kernel in grid order, with the identities `Gpu::dispatch_one` gives them.
@@ -179,47 +204,57 @@ pub fn grid_warps(k: &KernelSpec, warp_size: u32) -> impl Iterator<Item = WarpId
     })
 }
 
+/// Why a recording failed: its input (a workload that cannot be recorded, a corrupt trace being
+/// recorded) or its output (OUT cannot be written: exit code 1 from the CLI, not 2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordError {
+    Input(String),
+    Output(String),
+}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordError::Input(m) | RecordError::Output(m) => f.write_str(m),
+        }
+    }
+}
+
 /// Write the warp streams of `program` (built for `cfg`) to `out` as a `.uvmt`
 /// trace; `source` is recorded in the header. Nothing is simulated.
-pub fn record(program: &Program, cfg: &Config, source: &str, out: &str) -> Result<tracefmt::Totals, String> {
+pub fn record(program: &Program, cfg: &Config, source: &str, out: &str) -> Result<tracefmt::Totals, RecordError> {
+    let input = RecordError::Input;
     let mut hops = vec![];
     for op in &program.ops {
-        if matches!(op, HostOp::PrefetchAsync { .. }) {
-            // A property of the run (workload.prefetch_inputs), applied again when the trace is replayed.
-            continue;
-        }
         hops.push(match op {
             HostOp::MemcpyH2D { bytes } => HostRec::MemcpyH2d { bytes: *bytes },
             HostOp::MemcpyD2H { bytes } => HostRec::MemcpyD2h { bytes: *bytes },
             HostOp::Launch(k) => HostRec::Launch { name: k.name.to_string(), threads: k.threads, threads_per_cta: k.threads_per_cta },
             HostOp::Replay { .. } => {
-                return Err(
-                    "a timed trace (workload.kind = \"trace\") has no warp streams to record; use `uvmsim trace convert` instead".into()
-                )
+                return Err(input(
+                    "a timed trace (workload.kind = \"trace\") has no warp streams to record; use `uvmsim trace convert` instead".into(),
+                ))
             }
-            HostOp::Shootdown { .. } => return Err("the trace format has no host shootdowns: `shootdown` cannot be recorded".into()),
-            HostOp::PrefetchAsync { .. } => unreachable!("skipped above"),
+            HostOp::Shootdown { .. } => {
+                return Err(input("the trace format has no host shootdowns: `shootdown` cannot be recorded".into()))
+            }
+            HostOp::PrefetchAsync { buffer } => HostRec::Prefetch { buffer: *buffer as u32 },
             HostOp::HostAccess { .. } | HostOp::HostCompute { .. } => {
-                return Err("host accesses and host compute (the ping-pong workload) cannot be recorded in a warp trace".into())
+                return Err(input("host accesses and host compute (the ping-pong workload) cannot be recorded in a warp trace".into()))
             }
         });
     }
-    let header = Header {
-        mode: Mode::Warps,
-        source: source.to_string(),
-        warp_size: cfg.gpu.warp_size,
-        buffers: program
-            .buffers
-            .iter()
-            .map(|b| BufferRec { base: b.base, bytes: b.bytes, page_bytes: b.page_bytes, managed: b.managed })
-            .collect(),
-        ops: hops,
-    };
-    // Written under a temporary name and renamed at the end: a failed record leaves no partial trace.
-    let tmp = format!("{out}.part");
-    let result = (|| {
-        let f = std::fs::File::create(&tmp).map_err(|e| format!("{out}: cannot write: {e}"))?;
-        let io = |e: std::io::Error| format!("{out}: cannot write: {e}");
+    let buffers = program.buffers.iter().map(|b| BufferRec { base: b.base, bytes: b.bytes, page_bytes: b.page_bytes, managed: b.managed });
+    let mut header = Header::new(Mode::Warps, source.to_string(), cfg.gpu.warp_size, buffers.collect(), hops);
+    // The host program's set-up, with its allocations and operations.
+    (header.host_init, header.host_threads, header.input_bytes) = (program.host.init, program.host.threads, program.host.input_bytes);
+    // Written under a temporary name of its own beside OUT (`.OUT.uvmsim-PID-N.tmp`, as `trace convert`
+    // writes) and renamed over OUT at the end: a failed or interrupted record leaves no partial trace, and
+    // two records to the same OUT at once each write their own file (the last rename wins, whole).
+    let tmp = super::trace::TempOut::new(out);
+    let totals = (|| {
+        let io = |e: std::io::Error| RecordError::Output(format!("{out}: cannot write: {e}"));
+        let f = std::fs::File::create(&tmp.tmp).map_err(io)?;
         let mut w = tracefmt::Writer::new(std::io::BufWriter::with_capacity(1 << 20, f), &header).map_err(io)?;
         let mut scratch = [0u64; MAX_LANES];
         for op in &program.ops {
@@ -227,14 +262,14 @@ pub fn record(program: &Program, cfg: &Config, source: &str, out: &str) -> Resul
             w.begin_kernel();
             for id in grid_warps(k, cfg.gpu.warp_size) {
                 if crate::sim::cancelled() {
-                    return Err(format!("{out}: interrupted; nothing written"));
+                    return Err(input(format!("{out}: interrupted; nothing written")));
                 }
                 let mut stream = k.gen.warp(id);
                 loop {
                     let op = stream.next(&mut scratch);
                     if op == Op::Exit {
                         if let Some(e) = stream.failure() {
-                            return Err(e);
+                            return Err(input(e));
                         }
                     }
                     w.op(op, &scratch).map_err(io)?;
@@ -245,19 +280,12 @@ pub fn record(program: &Program, cfg: &Config, source: &str, out: &str) -> Resul
             }
             w.end_kernel().map_err(io)?;
         }
-        let (_, totals) = w.finish().map_err(io)?;
+        let (mut f, totals) = w.finish().map_err(io)?;
+        f.flush().map_err(io)?;
         Ok(totals)
-    })();
-    match result {
-        Ok(t) => {
-            std::fs::rename(&tmp, out).map_err(|e| format!("{out}: cannot write: {e}"))?;
-            Ok(t)
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
+    })()?;
+    tmp.commit().map_err(|e| RecordError::Output(e.0))?;
+    Ok(totals)
 }
 
 impl WarpStream {
@@ -296,6 +324,20 @@ mod tests {
 
     #[test]
     fn record_then_replay_gives_identical_metrics() {
+        let managed_stream =
+            ["workload.kind=stream", "workload.managed=true", "workload.stream.elements=40000", "workload.stream.threads=2048"];
+        let with = |more: &'static [&'static str]| -> Vec<&'static str> { managed_stream.iter().chain(more).copied().collect() };
+        // The host program's set-up (workload.prefetch_inputs, host_init, host_threads) is recorded with it
+        // (before 2026-11-30 a replay ran without it), and the run's managed-memory features follow the
+        // program's managed allocations, not workload.managed (access counters, the oracle's first pass).
+        let host_cases = [
+            with(&["workload.prefetch_inputs=true"]),
+            with(&["workload.host_init=false"]),
+            with(&["workload.host_threads=8"]),
+            with(&["workload.memcpy_outputs=true", "workload.host_threads=3"]),
+            with(&["uvm.access_counters.migrate=true", "uvm.advise.policy=\"accessed-by\""]),
+            with(&["uvm.prefetch.policy=\"oracle\"", "uvm.oversubscription=1.5"]),
+        ];
         let cases: [&[&str]; 6] = [
             &["workload.kind=stream", "workload.stream.elements=40000", "workload.stream.threads=2048"],
             &["workload.kind=regular", "workload.managed=true", "workload.regular.threads=3000"],
@@ -311,7 +353,7 @@ mod tests {
                 "gpu.line_bytes=64",
             ],
         ];
-        for (i, sets) in cases.iter().enumerate() {
+        for (i, sets) in cases.iter().copied().chain(host_cases.iter().map(|v| v.as_slice())).enumerate() {
             let direct = cfg(sets);
             let (_dir, path) = tmp(&format!("rt{i}.uvmt"));
             let program = crate::workload::build(&direct).unwrap();
@@ -358,6 +400,78 @@ mod tests {
         let copy = f(&plain, "time.memcpy_ns");
         assert!(copy > 0.0);
         assert_eq!(f(&with, "baseline.copy_then_execute_ns"), copy + f(&plain, "time.kernel_ns"));
+    }
+
+    /// A replay-time `workload.*` key set away from its default adds to or overrides the recording: a
+    /// plain device-memory recording (no copies, host set-up at its defaults) replayed with a key gives
+    /// the generator run with it, every metric the same. Before 2026-11-30 `memcpy_inputs` and
+    /// `memcpy_outputs` did nothing on a replay, so `uvm.baselines` compared the managed replay with a
+    /// "copy-then-execute" run that copied nothing (slowdown_vs_copy was slowdown_vs_ideal).
+    #[test]
+    fn replay_time_keys_add_to_the_recording_as_they_do_to_the_generator() {
+        let gen = ["workload.kind=stream", "workload.stream.elements=40000", "workload.stream.threads=2048"];
+        let device = cfg(&gen);
+        let (_dir, path) = tmp("plain.uvmt");
+        record(&crate::workload::build(&device).unwrap(), &device, "t", &path).unwrap();
+        let p = format!("workload.warp_trace.path={path:?}");
+        let keys: [&[&str]; 6] = [
+            &["workload.memcpy_inputs=true", "workload.memcpy_outputs=true"],
+            &["workload.memcpy_outputs=true"],
+            &["workload.managed=true", "uvm.baselines=true"],
+            &["workload.managed=true", "workload.prefetch_inputs=true"],
+            &["workload.managed=true", "workload.host_init=false"],
+            &["workload.managed=true", "workload.host_threads=8", "uvm.baselines=true"],
+        ];
+        for more in keys {
+            let direct: Vec<&str> = gen.iter().chain(more).copied().collect();
+            let replay: Vec<&str> = ["workload.kind=warp-trace", p.as_str()].iter().chain(more).copied().collect();
+            assert_eq!(metrics(&cfg(&replay)), metrics(&cfg(&direct)), "{more:?}");
+        }
+        let m = crate::world::simulate(&cfg(&["workload.kind=warp-trace", &p, "workload.managed=true", "uvm.baselines=true"])).unwrap();
+        let (copy, ideal) = (m.get("baseline.slowdown_vs_copy").unwrap(), m.get("baseline.slowdown_vs_ideal").unwrap());
+        assert!(copy > 0.0 && copy < ideal, "{copy} {ideal}");
+
+        // A recording of a prefetching program replayed with prefetch_inputs = true prefetches once, as the generator does.
+        let pre: Vec<&str> = gen.iter().chain(&["workload.managed=true", "workload.prefetch_inputs=true"]).copied().collect();
+        let (_dir2, path2) = tmp("pre.uvmt");
+        record(&crate::workload::build(&cfg(&pre)).unwrap(), &cfg(&pre), "t", &path2).unwrap();
+        let p2 = format!("workload.warp_trace.path={path2:?}");
+        let program = crate::workload::build(&cfg(&["workload.kind=warp-trace", &p2, "workload.prefetch_inputs=true"])).unwrap();
+        assert_eq!(program.ops.iter().filter(|o| matches!(o, HostOp::PrefetchAsync { .. })).count(), 3);
+        assert_eq!(metrics(&cfg(&["workload.kind=warp-trace", &p2, "workload.prefetch_inputs=true"])), metrics(&cfg(&pre)));
+    }
+
+    /// A device-memory recording without copies and without its input bytes (format version 1) has no
+    /// copy-then-execute form: uvm.baselines is refused, naming the file and the way out.
+    #[test]
+    fn baselines_need_the_copies_or_the_input_bytes() {
+        let device = cfg(&["workload.kind=stream", "workload.stream.elements=20000"]);
+        let (_dir, path) = tmp("old.uvmt");
+        let mut program = crate::workload::build(&device).unwrap();
+        program.host.input_bytes = None;
+        record(&program, &device, "t", &path).unwrap();
+        let p = format!("workload.warp_trace.path={path:?}");
+        let e = crate::world::simulate(&cfg(&["workload.kind=warp-trace", &p, "workload.managed=true", "uvm.baselines=true"])).unwrap_err();
+        assert!(
+            matches!(&e, crate::sim::SimError::BadInput(m) if m.contains(&path) && m.contains("records no copies") && m.contains("memcpy_inputs")),
+            "{e}"
+        );
+        // Without the baselines it replays.
+        crate::world::simulate(&cfg(&["workload.kind=warp-trace", &p, "workload.managed=true"])).unwrap();
+    }
+
+    /// On several GPUs a recording of a program that prefetches, or leaves first touches to the GPU, is
+    /// refused (the multi-GPU model can run neither), as the generator with those settings is.
+    #[test]
+    fn a_single_gpu_host_set_up_is_refused_on_several_gpus() {
+        for key in ["workload.prefetch_inputs=true", "workload.host_init=false"] {
+            let one = cfg(&["workload.kind=stream", "workload.stream.elements=20000", "workload.managed=true", key]);
+            let (_dir, path) = tmp("one.uvmt");
+            record(&crate::workload::build(&one).unwrap(), &one, "t", &path).unwrap();
+            let p = format!("workload.warp_trace.path={path:?}");
+            let e = crate::world::simulate(&cfg(&["workload.kind=warp-trace", &p, "multi.gpus=4"])).unwrap_err();
+            assert!(matches!(&e, crate::sim::SimError::BadInput(m) if m.contains("multi.gpus = 1")), "{key}: {e}");
+        }
     }
 
     /// On several GPUs a recorded device-memory program's copies would be charged and every page still
@@ -424,6 +538,29 @@ mod tests {
             assert!(if split { kinds[1] > 8 } else { kinds[0] > 4 }, "{shape:?}: {kinds:?}");
             assert_eq!(metrics(&replay), metrics(&direct), "{shape:?} {placement}: {kinds:?} group / segment chunks");
         }
+    }
+
+    /// OUT is written under a name of its own beside it and renamed at the end (before 2026-11-30 always
+    /// `OUT.part`, which two records to the same OUT shared): nothing else is left in the directory; an OUT
+    /// that cannot be written is an output error (exit code 1), not bad input.
+    #[test]
+    fn record_writes_a_temporary_file_of_its_own_and_reports_output_errors() {
+        let c = cfg(&["workload.kind=stream", "workload.stream.elements=1000", "workload.stream.threads=256"]);
+        let program = crate::workload::build(&c).unwrap();
+        let (dir, path) = tmp("out.uvmt");
+        std::fs::write(format!("{path}.part"), b"another record's").unwrap();
+        record(&program, &c, "t", &path).unwrap();
+        record(&program, &c, "t", &path).unwrap();
+        TraceFile::open(&path).unwrap();
+        let mut names: Vec<String> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.sort();
+        assert_eq!(names, ["out.uvmt", "out.uvmt.part"]);
+        let missing = dir.path().join("no/such/dir.uvmt").to_string_lossy().into_owned();
+        let e = record(&program, &c, "t", &missing).unwrap_err();
+        assert!(matches!(&e, RecordError::Output(m) if m.starts_with(&format!("{missing}: cannot write"))), "{e}");
+        let e = record(&crate::workload::build(&cfg(&["workload.kind=ping-pong"])).unwrap(), &c, "t", &path).unwrap_err();
+        assert!(matches!(e, RecordError::Input(_)));
     }
 
     #[test]
