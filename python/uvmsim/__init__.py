@@ -499,7 +499,16 @@ def trace_record(
     set: SetLike = None,
 ) -> dict[str, Any]:
     """Write the warp instruction streams of the workload a config describes to a binary trace
-    ``out`` (.uvmt), without simulating; returns its totals (warps, ops, mem_ops, lanes)."""
+    ``out`` (.uvmt), without simulating; returns its totals (warps, ops, mem_ops, lanes).
+
+    The file holds the host program (allocations, copies, prefetches, launches, how the host initialised
+    the managed allocations), so replaying it gives the generator's metrics (docs/traces.md). It is written
+    to a temporary file beside ``out`` and renamed over it at the end.
+
+    Raises:
+        ConfigError: bad input (the config, or a workload that cannot be recorded).
+        OSError: ``out`` cannot be written.
+    """
     return json.loads(_core.trace_record(sources(config, preset), overrides(set), str(out)))
 
 

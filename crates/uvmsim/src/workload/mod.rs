@@ -618,22 +618,24 @@ section! {
         pub compute_cycles: u32 = 4,
         /// Copy the kernel's input arrays host-to-device before launching (the explicit-copy baseline). One GPU: the
         /// multi-GPU model, which places every page from host memory at its first touch, refuses it (and a replayed
-        /// trace's recorded copies: replay it with workload.managed = true).
+        /// trace's recorded copies: replay it with workload.managed = true). A warp-trace replay is its recording's
+        /// copies; true adds the input copy to a recording without one (from the bytes it records as inputs).
         pub memcpy_inputs: bool = false,
         /// Copy the kernels' other arrays (all but the inputs: results, and any scratch array) device-to-host after the
         /// last kernel: the explicit-copy baseline's return copy (seed paged-memory §2: "On kernel completion, programmers
         /// must also copy the return data from the GPU to CPU"). One GPU: the multi-GPU model, whose arrays are managed
-        /// memory placed across the GPUs, refuses it (the copy moved no page and was charged on one GPU's link).
+        /// memory placed across the GPUs, refuses it (the copy moved no page and was charged on one GPU's link). On a
+        /// warp-trace replay, true adds the return copy to a recording without one.
         pub memcpy_outputs: bool = false,
         /// Allocate the kernel's arrays as managed (unified) memory: the GPU faults pages in on first touch ([uvm]).
         /// A warp-trace or Accel-Sim replay then runs its recorded program on managed memory (every allocation
         /// managed, 4 KiB pages, its copies dropped); a timed trace (kind "trace") refuses it.
         pub managed: bool = false,
-        /// Managed arrays are initialised by the host before the kernels (CPU-resident and CPU-mapped: GPU faults migrate them and unmap the CPU); false: first touched by the GPU (zero-filled there, no transfer). The multi-GPU model places every page from host memory and refuses false.
+        /// Managed arrays are initialised by the host before the kernels (CPU-resident and CPU-mapped: GPU faults migrate them and unmap the CPU); false: first touched by the GPU (zero-filled there, no transfer). The multi-GPU model places every page from host memory and refuses false. A warp trace records it; false on a replay overrides the recording's true.
         pub host_init: bool = true,
-        /// cudaMemPrefetchAsync every managed allocation to the GPU before the first kernel (the usual managed-memory optimisation; spec/uvm-driver.md: block by block, no faults, may evict). Applies to trace replays too. One GPU's driver: the multi-GPU model refuses it.
+        /// cudaMemPrefetchAsync every managed allocation to the GPU before the first kernel (the usual managed-memory optimisation; spec/uvm-driver.md: block by block, no faults, may evict). A warp trace records the prefetches; true on a warp-trace or Accel-Sim replay prefetches every managed allocation the recording does not already prefetch (with workload.managed = true, all of them). One GPU's driver: the multi-GPU model refuses it.
         pub prefetch_inputs: bool = false,
-        /// Host threads that initialised the managed arrays (the CPU unmap of a block costs more per thread that touched it; seed uvm-driver §4.4).
+        /// Host threads that initialised the managed arrays (the CPU unmap of a block costs more per thread that touched it; seed uvm-driver §4.4). A warp trace records it; a value other than 1 on a replay overrides the recording's.
         pub host_threads: u32 = 1,
         /// Parameters of `stride`.
         pub stride: StrideParams = StrideParams::default(),
