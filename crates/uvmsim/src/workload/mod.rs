@@ -955,13 +955,19 @@ pub fn build(cfg: &Config) -> Result<Program, String> {
         let needs = if cfg.multi.gpus > 1 { "multi.gpus = 1" } else { "multi.model_one_gpu = false" };
         return Err(format!("the {} trace {what}: replay it with {needs}", cfg.workload.kind.name()));
     }
-    if cfg.multi.active() && p.ops.iter().any(|op| matches!(op, HostOp::MemcpyH2D { .. })) {
-        // A recorded device-memory program (workload.memcpy_inputs is refused by validation).
+    if cfg.multi.active() && p.ops.iter().any(|op| matches!(op, HostOp::MemcpyH2D { .. } | HostOp::MemcpyD2H { .. })) {
+        // A recorded device-memory program (workload.memcpy_inputs and memcpy_outputs are refused by validation).
+        let what = if p.ops.iter().any(|op| matches!(op, HostOp::MemcpyH2D { .. })) {
+            "copies its inputs into device memory (cudaMemcpy host to device), but the multi-GPU model places every \
+             page from host memory at its first touch (the copy would be charged and every page still far-faulted)"
+        } else {
+            "copies its results back from device memory (cudaMemcpy device to host), but the multi-GPU model keeps \
+             every array in managed memory, its pages placed across the GPUs (the copy would be charged on one GPU's \
+             link and move no page)"
+        };
         return Err(format!(
-            "key `workload.managed`: the {} trace copies its inputs into device memory (cudaMemcpy host to device), but \
-             the multi-GPU model places every page from host memory at its first touch (the copy would be charged and \
-             every page still far-faulted): set workload.managed = true to replay it on managed memory, its copies \
-             dropped",
+            "key `workload.managed`: the {} trace {what}: set workload.managed = true to replay it on managed memory, its \
+             copies dropped",
             cfg.workload.kind.name()
         ));
     }

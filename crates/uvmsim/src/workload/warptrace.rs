@@ -488,6 +488,14 @@ mod tests {
         let m = crate::world::simulate(&cfg(&["workload.kind=warp-trace", &p, "multi.gpus=4", "workload.managed=true"])).unwrap();
         assert_eq!(m.get("host.memcpy_bytes"), Some(0.0));
         assert!(m.get("multi.far_faults").unwrap() > 0.0);
+        // A recording that only copies its results back is refused too (workload.memcpy_outputs is, on several GPUs).
+        let outputs = cfg(&["workload.kind=stream", "workload.stream.elements=20000", "workload.memcpy_outputs=true"]);
+        record(&crate::workload::build(&outputs).unwrap(), &outputs, "t", &path).unwrap();
+        let e = crate::world::simulate(&cfg(&["workload.kind=warp-trace", &p, "multi.gpus=4"])).unwrap_err();
+        assert!(
+            matches!(&e, crate::sim::SimError::BadInput(m) if m.contains("device to host") && m.contains("workload.managed = true")),
+            "{e}"
+        );
     }
 
     #[test]
