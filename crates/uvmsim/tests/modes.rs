@@ -255,7 +255,7 @@ fn unread_keys_change_no_metric() {
         x
     };
     type Change = (&'static str, fn(&mut Config));
-    let iommu: [Change; 12] = [
+    let iommu: [Change; 11] = [
         ("uvm.batch_size", |c| c.uvm.batch_size = 8),
         ("uvm.replay_policy", |c| c.uvm.replay_policy = uvmsim::uvm::ReplayPolicy::Once),
         ("uvm.utlb_fault_limit", |c| c.uvm.utlb_fault_limit = 1),
@@ -267,7 +267,6 @@ fn unread_keys_change_no_metric() {
         ("uvm.sm_fault_interval_ns", |c| c.uvm.sm_fault_interval_ns = 5000.0),
         ("uvm.prefetch.threshold", |c| c.uvm.prefetch.threshold = 1),
         ("uvm.preunmap.mode", |c| c.uvm.preunmap.mode = uvmsim::uvm::policy::UnmapMode::Async),
-        ("uvm.eviction.granularity", |c| c.uvm.eviction.granularity = uvmsim::uvm::evict::EvictionGranularity::Page),
     ];
     let multi: [Change; 10] = [
         ("uvm.batch_size", |c| c.uvm.batch_size = 8),

@@ -89,9 +89,6 @@ const DRIVER: &[&str] = &[
     "workload.host_threads",
 ];
 
-/// Eviction options only the fault batches read: the driver's migrations evict whole VA blocks.
-const PAGE_EVICTION: &[&str] = &["uvm.eviction.granularity", "uvm.eviction.lru_recency"];
-
 /// (keys, or sections ending in `.`; the mode; why they are not read there).
 const UNREAD: &[(&[&str], Mode, &str)] = &[
     (
@@ -100,13 +97,6 @@ const UNREAD: &[(&[&str], Mode, &str)] = &[
         "far faults go to the IOMMU's page-request path ([iommu.ppr]), not to the UVM driver's fault buffer and \
          batches, whose options these are (their counterparts there: iommu.ppr.*; the driver's prefetcher: \
          iommu.ppr.pages_log2)",
-    ),
-    (
-        PAGE_EVICTION,
-        Mode::Iommu,
-        "the UVM driver evicts here only for its own migrations (cudaMemPrefetchAsync, access-counter migration), \
-         which evict whole 2 MiB VA blocks by uvm.eviction.policy; page-granular eviction is the fault batches', \
-         which do not run in this mode",
     ),
     (
         FAULT_BATCHES,
