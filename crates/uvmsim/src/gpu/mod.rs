@@ -1175,7 +1175,7 @@ impl Gpu {
             if let (true, Some(m)) = (MULTI, place.as_deref_mut()) {
                 // Multi-GPU: the page may be in another GPU's memory (pages are 4 KiB there).
                 let write = kind == MemKind::Store;
-                match m.locate(self.id, va >> 12, write, lt, ready) {
+                match m.locate(self.id, va >> 12, write, ready) {
                     Locate::Local(r) => ready = r,
                     Locate::Remote(owner, r) if kind == MemKind::Load && m.remote_reads_cached => {
                         // Through the L1 (MGPUSim's RDMA engine sits below it); tagged with the owner

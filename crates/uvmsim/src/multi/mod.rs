@@ -453,26 +453,28 @@ impl Multi {
         self.n
     }
 
-    /// GPU `g` translated page `vpn` for an access (translation started at `lt`, done at
-    /// `ready`): where the data is and from when (a page in flight is available when its
-    /// migration ends).
+    /// GPU `g` translated page `vpn` for an access (translation done at `ready`): where the data
+    /// is and from when (a page in flight is available when its migration ends).
     ///
-    /// A page that moved away (or lost its other copies) while `g` held a mapping: if `g` looked
-    /// the translation up before the invalidation reached it (TLB shootdown and PTE
-    /// invalidation, [`Stale::until`]), that translation names the old frame, which keeps the
-    /// data until the copy (it starts after every acknowledgement): the access is served there
-    /// at once, in its own memory or remotely at the old owner, not at the new owner after the
-    /// copy. `lt` is the time that counts: a TLB hit uses the stale entry then, and a walk
-    /// issued then is ahead of the PTE-invalidation walk queued behind it on the same walkers.
-    /// A stale write lands in the old frame before the copy, which carries it; a write through
-    /// a read replica's read-only mapping still faults.
+    /// A page that moved away (or lost its other copies) while `g` held a mapping: until the
+    /// invalidation request reaches `g` and is handled (TLB shootdown and PTE invalidation,
+    /// `Ev::Invalidate`, which closes the [`Stale`] window), `g`'s TLBs and PTE still name the
+    /// old frame, which keeps the data until the copy (it starts after every acknowledgement):
+    /// the access is served there at once, in its own memory or remotely at the old owner, not
+    /// at the new owner after the copy. Every translation the model computes before the request
+    /// is handled found that mapping (a TLB hit or a walk on the still-valid PTE), whatever the
+    /// lookup time of its instruction (a warp's step computes its issues a few ns ahead of the
+    /// event time): serving it at the new owner would be a remote access through a mapping no GPU
+    /// was given (under on-touch, which never maps remotely). A stale write lands in the old frame
+    /// before the copy, which carries it; a write through a read replica's read-only mapping
+    /// still faults.
     #[inline]
-    pub fn locate(&mut self, g: usize, vpn: u64, write: bool, lt: Ps, ready: Ps) -> Locate {
+    pub fn locate(&mut self, g: usize, vpn: u64, write: bool, ready: Ps) -> Locate {
         let bit = 1u32 << g;
         let p = self.dir.page(vpn);
         p.touched |= bit;
         if p.stale & bit != 0 {
-            if let Some(w) = self.dir.stale(vpn, g).filter(|w| lt < w.until) {
+            if let Some(w) = self.dir.stale(vpn, g) {
                 if w.at as usize != g {
                     return Locate::Remote(w.at as usize, ready);
                 }
@@ -490,6 +492,13 @@ impl Multi {
             }
             Locate::Local(ready)
         } else {
+            // On-touch maps a page only where it lives: a GPU the driver counts as mapping it
+            // (its request not handled yet) uses its stale window above, never the new owner.
+            debug_assert!(
+                self.policy != MigrationPolicy::OnTouch || p.mapped & bit == 0,
+                "on-touch: GPU {g} maps page {vpn:#x} but it lives at GPU {} (a remote access)",
+                p.owner
+            );
             Locate::Remote(p.owner as usize, ready)
         }
     }
@@ -1286,21 +1295,23 @@ mod tests {
         assert!(copied > until && ready > copied);
         assert_eq!(m.dir.stale(vpn, 0), Some(Stale { until, at: 0, read_only: false }));
         assert_eq!(m.dir.page(vpn).stale, 0b001, "only GPU 0 held a mapping");
-        // GPU 0 translated before its shootdown: its old frame, at once, reads and writes alike.
-        let (lt, r) = (until - 1, until + 5_000);
-        assert_eq!(m.locate(0, vpn, false, lt, r), Locate::Local(r));
-        assert_eq!(m.locate(0, vpn, true, lt, r), Locate::Local(r));
-        // Translated from the shootdown on (the event not yet run): at the new owner after the copy, as before.
-        assert_eq!(m.locate(0, vpn, false, until, r), Locate::Remote(1, copied));
+        // GPU 0 translated before its request was handled: its old frame, at once, reads and
+        // writes alike, whatever the instruction's lookup time (a warp's step computes its issues
+        // a few ns ahead, so one may lie past the arrival): its TLB entry and PTE were still there.
+        // Before 2026-12 a lookup from the arrival on went to the new owner after the copy: a
+        // remote access under on-touch, which maps nothing remotely.
+        let r = until + 5_000;
+        assert_eq!(m.locate(0, vpn, false, r), Locate::Local(r));
+        assert_eq!(m.locate(0, vpn, true, r), Locate::Local(r));
         // A GPU that never held the page is not affected, before the shootdown or after it.
-        assert_eq!(m.locate(2, vpn, false, lt, r), Locate::Remote(1, copied));
+        assert_eq!(m.locate(2, vpn, false, r), Locate::Remote(1, copied));
         // The request arrives: the window closes, and GPU 0's translation is gone.
         deliver(&mut m, &mut gpus);
         assert_eq!((m.dir.stale(vpn, 0), m.dir.page(vpn).stale), (None, 0));
         assert!(!gpus[0].xlat.space.residency.is_resident(vpn));
-        assert_eq!(m.locate(0, vpn, false, lt, r), Locate::Remote(1, copied));
+        assert_eq!(m.locate(0, vpn, false, r), Locate::Remote(1, copied));
         m.page_ready(1, vpn, &mut gpus[1]);
-        assert_eq!(m.locate(1, vpn, false, ready, ready), Locate::Local(ready));
+        assert_eq!(m.locate(1, vpn, false, ready), Locate::Local(ready));
     }
 
     #[test]
@@ -1325,9 +1336,10 @@ mod tests {
         assert_eq!(m.dir.page(vpn).stale, 0b010);
         m.page_ready(1, vpn, &mut gpus[1]);
         let copied = m.dir.page(vpn).ready;
-        // GPU 1 uses its new copy until M2 reaches it; GPU 0's translation after s1 goes to GPU 2.
-        assert_eq!(m.locate(1, vpn, true, s2 - 1, s2), Locate::Local(s2));
-        assert_eq!(m.locate(0, vpn, false, s2 - 1, s2), Locate::Remote(2, copied));
+        // GPU 1 uses its new copy until M2 reaches it; GPU 0 (no mapping since M1: it would fault)
+        // is not a stale user: the directory names GPU 2.
+        assert_eq!(m.locate(1, vpn, true, s2), Locate::Local(s2));
+        assert_eq!(m.locate(0, vpn, false, s2), Locate::Remote(2, copied));
         deliver(&mut m, &mut gpus);
         assert_eq!(m.dir.page(vpn).stale, 0);
     }
@@ -1344,12 +1356,12 @@ mod tests {
         let until = m.arrivals[0].0;
         assert!(m.arrivals.iter().all(|&(at, _)| at == until));
         let copied = m.dir.page(vpn).ready;
-        let (lt, r) = (until - 1, until);
-        assert_eq!(m.locate(0, vpn, true, lt, r), Locate::Local(r));
-        assert_eq!(m.locate(1, vpn, false, lt, r), Locate::Remote(0, r));
-        assert_eq!(m.locate(1, vpn, false, until, r), Locate::Remote(2, copied));
+        let r = until;
+        assert_eq!(m.locate(0, vpn, true, r), Locate::Local(r));
+        assert_eq!(m.locate(1, vpn, false, r), Locate::Remote(0, r));
+        assert_eq!(m.locate(1, vpn, false, until + 5_000), Locate::Remote(0, until + 5_000), "until the request is handled");
         deliver(&mut m, &mut gpus);
-        assert_eq!(m.locate(1, vpn, false, lt, r), Locate::Remote(2, copied));
+        assert_eq!(m.locate(1, vpn, false, r), Locate::Remote(2, copied));
         // Read replication: replicas on GPUs 0 and 1; GPU 1's store collapses them. Until its
         // request arrives GPU 0 reads its replica, but a store through that read-only mapping faults.
         let (mut m, mut gpus) = system(3, MigrationPolicy::ReadReplication);
@@ -1359,9 +1371,9 @@ mod tests {
         let until = m.arrivals[0].0;
         assert_eq!(m.dir.stale(vpn, 0), Some(Stale { until, at: 0, read_only: true }));
         assert_eq!(m.dir.stale(vpn, 1), None, "the writer keeps its copy");
-        assert_eq!(m.locate(0, vpn, false, until - 1, until), Locate::Local(until));
-        assert_eq!(m.locate(0, vpn, true, until - 1, until), Locate::WriteFault);
-        assert_eq!(m.locate(2, vpn, false, until - 1, until), Locate::Remote(1, m.dir.page(vpn).ready));
+        assert_eq!(m.locate(0, vpn, false, until), Locate::Local(until));
+        assert_eq!(m.locate(0, vpn, true, until), Locate::WriteFault);
+        assert_eq!(m.locate(2, vpn, false, until), Locate::Remote(1, m.dir.page(vpn).ready));
     }
 
     #[test]
@@ -1371,7 +1383,7 @@ mod tests {
         fault(&mut m, &mut gpus, 0, vpn, false, 0); // from the host to GPU 0
         fault(&mut m, &mut gpus, 1, vpn, false, 1_000_000); // GPU 1: remote mapping
         assert_eq!((m.stats.migrations_h2d, m.stats.remote_maps), (1, 1));
-        assert_eq!(m.locate(1, vpn, false, 2_000_000, 2_000_000), Locate::Remote(0, 2_000_000));
+        assert_eq!(m.locate(1, vpn, false, 2_000_000), Locate::Remote(0, 2_000_000));
         for i in 1..256 {
             m.remote_line(1, 0, vpn, false, 2_000_000 + i, 2_000_000);
         }
@@ -1388,7 +1400,7 @@ mod tests {
         assert!(!gpus[0].xlat.space.residency.is_resident(vpn) && !gpus[1].xlat.space.residency.is_resident(vpn));
         // GPU 1's next access faults and maps its own copy: local from then on.
         fault(&mut m, &mut gpus, 1, vpn, false, 10_000_000);
-        assert!(matches!(m.locate(1, vpn, false, 20_000_000, 20_000_000), Locate::Local(_)));
+        assert!(matches!(m.locate(1, vpn, false, 20_000_000), Locate::Local(_)));
         assert_eq!(m.stats.migrations_p2p, 1);
     }
 
@@ -1403,10 +1415,10 @@ mod tests {
         assert_eq!(m.stats.replications, 3);
         assert_eq!(m.dir.page(vpn).copies, 0b1111);
         for g in 0..4 {
-            assert!(matches!(m.locate(g, vpn, false, 9_000_000, 9_000_000), Locate::Local(_)), "GPU {g} reads its replica");
+            assert!(matches!(m.locate(g, vpn, false, 9_000_000), Locate::Local(_)), "GPU {g} reads its replica");
         }
         // A store from GPU 2 is a protection fault; the driver invalidates the three other copies.
-        assert_eq!(m.locate(2, vpn, true, 9_000_000, 9_000_000), Locate::WriteFault);
+        assert_eq!(m.locate(2, vpn, true, 9_000_000), Locate::WriteFault);
         fault(&mut m, &mut gpus, 2, vpn, true, 10_000_000);
         assert_eq!(m.stats.write_invalidations, 1);
         assert_eq!((m.stats.inv_sent, m.stats.inv_necessary, m.stats.inv_unnecessary), (3, 3, 0));
@@ -1416,7 +1428,7 @@ mod tests {
             assert!(!gpus[g].xlat.space.residency.is_resident(vpn), "GPU {g} lost its copy's PTE");
         }
         assert!(gpus[2].xlat.space.residency.is_resident(vpn));
-        assert!(matches!(m.locate(2, vpn, true, 20_000_000, 20_000_000), Locate::Local(_)));
+        assert!(matches!(m.locate(2, vpn, true, 20_000_000), Locate::Local(_)));
     }
 
     #[test]
