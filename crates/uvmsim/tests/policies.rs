@@ -54,6 +54,14 @@ fn ping_pong_throttles_then_pins_then_unpins() {
     assert!(sum(|r| r.pins) <= m(&out.metrics, "uvm.thrashing.pins") && sum(|r| r.unpins) <= m(&out.metrics, "uvm.thrashing.unpins"));
     let throttled = out.faults.as_ref().unwrap().iter().filter(|f| f.outcome == Outcome::Throttled).count() as f64;
     assert_eq!(throttled, m(&out.metrics, "uvm.thrashing.throttled_faults"), "and in the faults table");
+    // `uvm.faults.unique` counts the pages serviced, not the throttled ones (before 2026-12 it counted
+    // both): one per demand copy to the GPU, one per `serviced` row, the batch rows' sum.
+    let faults = out.faults.as_ref().unwrap();
+    let serviced = faults.iter().filter(|f| f.outcome == Outcome::Serviced).count() as f64;
+    let h2d: u64 = mig.iter().filter(|r| r.direction == "h2d" && r.cause == Cause::Demand).map(|r| r.pages).sum();
+    let unique = m(&out.metrics, "uvm.faults.unique");
+    assert!(throttled > 0.0 && unique > 0.0);
+    assert_eq!((unique, serviced, h2d as f64, sum(|r| r.unique)), (serviced, unique, unique, unique));
     // Pinned: the host keeps the page, the GPU maps it remotely; 150 ms (300 lapses) later it migrates again.
     let next = &mig[pin + 1];
     assert_eq!((next.direction, next.cause), ("h2d", Cause::Demand));
@@ -132,7 +140,12 @@ fn preferred_location_host_maps_remotely() {
     assert_eq!(m(x, "uvm.remote_mapped"), 2048.0);
     // Each thread reads then writes its page: one remote load and one remote store per page.
     assert_eq!((m(x, "uvm.remote.loads"), m(x, "uvm.remote.stores")), (2048.0, 2048.0));
-    assert_eq!(out.batches.unwrap().iter().map(|r| r.remote_mapped).sum::<u64>(), 2048);
+    assert_eq!(out.batches.as_ref().unwrap().iter().map(|r| r.remote_mapped).sum::<u64>(), 2048);
+    // Mapped remotely is not serviced (migrated): no unique fault, in the metric and the batch rows alike.
+    assert_eq!((m(x, "uvm.faults.unique"), out.batches.as_ref().unwrap().iter().map(|r| r.unique).sum::<u64>()), (0.0, 0));
+    let out = run(&[&REGULAR[..], &["uvm.advise.policy=preferred-location-host", "uvm.fault_records=true"]].concat());
+    let remote = out.faults.as_ref().unwrap().iter().filter(|f| f.outcome == Outcome::Remote).count();
+    assert_eq!((remote, m(&out.metrics, "uvm.faults.unique")), (2048, 0.0), "the faults table's outcome says so");
     // No CPU unmap: the host keeps its mapping.
     assert_eq!(m(x, "uvm.unmap.on_demand"), 0.0);
     // Each access moves its line (128 B) over the link.

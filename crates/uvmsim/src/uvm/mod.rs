@@ -476,8 +476,11 @@ pub struct UvmStats {
     pub raw: u64,
     /// Faults the driver fetched (every raw fault is fetched or flushed).
     pub fetched: u64,
-    /// Distinct pages serviced.
+    /// Distinct faulted pages serviced: migrated (or zero-filled) to the GPU with their VA block; not
+    /// the throttled, remotely mapped or deferred ones.
     pub unique: u64,
+    /// Distinct faulted pages of VA blocks deferred for want of GPU memory (raised again after the replay).
+    pub deferred_pages: u64,
     /// Fetched faults for a page already in the same batch.
     pub duplicates: u64,
     /// Fetched faults the fetch merged into an adjacent entry for the same page (see [`fetch_coalesced`]).
@@ -1944,7 +1947,8 @@ impl Uvm {
         };
         // Polled: a page already crossing the link is not sent again; its faults wait for that flight.
         pages.retain(|&p| !residency.is_mapped(p) && !self.in_flight.contains_key(&p));
-        self.stats.unique += pages.len() as u64;
+        // `uvm.faults.unique` counts these pages only once their block is serviced (not throttled,
+        // mapped remotely or deferred).
         if !self.window_skipped.is_empty() {
             let skipped = &mut self.window_skipped;
             self.stats.window_skipped_refaults += pages.iter().filter(|&p| skipped.remove(p)).count() as u64;
@@ -1982,21 +1986,27 @@ impl Uvm {
         }
         let throttled = throttled_pages.len() as u64;
         self.batch_throttled = throttled > 0;
+        // The faults' outcomes as the batch sorts them (written once its blocks are serviced: a
+        // deferred block's are `deferred`).
+        let mut outcomes: Vec<Outcome> = vec![];
         if self.fault_records.is_some() {
             let mut seen = FxHashSet::default();
-            let batch = self.stats.batches;
-            for f in &fetched {
-                let outcome = if !seen.insert(f.vpn) || self.in_flight.contains_key(&f.vpn) {
-                    Outcome::Duplicate
-                } else if residency.is_resident(f.vpn) || residency.is_remote(f.vpn) {
-                    Outcome::Stale
-                } else if throttled_pages.contains(&f.vpn) {
-                    Outcome::Throttled
-                } else {
-                    Outcome::Serviced
-                };
-                self.record_fault(f, batch, outcome);
-            }
+            outcomes = fetched
+                .iter()
+                .map(|f| {
+                    if !seen.insert(f.vpn) || self.in_flight.contains_key(&f.vpn) {
+                        Outcome::Duplicate
+                    } else if residency.is_resident(f.vpn) || residency.is_remote(f.vpn) {
+                        Outcome::Stale
+                    } else if throttled_pages.contains(&f.vpn) {
+                        Outcome::Throttled
+                    } else if remote.binary_search(&f.vpn).is_ok() {
+                        Outcome::Remote
+                    } else {
+                        Outcome::Serviced
+                    }
+                })
+                .collect();
         }
         // Zheng's transfer set: prefetch candidates fill what the demand pages leave.
         let mut extra = if let Some(extra) = polled_extra {
@@ -2052,7 +2062,8 @@ impl Uvm {
         }
         let (blocks_before, bytes_before, d2h_before) = (self.stats.va_blocks, self.stats.bytes_h2d, self.stats.bytes_d2h);
         let (evictions_before, evicted_before, prefetched_before) = (self.stats.evictions, self.stats.pages_evicted, self.stats.prefetched);
-        let remote_before = self.stats.remote_mapped;
+        let (remote_before, unique_before) = (self.stats.remote_mapped, self.stats.unique);
+        let mut deferred: Vec<u64> = vec![];
         let th_before = (self.thrashing.stats.detected, self.thrashing.stats.pins, self.thrashing.stats.unpins);
         let driver = self.fixed.is_none();
         let c = self.costs.clone();
@@ -2138,6 +2149,7 @@ impl Uvm {
                     }
                     None => {
                         self.stats.deferred_blocks += 1;
+                        deferred.extend(&demand);
                         residency.refault_epoch += 1;
                         self.seq_cursor = self.seq_cursor.min(block * BLOCK_PAGES);
                         continue;
@@ -2163,6 +2175,7 @@ impl Uvm {
                         // Every chunk belongs to this batch's blocks: this block waits; its
                         // faults are raised again after the replay.
                         self.stats.deferred_blocks += 1;
+                        deferred.extend(&demand);
                         residency.refault_epoch += 1;
                         self.seq_cursor = self.seq_cursor.min(block * BLOCK_PAGES);
                         continue;
@@ -2226,6 +2239,7 @@ impl Uvm {
                 st.map += c.map;
             }
             self.stats.va_blocks += 1;
+            self.stats.unique += demand.len() as u64;
             self.stats.bytes_h2d += bytes;
             self.stats.prefetched += prefetched.len() as u64;
             if per_block_replay {
@@ -2264,6 +2278,17 @@ impl Uvm {
         }
         segments.back_mut().expect("at least one segment").remote = remote;
         let end = t;
+        self.stats.deferred_pages += deferred.len() as u64;
+        if self.fault_records.is_some() {
+            deferred.sort_unstable();
+            let batch = self.stats.batches;
+            for (f, mut outcome) in fetched.iter().zip(outcomes) {
+                if outcome == Outcome::Serviced && deferred.binary_search(&f.vpn).is_ok() {
+                    outcome = Outcome::Deferred;
+                }
+                self.record_fault(f, batch, outcome);
+            }
+        }
         self.stats.batches += 1;
         self.stats.stages.accumulate(&st);
         if let Some(r) = self.records.as_mut() {
@@ -2277,7 +2302,8 @@ impl Uvm {
                 reads: count(|f| !f.write && !f.prefetch),
                 writes: count(|f| f.write),
                 prefetches: count(|f| f.prefetch),
-                unique: pages.len() as u64,
+                unique: self.stats.unique - unique_before,
+                deferred: deferred.len() as u64,
                 duplicates,
                 fetch_merged: fetched.len() as u64 - coalesced,
                 va_blocks: self.stats.va_blocks - blocks_before,
@@ -2697,6 +2723,7 @@ impl Uvm {
         m.int("uvm.faults.raw", s.raw);
         m.int("uvm.faults.fetched", s.fetched);
         m.int("uvm.faults.unique", s.unique);
+        m.int("uvm.faults.deferred", s.deferred_pages);
         m.int("uvm.faults.duplicate", s.duplicates);
         m.int("uvm.faults.fetch_merged", s.fetch_merged);
         m.int("uvm.faults.flushed", s.flushed);

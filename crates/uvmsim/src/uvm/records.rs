@@ -7,7 +7,8 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
-    /// The first fault of its page in its batch: the page was migrated and mapped.
+    /// The first fault of its page in its batch: the page was migrated (or zero-filled) and mapped; one
+    /// per page of `uvm.faults.unique`.
     Serviced,
     /// A later fault of a page already in the batch.
     Duplicate,
@@ -17,6 +18,12 @@ pub enum Outcome {
     Flushed,
     /// Not serviced: the GPU was throttled on its page (thrashing); raised again after the replay.
     Throttled,
+    /// The first fault of its page in its batch, mapped remotely instead of migrated (pinned by thrashing
+    /// mitigation, or a preferred-location-host / accessed-by hint).
+    Remote,
+    /// The first fault of its page in its batch, not serviced: its VA block found no GPU memory (every chunk held
+    /// by the batch's own blocks); raised again after the replay.
+    Deferred,
 }
 
 /// One fault the driver fetched or flushed (the `faults` table).
@@ -92,7 +99,10 @@ pub struct BatchRecord {
     pub reads: u64,
     pub writes: u64,
     pub prefetches: u64,
+    /// Distinct faulted pages the batch serviced (migrated or zero-filled; `uvm.faults.unique`).
     pub unique: u64,
+    /// Distinct faulted pages of VA blocks the batch deferred for want of GPU memory (`uvm.faults.deferred`).
+    pub deferred: u64,
     pub duplicates: u64,
     /// Duplicates the fetch merged into an adjacent entry (`uvm.faults.fetch_merged`).
     pub fetch_merged: u64,

@@ -766,13 +766,21 @@ fn a_block_the_host_took_back_is_evicted_before_older_resident_ones() {
 
 #[test]
 fn a_batch_larger_than_gpu_memory_defers_blocks() {
-    let c = UvmConfig { gpu_memory_bytes: ByteSize(2 << 20), ..UvmConfig::default() };
+    let c = UvmConfig { gpu_memory_bytes: ByteSize(2 << 20), records: true, fault_records: true, ..UvmConfig::default() };
     let (mut u, mut link, mut res) = with(c);
     u.raise(fault(1, 0));
     u.raise(fault(513, 0));
+    u.raise(fault(514, 0));
     let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
     u.batch_done(end, &mut res);
     assert_eq!((u.stats.deferred_blocks, res.refault_epoch, res.is_resident(1), res.is_resident(513)), (1, 1, true, false));
+    // One page serviced (unique), two deferred: the deferred block's pages are not counted as serviced
+    // (before 2026-12: unique 3), in the metric, the batch row and the faults table alike.
+    assert_eq!((u.stats.unique, u.stats.deferred_pages, res.resident_pages()), (1, 2, 1));
+    let r = &u.records.as_ref().unwrap()[0];
+    assert_eq!((r.unique, r.deferred), (1, 2));
+    let outcomes: Vec<(u64, Outcome)> = u.fault_records.as_ref().unwrap().iter().map(|f| (f.page, f.outcome)).collect();
+    assert_eq!(outcomes, vec![(1, Outcome::Serviced), (513, Outcome::Deferred), (514, Outcome::Deferred)]);
     u.check_invariants(&res).unwrap();
 }
 /// The polled model on a link with no latency and 16 GB/s (a 4 KiB page takes 256 ns),
