@@ -555,6 +555,8 @@ enum State {
         segments: VecDeque<Segment>,
         fetched: Vec<Fault>,
         start: Ps,
+        /// Its stages, counted in `uvm.stage.*` when it ends (as its time in `uvm.time_ns`).
+        stages: Stages,
     },
 }
 
@@ -580,8 +582,9 @@ struct Flight {
     end: Ps,
     segment: Segment,
     faults: Vec<Fault>,
-    /// The round's last flight to land: the round's time is counted when it does.
+    /// The round's last flight to land: the round's time (and its stages, which it carries) are counted when it does.
     last: bool,
+    stages: Stages,
 }
 
 /// The driver's stage costs, in ps (see [`UvmConfig`] for each term's source).
@@ -2290,7 +2293,6 @@ impl Uvm {
             }
         }
         self.stats.batches += 1;
-        self.stats.stages.accumulate(&st);
         if let Some(r) = self.records.as_mut() {
             let count = |pred: fn(&Fault) -> bool| fetched.iter().filter(|f| pred(f)).count() as u64;
             let ns = |d: Ps| d as f64 / 1000.0;
@@ -2338,10 +2340,10 @@ impl Uvm {
         }
         self.collect_unpins();
         if polled {
-            return self.launch(now, copies, segments.pop_front().expect("one segment"), fetched);
+            return self.launch(now, copies, segments.pop_front().expect("one segment"), fetched, st);
         }
         let first_end = segments.front().expect("at least one segment").end;
-        self.state = State::Servicing { segments, fetched, start: now };
+        self.state = State::Servicing { segments, fetched, start: now, stages: st };
         Next::BatchDone(first_end)
     }
 
@@ -2351,7 +2353,7 @@ impl Uvm {
     /// remote mappings. Each fault of `fetched` waits for the flight that
     /// carries its page (one of these, or an earlier round's); faults on pages
     /// none carries (resident already, throttled) end with `rest`.
-    fn launch(&mut self, now: Ps, copies: Vec<Segment>, rest: Segment, fetched: Vec<Fault>) -> Next {
+    fn launch(&mut self, now: Ps, copies: Vec<Segment>, rest: Segment, fetched: Vec<Fault>, stages: Stages) -> Next {
         let mut by_page: FxHashMap<u64, usize> = FxHashMap::default();
         for (i, c) in copies.iter().enumerate() {
             for &p in c.demand.iter().chain(&c.prefetched) {
@@ -2397,7 +2399,8 @@ impl Uvm {
             last_marked |= last;
             let at = self.flights.partition_point(|x| x.end <= end);
             let batch = self.stats.batches - 1;
-            self.flights.insert(at, Flight { id, batch, start: now, end, segment, faults, last });
+            let stages = if last { stages } else { Stages::default() };
+            self.flights.insert(at, Flight { id, batch, start: now, end, segment, faults, last, stages });
             match first {
                 None => first = Some(end),
                 Some(_) => self.events.push(Next::BatchDone(end)),
@@ -2457,6 +2460,7 @@ impl Uvm {
             self.ended.push(f.vpn);
         }
         if flight.last {
+            self.stats.stages.accumulate(&flight.stages);
             self.stats.time_ps += now - flight.start;
             self.stats.batch.record(now - flight.start);
             if let Some(r) = self.records.as_mut().and_then(|r| r.get_mut(flight.batch as usize)) {
@@ -2530,9 +2534,10 @@ impl Uvm {
 
     /// The last segment of a batch is mapped: free the faults' µTLB slots, apply the replay policy.
     fn finish_batch(&mut self, now: Ps, residency: &mut Residency) -> (Next, bool) {
-        let State::Servicing { fetched, start, .. } = std::mem::replace(&mut self.state, State::Idle) else {
+        let State::Servicing { fetched, start, stages, .. } = std::mem::replace(&mut self.state, State::Idle) else {
             unreachable!("checked above")
         };
+        self.stats.stages.accumulate(&stages);
         for f in &fetched {
             self.outstanding[f.utlb as usize] -= 1;
             unpend(&mut self.pending, &mut self.by_warp, f);
@@ -2727,6 +2732,8 @@ impl Uvm {
         m.int("uvm.faults.duplicate", s.duplicates);
         m.int("uvm.faults.fetch_merged", s.fetch_merged);
         m.int("uvm.faults.flushed", s.flushed);
+        // Raised but never fetched: still in the buffer when the program ended.
+        m.int("uvm.faults.unfetched", self.buffer.len() as u64);
         m.int("uvm.flush_put_rereads", s.put_rereads);
         m.int("uvm.faults.throttled", s.throttled);
         m.int("uvm.faults.retried", s.retried);
@@ -2788,7 +2795,7 @@ impl Uvm {
             m.float("uvm.polled.fault_time_ns", s.far_fault.sum_ps() as f64 / 1000.0);
             s.nacked.export(m, "uvm.polled.nacked_ns");
         }
-        m.ratio("uvm.faults_per_batch", s.raw - s.flushed, s.batches);
+        m.ratio("uvm.faults_per_batch", s.fetched, s.batches);
         m.int("uvm.resident_pages", residency.resident_pages());
         self.async_prefetch.export(m);
     }
