@@ -2123,6 +2123,9 @@ impl Uvm {
         // Per copy, each block's copy is its own flight from the round's start: its eviction (page granularity)
         // and copy do not wait for the evictions of the round's other blocks, only for the copy engines.
         let round_start = t;
+        // Per copy, the blocks' evictions overlap: the round's `evict` stage runs until the last of them is
+        // done, its `transfer` stage from then to the last copy's landing (so the stages make the round).
+        let mut evict_end = round_start;
         for (block, demand, mut prefetched) in work {
             if per_copy {
                 t = round_start;
@@ -2144,11 +2147,13 @@ impl Uvm {
                 // 4 KiB pages: room for the block's pages, evicting others (deferred if every page is pinned).
                 match self.make_room(&demand, &mut prefetched, t, now, link, residency) {
                     Some(after) => {
-                        st.evict += after - t;
-                        t = after;
                         if per_copy {
+                            evict_end = evict_end.max(after);
                             landed = landed.max(after);
+                        } else {
+                            st.evict += after - t;
                         }
+                        t = after;
                     }
                     None => {
                         self.stats.deferred_blocks += 1;
@@ -2171,7 +2176,11 @@ impl Uvm {
                         add(&mut t, c.evict, &mut st.evict);
                         // Every resident page goes back (spec/uvm-driver.md; dirtiness is not tracked).
                         let after = self.evict_to_host(victim, t, now, link, residency);
-                        st.evict += after - t;
+                        if per_copy {
+                            evict_end = evict_end.max(after);
+                        } else {
+                            st.evict += after - t;
+                        }
                         t = after;
                         add(&mut t, c.per_block, &mut st.block);
                     } else {
@@ -2258,6 +2267,15 @@ impl Uvm {
                 serviced.extend(prefetched);
                 all_dup.extend(dup);
             }
+        }
+        if per_copy {
+            // The copies ran side by side from the round's start (see `evict_end`); the round ends
+            // with its last copy, or with the last block's eviction if that block copied nothing.
+            let end = landed.max(t);
+            let evicted = evict_end.min(end);
+            st.evict += evicted - round_start;
+            st.transfer += end - evicted;
+            t = end;
         }
         if landed > t {
             // Asynchronous copies: the driver's wait on the batch tracker before the replay.
