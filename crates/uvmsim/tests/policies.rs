@@ -438,7 +438,7 @@ fn stage_sum(r: &BatchRecord) -> f64 {
 #[test]
 fn polled_rounds_stages_sum_to_their_duration_with_overlapping_evictions() {
     let preset = Source::preset("gtx480-zheng", std::fs::read_to_string("../../presets/gtx480-zheng.toml").unwrap());
-    for extra in [&["uvm.prefetch.policy=random"][..]] {
+    for extra in [&["uvm.prefetch.policy=random"][..], &["uvm.prefetch.policy=random", "uvm.eviction.granularity=page"]] {
         let sets: Vec<String> = [
             &["workload.kind=regular", "workload.managed=true", "uvm.records=true", "workload.regular.threads=16384"][..],
             &["uvm.oversubscription=3.0"],

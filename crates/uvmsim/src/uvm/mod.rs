@@ -1258,10 +1258,13 @@ impl Uvm {
         self.seq_cursor = self.allocs[0].0;
         if self.oversubscription > 0.0 {
             let blocks: u64 = self.allocs.iter().map(|&(f, e)| e.div_ceil(BLOCK_PAGES) - f / BLOCK_PAGES).sum();
-            self.capacity_chunks = ((blocks as f64 / self.oversubscription).floor() as u64).max(1);
             if let Some(pm) = self.page_evict.as_mut() {
+                // Memory counted in pages only: a chunk capacity rounded down from the blocks would be
+                // smaller than the pages' and fail the capacity checks of debug builds.
                 let pages: u64 = self.allocs.iter().map(|&(f, e)| e - f).sum();
                 pm.capacity = ((pages as f64 / self.oversubscription).floor() as u64).max(1);
+            } else {
+                self.capacity_chunks = ((blocks as f64 / self.oversubscription).floor() as u64).max(1);
             }
         }
     }
