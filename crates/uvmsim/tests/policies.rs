@@ -460,3 +460,31 @@ fn polled_rounds_stages_sum_to_their_duration_with_overlapping_evictions() {
         assert!((stages - total).abs() < 1e-6 * total, "{extra:?}: stages {stages} vs uvm.time_ns {total}");
     }
 }
+
+/// The polled model's batches table adds up to the summary: a fault that joins a page already
+/// crossing the link is a duplicate of the round whose flight it joins (before 2026-12 it was in
+/// `uvm.faults.fetched` and `duplicate` but no row: gtx480-zheng gather, fetched 2,516 in the table
+/// against 2,785), and each flight that lands is a replay of its round (the `replays` column was 0).
+#[test]
+fn polled_batches_table_adds_up_to_the_summary() {
+    let preset = Source::preset("gtx480-zheng", std::fs::read_to_string("../../presets/gtx480-zheng.toml").unwrap());
+    let sets: Vec<String> = ["workload.kind=gather", "workload.managed=true", "uvm.records=true", "uvm.fault_records=true"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let out = simulate_full(&resolve(&[preset], &sets).unwrap()).unwrap();
+    let (x, b) = (&out.metrics, out.batches.as_ref().unwrap());
+    let sum = |f: fn(&BatchRecord) -> u64| b.iter().map(f).sum::<u64>() as f64;
+    assert!(m(x, "uvm.polled.merged") > 0.0, "faults must join flights in the air");
+    assert_eq!(sum(|r| r.fetched), m(x, "uvm.faults.fetched"));
+    assert_eq!(sum(|r| r.reads + r.writes + r.prefetches), m(x, "uvm.faults.fetched"));
+    assert_eq!(sum(|r| r.duplicates), m(x, "uvm.faults.duplicate"));
+    assert_eq!(sum(|r| r.unique), m(x, "uvm.faults.unique"));
+    assert_eq!(sum(|r| r.replays), m(x, "uvm.replays"));
+    // The faults table has each joined fault under its round.
+    let f = out.faults.as_ref().unwrap();
+    for r in b.iter().take(200) {
+        let rows = f.iter().filter(|q| q.batch == r.batch).count() as u64;
+        assert_eq!(rows, r.fetched, "round {}", r.batch);
+    }
+}

@@ -1131,7 +1131,17 @@ impl Uvm {
                 self.stats.duplicates += 1;
                 self.stats.joined += 1;
                 flight.faults.push(f);
-                let batch = self.stats.batches;
+                // A duplicate of the round whose flight it joins: its row counts it as the summary does.
+                let batch = flight.batch;
+                if let Some(r) = self.records.as_mut().and_then(|r| r.get_mut(batch as usize)) {
+                    r.fetched += 1;
+                    r.duplicates += 1;
+                    match (f.write, f.prefetch) {
+                        (true, _) => r.writes += 1,
+                        (false, true) => r.prefetches += 1,
+                        (false, false) => r.reads += 1,
+                    }
+                }
                 self.record_fault(&f, batch, Outcome::Duplicate);
                 return Next::Nothing;
             }
@@ -2489,6 +2499,9 @@ impl Uvm {
             }
         }
         self.stats.replays += 1;
+        if let Some(r) = self.records.as_mut().and_then(|r| r.get_mut(flight.batch as usize)) {
+            r.replays += 1;
+        }
         self.unpark(now, residency);
         self.resumed = touched.into_iter().filter(|&u| self.outstanding[u as usize] == 0 && self.parked[u as usize].is_empty()).collect();
         (Next::Nothing, true)

@@ -126,7 +126,8 @@ pub struct BatchRecord {
     pub unpins: u64,
     /// Blocks whose host mapping the batch found already removed by the asynchronous unmap worker.
     pub unmaps_skipped: u64,
-    /// Replays issued during the batch (one per VA block under `block`, else one or none).
+    /// Replays issued during the batch (one per VA block under `block`, else one or none; polled model: one per
+    /// flight of the round that landed).
     pub replays: u64,
     /// Time in each stage, in ns; together they make end_ns - start_ns (the
     /// fixed-latency model puts its latency in fetch_ns).
