@@ -488,3 +488,19 @@ fn polled_batches_table_adds_up_to_the_summary() {
         assert_eq!(rows, r.fetched, "round {}", r.batch);
     }
 }
+
+/// Read-mostly copies are `hint` rows of the migrations table, and their pages count as serviced
+/// (`uvm.faults.unique`) or prefetched as other copies' do (docs/metrics.md): the h2d rows' pages are
+/// unique + prefetched, the `hint` rows' the read duplicates.
+#[test]
+fn read_mostly_hint_rows_are_counted_pages() {
+    let st = ["workload.kind=stream", "workload.managed=true", "workload.stream.elements=65536", "uvm.records=true"];
+    let out = run(&[&st[..], &["uvm.advise.per_buffer=[\"none\", \"read-mostly\", \"none\"]", "uvm.prefetch.policy=density"]].concat());
+    let (x, mig) = (&out.metrics, out.migrations.as_ref().unwrap());
+    let pages = |c: Option<Cause>| {
+        mig.iter().filter(|r| r.direction == "h2d" && c.is_none_or(|c| r.cause == c)).map(|r| r.pages).sum::<u64>() as f64
+    };
+    assert_eq!(pages(Some(Cause::Hint)), m(x, "uvm.read_dup.copies"));
+    assert!(pages(Some(Cause::Hint)) > 0.0 && pages(Some(Cause::Demand)) > 0.0);
+    assert_eq!(pages(None), m(x, "uvm.faults.unique") + m(x, "uvm.prefetch.pages"));
+}

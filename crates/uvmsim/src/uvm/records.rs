@@ -52,7 +52,8 @@ pub enum Cause {
     Prefetch,
     /// A VA block evicted from full GPU memory.
     Eviction,
-    /// A hint: read-duplication copies (read-mostly).
+    /// A hint: read-duplication copies (read-mostly), their faulted and prefetched pages alike (counted in
+    /// `uvm.faults.unique` and `uvm.prefetch.pages` as other copies' pages are).
     Hint,
     /// Thrashing mitigation: a page pinned on the host moved there.
     Thrashing,
