@@ -727,3 +727,34 @@ fn zero_latency_invalidation_is_no_slower_and_on_touch_is_never_remote() {
         assert!(z <= b, "{preset} {kind}: oracle {z} ns vs baseline {b} ns");
     }
 }
+
+/// `uvm.faults.unique` counts the faulted pages the driver serviced (docs/metrics.md), not those of
+/// VA blocks it deferred for want of GPU memory (`uvm.faults.deferred`), which fault again after the
+/// replay. An oversubscribed STREAM triad, every page initialised by the host and moved without
+/// prefetch: each serviced page crosses the link once per migration, so unique = bytes_h2d / 4096, the
+/// batch rows sum to it, and the faults table has one `serviced` row per page serviced. Before
+/// 2026-12 unique counted the deferred blocks' pages too (1,520 against 768 pages moved on a Titan V).
+#[test]
+fn unique_faults_are_the_pages_serviced_not_deferred() {
+    let sets = [
+        "workload.kind=stream",
+        "workload.stream.elements=131072",
+        "workload.stream.threads=16384",
+        "workload.managed=true",
+        "uvm.oversubscription=2.0",
+        "uvm.records=true",
+        "uvm.fault_records=true",
+    ];
+    let out = uvmsim::world::simulate_full(&cfg(&sets)).unwrap();
+    let x = &out.metrics;
+    assert!(m(x, "uvm.va_blocks_deferred") > 0.0 && m(x, "uvm.faults.deferred") > 0.0, "the run must defer blocks");
+    let unique = m(x, "uvm.faults.unique");
+    assert_eq!(unique, m(x, "uvm.bytes_h2d") / 4096.0);
+    let b = out.batches.as_ref().unwrap();
+    assert_eq!(b.iter().map(|r| r.unique).sum::<u64>() as f64, unique);
+    assert_eq!(b.iter().map(|r| r.deferred).sum::<u64>() as f64, m(x, "uvm.faults.deferred"));
+    let f = out.faults.as_ref().unwrap();
+    let count = |o: uvmsim::uvm::Outcome| f.iter().filter(|r| r.outcome == o).count() as f64;
+    assert_eq!(count(uvmsim::uvm::Outcome::Serviced), unique);
+    assert_eq!(count(uvmsim::uvm::Outcome::Deferred), m(x, "uvm.faults.deferred"));
+}

@@ -476,8 +476,11 @@ pub struct UvmStats {
     pub raw: u64,
     /// Faults the driver fetched (every raw fault is fetched or flushed).
     pub fetched: u64,
-    /// Distinct pages serviced.
+    /// Distinct faulted pages serviced: migrated (or zero-filled) to the GPU with their VA block; not
+    /// the throttled, remotely mapped or deferred ones.
     pub unique: u64,
+    /// Distinct faulted pages of VA blocks deferred for want of GPU memory (raised again after the replay).
+    pub deferred_pages: u64,
     /// Fetched faults for a page already in the same batch.
     pub duplicates: u64,
     /// Fetched faults the fetch merged into an adjacent entry for the same page (see [`fetch_coalesced`]).
@@ -552,6 +555,8 @@ enum State {
         segments: VecDeque<Segment>,
         fetched: Vec<Fault>,
         start: Ps,
+        /// Its stages, counted in `uvm.stage.*` when it ends (as its time in `uvm.time_ns`).
+        stages: Stages,
     },
 }
 
@@ -577,8 +582,9 @@ struct Flight {
     end: Ps,
     segment: Segment,
     faults: Vec<Fault>,
-    /// The round's last flight to land: the round's time is counted when it does.
+    /// The round's last flight to land: the round's time (and its stages, which it carries) are counted when it does.
     last: bool,
+    stages: Stages,
 }
 
 /// The driver's stage costs, in ps (see [`UvmConfig`] for each term's source).
@@ -1125,7 +1131,17 @@ impl Uvm {
                 self.stats.duplicates += 1;
                 self.stats.joined += 1;
                 flight.faults.push(f);
-                let batch = self.stats.batches;
+                // A duplicate of the round whose flight it joins: its row counts it as the summary does.
+                let batch = flight.batch;
+                if let Some(r) = self.records.as_mut().and_then(|r| r.get_mut(batch as usize)) {
+                    r.fetched += 1;
+                    r.duplicates += 1;
+                    match (f.write, f.prefetch) {
+                        (true, _) => r.writes += 1,
+                        (false, true) => r.prefetches += 1,
+                        (false, false) => r.reads += 1,
+                    }
+                }
                 self.record_fault(&f, batch, Outcome::Duplicate);
                 return Next::Nothing;
             }
@@ -1252,10 +1268,13 @@ impl Uvm {
         self.seq_cursor = self.allocs[0].0;
         if self.oversubscription > 0.0 {
             let blocks: u64 = self.allocs.iter().map(|&(f, e)| e.div_ceil(BLOCK_PAGES) - f / BLOCK_PAGES).sum();
-            self.capacity_chunks = ((blocks as f64 / self.oversubscription).floor() as u64).max(1);
             if let Some(pm) = self.page_evict.as_mut() {
+                // Memory counted in pages only: a chunk capacity rounded down from the blocks would be
+                // smaller than the pages' and fail the capacity checks of debug builds.
                 let pages: u64 = self.allocs.iter().map(|&(f, e)| e - f).sum();
                 pm.capacity = ((pages as f64 / self.oversubscription).floor() as u64).max(1);
+            } else {
+                self.capacity_chunks = ((blocks as f64 / self.oversubscription).floor() as u64).max(1);
             }
         }
     }
@@ -1944,7 +1963,8 @@ impl Uvm {
         };
         // Polled: a page already crossing the link is not sent again; its faults wait for that flight.
         pages.retain(|&p| !residency.is_mapped(p) && !self.in_flight.contains_key(&p));
-        self.stats.unique += pages.len() as u64;
+        // `uvm.faults.unique` counts these pages only once their block is serviced (not throttled,
+        // mapped remotely or deferred).
         if !self.window_skipped.is_empty() {
             let skipped = &mut self.window_skipped;
             self.stats.window_skipped_refaults += pages.iter().filter(|&p| skipped.remove(p)).count() as u64;
@@ -1982,21 +2002,27 @@ impl Uvm {
         }
         let throttled = throttled_pages.len() as u64;
         self.batch_throttled = throttled > 0;
+        // The faults' outcomes as the batch sorts them (written once its blocks are serviced: a
+        // deferred block's are `deferred`).
+        let mut outcomes: Vec<Outcome> = vec![];
         if self.fault_records.is_some() {
             let mut seen = FxHashSet::default();
-            let batch = self.stats.batches;
-            for f in &fetched {
-                let outcome = if !seen.insert(f.vpn) || self.in_flight.contains_key(&f.vpn) {
-                    Outcome::Duplicate
-                } else if residency.is_resident(f.vpn) || residency.is_remote(f.vpn) {
-                    Outcome::Stale
-                } else if throttled_pages.contains(&f.vpn) {
-                    Outcome::Throttled
-                } else {
-                    Outcome::Serviced
-                };
-                self.record_fault(f, batch, outcome);
-            }
+            outcomes = fetched
+                .iter()
+                .map(|f| {
+                    if !seen.insert(f.vpn) || self.in_flight.contains_key(&f.vpn) {
+                        Outcome::Duplicate
+                    } else if residency.is_resident(f.vpn) || residency.is_remote(f.vpn) {
+                        Outcome::Stale
+                    } else if throttled_pages.contains(&f.vpn) {
+                        Outcome::Throttled
+                    } else if remote.binary_search(&f.vpn).is_ok() {
+                        Outcome::Remote
+                    } else {
+                        Outcome::Serviced
+                    }
+                })
+                .collect();
         }
         // Zheng's transfer set: prefetch candidates fill what the demand pages leave.
         let mut extra = if let Some(extra) = polled_extra {
@@ -2052,7 +2078,8 @@ impl Uvm {
         }
         let (blocks_before, bytes_before, d2h_before) = (self.stats.va_blocks, self.stats.bytes_h2d, self.stats.bytes_d2h);
         let (evictions_before, evicted_before, prefetched_before) = (self.stats.evictions, self.stats.pages_evicted, self.stats.prefetched);
-        let remote_before = self.stats.remote_mapped;
+        let (remote_before, unique_before) = (self.stats.remote_mapped, self.stats.unique);
+        let mut deferred: Vec<u64> = vec![];
         let th_before = (self.thrashing.stats.detected, self.thrashing.stats.pins, self.thrashing.stats.unpins);
         let driver = self.fixed.is_none();
         let c = self.costs.clone();
@@ -2109,6 +2136,9 @@ impl Uvm {
         // Per copy, each block's copy is its own flight from the round's start: its eviction (page granularity)
         // and copy do not wait for the evictions of the round's other blocks, only for the copy engines.
         let round_start = t;
+        // Per copy, the blocks' evictions overlap: the round's `evict` stage runs until the last of them is
+        // done, its `transfer` stage from then to the last copy's landing (so the stages make the round).
+        let mut evict_end = round_start;
         for (block, demand, mut prefetched) in work {
             if per_copy {
                 t = round_start;
@@ -2130,14 +2160,17 @@ impl Uvm {
                 // 4 KiB pages: room for the block's pages, evicting others (deferred if every page is pinned).
                 match self.make_room(&demand, &mut prefetched, t, now, link, residency) {
                     Some(after) => {
-                        st.evict += after - t;
-                        t = after;
                         if per_copy {
+                            evict_end = evict_end.max(after);
                             landed = landed.max(after);
+                        } else {
+                            st.evict += after - t;
                         }
+                        t = after;
                     }
                     None => {
                         self.stats.deferred_blocks += 1;
+                        deferred.extend(&demand);
                         residency.refault_epoch += 1;
                         self.seq_cursor = self.seq_cursor.min(block * BLOCK_PAGES);
                         continue;
@@ -2156,13 +2189,18 @@ impl Uvm {
                         add(&mut t, c.evict, &mut st.evict);
                         // Every resident page goes back (spec/uvm-driver.md; dirtiness is not tracked).
                         let after = self.evict_to_host(victim, t, now, link, residency);
-                        st.evict += after - t;
+                        if per_copy {
+                            evict_end = evict_end.max(after);
+                        } else {
+                            st.evict += after - t;
+                        }
                         t = after;
                         add(&mut t, c.per_block, &mut st.block);
                     } else {
                         // Every chunk belongs to this batch's blocks: this block waits; its
                         // faults are raised again after the replay.
                         self.stats.deferred_blocks += 1;
+                        deferred.extend(&demand);
                         residency.refault_epoch += 1;
                         self.seq_cursor = self.seq_cursor.min(block * BLOCK_PAGES);
                         continue;
@@ -2226,6 +2264,7 @@ impl Uvm {
                 st.map += c.map;
             }
             self.stats.va_blocks += 1;
+            self.stats.unique += demand.len() as u64;
             self.stats.bytes_h2d += bytes;
             self.stats.prefetched += prefetched.len() as u64;
             if per_block_replay {
@@ -2241,6 +2280,15 @@ impl Uvm {
                 serviced.extend(prefetched);
                 all_dup.extend(dup);
             }
+        }
+        if per_copy {
+            // The copies ran side by side from the round's start (see `evict_end`); the round ends
+            // with its last copy, or with the last block's eviction if that block copied nothing.
+            let end = landed.max(t);
+            let evicted = evict_end.min(end);
+            st.evict += evicted - round_start;
+            st.transfer += end - evicted;
+            t = end;
         }
         if landed > t {
             // Asynchronous copies: the driver's wait on the batch tracker before the replay.
@@ -2264,8 +2312,18 @@ impl Uvm {
         }
         segments.back_mut().expect("at least one segment").remote = remote;
         let end = t;
+        self.stats.deferred_pages += deferred.len() as u64;
+        if self.fault_records.is_some() {
+            deferred.sort_unstable();
+            let batch = self.stats.batches;
+            for (f, mut outcome) in fetched.iter().zip(outcomes) {
+                if outcome == Outcome::Serviced && deferred.binary_search(&f.vpn).is_ok() {
+                    outcome = Outcome::Deferred;
+                }
+                self.record_fault(f, batch, outcome);
+            }
+        }
         self.stats.batches += 1;
-        self.stats.stages.accumulate(&st);
         if let Some(r) = self.records.as_mut() {
             let count = |pred: fn(&Fault) -> bool| fetched.iter().filter(|f| pred(f)).count() as u64;
             let ns = |d: Ps| d as f64 / 1000.0;
@@ -2277,7 +2335,8 @@ impl Uvm {
                 reads: count(|f| !f.write && !f.prefetch),
                 writes: count(|f| f.write),
                 prefetches: count(|f| f.prefetch),
-                unique: pages.len() as u64,
+                unique: self.stats.unique - unique_before,
+                deferred: deferred.len() as u64,
                 duplicates,
                 fetch_merged: fetched.len() as u64 - coalesced,
                 va_blocks: self.stats.va_blocks - blocks_before,
@@ -2312,10 +2371,10 @@ impl Uvm {
         }
         self.collect_unpins();
         if polled {
-            return self.launch(now, copies, segments.pop_front().expect("one segment"), fetched);
+            return self.launch(now, copies, segments.pop_front().expect("one segment"), fetched, st);
         }
         let first_end = segments.front().expect("at least one segment").end;
-        self.state = State::Servicing { segments, fetched, start: now };
+        self.state = State::Servicing { segments, fetched, start: now, stages: st };
         Next::BatchDone(first_end)
     }
 
@@ -2325,7 +2384,7 @@ impl Uvm {
     /// remote mappings. Each fault of `fetched` waits for the flight that
     /// carries its page (one of these, or an earlier round's); faults on pages
     /// none carries (resident already, throttled) end with `rest`.
-    fn launch(&mut self, now: Ps, copies: Vec<Segment>, rest: Segment, fetched: Vec<Fault>) -> Next {
+    fn launch(&mut self, now: Ps, copies: Vec<Segment>, rest: Segment, fetched: Vec<Fault>, stages: Stages) -> Next {
         let mut by_page: FxHashMap<u64, usize> = FxHashMap::default();
         for (i, c) in copies.iter().enumerate() {
             for &p in c.demand.iter().chain(&c.prefetched) {
@@ -2371,7 +2430,8 @@ impl Uvm {
             last_marked |= last;
             let at = self.flights.partition_point(|x| x.end <= end);
             let batch = self.stats.batches - 1;
-            self.flights.insert(at, Flight { id, batch, start: now, end, segment, faults, last });
+            let stages = if last { stages } else { Stages::default() };
+            self.flights.insert(at, Flight { id, batch, start: now, end, segment, faults, last, stages });
             match first {
                 None => first = Some(end),
                 Some(_) => self.events.push(Next::BatchDone(end)),
@@ -2431,6 +2491,7 @@ impl Uvm {
             self.ended.push(f.vpn);
         }
         if flight.last {
+            self.stats.stages.accumulate(&flight.stages);
             self.stats.time_ps += now - flight.start;
             self.stats.batch.record(now - flight.start);
             if let Some(r) = self.records.as_mut().and_then(|r| r.get_mut(flight.batch as usize)) {
@@ -2438,6 +2499,9 @@ impl Uvm {
             }
         }
         self.stats.replays += 1;
+        if let Some(r) = self.records.as_mut().and_then(|r| r.get_mut(flight.batch as usize)) {
+            r.replays += 1;
+        }
         self.unpark(now, residency);
         self.resumed = touched.into_iter().filter(|&u| self.outstanding[u as usize] == 0 && self.parked[u as usize].is_empty()).collect();
         (Next::Nothing, true)
@@ -2504,9 +2568,10 @@ impl Uvm {
 
     /// The last segment of a batch is mapped: free the faults' µTLB slots, apply the replay policy.
     fn finish_batch(&mut self, now: Ps, residency: &mut Residency) -> (Next, bool) {
-        let State::Servicing { fetched, start, .. } = std::mem::replace(&mut self.state, State::Idle) else {
+        let State::Servicing { fetched, start, stages, .. } = std::mem::replace(&mut self.state, State::Idle) else {
             unreachable!("checked above")
         };
+        self.stats.stages.accumulate(&stages);
         for f in &fetched {
             self.outstanding[f.utlb as usize] -= 1;
             unpend(&mut self.pending, &mut self.by_warp, f);
@@ -2697,9 +2762,12 @@ impl Uvm {
         m.int("uvm.faults.raw", s.raw);
         m.int("uvm.faults.fetched", s.fetched);
         m.int("uvm.faults.unique", s.unique);
+        m.int("uvm.faults.deferred", s.deferred_pages);
         m.int("uvm.faults.duplicate", s.duplicates);
         m.int("uvm.faults.fetch_merged", s.fetch_merged);
         m.int("uvm.faults.flushed", s.flushed);
+        // Raised but never fetched: still in the buffer when the program ended.
+        m.int("uvm.faults.unfetched", self.buffer.len() as u64);
         m.int("uvm.flush_put_rereads", s.put_rereads);
         m.int("uvm.faults.throttled", s.throttled);
         m.int("uvm.faults.retried", s.retried);
@@ -2761,7 +2829,7 @@ impl Uvm {
             m.float("uvm.polled.fault_time_ns", s.far_fault.sum_ps() as f64 / 1000.0);
             s.nacked.export(m, "uvm.polled.nacked_ns");
         }
-        m.ratio("uvm.faults_per_batch", s.raw - s.flushed, s.batches);
+        m.ratio("uvm.faults_per_batch", s.fetched, s.batches);
         m.int("uvm.resident_pages", residency.resident_pages());
         self.async_prefetch.export(m);
     }

@@ -7,7 +7,8 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
-    /// The first fault of its page in its batch: the page was migrated and mapped.
+    /// The first fault of its page in its batch: the page was migrated (or zero-filled) and mapped; one
+    /// per page of `uvm.faults.unique`.
     Serviced,
     /// A later fault of a page already in the batch.
     Duplicate,
@@ -17,6 +18,12 @@ pub enum Outcome {
     Flushed,
     /// Not serviced: the GPU was throttled on its page (thrashing); raised again after the replay.
     Throttled,
+    /// The first fault of its page in its batch, mapped remotely instead of migrated (pinned by thrashing
+    /// mitigation, or a preferred-location-host / accessed-by hint).
+    Remote,
+    /// The first fault of its page in its batch, not serviced: its VA block found no GPU memory (every chunk held
+    /// by the batch's own blocks); raised again after the replay.
+    Deferred,
 }
 
 /// One fault the driver fetched or flushed (the `faults` table).
@@ -45,7 +52,8 @@ pub enum Cause {
     Prefetch,
     /// A VA block evicted from full GPU memory.
     Eviction,
-    /// A hint: read-duplication copies (read-mostly).
+    /// A hint: read-duplication copies (read-mostly), their faulted and prefetched pages alike (counted in
+    /// `uvm.faults.unique` and `uvm.prefetch.pages` as other copies' pages are).
     Hint,
     /// Thrashing mitigation: a page pinned on the host moved there.
     Thrashing,
@@ -92,7 +100,10 @@ pub struct BatchRecord {
     pub reads: u64,
     pub writes: u64,
     pub prefetches: u64,
+    /// Distinct faulted pages the batch serviced (migrated or zero-filled; `uvm.faults.unique`).
     pub unique: u64,
+    /// Distinct faulted pages of VA blocks the batch deferred for want of GPU memory (`uvm.faults.deferred`).
+    pub deferred: u64,
     pub duplicates: u64,
     /// Duplicates the fetch merged into an adjacent entry (`uvm.faults.fetch_merged`).
     pub fetch_merged: u64,
@@ -116,7 +127,8 @@ pub struct BatchRecord {
     pub unpins: u64,
     /// Blocks whose host mapping the batch found already removed by the asynchronous unmap worker.
     pub unmaps_skipped: u64,
-    /// Replays issued during the batch (one per VA block under `block`, else one or none).
+    /// Replays issued during the batch (one per VA block under `block`, else one or none; polled model: one per
+    /// flight of the round that landed).
     pub replays: u64,
     /// Time in each stage, in ns; together they make end_ns - start_ns (the
     /// fixed-latency model puts its latency in fetch_ns).

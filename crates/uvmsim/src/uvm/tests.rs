@@ -404,23 +404,32 @@ fn stage_costs_follow_block_state_and_sum_to_the_batch_time() {
     assert_eq!(u.batch_done(end, &mut res), (Next::Nothing, true));
     // Block 0 again (page 3): no first touch, no unmap (already unmapped), no allocation.
     u.raise(fault(3, 0));
-    let Next::BatchDone(_) = u.service(end, &mut link, &mut res) else { panic!() };
+    let Next::BatchDone(end2) = u.service(end, &mut link, &mut res) else { panic!() };
     let r = u.records.as_ref().unwrap()[1].clone();
     assert_eq!((r.first_touch_ns, r.unmap_ns, r.alloc_ns), (0.0, 0.0, 0.0));
-    // summary.json's per-stage totals are the batches' stage columns summed.
-    let mut m = Metrics::default();
-    u.export(&mut m, &res);
-    let recs = u.records.as_ref().unwrap();
-    let total = |f: fn(&BatchRecord) -> f64| recs.iter().map(f).sum::<f64>();
-    for (name, want) in [
-        ("fetch", total(|r| r.fetch_ns)),
-        ("fault", total(|r| r.fault_ns)),
-        ("unmap", total(|r| r.unmap_ns)),
-        ("replay", total(|r| r.replay_ns)),
-        ("copy", total(|r| r.copy_ns)),
-    ] {
-        let got = m.get(&format!("uvm.stage.{name}_ns")).unwrap();
-        assert!((got - want).abs() < 1e-3 && want > 0.0, "{name}: {got} vs {want}");
+    // summary.json's per-stage totals are the finished batches' stage columns summed, as uvm.time_ns
+    // their times: the batch in service is left out until it ends (before 2026-12 it was counted at once).
+    for finish in [false, true] {
+        if finish {
+            u.batch_done(end2, &mut res);
+        }
+        let mut m = Metrics::default();
+        u.export(&mut m, &res);
+        let recs: Vec<BatchRecord> = u.records.as_ref().unwrap().iter().filter(|r| r.finished).cloned().collect();
+        assert_eq!(recs.len(), if finish { 2 } else { 1 });
+        let total = |f: fn(&BatchRecord) -> f64| recs.iter().map(f).sum::<f64>();
+        for (name, want) in [
+            ("fetch", total(|r| r.fetch_ns)),
+            ("fault", total(|r| r.fault_ns)),
+            ("unmap", total(|r| r.unmap_ns)),
+            ("replay", total(|r| r.replay_ns)),
+            ("copy", total(|r| r.copy_ns)),
+        ] {
+            let got = m.get(&format!("uvm.stage.{name}_ns")).unwrap();
+            assert!((got - want).abs() < 1e-3 && want > 0.0, "{name}: {got} vs {want}");
+        }
+        let time = total(|r| r.end_ns - r.start_ns);
+        assert!((m.get("uvm.time_ns").unwrap() - time).abs() < 1e-3, "uvm.time_ns over the same batches");
     }
 }
 
@@ -766,13 +775,21 @@ fn a_block_the_host_took_back_is_evicted_before_older_resident_ones() {
 
 #[test]
 fn a_batch_larger_than_gpu_memory_defers_blocks() {
-    let c = UvmConfig { gpu_memory_bytes: ByteSize(2 << 20), ..UvmConfig::default() };
+    let c = UvmConfig { gpu_memory_bytes: ByteSize(2 << 20), records: true, fault_records: true, ..UvmConfig::default() };
     let (mut u, mut link, mut res) = with(c);
     u.raise(fault(1, 0));
     u.raise(fault(513, 0));
+    u.raise(fault(514, 0));
     let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
     u.batch_done(end, &mut res);
     assert_eq!((u.stats.deferred_blocks, res.refault_epoch, res.is_resident(1), res.is_resident(513)), (1, 1, true, false));
+    // One page serviced (unique), two deferred: the deferred block's pages are not counted as serviced
+    // (before 2026-12: unique 3), in the metric, the batch row and the faults table alike.
+    assert_eq!((u.stats.unique, u.stats.deferred_pages, res.resident_pages()), (1, 2, 1));
+    let r = &u.records.as_ref().unwrap()[0];
+    assert_eq!((r.unique, r.deferred), (1, 2));
+    let outcomes: Vec<(u64, Outcome)> = u.fault_records.as_ref().unwrap().iter().map(|f| (f.page, f.outcome)).collect();
+    assert_eq!(outcomes, vec![(1, Outcome::Serviced), (513, Outcome::Deferred), (514, Outcome::Deferred)]);
     u.check_invariants(&res).unwrap();
 }
 /// The polled model on a link with no latency and 16 GB/s (a 4 KiB page takes 256 ns),
