@@ -351,3 +351,62 @@ def test_the_headline_adds_the_multi_gpu_and_apu_figures_when_they_apply() -> No
     assert [k for k, _ in uvmsim.Result(metrics={**one, "apu.faults": 0}, config={}, version="t").key_metrics()] == [
         "time.total_ns"
     ]
+
+
+# --- no output over an input (the CLI's rule, in the API too) ----------------------------------------------------
+
+STREAM_TOML = '[workload]\nkind = "stream"\nmanaged = true\n[workload.stream]\nelements = 4096\n'
+
+
+def test_trace_record_refuses_an_out_that_is_one_of_its_inputs(tmp_path: Path) -> None:
+    # Was: the config file, the preset's file or the warp trace being re-recorded replaced by the recording.
+    config = tmp_path / "c.toml"
+    config.write_text(STREAM_TOML)
+    preset = tmp_path / "p.toml"
+    preset.write_text((Path(uvmsim.__file__).parent / "data" / "presets" / "titan-v.toml").read_text())
+    warps = tmp_path / "w.uvmt"
+    uvmsim.trace_record(warps, config)
+    (tmp_path / "hard.uvmt").hardlink_to(warps)
+    replay = {"workload.kind": "warp-trace", "workload.warp_trace.path": str(warps)}
+    before = {p: p.read_bytes() for p in (config, preset, warps)}
+    cases = [
+        ((config, config), {}, "the config file of this recording"),
+        ((f"{tmp_path}/./c.toml", config), {}, f"the config file `{config}` of this recording"),
+        ((preset,), {"preset": preset, "set": {"workload.kind": "stream"}}, "the preset file"),
+        ((tmp_path / "hard.uvmt",), {"set": replay}, f"the trace `{warps}`"),
+    ]
+    for args, kwargs, words in cases:
+        with pytest.raises(uvmsim.ConfigError, match="writing it would destroy its input") as e:
+            uvmsim.trace_record(*args, **kwargs)
+        assert words in str(e.value), e.value
+    assert {p: p.read_bytes() for p in before} == before
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["c.toml", "hard.uvmt", "p.toml", "w.uvmt"]
+    uvmsim.trace_record(tmp_path / "again.uvmt", set=replay)  # the same inputs, another OUT: fine
+
+
+def test_trace_convert_refuses_the_preset_file_or_a_kernel_file_as_out(tmp_path: Path) -> None:
+    # The core refuses OUT = IN; the CLI also the preset's file and an Accel-Sim IN's kernel files, now the API too.
+    src = Path(__file__).resolve().parent / "data" / "accelsim"
+    for f in src.iterdir():
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    preset = tmp_path / "p.toml"
+    preset.write_text((Path(uvmsim.__file__).parent / "data" / "presets" / "titan-v.toml").read_text())
+    kernel, before = tmp_path / "kernel-1.traceg", (tmp_path / "kernel-1.traceg").read_bytes()
+    with pytest.raises(uvmsim.ConfigError, match="is a kernel file of the trace .* of this conversion"):
+        uvmsim.trace_convert(tmp_path / "kernelslist.g", kernel)
+    with pytest.raises(uvmsim.ConfigError, match="is the preset file of this conversion"):
+        uvmsim.trace_convert(tmp_path / "kernelslist.g", preset, preset=preset)
+    with pytest.raises(uvmsim.ConfigError, match="is the input trace"):
+        uvmsim.trace_convert(tmp_path / "kernelslist.g", tmp_path / "kernelslist.g")
+    assert kernel.read_bytes() == before and "[gpu" in preset.read_text()
+
+
+def test_run_refuses_an_out_directory_that_would_replace_an_input(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    config = tmp_path / "d" / "summary.json"  # a config file of any name is TOML
+    config.write_text(STREAM_TOML)
+    with pytest.raises(uvmsim.ConfigError, match=r"would replace the config file .*: this run writes"):
+        uvmsim.run(config, preset="titan-v", out=tmp_path / "d")
+    with pytest.raises(uvmsim.ConfigError, match="is the config file of this run"):
+        uvmsim.run(config, preset="titan-v", out=config)
+    assert config.read_text() == STREAM_TOML and sorted(p.name for p in (tmp_path / "d").iterdir()) == ["summary.json"]

@@ -471,3 +471,14 @@ def test_lock_refuses_a_second_sweep_on_the_same_directory(tmp_path: Path) -> No
     spec = sweep.parse_spec({"preset": "titan-v", "grid": {"gpu.sms": [4]}}, "<test>")
     with sweep._locked(tmp_path / "s"), pytest.raises(uvmsim.ConfigError, match="in use by another sweep"):
         sweep.run_sweep(spec, tmp_path / "s")
+
+
+def test_run_sweep_refuses_an_out_that_would_replace_its_spec(tmp_path: Path) -> None:
+    # The CLI refused it; run_sweep replaced the spec with the sweep's record, sweep.json.
+    (tmp_path / "d").mkdir()
+    spec = write_spec(tmp_path / "d", BASE + '[grid]\n"gpu.sms" = [4]\n', "sweep.json")
+    with pytest.raises(uvmsim.ConfigError, match=r"would replace the sweep spec .*: this sweep writes"):
+        sweep.run_sweep(spec, tmp_path / "d")
+    with pytest.raises(uvmsim.ConfigError, match="is the sweep spec of this sweep"):
+        sweep.run_sweep(spec, spec)
+    assert spec.read_text().startswith(BASE) and sorted(p.name for p in (tmp_path / "d").iterdir()) == ["sweep.json"]

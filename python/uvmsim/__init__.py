@@ -36,8 +36,11 @@ from uvmsim._files import (
     MissingInputError,
     atomic_write_json,
     atomic_write_parquet,
+    inputs_of,
     read_toml_text,
     reading_input,
+    refuse_input,
+    refuse_input_in_dir,
 )
 from uvmsim.presets import list_presets, load_preset
 
@@ -419,7 +422,9 @@ def run(
             (``summary.json`` lists the tables; their rows are only in the Parquet files).
 
     Raises:
-        ConfigError: an unknown key, a bad value, an unknown preset; the message names the source and key.
+        ConfigError: an unknown key, a bad value, an unknown preset; the message names the source and key. Also
+            an ``out`` that is, or would overwrite, a file the run reads (the config file, the preset's file, a
+            trace), refused before simulating.
         FileNotFoundError: ``config`` or ``trace`` names a file that does not exist.
         SimulationError: the simulation itself failed (e.g. a deadlock); ``BudgetExceeded`` (a subclass) when it
             handled ``sim.max_events`` events without finishing.
@@ -430,8 +435,17 @@ def run(
     sets = overrides(set)
     if trace is not None:
         sets[:0] = overrides(trace_workload(trace))
-    raw = json.loads(_core.run(sources(config, preset), sets))
+    layers = sources(config, preset)
     outdir = Path(out) if out is not None else None
+    if outdir is not None:  # before simulating: no output may replace an input
+        cfg = json.loads(_core.resolve(layers, sets))
+        refuse_input_in_dir(
+            outdir,
+            inputs_of(config, preset, cfg),
+            lambda name: name == SUMMARY_FILE or name.endswith(".parquet"),
+            "this run",
+        )
+    raw = json.loads(_core.run(layers, sets))
     result = Result.from_json(raw, out=outdir)
     if outdir is not None:
         # Tables first, summary last: a summary.json on disk means the tables it lists are complete.
@@ -506,10 +520,15 @@ def trace_record(
     to a temporary file beside ``out`` and renamed over it at the end.
 
     Raises:
-        ConfigError: bad input (the config, or a workload that cannot be recorded).
+        ConfigError: bad input (the config, or a workload that cannot be recorded), or an ``out`` that is one of
+            the files the recording reads (the config file, the preset's file, a trace the config names): refused
+            before anything is written.
         OSError: ``out`` cannot be written.
     """
-    return json.loads(_core.trace_record(sources(config, preset), overrides(set), str(out)))
+    layers, sets = sources(config, preset), overrides(set)
+    cfg = json.loads(_core.resolve(layers, sets))
+    refuse_input(out, inputs_of(config, preset, cfg), "this recording")
+    return json.loads(_core.trace_record(layers, sets, os.fspath(out)))
 
 
 def trace_convert(
@@ -520,8 +539,21 @@ def trace_convert(
     set: SetLike = None,
 ) -> dict[str, Any]:
     """Convert a trace: CSV -> timed .uvmt, timed .uvmt -> CSV (gzip if ``out`` ends in .gz),
-    Accel-Sim kernelslist.g -> warp .uvmt (page size and managed flag from the config)."""
-    return json.loads(_core.trace_convert(str(src), str(out), sources(None, preset), overrides(set)))
+    Accel-Sim kernelslist.g -> warp .uvmt (page size and managed flag from the config).
+
+    ``out`` is written to a temporary file beside it and renamed over it at the end: a conversion that fails
+    leaves no ``out`` (and an existing one as it was).
+
+    Raises:
+        ConfigError: a malformed trace (the message names the file and line, or byte offset), a bad config, or an
+            ``out`` that is one of the files the conversion reads (``src``, the preset's file, a kernel file of an
+            Accel-Sim ``src``).
+        InputError: ``src`` does not exist or cannot be read.
+        OSError: ``out`` cannot be written, before or while writing it (no such directory, a directory, a full
+            disk).
+    """
+    refuse_input(out, [("the input trace", Path(src)), *inputs_of(None, preset, None, [src])], "this conversion")
+    return json.loads(_core.trace_convert(os.fspath(src), os.fspath(out), sources(None, preset), overrides(set)))
 
 
 # What `workload.kind` replays which trace format (docs/traces.md); the path key is `workload.<section>.path`.

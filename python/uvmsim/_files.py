@@ -6,7 +6,7 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -107,3 +107,102 @@ def read_toml_text(path: Path, what: str) -> str:
     """The text of a TOML file the user named (``what``: "config file", "sweep spec"): a clear error naming the
     file when it is missing, a directory, unreadable (``InputError``) or not UTF-8 (``ConfigError``)."""
     return read_input_text(path, what)
+
+
+# --- no output over an input ---------------------------------------------------------------------------------
+
+#: The files a command or call reads, as ``(what, path)``: ``("the config file", Path("c.toml"))``.
+Inputs = Sequence[tuple[str, Path]]
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Are ``a`` and ``b`` one existing file: the same path, another spelling of it, a symbolic or a hard link to
+    it (the same device and inode, as ``trace convert``'s check in the core)?"""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+# Bound on the kernelslist.g read to find its kernel files (a real one is a few KB).
+_KERNELSLIST_MAX_BYTES = 16 << 20
+
+
+def kernel_files(kernelslist: Path) -> list[Path]:
+    """The kernel files an Accel-Sim ``kernelslist.g`` names (its `kernel...` lines, beside it, as accelsim.rs
+    reads them); none if it cannot be read (its reader reports that)."""
+    try:
+        if kernelslist.stat().st_size > _KERNELSLIST_MAX_BYTES:
+            return []
+        text = kernelslist.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    names = (line.strip() for line in text.splitlines())
+    return [kernelslist.parent / n for n in names if n.startswith("kernel")]
+
+
+def inputs_of(
+    config: str | os.PathLike[str] | Mapping[str, Any] | None,
+    preset: str | os.PathLike[str] | None,
+    cfg: Mapping[str, Any] | None,
+    traces: Sequence[str | os.PathLike[str]] = (),
+) -> list[tuple[str, Path]]:
+    """The files a command reads, as ``(what, path)``: the config file (not a dict config), the preset's file, the
+    ``traces`` given explicitly and those the resolved config ``cfg`` replays (the workload's, and each of
+    ``multi.apps``), and an Accel-Sim trace's kernel files. A preset that cannot be found adds nothing (its reader
+    reports it)."""
+    import uvmsim  # here: this module is imported by uvmsim itself
+    from uvmsim import presets
+    from uvmsim._core import ConfigError
+
+    inputs: list[tuple[str, Path]] = []
+    if config is not None and not isinstance(config, Mapping):
+        inputs.append(("the config file", Path(config)))
+    if preset is not None:
+        with contextlib.suppress(ConfigError, OSError):
+            inputs.append(("the preset file", presets.find_preset(preset)))
+    paths = [("the trace", Path(t)) for t in traces]
+    if cfg is not None:
+        workload = cfg.get("workload", {})
+        for kind in [workload.get("kind"), *cfg.get("multi", {}).get("apps", [])]:
+            section = uvmsim._TRACE_SECTIONS.get(kind)
+            path = workload.get(section, {}).get("path") if section else None
+            if path:
+                paths.append(("the trace", Path(path)))
+    for what, t in paths:
+        inputs.append((what, t))
+        if os.fspath(t).endswith(".g"):  # accelsim.rs is_kernelslist: by name
+            inputs += [(f"a kernel file of the trace `{t}`", k) for k in kernel_files(t)]
+    return inputs
+
+
+def refuse_input(out: str | os.PathLike[str], inputs: Inputs, reader: str = "this command") -> None:
+    """Refuse, as ``ConfigError`` (bad input: exit code 2 in the CLI), an output file ``out`` that is one of the
+    ``inputs`` of ``reader`` (a command, or an API call): writing it would destroy the input (as ``trace convert IN
+    IN`` is refused)."""
+    from uvmsim._core import ConfigError
+
+    for what, path in inputs:
+        if same_file(out, path):
+            same = "" if os.fspath(out) == os.fspath(path) else f" `{path}`"
+            raise ConfigError(
+                f"`{os.fspath(out)}` is {what}{same} of {reader}: writing it would destroy its input; "
+                "choose another path"
+            )
+
+
+def refuse_input_in_dir(
+    out: str | os.PathLike[str], inputs: Inputs, writes: Callable[[str], bool], reader: str = "this command"
+) -> None:
+    """Refuse (``ConfigError``) an output directory ``out`` that is one of ``inputs`` or holds one under a name the
+    command writes there (``writes(name)``)."""
+    from uvmsim._core import ConfigError
+
+    refuse_input(out, inputs, reader)
+    for what, path in inputs:
+        real = Path(os.path.realpath(path))
+        if writes(real.name) and same_file(real.parent, out):
+            raise ConfigError(
+                f"`{os.fspath(out)}` would replace {what} `{path}`: {reader} writes {Path(out) / real.name}; "
+                "choose another directory"
+            )

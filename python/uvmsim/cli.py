@@ -36,7 +36,7 @@ from uvmsim import ConfigError, InputError, SimulationError, presets
 from uvmsim import bench as bench_mod
 from uvmsim import reproduce as reproduce_mod
 from uvmsim import sweep as sweep_mod
-from uvmsim._files import read_input_text, reading_input
+from uvmsim._files import Inputs, inputs_of, read_input_text, reading_input, refuse_input, refuse_input_in_dir
 from uvmsim._signals import interrupted_by, signal_of, sigterm_as_interrupt
 
 PROG = "uvmsim"
@@ -699,83 +699,29 @@ def _check_output_dir(out: Path) -> None:
     raise OSError(f"{out}: cannot write the output directory: {why}")
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    """Are ``a`` and ``b`` one existing file: the same path, another spelling of it, a symbolic or a hard link to
-    it (the same device and inode, as ``trace convert``'s check in the core)?"""
-    try:
-        return os.path.samefile(a, b)
-    except (OSError, ValueError):
-        return False
-
-
-# Bound on the kernelslist.g read to find its kernel files (a real one is a few KB).
-_KERNELSLIST_MAX_BYTES = 16 << 20
-
-
-def _kernel_files(kernelslist: Path) -> list[Path]:
-    """The kernel files an Accel-Sim ``kernelslist.g`` names (its `kernel...` lines, beside it, as accelsim.rs
-    reads them); none if it cannot be read (its reader reports that)."""
-    try:
-        if kernelslist.stat().st_size > _KERNELSLIST_MAX_BYTES:
-            return []
-        text = kernelslist.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return []
-    names = (line.strip() for line in text.splitlines())
-    return [kernelslist.parent / n for n in names if n.startswith("kernel")]
-
-
 def _inputs_of(
     config: Path | None, preset: str | None, cfg: dict[str, Any] | None, traces: Sequence[Path] = ()
 ) -> list[tuple[str, Path]]:
-    """The files a command reads, as ``(what, path)``: the config file, the preset's file, the traces given on
-    the command line and those the resolved config ``cfg`` replays (the workload's, and each of ``multi.apps``),
-    and an Accel-Sim trace's kernel files."""
-    inputs: list[tuple[str, Path]] = []
-    if config is not None:
-        inputs.append(("the config file", config))
-    if preset is not None:
-        with contextlib.suppress(ConfigError, OSError):
-            inputs.append(("the preset file", presets.find_preset(preset)))
-    paths = [("the trace", t) for t in traces]
-    if cfg is not None:
-        workload = cfg.get("workload", {})
-        for kind in [workload.get("kind"), *cfg.get("multi", {}).get("apps", [])]:
-            section = uvmsim._TRACE_SECTIONS.get(kind)
-            path = workload.get(section, {}).get("path") if section else None
-            if path:
-                paths.append(("the trace", Path(path)))
-    for what, t in paths:
-        inputs.append((what, t))
-        if os.fspath(t).endswith(".g"):  # accelsim.rs is_kernelslist: by name
-            inputs += [(f"a kernel file of the trace `{t}`", k) for k in _kernel_files(t)]
-    return inputs
+    """The files a command reads, as ``(what, path)`` (``_files.inputs_of``, shared with the Python API)."""
+    return inputs_of(config, preset, cfg, traces)
 
 
-def _refuse_input(out: Path, inputs: Sequence[tuple[str, Path]], param_hint: str) -> None:
+def _refuse_input(out: Path, inputs: Inputs, param_hint: str) -> None:
     """Refuse (bad input, exit code 2) an output file ``out`` that is one of the command's ``inputs``: writing it
     would destroy the input (as ``trace convert IN IN`` is refused)."""
-    for what, path in inputs:
-        if _same_file(out, path):
-            same = "" if os.fspath(out) == os.fspath(path) else f" `{path}`"
-            raise click.BadParameter(
-                f"`{out}` is {what}{same} of this command: writing it would destroy its input; choose another path",
-                param_hint=param_hint,
-            )
+    try:
+        refuse_input(out, inputs)
+    except ConfigError as e:
+        raise click.BadParameter(str(e), param_hint=param_hint) from None
 
 
-def _refuse_input_in_dir(out: Path, inputs: Sequence[tuple[str, Path]], writes: Callable[[str], bool]) -> None:
+def _refuse_input_in_dir(out: Path, inputs: Inputs, writes: Callable[[str], bool]) -> None:
     """Refuse (exit code 2) an output directory ``out`` that is one of ``inputs`` or holds one under a name the
     command writes there (``writes(name)``)."""
-    _refuse_input(out, inputs, "'-o' / '--out'")
-    for what, path in inputs:
-        real = Path(os.path.realpath(path))
-        if writes(real.name) and _same_file(real.parent, out):
-            raise click.BadParameter(
-                f"`{out}` would replace {what} `{path}`: the command writes {out / real.name}; choose another "
-                "directory",
-                param_hint="'-o' / '--out'",
-            )
+    try:
+        refuse_input_in_dir(out, inputs, writes)
+    except ConfigError as e:
+        raise click.BadParameter(str(e), param_hint="'-o' / '--out'") from None
 
 
 # The formats trace record and convert write, and the names that promise the other one.

@@ -51,7 +51,15 @@ from typing import TYPE_CHECKING, Any
 import uvmsim
 from uvmsim import _core
 from uvmsim._core import ConfigError
-from uvmsim._files import MissingInputError, atomic_write, atomic_write_json, read_toml_text, reading_input
+from uvmsim._files import (
+    MissingInputError,
+    atomic_write,
+    atomic_write_json,
+    inputs_of,
+    read_toml_text,
+    reading_input,
+    refuse_input_in_dir,
+)
 from uvmsim._signals import signal_of, sigterm_as_interrupt
 
 if TYPE_CHECKING:
@@ -637,7 +645,8 @@ def run_sweep(
         on_result: called with each run's row once it is stored.
 
     Raises:
-        ConfigError: a bad spec, an invalid base config, or ``out`` holding another sweep.
+        ConfigError: a bad spec, an invalid base config, ``out`` holding another sweep, or an ``out`` that is, or
+            would overwrite, a file the sweep reads (the spec, its config file or preset file).
         TypeError: ``spec`` is none of the accepted kinds.
         SweepInterrupted: SIGINT or SIGTERM; the runs stored so far are kept.
     """
@@ -655,6 +664,8 @@ def run_sweep(
         raise TypeError(f"spec must be a SweepSpec, the path of a spec file or a spec dict, not {type(spec).__name__}")
     outdir = Path(out)
     base_config = _base_config(spec)  # before making `out`: a bad base leaves no directory behind
+    spec_file = [] if spec.path is None else [("the sweep spec", spec.path)]
+    refuse_input_in_dir(outdir, [*spec_file, *inputs_of(spec.config, spec.preset, None)], _writes, "this sweep")
     with _locked(outdir):
         todo = _prepare(spec, base_config, outdir, resume)
         summary = SweepSummary(total=len(spec.runs), skipped=len(spec.runs) - len(todo))
@@ -678,6 +689,11 @@ def run_sweep(
             finally:
                 rows.close()  # now, not at garbage collection: stops the engine's workers when interrupted
     return summary
+
+
+def _writes(name: str) -> bool:
+    """Is ``name`` a file a sweep writes over at the top of its directory (its lock file is only appended to)?"""
+    return name == SWEEP_FILE
 
 
 def describe_overrides(row: Mapping[str, Any]) -> str:

@@ -40,13 +40,11 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import uvmsim
 from uvmsim._core import ConfigError
-from uvmsim._files import atomic_write_text
-
-if TYPE_CHECKING:
-    import uvmsim
+from uvmsim._files import atomic_write_text, inputs_of, refuse_input
 
 __all__ = ["DEFAULT_MAX_BATCHES", "STAGES", "events", "timeline", "write"]
 
@@ -290,7 +288,20 @@ def timeline(result: uvmsim.Result, max_batches: int = DEFAULT_MAX_BATCHES) -> d
 
 
 def write(result: uvmsim.Result, path: str | os.PathLike[str], max_batches: int = DEFAULT_MAX_BATCHES) -> Path:
-    """Write the run's timeline to ``path`` (atomically, compact JSON) and return the path."""
+    """Write the run's timeline to ``path`` (atomically, compact JSON) and return the path.
+
+    Raises:
+        ConfigError: ``path`` is a file of the run: a trace its config replays (or a kernel file of an Accel-Sim
+            trace), or, for a result stored in ``result.out``, its ``summary.json`` or a table's Parquet file
+            (``uvmsim run --timeline`` refuses the config file and the preset's file too; a ``Result`` does not
+            name them). Nothing is written then.
+        OSError: ``path`` cannot be written (a directory, no permission, ...).
+    """
     p = Path(path)
+    inputs = inputs_of(None, None, result.config)
+    if result.out is not None:
+        inputs.append(("the summary of the run", result.out / uvmsim.SUMMARY_FILE))
+        inputs += [(f"the `{name}` table of the run", result.out / uvmsim.table_file(name)) for name in result.tables]
+    refuse_input(path, inputs, "the run")
     atomic_write_text(p, json.dumps(timeline(result, max_batches), separators=(",", ":")) + "\n")
     return p
