@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 
 import uvmsim
 from conftest import WORKLOADS
+from uvmsim import ConfigError
+from uvmsim._files import MissingInputError
 
 # A small dependent-stride run on the APU: every access is an IOMMU translation.
 SMALL = {
@@ -410,3 +414,70 @@ def test_run_refuses_an_out_directory_that_would_replace_an_input(tmp_path: Path
     with pytest.raises(uvmsim.ConfigError, match="is the config file of this run"):
         uvmsim.run(config, preset="titan-v", out=config)
     assert config.read_text() == STREAM_TOML and sorted(p.name for p in (tmp_path / "d").iterdir()) == ["summary.json"]
+
+
+# --- bad arguments: uvmsim's own errors, naming what is wrong, before any work ----------------------------------
+
+
+def _api_cases(d: Path) -> list[tuple[Any, type[BaseException], str]]:
+    """(call, the exception it raises, a regex of its message), for files made in `d`. Before the fix, where
+    there was one: the raw or misleading error the call gave."""
+    import uvmsim.sweep as sw
+    from uvmsim import timeline as tl
+
+    (d / "file").write_text("")
+    (d / "adir").mkdir()
+    small = {"workload.kind": "stream", "workload.stream.elements": 4096}
+    result = uvmsim.run(set=small)
+    summaries = {"array": "[]", "metrics": '{"metrics": 5, "config": {}, "version": "x"}'}
+    summaries["table"] = '{"metrics": {}, "config": {}, "version": "x", "tables": {"x": 5}}'
+    for name, text in summaries.items():
+        (d / name).mkdir()
+        (d / name / "summary.json").write_text(text)
+    return [
+        # TypeError "expected str, bytes or os.PathLike object, not int"
+        (lambda: uvmsim.run(123), TypeError, "^config must be the path of a TOML file or a mapping"),
+        (lambda: uvmsim.run(preset=123), TypeError, "^preset must be a preset name or the path of a preset file"),
+        (lambda: uvmsim.run(set=5), TypeError, "^set must be a mapping .* not int$"),  # "'int' object is not iterable"
+        # TypeError "cannot express NoneType None as a config value", naming no key
+        (lambda: uvmsim.run(set={"gpu.sms": None}), ConfigError, "^--set: key `gpu.sms`: cannot express NoneType"),
+        (lambda: uvmsim.run({"gpu": {"sms": None}}), ConfigError, "^<dict config>: key `gpu.sms`: cannot express"),
+        # FileExistsError "[Errno 17] File exists: 'file'", after the whole simulation
+        (lambda: uvmsim.run(set=small, out=d / "file"), OSError, "file: cannot write the output directory: it is a"),
+        # ConfigError "None: cannot read the trace: No such file or directory"
+        (lambda: uvmsim.trace_info(None), TypeError, "not NoneType"),
+        # ConfigError "absent.csv: cannot read the trace: ..." where run(trace=...) raised MissingInputError
+        (lambda: uvmsim.trace_info(d / "absent.csv"), MissingInputError, "^trace `.*absent.csv` does not exist$"),
+        (lambda: uvmsim.trace_convert(d / "adir", d / "o.uvmt"), MissingInputError, "is a directory, not a file$"),
+        # no table loaded: the string was taken for the names "b", "a", "t", ...
+        (lambda: uvmsim.load(d / "array", tables="batches"), TypeError, r"^tables must be a list of table names"),
+        # ConfigError "... missing or malformed 'list' object has no attribute 'get'"
+        (lambda: uvmsim.load(d / "array"), ConfigError, "summary.json: not a run summary: an array, not a JSON object"),
+        # loaded, then AttributeError from key_metrics()
+        (lambda: uvmsim.load(d / "metrics"), ConfigError, "not a run summary: `metrics` is missing or not a JSON"),
+        (lambda: uvmsim.load(d / "table"), ConfigError, "table `x` is neither columns, rows nor a {file, rows}"),
+        # AttributeError "'str' object has no attribute 'config'"
+        (lambda: tl.write("result", d / "t.json"), TypeError, "^result must be a uvmsim.Result"),
+        # TypeError "'<' not supported between instances of 'str' and 'int'"
+        (lambda: tl.write(result, d / "t.json", max_batches="9"), TypeError, "^max_batches must be a whole number"),
+        # IsADirectoryError "[Errno 21] Is a directory: '.../.adir.<random>.tmp' -> '.../adir'"
+        (lambda: tl.write(result, d / "adir"), OSError, "adir: cannot write: Is a directory$"),
+        (lambda: sw.run_sweep({"grid": {"gpu.sms": [4]}}, d / "s1", jobs="2"), TypeError, "^jobs must be a whole"),
+        (lambda: sw.run_sweep({"grid": {"gpu.sms": [4]}}, d / "s2", jobs=1.5), TypeError, "^jobs must be a whole"),
+        # FileExistsError "[Errno 17] File exists: 'file'"
+        (lambda: sw.run_sweep({"grid": {"gpu.sms": [4]}}, d / "file"), OSError, "file: cannot write the output dir"),
+    ]
+
+
+def test_bad_arguments_raise_clear_uvmsim_errors(tmp_path: Path) -> None:
+    failures = []
+    for i, (call, kind, pattern) in enumerate(_api_cases(tmp_path)):
+        try:
+            call()
+            failures.append(f"case {i}: no error")
+        except BaseException as e:
+            if type(e) is not kind or not re.search(pattern, str(e)):
+                failures.append(f"case {i}: {type(e).__name__}: {e}")
+    assert not failures, "\n".join(failures)
+    assert not (tmp_path / "s1").exists() and not (tmp_path / "s2").exists()
+    assert sorted(p.name for p in (tmp_path / "adir").iterdir()) == []  # no temporary file left either

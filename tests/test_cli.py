@@ -632,3 +632,25 @@ def test_an_output_directory_without_write_permission_exits_1_before_the_run(cli
         (tmp_path / "ro").chmod(0o755)
     assert p.returncode == 1, p.stderr
     assert p.stderr == "uvmsim: error: ro/out: cannot write the output directory: Permission denied\n", p.stderr
+
+
+def test_a_panic_of_the_core_is_one_line_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # pyo3 raises a panic of the core as PanicException, a BaseException: `except Exception` let it through as a
+    # traceback.
+    class PanicException(BaseException):
+        pass
+
+    def panics(*args: Any, **kwargs: Any) -> None:
+        raise PanicException("index out of bounds: the len is 0 but the index is 0")
+
+    monkeypatch.setattr(uvmsim, "run", panics)
+    monkeypatch.chdir(tmp_path)
+    code, err = _run_main(["run", "--preset", "kaveri-apu", *STRIDE, "-q", "-o", "out"], capsys)
+    assert code == 1, err
+    assert err == (
+        "uvmsim: error: internal error: PanicException: index out of bounds: the len is 0 but the index is 0 "
+        "(set UVMSIM_TRACEBACK=1 for the traceback)\n"
+    ), err
+    assert not (tmp_path / "out").exists()

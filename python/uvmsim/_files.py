@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -59,6 +60,49 @@ def atomic_write_parquet(path: Path, df: pd.DataFrame) -> None:
 def atomic_write_json(path: Path, obj: Any) -> None:
     """``atomic_write_text`` of ``obj`` as indented JSON with a trailing newline."""
     atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+
+
+def check_output_file(out: Path, *, make_parents: bool = False) -> None:
+    """Refuse an output file that cannot be created, before any work, as an OSError naming it (exit code 1 in the
+    CLI, like `run`'s OUT): a directory, a missing or read-only directory above it.
+
+    With ``make_parents`` the writer creates the missing directories above ``out``: the nearest existing one
+    must then be a writable directory."""
+    parent = out.parent if str(out.parent) else Path(".")
+    if make_parents:
+        while not parent.exists() and parent.parent != parent:
+            parent = parent.parent
+    why = (
+        errno.EISDIR
+        if out.is_dir()
+        else errno.ENOTDIR
+        if parent.exists() and not parent.is_dir()
+        else errno.ENOENT
+        if not parent.is_dir()
+        else errno.EACCES
+        if not os.access(parent, os.W_OK)
+        else 0
+    )
+    if why:
+        raise OSError(f"{out}: cannot write: {os.strerror(why)}")
+
+
+def check_output_dir(out: Path) -> None:
+    """Refuse an output directory (``-o``) that cannot be made or written, before any work, as an OSError naming
+    it (exit code 1, as for an output file): a file where the directory or one above it should be, or a
+    directory without write permission. The missing directories are made later, by the command."""
+    existing = out
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if existing == out and not out.is_dir():
+        why = "it is a file, not a directory"
+    elif not existing.is_dir():
+        why = f"`{existing}` is a file, not a directory"
+    elif not os.access(existing, os.W_OK | os.X_OK):
+        why = os.strerror(errno.EACCES)
+    else:
+        return
+    raise OSError(f"{out}: cannot write the output directory: {why}")
 
 
 class InputError(OSError):
