@@ -25,16 +25,24 @@ def atomic_write(path: Path, write: Callable[[int], None]) -> None:
 
     The temporary file lives in the target's directory (``os.replace`` is only atomic within one filesystem) and
     its name starts with a dot, which Parquet dataset readers skip. ``write`` must close ``fd``.
+
+    An ``OSError`` (of the same type and errno) names ``path``, not the temporary file: ``"OUT: cannot write: Is a
+    directory"``, not ``"[Errno 21] Is a directory: '.OUT.x1y2.tmp' -> 'OUT'"``.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.chmod(tmp, 0o666 & ~_UMASK)
-        write(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            os.chmod(tmp, 0o666 & ~_UMASK)
+            write(fd)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as e:
+        named = type(e)(f"{path}: cannot write: {e.strerror or e}")
+        named.errno = e.errno  # not strerror: str() would then be "[Errno N] strerror", without the path
+        raise named from e
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -137,7 +137,7 @@ def cli(ctx: click.Context) -> None:
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors (no progress, no summary).")
 @click.option(
     "--timeline",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),  # a directory: an output that cannot be written (exit code 1), checked below
     metavar="FILE",
     help="Also write a Chrome/Perfetto trace-event timeline (kernels, UVM batches and their stages) to FILE; "
     "turns on uvm.records unless --set says otherwise.",
@@ -572,7 +572,7 @@ def _echo_failed(rows: Sequence[dict[str, Any]]) -> None:
 @click.argument("kind", required=False)
 @click.argument("directory", metavar="DIR", required=False, type=INPUT_PATH)
 @click.option("--list", "list_only", is_flag=True, help="List the plot kinds and what each needs.")
-@click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), help="[default: DIR/KIND.FORMAT]")
+@click.option("-o", "--out", type=click.Path(path_type=Path), help="[default: DIR/KIND.FORMAT]")
 @click.option("--format", "fmt", type=click.Choice(["png", "svg"]), help="[default: from --out's suffix, else png]")
 @click.option("--axis", metavar="KEY", help="The sweep axis to compare (runtime-bars) or plot against.")
 @click.option("--metric", metavar="NAME", help="The metric to plot (runtime-bars, latency-concurrency).")
@@ -602,6 +602,8 @@ def plot_cmd(
         _unknown("plot kind", kind, list(plot_mod.KINDS))
     if directory is None:
         raise click.UsageError(f"give the run or sweep directory to plot: uvmsim plot {kind} DIR")
+    if out is not None:
+        check_output_file(out, make_parents=True)  # a directory, ...: exit code 1 before drawing
     path = plot_mod.render(kind, directory, out, fmt, axis=axis, metric=metric)
     click.echo(f"wrote {path}")
 
