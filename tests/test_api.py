@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 
 import uvmsim
 from conftest import WORKLOADS
+from uvmsim import ConfigError
+from uvmsim._files import MissingInputError
 
 # A small dependent-stride run on the APU: every access is an IOMMU translation.
 SMALL = {
@@ -351,3 +355,129 @@ def test_the_headline_adds_the_multi_gpu_and_apu_figures_when_they_apply() -> No
     assert [k for k, _ in uvmsim.Result(metrics={**one, "apu.faults": 0}, config={}, version="t").key_metrics()] == [
         "time.total_ns"
     ]
+
+
+# --- no output over an input (the CLI's rule, in the API too) ----------------------------------------------------
+
+STREAM_TOML = '[workload]\nkind = "stream"\nmanaged = true\n[workload.stream]\nelements = 4096\n'
+
+
+def test_trace_record_refuses_an_out_that_is_one_of_its_inputs(tmp_path: Path) -> None:
+    # Was: the config file, the preset's file or the warp trace being re-recorded replaced by the recording.
+    config = tmp_path / "c.toml"
+    config.write_text(STREAM_TOML)
+    preset = tmp_path / "p.toml"
+    preset.write_text((Path(uvmsim.__file__).parent / "data" / "presets" / "titan-v.toml").read_text())
+    warps = tmp_path / "w.uvmt"
+    uvmsim.trace_record(warps, config)
+    (tmp_path / "hard.uvmt").hardlink_to(warps)
+    replay = {"workload.kind": "warp-trace", "workload.warp_trace.path": str(warps)}
+    before = {p: p.read_bytes() for p in (config, preset, warps)}
+    cases = [
+        ((config, config), {}, "the config file of this recording"),
+        ((f"{tmp_path}/./c.toml", config), {}, f"the config file `{config}` of this recording"),
+        ((preset,), {"preset": preset, "set": {"workload.kind": "stream"}}, "the preset file"),
+        ((tmp_path / "hard.uvmt",), {"set": replay}, f"the trace `{warps}`"),
+    ]
+    for args, kwargs, words in cases:
+        with pytest.raises(uvmsim.ConfigError, match="writing it would destroy its input") as e:
+            uvmsim.trace_record(*args, **kwargs)
+        assert words in str(e.value), e.value
+    assert {p: p.read_bytes() for p in before} == before
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["c.toml", "hard.uvmt", "p.toml", "w.uvmt"]
+    uvmsim.trace_record(tmp_path / "again.uvmt", set=replay)  # the same inputs, another OUT: fine
+
+
+def test_trace_convert_refuses_the_preset_file_or_a_kernel_file_as_out(tmp_path: Path) -> None:
+    # The core refuses OUT = IN; the CLI also the preset's file and an Accel-Sim IN's kernel files, now the API too.
+    src = Path(__file__).resolve().parent / "data" / "accelsim"
+    for f in src.iterdir():
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    preset = tmp_path / "p.toml"
+    preset.write_text((Path(uvmsim.__file__).parent / "data" / "presets" / "titan-v.toml").read_text())
+    kernel, before = tmp_path / "kernel-1.traceg", (tmp_path / "kernel-1.traceg").read_bytes()
+    with pytest.raises(uvmsim.ConfigError, match="is a kernel file of the trace .* of this conversion"):
+        uvmsim.trace_convert(tmp_path / "kernelslist.g", kernel)
+    with pytest.raises(uvmsim.ConfigError, match="is the preset file of this conversion"):
+        uvmsim.trace_convert(tmp_path / "kernelslist.g", preset, preset=preset)
+    with pytest.raises(uvmsim.ConfigError, match="is the input trace"):
+        uvmsim.trace_convert(tmp_path / "kernelslist.g", tmp_path / "kernelslist.g")
+    assert kernel.read_bytes() == before and "[gpu" in preset.read_text()
+
+
+def test_run_refuses_an_out_directory_that_would_replace_an_input(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    config = tmp_path / "d" / "summary.json"  # a config file of any name is TOML
+    config.write_text(STREAM_TOML)
+    with pytest.raises(uvmsim.ConfigError, match=r"would replace the config file .*: this run writes"):
+        uvmsim.run(config, preset="titan-v", out=tmp_path / "d")
+    with pytest.raises(uvmsim.ConfigError, match="is the config file of this run"):
+        uvmsim.run(config, preset="titan-v", out=config)
+    assert config.read_text() == STREAM_TOML and sorted(p.name for p in (tmp_path / "d").iterdir()) == ["summary.json"]
+
+
+# --- bad arguments: uvmsim's own errors, naming what is wrong, before any work ----------------------------------
+
+
+def _api_cases(d: Path) -> list[tuple[Any, type[BaseException], str]]:
+    """(call, the exception it raises, a regex of its message), for files made in `d`. Before the fix, where
+    there was one: the raw or misleading error the call gave."""
+    import uvmsim.sweep as sw
+    from uvmsim import timeline as tl
+
+    (d / "file").write_text("")
+    (d / "adir").mkdir()
+    small = {"workload.kind": "stream", "workload.stream.elements": 4096}
+    result = uvmsim.run(set=small)
+    summaries = {"array": "[]", "metrics": '{"metrics": 5, "config": {}, "version": "x"}'}
+    summaries["table"] = '{"metrics": {}, "config": {}, "version": "x", "tables": {"x": 5}}'
+    for name, text in summaries.items():
+        (d / name).mkdir()
+        (d / name / "summary.json").write_text(text)
+    return [
+        # TypeError "expected str, bytes or os.PathLike object, not int"
+        (lambda: uvmsim.run(123), TypeError, "^config must be the path of a TOML file or a mapping"),
+        (lambda: uvmsim.run(preset=123), TypeError, "^preset must be a preset name or the path of a preset file"),
+        (lambda: uvmsim.run(set=5), TypeError, "^set must be a mapping .* not int$"),  # "'int' object is not iterable"
+        # TypeError "cannot express NoneType None as a config value", naming no key
+        (lambda: uvmsim.run(set={"gpu.sms": None}), ConfigError, "^--set: key `gpu.sms`: cannot express NoneType"),
+        (lambda: uvmsim.run({"gpu": {"sms": None}}), ConfigError, "^<dict config>: key `gpu.sms`: cannot express"),
+        # FileExistsError "[Errno 17] File exists: 'file'", after the whole simulation
+        (lambda: uvmsim.run(set=small, out=d / "file"), OSError, "file: cannot write the output directory: it is a"),
+        # ConfigError "None: cannot read the trace: No such file or directory"
+        (lambda: uvmsim.trace_info(None), TypeError, "not NoneType"),
+        # ConfigError "absent.csv: cannot read the trace: ..." where run(trace=...) raised MissingInputError
+        (lambda: uvmsim.trace_info(d / "absent.csv"), MissingInputError, "^trace `.*absent.csv` does not exist$"),
+        (lambda: uvmsim.trace_convert(d / "adir", d / "o.uvmt"), MissingInputError, "is a directory, not a file$"),
+        # no table loaded: the string was taken for the names "b", "a", "t", ...
+        (lambda: uvmsim.load(d / "array", tables="batches"), TypeError, r"^tables must be a list of table names"),
+        # ConfigError "... missing or malformed 'list' object has no attribute 'get'"
+        (lambda: uvmsim.load(d / "array"), ConfigError, "summary.json: not a run summary: an array, not a JSON object"),
+        # loaded, then AttributeError from key_metrics()
+        (lambda: uvmsim.load(d / "metrics"), ConfigError, "not a run summary: `metrics` is missing or not a JSON"),
+        (lambda: uvmsim.load(d / "table"), ConfigError, "table `x` is neither columns, rows nor a {file, rows}"),
+        # AttributeError "'str' object has no attribute 'config'"
+        (lambda: tl.write("result", d / "t.json"), TypeError, "^result must be a uvmsim.Result"),
+        # TypeError "'<' not supported between instances of 'str' and 'int'"
+        (lambda: tl.write(result, d / "t.json", max_batches="9"), TypeError, "^max_batches must be a whole number"),
+        # IsADirectoryError "[Errno 21] Is a directory: '.../.adir.<random>.tmp' -> '.../adir'"
+        (lambda: tl.write(result, d / "adir"), OSError, "adir: cannot write: Is a directory$"),
+        (lambda: sw.run_sweep({"grid": {"gpu.sms": [4]}}, d / "s1", jobs="2"), TypeError, "^jobs must be a whole"),
+        (lambda: sw.run_sweep({"grid": {"gpu.sms": [4]}}, d / "s2", jobs=1.5), TypeError, "^jobs must be a whole"),
+        # FileExistsError "[Errno 17] File exists: 'file'"
+        (lambda: sw.run_sweep({"grid": {"gpu.sms": [4]}}, d / "file"), OSError, "file: cannot write the output dir"),
+    ]
+
+
+def test_bad_arguments_raise_clear_uvmsim_errors(tmp_path: Path) -> None:
+    failures = []
+    for i, (call, kind, pattern) in enumerate(_api_cases(tmp_path)):
+        try:
+            call()
+            failures.append(f"case {i}: no error")
+        except BaseException as e:
+            if type(e) is not kind or not re.search(pattern, str(e)):
+                failures.append(f"case {i}: {type(e).__name__}: {e}")
+    assert not failures, "\n".join(failures)
+    assert not (tmp_path / "s1").exists() and not (tmp_path / "s2").exists()
+    assert sorted(p.name for p in (tmp_path / "adir").iterdir()) == []  # no temporary file left either

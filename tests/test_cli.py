@@ -632,3 +632,47 @@ def test_an_output_directory_without_write_permission_exits_1_before_the_run(cli
         (tmp_path / "ro").chmod(0o755)
     assert p.returncode == 1, p.stderr
     assert p.stderr == "uvmsim: error: ro/out: cannot write the output directory: Permission denied\n", p.stderr
+
+
+def test_a_panic_of_the_core_is_one_line_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # pyo3 raises a panic of the core as PanicException, a BaseException: `except Exception` let it through as a
+    # traceback.
+    class PanicException(BaseException):
+        pass
+
+    def panics(*args: Any, **kwargs: Any) -> None:
+        raise PanicException("index out of bounds: the len is 0 but the index is 0")
+
+    monkeypatch.setattr(uvmsim, "run", panics)
+    monkeypatch.chdir(tmp_path)
+    code, err = _run_main(["run", "--preset", "kaveri-apu", *STRIDE, "-q", "-o", "out"], capsys)
+    assert code == 1, err
+    assert err == (
+        "uvmsim: error: internal error: PanicException: index out of bounds: the len is 0 but the index is 0 "
+        "(set UVMSIM_TRACEBACK=1 for the traceback)\n"
+    ), err
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_output_file_that_is_a_directory_exits_1_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Was: exit 2 (click's "File 'adir' is a directory"), where `trace record`/`convert` OUT and `-o FILE` exit 1:
+    # an output that cannot be written.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "adir").mkdir()
+    uvmsim.run(preset="kaveri-apu", set=["workload.kind=stride", "workload.stride.accesses=100"], out="r")
+    for args in (
+        ["run", "--preset", "kaveri-apu", *STRIDE, "-q", "-o", "out", "--timeline", "adir"],
+        ["plot", "tlb-hit-rates", "r", "-o", "adir"],
+    ):
+        code, err = _run_main(args, capsys)
+        assert (code, err) == (1, "uvmsim: error: adir: cannot write: Is a directory\n"), (args, err)
+    assert not (tmp_path / "out").exists() and not list((tmp_path / "adir").iterdir())
+    # From Python the writer's error names the file, not its temporary file (".adir.<random>.tmp").
+    from uvmsim import plot
+
+    with pytest.raises(IsADirectoryError, match=r"^adir: cannot write: Is a directory$"):
+        plot.render("tlb-hit-rates", "r", "adir", "png")

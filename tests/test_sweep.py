@@ -9,6 +9,7 @@ import sys
 import time
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -471,3 +472,87 @@ def test_lock_refuses_a_second_sweep_on_the_same_directory(tmp_path: Path) -> No
     spec = sweep.parse_spec({"preset": "titan-v", "grid": {"gpu.sms": [4]}}, "<test>")
     with sweep._locked(tmp_path / "s"), pytest.raises(uvmsim.ConfigError, match="in use by another sweep"):
         sweep.run_sweep(spec, tmp_path / "s")
+
+
+def test_run_sweep_refuses_an_out_that_would_replace_its_spec(tmp_path: Path) -> None:
+    # The CLI refused it; run_sweep replaced the spec with the sweep's record, sweep.json.
+    (tmp_path / "d").mkdir()
+    spec = write_spec(tmp_path / "d", BASE + '[grid]\n"gpu.sms" = [4]\n', "sweep.json")
+    with pytest.raises(uvmsim.ConfigError, match=r"would replace the sweep spec .*: this sweep writes"):
+        sweep.run_sweep(spec, tmp_path / "d")
+    with pytest.raises(uvmsim.ConfigError, match="is the sweep spec of this sweep"):
+        sweep.run_sweep(spec, spec)
+    assert spec.read_text().startswith(BASE) and sorted(p.name for p in (tmp_path / "d").iterdir()) == ["sweep.json"]
+
+
+class _Panic(BaseException):
+    """As pyo3's PanicException, which a panic of the core raises: a BaseException, not an Exception."""
+
+
+def test_a_run_that_panics_is_a_failed_row_not_the_end_of_the_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `except Exception` let a panic through: the whole sweep (and, in the CLI, a traceback) ended on one run.
+    def panics(sources: Any, overrides: Any) -> str:
+        raise _Panic("index out of bounds")
+
+    monkeypatch.setattr(sweep._core, "run", panics)
+    spec = sweep.parse_spec({"preset": "titan-v", "grid": {"gpu.sms": [4]}}, "<test>")
+    row = sweep.execute(spec.sources(), spec.base_overrides(), spec.runs[0])
+    assert row["status"] == "failed" and row["error"] == "internal error: _Panic: index out of bounds", row
+    assert json.loads(row["config"])["gpu"]["sms"] == 4
+
+    def interrupted(sources: Any, overrides: Any) -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep._core, "run", interrupted)  # Ctrl-C still stops the sweep
+    with pytest.raises(KeyboardInterrupt):
+        sweep.execute(spec.sources(), spec.base_overrides(), spec.runs[0])
+
+
+def test_a_damaged_sweep_record_or_a_stray_directory_does_not_break_resume_or_load(tmp_path: Path) -> None:
+    spec = {"preset": "titan-v", "set": {"workload.kind": "regular"}, "grid": {"gpu.sms": [4, 8]}}
+    out = tmp_path / "s"
+    assert sweep.run_sweep(spec, out, jobs=1).ok == 2
+    (out / "sweep.json").write_text('{"runs": 7, "axes": {"a": 1}}')  # JSON, but not a sweep's record
+    (out / "runs" / "stray.parquet").mkdir()  # read as an empty dataset: a KeyError of pandas
+    df = sweep.load_sweep(out)
+    assert sorted(df["set.gpu.sms"]) == [4, 8] and set(df["status"]) == {"ok"}
+    (out / "sweep.json").write_text("[1, 2]")  # AttributeError on --resume
+    summary = sweep.run_sweep(spec, out, resume=True, jobs=1)
+    assert (summary.skipped, summary.ok) == (2, 0)
+
+
+# 12 runs that fail at once (uvm.batch_size = 0), submitted first, then 48 slow ones.
+SPEC_FAILING_THEN_SLOW = SPEC_SLOW.replace('"uvm.batch_size" = [64,', '"uvm.batch_size" = [0, 64,')
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_interrupted_sweep_says_which_of_its_stored_runs_failed(tmp_path: Path, jobs: int) -> None:
+    # The runs that had failed before the signal were stored but not named: only a --resume (which runs them
+    # again) listed them.
+    write_spec(tmp_path, SPEC_FAILING_THEN_SLOW)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "uvmsim", "sweep", "spec.toml", "-o", "out", "--jobs", str(jobs), "--quiet"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(stored(out)) < 14:
+            assert proc.poll() is None, "the sweep ended before it could be interrupted"
+            assert time.monotonic() < deadline, "no run finished in time"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    n = len(stored(out))
+    assert 14 <= n < 60, n
+    assert (
+        stderr == f"uvmsim: error: sweep interrupted by SIGINT after storing {n} runs (12 failed); run it again "
+        "with --resume to finish it\n"
+    ), stderr
+    failed = stdout.splitlines()
+    assert len(failed) == 12 and all(line.startswith("failed ") and "(uvm.batch_size=0," in line for line in failed)
+    df = sweep.load_sweep(out)
+    assert (df["status"] == "failed").sum() == 12 and len(df) == n

@@ -225,3 +225,29 @@ def test_sampled_walks_table_and_timeline(cli: Cli, tmp_path: Path) -> None:
     walk_spans = spans(doc, "walk")
     assert len(walk_spans) == len(walks)
     assert sum(s["dur"] for s in walk_spans) == pytest.approx(((walks["end_ns"] - walks["start_ns"]) / 1e3).sum())
+
+
+def test_timeline_write_refuses_a_file_of_the_run(tmp_path: Path) -> None:
+    # `uvmsim run --timeline` refused these; `timeline.write` wrote over them: the trace the run replayed, and
+    # the summary and tables of a stored result.
+    trace = tmp_path / "t.csv"
+    trace.write_text("time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000,64\n20,1,1,0,W,0x2000,64\n")
+    replayed = uvmsim.run(preset="mgpusim-r9nano", trace=trace)
+    stored = uvmsim.run(
+        preset="titan-v",
+        set={"workload.kind": "regular", "workload.managed": True, "uvm.records": True},
+        out=tmp_path / "r",
+    )
+    cases = [
+        (replayed, trace, "is the trace of the run"),
+        (replayed, f"{tmp_path}/./t.csv", f"is the trace `{trace}` of the run"),  # another spelling
+        (stored, tmp_path / "r" / "summary.json", "is the summary of the run"),
+        (uvmsim.load(tmp_path / "r"), tmp_path / "r" / "batches.parquet", "is the `batches` table of the run"),
+    ]
+    before = {p: p.read_bytes() for p in [trace, *(tmp_path / "r").iterdir()]}
+    for result, path, words in cases:
+        with pytest.raises(ConfigError, match="writing it would destroy its input") as e:
+            tl.write(result, path)
+        assert words in str(e.value), e.value
+    assert {p: p.read_bytes() for p in before} == before
+    assert load_trace(tl.write(stored, tmp_path / "r" / "timeline.json"))["traceEvents"]

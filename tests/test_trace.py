@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import random
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -235,6 +237,84 @@ def test_an_out_that_cannot_be_written_is_an_os_error(cli: Cli, tmp_path: Path) 
         uvmsim.trace_record(tmp_path / "no" / "x.uvmt", set=["workload.kind=stream", "workload.stream.elements=1000"])
     p = cli("trace", "record", "--set", "workload.kind=stream", "no/x.uvmt")
     assert p.returncode == 1 and "no/x.uvmt: cannot write" in p.stderr, p.stderr
+
+
+# A file size limit (RLIMIT_FSIZE) makes a write past it fail with EFBIG, as a full disk would, in any directory
+# and for any user; Python starts with SIGXFSZ ignored, so the write fails rather than the process being killed.
+FSIZE_LIMIT = 16 << 10
+
+
+def _limit_file_size() -> None:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FSIZE_LIMIT, FSIZE_LIMIT))
+
+
+def _big_accelsim(directory: Path, insts: int = 7500) -> Path:
+    """A kernelslist.g of one warp with `insts` loads of 32 scattered lanes each: its .uvmt passes the converter's
+    1 MiB write buffer, so that a write fails while the instructions are converted, not at the end."""
+    head = (ACCELSIM.parent / "kernel-1.traceg").read_text().split("#BEGIN_TB")[0]
+    head = head.replace("grid dim = (2,1,1)", "grid dim = (1,1,1)").replace(
+        "block dim = (64,1,1)", "block dim = (32,1,1)"
+    )
+    rng = random.Random(1)
+    body = "".join(
+        f"{16 * i:04x} ffffffff 1 R4 LDG.E 1 R2 4 0 "
+        + " ".join(hex(0x7F0000000000 + 4 * rng.getrandbits(32)) for _ in range(32))
+        + "\n"
+        for i in range(insts)
+    )
+    (directory / "kernel-1.traceg").write_text(
+        f"{head}#BEGIN_TB\nthread block = 0,0,0\nwarp = 0\ninsts = {insts}\n{body}#END_TB\n"
+    )
+    (directory / "kernelslist.g").write_text("kernel-1.traceg\n")
+    return directory / "kernelslist.g"
+
+
+def test_a_conversion_whose_out_fails_mid_way_exits_1_and_a_malformed_in_exits_2(tmp_path: Path) -> None:
+    # Every write failure of `trace convert` used to be reported as bad input (exit code 2); it is an output that
+    # cannot be written (exit code 1, as for `trace record`), and it leaves neither OUT nor its temporary file.
+    rng = random.Random(1)  # scattered addresses: a .uvmt of ordered ones is tiny
+    write_trace(
+        tmp_path / "big.csv", [f"{i},1,{i % 4},{i % 7},R,{hex(64 * rng.getrandbits(30))},64" for i in range(20000)]
+    )
+    (tmp_path / "acc").mkdir()
+    _big_accelsim(tmp_path / "acc")
+    assert uvmsim.trace_convert(tmp_path / "big.csv", tmp_path / "big.uvmt")["records"] == 20000
+    inputs = sorted(f.name for f in tmp_path.iterdir())
+    for src, out in [
+        ("big.csv", "o.uvmt"),
+        ("big.uvmt", "o.csv"),
+        ("big.uvmt", "o.csv.gz"),
+        ("acc/kernelslist.g", "w.uvmt"),
+    ]:
+        p = subprocess.run(
+            [sys.executable, "-m", "uvmsim", "trace", "convert", src, out],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=_limit_file_size,
+            check=False,
+        )
+        assert p.returncode == 1, (src, p.stderr)
+        assert p.stderr == f"uvmsim: error: {out}: cannot write: File too large (os error 27)\n", p.stderr
+        assert sorted(f.name for f in tmp_path.iterdir()) == inputs  # no OUT, no temporary file
+    # The same limit, a malformed IN: bad input naming its line.
+    write_trace(tmp_path / "bad.csv", ["10,1,0,0,R,0x1000,64", "20,1,0,0,Q,0x1000,64"])
+    p = subprocess.run(
+        [sys.executable, "-m", "uvmsim", "trace", "convert", "bad.csv", "o.uvmt"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=_limit_file_size,
+        check=False,
+    )
+    assert p.returncode == 2 and "bad.csv:3: kind `Q`" in p.stderr, p.stderr
+    # From Python: an OSError for OUT, a ConfigError for IN.
+    with pytest.raises(OSError, match=r"no/o\.uvmt: cannot write"):
+        uvmsim.trace_convert(tmp_path / "big.csv", tmp_path / "no" / "o.uvmt")
+    with pytest.raises(uvmsim.ConfigError, match=r"bad\.csv:3: kind `Q`"):
+        uvmsim.trace_convert(tmp_path / "bad.csv", tmp_path / "o.uvmt")
 
 
 def _stress_workloads() -> dict[str, list[str]]:

@@ -36,8 +36,12 @@ from uvmsim._files import (
     MissingInputError,
     atomic_write_json,
     atomic_write_parquet,
+    check_output_dir,
+    inputs_of,
     read_toml_text,
     reading_input,
+    refuse_input,
+    refuse_input_in_dir,
 )
 from uvmsim.presets import list_presets, load_preset
 
@@ -235,6 +239,9 @@ def _table(name: str, entry: Any, out: Path | None) -> pd.DataFrame:
         return pd.DataFrame.from_records(entry)
     if isinstance(entry, dict) and all(isinstance(v, list) for v in entry.values()):
         return pd.DataFrame(entry)
+    if not (isinstance(entry, dict) and isinstance(entry.get("file"), str) and isinstance(entry.get("rows"), int)):
+        where = f"{out / SUMMARY_FILE}: " if out is not None else ""
+        raise ConfigError(f"{where}table `{name}` is neither columns, rows nor a {{file, rows}} reference")
     if out is None:
         raise ConfigError(f"table `{name}` is stored in a file, but no run directory was given to read it from")
     # Only the file's name: a summary must not point outside its directory.
@@ -365,7 +372,16 @@ def dict_to_toml(d: Mapping[str, Any]) -> str:
                 "(2^63 - 1, the TOML limit)"
             )
     # Dotted keys at top level are plain TOML and keep the emitter trivial.
-    return "".join(f"{k} = {toml_value(v)}\n" for k, v in items)
+    return "".join(f"{k} = {config_value('<dict config>', k, v)}\n" for k, v in items)
+
+
+def config_value(source: str, key: str, v: Any) -> str:
+    """``toml_value(v)`` of the value given for ``key``; a value no config key takes (None, a dict in a list, an
+    object) is a ``ConfigError`` naming ``source`` and the key, as the core names a value of the wrong type."""
+    try:
+        return toml_value(v)
+    except TypeError as e:
+        raise ConfigError(f"{source}: key `{key}`: {e}") from None
 
 
 def overrides(set: SetLike) -> list[str]:
@@ -373,9 +389,11 @@ def overrides(set: SetLike) -> list[str]:
     if set is None:
         return []
     if isinstance(set, Mapping):
-        return [f"{k}={toml_value(v)}" for k, v in flatten_unique(set, "set")]
+        return [f"{k}={config_value('--set', k, v)}" for k, v in flatten_unique(set, "set")]
     if isinstance(set, str):
         raise TypeError("set must be a mapping or a list of 'key=value' strings, not a single string")
+    if not isinstance(set, Iterable):
+        raise TypeError(f"set must be a mapping or a list of 'key=value' strings, not {type(set).__name__}")
     items = list(set)
     for item in items:
         if not isinstance(item, str):
@@ -387,6 +405,12 @@ def sources(config: ConfigLike = None, preset: str | os.PathLike[str] | None = N
     """The ``(name, toml_text, is_preset)`` layers of a run: the preset first, then the user's config. A preset may
     set keys the configured mode does not read (it describes its machine); the user's config may not."""
     layers: list[tuple[str, str, bool]] = []
+    if preset is not None and not isinstance(preset, str | os.PathLike):
+        raise TypeError(f"preset must be a preset name or the path of a preset file, not {type(preset).__name__}")
+    if config is not None and not isinstance(config, str | os.PathLike | Mapping):
+        raise TypeError(
+            f"config must be the path of a TOML file or a mapping of config values, not {type(config).__name__}"
+        )
     if preset is not None:
         layers.append((*load_preset(preset), True))
     if config is None:
@@ -419,10 +443,16 @@ def run(
             (``summary.json`` lists the tables; their rows are only in the Parquet files).
 
     Raises:
-        ConfigError: an unknown key, a bad value, an unknown preset; the message names the source and key.
+        ConfigError: an unknown key, a bad value, an unknown preset; the message names the source and key. Also
+            an ``out`` that is, or would overwrite, a file the run reads (the config file, the preset's file, a
+            trace), refused before simulating.
         FileNotFoundError: ``config`` or ``trace`` names a file that does not exist.
         SimulationError: the simulation itself failed (e.g. a deadlock); ``BudgetExceeded`` (a subclass) when it
             handled ``sim.max_events`` events without finishing.
+        OSError: ``out`` cannot be written (a file, or a directory without write permission): raised before
+            simulating when it can be foreseen.
+        TypeError: an argument of the wrong kind (``set`` not a mapping or list of strings, ``config`` neither a
+            path nor a mapping).
         KeyboardInterrupt: Ctrl-C stops the run within milliseconds (the core polls for signals), as does any
             signal whose Python handler raises (``signal.signal(signal.SIGTERM, ...)``: Python's default for
             SIGTERM ends the process at once); nothing is written to ``out`` then.
@@ -430,8 +460,18 @@ def run(
     sets = overrides(set)
     if trace is not None:
         sets[:0] = overrides(trace_workload(trace))
-    raw = json.loads(_core.run(sources(config, preset), sets))
+    layers = sources(config, preset)
     outdir = Path(out) if out is not None else None
+    if outdir is not None:  # before simulating: no output may replace an input
+        cfg = json.loads(_core.resolve(layers, sets))
+        refuse_input_in_dir(
+            outdir,
+            inputs_of(config, preset, cfg),
+            lambda name: name == SUMMARY_FILE or name.endswith(".parquet"),
+            "this run",
+        )
+        check_output_dir(outdir)  # an OSError now, not after the simulation
+    raw = json.loads(_core.run(layers, sets))
     result = Result.from_json(raw, out=outdir)
     if outdir is not None:
         # Tables first, summary last: a summary.json on disk means the tables it lists are complete.
@@ -456,7 +496,11 @@ def load(directory: str | os.PathLike[str], *, tables: Iterable[str] | None = No
         InputError: a file of the run cannot be read (e.g. no permission); the message names it.
         ConfigError: ``summary.json`` is not a run summary (not JSON, or a key is missing), or a table it lists
             is missing or damaged.
+        TypeError: ``tables`` is not a collection of names (a single string is refused: give ``("batches",)``).
     """
+    if tables is not None and (isinstance(tables, str) or not isinstance(tables, Iterable)):
+        # A single name would be read as its letters, and no table loaded.
+        raise TypeError(f"tables must be a list of table names, e.g. ('batches',), not {type(tables).__name__}")
     d = Path(directory)
     path = d / SUMMARY_FILE
     if not path.is_file():
@@ -467,7 +511,15 @@ def load(directory: str | os.PathLike[str], *, tables: Iterable[str] | None = No
     try:
         with reading_input(path, "run summary"):
             text = path.read_text(encoding="utf-8")
-        return Result.from_json(json.loads(text), out=d, tables=tables)
+        raw = json.loads(text)
+        if not isinstance(raw, dict):
+            kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(raw), "a number")
+            raise ConfigError(f"{path}: not a run summary: {kind}, not a JSON object")
+        for key, kind in (("metrics", dict), ("config", dict), ("version", str), ("tables", dict)):
+            if not isinstance(raw.get(key, {} if key == "tables" else None), kind):  # older summaries: no tables
+                what = "object" if kind is dict else "string"
+                raise ConfigError(f"{path}: not a run summary: `{key}` is missing or not a JSON {what}")
+        return Result.from_json(raw, out=d, tables=tables)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path}: not a run summary: {e}") from None
     except (KeyError, TypeError, AttributeError) as e:
@@ -484,11 +536,21 @@ def config_sections() -> list[dict[str, Any]]:
     return json.loads(_core.config_sections())
 
 
-def trace_info(path: str | Path) -> dict[str, Any]:
+def trace_info(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Summary of a trace (CSV, .uvmt or Accel-Sim kernelslist.g): format, accesses, reads, writes, kernels,
     warps, GPUs, CUs, wavefronts, unique pages and lines, footprint, time span, request and page sizes;
-    a malformed trace raises ``ConfigError`` naming the file and line or byte offset."""
-    return json.loads(_core.trace_info(str(path)))
+    a malformed trace raises ``ConfigError`` naming the file and line or byte offset, a trace that does not
+    exist, is a directory or cannot be read ``InputError`` (``MissingInputError`` for the first two)."""
+    _check_trace_readable(path)
+    return json.loads(_core.trace_info(os.fspath(path)))
+
+
+def _check_trace_readable(path: str | os.PathLike[str]) -> None:
+    """``InputError`` naming the trace at ``path`` if it cannot be opened (as ``run(trace=...)`` says it), before
+    the core reports it as a malformed trace; ``TypeError`` if ``path`` is not a path."""
+    p = Path(path)
+    with reading_input(p, "trace"), p.open("rb"):
+        pass
 
 
 def trace_record(
@@ -506,10 +568,15 @@ def trace_record(
     to a temporary file beside ``out`` and renamed over it at the end.
 
     Raises:
-        ConfigError: bad input (the config, or a workload that cannot be recorded).
+        ConfigError: bad input (the config, or a workload that cannot be recorded), or an ``out`` that is one of
+            the files the recording reads (the config file, the preset's file, a trace the config names): refused
+            before anything is written.
         OSError: ``out`` cannot be written.
     """
-    return json.loads(_core.trace_record(sources(config, preset), overrides(set), str(out)))
+    layers, sets = sources(config, preset), overrides(set)
+    cfg = json.loads(_core.resolve(layers, sets))
+    refuse_input(out, inputs_of(config, preset, cfg), "this recording")
+    return json.loads(_core.trace_record(layers, sets, os.fspath(out)))
 
 
 def trace_convert(
@@ -520,8 +587,22 @@ def trace_convert(
     set: SetLike = None,
 ) -> dict[str, Any]:
     """Convert a trace: CSV -> timed .uvmt, timed .uvmt -> CSV (gzip if ``out`` ends in .gz),
-    Accel-Sim kernelslist.g -> warp .uvmt (page size and managed flag from the config)."""
-    return json.loads(_core.trace_convert(str(src), str(out), sources(None, preset), overrides(set)))
+    Accel-Sim kernelslist.g -> warp .uvmt (page size and managed flag from the config).
+
+    ``out`` is written to a temporary file beside it and renamed over it at the end: a conversion that fails
+    leaves no ``out`` (and an existing one as it was).
+
+    Raises:
+        ConfigError: a malformed trace (the message names the file and line, or byte offset), a bad config, or an
+            ``out`` that is one of the files the conversion reads (``src``, the preset's file, a kernel file of an
+            Accel-Sim ``src``).
+        InputError: ``src`` does not exist or cannot be read.
+        OSError: ``out`` cannot be written, before or while writing it (no such directory, a directory, a full
+            disk).
+    """
+    _check_trace_readable(src)
+    refuse_input(out, [("the input trace", Path(src)), *inputs_of(None, preset, None, [src])], "this conversion")
+    return json.loads(_core.trace_convert(os.fspath(src), os.fspath(out), sources(None, preset), overrides(set)))
 
 
 # What `workload.kind` replays which trace format (docs/traces.md); the path key is `workload.<section>.path`.

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,16 +25,24 @@ def atomic_write(path: Path, write: Callable[[int], None]) -> None:
 
     The temporary file lives in the target's directory (``os.replace`` is only atomic within one filesystem) and
     its name starts with a dot, which Parquet dataset readers skip. ``write`` must close ``fd``.
+
+    An ``OSError`` (of the same type and errno) names ``path``, not the temporary file: ``"OUT: cannot write: Is a
+    directory"``, not ``"[Errno 21] Is a directory: '.OUT.x1y2.tmp' -> 'OUT'"``.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.chmod(tmp, 0o666 & ~_UMASK)
-        write(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            os.chmod(tmp, 0o666 & ~_UMASK)
+            write(fd)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as e:
+        named = type(e)(f"{path}: cannot write: {e.strerror or e}")
+        named.errno = e.errno  # not strerror: str() would then be "[Errno N] strerror", without the path
+        raise named from e
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -59,6 +68,49 @@ def atomic_write_parquet(path: Path, df: pd.DataFrame) -> None:
 def atomic_write_json(path: Path, obj: Any) -> None:
     """``atomic_write_text`` of ``obj`` as indented JSON with a trailing newline."""
     atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+
+
+def check_output_file(out: Path, *, make_parents: bool = False) -> None:
+    """Refuse an output file that cannot be created, before any work, as an OSError naming it (exit code 1 in the
+    CLI, like `run`'s OUT): a directory, a missing or read-only directory above it.
+
+    With ``make_parents`` the writer creates the missing directories above ``out``: the nearest existing one
+    must then be a writable directory."""
+    parent = out.parent if str(out.parent) else Path(".")
+    if make_parents:
+        while not parent.exists() and parent.parent != parent:
+            parent = parent.parent
+    why = (
+        errno.EISDIR
+        if out.is_dir()
+        else errno.ENOTDIR
+        if parent.exists() and not parent.is_dir()
+        else errno.ENOENT
+        if not parent.is_dir()
+        else errno.EACCES
+        if not os.access(parent, os.W_OK)
+        else 0
+    )
+    if why:
+        raise OSError(f"{out}: cannot write: {os.strerror(why)}")
+
+
+def check_output_dir(out: Path) -> None:
+    """Refuse an output directory (``-o``) that cannot be made or written, before any work, as an OSError naming
+    it (exit code 1, as for an output file): a file where the directory or one above it should be, or a
+    directory without write permission. The missing directories are made later, by the command."""
+    existing = out
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if existing == out and not out.is_dir():
+        why = "it is a file, not a directory"
+    elif not existing.is_dir():
+        why = f"`{existing}` is a file, not a directory"
+    elif not os.access(existing, os.W_OK | os.X_OK):
+        why = os.strerror(errno.EACCES)
+    else:
+        return
+    raise OSError(f"{out}: cannot write the output directory: {why}")
 
 
 class InputError(OSError):
@@ -107,3 +159,102 @@ def read_toml_text(path: Path, what: str) -> str:
     """The text of a TOML file the user named (``what``: "config file", "sweep spec"): a clear error naming the
     file when it is missing, a directory, unreadable (``InputError``) or not UTF-8 (``ConfigError``)."""
     return read_input_text(path, what)
+
+
+# --- no output over an input ---------------------------------------------------------------------------------
+
+#: The files a command or call reads, as ``(what, path)``: ``("the config file", Path("c.toml"))``.
+Inputs = Sequence[tuple[str, Path]]
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Are ``a`` and ``b`` one existing file: the same path, another spelling of it, a symbolic or a hard link to
+    it (the same device and inode, as ``trace convert``'s check in the core)?"""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+# Bound on the kernelslist.g read to find its kernel files (a real one is a few KB).
+_KERNELSLIST_MAX_BYTES = 16 << 20
+
+
+def kernel_files(kernelslist: Path) -> list[Path]:
+    """The kernel files an Accel-Sim ``kernelslist.g`` names (its `kernel...` lines, beside it, as accelsim.rs
+    reads them); none if it cannot be read (its reader reports that)."""
+    try:
+        if kernelslist.stat().st_size > _KERNELSLIST_MAX_BYTES:
+            return []
+        text = kernelslist.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    names = (line.strip() for line in text.splitlines())
+    return [kernelslist.parent / n for n in names if n.startswith("kernel")]
+
+
+def inputs_of(
+    config: str | os.PathLike[str] | Mapping[str, Any] | None,
+    preset: str | os.PathLike[str] | None,
+    cfg: Mapping[str, Any] | None,
+    traces: Sequence[str | os.PathLike[str]] = (),
+) -> list[tuple[str, Path]]:
+    """The files a command reads, as ``(what, path)``: the config file (not a dict config), the preset's file, the
+    ``traces`` given explicitly and those the resolved config ``cfg`` replays (the workload's, and each of
+    ``multi.apps``), and an Accel-Sim trace's kernel files. A preset that cannot be found adds nothing (its reader
+    reports it)."""
+    import uvmsim  # here: this module is imported by uvmsim itself
+    from uvmsim import presets
+    from uvmsim._core import ConfigError
+
+    inputs: list[tuple[str, Path]] = []
+    if config is not None and not isinstance(config, Mapping):
+        inputs.append(("the config file", Path(config)))
+    if preset is not None:
+        with contextlib.suppress(ConfigError, OSError):
+            inputs.append(("the preset file", presets.find_preset(preset)))
+    paths = [("the trace", Path(t)) for t in traces]
+    if cfg is not None:
+        workload = cfg.get("workload", {})
+        for kind in [workload.get("kind"), *cfg.get("multi", {}).get("apps", [])]:
+            section = uvmsim._TRACE_SECTIONS.get(kind)
+            path = workload.get(section, {}).get("path") if section else None
+            if path:
+                paths.append(("the trace", Path(path)))
+    for what, t in paths:
+        inputs.append((what, t))
+        if os.fspath(t).endswith(".g"):  # accelsim.rs is_kernelslist: by name
+            inputs += [(f"a kernel file of the trace `{t}`", k) for k in kernel_files(t)]
+    return inputs
+
+
+def refuse_input(out: str | os.PathLike[str], inputs: Inputs, reader: str = "this command") -> None:
+    """Refuse, as ``ConfigError`` (bad input: exit code 2 in the CLI), an output file ``out`` that is one of the
+    ``inputs`` of ``reader`` (a command, or an API call): writing it would destroy the input (as ``trace convert IN
+    IN`` is refused)."""
+    from uvmsim._core import ConfigError
+
+    for what, path in inputs:
+        if same_file(out, path):
+            same = "" if os.fspath(out) == os.fspath(path) else f" `{path}`"
+            raise ConfigError(
+                f"`{os.fspath(out)}` is {what}{same} of {reader}: writing it would destroy its input; "
+                "choose another path"
+            )
+
+
+def refuse_input_in_dir(
+    out: str | os.PathLike[str], inputs: Inputs, writes: Callable[[str], bool], reader: str = "this command"
+) -> None:
+    """Refuse (``ConfigError``) an output directory ``out`` that is one of ``inputs`` or holds one under a name the
+    command writes there (``writes(name)``)."""
+    from uvmsim._core import ConfigError
+
+    refuse_input(out, inputs, reader)
+    for what, path in inputs:
+        real = Path(os.path.realpath(path))
+        if writes(real.name) and same_file(real.parent, out):
+            raise ConfigError(
+                f"`{os.fspath(out)}` would replace {what} `{path}`: {reader} writes {Path(out) / real.name}; "
+                "choose another directory"
+            )

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import difflib
-import errno
 import json
 import os
 import re
@@ -36,7 +35,16 @@ from uvmsim import ConfigError, InputError, SimulationError, presets
 from uvmsim import bench as bench_mod
 from uvmsim import reproduce as reproduce_mod
 from uvmsim import sweep as sweep_mod
-from uvmsim._files import read_input_text, reading_input
+from uvmsim._files import (
+    Inputs,
+    check_output_dir,
+    check_output_file,
+    inputs_of,
+    read_input_text,
+    reading_input,
+    refuse_input,
+    refuse_input_in_dir,
+)
 from uvmsim._signals import interrupted_by, signal_of, sigterm_as_interrupt
 
 PROG = "uvmsim"
@@ -129,7 +137,7 @@ def cli(ctx: click.Context) -> None:
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors (no progress, no summary).")
 @click.option(
     "--timeline",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),  # a directory: an output that cannot be written (exit code 1), checked below
     metavar="FILE",
     help="Also write a Chrome/Perfetto trace-event timeline (kernels, UVM batches and their stages) to FILE; "
     "turns on uvm.records unless --set says otherwise.",
@@ -176,9 +184,9 @@ def run(
     if timeline is not None:
         _refuse_input(timeline, inputs, "'--timeline'")
         _check_timeline(timeline, out)
-    _check_output_dir(out)
+    check_output_dir(out)
     if timeline is not None:  # not after the run, when the results would be lost
-        _check_output_file(timeline, make_parents=True)
+        check_output_file(timeline, make_parents=True)
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
@@ -407,7 +415,7 @@ def reproduce_cmd(
         if markdown is not None:
             report_mod.check_markdown_target(markdown)  # fail before the runs, not after
         outdir = out or Path("uvmsim-out") / "reproduce"
-        _check_output_dir(outdir)
+        check_output_dir(outdir)
         with _resumable("reproduce --all", _resume_command("--all", outdir, quick, jobs)):
             return _reproduce_all(outdir, quick, resume, jobs, markdown)
     if list_only or experiment_id is None:
@@ -419,7 +427,7 @@ def reproduce_cmd(
     if markdown is not None:
         report_mod.check_markdown_target(markdown)
     outdir = out if out is not None else Path("uvmsim-out") / spec.id
-    _check_output_dir(outdir)
+    check_output_dir(outdir)
     click.echo(f"{spec.id}: {spec.title} (preset {spec.preset}{', quick' if quick else ''})")
     start = time.perf_counter()
     with _resumable(f"reproduce {spec.id}", _resume_command(spec.id, outdir, quick, jobs)):
@@ -511,7 +519,7 @@ def sweep_cmd(
     spec = sweep_mod.load_spec(spec_file)
     inputs = [("the sweep spec", spec_file), *_inputs_of(spec.config, spec.preset, None)]
     _refuse_input_in_dir(out, inputs, lambda name: name == sweep_mod.SWEEP_FILE)
-    _check_output_dir(out)
+    check_output_dir(out)
     with contextlib.ExitStack() as stack:
         bar: Any = None
 
@@ -531,11 +539,22 @@ def sweep_cmd(
             if bar is not None:
                 bar.update(1)
 
-        summary = sweep_mod.run_sweep(
-            spec, out, resume=resume, engine=engine, jobs=jobs, address=address, on_start=on_start, on_result=on_result
-        )
-    for row in summary.failed:
-        click.echo(f"failed {row['run_id']} ({sweep_mod.describe_overrides(row)}): {one_line(row['error'])}")
+        try:
+            summary = sweep_mod.run_sweep(
+                spec,
+                out,
+                resume=resume,
+                engine=engine,
+                jobs=jobs,
+                address=address,
+                on_start=on_start,
+                on_result=on_result,
+            )
+        except sweep_mod.SweepInterrupted as e:
+            stack.close()  # the progress bar's last line before the runs that failed
+            _echo_failed(e.failed)  # stored before the signal: said now, not only by the --resume that reruns them
+            raise
+    _echo_failed(summary.failed)
     if not quiet:
         click.echo(
             f"{summary.ok} ok, {len(summary.failed)} failed, {summary.skipped} skipped (done before); "
@@ -544,11 +563,16 @@ def sweep_cmd(
     return EXIT_SIM_FAILED if summary.failed else 0
 
 
+def _echo_failed(rows: Sequence[dict[str, Any]]) -> None:
+    for row in rows:
+        click.echo(f"failed {row['run_id']} ({sweep_mod.describe_overrides(row)}): {one_line(row['error'])}")
+
+
 @cli.command("plot")
 @click.argument("kind", required=False)
 @click.argument("directory", metavar="DIR", required=False, type=INPUT_PATH)
 @click.option("--list", "list_only", is_flag=True, help="List the plot kinds and what each needs.")
-@click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), help="[default: DIR/KIND.FORMAT]")
+@click.option("-o", "--out", type=click.Path(path_type=Path), help="[default: DIR/KIND.FORMAT]")
 @click.option("--format", "fmt", type=click.Choice(["png", "svg"]), help="[default: from --out's suffix, else png]")
 @click.option("--axis", metavar="KEY", help="The sweep axis to compare (runtime-bars) or plot against.")
 @click.option("--metric", metavar="NAME", help="The metric to plot (runtime-bars, latency-concurrency).")
@@ -578,6 +602,8 @@ def plot_cmd(
         _unknown("plot kind", kind, list(plot_mod.KINDS))
     if directory is None:
         raise click.UsageError(f"give the run or sweep directory to plot: uvmsim plot {kind} DIR")
+    if out is not None:
+        check_output_file(out, make_parents=True)  # a directory, ...: exit code 1 before drawing
     path = plot_mod.render(kind, directory, out, fmt, axis=axis, metric=metric)
     click.echo(f"wrote {path}")
 
@@ -657,125 +683,29 @@ def _check_timeline(timeline: Path, out: Path) -> None:
         raise click.BadParameter(f"`{timeline}` would replace the run's own {t.name}", param_hint="'--timeline'")
 
 
-def _check_output_file(out: Path, *, make_parents: bool = False) -> None:
-    """Refuse an output file that cannot be created before any work, as an OSError (exit 1, like `run`'s OUT).
-
-    With ``make_parents`` the writer creates the missing directories above ``out``: the nearest existing one
-    must then be a writable directory."""
-    parent = out.parent if str(out.parent) else Path(".")
-    if make_parents:
-        while not parent.exists() and parent.parent != parent:
-            parent = parent.parent
-    why = (
-        errno.EISDIR
-        if out.is_dir()
-        else errno.ENOTDIR
-        if parent.exists() and not parent.is_dir()
-        else errno.ENOENT
-        if not parent.is_dir()
-        else errno.EACCES
-        if not os.access(parent, os.W_OK)
-        else 0
-    )
-    if why:
-        raise OSError(f"{out}: cannot write: {os.strerror(why)}")
-
-
-def _check_output_dir(out: Path) -> None:
-    """Refuse an output directory (``-o``) that cannot be made or written, before any work, as an OSError naming
-    it (exit code 1, as for an output file): a file where the directory or one above it should be, or a
-    directory without write permission. The missing directories are made later, by the command."""
-    existing = out
-    while not existing.exists() and existing.parent != existing:
-        existing = existing.parent
-    if existing == out and not out.is_dir():
-        why = "it is a file, not a directory"
-    elif not existing.is_dir():
-        why = f"`{existing}` is a file, not a directory"
-    elif not os.access(existing, os.W_OK | os.X_OK):
-        why = os.strerror(errno.EACCES)
-    else:
-        return
-    raise OSError(f"{out}: cannot write the output directory: {why}")
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    """Are ``a`` and ``b`` one existing file: the same path, another spelling of it, a symbolic or a hard link to
-    it (the same device and inode, as ``trace convert``'s check in the core)?"""
-    try:
-        return os.path.samefile(a, b)
-    except (OSError, ValueError):
-        return False
-
-
-# Bound on the kernelslist.g read to find its kernel files (a real one is a few KB).
-_KERNELSLIST_MAX_BYTES = 16 << 20
-
-
-def _kernel_files(kernelslist: Path) -> list[Path]:
-    """The kernel files an Accel-Sim ``kernelslist.g`` names (its `kernel...` lines, beside it, as accelsim.rs
-    reads them); none if it cannot be read (its reader reports that)."""
-    try:
-        if kernelslist.stat().st_size > _KERNELSLIST_MAX_BYTES:
-            return []
-        text = kernelslist.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return []
-    names = (line.strip() for line in text.splitlines())
-    return [kernelslist.parent / n for n in names if n.startswith("kernel")]
-
-
 def _inputs_of(
     config: Path | None, preset: str | None, cfg: dict[str, Any] | None, traces: Sequence[Path] = ()
 ) -> list[tuple[str, Path]]:
-    """The files a command reads, as ``(what, path)``: the config file, the preset's file, the traces given on
-    the command line and those the resolved config ``cfg`` replays (the workload's, and each of ``multi.apps``),
-    and an Accel-Sim trace's kernel files."""
-    inputs: list[tuple[str, Path]] = []
-    if config is not None:
-        inputs.append(("the config file", config))
-    if preset is not None:
-        with contextlib.suppress(ConfigError, OSError):
-            inputs.append(("the preset file", presets.find_preset(preset)))
-    paths = [("the trace", t) for t in traces]
-    if cfg is not None:
-        workload = cfg.get("workload", {})
-        for kind in [workload.get("kind"), *cfg.get("multi", {}).get("apps", [])]:
-            section = uvmsim._TRACE_SECTIONS.get(kind)
-            path = workload.get(section, {}).get("path") if section else None
-            if path:
-                paths.append(("the trace", Path(path)))
-    for what, t in paths:
-        inputs.append((what, t))
-        if os.fspath(t).endswith(".g"):  # accelsim.rs is_kernelslist: by name
-            inputs += [(f"a kernel file of the trace `{t}`", k) for k in _kernel_files(t)]
-    return inputs
+    """The files a command reads, as ``(what, path)`` (``_files.inputs_of``, shared with the Python API)."""
+    return inputs_of(config, preset, cfg, traces)
 
 
-def _refuse_input(out: Path, inputs: Sequence[tuple[str, Path]], param_hint: str) -> None:
+def _refuse_input(out: Path, inputs: Inputs, param_hint: str) -> None:
     """Refuse (bad input, exit code 2) an output file ``out`` that is one of the command's ``inputs``: writing it
     would destroy the input (as ``trace convert IN IN`` is refused)."""
-    for what, path in inputs:
-        if _same_file(out, path):
-            same = "" if os.fspath(out) == os.fspath(path) else f" `{path}`"
-            raise click.BadParameter(
-                f"`{out}` is {what}{same} of this command: writing it would destroy its input; choose another path",
-                param_hint=param_hint,
-            )
+    try:
+        refuse_input(out, inputs)
+    except ConfigError as e:
+        raise click.BadParameter(str(e), param_hint=param_hint) from None
 
 
-def _refuse_input_in_dir(out: Path, inputs: Sequence[tuple[str, Path]], writes: Callable[[str], bool]) -> None:
+def _refuse_input_in_dir(out: Path, inputs: Inputs, writes: Callable[[str], bool]) -> None:
     """Refuse (exit code 2) an output directory ``out`` that is one of ``inputs`` or holds one under a name the
     command writes there (``writes(name)``)."""
-    _refuse_input(out, inputs, "'-o' / '--out'")
-    for what, path in inputs:
-        real = Path(os.path.realpath(path))
-        if writes(real.name) and _same_file(real.parent, out):
-            raise click.BadParameter(
-                f"`{out}` would replace {what} `{path}`: the command writes {out / real.name}; choose another "
-                "directory",
-                param_hint="'-o' / '--out'",
-            )
+    try:
+        refuse_input_in_dir(out, inputs, writes)
+    except ConfigError as e:
+        raise click.BadParameter(str(e), param_hint="'-o' / '--out'") from None
 
 
 # The formats trace record and convert write, and the names that promise the other one.
@@ -871,7 +801,7 @@ def trace_record_cmd(files: tuple[str, ...], preset: str | None, sets: tuple[str
         raise click.UsageError("give a CONFIG file, a --preset or --set options describing the workload")
     cfg = uvmsim.resolve(config, preset=preset, set=list(sets))  # bad input first (exit 2), then the output (exit 1)
     _refuse_input(out, _inputs_of(config, preset, cfg), "'OUT'")
-    _check_output_file(out)
+    check_output_file(out)
     totals = uvmsim.trace_record(out, config, preset=preset, set=list(sets))
     click.echo(
         f"wrote {out}: {totals['warps']:,} warps, {totals['ops']:,} ops, {totals['mem_ops']:,} memory instructions, "
@@ -892,7 +822,7 @@ def trace_convert_cmd(src: Path, out: Path, preset: str | None, sets: tuple[str,
     _refuse_input(out, [("the input trace", src), *_inputs_of(None, preset, None, [src])], "'OUT'")
     if writes is not None:
         _check_trace_name(out, writes, f"`{src}` converts to {writes}")
-    _check_output_file(out)
+    check_output_file(out)
     r = uvmsim.trace_convert(src, out, preset=preset, set=list(sets))
     what = "warps" if r["to"] == "uvmt-warps" else "records"
     click.echo(f"wrote {out} ({r['from']} -> {r['to']}, {r['records']:,} {what})")
@@ -966,7 +896,10 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     except KeyboardInterrupt as e:
         signum = signal_of(e)
         _fail(interrupted_by(signum), 128 + signum)
-    except Exception as e:  # a bug (e.g. an experiment's analysis): one line, not a traceback, unless asked for
+    except (SystemExit, GeneratorExit):
+        raise
+    except BaseException as e:  # a bug (e.g. an experiment's analysis, or a panic of the core: pyo3's
+        # PanicException is a BaseException): one line, not a traceback, unless asked for
         if os.environ.get("UVMSIM_TRACEBACK"):
             raise
         _fail(f"internal error: {type(e).__name__}: {e} (set UVMSIM_TRACEBACK=1 for the traceback)", EXIT_SIM_FAILED)

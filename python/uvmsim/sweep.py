@@ -35,6 +35,7 @@ import itertools
 import json
 import math
 import multiprocessing
+import numbers
 import os
 import signal
 import sys
@@ -51,7 +52,16 @@ from typing import TYPE_CHECKING, Any
 import uvmsim
 from uvmsim import _core
 from uvmsim._core import ConfigError
-from uvmsim._files import MissingInputError, atomic_write, atomic_write_json, read_toml_text, reading_input
+from uvmsim._files import (
+    MissingInputError,
+    atomic_write,
+    atomic_write_json,
+    check_output_dir,
+    inputs_of,
+    read_toml_text,
+    reading_input,
+    refuse_input_in_dir,
+)
 from uvmsim._signals import signal_of, sigterm_as_interrupt
 
 if TYPE_CHECKING:
@@ -85,12 +95,15 @@ Row = dict[str, Any]
 
 
 class SweepInterrupted(Exception):
-    """The sweep stopped on SIGINT or SIGTERM; every run that had finished is stored."""
+    """The sweep stopped on SIGINT or SIGTERM; every run that had finished is stored. ``stored``: how many runs
+    this sweep stored before it stopped; ``failed``: the rows of those that failed."""
 
-    def __init__(self, signum: int, stored: int) -> None:
+    def __init__(self, signum: int, stored: int, failed: Sequence[Row] = ()) -> None:
         self.signum = signum
         self.stored = stored
-        super().__init__(f"interrupted by {signal.Signals(signum).name} after storing {stored} runs")
+        self.failed = list(failed)
+        of_which = f" ({len(self.failed)} failed)" if self.failed else ""
+        super().__init__(f"interrupted by {signal.Signals(signum).name} after storing {stored} runs{of_which}")
 
 
 @dataclass(frozen=True)
@@ -292,8 +305,12 @@ def execute(sources: list[tuple[str, str, bool]], base: list[str], run: RunSpec)
     try:
         raw = json.loads(_core.run(sources, overrides))
         metrics, config = raw["metrics"], raw["config"]
-    except Exception as e:  # a failed run is data, not a crash of the sweep
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as e:  # a failed run is data, not a crash of the sweep (a panic is a BaseException)
         kind = "simulation failed: " if isinstance(e, uvmsim.SimulationError) else ""
+        if not isinstance(e, Exception):
+            kind = f"internal error: {type(e).__name__}: "
         row.update(status="failed", error=kind + _strip_set(str(e) or type(e).__name__))
         try:  # a run that failed to simulate still records the config it used, when there was one
             config = json.loads(_core.resolve(sources, overrides))
@@ -369,7 +386,7 @@ def load_sweep(directory: str | os.PathLike[str]) -> pd.DataFrame:
         what = "does not exist" if not d.exists() else f"is not a sweep directory: it has no {RUNS_DIR}/"
         raise MissingInputError(f"`{d}` {what}")
     # Dot files are temporaries of writes in progress (or of a killed sweep): never results.
-    files = sorted(p for p in runs_dir.glob("*.parquet") if not p.name.startswith("."))
+    files = sorted(p for p in runs_dir.glob("*.parquet") if not p.name.startswith(".") and p.is_file())
     frames = []
     with reading_input(d, "sweep"):
         for p in files:
@@ -395,18 +412,24 @@ def load_sweep(directory: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def _sweep_record(d: Path) -> dict[str, Any]:
+    """``d/sweep.json``, or ``{}`` when it is missing or damaged (only the order of runs and axes comes from it)."""
     try:
-        return json.loads((d / SWEEP_FILE).read_text(encoding="utf-8"))
+        record = json.loads((d / SWEEP_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    return record if isinstance(record, dict) else {}
 
 
 def _recorded_run_ids(d: Path) -> list[str]:
-    return [r["id"] for r in _sweep_record(d).get("runs", [])]
+    runs = _sweep_record(d).get("runs")
+    if not isinstance(runs, list):
+        return []
+    return [r["id"] for r in runs if isinstance(r, dict) and isinstance(r.get("id"), str)]
 
 
 def _recorded_axes(d: Path) -> list[str]:
-    return list(_sweep_record(d).get("axes", []))
+    axes = _sweep_record(d).get("axes")
+    return [a for a in axes if isinstance(a, str)] if isinstance(axes, list) else []
 
 
 def sweep_axes(directory: str | os.PathLike[str]) -> list[str]:
@@ -637,14 +660,19 @@ def run_sweep(
         on_result: called with each run's row once it is stored.
 
     Raises:
-        ConfigError: a bad spec, an invalid base config, or ``out`` holding another sweep.
-        TypeError: ``spec`` is none of the accepted kinds.
-        SweepInterrupted: SIGINT or SIGTERM; the runs stored so far are kept.
+        ConfigError: a bad spec, an invalid base config, ``out`` holding another sweep, or an ``out`` that is, or
+            would overwrite, a file the sweep reads (the spec, its config file or preset file).
+        OSError: ``out`` cannot be written (a file, or a directory without write permission).
+        TypeError: ``spec`` is none of the accepted kinds, or ``jobs`` is not an integer.
+        SweepInterrupted: SIGINT or SIGTERM; the runs stored so far are kept (its ``failed`` lists those that
+            failed).
     """
     if engine not in _ENGINES:
         raise ConfigError(f"unknown engine `{engine}`; available: {', '.join(ENGINES)}")
     if address is not None and engine != "ray":
         raise ConfigError("--address is for --engine ray")
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, numbers.Integral)):
+        raise TypeError(f"jobs must be a whole number of workers, not {type(jobs).__name__} {jobs!r}")
     if jobs is not None and jobs < 1:
         raise ConfigError(f"jobs must be at least 1, got {jobs}")
     if isinstance(spec, Mapping):
@@ -655,6 +683,9 @@ def run_sweep(
         raise TypeError(f"spec must be a SweepSpec, the path of a spec file or a spec dict, not {type(spec).__name__}")
     outdir = Path(out)
     base_config = _base_config(spec)  # before making `out`: a bad base leaves no directory behind
+    spec_file = [] if spec.path is None else [("the sweep spec", spec.path)]
+    refuse_input_in_dir(outdir, [*spec_file, *inputs_of(spec.config, spec.preset, None)], _writes, "this sweep")
+    check_output_dir(outdir)  # an OSError naming it, not mkdir's "File exists"
     with _locked(outdir):
         todo = _prepare(spec, base_config, outdir, resume)
         summary = SweepSummary(total=len(spec.runs), skipped=len(spec.runs) - len(todo))
@@ -674,10 +705,15 @@ def run_sweep(
                     if on_result is not None:
                         on_result(row)
             except KeyboardInterrupt as e:
-                raise SweepInterrupted(signal_of(e), stored) from None
+                raise SweepInterrupted(signal_of(e), stored, summary.failed) from None
             finally:
                 rows.close()  # now, not at garbage collection: stops the engine's workers when interrupted
     return summary
+
+
+def _writes(name: str) -> bool:
+    """Is ``name`` a file a sweep writes over at the top of its directory (its lock file is only appended to)?"""
+    return name == SWEEP_FILE
 
 
 def describe_overrides(row: Mapping[str, Any]) -> str:

@@ -36,17 +36,16 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import uvmsim
 from uvmsim._core import ConfigError
-from uvmsim._files import atomic_write_text
-
-if TYPE_CHECKING:
-    import uvmsim
+from uvmsim._files import atomic_write_text, check_output_file, inputs_of, refuse_input
 
 __all__ = ["DEFAULT_MAX_BATCHES", "STAGES", "events", "timeline", "write"]
 
@@ -121,6 +120,8 @@ def _plain(v: Any) -> Any:
 
 def sample(n: int, max_batches: int) -> range:
     """Indices of the batches kept: all of them up to ``max_batches``, else every k-th from the first."""
+    if isinstance(max_batches, bool) or not isinstance(max_batches, numbers.Integral):
+        raise TypeError(f"max_batches must be a whole number of batches, not {type(max_batches).__name__}")
     if max_batches < 1:
         raise ConfigError(f"max_batches must be at least 1, got {max_batches}")
     return range(0, n, max(1, math.ceil(n / max_batches)))
@@ -279,6 +280,8 @@ def _moves(migrations: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]
 
 def timeline(result: uvmsim.Result, max_batches: int = DEFAULT_MAX_BATCHES) -> dict[str, Any]:
     """The trace-event JSON object of a run: ``{"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}}``."""
+    if not isinstance(result, uvmsim.Result):
+        raise TypeError(f"result must be a uvmsim.Result (from uvmsim.run or uvmsim.load), not {type(result).__name__}")
     b = result.tables.get("batches")
     rows = [] if b is None else b.to_dict(orient="records")
     m = result.tables.get("migrations")
@@ -290,7 +293,24 @@ def timeline(result: uvmsim.Result, max_batches: int = DEFAULT_MAX_BATCHES) -> d
 
 
 def write(result: uvmsim.Result, path: str | os.PathLike[str], max_batches: int = DEFAULT_MAX_BATCHES) -> Path:
-    """Write the run's timeline to ``path`` (atomically, compact JSON) and return the path."""
+    """Write the run's timeline to ``path`` (atomically, compact JSON) and return the path.
+
+    Raises:
+        ConfigError: ``path`` is a file of the run: a trace its config replays (or a kernel file of an Accel-Sim
+            trace), or, for a result stored in ``result.out``, its ``summary.json`` or a table's Parquet file
+            (``uvmsim run --timeline`` refuses the config file and the preset's file too; a ``Result`` does not
+            name them). Nothing is written then.
+        OSError: ``path`` cannot be written (a directory, no permission, ...).
+        TypeError: ``result`` is not a ``Result``, or ``max_batches`` not an integer (``ConfigError`` if below 1).
+    """
+    if not isinstance(result, uvmsim.Result):
+        raise TypeError(f"result must be a uvmsim.Result (from uvmsim.run or uvmsim.load), not {type(result).__name__}")
     p = Path(path)
+    inputs = inputs_of(None, None, result.config)
+    if result.out is not None:
+        inputs.append(("the summary of the run", result.out / uvmsim.SUMMARY_FILE))
+        inputs += [(f"the `{name}` table of the run", result.out / uvmsim.table_file(name)) for name in result.tables]
+    refuse_input(path, inputs, "the run")
+    check_output_file(p, make_parents=True)  # an OSError naming it, not the temporary file
     atomic_write_text(p, json.dumps(timeline(result, max_batches), separators=(",", ":")) + "\n")
     return p

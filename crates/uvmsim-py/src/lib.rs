@@ -127,7 +127,12 @@ fn trace_convert(
 ) -> PyResult<String> {
     let src = to_sources(sources);
     // Interrupted, it leaves no OUT: the temporary file is removed before the KeyboardInterrupt is raised.
-    interruptible(py, move || api::trace_convert_json(&input, &out, &src, &overrides))?.map_err(|e| ConfigError::new_err(e.to_string()))
+    // A malformed IN is bad input (ConfigError); an OUT that cannot be written, even mid-way, an OSError (the
+    // CLI's exit code 1).
+    interruptible(py, move || api::trace_convert_json(&input, &out, &src, &overrides))?.map_err(|e| match e {
+        ApiError::Output(m) => PyOSError::new_err(m),
+        e => ConfigError::new_err(e.to_string()),
+    })
 }
 
 /// Every config section as JSON: [{key, doc}].

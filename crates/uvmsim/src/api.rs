@@ -201,15 +201,25 @@ pub fn trace_record_json(sources: &[Source], overrides: &[String], out: &str) ->
 /// `kernelslist.g` → warp `.uvmt` (laid out with the config's page size and
 /// managed flag). Returns `{"from", "to", "records"}` as JSON. OUT is written
 /// to a temporary file beside it and renamed at the end, and may not be IN.
-pub fn trace_convert_json(input: &str, out: &str, sources: &[Source], overrides: &[String]) -> Result<String, ConfigError> {
+/// Errors: `Config` for bad input (a malformed or unreadable IN, named with its
+/// line or byte; OUT being IN; a bad config), `Output` when OUT cannot be written
+/// (a directory, no space, too large, ...), before or while writing it.
+pub fn trace_convert_json(input: &str, out: &str, sources: &[Source], overrides: &[String]) -> Result<String, ApiError> {
+    use crate::workload::trace::ConvertError;
     use crate::workload::{accelsim, trace, tracefmt};
     if trace::same_file(input, out) {
-        return Err(bad(format!("{out}: is the input trace {input}: converting a file onto itself would destroy it; choose another OUT")));
+        return Err(ApiError::Config(bad(format!(
+            "{out}: is the input trace {input}: converting a file onto itself would destroy it; choose another OUT"
+        ))));
     }
     if std::path::Path::new(out).is_dir() {
-        return Err(bad(format!("{out}: cannot write: is a directory")));
+        return Err(ApiError::Output(format!("{out}: cannot write: is a directory")));
     }
-    let layout = if accelsim::is_kernelslist(input) { Some(accelsim::Layout::of(&resolve(sources, overrides)?)) } else { None };
+    let layout = if accelsim::is_kernelslist(input) {
+        Some(accelsim::Layout::of(&resolve(sources, overrides).map_err(ApiError::Config)?))
+    } else {
+        None
+    };
     let tmp = trace::TempOut::new(out);
     let t = &tmp.tmp;
     let (from, to, n) = (|| {
@@ -218,17 +228,20 @@ pub fn trace_convert_json(input: &str, out: &str, sources: &[Source], overrides:
         } else if tracefmt::is_uvmt(input) {
             let f = tracefmt::TraceFile::open(input)?;
             if f.header.mode == tracefmt::Mode::Warps {
-                return Err(trace::TraceError(format!(
+                return Err(ConvertError::Input(trace::TraceError(format!(
                     "{input}: a warp trace has no timed (CSV) form; replay it with workload.kind = \"warp-trace\""
-                )));
+                ))));
             }
             ("uvmt-timed", "csv", trace::convert_timed(input, t, out.ends_with(".gz"))?)
         } else {
             ("csv", "uvmt-timed", trace::convert_timed(input, t, false)?)
         })
     })()
-    .map_err(|e| bad(tmp.rename_err(e).0))?;
-    tmp.commit().map_err(|e| bad(e.0))?;
+    .map_err(|e| match tmp.rename_convert_err(e) {
+        ConvertError::Input(e) => ApiError::Config(bad(e.0)),
+        ConvertError::Output(m) => ApiError::Output(m),
+    })?;
+    tmp.commit().map_err(|e| ApiError::Output(e.0))?;
     Ok(json!({"from": from, "to": to, "records": n}).to_string())
 }
 

@@ -80,6 +80,39 @@ fn a_failed_conversion_leaves_no_output_and_keeps_an_old_one() {
     assert_eq!(&std::fs::read(&gz).unwrap()[..2], &[0x1f, 0x8b]);
 }
 
+/// A conversion whose OUT cannot be written is an output error (the CLI's exit code 1), not bad input (exit
+/// code 2), whichever converter writes it; a malformed IN stays bad input naming its line. The Python tests
+/// (test_trace.py) fail OUT mid-way, past a file size limit.
+#[test]
+fn an_out_that_cannot_be_written_is_an_output_error_and_a_bad_in_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("t.csv");
+    std::fs::write(&csv, format!("{HEADER}10,1,0,0,R,0x1000,64\n")).unwrap();
+    let uvmt = dir.path().join("t.uvmt");
+    convert(&csv, &uvmt).unwrap();
+    let list = dir.path().join("kernelslist.g");
+    std::fs::write(&list, "").unwrap();
+    let api = |input: &Path, out: &Path| api::trace_convert_json(&input.display().to_string(), &out.display().to_string(), &[], &[]);
+    let missing = dir.path().join("no");
+    let output_error = |input: &Path, out: &Path| match api(input, out) {
+        Err(api::ApiError::Output(m)) => assert!(m.starts_with(&format!("{}: cannot write", out.display())), "{m}"),
+        r => panic!("{} -> {}: not an output error: {r:?}", input.display(), out.display()),
+    };
+    for (input, out) in [(&csv, missing.join("x.uvmt")), (&uvmt, missing.join("x.csv")), (&list, missing.join("w.uvmt"))] {
+        output_error(input, &out);
+    }
+    std::fs::create_dir(&missing).unwrap();
+    output_error(&csv, &missing); // a directory
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, format!("{HEADER}10,1,0,0,Q,0x1000,64\n")).unwrap();
+    match api(&bad, &dir.path().join("x.uvmt")) {
+        Err(api::ApiError::Config(e)) => assert!(e.to_string().contains("bad.csv:2: kind `Q`"), "{e}"),
+        r => panic!("not bad input: {r:?}"),
+    }
+    assert!(matches!(api(&csv, &csv), Err(api::ApiError::Config(_))));
+    assert!(others(dir.path(), &["t.csv", "t.uvmt", "kernelslist.g", "bad.csv", "no"]).is_empty());
+}
+
 /// The hand-made Accel-Sim trace in a fresh directory, its copy resized to `bytes`.
 fn accelsim_with_copy(bytes: u64) -> (tempfile::TempDir, std::path::PathBuf) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/accelsim");

@@ -28,7 +28,7 @@
 //! copies (without managed memory); other `kernelslist.g` lines (`MemcpyDtoH`)
 //! are ignored. Errors name the file, line and reason.
 
-use super::trace::{TempPath, TraceError};
+use super::trace::{ConvertError, TempPath, TraceError};
 use super::tracefmt::{BufferRec, Header, HostRec, Mode, TraceFile, Writer};
 use super::{Lanes, MemKind, Op, MAX_LANES};
 use crate::config::Config;
@@ -96,7 +96,7 @@ pub fn program(path: &str, cfg: &Config) -> Result<super::Program, String> {
         ));
     }
     let tmp = TempPath::new("accelsim").map_err(|e| format!("cannot create a temporary file: {e}"))?;
-    let file = convert(path, &tmp, &Layout::of(cfg)).map_err(|e| e.0)?;
+    let file = convert(path, &tmp, &Layout::of(cfg)).map_err(|e| e.to_string())?;
     let name = file.name.clone();
     // The open file stays readable after the temporary path is removed. Its checks (CTA sizes)
     // name the file: the user's, not the temporary one.
@@ -529,8 +529,9 @@ impl WarpOps {
     }
 }
 
-/// Convert an Accel-Sim trace to a warp `.uvmt` at `out`; returns it opened.
-pub fn convert(kernelslist: &str, out: &str, layout: &Layout) -> Result<TraceFile, TraceError> {
+/// Convert an Accel-Sim trace to a warp `.uvmt` at `out`; returns it opened. A write that fails is
+/// `ConvertError::Output`, anything wrong with the trace `ConvertError::Input`.
+pub fn convert(kernelslist: &str, out: &str, layout: &Layout) -> Result<TraceFile, ConvertError> {
     let cmds = commands(kernelslist)?;
     // Pass 1: check everything, collect the touched granules and each kernel's geometry.
     let granule = layout.page_bytes.max(2 << 20);
@@ -579,16 +580,26 @@ pub fn convert(kernelslist: &str, out: &str, layout: &Layout) -> Result<TraceFil
     }
     let header = Header::new(Mode::Warps, format!("accelsim {kernelslist}"), WARP, buffers, ops);
     // Pass 2: write the ops.
-    let werr = |e: std::io::Error| TraceError(format!("{out}: cannot write: {e}"));
-    let f = std::fs::File::create(out).map_err(werr)?;
-    let mut w = Writer::new(std::io::BufWriter::with_capacity(1 << 20, f), &header).map_err(werr)?;
+    let werr = |e: std::io::Error| format!("{out}: cannot write: {e}");
+    let output = |e: std::io::Error| ConvertError::Output(werr(e));
+    let f = std::fs::File::create(out).map_err(output)?;
+    let mut w = Writer::new(std::io::BufWriter::with_capacity(1 << 20, f), &header).map_err(output)?;
+    // A write that fails inside the reader's callback goes back through it as a TraceError; this tells it
+    // apart from the reader's own errors (a malformed line).
+    let mut write_failed: Option<String> = None;
     for c in &cmds {
         let Command::Kernel(p) = c else { continue };
         w.begin_kernel();
         let mut ops = WarpOps::default();
         let (mut next_warp, mut open) = (0u32, false);
-        let mut emit = |op: Op, s: &[u64; MAX_LANES]| w.op(op, s).map_err(werr);
-        KernelReader::open(p)?.read(&mut |h, ev| {
+        let mut emit = |op: Op, s: &[u64; MAX_LANES]| {
+            w.op(op, s).map_err(|e| {
+                let m = werr(e);
+                write_failed = Some(m.clone());
+                TraceError(m)
+            })
+        };
+        let read = KernelReader::open(p)?.read(&mut |h, ev| {
             let empty = |from: u32, to: u32, emit: &mut Emit| (from..to).try_for_each(|_| emit(Op::Exit, &[0; MAX_LANES]));
             match ev {
                 Event::BeginTb => next_warp = 0,
@@ -609,11 +620,14 @@ pub fn convert(kernelslist: &str, out: &str, layout: &Layout) -> Result<TraceFil
                 }
             }
             Ok(())
-        })?;
-        w.end_kernel().map_err(werr)?;
+        });
+        if let Err(e) = read {
+            return Err(write_failed.take().map_or(ConvertError::Input(e), ConvertError::Output));
+        }
+        w.end_kernel().map_err(output)?;
     }
-    w.finish().map_err(werr)?;
-    TraceFile::open(out)
+    w.finish().map_err(output)?;
+    Ok(TraceFile::open(out)?)
 }
 
 /// Read a kernelslist from memory (fuzzing): written to a temporary directory first.

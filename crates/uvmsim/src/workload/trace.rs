@@ -84,6 +84,39 @@ impl std::fmt::Display for TraceError {
     }
 }
 
+/// Why a conversion failed: its input (a malformed, truncated or unreadable trace, named with its line or
+/// byte) or its output (OUT cannot be written: no space, too large, the directory went away). The CLI exits
+/// with code 2 for the first (bad input) and 1 for the second, as for `trace record`'s OUT.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConvertError {
+    Input(TraceError),
+    Output(String),
+}
+
+impl From<TraceError> for ConvertError {
+    fn from(e: TraceError) -> ConvertError {
+        ConvertError::Input(e)
+    }
+}
+
+impl From<ConvertError> for TraceError {
+    fn from(e: ConvertError) -> TraceError {
+        match e {
+            ConvertError::Input(e) => e,
+            ConvertError::Output(m) => TraceError(m),
+        }
+    }
+}
+
+impl std::fmt::Display for ConvertError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConvertError::Input(e) => f.write_str(&e.0),
+            ConvertError::Output(m) => f.write_str(m),
+        }
+    }
+}
+
 const HEADER: [&str; 7] = ["time_ns", "gpu", "cu", "wavefront", "kind", "vaddr", "size"];
 /// The order-only header: a sequence number in place of the time.
 const HEADER_ORDER: [&str; 7] = ["order", "gpu", "cu", "wavefront", "kind", "vaddr", "size"];
@@ -558,6 +591,14 @@ impl TempOut {
         TraceError(e.0.replace(&self.tmp, &self.out))
     }
 
+    /// A converter's error, naming the output rather than the temporary file.
+    pub fn rename_convert_err(&self, e: ConvertError) -> ConvertError {
+        match e {
+            ConvertError::Input(e) => ConvertError::Input(self.rename_err(e)),
+            ConvertError::Output(m) => ConvertError::Output(m.replace(&self.tmp, &self.out)),
+        }
+    }
+
     pub fn commit(mut self) -> Result<(), TraceError> {
         std::fs::rename(&self.tmp, &self.out).map_err(|e| TraceError(format!("{}: cannot write: {e}", self.out)))?;
         self.done = true;
@@ -634,10 +675,11 @@ fn warp_info(f: &TraceFile) -> Result<TraceInfo, TraceError> {
 }
 
 /// Convert a timed CSV trace to a timed `.uvmt` (losslessly), or a timed
-/// `.uvmt` back to CSV (gzip-compressed when `gz`). Returns the records written.
-pub fn convert_timed(input: &str, out: &str, gz: bool) -> Result<u64, TraceError> {
+/// `.uvmt` back to CSV (gzip-compressed when `gz`). Returns the records written; a write that fails is
+/// `ConvertError::Output`, anything wrong with the input `ConvertError::Input`.
+pub fn convert_timed(input: &str, out: &str, gz: bool) -> Result<u64, ConvertError> {
     let mut r = TraceReader::open(input)?;
-    let werr = |e: std::io::Error| TraceError(format!("{out}: cannot write: {e}"));
+    let werr = |e: std::io::Error| ConvertError::Output(format!("{out}: cannot write: {e}"));
     let file = File::create(out).map_err(werr)?;
     let mut n = 0u64;
     let kind = |k: MemKind| match k {
@@ -666,7 +708,7 @@ pub fn convert_timed(input: &str, out: &str, gz: bool) -> Result<u64, TraceError
         w.finish().map_err(werr)?;
         return Ok(n);
     }
-    let mut csv = |o: &mut dyn Write| -> Result<(), TraceError> {
+    let mut csv = |o: &mut dyn Write| -> Result<(), ConvertError> {
         writeln!(o, "{}", HEADER.join(",")).map_err(werr)?;
         loop {
             check_cancel(n, input)?;
