@@ -7,6 +7,7 @@ import csv
 import gzip
 import json
 import random
+import re
 import resource
 import subprocess
 import sys
@@ -479,6 +480,9 @@ def test_record_refuses_a_config_file_as_out(
     assert f"`{out}`" in err and "like a config file" in err and "uvmsim trace record " in err, err
     assert len(err.splitlines()) == 1, err
     assert (tmp_path / out).read_text() == config
+    with pytest.raises(uvmsim.ConfigError, match="like a config file"):  # the Python API too
+        uvmsim.trace_record(out, preset="titan-v")
+    assert (tmp_path / out).read_text() == config
     # The form it suggests works.
     code, err = _main(["trace", "record", "my.toml", "my.uvmt"], capsys)
     assert code == 0 and (tmp_path / "my.uvmt").read_bytes().startswith(b"UVMTRACE"), err
@@ -487,12 +491,15 @@ def test_record_refuses_a_config_file_as_out(
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["trace", "convert", "t.uvmt", "z.uvmt"], "`t.uvmt` converts to CSV text: give OUT such as `z.csv`"),
-        (["trace", "convert", "t.csv", "x.csv"], "`t.csv` converts to a binary .uvmt trace: give OUT such as `x.uvmt`"),
+        (["trace", "convert", "t.uvmt", "z.uvmt"], "`t.uvmt` converts to CSV text: give an output such as `z.csv`"),
+        (
+            ["trace", "convert", "t.csv", "x.csv"],
+            "`t.csv` converts to a binary .uvmt trace: give an output such as `x.uvmt`",
+        ),
         (["trace", "convert", "t.csv", "x.csv.gz"], "converts to a binary .uvmt trace"),
         (["trace", "convert", str(ACCELSIM), "x.csv"], "kernelslist.g` converts to a binary .uvmt trace"),
         (["trace", "convert", "t.uvmt", "z.csv.zst"], "zstd is read, not written"),
-        (["trace", "record", "--preset", "titan-v", "x.csv"], "trace record writes a binary .uvmt trace"),
+        (["trace", "record", "--preset", "titan-v", "x.csv"], "a recording is a binary .uvmt trace"),
     ],
 )
 def test_an_out_named_for_the_other_format_is_refused(
@@ -506,6 +513,13 @@ def test_an_out_named_for_the_other_format_is_refused(
     code, err = _main(args, capsys)
     assert code == 2, err
     assert expected in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / args[-1]).exists()
+    # The Python API refuses the same names (before 2026-11-30 only the CLI did).
+    with pytest.raises(uvmsim.ConfigError, match=re.escape(expected)):
+        if args[1] == "convert":
+            uvmsim.trace_convert(args[2], args[3])
+        else:
+            uvmsim.trace_record(args[-1], preset="titan-v")
     assert not (tmp_path / args[-1]).exists()
     # The names that agree convert; a name of neither format is left to the user.
     for a, b in (("t.uvmt", "z.csv"), ("t.uvmt", "z.csv.gz"), ("t.csv", "x.uvmt"), ("t.uvmt", "z.txt")):

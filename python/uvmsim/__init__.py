@@ -32,11 +32,15 @@ from typing import TYPE_CHECKING, Any
 from uvmsim import _core
 from uvmsim._core import BudgetExceeded, ConfigError, SimulationError
 from uvmsim._files import (
+    BINARY,
+    CSV_TEXT,
     InputError,
     MissingInputError,
     atomic_write_json,
     atomic_write_parquet,
     check_output_dir,
+    check_record_out,
+    check_trace_name,
     inputs_of,
     read_toml_text,
     reading_input,
@@ -568,14 +572,15 @@ def trace_record(
     to a temporary file beside ``out`` and renamed over it at the end.
 
     Raises:
-        ConfigError: bad input (the config, or a workload that cannot be recorded), or an ``out`` that is one of
-            the files the recording reads (the config file, the preset's file, a trace the config names): refused
-            before anything is written.
+        ConfigError: bad input (the config, or a workload that cannot be recorded), an ``out`` that is one of
+            the files the recording reads (the config file, the preset's file, a trace the config names), or one
+            named like a config (.toml, or an existing TOML file) or a CSV trace: refused before anything is written.
         OSError: ``out`` cannot be written.
     """
     layers, sets = sources(config, preset), overrides(set)
     cfg = json.loads(_core.resolve(layers, sets))
     refuse_input(out, inputs_of(config, preset, cfg), "this recording")
+    check_record_out(Path(out), f"give a path such as `{Path(out).with_suffix('.uvmt').name}` as out")
     return json.loads(_core.trace_record(layers, sets, os.fspath(out)))
 
 
@@ -595,14 +600,30 @@ def trace_convert(
     Raises:
         ConfigError: a malformed trace (the message names the file and line, or byte offset), a bad config, or an
             ``out`` that is one of the files the conversion reads (``src``, the preset's file, a kernel file of an
-            Accel-Sim ``src``).
+            Accel-Sim ``src``) or is named for the other format (.uvmt for CSV text, .csv/.gz/.zst for a binary
+            trace; zstd is read, not written).
         InputError: ``src`` does not exist or cannot be read.
         OSError: ``out`` cannot be written, before or while writing it (no such directory, a directory, a full
             disk).
     """
     _check_trace_readable(src)
     refuse_input(out, [("the input trace", Path(src)), *inputs_of(None, preset, None, [src])], "this conversion")
+    writes = _convert_writes(src)
+    if writes is not None:
+        check_trace_name(Path(out), writes, f"`{os.fspath(src)}` converts to {writes}")
     return json.loads(_core.trace_convert(os.fspath(src), os.fspath(out), sources(None, preset), overrides(set)))
+
+
+def _convert_writes(src: str | os.PathLike[str]) -> str | None:
+    """What ``trace_convert`` makes of ``src`` (docs/traces.md): an Accel-Sim kernelslist.g or a CSV trace a binary
+    .uvmt, a timed .uvmt CSV text; None for a warp .uvmt, which the core refuses to convert."""
+    kind = trace_workload(src)["workload.kind"]  # InputError for a missing or unreadable IN
+    if kind == "accelsim":
+        return BINARY
+    if kind == "warp-trace":
+        return None
+    with reading_input(src, "trace"), open(src, "rb") as f:
+        return CSV_TEXT if f.read(len(_UVMT_MAGIC)) == _UVMT_MAGIC else BINARY
 
 
 # What `workload.kind` replays which trace format (docs/traces.md); the path key is `workload.<section>.path`.

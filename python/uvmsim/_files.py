@@ -258,3 +258,63 @@ def refuse_input_in_dir(
                 f"`{os.fspath(out)}` would replace {what} `{path}`: {reader} writes {Path(out) / real.name}; "
                 "choose another directory"
             )
+
+
+# The formats trace record and convert write, and the names that promise the other one.
+CSV_TEXT = "CSV text"
+BINARY = "a binary .uvmt trace"
+
+
+def trace_format_of_name(path: Path) -> str | None:
+    """The trace format ``path``'s name promises: CSV for .csv (and any .gz or .zst, compressed CSV being the only
+    compressed trace), binary for .uvmt; None for another name."""
+    name = path.name.lower()
+    if name.endswith((".csv", ".gz", ".zst")):
+        return CSV_TEXT
+    if name.endswith(".uvmt"):
+        return BINARY
+    return None
+
+
+def check_trace_name(out: Path, writes: str, why: str) -> None:
+    """Refuse (``ConfigError``) an output trace whose name says another format than the ``writes`` that goes into it,
+    as a replay or a reader guided by the name would be misled: ``why`` says where the format comes from."""
+    from uvmsim._core import ConfigError
+
+    named = trace_format_of_name(out)
+    if named is not None and named != writes:
+        example = out.with_name(out.name.split(".")[0] + (".uvmt" if writes == BINARY else ".csv"))
+        raise ConfigError(f"`{out}` names {named}, but {why}: give an output such as `{example}`")
+    if writes == CSV_TEXT and out.name.lower().endswith(".zst"):
+        raise ConfigError(
+            f"`{out}` names zstd-compressed CSV, but convert writes plain CSV, or gzip when the output ends in .gz "
+            "(zstd is read, not written)"
+        )
+
+
+# A file of more than this is not taken for a config (a config is a few KB; a trace may be GBs).
+_CONFIG_MAX_BYTES = 1 << 20
+
+
+def looks_like_config(path: Path) -> bool:
+    """Is ``path`` an existing file holding a non-empty TOML table, as a config file does (a trace never does)?"""
+    import tomllib
+
+    try:
+        if not path.is_file() or path.stat().st_size > _CONFIG_MAX_BYTES:
+            return False
+        return bool(tomllib.loads(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+
+
+def check_record_out(out: Path, fix: str) -> None:
+    """Refuse (``ConfigError``) an output of a trace recording that is a config file, by its .toml name or its
+    content (the CLI's ``trace record my.toml``, OUT forgotten, took the config for OUT and replaced it), or that is
+    named for CSV (a recording is a binary .uvmt). ``fix`` says how to give the output instead."""
+    from uvmsim._core import ConfigError
+
+    if out.suffix.lower() == ".toml" or looks_like_config(out):
+        what = "ends in .toml" if out.suffix.lower() == ".toml" else "is a TOML file"
+        raise ConfigError(f"`{out}` {what}, like a config file, but it would receive the binary trace; {fix}")
+    check_trace_name(out, BINARY, "a recording is a binary .uvmt trace")

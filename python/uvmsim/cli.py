@@ -39,9 +39,10 @@ from uvmsim._files import (
     Inputs,
     check_output_dir,
     check_output_file,
+    check_record_out,
+    check_trace_name,
     inputs_of,
     read_input_text,
-    reading_input,
     refuse_input,
     refuse_input_in_dir,
 )
@@ -708,78 +709,19 @@ def _refuse_input_in_dir(out: Path, inputs: Inputs, writes: Callable[[str], bool
         raise click.BadParameter(str(e), param_hint="'-o' / '--out'") from None
 
 
-# The formats trace record and convert write, and the names that promise the other one.
-CSV_TEXT = "CSV text"
-BINARY = "a binary .uvmt trace"
-
-
-def _trace_format_of_name(path: Path) -> str | None:
-    """The trace format ``path``'s name promises: CSV for .csv (and any .gz or .zst, compressed CSV being the only
-    compressed trace), binary for .uvmt; None for another name."""
-    name = path.name.lower()
-    if name.endswith((".csv", ".gz", ".zst")):
-        return CSV_TEXT
-    if name.endswith(".uvmt"):
-        return BINARY
-    return None
-
-
-def _check_trace_name(out: Path, writes: str, why: str) -> None:
-    """Refuse (exit code 2) an OUT whose name says another format than the ``writes`` that goes into it, as a
-    replay or a reader guided by the name would be misled: ``why`` says where the format comes from."""
-    named = _trace_format_of_name(out)
-    if named is not None and named != writes:
-        example = out.with_name(out.name.split(".")[0] + (".uvmt" if writes == BINARY else ".csv"))
-        raise click.BadParameter(f"`{out}` names {named}, but {why}: give OUT such as `{example}`", param_hint="'OUT'")
-    if writes == CSV_TEXT and out.name.lower().endswith(".zst"):
-        raise click.BadParameter(
-            f"`{out}` names zstd-compressed CSV, but convert writes plain CSV, or gzip when OUT ends in .gz "
-            "(zstd is read, not written)",
-            param_hint="'OUT'",
-        )
-
-
-def _convert_writes(src: Path) -> str | None:
-    """What ``trace convert`` makes of ``src`` (docs/traces.md): an Accel-Sim kernelslist.g or a CSV trace a
-    binary .uvmt, a timed .uvmt CSV text; None for a warp .uvmt, which the core refuses to convert."""
-    kind = uvmsim.trace_workload(src)["workload.kind"]  # InputError for a missing or unreadable IN
-    if kind == "accelsim":
-        return BINARY
-    if kind == "warp-trace":
-        return None
-    with reading_input(src, "trace"), src.open("rb") as f:
-        return CSV_TEXT if f.read(len(uvmsim._UVMT_MAGIC)) == uvmsim._UVMT_MAGIC else BINARY
-
-
-# A file of more than this is not taken for a forgotten CONFIG (a config is a few KB; a trace may be GBs).
-_CONFIG_MAX_BYTES = 1 << 20
-
-
-def _looks_like_config(path: Path) -> bool:
-    """Is ``path`` an existing file holding a non-empty TOML table, as a config file does (a trace never does)?"""
-    import tomllib
-
+def _check_out_name(check: Callable[[], None]) -> None:
+    """Run a check of a trace command's OUT name; its ``ConfigError`` is a bad OUT (exit code 2)."""
     try:
-        if not path.is_file() or path.stat().st_size > _CONFIG_MAX_BYTES:
-            return False
-        return bool(tomllib.loads(path.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False
+        check()
+    except ConfigError as e:
+        raise click.BadParameter(str(e), param_hint="'OUT'") from None
 
 
 def _check_record_out(out: Path, config: Path | None) -> None:
-    """Refuse (exit code 2) an OUT of ``trace record`` that is a config file, by its .toml name or its content:
-    with the optional CONFIG first, ``trace record my.toml`` (OUT forgotten) took the config for OUT and replaced
-    it with the trace. An OUT named for CSV is refused too: record writes a binary .uvmt."""
-    if out.suffix.lower() == ".toml" or _looks_like_config(out):
-        example = f"uvmsim trace record {config or out} {Path(out.stem).with_suffix('.uvmt')}"
-        what = "ends in .toml" if out.suffix.lower() == ".toml" else "is a TOML file"
-        raise click.BadParameter(
-            f"`{out}` {what}, like a config file, but OUT receives the binary trace; "
-            f"give the config first and then OUT: `{example}`",
-            param_hint="'OUT'",
-        )
-    _check_trace_name(out, BINARY, "trace record writes a binary .uvmt trace")
+    """Refuse (exit code 2) an OUT of ``trace record`` that is a config file (by its .toml name or its content) or is
+    named for CSV (record writes a binary .uvmt)."""
+    example = f"uvmsim trace record {config or out} {Path(out.stem).with_suffix('.uvmt')}"
+    _check_out_name(lambda: check_record_out(out, f"give the config first and then OUT: `{example}`"))
 
 
 @trace_group.command("record")
@@ -818,10 +760,10 @@ def trace_convert_cmd(src: Path, out: Path, preset: str | None, sets: tuple[str,
     """Convert trace IN to OUT: CSV -> timed .uvmt, timed .uvmt -> CSV (gzip if OUT ends in .gz),
     Accel-Sim kernelslist.g -> warp .uvmt (allocated with --preset/--set's translation.page_size
     and workload.managed). The format follows IN: an OUT named for the other one (.uvmt, .csv) is refused."""
-    writes = _convert_writes(src)  # a missing or unreadable IN first (exit 2)
+    writes = uvmsim._convert_writes(src)  # a missing or unreadable IN first (exit 2)
     _refuse_input(out, [("the input trace", src), *_inputs_of(None, preset, None, [src])], "'OUT'")
     if writes is not None:
-        _check_trace_name(out, writes, f"`{src}` converts to {writes}")
+        _check_out_name(lambda: check_trace_name(out, writes, f"`{src}` converts to {writes}"))
     check_output_file(out)
     r = uvmsim.trace_convert(src, out, preset=preset, set=list(sets))
     what = "warps" if r["to"] == "uvmt-warps" else "records"
