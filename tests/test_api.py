@@ -481,3 +481,10 @@ def test_bad_arguments_raise_clear_uvmsim_errors(tmp_path: Path) -> None:
     assert not failures, "\n".join(failures)
     assert not (tmp_path / "s1").exists() and not (tmp_path / "s2").exists()
     assert sorted(p.name for p in (tmp_path / "adir").iterdir()) == []  # no temporary file left either
+
+
+def test_a_panic_in_the_core_is_a_simulation_error() -> None:
+    # A bug in the simulator is a failed run naming it: before 2026-11-30 it reached Python as pyo3's
+    # PanicException, a BaseException that `except Exception` (and callers' error handling) did not catch.
+    with pytest.raises(uvmsim.SimulationError, match="internal error.*a deliberate panic for the tests"):
+        uvmsim._core._panic_for_test()

@@ -39,11 +39,16 @@ fn interruptible<T: Send + 'static>(py: Python<'_>, f: impl FnOnce() -> T + Send
             let _ = tx.send(uvmsim::sim::with_cancel(worker_flag, f));
         })
         .map_err(|e| SimulationError::new_err(format!("cannot start the simulation thread: {e}")))?;
-    let finish = |worker: std::thread::JoinHandle<()>| {
-        if let Err(panic) = worker.join() {
-            // As before: a panic reaches Python as a PanicException.
-            std::panic::resume_unwind(panic);
-        }
+    // A panic in the simulator is a bug, not bad input: it reaches Python as a SimulationError naming it
+    // (pyo3's PanicException is a BaseException, which `except Exception` and a sweep's error handling miss).
+    let finish = |worker: std::thread::JoinHandle<()>| -> PyResult<()> {
+        worker.join().map_err(|panic| {
+            let what = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned());
+            SimulationError::new_err(format!(
+                "internal error (a bug in uvmsim; please report it with the config): {}",
+                what.unwrap_or_else(|| "panic".into())
+            ))
+        })
     };
     let mut rx = rx;
     loop {
@@ -52,18 +57,19 @@ fn interruptible<T: Send + 'static>(py: Python<'_>, f: impl FnOnce() -> T + Send
         rx = back;
         match got {
             Ok(v) => {
-                py.detach(|| finish(worker));
+                py.detach(|| finish(worker))?;
                 return Ok(v);
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                py.detach(|| finish(worker));
+                py.detach(|| finish(worker))?;
                 unreachable!("the worker sends its result before it ends, or panics");
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if let Err(e) = py.check_signals() {
                     flag.store(true, Ordering::Relaxed);
                     // The work stops at its next check; its result (an interrupted error) is dropped.
-                    py.detach(move || {
+                    // The interrupt is what the caller asked for; a panic while stopping is dropped with the result.
+                    let _ = py.detach(move || {
                         let _ = rx.recv();
                         finish(worker)
                     });
@@ -147,6 +153,12 @@ fn workloads() -> String {
     api::workloads_json()
 }
 
+/// For the tests only: a panic on the simulation thread, which must reach Python as a SimulationError.
+#[pyfunction]
+fn _panic_for_test(py: Python<'_>) -> PyResult<()> {
+    interruptible::<()>(py, || panic!("a deliberate panic for the tests"))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
@@ -157,6 +169,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(trace_record, m)?)?;
     m.add_function(wrap_pyfunction!(trace_convert, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add("BudgetExceeded", m.py().get_type::<BudgetExceeded>())?;
