@@ -240,6 +240,36 @@ BAD_INPUTS = [
         ["--set: key `multi.apps`: `ping-pong`: trace replays and host-interaction workloads cannot"],
         id="app-kind-by-its-name",
     ),
+    # Keys nothing reads in the configured mode, set by the user: refused, saying why and what reads them.
+    pytest.param(
+        ["run", "--preset", "titan-v", "--set", "multi.migration=first-touch"],
+        [
+            "--set: key `multi.migration`: is not read in the single-GPU model",
+            "set multi.gpus > 1 or multi.model_one_gpu = true",
+        ],
+        id="multi-gpu-key-on-one-gpu",
+    ),
+    pytest.param(
+        ["run", "--preset", "titan-v", "--set", "iommu.walker.threads=4"],
+        [
+            '--set: key `iommu.walker.threads`: is not read in translation.mode = "gmmu"',
+            'they need translation.mode = "iommu"',
+        ],
+        id="iommu-key-in-gmmu-mode",
+    ),
+    pytest.param(
+        ["run", "--preset", "kaveri-apu", "--set", "gmmu.walker.threads=4"],
+        [
+            '--set: key `gmmu.walker.threads`: is not read in translation.mode = "iommu"',
+            'they need translation.mode = "gmmu"',
+        ],
+        id="gmmu-key-in-iommu-mode",
+    ),
+    pytest.param(
+        ["run", "--preset", "li-4gpu-ats", "--set", "multi.host_mmu.walker.threads=4"],
+        ['key `multi.host_mmu.walker.threads`: is not read in the multi-GPU model with translation.mode = "iommu"'],
+        id="host-mmu-key-in-ats-mode",
+    ),
     pytest.param(
         ["reproduce", "apu-tlb-latency"],
         ["apu-tlb-latency", "did you mean `apu-tlb-miss-latency`"],

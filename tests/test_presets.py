@@ -183,6 +183,16 @@ def test_gh200_leaves_out_what_its_fault_path_does_not_run() -> None:
         uvmsim.resolve(preset="gh200-c2c", set={"uvm.prefetch.policy": "density"})
 
 
+def test_a_preset_may_carry_what_the_users_mode_does_not_read() -> None:
+    # li-4gpu-gmmu's [multi] and host MMU describe its machine: taken on one GPU; the user's own are refused.
+    cfg = uvmsim.resolve(preset="li-4gpu-gmmu", set={"multi.gpus": 1})
+    assert cfg["multi"]["migration"] == "access-counter" and cfg["multi"]["host_mmu"]["tlb_entries"] == 2048
+    with pytest.raises(uvmsim.ConfigError, match=r"key `multi\.migration`: is not read in the single-GPU model"):
+        uvmsim.resolve(preset="li-4gpu-gmmu", set={"multi.gpus": 1, "multi.migration": "on-touch"})
+    with pytest.raises(uvmsim.ConfigError, match=r"<dict config>: key `iommu\.tlb_entries`: is not read in transl"):
+        uvmsim.resolve({"iommu": {"tlb_entries": 64}}, preset="titan-v")
+
+
 def test_mi300a_runs_managed_memory_on_the_apu_path() -> None:
     m = _run("mi300a-apu")
     pages = 3 * 262144 * 8 // 4096

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Cli
-from uvmsim import ConfigError, report
+from uvmsim import ConfigError, report, resolve
 from uvmsim import reproduce as rep
 from uvmsim.presets import list_presets
 
@@ -94,6 +94,22 @@ def test_every_spec_loads_and_matches_its_analysis() -> None:
         else:
             assert any(c.tolerance != "info" for c in s.checks), f"{s.id} checks nothing"
         assert set(s.quick) <= set(s.params), f"{s.id}: [quick] may only replace [params] keys"
+
+
+def test_every_planned_run_resolves(tmp_path: Path) -> None:
+    # Each run an experiment asks for (full and quick, as far as planning sees) resolves: none sets a key its
+    # mode does not read (refused, config/unread.rs), a value out of range or an unknown key.
+    planned = 0
+    for s in rep.list_experiments():
+        for quick in (False, True):
+            ctx = rep.Context(spec=s, params=s.run_params(quick), out=tmp_path)
+            for name, overrides, preset in rep.plan_runs(ctx, rep.REGISTRY[s.id]):
+                try:
+                    resolve(preset=preset, set=overrides)
+                except ConfigError as e:
+                    pytest.fail(f"{s.id} (quick={quick}) run {name} on {preset}: {e}")
+                planned += 1
+    assert planned >= 900, planned
 
 
 def check_comparison(out: Path, rows: list[rep.Row], metrics: list[str]) -> None:

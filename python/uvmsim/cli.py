@@ -331,6 +331,11 @@ parameter sections), so this page cannot drift from the code.
 - **Unknown keys are errors**, naming the file or `--set` they came from and
   the nearest valid key. Out-of-range values are errors naming the key and the
   accepted range. Both exit with code 2.
+- **Keys a mode does not read** (marked "Not read in ..." below: the
+  single-GPU driver's in the multi-GPU model, the multi-GPU model's on one
+  GPU, one translation mode's hardware in the other) are errors too when the
+  user's file, `--set` or Python's `set` gives them, saying why and what
+  reads them; a preset may carry them (it describes its machine).
 """
 
 

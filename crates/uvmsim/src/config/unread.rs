@@ -1,36 +1,44 @@
-//! Keys nothing reads in a mode: the single-GPU UVM driver's fault-batch options in IOMMU mode, and
-//! the whole single-GPU driver in the multi-GPU model. A run that set one looked as if it had applied
-//! it (the metrics did not move), so the resolver refuses such a key when the user set it (a config
-//! file, `--set`, Python's `set`); a preset may carry them (it describes its machine's driver too).
+//! Keys nothing reads in a mode: the single-GPU UVM driver's fault-batch options in IOMMU mode, the
+//! whole single-GPU driver in the multi-GPU model, the multi-GPU model's options on one GPU, and one
+//! translation mode's hardware in the other. A run that set one looked as if it had applied it (the
+//! metrics did not move), so the resolver refuses such a key when the user set it (a config file,
+//! `--set`, Python's `set`); a preset may carry them (it describes its machine, driver included).
 //!
 //! The table was found by reading where each key is read and checked by runs with each key changed
-//! (tests/modes.rs, `unread_keys_change_no_metric`): in IOMMU mode far faults go to the page-request
-//! path ([`crate::uvm::ppr`]), and the driver runs only for `cudaMemPrefetchAsync`, access-counter
-//! migration, host accesses and hints, which read its per-block costs, GPU memory, eviction and
-//! thrashing settings but not its fault buffer, batches, replays or prefetcher; the multi-GPU model
-//! builds no driver allocation at all (`World::new`), so only the GPU-side fault options
-//! (`uvm.fault_mode`, `uvm.stall_warp_on_fault`) and the record tables (`uvm.records`,
-//! `uvm.migration_records_max`) are read there.
+//! (tests/modes.rs: `unread_keys_change_no_metric`, `multi_and_translation_keys_change_no_metric`): in
+//! IOMMU mode far faults go to the page-request path ([`crate::uvm::ppr`]), and the driver runs only
+//! for `cudaMemPrefetchAsync`, access-counter migration, host accesses and hints, which read its
+//! per-block costs, GPU memory, eviction and thrashing settings but not its fault buffer, batches,
+//! replays or prefetcher; the multi-GPU model builds no driver allocation at all (`World::new`), so
+//! only the GPU-side fault options (`uvm.fault_mode`, `uvm.stall_warp_on_fault`) and the record
+//! tables (`uvm.records`, `uvm.migration_records_max`) are read there. On one GPU `World::new` builds
+//! no `Multi`: of `[multi]` only the oracles applied to the GPU's own walkers and TLBs are read
+//! ([`crate::multi::effective`], [`crate::multi::unlimit_walkers`]). The IOMMU is built only in IOMMU
+//! mode (`Translator::new`), its page-request path and shootdowns run only on one APU; in IOMMU mode
+//! a TLB miss never reaches the GMMU's walkers, and in the multi-GPU model neither do PTE
+//! invalidations (the GPUs have no page table of their own) nor does the host translate a fault
+//! again (`Multi::host_translate`).
 
 use super::{Config, TranslationMode};
 
-/// A mode in which part of the configuration is not read.
+/// A configuration's mode: which model runs and how GPU TLB misses are translated. Every
+/// configuration is in exactly one ([`Config::mode`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// `translation.mode = "iommu"` on one GPU.
+    /// One GPU on the single-GPU model, `translation.mode = "gmmu"`.
+    Gmmu,
+    /// One GPU on the single-GPU model, `translation.mode = "iommu"`.
     Iommu,
-    /// The multi-GPU model (`multi.gpus` > 1 or `multi.model_one_gpu`), in either translation mode.
-    Multi,
+    /// The multi-GPU model (`multi.gpus` > 1 or `multi.model_one_gpu`), `translation.mode = "gmmu"`.
+    MultiGmmu,
+    /// The multi-GPU model, `translation.mode = "iommu"` (ATS).
+    MultiIommu,
 }
 
-impl Mode {
-    fn name(self) -> &'static str {
-        match self {
-            Mode::Iommu => "translation.mode = \"iommu\"",
-            Mode::Multi => "the multi-GPU model (multi.gpus > 1 or multi.model_one_gpu = true)",
-        }
-    }
-}
+const ONE_GPU: &[Mode] = &[Mode::Gmmu, Mode::Iommu];
+const MULTI: &[Mode] = &[Mode::MultiGmmu, Mode::MultiIommu];
+const GMMU: &[Mode] = &[Mode::Gmmu, Mode::MultiGmmu];
+const IOMMU: &[Mode] = &[Mode::Iommu, Mode::MultiIommu];
 
 /// Options of the driver's fault service: the fault buffer, batches, replays, the polled and
 /// fixed-latency models' fault latency, the fault prefetcher, preemptive unmapping, the faults table.
@@ -89,28 +97,131 @@ const DRIVER: &[&str] = &[
     "workload.host_threads",
 ];
 
-/// (keys, or sections ending in `.`; the mode; why they are not read there).
-const UNREAD: &[(&[&str], Mode, &str)] = &[
-    (
-        FAULT_BATCHES,
-        Mode::Iommu,
-        "far faults go to the IOMMU's page-request path ([iommu.ppr]), not to the UVM driver's fault buffer and \
-         batches, whose options these are (their counterparts there: iommu.ppr.*; the driver's prefetcher: \
-         iommu.ppr.pages_log2)",
-    ),
-    (
-        FAULT_BATCHES,
-        Mode::Multi,
-        "far faults go to the multi-GPU model's host (multi.migration, multi.host_*), not to the single-GPU UVM \
-         driver's fault buffer and batches, whose options these are",
-    ),
-    (
-        DRIVER,
-        Mode::Multi,
-        "the single-GPU UVM driver does not run there: the model places every page itself (multi.migration, \
-         multi.access_threshold), from host memory, with no GPU memory limit, hints, thrashing control or host \
-         accesses; it needs multi.gpus = 1 and multi.model_one_gpu = false",
-    ),
+/// `[multi]` but what one GPU reads: `multi.gpus` and `multi.model_one_gpu` choose the model, and the
+/// oracles `infinite_pwc`, `infinite_walkers` and (IOMMU mode) `infinite_iommu_tlb` change the GPU's own
+/// walkers and TLBs.
+const MULTI_MODEL: &[&str] = &[
+    "multi.cta_placement",
+    "multi.migration",
+    "multi.access_threshold",
+    "multi.peer_topology",
+    "multi.peer_latency_ns",
+    "multi.peer_bandwidth_gbps",
+    "multi.shootdown_stalls_gpu",
+    "multi.remote_reads_cached",
+    "multi.host_uplink_shared",
+    "multi.host_latency_ns",
+    "multi.host_mmu.",
+    "multi.oracle.zero_latency_invalidation",
+    "multi.oracle.no_migration_latency",
+    "multi.least_tlb.",
+    "multi.apps",
+    "multi.apps_first_gpu",
+    "multi.apps_resident",
+    "multi.idyll.",
+    "multi.transfw.",
+];
+
+/// One row of the table: the keys (or sections ending in `.`), the modes that do not read them, where
+/// that is (in the refusal; then in the reference, shorter) and why.
+struct Unread {
+    keys: &'static [&'static str],
+    modes: &'static [Mode],
+    place: &'static str,
+    short: &'static str,
+    why: &'static str,
+}
+
+const MULTI_PLACE: &str = "the multi-GPU model (multi.gpus > 1 or multi.model_one_gpu = true)";
+
+/// The first row that covers a key in a configuration's mode gives its refusal; the reference lists
+/// every row's place.
+const UNREAD: &[Unread] = &[
+    Unread {
+        keys: FAULT_BATCHES,
+        modes: &[Mode::Iommu],
+        place: "translation.mode = \"iommu\"",
+        short: "translation.mode = \"iommu\"",
+        why: "far faults go to the IOMMU's page-request path ([iommu.ppr]), not to the UVM driver's fault buffer and \
+              batches, whose options these are (their counterparts there: iommu.ppr.*; the driver's prefetcher: \
+              iommu.ppr.pages_log2)",
+    },
+    Unread {
+        keys: FAULT_BATCHES,
+        modes: MULTI,
+        place: MULTI_PLACE,
+        short: "the multi-GPU model",
+        why: "far faults go to the multi-GPU model's host (multi.migration, multi.host_*), not to the single-GPU UVM \
+              driver's fault buffer and batches, whose options these are",
+    },
+    Unread {
+        keys: DRIVER,
+        modes: MULTI,
+        place: MULTI_PLACE,
+        short: "the multi-GPU model",
+        why: "the single-GPU UVM driver does not run there: the model places every page itself (multi.migration, \
+              multi.access_threshold), from host memory, with no GPU memory limit, hints, thrashing control or host \
+              accesses; it needs multi.gpus = 1 and multi.model_one_gpu = false",
+    },
+    Unread {
+        keys: MULTI_MODEL,
+        modes: ONE_GPU,
+        place: "the single-GPU model (multi.gpus = 1 and multi.model_one_gpu = false)",
+        short: "the single-GPU model",
+        why: "it is an option of the multi-GPU model (its host's page placement and invalidations, the peer fabric, the \
+              host MMU, multi-application mode, Least-TLB, IDYLL, Trans-FW), which does not run there: one GPU's far \
+              faults go to the UVM driver ([uvm]) or, in translation.mode = \"iommu\", to the page-request path \
+              ([iommu.ppr]). To use it set multi.gpus > 1 or multi.model_one_gpu = true (one GPU reads only the \
+              oracles infinite_pwc, infinite_walkers and, in IOMMU mode, infinite_iommu_tlb)",
+    },
+    Unread {
+        keys: &["multi.oracle.infinite_iommu_tlb"],
+        modes: &[Mode::Gmmu],
+        place: "translation.mode = \"gmmu\" on one GPU",
+        short: "translation.mode = \"gmmu\" on one GPU",
+        why: "it enlarges the IOMMU's TLB (translation.mode = \"iommu\") and the multi-GPU model's host-MMU TLB, and \
+              one GPU walking its own page table has neither (its GMMU's oracles: multi.oracle.infinite_pwc and \
+              infinite_walkers)",
+    },
+    // Before the GMMU row: in the multi-GPU model in GMMU mode, the first thing these need is one GPU.
+    Unread {
+        keys: &["iommu.ppr.", "iommu.shootdown."],
+        modes: MULTI,
+        place: MULTI_PLACE,
+        short: "the multi-GPU model",
+        why: "far faults go to the multi-GPU model's host (multi.migration, multi.host_latency_ns), not to the APU's \
+              page-request path, and TLB shootdowns (the shootdown workload) model one APU; they need one APU: \
+              multi.gpus = 1 and multi.model_one_gpu = false, with translation.mode = \"iommu\"",
+    },
+    Unread {
+        keys: &["iommu.", "multi.least_tlb."],
+        modes: GMMU,
+        place: "translation.mode = \"gmmu\"",
+        short: "translation.mode = \"gmmu\"",
+        why: "the GPUs walk their own page tables ([gmmu.walker]; the multi-GPU model's host walks for their far faults, \
+              [multi.host_mmu]), so there is no IOMMU: neither its TLB, walkers and ATS link, nor its page-request \
+              path and shootdowns, nor Least-TLB (the IOMMU TLB as a victim cache) run; they need \
+              translation.mode = \"iommu\"",
+    },
+    Unread {
+        keys: &["gmmu."],
+        modes: IOMMU,
+        place: "translation.mode = \"iommu\"",
+        short: "translation.mode = \"iommu\"",
+        why: "GPU TLB misses go over ATS to the IOMMU, whose walkers are [iommu.walker]: the GPU's own GMMU walks \
+              nothing (in the multi-GPU model not even to invalidate a PTE: the GPUs have no page table of their \
+              own); they need translation.mode = \"gmmu\"",
+    },
+    Unread {
+        keys: &["multi.host_mmu.", "multi.idyll.", "multi.transfw."],
+        modes: &[Mode::MultiIommu],
+        place: "the multi-GPU model with translation.mode = \"iommu\"",
+        short: "the multi-GPU model with translation.mode = \"iommu\"",
+        why: "a far fault there comes from the shared IOMMU's failed walk, so the host does not translate it again \
+              (no host-MMU TLB or walk: multi.host_mmu), and the GPUs have no page table of their own whose PTE \
+              invalidations IDYLL filters or defers (multi.idyll) or whose walks Trans-FW skips or forwards \
+              (multi.transfw); they need translation.mode = \"gmmu\"",
+    },
 ];
 
 /// Does `entry` (a key, or a section ending in `.`) cover `key`? (A section the user set whole is
@@ -123,34 +234,35 @@ fn covers(entry: &str, key: &str) -> bool {
 }
 
 impl Config {
-    /// The mode whose unread keys apply to this configuration, if any.
-    pub fn unread_mode(&self) -> Option<Mode> {
-        if self.multi.active() {
-            Some(Mode::Multi)
-        } else if self.translation.mode == TranslationMode::Iommu {
-            Some(Mode::Iommu)
-        } else {
-            None
+    /// This configuration's mode.
+    pub fn mode(&self) -> Mode {
+        match (self.multi.active(), self.translation.mode) {
+            (false, TranslationMode::Gmmu) => Mode::Gmmu,
+            (false, TranslationMode::Iommu) => Mode::Iommu,
+            (true, TranslationMode::Gmmu) => Mode::MultiGmmu,
+            (true, TranslationMode::Iommu) => Mode::MultiIommu,
         }
     }
 
     /// Why `key` (dotted, as set) is not read in this configuration's mode, if it is not: the message
     /// the resolver refuses a user's setting of it with.
     pub fn unread(&self, key: &str) -> Option<String> {
-        let mode = self.unread_mode()?;
+        let mode = self.mode();
         UNREAD
             .iter()
-            .find(|(keys, m, _)| *m == mode && keys.iter().any(|e| covers(e, key)))
-            .map(|(_, m, why)| format!("is not read in {}: {why}", m.name()))
+            .find(|r| r.modes.contains(&mode) && r.keys.iter().any(|e| covers(e, key)))
+            .map(|r| format!("is not read in {}: {}", r.place, r.why))
     }
 }
 
-/// The modes in which `key` is not read (for its documentation).
+/// The modes in which `key` is not read (for its documentation and tests).
 pub fn unread_in(key: &str) -> Vec<Mode> {
     let mut out = vec![];
-    for (keys, m, _) in UNREAD {
-        if !out.contains(m) && keys.iter().any(|e| covers(e, key)) {
-            out.push(*m);
+    for r in UNREAD.iter().filter(|r| r.keys.iter().any(|e| covers(e, key))) {
+        for m in r.modes {
+            if !out.contains(m) {
+                out.push(*m);
+            }
         }
     }
     out
@@ -158,16 +270,15 @@ pub fn unread_in(key: &str) -> Vec<Mode> {
 
 /// The sentence a key's documentation ends with when some mode does not read it.
 pub fn unread_note(key: &str) -> Option<String> {
-    let modes = unread_in(key);
-    let names = |m: Mode| match m {
-        Mode::Iommu => "translation.mode = \"iommu\"",
-        Mode::Multi => "the multi-GPU model",
-    };
-    match modes.as_slice() {
-        [] => None,
-        [m] => Some(format!("Not read in {} (refused when set there; a preset may carry it).", names(*m))),
-        [a, b, ..] => Some(format!("Not read in {} nor in {} (refused when set there; a preset may carry it).", names(*a), names(*b))),
+    let mut places: Vec<&str> = vec![];
+    for r in UNREAD.iter().filter(|r| r.keys.iter().any(|e| covers(e, key))) {
+        if !places.contains(&r.short) {
+            places.push(r.short);
+        }
     }
+    let (last, rest) = places.split_last()?;
+    let list = if rest.is_empty() { last.to_string() } else { format!("{} nor in {last}", rest.join(", ")) };
+    Some(format!("Not read in {list} (refused when set there; a preset may carry it)."))
 }
 
 #[cfg(test)]
@@ -187,10 +298,32 @@ mod tests {
     #[test]
     fn every_entry_names_a_key_or_section() {
         let keys: Vec<String> = Config::reference().into_iter().map(|p| p.key).collect();
-        for (entries, ..) in UNREAD {
-            for e in *entries {
+        for r in UNREAD {
+            for e in r.keys {
                 assert!(keys.iter().any(|k| covers(e, k) && (e.ends_with('.') || k == e)), "{e} is not a key");
             }
         }
+    }
+
+    /// What chooses the mode, and the oracles one GPU applies to its own walkers and TLBs, are read.
+    #[test]
+    fn the_keys_one_gpu_reads_of_multi_are_not_listed() {
+        for key in ["multi.gpus", "multi.model_one_gpu", "multi.oracle.infinite_pwc", "multi.oracle.infinite_walkers"] {
+            assert!(unread_in(key).is_empty(), "{key}");
+        }
+        assert_eq!(unread_in("multi.oracle.infinite_iommu_tlb"), [Mode::Gmmu]);
+        assert_eq!(unread_in("multi.migration"), [Mode::Gmmu, Mode::Iommu]);
+        assert_eq!(unread_in("multi.host_mmu.walker.threads"), [Mode::Gmmu, Mode::Iommu, Mode::MultiIommu]);
+        assert_eq!(unread_in("multi.least_tlb.tracker"), [Mode::Gmmu, Mode::Iommu, Mode::MultiGmmu]);
+        assert_eq!(unread_in("iommu.ppr.irq_us"), [Mode::MultiGmmu, Mode::MultiIommu, Mode::Gmmu]);
+        assert_eq!(unread_in("gmmu.walker.threads"), [Mode::Iommu, Mode::MultiIommu]);
+        assert!(unread_in("translation.walk_records_every").is_empty());
+        let note = unread_note("iommu.ppr.irq_us").unwrap();
+        assert_eq!(
+            note,
+            "Not read in the multi-GPU model nor in translation.mode = \"gmmu\" (refused when set there; a preset may carry it)."
+        );
+        let note = unread_note("multi.least_tlb.tracker").unwrap();
+        assert!(note.starts_with("Not read in the single-GPU model nor in translation.mode = \"gmmu\" ("), "{note}");
     }
 }

@@ -67,7 +67,7 @@ leaf!(MigrationPolicy);
 section! {
     /// Multi-GPU system (seed multi-gpu, Li 2024): GPUs sharing one address space, page placement and migration, invalidations.
     pub struct MultiConfig {
-        /// GPUs, each a copy of [gpu]; 1 = the single-GPU system (the rest of [multi] except the oracles does not apply). Seed multi-gpu: 4 (8, 16, 32 in its sensitivity studies); at most 32.
+        /// GPUs, each a copy of [gpu]; 1 = the single-GPU system (of the rest of [multi] it reads only model_one_gpu and the oracles infinite_pwc, infinite_walkers and, in IOMMU mode, infinite_iommu_tlb; the other keys are refused when set). Seed multi-gpu: 4 (8, 16, 32 in its sensitivity studies); at most 32.
         pub gpus: u32 = 1,
         /// With gpus = 1, still run the multi-GPU model (every buffer unified memory placed from host memory, far faults to the host MMU or IOMMU) instead of the single-GPU UVM path: the 1-GPU point of a scaling study.
         pub model_one_gpu: bool = false,
@@ -93,7 +93,7 @@ section! {
         pub host_latency_ns: f64 = 150.0,
         /// The host MMU that serves every GPU's far faults in GMMU mode (seed multi-gpu Table 5).
         pub host_mmu: HostMmuConfig = HostMmuConfig::default(),
-        /// Oracles for limit studies (seed multi-gpu Fig. 25, 47, 54); they apply to single-GPU runs too.
+        /// Oracles for limit studies (seed multi-gpu Fig. 25, 47, 54); the TLB, page-walk-cache and walker oracles apply to single-GPU runs too.
         pub oracle: OracleConfig = OracleConfig::default(),
         /// Least-TLB (seed multi-gpu §3.2.1, Algorithm 1): the shared IOMMU TLB as a victim cache of the GPUs' L2 TLBs, with a local TLB tracker (ATS mode only).
         pub least_tlb: LeastTlbConfig = LeastTlbConfig::default(),
@@ -1669,8 +1669,11 @@ mod tests {
     fn one_gpu_without_the_model_has_no_multi_metrics() {
         let m = run(&[]);
         assert!(m.get("multi.gpus").is_none() && m.get("gpu1.ctas").is_none());
-        // Settings of the multi-GPU model do not touch a single-GPU run.
-        let same = run(&["multi.cta_placement=round-robin", "multi.migration=first-touch", "multi.peer_latency_ns=1"]);
-        assert_eq!(sans_wall(&m), sans_wall(&same));
+        // Settings of the multi-GPU model do not touch a single-GPU run (so the user's are refused there).
+        let mut c = resolve(&[]);
+        (c.multi.cta_placement, c.multi.migration, c.multi.peer_latency_ns) = (CtaPlacement::RoundRobin, MigrationPolicy::FirstTouch, 1.0);
+        assert_eq!(sans_wall(&m), sans_wall(&simulate(&c).unwrap()));
+        let e = crate::config::resolve(&[], &["multi.migration=first-touch".into()]).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("multi.migration"), "{e}");
     }
 }
