@@ -314,13 +314,18 @@ section! {
         /// pages (spec/uvm-driver.md); 0 = unlimited (no eviction). Device (non-managed) allocations do not count.
         /// One GPU only: the multi-GPU model has no GPU memory limit and does not read it (presets set it for their
         /// single-GPU runs). In translation.mode = "iommu" the page-request path maps first touches in place, outside
-        /// this memory; only the driver's migrations (access-counter migration among them) take it.
+        /// this memory; only the driver's migrations (access-counter migration among them) take it. A limit the footprint
+        /// never reaches still differs from 0: with limited memory a far-faulted instruction re-executes only its lanes on
+        /// faulted pages (0: the whole instruction, as before evictions were modelled; docs/architecture.md).
         pub gpu_memory_bytes: ByteSize = ByteSize(0),
         /// Managed footprint over GPU memory, in 2 MiB blocks (2.0: half the footprint's blocks fit, rounded down; below 1 the
         /// footprint fits; seed paged-memory §5 sets GPU memory to a fraction of the footprint); 0 = off. GPU memory is
         /// never less than one 2 MiB block (one 4 KiB page with eviction.granularity = "page"): a footprint of 3 blocks
         /// gets 1 block at 2.0 and at 4.0 alike (the metric uvm.gpu_memory_bytes says what a run had). When set, it
-        /// overrides gpu_memory_bytes. Needs the UVM driver's fault path (translation.mode = "gmmu", one GPU).
+        /// overrides gpu_memory_bytes. Needs the UVM driver's fault path (translation.mode = "gmmu", one GPU). 1.0 is not
+        /// 0: the footprint fits without eviction but fills GPU memory exactly (as does any value that rounds to no
+        /// spare block), and a full memory changes the replay (waiting warps wake page by page, their lanes on mapped
+        /// pages completing: docs/architecture.md) and the prefetcher (prefetch.when_full, prefetch.full_link_room).
         pub oversubscription: f64 = 0.0,
         /// Eviction when GPU memory is full.
         pub eviction: EvictionConfig = EvictionConfig::default(),
