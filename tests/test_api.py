@@ -239,6 +239,23 @@ def test_same_seed_same_metrics_other_seed_other_metrics() -> None:
     assert a["time.kernel_ns"] != c["time.kernel_ns"]
 
 
+@pytest.mark.parametrize("preset", ["kaveri-apu", "li-4gpu-ats"])
+def test_a_resolved_config_reruns_as_a_preset_file(tmp_path: Path, preset: str) -> None:
+    """docs/config.md, "Layering": a run's resolved config, written as TOML, reruns it as a preset file with the
+    same metrics; as the user's config it is refused where it sets keys the mode does not read (IOMMU mode, the
+    multi-GPU model), which every resolved config does."""
+    r = uvmsim.run(preset=preset, set=SMALL)
+    path = tmp_path / "resolved.toml"
+    path.write_text(uvmsim.dict_to_toml(r.config))
+    again = uvmsim.run(preset=path)
+    assert again.config == r.config
+    assert {k: v for k, v in again.metrics.items() if k not in WALL_CLOCK} == {
+        k: v for k, v in r.metrics.items() if k not in WALL_CLOCK
+    }
+    with pytest.raises(uvmsim.ConfigError, match="is not read in"):
+        uvmsim.run(r.config)
+
+
 def test_summary_json_is_plain_json(tmp_path: Path) -> None:
     uvmsim.run(preset="kaveri-apu", set=SMALL, out=tmp_path)
     raw = json.loads((tmp_path / "summary.json").read_text())

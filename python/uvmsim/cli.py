@@ -310,7 +310,12 @@ parameter sections), so this page cannot drift from the code.
   (`--preset NAME`), then the user's TOML file, then each `--set key.path=value`
   in order; later layers win. `uvmsim config --resolved [CONFIG] [--preset NAME]
   [--set ...]` prints the configuration a run would use, and every
-  `summary.json` records it under `"config"`.
+  `summary.json` records it under `"config"`. Either reruns the run as a
+  preset file, `--preset FILE` (Python: `preset=path`, with
+  `uvmsim.dict_to_toml(result.config)` written to it), with the same
+  metrics; as the user's CONFIG it is refused in IOMMU mode and in the
+  multi-GPU model, since it sets every key, those the mode does not read
+  included ("Not read in ..." below; a preset may carry them).
 - **Keys in a TOML file** may be written under their section (`[uvm]` then
   `batch_size = 64`), dotted (`uvm.batch_size = 64`) or quoted
   (`"uvm.batch_size" = 64`): all three are the same key, and one file giving

@@ -758,3 +758,27 @@ fn unique_faults_are_the_pages_serviced_not_deferred() {
     assert_eq!(count(uvmsim::uvm::Outcome::Serviced), unique);
     assert_eq!(count(uvmsim::uvm::Outcome::Deferred), m(x, "uvm.faults.deferred"));
 }
+
+/// The infinite-walkers oracle: walks never wait for a walker thread or queue slot, in the IOMMU and
+/// the host MMU too, whose TLBs admit as many outstanding misses as their walker pool has threads
+/// plus queue slots. Before 2026-11-30 those TLB slots stayed bounded under the oracle: kaveri-apu's
+/// misses waited for them (833 `iommu.tlb.mshr_full_waits` here, 0 with a pool of 4,096 threads),
+/// and so did li-4gpu-gmmu's host-MMU misses (78).
+#[test]
+fn infinite_walkers_leave_no_walk_slot_to_wait_for() {
+    let go = |preset: &str, toml: &str, sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        simulate(&resolve(&[Source::preset(preset, toml)], &sets).unwrap()).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let kaveri = include_str!("../../../presets/kaveri-apu.toml");
+    let apu = ["workload.kind=regular", "workload.regular.threads=1024", "workload.managed=true"];
+    let base = go("kaveri-apu", kaveri, &apu);
+    assert!(m(&base, "iommu.tlb.mshr_full_waits") > 0.0, "the 16 + 64 walk slots fill");
+    let inf = go("kaveri-apu", kaveri, &[&apu[..], &["multi.oracle.infinite_walkers=true"]].concat());
+    assert_eq!((m(&inf, "iommu.tlb.mshr_full_waits"), m(&inf, "iommu.walker.queue_wait_ns.mean")), (0.0, 0.0));
+    let gmmu = include_str!("../../../presets/li-4gpu-gmmu.toml");
+    let multi = ["workload.kind=regular", "workload.regular.threads=2048"];
+    assert!(m(&go("li-4gpu-gmmu", gmmu, &multi), "host_mmu.tlb.mshr_full_waits") > 0.0);
+    let inf = go("li-4gpu-gmmu", gmmu, &[&multi[..], &["multi.oracle.infinite_walkers=true"]].concat());
+    assert_eq!(m(&inf, "host_mmu.tlb.mshr_full_waits"), 0.0);
+}

@@ -167,7 +167,8 @@ section! {
         pub infinite_iommu_tlb: bool = false,
         /// Every page-walk cache (GMMU, host MMU, IOMMU) has 2^16 entries (per level, or in all for a unified one), so only cold misses.
         pub infinite_pwc: bool = false,
-        /// Walks never wait for a walker thread or queue slot (GMMU, host MMU, IOMMU).
+        /// Walks never wait for a walker thread or queue slot (GMMU, host MMU, IOMMU; nor for the IOMMU's and host MMU's
+        /// TLB miss slots, which are their pool's threads plus queue).
         pub infinite_walkers: bool = false,
         /// Invalidations cost nothing: no PTE walk, no message latency; a migration does not wait for them.
         pub zero_latency_invalidation: bool = false,
@@ -430,12 +431,7 @@ impl Multi {
             host_links: (0..n).map(|_| Link::new(&cfg.link)).collect(),
             uplink: m.host_uplink_shared.then(|| Link::new(&cfg.link)),
             host_tlb: (h.tlb_entries > 0).then(|| {
-                Tlb::with(
-                    h.tlb_entries as usize,
-                    h.tlb_ways as usize,
-                    ns_to_ps(h.tlb_latency_ns),
-                    (h.walker.threads + h.walker.queue_depth) as usize,
-                )
+                Tlb::with(h.tlb_entries as usize, h.tlb_ways as usize, ns_to_ps(h.tlb_latency_ns), crate::xlat::walk_slots(cfg, &h.walker))
             }),
             host_walker,
             host_dram: Dram::new(&cfg.gpu.dram, cfg.gpu.line_bytes),

@@ -86,7 +86,10 @@ section! {
         /// "block" (a 2 MiB VA block and its chunk, the driver) or "page" (one 4 KiB page, GPU memory counted in pages; seed
         /// paged-memory §5 evicts pages). With "page", lru orders pages by their last use (`lru_recency`), random draws a page,
         /// driver evicts the page migrated first; lfu is block-only. Evicted pages are copied back in one transfer per serviced
-        /// block and their translations shot down; the driver cost model charges evict_us once per such group.
+        /// block and their translations shot down; the driver cost model charges evict_us once per such group. The
+        /// allocator still hands memory out in root chunks (pma_alloc_us per pma_chunk_blocks x 512 pages): a run that
+        /// evicts nothing and fills its blocks' pages is the same with either granularity (before 2026-11-30 "page"
+        /// made no allocator call).
         pub granularity: EvictionGranularity = EvictionGranularity::Block,
         /// Which evicted pages go back over the link: "all" (the driver: it keeps no dirty state) or "dirty" (only pages
         /// the GPU stored to since they arrived; a clean page's host copy is still valid). Seed paged-memory leaves

@@ -139,6 +139,8 @@ impl Uvm {
                 // 2026-11-30 this path took chunks, so its pages were never counted: a prefetch of twice the
                 // GPU memory left twice the capacity resident).
                 let before = self.stats.evictions;
+                let calls = self.page_alloc_calls(want.len());
+                t += cost(c.pma_alloc * calls);
                 match self.make_room(want, &mut vec![], t, now, link, residency) {
                     Some(after) => t = after,
                     // GPU memory holds only this call's pages: the rest stays where it is.

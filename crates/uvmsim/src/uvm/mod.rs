@@ -55,7 +55,8 @@
 //! replay re-execute and fault again on pages that were taken away.
 //! With `uvm.eviction.granularity = "page"` memory is counted in 4 KiB pages
 //! instead (`Uvm::make_room`): single pages are evicted, the batch's own
-//! pinned, prefetches that find no room dropped. `uvm.prefetch.when_full`
+//! pinned, prefetches that find no room dropped; the allocator still hands
+//! memory out `pma_chunk_blocks` root chunks per call (`Uvm::page_alloc_calls`). `uvm.prefetch.when_full`
 //! changes the prefetcher once memory has been full (Zheng's §5 warm-up).
 //!
 //! Thrashing, hints and the host ([`thrashing`], [`policy`], [`remote`]):
@@ -313,13 +314,18 @@ section! {
         /// pages (spec/uvm-driver.md); 0 = unlimited (no eviction). Device (non-managed) allocations do not count.
         /// One GPU only: the multi-GPU model has no GPU memory limit and does not read it (presets set it for their
         /// single-GPU runs). In translation.mode = "iommu" the page-request path maps first touches in place, outside
-        /// this memory; only the driver's migrations (access-counter migration among them) take it.
+        /// this memory; only the driver's migrations (access-counter migration among them) take it. A limit the footprint
+        /// never reaches still differs from 0: with limited memory a far-faulted instruction re-executes only its lanes on
+        /// faulted pages (0: the whole instruction, as before evictions were modelled; docs/architecture.md).
         pub gpu_memory_bytes: ByteSize = ByteSize(0),
         /// Managed footprint over GPU memory, in 2 MiB blocks (2.0: half the footprint's blocks fit, rounded down; below 1 the
         /// footprint fits; seed paged-memory §5 sets GPU memory to a fraction of the footprint); 0 = off. GPU memory is
         /// never less than one 2 MiB block (one 4 KiB page with eviction.granularity = "page"): a footprint of 3 blocks
         /// gets 1 block at 2.0 and at 4.0 alike (the metric uvm.gpu_memory_bytes says what a run had). When set, it
-        /// overrides gpu_memory_bytes. Needs the UVM driver's fault path (translation.mode = "gmmu", one GPU).
+        /// overrides gpu_memory_bytes. Needs the UVM driver's fault path (translation.mode = "gmmu", one GPU). 1.0 is not
+        /// 0: the footprint fits without eviction but fills GPU memory exactly (as does any value that rounds to no
+        /// spare block), and a full memory changes the replay (waiting warps wake page by page, their lanes on mapped
+        /// pages completing: docs/architecture.md) and the prefetcher (prefetch.when_full, prefetch.full_link_room).
         pub oversubscription: f64 = 0.0,
         /// Eviction when GPU memory is full.
         pub eviction: EvictionConfig = EvictionConfig::default(),
@@ -641,6 +647,9 @@ struct PageMemory {
     pages: Pages,
     /// This batch's pages: never victims.
     pinned: FxHashSet<u64>,
+    /// Pages the allocator has handed out so far (`pma_chunk_blocks` root chunks of 512 pages per
+    /// call, up to `capacity`): memory counted in pages still comes from the allocator in root chunks.
+    allocated: u64,
 }
 
 /// Time spent in each stage of one batch.
@@ -989,7 +998,7 @@ impl Uvm {
             chunks: Chunks::new(c.eviction.policy, seed),
             page_evict: (c.eviction.granularity == EvictionGranularity::Page).then(|| {
                 let capacity = if c.gpu_memory_bytes.0 > 0 { c.gpu_memory_bytes.0 / 4096 } else { u64::MAX };
-                Box::new(PageMemory { capacity, pages: Pages::new(c.eviction.policy, seed), pinned: FxHashSet::default() })
+                Box::new(PageMemory { capacity, pages: Pages::new(c.eviction.policy, seed), pinned: FxHashSet::default(), allocated: 0 })
             }),
             full: false,
             dirty_only: c.eviction.write_back == WriteBack::Dirty,
@@ -1616,6 +1625,23 @@ impl Uvm {
         self.collect_unpins();
     }
 
+    /// Page granularity: the allocator calls that give GPU memory room for `need` more pages (as far as
+    /// its capacity goes), each taking `pma_chunk_blocks` root chunks of 512 pages, as a chunk-counted
+    /// memory takes them for its blocks. Memory counted in pages is still physical memory the driver
+    /// gets from the allocator: before 2026-11-30 this mode made no allocator call, so a run whose GPU
+    /// memory sufficed took `pma_alloc_us` less per 64 root chunks with page than with block eviction.
+    fn page_alloc_calls(&mut self, need: usize) -> u64 {
+        let batch = self.costs.pma_chunk_blocks as u64 * BLOCK_PAGES;
+        let pm = self.page_evict.as_mut().expect("page granularity");
+        let want = (pm.pages.len() as u64).saturating_add(need as u64).min(pm.capacity);
+        let mut calls = 0;
+        while pm.allocated < want {
+            pm.allocated = pm.allocated.saturating_add(batch).min(pm.capacity);
+            calls += 1;
+        }
+        calls
+    }
+
     /// Page granularity: room in GPU memory for a block's `demand` and
     /// `prefetched` pages (not resident), evicting unpinned pages by the policy;
     /// prefetched pages that find no room are dropped (the last ones). The
@@ -2157,7 +2183,10 @@ impl Uvm {
                 add(&mut t, self.first_touch_cost(block), &mut st.first_touch);
             }
             if self.page_evict.is_some() {
-                // 4 KiB pages: room for the block's pages, evicting others (deferred if every page is pinned).
+                // 4 KiB pages: memory from the allocator, then room for the block's pages, evicting others
+                // (deferred if every page is pinned).
+                let calls = self.page_alloc_calls(demand.len() + prefetched.len());
+                add(&mut t, c.pma_alloc * calls, &mut st.alloc);
                 match self.make_room(&demand, &mut prefetched, t, now, link, residency) {
                     Some(after) => {
                         if per_copy {

@@ -1074,8 +1074,12 @@ fn polled_prefetch_stops_when_gpu_memory_is_full_unless_demand_faults_come() {
         let prefetch = PrefetchConfig { policy: PrefetchPolicy::Locality, transfer_set_pages: 4, ..PrefetchConfig::default() };
         let (mut u, mut link, mut res) = polled(16, prefetch);
         if page_granular {
-            u.page_evict =
-                Some(Box::new(PageMemory { capacity: 4, pages: Pages::new(EvictionPolicy::Lru, 0), pinned: FxHashSet::default() }));
+            u.page_evict = Some(Box::new(PageMemory {
+                capacity: 4,
+                pages: Pages::new(EvictionPolicy::Lru, 0),
+                pinned: FxHashSet::default(),
+                allocated: 0,
+            }));
         } else {
             u.capacity_chunks = 1;
         }
@@ -1128,7 +1132,12 @@ fn polled_copies_of_a_full_round_evict_without_waiting_for_each_other() {
             l
         });
         u.land_per_copy = per_copy;
-        u.page_evict = Some(Box::new(PageMemory { capacity: 4, pages: Pages::new(EvictionPolicy::Lru, 0), pinned: FxHashSet::default() }));
+        u.page_evict = Some(Box::new(PageMemory {
+            capacity: 4,
+            pages: Pages::new(EvictionPolicy::Lru, 0),
+            pinned: FxHashSet::default(),
+            allocated: 0,
+        }));
         for (i, p) in [0, 1, 2, 3].into_iter().enumerate() {
             u.raise(fault_at(i as Ps * 1_000_000, p, 0));
         }
@@ -1170,7 +1179,12 @@ fn polled_sets_fill_only_what_the_link_has_free_once_memory_is_full() {
             ..PrefetchConfig::default()
         };
         let (mut u, mut link, mut res) = polled(16, prefetch);
-        u.page_evict = Some(Box::new(PageMemory { capacity: 8, pages: Pages::new(EvictionPolicy::Lru, 0), pinned: FxHashSet::default() }));
+        u.page_evict = Some(Box::new(PageMemory {
+            capacity: 8,
+            pages: Pages::new(EvictionPolicy::Lru, 0),
+            pinned: FxHashSet::default(),
+            allocated: 0,
+        }));
         u.raise(fault_at(0, 0, 0));
         drain(&mut u, &mut link, &mut res);
         assert_eq!((res.resident_pages(), u.stats.prefetched, u.stats.evictions), (8, 7, 0));

@@ -24,7 +24,7 @@ pub use space::{AddressSpace, Region};
 pub use tlb::{export_stats as export_tlb_stats, Lookup, Tlb, TlbStats};
 pub use walker::{WalkRecord, WalkSampler, Walker, WalkerStats};
 
-use crate::config::{Config, TranslationMode};
+use crate::config::{Config, TranslationMode, WalkerConfig};
 use crate::mem::{Dram, Timeline};
 use crate::sim::{ns_to_ps, Clock, Ps};
 use crate::stats::Metrics;
@@ -66,6 +66,19 @@ pub struct Iommu {
     /// Multi-application mode: per requesting GPU, [ATS requests, IOMMU-TLB hits (with merges
     /// into a pending miss), Least-TLB remote hits that answered]. Empty otherwise.
     pub per_gpu: Vec<[u64; 3]>,
+}
+
+/// Outstanding misses of the TLB in front of a walker pool (the IOMMU's, the host MMU's): the walks
+/// the pool admits, its threads plus its queue. Unbounded with `multi.oracle.infinite_walkers`, whose
+/// walks never wait for a thread or a queue slot: before 2026-11-30 these slots stayed bounded under
+/// the oracle, and kaveri-apu's misses still waited for them (1,857 `iommu.tlb.mshr_full_waits` of
+/// 2,304 misses, where a pool of 4,096 threads had none).
+pub fn walk_slots(cfg: &Config, w: &WalkerConfig) -> usize {
+    if cfg.multi.oracle.infinite_walkers {
+        usize::MAX
+    } else {
+        w.threads as usize + w.queue_depth as usize
+    }
 }
 
 impl Iommu {
@@ -223,12 +236,7 @@ impl Translator {
             let c = &cfg.iommu;
             Iommu {
                 tlb: (c.tlb_entries > 0).then(|| {
-                    Tlb::with(
-                        c.tlb_entries as usize,
-                        c.tlb_ways as usize,
-                        ns_to_ps(c.tlb_latency_ns),
-                        (c.walker.threads + c.walker.queue_depth) as usize,
-                    )
+                    Tlb::with(c.tlb_entries as usize, c.tlb_ways as usize, ns_to_ps(c.tlb_latency_ns), walk_slots(cfg, &c.walker))
                 }),
                 walker: Walker::new(&c.walker, levels),
                 link: ns_to_ps(c.link_latency_ns),
