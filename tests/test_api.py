@@ -505,3 +505,23 @@ def test_a_panic_in_the_core_is_a_simulation_error() -> None:
     # PanicException, a BaseException that `except Exception` (and callers' error handling) did not catch.
     with pytest.raises(uvmsim.SimulationError, match="internal error.*a deliberate panic for the tests"):
         uvmsim._core._panic_for_test()
+
+
+def test_a_write_stopped_midway_leaves_neither_file_nor_the_directory_it_made(tmp_path: Path) -> None:
+    # Was: a SIGTERM while an experiment stored a run left an empty run directory (test_interrupt.py saw it).
+    from uvmsim._files import atomic_write
+
+    def stopped(fd: int) -> None:
+        import os
+
+        os.close(fd)
+        raise KeyboardInterrupt
+
+    target = tmp_path / "runs" / "a" / "summary.json"
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write(target, stopped)
+    assert not (tmp_path / "runs" / "a").exists()
+    (tmp_path / "b").mkdir()  # a directory that was there stays
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write(tmp_path / "b" / "x.json", stopped)
+    assert (tmp_path / "b").is_dir() and not list((tmp_path / "b").iterdir())

@@ -29,15 +29,24 @@ def atomic_write(path: Path, write: Callable[[int], None]) -> None:
     An ``OSError`` (of the same type and errno) names ``path``, not the temporary file: ``"OUT: cannot write: Is a
     directory"``, not ``"[Errno 21] Is a directory: '.OUT.x1y2.tmp' -> 'OUT'"``.
     """
+    made = not path.parent.exists()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
-            os.chmod(tmp, 0o666 & ~_UMASK)
-            write(fd)
-            os.replace(tmp, path)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            try:
+                os.chmod(tmp, 0o666 & ~_UMASK)
+                write(fd)
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
         except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+            # A write stopped (a signal, a full disk) leaves no trace: not even the directory it made, which a
+            # resumed sweep or experiment would take for a run that was started and stored nothing.
+            if made:
+                with contextlib.suppress(OSError):
+                    path.parent.rmdir()
             raise
     except OSError as e:
         named = type(e)(f"{path}: cannot write: {e.strerror or e}")
