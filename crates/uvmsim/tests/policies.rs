@@ -414,21 +414,6 @@ fn faults_left_in_the_buffer_at_the_end_are_unfetched() {
     assert_eq!(m(&x, "uvm.faults_per_batch"), fetched / m(&x, "uvm.batches"));
 }
 
-fn stage_sum(r: &BatchRecord) -> f64 {
-    r.fetch_ns
-        + r.block_ns
-        + r.fault_ns
-        + r.first_touch_ns
-        + r.unmap_ns
-        + r.alloc_ns
-        + r.evict_ns
-        + r.zero_ns
-        + r.transfer_ns
-        + r.map_ns
-        + r.tracker_ns
-        + r.replay_ns
-}
-
 /// The polled model's round (gtx480-zheng, oversubscribed, a transfer-set prefetcher: rounds of several
 /// VA blocks that each evict): its copies go out side by side from the round's start, so its `evict`
 /// stage runs until the last eviction is done and `transfer` from then to the last landing; the stages
@@ -452,7 +437,7 @@ fn polled_rounds_stages_sum_to_their_duration_with_overlapping_evictions() {
         let b = out.batches.as_ref().unwrap();
         assert!(b.iter().filter(|r| r.evictions > 1).count() > 5, "{extra:?}: rounds with several evictions");
         for r in b {
-            let (sum, dur) = (stage_sum(r), r.end_ns - r.start_ns);
+            let (sum, dur) = (r.stages_ns(), r.end_ns - r.start_ns);
             assert!((sum - dur).abs() < 1e-3, "{extra:?}: round {} lasts {dur} ns, its stages sum to {sum}", r.batch);
         }
         let total: f64 = b.iter().filter(|r| r.finished).map(|r| r.end_ns - r.start_ns).sum();

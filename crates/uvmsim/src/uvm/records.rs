@@ -157,3 +157,22 @@ pub struct BatchRecord {
     /// is left out of `uvm.batch_ns.*` and `uvm.time_ns`.
     pub finished: bool,
 }
+
+impl BatchRecord {
+    /// The time in the batch's stages (`fetch_ns` to `replay_ns`; not `copy_ns`, which overlaps them): its
+    /// `end_ns - start_ns`, as the stage fields are defined.
+    pub fn stages_ns(&self) -> f64 {
+        self.fetch_ns
+            + self.block_ns
+            + self.fault_ns
+            + self.first_touch_ns
+            + self.unmap_ns
+            + self.alloc_ns
+            + self.evict_ns
+            + self.zero_ns
+            + self.transfer_ns
+            + self.map_ns
+            + self.tracker_ns
+            + self.replay_ns
+    }
+}

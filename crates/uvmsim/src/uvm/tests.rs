@@ -619,21 +619,6 @@ fn fault_records_give_each_fault_its_outcome() {
     assert!(u.fault_records_dropped > 0, "the table keeps at most fault_records_max rows");
 }
 
-fn stage_sum(r: &BatchRecord) -> f64 {
-    r.fetch_ns
-        + r.block_ns
-        + r.fault_ns
-        + r.first_touch_ns
-        + r.unmap_ns
-        + r.alloc_ns
-        + r.evict_ns
-        + r.zero_ns
-        + r.transfer_ns
-        + r.map_ns
-        + r.tracker_ns
-        + r.replay_ns
-}
-
 fn with(c: UvmConfig) -> (Uvm, Link, Residency) {
     let c = UvmConfig { records: true, first_touch_tail: 100.0, ..c };
     (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default())
@@ -713,7 +698,7 @@ fn a_full_gpu_evicts_the_oldest_block_copies_it_back_and_restarts() {
     assert_eq!((r.evictions, r.pages_evicted, r.bytes_d2h, r.alloc_ns), (1, 2, 8192, 0.0));
     assert!(r.evict_ns > 10_000.0, "evict_us plus the copy: {}", r.evict_ns);
     assert!((r.block_ns - 16_000.0).abs() < 1e-6, "the block's service restarts after the eviction");
-    assert!((stage_sum(&r) - (r.end_ns - r.start_ns)).abs() < 1e-3);
+    assert!((r.stages_ns() - (r.end_ns - r.start_ns)).abs() < 1e-3);
     u.batch_done(end2, &mut res);
     u.check_invariants(&res).unwrap();
     // Block 0 again: block 1 goes; page 1 comes back from the host (a copy, not a zero-fill), no CPU unmap.
