@@ -281,35 +281,25 @@ def test_a_conversion_whose_out_fails_mid_way_exits_1_and_a_malformed_in_exits_2
     _big_accelsim(tmp_path / "acc")
     assert uvmsim.trace_convert(tmp_path / "big.csv", tmp_path / "big.uvmt")["records"] == 20000
     inputs = sorted(f.name for f in tmp_path.iterdir())
+
+    def convert(src: str, out: str) -> subprocess.CompletedProcess[str]:  # under the file-size limit
+        cmd = [sys.executable, "-m", "uvmsim", "trace", "convert", src, out]
+        kw: dict[str, Any] = {"cwd": tmp_path, "capture_output": True, "text": True, "timeout": 120}
+        return subprocess.run(cmd, preexec_fn=_limit_file_size, check=False, **kw)
+
     for src, out in [
         ("big.csv", "o.uvmt"),
         ("big.uvmt", "o.csv"),
         ("big.uvmt", "o.csv.gz"),
         ("acc/kernelslist.g", "w.uvmt"),
     ]:
-        p = subprocess.run(
-            [sys.executable, "-m", "uvmsim", "trace", "convert", src, out],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            preexec_fn=_limit_file_size,
-            check=False,
-        )
+        p = convert(src, out)
         assert p.returncode == 1, (src, p.stderr)
         assert p.stderr == f"uvmsim: error: {out}: cannot write: File too large (os error 27)\n", p.stderr
         assert sorted(f.name for f in tmp_path.iterdir()) == inputs  # no OUT, no temporary file
     # The same limit, a malformed IN: bad input naming its line.
     write_trace(tmp_path / "bad.csv", ["10,1,0,0,R,0x1000,64", "20,1,0,0,Q,0x1000,64"])
-    p = subprocess.run(
-        [sys.executable, "-m", "uvmsim", "trace", "convert", "bad.csv", "o.uvmt"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        preexec_fn=_limit_file_size,
-        check=False,
-    )
+    p = convert("bad.csv", "o.uvmt")
     assert p.returncode == 2 and "bad.csv:3: kind `Q`" in p.stderr, p.stderr
     # From Python: an OSError for OUT, a ConfigError for IN.
     with pytest.raises(OSError, match=r"no/o\.uvmt: cannot write"):
