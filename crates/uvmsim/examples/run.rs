@@ -1,5 +1,7 @@
 //! Developer tool: run one simulation without Python and print its metrics.
 //! `cargo run --release --example run -- [FILE.toml ...] [key=value ...]`
+//! The first file is a preset, as `uvmsim run --preset FILE` (it may carry keys the run's mode
+//! does not read); further files are the user's, as `uvmsim run FILE`.
 //! With `--record=OUT.uvmt` it records the workload's warp streams instead (as
 //! `uvmsim trace record`), so scripts/pgo_build.sh needs no Python.
 
@@ -12,6 +14,7 @@ fn main() {
             record = Some(out.to_string());
         } else if a.ends_with(".toml") {
             match std::fs::read_to_string(&a) {
+                Ok(text) if sources.is_empty() => sources.push(uvmsim::config::Source::preset(a, text)),
                 Ok(text) => sources.push(uvmsim::config::Source::user(a, text)),
                 Err(e) => {
                     eprintln!("error: {a}: {e}");

@@ -506,12 +506,21 @@ fn multi_and_translation_keys_change_no_metric() {
         (
             "li-4gpu-gmmu",
             stencil.to_vec(),
-            &["gmmu.walker.level_latency_ns", "multi.host_mmu.walker.level_latency_ns", "multi.idyll.lazy", "multi.transfw.prt"],
+            &[
+                "gmmu.walker.level_latency_ns",
+                "multi.host_mmu.walker.level_latency_ns",
+                "multi.idyll.lazy",
+                "multi.transfw.prt",
+                "multi.shootdown_stalls_gpu",
+            ],
         ),
         ("li-4gpu-ats", stencil.to_vec(), &["iommu.walker.level_latency_ns", "multi.peer_latency_ns", "multi.least_tlb.enabled"]),
     ];
-    let keys: Vec<String> =
-        Config::reference().into_iter().map(|p| p.key).filter(|k| ["multi.", "iommu.", "gmmu."].iter().any(|s| k.starts_with(s))).collect();
+    let keys: Vec<String> = Config::reference()
+        .into_iter()
+        .map(|p| p.key)
+        .filter(|k| ["multi.", "iommu.", "gmmu.", "sim."].iter().any(|s| k.starts_with(s)))
+        .collect();
     for (p, sets, read) in runs {
         let base = resolved(p, &sets).unwrap();
         let mode = base.mode();
@@ -533,6 +542,45 @@ fn multi_and_translation_keys_change_no_metric() {
             assert!(!unread_in(key).contains(&mode), "{key}");
             let c = changed(&base, key).unwrap_or_else(|| panic!("{key}"));
             assert!(before != metrics(&c), "{p}: {key} is read but moved no metric");
+        }
+    }
+}
+
+/// Each progress watchdog counts what one model does: the driver's fault batches on one GPU in GMMU
+/// mode, far-fault answers in the multi-GPU model (the APU's page-request path has neither). At 1
+/// (fail once one batch or answer went by with no instruction completed) a watchdog stops a managed
+/// first-touch run where it is read; where it is not, it is refused, and past the resolver the run
+/// finishes.
+#[test]
+fn each_watchdog_is_read_only_by_its_model() {
+    for (p, reads) in [
+        ("titan-v", Some("sim.watchdog_batches")),
+        ("kaveri-apu", None),
+        ("li-4gpu-gmmu", Some("sim.watchdog_answers")),
+        ("li-4gpu-ats", Some("sim.watchdog_answers")),
+    ] {
+        let mut sets = stream(&["workload.stream.elements=65536", "workload.stream.threads=4096"]);
+        if p.starts_with("li-") {
+            sets.push("multi.migration=on-touch");
+        }
+        let base = resolved(p, &sets).unwrap();
+        for key in ["sim.watchdog_batches", "sim.watchdog_answers"] {
+            let mut c = base.clone();
+            match key {
+                "sim.watchdog_batches" => c.sim.watchdog_batches = 1,
+                _ => c.sim.watchdog_answers = 1,
+            }
+            let set = format!("{key}=1");
+            let user = resolved(p, &[&sets[..], &[set.as_str()]].concat());
+            if reads == Some(key) {
+                assert!(user.is_ok(), "{p}: {key} refused");
+                let e = simulate_full(&c).map(|_| ()).expect_err("its own watchdog at 1 stops the run");
+                assert!(e.to_string().contains(key), "{p}: {e}");
+            } else {
+                let e = user.expect_err("an unread watchdog is refused");
+                assert_eq!(e.key.as_deref(), Some(key), "{p}: {}", e.message);
+                simulate_full(&c).unwrap_or_else(|e| panic!("{p}: {key} = 1 was read: {e}"));
+            }
         }
     }
 }

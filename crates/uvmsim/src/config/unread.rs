@@ -1,6 +1,6 @@
 //! Keys nothing reads in a mode: the single-GPU UVM driver's fault-batch options in IOMMU mode, the
-//! whole single-GPU driver in the multi-GPU model, the multi-GPU model's options on one GPU, and one
-//! translation mode's hardware in the other. A run that set one looked as if it had applied it (the
+//! whole single-GPU driver in the multi-GPU model, the multi-GPU model's options on one GPU, one
+//! translation mode's hardware in the other, and each model's progress watchdog in the others. A run that set one looked as if it had applied it (the
 //! metrics did not move), so the resolver refuses such a key when the user set it (a config file,
 //! `--set`, Python's `set`); a preset may carry them (it describes its machine, driver included).
 //!
@@ -41,7 +41,8 @@ const GMMU: &[Mode] = &[Mode::Gmmu, Mode::MultiGmmu];
 const IOMMU: &[Mode] = &[Mode::Iommu, Mode::MultiIommu];
 
 /// Options of the driver's fault service: the fault buffer, batches, replays, the polled and
-/// fixed-latency models' fault latency, the fault prefetcher, preemptive unmapping, the faults table.
+/// fixed-latency models' fault latency, the fault prefetcher, preemptive unmapping, the faults table,
+/// and the watchdog that counts its batches.
 const FAULT_BATCHES: &[&str] = &[
     "uvm.fault_buffer_entries",
     "uvm.batch_size",
@@ -68,6 +69,7 @@ const FAULT_BATCHES: &[&str] = &[
     "uvm.fault_records_max",
     "uvm.prefetch.",
     "uvm.preunmap.",
+    "sim.watchdog_batches",
 ];
 
 /// The rest of the single-GPU driver: what its migrations (`cudaMemPrefetchAsync`, access-counter
@@ -152,7 +154,7 @@ const UNREAD: &[Unread] = &[
         place: MULTI_PLACE,
         short: "the multi-GPU model",
         why: "far faults go to the multi-GPU model's host (multi.migration, multi.host_*), not to the single-GPU UVM \
-              driver's fault buffer and batches, whose options these are",
+              driver's fault buffer and batches, whose options these are (the multi-GPU model's watchdog: sim.watchdog_answers)",
     },
     Unread {
         keys: DRIVER,
@@ -211,6 +213,25 @@ const UNREAD: &[Unread] = &[
         why: "GPU TLB misses go over ATS to the IOMMU, whose walkers are [iommu.walker]: the GPU's own GMMU walks \
               nothing (in the multi-GPU model not even to invalidate a PTE: the GPUs have no page table of their \
               own); they need translation.mode = \"gmmu\"",
+    },
+    Unread {
+        keys: &["multi.shootdown_stalls_gpu"],
+        modes: &[Mode::MultiIommu],
+        place: "the multi-GPU model with translation.mode = \"iommu\"",
+        short: "the multi-GPU model with translation.mode = \"iommu\"",
+        why: "a GPU's stall runs from an invalidation request's arrival to its acknowledgement, and in ATS mode the GPU \
+              acknowledges on arrival: it has no page table whose PTE it walks to invalidate, and its TLB shootdown \
+              takes no time in the model, so there is no window to stall in; it needs translation.mode = \"gmmu\" \
+              (and does nothing with multi.idyll.lazy = true, which acknowledges on arrival too)",
+    },
+    Unread {
+        keys: &["sim.watchdog_answers"],
+        modes: ONE_GPU,
+        place: "the single-GPU model (multi.gpus = 1 and multi.model_one_gpu = false)",
+        short: "the single-GPU model",
+        why: "it counts the multi-GPU model's far-fault answers, and one GPU's far faults are serviced in the UVM \
+              driver's batches (their watchdog: sim.watchdog_batches) or, in translation.mode = \"iommu\", by the \
+              page-request path",
     },
     Unread {
         keys: &["multi.host_mmu.", "multi.idyll.", "multi.transfw."],
@@ -318,6 +339,10 @@ mod tests {
         assert_eq!(unread_in("iommu.ppr.irq_us"), [Mode::MultiGmmu, Mode::MultiIommu, Mode::Gmmu]);
         assert_eq!(unread_in("gmmu.walker.threads"), [Mode::Iommu, Mode::MultiIommu]);
         assert!(unread_in("translation.walk_records_every").is_empty());
+        assert_eq!(unread_in("multi.shootdown_stalls_gpu"), [Mode::Gmmu, Mode::Iommu, Mode::MultiIommu]);
+        assert_eq!(unread_in("sim.watchdog_batches"), [Mode::Iommu, Mode::MultiGmmu, Mode::MultiIommu]);
+        assert_eq!(unread_in("sim.watchdog_answers"), [Mode::Gmmu, Mode::Iommu]);
+        assert!(unread_in("sim.seed").is_empty());
         let note = unread_note("iommu.ppr.irq_us").unwrap();
         assert_eq!(
             note,
