@@ -239,11 +239,11 @@ def test_same_seed_same_metrics_other_seed_other_metrics() -> None:
     assert a["time.kernel_ns"] != c["time.kernel_ns"]
 
 
-@pytest.mark.parametrize("preset", ["kaveri-apu", "li-4gpu-ats"])
+@pytest.mark.parametrize("preset", ["kaveri-apu", "li-4gpu-ats", "titan-v"])
 def test_a_resolved_config_reruns_as_a_preset_file(tmp_path: Path, preset: str) -> None:
     """docs/config.md, "Layering": a run's resolved config, written as TOML, reruns it as a preset file with the
-    same metrics; as the user's config it is refused where it sets keys the mode does not read (IOMMU mode, the
-    multi-GPU model), which every resolved config does."""
+    same metrics; as the user's config it is refused in every mode, since it sets keys the mode does not read (one
+    GPU in GMMU mode too: [iommu] and [multi])."""
     r = uvmsim.run(preset=preset, set=SMALL)
     path = tmp_path / "resolved.toml"
     path.write_text(uvmsim.dict_to_toml(r.config))

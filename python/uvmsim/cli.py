@@ -313,9 +313,10 @@ parameter sections), so this page cannot drift from the code.
   `summary.json` records it under `"config"`. Either reruns the run as a
   preset file, `--preset FILE` (Python: `preset=path`, with
   `uvmsim.dict_to_toml(result.config)` written to it), with the same
-  metrics; as the user's CONFIG it is refused in IOMMU mode and in the
-  multi-GPU model, since it sets every key, those the mode does not read
-  included ("Not read in ..." below; a preset may carry them).
+  metrics; as the user's CONFIG it is refused in every mode (exit code 2),
+  since it sets every key, those the mode does not read included ("Not read
+  in ..." below: the other translation mode's hardware, and `[multi]` on one
+  GPU or the single-GPU driver's keys on several; a preset may carry them).
 - **Keys in a TOML file** may be written under their section (`[uvm]` then
   `batch_size = 64`), dotted (`uvm.batch_size = 64`) or quoted
   (`"uvm.batch_size" = 64`): all three are the same key, and one file giving
