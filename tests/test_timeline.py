@@ -251,3 +251,27 @@ def test_timeline_write_refuses_a_file_of_the_run(tmp_path: Path) -> None:
         assert words in str(e.value), e.value
     assert {p: p.read_bytes() for p in before} == before
     assert load_trace(tl.write(stored, tmp_path / "r" / "timeline.json"))["traceEvents"]
+
+
+def test_copies_of_inputs_come_first_and_of_results_last(cli: Cli, tmp_path: Path) -> None:
+    """Copy-then-execute: the inputs' copies from time 0, the kernel, then the results' copies ending with the
+    program; each span's time and bytes are its direction's metrics."""
+    sets = ["workload.kind=stream", "workload.stream.elements=262144", "workload.stream.element_bytes=4"]
+    sets.append("workload.memcpy_inputs=true")
+    args = ["run", "--preset", "titan-v", "-q", "-o", "out", "--timeline", "t.json"]
+    p = cli(*args, *(x for s in [*sets, "workload.memcpy_outputs=true"] for x in ("--set", s)))
+    assert p.returncode == 0, p.stderr
+    m = uvmsim.load(tmp_path / "out").metrics
+    assert m["time.memcpy_h2d_ns"] > m["time.memcpy_d2h_ns"] > 0  # stream: two inputs, one result
+    assert m["time.memcpy_h2d_ns"] + m["time.memcpy_d2h_ns"] == pytest.approx(m["time.memcpy_ns"])
+    assert m["host.memcpy_h2d_bytes"] == 2 * m["host.memcpy_d2h_bytes"] == 2 * 262144 * 4
+    assert m["host.memcpy_h2d_bytes"] + m["host.memcpy_d2h_bytes"] == m["host.memcpy_bytes"]
+    doc = load_trace(tmp_path / "t.json")
+    (h2d, d2h) = sorted(spans(doc, "host"), key=lambda e: e["ts"])
+    (kernel,) = spans(doc, "kernel")
+    assert (h2d["name"], d2h["name"]) == ("memcpy H2D", "memcpy D2H")
+    assert h2d["ts"] == 0 and h2d["dur"] == pytest.approx(m["time.memcpy_h2d_ns"] / 1e3)
+    assert h2d["args"]["bytes"] == m["host.memcpy_h2d_bytes"] and d2h["args"]["bytes"] == m["host.memcpy_d2h_bytes"]
+    assert h2d["ts"] + h2d["dur"] <= kernel["ts"] + 1e-6
+    assert kernel["ts"] + kernel["dur"] == pytest.approx(d2h["ts"])
+    assert d2h["ts"] + d2h["dur"] == pytest.approx(m["time.total_ns"] / 1e3)

@@ -3,9 +3,10 @@
 Open the file in https://ui.perfetto.dev (or ``chrome://tracing``). Tracks:
 
 - **GPU 0 / kernels**: the host program, which runs its operations one after the other: the explicit
-  host-to-device copies (``time.memcpy_ns``, first, as the workloads issue them) and the kernels
-  (``time.kernel_ns``, ending with the program). A run with several kernels shows them as one span: the
-  simulator records their total time, not each launch.
+  host-to-device copies (``time.memcpy_h2d_ns``, first, as the workloads issue them), the kernels
+  (``time.kernel_ns``) and the device-to-host copies of the results (``time.memcpy_d2h_ns``, ending with the
+  program). A run with several kernels shows them as one span: the simulator records their total time, not each
+  launch.
 - **UVM driver / batches**: one span per driver batch (``start_ns`` to ``end_ns`` of the batches table, with its
   fault and byte counts as arguments) and, nested in it, one span per stage (fetch, block, first_touch, unmap,
   alloc, evict, zero, transfer, map, tracker, replay). The stage columns are per-batch totals over the batch's VA
@@ -13,8 +14,9 @@ Open the file in https://ui.perfetto.dev (or ``chrome://tracing``). Tracks:
 - **Link / copy engine N**: one span per copy of the UVM driver in the migrations table (``start_ns`` to
   ``end_ns``: the copy engine's transfer and the link latency), named by direction and cause (demand, prefetch,
   eviction, hint, thrashing, prefetch-async, access-counter), with its bytes, pages and batch as arguments. A
-  batch's host-to-device copies add up to its ``transfer`` stage, less any wait for a busy copy engine (which the
-  stage counts and the copy does not).
+  batch's host-to-device copies add up to its ``copy_ns`` (the batches table), which is its ``transfer`` stage only
+  with synchronous copies (``uvm.async_copies = false``, less any wait for a busy engine): asynchronous copies
+  overlap the later stages.
 - **Page moves / GPU g** (a multi-GPU run): one span per row of the migrations table, a 4 KiB page moved into GPU
   g's memory (``start_ns``, the move issued to the host link or the peer fabric, waiting for it included, to
   ``end_ns``, the page there), named by direction (``h2d`` from the host, ``p2p`` from another GPU) and cause
@@ -142,16 +144,21 @@ def events(
         _meta("thread_name", GPU_PID, KERNEL_TID, "kernels"),
     ]
     total = float(metrics.get("time.total_ns", 0.0))
-    memcpy = float(metrics.get("time.memcpy_ns", 0.0))
+    # A summary written before the copies were split by direction counts them all as inputs.
+    h2d = float(metrics.get("time.memcpy_h2d_ns", metrics.get("time.memcpy_ns", 0.0)))
+    d2h = float(metrics.get("time.memcpy_d2h_ns", 0.0))
     kernel = float(metrics.get("time.kernel_ns", 0.0))
     kernels = int(metrics.get("gpu0.kernels", 0))
-    if memcpy > 0:
-        evs.append(
-            _span("memcpy H2D", GPU_PID, KERNEL_TID, 0.0, memcpy, "host", bytes=metrics.get("host.memcpy_bytes"))
-        )
+    if h2d > 0:
+        h2d_bytes = metrics.get("host.memcpy_h2d_bytes", metrics.get("host.memcpy_bytes"))
+        evs.append(_span("memcpy H2D", GPU_PID, KERNEL_TID, 0.0, h2d, "host", bytes=h2d_bytes))
     if kernels:
         name = "kernel" if kernels == 1 else f"{kernels} kernels"
-        evs.append(_span(name, GPU_PID, KERNEL_TID, max(0.0, total - kernel), kernel, "kernel", launches=kernels))
+        start = max(0.0, total - d2h - kernel)
+        evs.append(_span(name, GPU_PID, KERNEL_TID, start, kernel, "kernel", launches=kernels))
+    if d2h > 0:
+        d2h_bytes = metrics.get("host.memcpy_d2h_bytes")
+        evs.append(_span("memcpy D2H", GPU_PID, KERNEL_TID, max(0.0, total - d2h), d2h, "host", bytes=d2h_bytes))
     keep = sample(len(batches), max_batches)
     if batches:
         evs += [

@@ -82,8 +82,9 @@ pub struct World {
     kernel_start: Ps,
     kernel_ps: Ps,
     link: Link,
-    memcpy_ps: Ps,
-    memcpy_bytes: u64,
+    /// Explicit copies' time and bytes, host-to-device then device-to-host.
+    memcpy_ps: [Ps; 2],
+    memcpy_bytes: [u64; 2],
     done_at: Option<Ps>,
     /// The oracle's first pass: done once the first-touch order is complete.
     first_pass: bool,
@@ -177,8 +178,8 @@ impl World {
             kernel_start: 0,
             kernel_ps: 0,
             link: Link::new(&cfg.link),
-            memcpy_ps: 0,
-            memcpy_bytes: 0,
+            memcpy_ps: [0; 2],
+            memcpy_bytes: [0; 2],
             done_at: None,
             first_pass: false,
             replay: None,
@@ -305,15 +306,15 @@ impl World {
                 HostOp::MemcpyH2D { bytes } => {
                     // cudaMemcpy: one transfer, the host waits for it.
                     let (_, end) = self.link.transfer(Dir::HostToDevice, *bytes, now, now);
-                    self.memcpy_ps += end - now;
-                    self.memcpy_bytes += bytes;
+                    self.memcpy_ps[0] += end - now;
+                    self.memcpy_bytes[0] += bytes;
                     q.push(end, Ev::Host);
                     return Ok(());
                 }
                 HostOp::MemcpyD2H { bytes } => {
                     let (_, end) = self.link.transfer(Dir::DeviceToHost, *bytes, now, now);
-                    self.memcpy_ps += end - now;
-                    self.memcpy_bytes += bytes;
+                    self.memcpy_ps[1] += end - now;
+                    self.memcpy_bytes[1] += bytes;
                     q.push(end, Ev::Host);
                     return Ok(());
                 }
@@ -812,8 +813,13 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     let kernel_ps = if world.multi.is_some() { world.kernel_ps } else { world.gpus[0].stats.kernel_ps };
     m.float("time.total_ns", end as f64 / PS_PER_NS as f64);
     m.float("time.kernel_ns", kernel_ps as f64 / PS_PER_NS as f64);
-    m.float("time.memcpy_ns", world.memcpy_ps as f64 / PS_PER_NS as f64);
-    m.int("host.memcpy_bytes", world.memcpy_bytes);
+    let [h2d, d2h] = world.memcpy_ps;
+    m.float("time.memcpy_ns", (h2d + d2h) as f64 / PS_PER_NS as f64);
+    m.float("time.memcpy_h2d_ns", h2d as f64 / PS_PER_NS as f64);
+    m.float("time.memcpy_d2h_ns", d2h as f64 / PS_PER_NS as f64);
+    m.int("host.memcpy_bytes", world.memcpy_bytes.iter().sum());
+    m.int("host.memcpy_h2d_bytes", world.memcpy_bytes[0]);
+    m.int("host.memcpy_d2h_bytes", world.memcpy_bytes[1]);
     for g in 0..world.gpus.len() {
         // The shared IOMMU (ATS mode) is exported with each GPU's translation: the same `iommu.*` values.
         lend_iommu(&mut world.multi, &mut world.gpus[g]);
