@@ -378,6 +378,28 @@ def test_a_sweep_from_stdin_runs_in_this_process(tmp_path: Path) -> None:
     assert set(sweep.load_sweep(tmp_path / "out")["status"]) == {"ok"}
 
 
+def test_a_program_calling_run_sweep_unguarded_is_told_why_its_runs_failed(tmp_path: Path) -> None:
+    # Spawned workers run the program's file again: a top-level run_sweep call ran a second sweep into the same
+    # directory in each worker, which died on the sweep's lock ("in use by another sweep"). The workers now stop
+    # with the reason, and each failed run names it.
+    program = (
+        "import uvmsim.sweep as S\n"
+        "s = S.run_sweep({'preset': 'titan-v', 'set': {'workload.kind': 'stream', 'workload.stream.elements': "
+        "65536}, 'grid': {'gpu.sms': [4, 8]}}, 'out', jobs=2)\n"
+        "print(s.ok, len(s.failed))\n"
+    )
+    (tmp_path / "prog.py").write_text(program, encoding="utf-8")
+    p = subprocess.run(
+        [sys.executable, "prog.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert p.returncode == 0 and p.stdout.split() == ["0", "2"], (p.stdout, p.stderr)
+    guard = 'must call it under `if __name__ == "__main__":`'
+    assert "RuntimeError: sweep worker processes import the program" in p.stderr and guard in p.stderr, p.stderr
+    assert "in use by another sweep" not in p.stderr, p.stderr
+    errors = sweep.load_sweep(tmp_path / "out")["error"]
+    assert all(e.startswith("worker process died") and guard in e for e in errors), list(errors)
+
+
 # --- interruption -------------------------------------------------------------------------------------------
 
 

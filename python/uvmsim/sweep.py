@@ -558,6 +558,19 @@ def worker_pool(jobs: int | None) -> Iterator[cf.ProcessPoolExecutor]:
         pool.shutdown(wait=True)
 
 
+UNGUARDED = (
+    "sweep worker processes import the program that started the sweep again, so a program that calls run_sweep "
+    'must call it under `if __name__ == "__main__":`'
+)
+
+
+def _main_is_a_file() -> bool:
+    """Whether spawned workers run this program's ``__main__`` file again (not a module, ``python -m``)."""
+    main = sys.modules.get("__main__")
+    spec_name = getattr(getattr(main, "__spec__", None), "name", None)
+    return main is not None and spec_name is None and getattr(main, "__file__", None) is not None
+
+
 def main_importable() -> bool:
     """Whether spawned workers can set up this program's ``__main__``: spawn imports it again by module name
     (``python -m``) or runs its file; a program read from stdin (``python - <<EOF``: ``__file__`` is
@@ -593,7 +606,8 @@ def _local_engine(
             try:
                 yield fut.result()
             except BrokenProcessPool as e:  # a worker died (killed, out of memory): every run then fails
-                yield _failed_row(futures[fut], f"worker process died: {e}")
+                hint = f" ({UNGUARDED})" if _main_is_a_file() else ""
+                yield _failed_row(futures[fut], f"worker process died: {e}{hint}")
 
 
 def _ray_engine(
@@ -667,6 +681,10 @@ def run_sweep(
         SweepInterrupted: SIGINT or SIGTERM; the runs stored so far are kept (its ``failed`` lists those that
             failed).
     """
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        # A spawned worker imports the program that started the sweep (as multiprocessing's own check does, by
+        # this flag): without this the worker ran a second sweep into the same directory and died on its lock.
+        raise RuntimeError(UNGUARDED)
     if engine not in _ENGINES:
         raise ConfigError(f"unknown engine `{engine}`; available: {', '.join(ENGINES)}")
     if address is not None and engine != "ray":
