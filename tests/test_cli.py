@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -706,3 +707,11 @@ def test_an_output_file_that_is_a_directory_exits_1_before_any_work(
 
     with pytest.raises(IsADirectoryError, match=r"^adir: cannot write: Is a directory$"):
         plot.render("tlb-hit-rates", "r", "adir", "png")
+    # ... before drawing (which can take a while on a large sweep).
+    monkeypatch.setitem(plot.KINDS, "tlb-hit-rates", dataclasses.replace(plot.KINDS["tlb-hit-rates"], draw=_no_draw))
+    with pytest.raises(IsADirectoryError, match=r"^adir: cannot write: Is a directory$"):
+        plot.render("tlb-hit-rates", "r", "adir", "png")
+
+
+def _no_draw(*args: object) -> None:
+    raise AssertionError("drew a plot it cannot write")

@@ -81,7 +81,7 @@ def atomic_write_json(path: Path, obj: Any) -> None:
 
 def check_output_file(out: Path, *, make_parents: bool = False) -> None:
     """Refuse an output file that cannot be created, before any work, as an OSError naming it (exit code 1 in the
-    CLI, like `run`'s OUT): a directory, a missing or read-only directory above it.
+    CLI, like `run`'s OUT; its subclass by the reason): a directory, a missing or read-only directory above it.
 
     With ``make_parents`` the writer creates the missing directories above ``out``: the nearest existing one
     must then be a writable directory."""
@@ -101,7 +101,8 @@ def check_output_file(out: Path, *, make_parents: bool = False) -> None:
         else 0
     )
     if why:
-        raise OSError(f"{out}: cannot write: {os.strerror(why)}")
+        kind = {errno.EISDIR: IsADirectoryError, errno.ENOTDIR: NotADirectoryError, errno.ENOENT: FileNotFoundError}
+        raise kind.get(why, PermissionError)(f"{out}: cannot write: {os.strerror(why)}")
 
 
 def check_output_dir(out: Path) -> None:

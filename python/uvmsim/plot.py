@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import uvmsim
 from uvmsim import sweep as sweep_mod
 from uvmsim._core import ConfigError
-from uvmsim._files import MissingInputError, atomic_write
+from uvmsim._files import MissingInputError, atomic_write, check_output_file
 from uvmsim.timeline import STAGES
 
 if TYPE_CHECKING:
@@ -798,6 +798,8 @@ def render(
         ConfigError: an unknown kind or format; ``PlotDataError`` (a ConfigError) when the directory lacks the
             data the kind needs, or the kind's data is not recorded by the simulator yet.
         FileNotFoundError: ``directory`` is not a run or sweep directory.
+        OSError: the output cannot be written (a directory, or a read-only or missing directory above it), before
+            anything is drawn.
     """
     if kind not in KINDS:
         import difflib
@@ -814,6 +816,8 @@ def render(
     if not d.exists():
         raise MissingInputError(f"`{d}` does not exist")
     _not_reproduce_output(d)
+    # A directory, ...: before its suffix is read, and before drawing, which can take a while.
+    check_output_file(Path(out) if out is not None else d / f"{kind}.{fmt or 'png'}", make_parents=True)
     path, fmt = output_path(kind, d, Path(out) if out is not None else None, fmt)
     fig = k.draw(d, axis, metric)
     return save(fig, path, fmt)
