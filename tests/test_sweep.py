@@ -322,6 +322,14 @@ def test_existing_sweep_needs_resume_and_the_same_base(cli: Cli, tmp_path: Path)
     write_spec(tmp_path, small.replace('preset = "titan-v"', 'preset = "gtx480-zheng"'), "other.toml")
     p = cli("sweep", "other.toml", "-o", "out", "--resume")
     assert p.returncode == 2 and "another base config" in p.stderr, p.stderr
+    # A damaged record names what differs in one line, not the whole config.
+    record = json.loads((tmp_path / "out" / "sweep.json").read_text(encoding="utf-8"))
+    good = dict(record)
+    (tmp_path / "out" / "sweep.json").write_text(json.dumps(record | {"base_config": "damaged"}), encoding="utf-8")
+    p = cli("sweep", "spec.toml", "-o", "out", "--resume")
+    assert p.returncode == 2 and '(`base_config`: "damaged" there, {"' in p.stderr, p.stderr
+    assert len(p.stderr) < 400 and "…" in p.stderr, p.stderr
+    (tmp_path / "out" / "sweep.json").write_text(json.dumps(good), encoding="utf-8")
     # Adding a value to an axis and resuming runs only the new run.
     before = stored(tmp_path / "out")
     write_spec(tmp_path, small.replace("[1024, 2048]", "[1024, 2048, 4096]"))

@@ -453,11 +453,18 @@ def _locked(out: Path) -> Iterator[None]:
 
 
 def _first_difference(a: Any, b: Any, prefix: str = "") -> str:
+    """The first key whose values differ, with both values (each cut to 100 characters: a damaged sweep.json
+    may hold anything where a table was, and the whole config is hundreds of lines)."""
     if isinstance(a, dict) and isinstance(b, dict):
         for k in sorted(a.keys() | b.keys()):
             if a.get(k) != b.get(k):
                 return _first_difference(a.get(k), b.get(k), f"{prefix}.{k}" if prefix else k)
-    return f"`{prefix}`: {json.dumps(a)} there, {json.dumps(b)} now"
+
+    def show(v: Any) -> str:
+        text = json.dumps(v)
+        return text if len(text) <= 100 else text[:99] + "…"
+
+    return f"`{prefix or 'base_config'}`: {show(a)} there, {show(b)} now"
 
 
 def _base_config(spec: SweepSpec) -> dict[str, Any]:
