@@ -782,3 +782,49 @@ fn infinite_walkers_leave_no_walk_slot_to_wait_for() {
     let inf = go("li-4gpu-gmmu", gmmu, &[&multi[..], &["multi.oracle.infinite_walkers=true"]].concat());
     assert_eq!(m(&inf, "host_mmu.tlb.mshr_full_waits"), 0.0);
 }
+
+/// The infinite-walkers oracle can make a managed run slower, and that is the driver's batching,
+/// not the oracle: titan-v, `regular` over 16,384 pages (32 VA blocks, one per µTLB of two SMs).
+/// With the preset's 32 walker threads the faults the µTLBs retry after each replay reach the
+/// buffer over microseconds (the walks queue), so some µTLBs' faults come after the batch-flush and
+/// are serviced in a small batch of their own (56 pages per VA block); with unbounded walkers every
+/// µTLB's 56 held faults are back in the buffer within a walk, each batch takes 8 faults from each
+/// of the 32 blocks (paying `per_block_us` and `map_us` 32 times for 256 pages), the flush discards
+/// the other 1,536, and the driver idles until the replay's retries interrupt it again. The run is
+/// slower by about what the extra block services cost (25.94 -> 29.21 ms), and a bounded pool large
+/// enough never to fill runs as the oracle does (docs/multi-gpu.md, "Oracles").
+#[test]
+fn infinite_walkers_mix_more_va_blocks_into_each_fault_batch() {
+    let titan = include_str!("../../../presets/titan-v.toml");
+    let go = |sets: &[&str]| {
+        let mut all = vec!["workload.kind=regular", "workload.managed=true", "workload.regular.threads=16384", "uvm.records=true"];
+        all.extend_from_slice(sets);
+        let all: Vec<String> = all.iter().map(|s| s.to_string()).collect();
+        uvmsim::world::simulate_full(&resolve(&[Source::preset("titan-v", titan)], &all).unwrap()).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let idle = |o: &uvmsim::world::Output| {
+        let b = o.batches.as_ref().unwrap();
+        b.windows(2).map(|w| w[1].start_ns - w[0].end_ns).sum::<f64>()
+    };
+    let (base, inf) = (go(&[]), go(&["multi.oracle.infinite_walkers=true"]));
+    let (b, i) = (&base.metrics, &inf.metrics);
+    assert!(m(b, "gpu0.walker.queue_wait_ns.mean") > 1000.0);
+    assert_eq!(m(i, "gpu0.walker.queue_wait_ns.mean"), 0.0);
+    // The same pages are serviced, in as many or fewer batches, each mixing more VA blocks.
+    assert_eq!(m(b, "uvm.faults.unique"), m(i, "uvm.faults.unique"));
+    assert!(m(i, "uvm.batches") <= m(b, "uvm.batches"));
+    let per_batch = |x: &Metrics| m(x, "uvm.va_blocks") / m(x, "uvm.batches");
+    assert!(per_batch(i) >= 31.0, "nearly every block in every batch: {}", per_batch(i));
+    assert!(per_batch(b) < 0.85 * per_batch(i), "{} vs {}", per_batch(b), per_batch(i));
+    assert!(m(i, "uvm.faults.flushed") > 2.0 * m(b, "uvm.faults.flushed"));
+    assert!(idle(&inf) > 5.0 * idle(&base), "the driver waits for the retries: {} vs {} ns", idle(&inf), idle(&base));
+    // Slower, by what the extra block services cost.
+    let dt = m(i, "time.total_ns") - m(b, "time.total_ns");
+    let stages = |x: &Metrics| m(x, "uvm.stage.block_ns") + m(x, "uvm.stage.map_ns");
+    assert!(dt > 0.05 * m(b, "time.total_ns"), "{dt}");
+    assert!(stages(i) - stages(b) > 0.75 * dt, "{} of {dt}", stages(i) - stages(b));
+    // A bounded pool that (nearly) never fills behaves as the oracle.
+    let big = go(&["gmmu.walker.threads=4096", "gmmu.walker.queue_depth=4096"]);
+    let rel = m(&big.metrics, "time.total_ns") / m(i, "time.total_ns") - 1.0;
+    assert!(rel.abs() < 0.01, "4,096 walker threads vs the oracle: {rel}");
+}
