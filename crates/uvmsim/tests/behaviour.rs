@@ -771,7 +771,10 @@ fn infinite_walkers_leave_no_walk_slot_to_wait_for() {
         simulate(&resolve(&[Source::preset(preset, toml)], &sets).unwrap()).unwrap_or_else(|e| panic!("{e}"))
     };
     let kaveri = include_str!("../../../presets/kaveri-apu.toml");
-    let apu = ["workload.kind=regular", "workload.regular.threads=1024", "workload.managed=true"];
+    // The GPU's TLBs get more MSHRs than the IOMMU has walk slots (16 threads + 64 queued; the preset's 64 per
+    // TLB hold its faulting misses back before the IOMMU's slots fill).
+    let apu =
+        ["workload.kind=regular", "workload.regular.threads=1024", "workload.managed=true", "gpu.l1tlb.mshrs=1024", "gpu.l2tlb.mshrs=1024"];
     let base = go("kaveri-apu", kaveri, &apu);
     assert!(m(&base, "iommu.tlb.mshr_full_waits") > 0.0, "the 16 + 64 walk slots fill");
     let inf = go("kaveri-apu", kaveri, &[&apu[..], &["multi.oracle.infinite_walkers=true"]].concat());

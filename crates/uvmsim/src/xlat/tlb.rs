@@ -241,6 +241,12 @@ impl Tlb {
         evicted
     }
 
+    /// A miss whose walk found no translation (a far fault): its MSHR is held until the walk's answer at
+    /// `ready`, and nothing is filled. Not a translation's latency, so not in `miss_latency`.
+    pub fn fault_miss(&mut self, ready: Ps) {
+        self.mshrs.push(ready);
+    }
+
     /// Complete a miss looked up at `t` without filling (a least-inclusive IOMMU TLB): free its MSHR at `ready`.
     pub fn complete_miss(&mut self, t: Ps, ready: Ps) {
         self.mshrs.push(ready);
