@@ -477,8 +477,9 @@ def _api_cases(d: Path) -> list[tuple[Any, type[BaseException], str]]:
         (lambda: tl.write("result", d / "t.json"), TypeError, "^result must be a uvmsim.Result"),
         # TypeError "'<' not supported between instances of 'str' and 'int'"
         (lambda: tl.write(result, d / "t.json", max_batches="9"), TypeError, "^max_batches must be a whole number"),
-        # IsADirectoryError "[Errno 21] Is a directory: '.../.adir.<random>.tmp' -> '.../adir'"
-        (lambda: tl.write(result, d / "adir"), OSError, "adir: cannot write: Is a directory$"),
+        # IsADirectoryError "[Errno 21] Is a directory: '.../.adir.<random>.tmp' -> '.../adir'" (now the same class,
+        # with a message naming the file alone)
+        (lambda: tl.write(result, d / "adir"), IsADirectoryError, "adir: cannot write: Is a directory$"),
         (lambda: sw.run_sweep({"grid": {"gpu.sms": [4]}}, d / "s1", jobs="2"), TypeError, "^jobs must be a whole"),
         (lambda: sw.run_sweep({"grid": {"gpu.sms": [4]}}, d / "s2", jobs=1.5), TypeError, "^jobs must be a whole"),
         # FileExistsError "[Errno 17] File exists: 'file'"
