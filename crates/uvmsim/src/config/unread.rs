@@ -1,8 +1,9 @@
 //! Keys nothing reads in a mode: the single-GPU UVM driver's fault-batch options in IOMMU mode, the
 //! whole single-GPU driver in the multi-GPU model, the multi-GPU model's options on one GPU, one
-//! translation mode's hardware in the other, and each model's progress watchdog in the others. A run that set one looked as if it had applied it (the
-//! metrics did not move), so the resolver refuses such a key when the user set it (a config file,
-//! `--set`, Python's `set`); a preset may carry them (it describes its machine, driver included).
+//! translation mode's hardware in the other, and each model's progress watchdog in the others. A run
+//! that set one looked as if it had applied it (the metrics did not move), so the resolver refuses
+//! such a key when the user set it (a config file, `--set`, Python's `set`); a preset may carry them
+//! (it describes its machine, driver included).
 //!
 //! The table was found by reading where each key is read and checked by runs with each key changed
 //! (tests/modes.rs: `unread_keys_change_no_metric`, `multi_and_translation_keys_change_no_metric`): in
