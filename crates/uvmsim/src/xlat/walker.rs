@@ -1,7 +1,13 @@
 //! A pool of page-table walkers with page-walk caches (PWCs).
 //!
 //! How it works: a walk waits for a queue slot (threads + queue depth), then
-//! for the earliest free walker thread. The PWC entries of the non-leaf levels
+//! for the earliest walker thread free for as long as the walk takes. Walks
+//! are computed in the order the engine reaches them, which is not always
+//! their request order (a retried fault's walk is booked at the end of its
+//! batch, an invalidation at its arrival), so a thread and a queue slot are
+//! held only over the walk's own interval: a walk requested earlier than
+//! walks already booked takes a thread idle at its time (a gap before them)
+//! instead of queueing behind them. The PWC entries of the non-leaf levels
 //! are probed from the level just above the leaf upwards; a hit at level l
 //! means the walk reads only levels l-1 down to the leaf. Each entry read costs
 //! either a fixed latency or a DRAM access (IOMMU walkers read PTEs from
@@ -15,7 +21,6 @@
 //! evicted by the lower-level entries of new regions.
 
 use super::space::{level_shift, pte_addr};
-use super::Outstanding;
 use crate::assoc::{Replacement, SetAssoc};
 use crate::config::{PwcOrganization, WalkerConfig};
 use crate::mem::Dram;
@@ -90,8 +95,14 @@ impl WalkSampler {
 
 #[derive(Debug, Clone)]
 pub struct Walker {
-    threads: Vec<Ps>,
-    queue: Outstanding,
+    /// Per thread, the busy intervals [start, end) of its walks not yet over, sorted and disjoint.
+    threads: Vec<Vec<(Ps, Ps)>>,
+    /// Queue slots (threads + queue depth) held, each from the walk's admission to its end.
+    slots: Vec<(Ps, Ps)>,
+    slot_cap: usize,
+    prune_at: usize,
+    /// Admissions that found every queue slot held.
+    pub queue_full_waits: u64,
     /// Per-level PWCs, index = level (2..=levels); empty with a unified PWC.
     pwc: Vec<Option<SetAssoc<()>>>,
     /// The unified PWC (UTC): keys are the level above the entry's tag.
@@ -115,9 +126,12 @@ impl Walker {
         let unified = c.pwc_organization == PwcOrganization::Unified;
         let cache = || SetAssoc::new(c.pwc_entries as usize, c.pwc_ways as usize, Replacement::Lru);
         Walker {
-            threads: vec![0; c.threads as usize],
+            threads: vec![Vec::new(); c.threads as usize],
+            slots: Vec::new(),
             // In usize: a u32 sum would wrap for a queue depth near u32::MAX (release builds) and leave almost no slots.
-            queue: Outstanding::new(c.threads as usize + c.queue_depth as usize),
+            slot_cap: (c.threads as usize + c.queue_depth as usize).max(1),
+            prune_at: 64,
+            queue_full_waits: 0,
             pwc: (0..=levels).map(|l| (l >= 2 && c.pwc_entries > 0 && !unified).then(cache)).collect(),
             utc: (c.pwc_entries > 0 && unified).then(cache),
             levels,
@@ -132,28 +146,60 @@ impl Walker {
         }
     }
 
-    /// When a walk issued at `t` would get a thread (no change; a full queue's extra wait is not counted).
+    /// When a walk issued at `t` would get a thread (no change): the earliest gap that holds the
+    /// shortest walk (one entry read); a full queue's extra wait is not counted.
     pub fn start_at(&self, t: Ps) -> Ps {
-        if self.unlimited {
+        if self.unlimited || self.threads.is_empty() {
             return t;
         }
-        self.threads.iter().copied().min().map_or(t, |f| f.max(t))
+        let d = self.pwc_latency + self.level_latency;
+        self.threads.iter().map(|th| gap(th, t, d)).min().unwrap_or(t)
     }
 
-    /// Requests admitted and waiting for a thread at `t`: walks not finished at `t`
+    /// Requests admitted and waiting for a thread at `t`: walks holding a queue slot at `t`
     /// less the threads busy then (each busy thread runs one of them). Trans-FW's
-    /// forwarding threshold reads it. Retires the walks done by `t`, as `walk` would.
+    /// forwarding threshold reads it.
     pub fn queued_at(&mut self, t: Ps) -> usize {
         if self.unlimited {
             return 0;
         }
-        let busy = self.threads.iter().filter(|&&f| f > t).count();
-        self.queue.in_flight(t).saturating_sub(busy)
+        let held = self.slots.iter().filter(|&&(a, e)| a <= t && t < e).count();
+        held.saturating_sub(self.busy_at(t))
     }
 
-    /// No walk running or queued at `t` (IDYLL's IRMB writes back then).
+    /// No walk running at `t` (IDYLL's IRMB writes back then).
     pub fn idle_at(&self, t: Ps) -> bool {
-        self.unlimited || self.threads.iter().all(|&f| f <= t)
+        self.unlimited || self.busy_at(t) == 0
+    }
+
+    fn busy_at(&self, t: Ps) -> usize {
+        self.threads.iter().filter(|th| th.iter().any(|&(a, e)| a <= t && t < e)).count()
+    }
+
+    /// When a walk arriving at `t` gets a queue slot: at `t` while fewer than the slots are held
+    /// then, else when the earliest of those held at `t` is released.
+    fn admit(&mut self, t: Ps, floor: Ps) -> Ps {
+        // Pruned when full or, with a deep queue, each time the held list doubles.
+        if self.slots.len() >= self.slot_cap.min(self.prune_at) {
+            self.slots.retain(|&(_, e)| e > floor);
+            self.prune_at = (2 * self.slots.len()).max(64);
+        }
+        if self.slots.len() < self.slot_cap {
+            return t;
+        }
+        let mut held = 0;
+        let mut first = Ps::MAX;
+        for &(a, e) in &self.slots {
+            if a <= t && t < e {
+                held += 1;
+                first = first.min(e);
+            }
+        }
+        if held < self.slot_cap {
+            return t;
+        }
+        self.queue_full_waits += 1;
+        first
     }
 
     /// Limit-study oracle (infinite walker threads): every walk starts when it arrives.
@@ -173,15 +219,6 @@ impl Walker {
 
     /// Walk for `va` whose leaf entry is at `leaf`, requested at `t`; returns when the walk is done.
     pub fn walk(&mut self, va: u64, leaf: u32, t: Ps, now: Ps, dram: &mut Dram) -> Ps {
-        let (slot, start) = if self.unlimited {
-            (usize::MAX, t)
-        } else {
-            let admitted = self.queue.admit(t);
-            // The first earliest-free thread, in two passes the compiler vectorises (min, then its position).
-            let free = self.threads.iter().fold(Ps::MAX, |a, &f| a.min(f));
-            let slot = self.threads.iter().position(|&f| f == free).unwrap_or(0);
-            (slot, admitted.max(if self.threads.is_empty() { t } else { free }))
-        };
         // Deepest cached level: read from the level below it.
         let mut first = self.levels;
         for l in leaf + 1..=self.levels {
@@ -194,6 +231,32 @@ impl Walker {
                 self.stats.pwc_misses[l as usize] += 1;
             }
         }
+        // Intervals over before both this walk's request and the engine's time are pruned.
+        let floor = now.min(t);
+        let (slot, admitted, start) = if self.unlimited {
+            (usize::MAX, t, t)
+        } else {
+            let admitted = self.admit(t, floor);
+            // Fixed-latency reads make this the walk's length; DRAM queueing may lengthen it.
+            let d = self.pwc_latency + (first - leaf + 1) as Ps * self.level_latency;
+            let mut best = (usize::MAX, Ps::MAX);
+            for (i, th) in self.threads.iter_mut().enumerate() {
+                let n = th.iter().take_while(|&&(_, e)| e <= floor).count();
+                th.drain(..n);
+                let s = gap(th, admitted, d);
+                if s < best.1 {
+                    best = (i, s);
+                    if s == admitted {
+                        break;
+                    }
+                }
+            }
+            if self.threads.is_empty() {
+                (usize::MAX, admitted, admitted)
+            } else {
+                (best.0, admitted, best.1)
+            }
+        };
         let mut time = start + self.pwc_latency;
         for l in (leaf..=first).rev() {
             time =
@@ -204,8 +267,9 @@ impl Walker {
             }
         }
         if let Some(th) = self.threads.get_mut(slot) {
-            *th = time;
-            self.queue.push(time);
+            let at = th.partition_point(|&(a, _)| a < start);
+            th.insert(at, (start, time));
+            self.slots.push((admitted, time));
         }
         self.last_wait = start - t;
         self.last_reads = first - leaf + 1;
@@ -264,6 +328,19 @@ impl Walker {
             }
         }
     }
+}
+
+/// The earliest start at or after `t` of a `d`-long interval free in `busy` (sorted, disjoint).
+#[inline]
+fn gap(busy: &[(Ps, Ps)], t: Ps, d: Ps) -> Ps {
+    let mut s = t;
+    for &(a, e) in busy {
+        if s + d <= a {
+            break;
+        }
+        s = s.max(e);
+    }
+    s
 }
 
 /// A unified PWC's key for `va`'s level-`l` entry: the level above the entry's
@@ -350,6 +427,40 @@ mod tests {
         let ends: Vec<Ps> = (0..4).map(|i| w.walk(i << 40, 1, 0, 0, &mut d)).collect();
         assert_eq!(ends, vec![400_000, 400_000, 800_000, 800_000]);
         assert_eq!(w.stats.queue_wait.mean_ns(), 200.0);
+    }
+
+    #[test]
+    fn a_walk_requested_before_walks_already_booked_takes_an_idle_gap() {
+        // One thread, 400 ns walks. A is booked first for 1.0 µs; B, booked next but requested at
+        // 0, runs before it on the idle thread (holding the thread from A's booking would end B at
+        // 1.8 µs); C (0.3 µs) waits for B and fits the 0.4–1.0 µs gap; D (0.5 µs) does not fit
+        // what is left before A and runs after it.
+        let mut w = Walker::new(&cfg(1, 0), 4);
+        let mut d = dram();
+        let ends: Vec<Ps> = [1_000_000, 0, 300_000, 500_000].into_iter().map(|t| w.walk(t << 16, 1, t, 0, &mut d)).collect();
+        assert_eq!(ends, vec![1_400_000, 400_000, 800_000, 1_800_000]);
+        assert_eq!(w.stats.queue_wait.mean_ns(), (100.0 + 900.0) / 4.0);
+        assert!(w.idle_at(900_000) && !w.idle_at(1_000_000) && !w.idle_at(1_400_000) && w.idle_at(1_800_000));
+        // The shortest walk (one read, 100 ns) at 0.2 µs would get the thread after C; at
+        // 0.85 µs at once (the gap before A); at 1.1 µs after D.
+        assert_eq!([200_000, 850_000, 1_100_000].map(|t| w.start_at(t)), [800_000, 850_000, 1_800_000]);
+    }
+
+    #[test]
+    fn a_full_queue_admits_when_a_slot_held_at_the_arrival_is_released() {
+        // 1 thread + 1 queue slot: walks at 0 and 0 hold both slots until 400 and 800 ns; a third
+        // at 100 ns is admitted at 400 ns and starts after the second, at 800 ns. A walk booked
+        // later but requested at 1.5 µs, when no slot is held, is admitted at once.
+        let mut c = cfg(1, 0);
+        c.queue_depth = 1;
+        let mut w = Walker::new(&c, 4);
+        let mut d = dram();
+        let ends: Vec<Ps> = [0, 0, 100_000].into_iter().map(|t| w.walk(t << 16, 1, t, 0, &mut d)).collect();
+        assert_eq!(ends, vec![400_000, 800_000, 1_200_000]);
+        assert_eq!(w.queue_full_waits, 1);
+        assert_eq!(w.queued_at(500_000), 1);
+        assert_eq!(w.walk(7 << 40, 1, 1_500_000, 0, &mut d), 1_900_000);
+        assert_eq!(w.queue_full_waits, 1);
     }
 
     #[test]
@@ -448,7 +559,51 @@ mod tests {
         out
     }
 
+    /// Reference pool: every walk's interval is kept; a walk requested at `t` starts at the
+    /// earliest candidate (`t` or an interval's end) where some thread is free for its length.
+    fn reference_starts(walks: &[(Ps, Ps)], threads: usize) -> Vec<Ps> {
+        let mut busy: Vec<Vec<(Ps, Ps)>> = vec![vec![]; threads];
+        let mut out = vec![];
+        for &(t, d) in walks {
+            let mut cands: Vec<Ps> = busy.iter().flatten().map(|&(_, e)| e).filter(|&e| e > t).collect();
+            cands.push(t);
+            cands.sort_unstable();
+            let free = |th: &Vec<(Ps, Ps)>, s: Ps| th.iter().all(|&(a, e)| s + d <= a || e <= s);
+            let (s, i) = cands.iter().find_map(|&s| busy.iter().position(|th| free(th, s)).map(|i| (s, i))).unwrap();
+            busy[i].push((s, s + d));
+            out.push(s);
+        }
+        out
+    }
+
     proptest! {
+        /// Walks booked in any order against the reference: each starts at the earliest time a
+        /// thread is free for its whole length, and no thread runs two walks at once. The
+        /// engine's time (`now`) only grows and never passes a request, so pruning loses nothing.
+        #[test]
+        fn out_of_order_walks_match_the_reference_pool(
+            reqs in proptest::collection::vec((0u64..50, 0u64..3_000, any::<bool>()), 1..80),
+            threads in 1usize..5,
+        ) {
+            let mut c = cfg(threads as u32, 0);
+            c.queue_depth = 10_000;
+            let mut w = Walker::new(&c, 4);
+            let mut d = dram();
+            let mut now = 0;
+            let mut walks = vec![];
+            let mut starts = vec![];
+            for (i, &(step, ahead, big)) in reqs.iter().enumerate() {
+                now += step * 1_000;
+                let t = now + ahead * 1_000;
+                let leaf = if big { 2 } else { 1 };
+                let end = w.walk((i as u64) << 40, leaf, t, now, &mut d);
+                let len = (5 - leaf) as Ps * 100_000;
+                walks.push((t, len));
+                starts.push(end - len);
+            }
+            prop_assert_eq!(starts, reference_starts(&walks, threads));
+        }
+
         /// Against a reference: reads = levels from the deepest cached prefix to the leaf,
         /// with an unbounded PWC (a set of all prefixes seen) standing in for a large one.
         #[test]
