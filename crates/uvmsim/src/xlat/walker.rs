@@ -97,10 +97,13 @@ impl WalkSampler {
 pub struct Walker {
     /// Per thread, the busy intervals [start, end) of its walks not yet over, sorted and disjoint.
     threads: Vec<Vec<(Ps, Ps)>>,
-    /// Queue slots (threads + queue depth) held, each from the walk's admission to its end.
-    slots: Vec<(Ps, Ps)>,
+    /// Queue slots (threads + queue depth) held, each from a walk's admission to its end: the
+    /// admissions and the ends, each sorted, so the slots held at `t` are the admissions by `t`
+    /// less the ends by `t`. Ends before the engine's time are dropped with as many of the
+    /// earliest admissions (theirs, or earlier ones: the count at any later time is the same).
+    slot_starts: Vec<Ps>,
+    slot_ends: Vec<Ps>,
     slot_cap: usize,
-    prune_at: usize,
     /// Admissions that found every queue slot held.
     pub queue_full_waits: u64,
     /// Per-level PWCs, index = level (2..=levels); empty with a unified PWC.
@@ -127,10 +130,10 @@ impl Walker {
         let cache = || SetAssoc::new(c.pwc_entries as usize, c.pwc_ways as usize, Replacement::Lru);
         Walker {
             threads: vec![Vec::new(); c.threads as usize],
-            slots: Vec::new(),
+            slot_starts: Vec::new(),
+            slot_ends: Vec::new(),
             // In usize: a u32 sum would wrap for a queue depth near u32::MAX (release builds) and leave almost no slots.
             slot_cap: (c.threads as usize + c.queue_depth as usize).max(1),
-            prune_at: 64,
             queue_full_waits: 0,
             pwc: (0..=levels).map(|l| (l >= 2 && c.pwc_entries > 0 && !unified).then(cache)).collect(),
             utc: (c.pwc_entries > 0 && unified).then(cache),
@@ -163,8 +166,7 @@ impl Walker {
         if self.unlimited {
             return 0;
         }
-        let held = self.slots.iter().filter(|&&(a, e)| a <= t && t < e).count();
-        held.saturating_sub(self.busy_at(t))
+        self.held_at(t).saturating_sub(self.busy_at(t))
     }
 
     /// No walk running at `t` (IDYLL's IRMB writes back then).
@@ -173,33 +175,27 @@ impl Walker {
     }
 
     fn busy_at(&self, t: Ps) -> usize {
-        self.threads.iter().filter(|th| th.iter().any(|&(a, e)| a <= t && t < e)).count()
+        self.threads.iter().filter(|th| th.get(th.partition_point(|&(_, e)| e <= t)).is_some_and(|&(a, _)| a <= t)).count()
+    }
+
+    fn held_at(&self, t: Ps) -> usize {
+        self.slot_starts.partition_point(|&a| a <= t) - self.slot_ends.partition_point(|&e| e <= t)
     }
 
     /// When a walk arriving at `t` gets a queue slot: at `t` while fewer than the slots are held
-    /// then, else when the earliest of those held at `t` is released.
+    /// then, else when the first slot is released after `t`.
     fn admit(&mut self, t: Ps, floor: Ps) -> Ps {
-        // Pruned when full or, with a deep queue, each time the held list doubles.
-        if self.slots.len() >= self.slot_cap.min(self.prune_at) {
-            self.slots.retain(|&(_, e)| e > floor);
-            self.prune_at = (2 * self.slots.len()).max(64);
+        // Pruned once half the ends are past (amortised: the memory stays within twice the live slots).
+        let k = self.slot_ends.partition_point(|&e| e <= floor);
+        if k > 0 && 2 * k >= self.slot_ends.len() {
+            self.slot_ends.drain(..k);
+            self.slot_starts.drain(..k);
         }
-        if self.slots.len() < self.slot_cap {
-            return t;
-        }
-        let mut held = 0;
-        let mut first = Ps::MAX;
-        for &(a, e) in &self.slots {
-            if a <= t && t < e {
-                held += 1;
-                first = first.min(e);
-            }
-        }
-        if held < self.slot_cap {
+        if self.slot_ends.len() < self.slot_cap || self.held_at(t) < self.slot_cap {
             return t;
         }
         self.queue_full_waits += 1;
-        first
+        self.slot_ends[self.slot_ends.partition_point(|&e| e <= t)]
     }
 
     /// Limit-study oracle (infinite walker threads): every walk starts when it arrives.
@@ -241,7 +237,7 @@ impl Walker {
             let d = self.pwc_latency + (first - leaf + 1) as Ps * self.level_latency;
             let mut best = (usize::MAX, Ps::MAX);
             for (i, th) in self.threads.iter_mut().enumerate() {
-                let n = th.iter().take_while(|&&(_, e)| e <= floor).count();
+                let n = th.partition_point(|&(_, e)| e <= floor);
                 th.drain(..n);
                 let s = gap(th, admitted, d);
                 if s < best.1 {
@@ -267,9 +263,9 @@ impl Walker {
             }
         }
         if let Some(th) = self.threads.get_mut(slot) {
-            let at = th.partition_point(|&(a, _)| a < start);
-            th.insert(at, (start, time));
-            self.slots.push((admitted, time));
+            book(th, start, time);
+            self.slot_starts.insert(self.slot_starts.partition_point(|&a| a <= admitted), admitted);
+            self.slot_ends.insert(self.slot_ends.partition_point(|&e| e <= time), time);
         }
         self.last_wait = start - t;
         self.last_reads = first - leaf + 1;
@@ -334,13 +330,30 @@ impl Walker {
 #[inline]
 fn gap(busy: &[(Ps, Ps)], t: Ps, d: Ps) -> Ps {
     let mut s = t;
-    for &(a, e) in busy {
+    for &(a, e) in &busy[busy.partition_point(|&(_, e)| e <= t)..] {
         if s + d <= a {
             break;
         }
         s = s.max(e);
     }
     s
+}
+
+/// Mark [s, e) busy in `busy` (sorted, disjoint), merging it with the intervals it touches so
+/// that a thread's back-to-back walks are one interval (a burst of walks stays one entry long).
+fn book(busy: &mut Vec<(Ps, Ps)>, s: Ps, e: Ps) {
+    let i = busy.partition_point(|&(a, _)| a < s);
+    let prev = i > 0 && busy[i - 1].1 >= s;
+    let next = i < busy.len() && busy[i].0 <= e;
+    match (prev, next) {
+        (true, true) => {
+            busy[i - 1].1 = busy[i].1.max(e);
+            busy.remove(i);
+        }
+        (true, false) => busy[i - 1].1 = busy[i - 1].1.max(e),
+        (false, true) => busy[i] = (s, busy[i].1.max(e)),
+        (false, false) => busy.insert(i, (s, e)),
+    }
 }
 
 /// A unified PWC's key for `va`'s level-`l` entry: the level above the entry's
