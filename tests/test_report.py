@@ -116,6 +116,17 @@ def test_markdown_row_of_an_info_only_experiment_says_nothing_was_checked() -> N
     assert target.supported
 
 
+def test_a_full_table_gives_the_experiments_durations_not_the_invocations_wall_time() -> None:
+    # With --resume the invocation's wall time counts only the runs it simulated (280 s for 1.7 hours of runs).
+    _, targets = report.load_validation()
+    ids = [t.id for t in targets if t.supported]
+    outcomes = {i: report.Outcome(i, "PASS", 60.0, False, rows=[row(1, 1.0, "exact")]) for i in ids}
+    table = report.markdown_table_of(outcomes, {"elapsed_s": 5.0})
+    assert f"durations add up to {len(ids)} min" in table
+    del outcomes[ids[0]]
+    assert "add up to" not in report.markdown_table_of(outcomes, {"elapsed_s": 5.0})
+
+
 def test_an_experiment_without_checks_is_info_not_pass() -> None:
     info = [row("none", 3.3, "info")] * 2
     assert report.status_of(info) == "INFO"

@@ -798,9 +798,14 @@ def markdown_table_of(outcomes: Mapping[str, Outcome], meta: Mapping[str, Any], 
         "`uvmsim reproduce ID -o DIR --markdown docs/validation.md` replaces that experiment's row; "
         "`--all` replaces every row."
     )
-    full = {t.id for t in targets if t.supported} <= set(outcomes)
-    if full and meta.get("elapsed_s") is not None and not meta.get("quick"):
-        status += f" The last full run took {meta['elapsed_s']:.0f} s."
+    supported = [t.id for t in targets if t.supported]
+    if set(supported) <= set(outcomes) and not meta.get("quick"):
+        # Not the --all invocation's wall time: with --resume that counts only the runs it simulated.
+        total = sum(outcomes[i].elapsed_s for i in supported)
+        status += (
+            f" The experiments' durations add up to {total / 60:.0f} min "
+            "(a run reused by `--resume` counts the time it took when it ran)."
+        )
     rows = []
     undated = False
     for t in targets:
