@@ -14,6 +14,7 @@ pub mod cuckoo;
 pub mod irmb;
 pub mod least;
 mod outstanding;
+mod ranked;
 pub mod shootdown;
 pub mod space;
 mod tlb;

@@ -20,6 +20,7 @@
 //! refreshed, so upper-level entries age while lower-level ones hit and are
 //! evicted by the lower-level entries of new regions.
 
+use super::ranked::Ranked;
 use super::space::{level_shift, pte_addr};
 use crate::assoc::{Replacement, SetAssoc};
 use crate::config::{PwcOrganization, WalkerConfig};
@@ -98,11 +99,11 @@ pub struct Walker {
     /// Per thread, the busy intervals [start, end) of its walks not yet over, sorted and disjoint.
     threads: Vec<Vec<(Ps, Ps)>>,
     /// Queue slots (threads + queue depth) held, each from a walk's admission to its end: the
-    /// admissions and the ends, each sorted, so the slots held at `t` are the admissions by `t`
+    /// admissions and the ends, each a sorted multiset, so the slots held at `t` are the admissions by `t`
     /// less the ends by `t`. Ends before the engine's time are dropped with as many of the
     /// earliest admissions (theirs, or earlier ones: the count at any later time is the same).
-    slot_starts: Vec<Ps>,
-    slot_ends: Vec<Ps>,
+    slot_starts: Ranked,
+    slot_ends: Ranked,
     slot_cap: usize,
     /// Admissions that found every queue slot held.
     pub queue_full_waits: u64,
@@ -130,8 +131,8 @@ impl Walker {
         let cache = || SetAssoc::new(c.pwc_entries as usize, c.pwc_ways as usize, Replacement::Lru);
         Walker {
             threads: vec![Vec::new(); c.threads as usize],
-            slot_starts: Vec::new(),
-            slot_ends: Vec::new(),
+            slot_starts: Ranked::default(),
+            slot_ends: Ranked::default(),
             // In usize: a u32 sum would wrap for a queue depth near u32::MAX (release builds) and leave almost no slots.
             slot_cap: (c.threads as usize + c.queue_depth as usize).max(1),
             queue_full_waits: 0,
@@ -179,23 +180,23 @@ impl Walker {
     }
 
     fn held_at(&self, t: Ps) -> usize {
-        self.slot_starts.partition_point(|&a| a <= t) - self.slot_ends.partition_point(|&e| e <= t)
+        self.slot_starts.rank(t) - self.slot_ends.rank(t)
     }
 
     /// When a walk arriving at `t` gets a queue slot: at `t` while fewer than the slots are held
     /// then, else when the first slot is released after `t`.
     fn admit(&mut self, t: Ps, floor: Ps) -> Ps {
         // Pruned once half the ends are past (amortised: the memory stays within twice the live slots).
-        let k = self.slot_ends.partition_point(|&e| e <= floor);
+        let k = self.slot_ends.rank(floor);
         if k > 0 && 2 * k >= self.slot_ends.len() {
-            self.slot_ends.drain(..k);
-            self.slot_starts.drain(..k);
+            self.slot_ends.pop_front(k);
+            self.slot_starts.pop_front(k);
         }
         if self.slot_ends.len() < self.slot_cap || self.held_at(t) < self.slot_cap {
             return t;
         }
         self.queue_full_waits += 1;
-        self.slot_ends[self.slot_ends.partition_point(|&e| e <= t)]
+        self.slot_ends.first_after(t).expect("slots held at t end after t")
     }
 
     /// Limit-study oracle (infinite walker threads): every walk starts when it arrives.
@@ -237,8 +238,10 @@ impl Walker {
             let d = self.pwc_latency + (first - leaf + 1) as Ps * self.level_latency;
             let mut best = (usize::MAX, Ps::MAX);
             for (i, th) in self.threads.iter_mut().enumerate() {
-                let n = th.partition_point(|&(_, e)| e <= floor);
-                th.drain(..n);
+                if th.first().is_some_and(|&(_, e)| e <= floor) {
+                    let n = th.partition_point(|&(_, e)| e <= floor);
+                    th.drain(..n);
+                }
                 let s = gap(th, admitted, d);
                 if s < best.1 {
                     best = (i, s);
@@ -264,8 +267,8 @@ impl Walker {
         }
         if let Some(th) = self.threads.get_mut(slot) {
             book(th, start, time);
-            self.slot_starts.insert(self.slot_starts.partition_point(|&a| a <= admitted), admitted);
-            self.slot_ends.insert(self.slot_ends.partition_point(|&e| e <= time), time);
+            self.slot_starts.insert(admitted);
+            self.slot_ends.insert(time);
         }
         self.last_wait = start - t;
         self.last_reads = first - leaf + 1;
@@ -329,6 +332,11 @@ impl Walker {
 /// The earliest start at or after `t` of a `d`-long interval free in `busy` (sorted, disjoint).
 #[inline]
 fn gap(busy: &[(Ps, Ps)], t: Ps, d: Ps) -> Ps {
+    match busy.last() {
+        None => return t,
+        Some(&(_, e)) if e <= t => return t,
+        _ => {}
+    }
     let mut s = t;
     for &(a, e) in &busy[busy.partition_point(|&(_, e)| e <= t)..] {
         if s + d <= a {
