@@ -1,5 +1,5 @@
 //! A sorted multiset of times with rank queries (how many are ≤ t), cheap to insert into
-//! anywhere: sorted chunks of at most `CHUNK` values, so an insertion moves at most a chunk
+//! anywhere: sorted chunks (one is split in half beyond 2 × `CHUNK` values), so an insertion moves at most a chunk
 //! (a plain sorted vector moved every later value, and walkers insert walks requested now
 //! before thousands booked ahead).
 

@@ -105,8 +105,8 @@ pub struct Walker {
     slot_starts: Ranked,
     slot_ends: Ranked,
     slot_cap: usize,
-    /// Admissions that found every queue slot held.
-    pub queue_full_waits: u64,
+    /// Admissions that found every queue slot held (the tests read it; no metric reports it).
+    queue_full_waits: u64,
     /// Per-level PWCs, index = level (2..=levels); empty with a unified PWC.
     pwc: Vec<Option<SetAssoc<()>>>,
     /// The unified PWC (UTC): keys are the level above the entry's tag.
