@@ -523,7 +523,7 @@ impl Multi {
         if !self.gmmu_mode {
             return t;
         }
-        let at = match self.host_tlb.as_mut().map(|tlb| tlb.lookup(vpn, t)) {
+        let at = match self.host_tlb.as_mut().map(|tlb| tlb.lookup(vpn, t, now)) {
             Some(Lookup::Done(d, _)) => return d,
             Some(Lookup::Miss(at)) => at,
             None => t,

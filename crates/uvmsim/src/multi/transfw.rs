@@ -253,7 +253,7 @@ impl Multi {
         if self.forwarding.is_none() || !self.gmmu_mode {
             return self.host_translate(vpn, t, now);
         }
-        let at = match self.host_tlb.as_mut().map(|tlb| tlb.lookup(vpn, t)) {
+        let at = match self.host_tlb.as_mut().map(|tlb| tlb.lookup(vpn, t, now)) {
             Some(Lookup::Done(d, _)) => return d,
             Some(Lookup::Miss(at)) => at,
             None => t,

@@ -14,7 +14,6 @@ pub mod cuckoo;
 pub mod irmb;
 pub mod least;
 mod outstanding;
-mod ranked;
 pub mod shootdown;
 pub mod space;
 mod tlb;
@@ -105,7 +104,7 @@ impl Iommu {
             let ready = self.serve_least(g, va, k, r, arrive, now, dram);
             return self.cross(1, ready, now);
         }
-        let ready = match self.tlb.as_mut().map(|tlb| tlb.lookup(k, arrive)) {
+        let ready = match self.tlb.as_mut().map(|tlb| tlb.lookup(k, arrive, now)) {
             Some(Lookup::Done(d, _)) => {
                 if let Some(c) = self.per_gpu.get_mut(g) {
                     c[1] += 1;
@@ -131,7 +130,7 @@ impl Iommu {
     #[allow(clippy::too_many_arguments)]
     fn serve_least(&mut self, g: usize, va: u64, k: u64, r: &Region, arrive: Ps, now: Ps, dram: &mut Dram) -> Ps {
         let (Some(tlb), Some(lt)) = (self.tlb.as_mut(), self.least.as_mut()) else { unreachable!("validated") };
-        match tlb.lookup(k, arrive) {
+        match tlb.lookup(k, arrive, now) {
             // A hit moves the entry to the requester's L2 TLB: it leaves this TLB when the L2 takes it (`LeastTlb::l2_filled`).
             Lookup::Done(d, _) => {
                 if let Some(c) = self.per_gpu.get_mut(g) {
@@ -330,7 +329,7 @@ impl Translator {
         let k = key(va, &r);
         let l1 = &mut self.l1[sm / self.sms_per_l1];
         // A hit keeps the entry's remote tag (a managed page mapped in host memory).
-        let at = match l1.lookup(k, t) {
+        let at = match l1.lookup(k, t, now) {
             Lookup::Done(d, epa) => {
                 if r.managed && self.space.residency.stamp_hits {
                     self.space.residency.hit(va >> 12);
@@ -339,7 +338,7 @@ impl Translator {
             }
             Lookup::Miss(at) => at,
         };
-        let (at2, from_l2) = match self.l2.as_mut().map(|l2| l2.lookup(k, at)) {
+        let (at2, from_l2) = match self.l2.as_mut().map(|l2| l2.lookup(k, at, now)) {
             Some(Lookup::Done(d, epa)) => {
                 if r.managed && self.space.residency.stamp_hits {
                     self.space.residency.hit(va >> 12);
@@ -400,12 +399,17 @@ impl Translator {
         let Some(&r) = self.space.lookup(va) else { return t };
         let r = if self.large_ptes && r.managed { self.space.residency.large_pte_region(&r, va) } else { r };
         let k = key(va, &r);
-        let at = match self.l2.as_mut().map(|l2| l2.lookup(k, t)) {
+        let (at, from_l2) = match self.l2.as_mut().map(|l2| l2.lookup(k, t, now)) {
             Some(Lookup::Done(d, _)) => return d,
-            Some(Lookup::Miss(at)) => at,
-            None => t,
+            Some(Lookup::Miss(at)) => (at, true),
+            None => (t, false),
         };
-        self.miss(sm, va, &r, at, now, dram)
+        let done = self.miss(sm, va, &r, at, now, dram);
+        // The miss holds its MSHR until the walk's answer (a fault again), as a demand miss does.
+        if let (true, Some(l2)) = (from_l2, self.l2.as_mut()) {
+            l2.fault_miss(done);
+        }
+        done
     }
 
     /// Shoot down the GPU's translations of the 4 KiB pages of VA blocks

@@ -32,6 +32,8 @@ pub struct TlbStats {
     pub hits: u64,
     pub mshr_hits: u64,
     pub misses: u64,
+    /// Summed wait of the misses for an MSHR.
+    pub mshr_wait_ps: u128,
     pub miss_latency: Latency,
 }
 
@@ -123,10 +125,12 @@ impl Tlb {
         self.modelled = self.on_fill || self.full_blocks || self.stage > 0 || self.merge_return > 0;
     }
 
+    /// Look `key` up for a request arriving at `t`; `now` is the engine's time (no later
+    /// request arrives before it, or before `t`).
     #[inline]
-    pub fn lookup(&mut self, key: u64, t: Ps) -> Lookup {
+    pub fn lookup(&mut self, key: u64, t: Ps, now: Ps) -> Lookup {
         if self.modelled {
-            return self.lookup_ordered(key, t);
+            return self.lookup_ordered(key, t, now);
         }
         self.stats.accesses += 1;
         let at = t + self.latency;
@@ -141,14 +145,16 @@ impl Tlb {
             }
             None => {
                 self.stats.misses += 1;
-                Lookup::Miss(self.mshrs.admit(at))
+                let admitted = self.mshrs.admit(at, now.min(t));
+                self.stats.mshr_wait_ps += (admitted - at) as u128;
+                Lookup::Miss(admitted)
             }
         }
     }
 
     /// [`Self::lookup`] with the options on (kept out of line: the default path stays small).
     #[inline(never)]
-    fn lookup_ordered(&mut self, key: u64, t: Ps) -> Lookup {
+    fn lookup_ordered(&mut self, key: u64, t: Ps, now: Ps) -> Lookup {
         self.stats.accesses += 1;
         // Behind a miss that waited for an MSHR: this lookup is made when that one was.
         let t = t.max(self.blocked_until);
@@ -176,7 +182,8 @@ impl Tlb {
             }
             None => {
                 self.stats.misses += 1;
-                let admitted = self.mshrs.admit(send);
+                let admitted = self.mshrs.admit(send, now.min(t));
+                self.stats.mshr_wait_ps += (admitted - send) as u128;
                 if self.full_blocks && admitted > send {
                     // The pipeline latency overlaps the wait: later lookups are checked from `admitted` on.
                     self.blocked_until = admitted - (send - t);
@@ -300,6 +307,8 @@ pub fn export_stats(s: &TlbStats, full_waits: u64, m: &mut Metrics, p: &str) {
     m.int(format!("{p}.mshr_hits"), s.mshr_hits);
     m.int(format!("{p}.misses"), s.misses);
     m.int(format!("{p}.mshr_full_waits"), full_waits);
+    let wait = if s.misses > 0 { s.mshr_wait_ps as f64 / 1000.0 / s.misses as f64 } else { 0.0 };
+    m.float(format!("{p}.mshr_wait_ns.mean"), wait);
     m.ratio(format!("{p}.hit_rate"), s.hits, s.accesses);
     s.miss_latency.export(m, &format!("{p}.miss_latency_ns"));
 }
@@ -313,6 +322,7 @@ pub fn sum(tlbs: &[Tlb]) -> (TlbStats, u64) {
         s.hits += t.stats.hits;
         s.mshr_hits += t.stats.mshr_hits;
         s.misses += t.stats.misses;
+        s.mshr_wait_ps += t.stats.mshr_wait_ps;
         w += t.mshrs.full_waits;
     }
     s.miss_latency = merged_latency(tlbs);
@@ -388,7 +398,7 @@ mod tests {
             for &(key, dt, miss_lat) in &ops {
                 t += dt;
                 let want = r.access(key, t, t + lat + miss_lat);
-                let got = match tlb.lookup(key, t) {
+                let got = match tlb.lookup(key, t, 0) {
                     Lookup::Done(d, pa) => {
                         prop_assert_eq!(pa, key * 4096);
                         prop_assert!(d >= t + lat);
@@ -423,7 +433,8 @@ mod tests {
         stage: Ps,
         ret: Ps,
         pending: Vec<(Ps, u64)>,
-        ends: Vec<Ps>,
+        /// Every miss's MSHR interval.
+        ends: Vec<(Ps, Ps)>,
         blocked: Ps,
     }
 
@@ -454,18 +465,18 @@ mod tests {
             }
             // A miss is sent at the end of the stage, or after the latency with no stage.
             let sent = if self.stage > 0 { look } else { t + self.lat };
-            let mut at = sent;
-            self.ends.retain(|&e| e > at);
-            if self.ends.len() >= self.cap {
-                let first = *self.ends.iter().min().unwrap();
-                self.ends.retain(|&e| e > first);
-                if self.blocks {
-                    self.blocked = first - (sent - t);
-                }
-                at = first;
+            // The MSHRs: each miss holds one over [admission, fill); the earliest time from
+            // `sent` (or a fill after it) when fewer than `cap` are held.
+            let held = |s: Ps| self.ends.iter().filter(|&&(a, e)| a <= s && s < e).count();
+            let mut cands: Vec<Ps> = self.ends.iter().map(|&(_, e)| e).filter(|&e| e > sent).collect();
+            cands.push(sent);
+            cands.sort_unstable();
+            let at = *cands.iter().find(|&&s| held(s) < self.cap).unwrap();
+            if self.blocks && at > sent {
+                self.blocked = at - (sent - t);
             }
             let ready = at + miss_lat;
-            self.ends.push(ready);
+            self.ends.push((at, ready));
             if self.on_fill {
                 self.pending.push((ready, key));
             } else {
@@ -505,7 +516,7 @@ mod tests {
             for &(key, dt, miss_lat) in &ops {
                 t += dt;
                 let (class, when) = r.access(key, t, miss_lat);
-                match tlb.lookup(key, t) {
+                match tlb.lookup(key, t, 0) {
                     Lookup::Done(d, pa) => {
                         prop_assert_ne!(class, Class::Miss, "key {} at {}", key, t);
                         prop_assert_eq!(d, when);
@@ -526,7 +537,7 @@ mod tests {
     /// One lookup: 'H'it, 'S' (MSHR hit) or 'M'iss (filled `miss_lat` after it is sent on) and when it is answered or sent on.
     fn step(tlb: &mut Tlb, key: u64, t: Ps, miss_lat: Ps) -> (char, Ps) {
         let (h, s) = (tlb.stats.hits, tlb.stats.mshr_hits);
-        match tlb.lookup(key, t) {
+        match tlb.lookup(key, t, 0) {
             Lookup::Done(d, _) => (
                 if tlb.stats.hits > h {
                     'H'
@@ -672,11 +683,11 @@ mod tests {
         tlb.opts(TlbAllocate::OnFill, false);
         (tlb.fill_cap, tlb.cycle) = (1, 1000);
         for (k, t) in [(1u64, 0u64), (2, 5000)] {
-            let Lookup::Miss(at) = tlb.lookup(k, t) else { panic!("cold miss expected") };
+            let Lookup::Miss(at) = tlb.lookup(k, t, 0) else { panic!("cold miss expected") };
             let ready = tlb.fill_time(5000.max(at), t);
             tlb.fill_miss(k, 0, t, ready);
         }
-        let Lookup::Miss(at) = tlb.lookup(3, 5500) else { panic!("cold miss expected") };
+        let Lookup::Miss(at) = tlb.lookup(3, 5500, 0) else { panic!("cold miss expected") };
         assert_eq!(at, 6000);
         // B is installed at 6000: merged before, a hit from then on.
         assert_eq!(step(&mut tlb, 2, 5999, 0), ('S', 6000));
@@ -687,11 +698,24 @@ mod tests {
     fn full_mshrs_delay_the_next_miss() {
         let mut tlb = Tlb::with(16, 16, 0, 2);
         for (k, ready) in [(1u64, 100u64), (2, 50)] {
-            let Lookup::Miss(at) = tlb.lookup(k, 0) else { panic!("cold miss expected") };
+            let Lookup::Miss(at) = tlb.lookup(k, 0, 0) else { panic!("cold miss expected") };
             tlb.fill_miss(k, 0, 0, ready.max(at));
         }
         // Both MSHRs busy: the third miss waits for the earlier fill (50).
-        let Lookup::Miss(at) = tlb.lookup(3, 10) else { panic!("cold miss expected") };
+        let Lookup::Miss(at) = tlb.lookup(3, 10, 0) else { panic!("cold miss expected") };
         assert_eq!(at, 50);
+        tlb.fill_miss(3, 0, 10, 200);
+        assert_eq!((tlb.stats.mshr_wait_ps, tlb.mshrs.full_waits), (40, 1));
+        // A miss looked up after those but arriving at 5 finds the first two held: at 50 the
+        // third takes the second's MSHR, so it waits for the first's release at 100. One
+        // arriving at 250 finds all free.
+        let Lookup::Miss(at) = tlb.lookup(4, 5, 0) else { panic!("cold miss expected") };
+        assert_eq!(at, 100);
+        tlb.fill_miss(4, 0, 5, 160);
+        let Lookup::Miss(at) = tlb.lookup(5, 250, 0) else { panic!("cold miss expected") };
+        assert_eq!(at, 250);
+        let mut m = Metrics::default();
+        tlb.export(&mut m, "t");
+        assert_eq!(m.get("t.mshr_wait_ns.mean"), Some((40.0 + 95.0) / 1000.0 / 5.0));
     }
 }

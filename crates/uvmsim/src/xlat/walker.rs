@@ -20,8 +20,8 @@
 //! refreshed, so upper-level entries age while lower-level ones hit and are
 //! evicted by the lower-level entries of new regions.
 
-use super::ranked::Ranked;
 use super::space::{level_shift, pte_addr};
+use super::Outstanding;
 use crate::assoc::{Replacement, SetAssoc};
 use crate::config::{PwcOrganization, WalkerConfig};
 use crate::mem::Dram;
@@ -98,15 +98,8 @@ impl WalkSampler {
 pub struct Walker {
     /// Per thread, the busy intervals [start, end) of its walks not yet over, sorted and disjoint.
     threads: Vec<Vec<(Ps, Ps)>>,
-    /// Queue slots (threads + queue depth) held, each from a walk's admission to its end: the
-    /// admissions and the ends, each a sorted multiset, so the slots held at `t` are the admissions by `t`
-    /// less the ends by `t`. Ends before the engine's time are dropped with as many of the
-    /// earliest admissions (theirs, or earlier ones: the count at any later time is the same).
-    slot_starts: Ranked,
-    slot_ends: Ranked,
-    slot_cap: usize,
-    /// Admissions that found every queue slot held (the tests read it; no metric reports it).
-    queue_full_waits: u64,
+    /// Queue slots (threads + queue depth), each held from a walk's admission to its end.
+    slots: Outstanding,
     /// Per-level PWCs, index = level (2..=levels); empty with a unified PWC.
     pwc: Vec<Option<SetAssoc<()>>>,
     /// The unified PWC (UTC): keys are the level above the entry's tag.
@@ -131,11 +124,8 @@ impl Walker {
         let cache = || SetAssoc::new(c.pwc_entries as usize, c.pwc_ways as usize, Replacement::Lru);
         Walker {
             threads: vec![Vec::new(); c.threads as usize],
-            slot_starts: Ranked::default(),
-            slot_ends: Ranked::default(),
             // In usize: a u32 sum would wrap for a queue depth near u32::MAX (release builds) and leave almost no slots.
-            slot_cap: (c.threads as usize + c.queue_depth as usize).max(1),
-            queue_full_waits: 0,
+            slots: Outstanding::new(c.threads as usize + c.queue_depth as usize),
             pwc: (0..=levels).map(|l| (l >= 2 && c.pwc_entries > 0 && !unified).then(cache)).collect(),
             utc: (c.pwc_entries > 0 && unified).then(cache),
             levels,
@@ -180,23 +170,7 @@ impl Walker {
     }
 
     fn held_at(&self, t: Ps) -> usize {
-        self.slot_starts.rank(t) - self.slot_ends.rank(t)
-    }
-
-    /// When a walk arriving at `t` gets a queue slot: at `t` while fewer than the slots are held
-    /// then, else when the first slot is released after `t`.
-    fn admit(&mut self, t: Ps, floor: Ps) -> Ps {
-        // Pruned once half the ends are past (amortised: the memory stays within twice the live slots).
-        let k = self.slot_ends.rank(floor);
-        if k > 0 && 2 * k >= self.slot_ends.len() {
-            self.slot_ends.pop_front(k);
-            self.slot_starts.pop_front(k);
-        }
-        if self.slot_ends.len() < self.slot_cap || self.held_at(t) < self.slot_cap {
-            return t;
-        }
-        self.queue_full_waits += 1;
-        self.slot_ends.first_after(t).expect("slots held at t end after t")
+        self.slots.held_at(t)
     }
 
     /// Limit-study oracle (infinite walker threads): every walk starts when it arrives.
@@ -233,7 +207,7 @@ impl Walker {
         let (slot, admitted, start) = if self.unlimited {
             (usize::MAX, t, t)
         } else {
-            let admitted = self.admit(t, floor);
+            let admitted = self.slots.admit(t, floor);
             // Fixed-latency reads make this the walk's length; DRAM queueing may lengthen it.
             let d = self.pwc_latency + (first - leaf + 1) as Ps * self.level_latency;
             let mut best = (usize::MAX, Ps::MAX);
@@ -267,8 +241,7 @@ impl Walker {
         }
         if let Some(th) = self.threads.get_mut(slot) {
             book(th, start, time);
-            self.slot_starts.insert(admitted);
-            self.slot_ends.insert(time);
+            self.slots.push_interval(admitted, time);
         }
         self.last_wait = start - t;
         self.last_reads = first - leaf + 1;
@@ -478,10 +451,10 @@ mod tests {
         let mut d = dram();
         let ends: Vec<Ps> = [0, 0, 100_000].into_iter().map(|t| w.walk(t << 16, 1, t, 0, &mut d)).collect();
         assert_eq!(ends, vec![400_000, 800_000, 1_200_000]);
-        assert_eq!(w.queue_full_waits, 1);
+        assert_eq!(w.slots.full_waits, 1);
         assert_eq!(w.queued_at(500_000), 1);
         assert_eq!(w.walk(7 << 40, 1, 1_500_000, 0, &mut d), 1_900_000);
-        assert_eq!(w.queue_full_waits, 1);
+        assert_eq!(w.slots.full_waits, 1);
     }
 
     #[test]
