@@ -125,6 +125,12 @@ def test_a_full_table_gives_the_experiments_durations_not_the_invocations_wall_t
     assert f"durations add up to {len(ids)} min" in table
     del outcomes[ids[0]]
     assert "add up to" not in report.markdown_table_of(outcomes, {"elapsed_s": 5.0})
+    # Updating one row keeps the total: the other rows' recorded durations count (here 2.5 min and 30 s).
+    kept_row = next(line for line in table.splitlines() if line.startswith(f"| `{ids[0]}`"))
+    previous = table.replace(kept_row, kept_row.replace("in 60 s", "in 2.5 min"))
+    one = {ids[1]: report.Outcome(ids[1], "PASS", 30.0, False, rows=[row(1, 1.0, "exact")])}
+    total_s = 150 + 30 + 60 * (len(ids) - 2)
+    assert f"durations add up to {total_s / 60:.0f} min" in report.markdown_table_of(one, {}, previous)
 
 
 def test_an_experiment_without_checks_is_info_not_pass() -> None:

@@ -21,6 +21,7 @@ import html
 import json
 import math
 import os
+import re
 import time
 import tomllib
 import traceback
@@ -799,9 +800,13 @@ def markdown_table_of(outcomes: Mapping[str, Outcome], meta: Mapping[str, Any], 
         "`--all` replaces every row."
     )
     supported = [t.id for t in targets if t.supported]
-    if set(supported) <= set(outcomes) and not meta.get("quick"):
-        # Not the --all invocation's wall time: with --resume that counts only the runs it simulated.
-        total = sum(outcomes[i].elapsed_s for i in supported)
+    # Each experiment's own duration: this invocation's, else the one its kept row records (an
+    # update of one row keeps the total). Not the --all invocation's wall time: with --resume that
+    # counts only the runs it simulated.
+    durations = {i: outcomes[i].elapsed_s for i in supported if i in outcomes}
+    durations |= {i: d for i in supported if i not in durations and (d := _kept_duration(kept.get(i, ""))) is not None}
+    if set(supported) <= set(durations) and not meta.get("quick"):
+        total = sum(durations.values())
         status += (
             f" The experiments' durations add up to {total / 60:.0f} min "
             "(a run reused by `--resume` counts the time it took when it ran)."
@@ -862,6 +867,14 @@ def _previous_rows(text: str) -> dict[str, str]:
 
 def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+def _kept_duration(row: str) -> float | None:
+    """Seconds a kept summary row says its experiment took (``ran DATE in 86 s`` / ``in 2.6 min``), else None."""
+    m = re.search(r"; ran \S+ in ([0-9.]+) (s|min)\b", row)
+    if m is None:
+        return None
+    return float(m.group(1)) * (60 if m.group(2) == "min" else 1)
 
 
 def update_markdown(path: Path, table: str) -> None:
