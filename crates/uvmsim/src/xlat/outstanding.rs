@@ -12,6 +12,8 @@
 //! after it (on titan-v's stream, 25 K of 27.8 K full L1-TLB admissions came
 //! out of order).
 
+use std::collections::VecDeque;
+
 use crate::sim::Ps;
 
 /// Events per chunk before it is split in two.
@@ -68,15 +70,19 @@ pub struct Outstanding {
     /// The intervals' admissions and ends as time-ordered events in chunks (every event of a
     /// chunk at or before every event of the next): the slots held at `t` are the deltas'
     /// sum up to `t`. Chunks over before the engine's time are dropped.
-    chunks: Vec<Chunk>,
+    chunks: VecDeque<Chunk>,
     /// Each chunk's last key (searched without touching the chunks).
-    lasts: Vec<u64>,
+    lasts: VecDeque<u64>,
     /// The deltas' sum over every event, dropped ones included.
     total: i64,
     /// Ends in the chunks: no more slots are held at any time from the floor on.
     ends: usize,
     /// Admission of the last request let in (`admit`), which its `push` pairs with its end.
     last: Ps,
+    /// Times known to hold every slot: [lo, hi) (empty when lo == hi). Insertions only add
+    /// slots held, so a stretch found full stays full, and a later request inside it resumes
+    /// the search at `hi` instead of walking the backlog again (walk bursts queue deep).
+    full: (Ps, Ps),
     /// Admissions that had to wait for a free slot.
     pub full_waits: u64,
 }
@@ -86,31 +92,40 @@ impl Outstanding {
         // Nothing is reserved up front: a large configured count (MSHRs, a walker queue) must not
         // allocate before the run starts.
         let cap = cap.clamp(1, i64::MAX as usize) as i64;
-        Outstanding { cap, chunks: vec![], lasts: vec![], total: 0, ends: 0, last: 0, full_waits: 0 }
+        Outstanding { cap, chunks: VecDeque::new(), lasts: VecDeque::new(), total: 0, ends: 0, last: 0, full: (0, 0), full_waits: 0 }
     }
 
-    /// The chunk holding the first event after `t` (after every event at `t`), and that event's index in it.
+    /// The first event after `t` (after every event at `t`) as (chunk, index in it; the chunk
+    /// count and 0 if none), and the slots held at `t`: the total less what follows, counted
+    /// from the back (requests come mostly near the latest times, so this is short).
     #[inline]
-    fn position_after(&self, t: Ps) -> (usize, usize) {
+    fn locate(&self, t: Ps) -> (usize, usize, i64) {
         let k = key(t, true);
-        let c = self.lasts.partition_point(|&l| l <= k);
-        let i = self.chunks.get(c).map_or(0, |ch| ch.ev.partition_point(|&e| e <= k));
-        (c, i)
+        let mut after = 0i64;
+        let mut c = self.chunks.len();
+        while c > 0 && self.chunks[c - 1].ev.first().is_some_and(|&f| f > k) {
+            c -= 1;
+            after += self.chunks[c].sum;
+        }
+        let Some(ch) = c.checked_sub(1).map(|p| &self.chunks[p]) else {
+            return (0, 0, self.total - after);
+        };
+        let mut i = ch.ev.len();
+        while i > 0 && ch.ev[i - 1] > k {
+            i -= 1;
+            after += delta(ch.ev[i]);
+        }
+        if i == ch.ev.len() {
+            (c, 0, self.total - after)
+        } else {
+            (c - 1, i, self.total - after)
+        }
     }
 
     /// Slots held at `t`.
     #[inline]
     pub fn held_at(&self, t: Ps) -> usize {
-        let (c, i) = self.position_after(t);
-        self.count_at(c, i).max(0) as usize
-    }
-
-    /// The running count before event `i` of chunk `c`: from the total, less what follows
-    /// (requests come mostly near the latest times, so this is short).
-    fn count_at(&self, c: usize, i: usize) -> i64 {
-        let after: i64 = self.chunks.get(c + 1..).map_or(0, |r| r.iter().map(|ch| ch.sum).sum());
-        let within: i64 = self.chunks.get(c).map_or(0, |ch| ch.ev[i..].iter().map(|&k| delta(k)).sum());
-        self.total - after - within
+        self.locate(t).2.max(0) as usize
     }
 
     /// When an operation arriving at `t` gets a slot: at `t` while fewer than the slots are held
@@ -119,22 +134,29 @@ impl Outstanding {
     /// forgotten.
     #[inline]
     pub fn admit(&mut self, t: Ps, floor: Ps) -> Ps {
-        // Keep the last chunk: insertions need one.
-        let past = self.lasts.partition_point(|&l| l <= key(floor, true)).min(self.chunks.len().saturating_sub(1));
-        if past > 0 {
-            self.ends -= self.chunks.drain(..past).map(|c| c.ev.iter().filter(|&&k| k & 1 == 1).count()).sum::<usize>();
-            self.lasts.drain(..past);
+        // Chunks over by the floor are dropped, but the last (insertions need one).
+        let kf = key(floor, true);
+        while self.chunks.len() > 1 && self.lasts[0] <= kf {
+            let ch = self.chunks.pop_front().expect("more than one chunk");
+            self.lasts.pop_front();
+            self.ends -= ch.ev.iter().filter(|&&k| k & 1 == 1).count();
         }
         if self.ends < self.cap as usize {
             self.last = t;
             return t;
         }
-        let (c, i) = self.position_after(t);
-        let run = self.count_at(c, i);
-        let mut s = t;
+        let (lo, hi) = self.full;
+        // Inside a stretch known full, the search resumes at its end.
+        let from = if lo <= t && t < hi { hi } else { t };
+        let (c, i, run) = self.locate(from);
+        let mut s = from;
         if run >= self.cap {
-            self.full_waits += 1;
             s = self.first_below_cap(c, i, run).expect("slots held at t are released after t");
+        }
+        if s > t {
+            self.full_waits += 1;
+            // [t, s) is full; it joins the known stretch when they meet.
+            self.full = if t <= hi && s >= lo { (t.min(lo), s.max(hi)) } else { (t, s) };
         }
         self.last = s;
         s
@@ -144,7 +166,7 @@ impl Outstanding {
     /// first event after which the count is below the capacity.
     fn first_below_cap(&mut self, c: usize, i: usize, mut run: i64) -> Option<Ps> {
         let cap = self.cap;
-        for (n, ch) in self.chunks.iter_mut().enumerate().skip(c) {
+        for (n, ch) in self.chunks.range_mut(c..).enumerate().map(|(j, ch)| (c + j, ch)) {
             let from = if n == c { i } else { 0 };
             if from == 0 && run + ch.min() >= cap {
                 run += ch.sum;
@@ -176,16 +198,27 @@ impl Outstanding {
 
     fn insert(&mut self, k: u64) {
         if self.chunks.is_empty() {
-            self.chunks.push(Chunk::new(vec![]));
-            self.lasts.push(0);
+            self.chunks.push_back(Chunk::new(vec![]));
+            self.lasts.push_back(0);
         }
         // The first chunk whose last event sorts after this one, else the last chunk. Most
         // events come at or near the latest time: looked for from the back.
         let n = self.chunks.len();
-        let c = if n == 1 || self.lasts[n - 2] <= k { n - 1 } else { self.lasts.partition_point(|&l| l <= k) };
+        let mut c = n - 1;
+        while c > 0 && self.lasts[c - 1] > k && c + 4 > n {
+            c -= 1;
+        }
+        if c > 0 && self.lasts[c - 1] > k {
+            c = self.lasts.partition_point(|&l| l <= k);
+        }
         let ch = &mut self.chunks[c];
-        let at = ch.ev.len() - ch.ev.iter().rev().take(8).take_while(|&&e| e > k).count();
-        let at = if at + 8 == ch.ev.len() && at > 0 && ch.ev[at - 1] > k { ch.ev.partition_point(|&e| e <= k) } else { at };
+        let mut at = ch.ev.len();
+        while at > 0 && ch.ev[at - 1] > k && at + 8 > ch.ev.len() {
+            at -= 1;
+        }
+        if at > 0 && ch.ev[at - 1] > k {
+            at = ch.ev.partition_point(|&e| e <= k);
+        }
         ch.ev.insert(at, k);
         let d = delta(k);
         self.ends += (k & 1) as usize;
@@ -306,6 +339,29 @@ mod tests {
                 got.push(s);
                 asked.push((t, d));
             }
+            prop_assert_eq!(got, reference(&asked, cap));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// Long backlogs (many chunks; the engine's time creeping): the known-full stretch and
+        /// the searches from the back agree with the reference too.
+        #[test]
+        fn deep_backlogs_match_the_reference(
+            reqs in proptest::collection::vec((0u64..3, 0u64..2000, 1u64..500), 200..320),
+            cap in 1usize..4,
+        ) {
+            let mut o = Outstanding::new(cap);
+            let (mut now, mut got, mut asked) = (0, vec![], vec![]);
+            for &(step, ahead, d) in &reqs {
+                now += step;
+                let s = o.admit(now + ahead, now);
+                o.push(s + d);
+                got.push(s);
+                asked.push((now + ahead, d));
+            }
+            prop_assert!(o.chunks.len() > 2);
             prop_assert_eq!(got, reference(&asked, cap));
         }
     }
