@@ -77,8 +77,9 @@ pub struct Outstanding {
     total: i64,
     /// Ends in the chunks: no more slots are held at any time from the floor on.
     ends: usize,
-    /// Admission of the last request let in (`admit`), which its `push` pairs with its end.
-    last: Ps,
+    /// Admission of the request let in by [`Self::admit_pending`] whose end [`Self::push`] has
+    /// not given yet.
+    pending: Option<Ps>,
     /// Times known to hold every slot: [lo, hi) (empty when lo == hi). Insertions only add
     /// slots held, so a stretch found full stays full, and a later request inside it resumes
     /// the search at `hi` instead of walking the backlog again (walk bursts queue deep).
@@ -92,7 +93,7 @@ impl Outstanding {
         // Nothing is reserved up front: a large configured count (MSHRs, a walker queue) must not
         // allocate before the run starts.
         let cap = cap.clamp(1, i64::MAX as usize) as i64;
-        Outstanding { cap, chunks: VecDeque::new(), lasts: VecDeque::new(), total: 0, ends: 0, last: 0, full: (0, 0), full_waits: 0 }
+        Outstanding { cap, chunks: VecDeque::new(), lasts: VecDeque::new(), total: 0, ends: 0, pending: None, full: (0, 0), full_waits: 0 }
     }
 
     /// The first event after `t` (after every event at `t`) as (chunk, index in it; the chunk
@@ -142,7 +143,6 @@ impl Outstanding {
             self.ends -= ch.ev.iter().filter(|&&k| k & 1 == 1).count();
         }
         if self.ends < self.cap as usize {
-            self.last = t;
             return t;
         }
         let (lo, hi) = self.full;
@@ -158,7 +158,16 @@ impl Outstanding {
             // [t, s) is full; it joins the known stretch when they meet.
             self.full = if t <= hi && s >= lo { (t.min(lo), s.max(hi)) } else { (t, s) };
         }
-        self.last = s;
+        s
+    }
+
+    /// [`Self::admit`] for an operation whose end is not known yet: the next [`Self::push`]
+    /// gives it (a TLB miss, filled after the walk). One at a time.
+    #[inline]
+    pub fn admit_pending(&mut self, t: Ps, floor: Ps) -> Ps {
+        debug_assert!(self.pending.is_none(), "an admitted operation was given no end");
+        let s = self.admit(t, floor);
+        self.pending = Some(s);
         s
     }
 
@@ -182,10 +191,12 @@ impl Outstanding {
         None
     }
 
-    /// Record that the operation admitted last (by [`Self::admit`]) ends at `end`.
+    /// Record that the operation admitted by [`Self::admit_pending`] ends at `end`.
     #[inline]
     pub fn push(&mut self, end: Ps) {
-        self.push_interval(self.last, end);
+        let admitted = self.pending.take();
+        debug_assert!(admitted.is_some(), "an end without an admission");
+        self.push_interval(admitted.unwrap_or(end), end);
     }
 
     /// Record an operation holding a slot over [admitted, end).
@@ -245,14 +256,14 @@ mod tests {
     #[test]
     fn waits_for_the_earliest_completion_when_full() {
         let mut o = Outstanding::new(2);
-        assert_eq!(o.admit(0, 0), 0);
+        assert_eq!(o.admit_pending(0, 0), 0);
         o.push(100);
-        assert_eq!(o.admit(0, 0), 0);
+        assert_eq!(o.admit_pending(0, 0), 0);
         o.push(50);
-        assert_eq!(o.admit(10, 10), 50);
+        assert_eq!(o.admit_pending(10, 10), 50);
         o.push(200);
         assert_eq!(o.full_waits, 1);
-        assert_eq!(o.admit(120, 120), 120);
+        assert_eq!(o.admit_pending(120, 120), 120);
     }
 
     #[test]
@@ -262,19 +273,19 @@ mod tests {
         // 1000 and made C wait for B's end at 1400) and holds one to 1200.
         let mut o = Outstanding::new(2);
         for end in [1500, 1400] {
-            assert_eq!(o.admit(1000, 0), 1000);
+            assert_eq!(o.admit_pending(1000, 0), 1000);
             o.push(end);
         }
-        assert_eq!(o.admit(0, 0), 0);
+        assert_eq!(o.admit_pending(0, 0), 0);
         o.push(1200);
         assert_eq!(o.full_waits, 0);
         // At 1100 three are held (C, A, B): a request then waits past C's release at 1200
         // (two still held) to B's at 1400.
         assert_eq!(o.held_at(1100), 3);
-        assert_eq!(o.admit(1100, 0), 1400);
+        assert_eq!(o.admit_pending(1100, 0), 1400);
         o.push(1450);
         // D, arriving at 100 after C was booked: one slot is held (C's), so it goes at once.
-        assert_eq!(o.admit(100, 0), 100);
+        assert_eq!(o.admit_pending(100, 0), 100);
     }
 
     #[test]
@@ -282,23 +293,23 @@ mod tests {
         // One slot: A holds [0, 100); B, booked next, holds [100, 300) (admitted at A's release).
         // C arrives at 50: A's release at 100 finds B admitted then, so C waits for B's at 300.
         let mut o = Outstanding::new(1);
-        assert_eq!(o.admit(0, 0), 0);
+        assert_eq!(o.admit_pending(0, 0), 0);
         o.push(100);
-        assert_eq!(o.admit(100, 0), 100);
+        assert_eq!(o.admit_pending(100, 0), 100);
         o.push(300);
-        assert_eq!(o.admit(50, 0), 300);
+        assert_eq!(o.admit_pending(50, 0), 300);
     }
 
     #[test]
     fn a_huge_capacity_admits_at_once() {
         let mut o = Outstanding::new(u32::MAX as usize);
         for i in 0..5000 {
-            assert_eq!(o.admit(i, i), i);
+            assert_eq!(o.admit_pending(i, i), i);
             o.push(1_000_000);
         }
         assert_eq!(o.full_waits, 0);
         // Once they are over, the intervals are dropped (but the last chunk).
-        assert_eq!(o.admit(2_000_000, 2_000_000), 2_000_000);
+        assert_eq!(o.admit_pending(2_000_000, 2_000_000), 2_000_000);
         assert!(o.chunks.iter().map(|c| c.ev.len()).sum::<usize>() <= 2 * CHUNK);
     }
 
@@ -334,7 +345,7 @@ mod tests {
             for &(step, ahead, d) in &reqs {
                 now += step;
                 let t = now + ahead;
-                let s = o.admit(t, now);
+                let s = o.admit_pending(t, now);
                 o.push(s + d);
                 got.push(s);
                 asked.push((t, d));
@@ -356,7 +367,7 @@ mod tests {
             let (mut now, mut got, mut asked) = (0, vec![], vec![]);
             for &(step, ahead, d) in &reqs {
                 now += step;
-                let s = o.admit(now + ahead, now);
+                let s = o.admit_pending(now + ahead, now);
                 o.push(s + d);
                 got.push(s);
                 asked.push((now + ahead, d));

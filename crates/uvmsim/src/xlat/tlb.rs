@@ -145,7 +145,7 @@ impl Tlb {
             }
             None => {
                 self.stats.misses += 1;
-                let admitted = self.mshrs.admit(at, now.min(t));
+                let admitted = self.mshrs.admit_pending(at, now.min(t));
                 self.stats.mshr_wait_ps += (admitted - at) as u128;
                 Lookup::Miss(admitted)
             }
@@ -182,7 +182,7 @@ impl Tlb {
             }
             None => {
                 self.stats.misses += 1;
-                let admitted = self.mshrs.admit(send, now.min(t));
+                let admitted = self.mshrs.admit_pending(send, now.min(t));
                 self.stats.mshr_wait_ps += (admitted - send) as u128;
                 if self.full_blocks && admitted > send {
                     // The pipeline latency overlaps the wait: later lookups are checked from `admitted` on.
