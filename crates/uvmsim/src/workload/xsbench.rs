@@ -14,9 +14,14 @@
 //! modelled as every nuclide's points interleaved evenly, so energy index e
 //! is at point e / nuclides of every nuclide grid.
 //!
-//! Simplified from XSBench: the nuclides of a lookup are uniform with
-//! replacement (XSBench draws a material, then uses its fixed nuclide list;
-//! fuel has many more nuclides than the others); the result write-back is not
+//! Nuclides: by default a lookup's `nuclides_per_lookup` nuclides are uniform
+//! with replacement (a simplification). With `materials = true` a lookup draws
+//! one of XSBench's 12 materials by its volume fraction (`pick_mat`: fuel 14%,
+//! cold borated water 27.5%, ...) and reads that material's fixed nuclide list
+//! (`load_mats`, Hoogenboom-Martin small with 68 nuclides or large with 355:
+//! fuel 34 or 321 nuclides, the others 4 to 27, the borated water's 24, 41, 4
+//! and 5 in 9 of the 12), so lanes of a warp read different numbers of
+//! nuclides and a few nuclide grids are hot. The result write-back is not
 //! modelled. Arrays in allocation order: unionized energies, index grid,
 //! nuclide grids. First touch (lockstep): the energy grid's middle page, then
 //! the pages the binary searches reach level by level (unsorted: soon all of
@@ -42,8 +47,38 @@ section! {
         pub nuclides_per_lookup: u32 = 8,
         /// Sort the lookups by energy (adjacent threads search nearby energies).
         pub sorted: bool = false,
+        /// XSBench's materials: each lookup draws a material by its volume fraction and reads its
+        /// nuclide list (XSBench's `pick_mat` and `load_mats`); needs nuclides = 68 (H-M small) or
+        /// 355 (H-M large). nuclides_per_lookup is then not read. false: nuclides_per_lookup uniform
+        /// nuclides (a simplification, and what the Zheng suite's runs use).
+        pub materials: bool = false,
     }
 }
+
+/// XSBench's 12 materials (`load_mats`, H-M small): fuel, cladding, cold and hot borated water,
+/// reactor pressure vessel, lower radial reflector, top reflector, bottom plate, bottom and top
+/// nozzles, top and bottom of the fuel assemblies. H-M large adds nuclides 68..354 to the fuel.
+const MATERIALS: [&[u16]; 12] = [
+    &[58, 59, 60, 61, 40, 42, 43, 44, 45, 46, 1, 2, 3, 7, 8, 9, 10, 29, 57, 47, 48, 0, 62, 15, 33, 34, 52, 53, 54, 55, 56, 18, 23, 41],
+    &[63, 64, 65, 66, 67],
+    &[24, 41, 4, 5],
+    &[24, 41, 4, 5],
+    &[19, 20, 21, 22, 35, 36, 37, 38, 39, 25, 27, 28, 29, 30, 31, 32, 26, 49, 50, 51, 11, 12, 13, 14, 6, 16, 17],
+    &[24, 41, 4, 5, 19, 20, 21, 22, 35, 36, 37, 38, 39, 25, 49, 50, 51, 11, 12, 13, 14],
+    &[24, 41, 4, 5, 19, 20, 21, 22, 35, 36, 37, 38, 39, 25, 49, 50, 51, 11, 12, 13, 14],
+    &[24, 41, 4, 5, 19, 20, 21, 22, 35, 36, 37, 38, 39, 25, 49, 50, 51, 11, 12, 13, 14],
+    &[24, 41, 4, 5, 19, 20, 21, 22, 35, 36, 37, 38, 39, 25, 49, 50, 51, 11, 12, 13, 14],
+    &[24, 41, 4, 5, 19, 20, 21, 22, 35, 36, 37, 38, 39, 25, 49, 50, 51, 11, 12, 13, 14],
+    &[24, 41, 4, 5, 63, 64, 65, 66, 67],
+    &[24, 41, 4, 5, 63, 64, 65, 66, 67],
+];
+
+/// Each material's share of the lookups (XSBench's `pick_mat`, volume fractions in the core), in
+/// thousandths. They sum to 1001: pick_mat draws materials 1..11 first, so the fuel gets 139.
+const MATERIAL_PERMILLE: [u64; 12] = [140, 52, 275, 134, 154, 64, 66, 55, 8, 15, 25, 13];
+
+/// H-M large's fuel: the small fuel's 34 nuclides and 68..354.
+const LARGE_FUEL: u64 = 321;
 
 /// Bytes of one nuclide grid point: energy and 5 cross sections, doubles.
 const POINT_BYTES: u64 = 48;
@@ -55,6 +90,12 @@ impl XsbenchParams {
         check(p, "lookups", self.lookups, 1, 1 << 36)?;
         if self.threads == 0 || self.threads % warp as u64 != 0 {
             return Err((format!("{p}.threads"), format!("must be a positive multiple of gpu.warp_size ({warp}), got {}", self.threads)));
+        }
+        if self.materials && self.nuclides != 68 && self.nuclides != 355 {
+            return Err((
+                format!("{p}.nuclides"),
+                format!("must be 68 (H-M small) or 355 (H-M large) with {p}.materials = true, got {}", self.nuclides),
+            ));
         }
         check(p, "nuclides_per_lookup", self.nuclides_per_lookup as u64, 1, 1024)
     }
@@ -111,8 +152,37 @@ impl XsbenchKernel {
         }
     }
 
-    /// The j-th nuclide of lookup `i`.
+    /// Lookup `i`'s material (with `materials`), drawn by the volume fractions.
+    pub fn material(&self, i: u64) -> usize {
+        let roll = ((mix64(self.seed.rotate_left(29) ^ i.wrapping_mul(0xD6E8_FEB8_6659_FD93)) as u128 * 1000) >> 64) as u64;
+        // As pick_mat: materials 1..11 by their fractions, the fuel takes the rest (13.9%).
+        let mut acc = 0;
+        for (m, &w) in MATERIAL_PERMILLE.iter().enumerate().skip(1) {
+            acc += w;
+            if roll < acc {
+                return m;
+            }
+        }
+        0
+    }
+
+    /// Nuclides lookup `i` reads.
+    pub fn nuclide_count(&self, i: u64) -> u32 {
+        if !self.p.materials {
+            return self.p.nuclides_per_lookup;
+        }
+        match self.material(i) {
+            0 if self.p.nuclides > 68 => LARGE_FUEL as u32,
+            m => MATERIALS[m].len() as u32,
+        }
+    }
+
+    /// The j-th nuclide of lookup `i` (j < [`Self::nuclide_count`]).
     pub fn nuclide(&self, i: u64, j: u32) -> u64 {
+        if self.p.materials {
+            let list = MATERIALS[self.material(i)];
+            return list.get(j as usize).map_or(68 + j as u64 - list.len() as u64, |&n| n as u64);
+        }
         let h = mix64(self.seed.rotate_left(17) ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ j as u64);
         ((h as u128 * self.p.nuclides as u128) >> 64) as u64
     }
@@ -132,6 +202,8 @@ impl XsbenchKernel {
             n: 0,
             phase: 0,
             j: 0,
+            steps: 0,
+            count: [0; MAX_LANES],
             target: [0; MAX_LANES],
             lo: [0; MAX_LANES],
             hi: [0; MAX_LANES],
@@ -150,6 +222,10 @@ pub struct XsbenchWarp {
     phase: u8,
     /// Nuclide step of the lookup.
     j: u32,
+    /// Nuclide steps of this round (the most any lane's lookup reads).
+    steps: u32,
+    /// Nuclides each lane's lookup reads.
+    count: [u32; MAX_LANES],
     target: [u64; MAX_LANES],
     lo: [u64; MAX_LANES],
     hi: [u64; MAX_LANES],
@@ -171,9 +247,12 @@ impl XsbenchWarp {
                         return Op::Exit;
                     }
                     self.n = (self.k.p.lookups - i0).min(self.width as u64) as u32;
+                    self.steps = 0;
                     for l in 0..self.n as usize {
                         self.target[l] = self.k.energy_index(i0 + l as u64);
                         (self.lo[l], self.hi[l]) = (0, u);
+                        self.count[l] = self.k.nuclide_count(i0 + l as u64);
+                        self.steps = self.steps.max(self.count[l]);
                     }
                     self.phase = 1;
                 }
@@ -205,13 +284,16 @@ impl XsbenchWarp {
                     return Op::Wait;
                 }
                 // Per nuclide: its index-grid entry, wait, its two grid points, wait, compute.
+                // (Lanes whose lookup has read all its nuclides are idle.)
                 3 => {
                     let (i0, nuc) = (self.lookup0(), self.k.p.nuclides);
-                    for (l, slot) in scratch.iter_mut().take(self.n as usize).enumerate() {
-                        *slot = self.k.index.base + (self.lo[l] * nuc + self.k.nuclide(i0 + l as u64, self.j)) * 4;
+                    let mut m = 0;
+                    for l in (0..self.n as usize).filter(|&l| self.j < self.count[l]) {
+                        scratch[m] = self.k.index.base + (self.lo[l] * nuc + self.k.nuclide(i0 + l as u64, self.j)) * 4;
+                        m += 1;
                     }
                     self.phase = 4;
-                    return Op::Mem { kind: MemKind::Load, lanes: Lanes::Explicit { n: self.n }, bytes: 4 };
+                    return Op::Mem { kind: MemKind::Load, lanes: Lanes::Explicit { n: m as u32 }, bytes: 4 };
                 }
                 4 | 6 => {
                     self.phase += 1;
@@ -219,15 +301,17 @@ impl XsbenchWarp {
                 }
                 5 => {
                     let i0 = self.lookup0();
-                    for (l, slot) in scratch.iter_mut().take(self.n as usize).enumerate() {
-                        *slot = self.k.point(self.k.nuclide(i0 + l as u64, self.j), self.lo[l]);
+                    let mut m = 0;
+                    for l in (0..self.n as usize).filter(|&l| self.j < self.count[l]) {
+                        scratch[m] = self.k.point(self.k.nuclide(i0 + l as u64, self.j), self.lo[l]);
+                        m += 1;
                     }
                     self.phase = 6;
-                    return Op::Mem { kind: MemKind::Load, lanes: Lanes::Explicit { n: self.n }, bytes: 2 * POINT_BYTES as u32 };
+                    return Op::Mem { kind: MemKind::Load, lanes: Lanes::Explicit { n: m as u32 }, bytes: 2 * POINT_BYTES as u32 };
                 }
                 _ => {
                     self.j += 1;
-                    if self.j == self.k.p.nuclides_per_lookup {
+                    if self.j == self.steps {
                         (self.j, self.round) = (0, self.round + 1);
                         self.phase = 0;
                     } else {
@@ -278,6 +362,65 @@ mod tests {
             assert_eq!(ops[10 + 2 * j as usize].1[5], index + (e * 16 + n) * 4);
             assert_eq!(ops[11 + 2 * j as usize].1[5], k.point(n, e));
         }
+    }
+
+    #[test]
+    fn materials_follow_xsbench_volume_fractions_and_nuclide_lists() {
+        let p = program(&["workload.kind=xsbench", "workload.xsbench.materials=true"]);
+        let k = kernel(&p);
+        let mut seen = [0u64; 12];
+        for i in 0..100_000 {
+            seen[k.material(i)] += 1;
+        }
+        // pick_mat: cold borated water 27.5%, RPV 15.4%, fuel the rest after materials 1..11, 13.9%.
+        for (m, want) in [(2, 0.275), (4, 0.154), (0, 0.139), (8, 0.008)] {
+            let got = seen[m] as f64 / 100_000.0;
+            assert!((got - want).abs() < 0.005, "material {m}: {got} against {want}");
+        }
+        // A lookup reads its material's list in order: fuel's 34 (H-M small), water's 24, 41, 4, 5.
+        let fuel = (0..).find(|&i| k.material(i) == 0).unwrap();
+        assert_eq!(k.nuclide_count(fuel), 34);
+        assert_eq!((0..3).map(|j| k.nuclide(fuel, j)).collect::<Vec<_>>(), [58, 59, 60]);
+        let water = (0..).find(|&i| k.material(i) == 2).unwrap();
+        assert_eq!((0..4).map(|j| k.nuclide(water, j)).collect::<Vec<_>>(), [24, 41, 4, 5]);
+        // H-M large: the fuel adds nuclides 68..354 after the small fuel's 34.
+        let p = program(&["workload.kind=xsbench", "workload.xsbench.materials=true", "workload.xsbench.nuclides=355"]);
+        let k = kernel(&p);
+        let fuel = (0..).find(|&i| k.material(i) == 0).unwrap();
+        assert_eq!(k.nuclide_count(fuel), 321);
+        assert_eq!((k.nuclide(fuel, 33), k.nuclide(fuel, 34), k.nuclide(fuel, 320)), (41, 68, 354));
+    }
+
+    #[test]
+    fn with_materials_lanes_drop_out_after_their_last_nuclide() {
+        let p = program(&[
+            "workload.kind=xsbench",
+            "workload.xsbench.materials=true",
+            "workload.xsbench.gridpoints=16",
+            "workload.xsbench.lookups=32",
+            "workload.xsbench.threads=32",
+        ]);
+        let k = kernel(&p);
+        let counts: Vec<u32> = (0..32).map(|i| k.nuclide_count(i)).collect();
+        let steps = *counts.iter().max().unwrap();
+        let ops = mem_ops(&mut warps(&p, 0)[0]);
+        // 68 x 16 = 1088 unionized energies: 11 probes; then an index-grid and a grid-point load per step.
+        assert_eq!(ops.len(), 11 + 2 * steps as usize);
+        for j in 0..steps {
+            let active = counts.iter().filter(|&&c| c > j).count();
+            assert_eq!(ops[11 + 2 * j as usize].1.len(), active, "step {j}");
+            assert_eq!(ops[12 + 2 * j as usize].1.len(), active, "step {j}");
+        }
+        assert!(counts.iter().any(|&c| c < steps), "the warp mixes materials: {counts:?}");
+    }
+
+    #[test]
+    fn materials_need_the_hoogenboom_martin_nuclide_counts() {
+        let p = super::XsbenchParams { materials: true, nuclides: 100, ..Default::default() };
+        let (key, msg) = p.validate("workload.xsbench", 32).unwrap_err();
+        assert_eq!(key, "workload.xsbench.nuclides");
+        assert!(msg.contains("68") && msg.contains("355"), "{msg}");
+        assert!(super::XsbenchParams { materials: true, ..Default::default() }.validate("workload.xsbench", 32).is_ok());
     }
 
     #[test]
