@@ -16,7 +16,7 @@
 //!
 //! Nuclides: by default a lookup's `nuclides_per_lookup` nuclides are uniform
 //! with replacement (a simplification). With `materials = true` a lookup draws
-//! one of XSBench's 12 materials by its volume fraction (`pick_mat`: fuel 14%,
+//! one of XSBench's 12 materials by its volume fraction (`pick_mat`: fuel 13.9%,
 //! cold borated water 27.5%, ...) and reads that material's fixed nuclide list
 //! (`load_mats`, Hoogenboom-Martin small with 68 nuclides or large with 355:
 //! fuel 34 or 321 nuclides, the others 4 to 27, the borated water's 24, 41, 4
