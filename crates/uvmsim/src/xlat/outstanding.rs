@@ -330,6 +330,22 @@ mod tests {
         out
     }
 
+    /// Requests (engine step, arrival ahead of the engine, duration) through a set of `cap`
+    /// slots, pruned at the engine's time: the set, the admissions, and the (arrival, duration)
+    /// pairs for [`reference`].
+    fn drive(cap: usize, reqs: &[(Ps, Ps, Ps)]) -> (Outstanding, Vec<Ps>, Vec<(Ps, Ps)>) {
+        let mut o = Outstanding::new(cap);
+        let (mut now, mut got, mut asked) = (0, vec![], vec![]);
+        for &(step, ahead, d) in reqs {
+            now += step;
+            let s = o.admit_pending(now + ahead, now);
+            o.push(s + d);
+            got.push(s);
+            asked.push((now + ahead, d));
+        }
+        (o, got, asked)
+    }
+
     proptest! {
         /// Requests in any order against the reference, with pruning at a floor that only grows
         /// and never passes a request (the engine's time).
@@ -338,18 +354,7 @@ mod tests {
             reqs in proptest::collection::vec((0u64..30, 0u64..400, 1u64..300), 1..120),
             cap in 1usize..6,
         ) {
-            let mut o = Outstanding::new(cap);
-            let mut now = 0;
-            let mut got = vec![];
-            let mut asked = vec![];
-            for &(step, ahead, d) in &reqs {
-                now += step;
-                let t = now + ahead;
-                let s = o.admit_pending(t, now);
-                o.push(s + d);
-                got.push(s);
-                asked.push((t, d));
-            }
+            let (_, got, asked) = drive(cap, &reqs);
             prop_assert_eq!(got, reference(&asked, cap));
         }
     }
@@ -363,15 +368,7 @@ mod tests {
             reqs in proptest::collection::vec((0u64..3, 0u64..2000, 1u64..500), 200..320),
             cap in 1usize..4,
         ) {
-            let mut o = Outstanding::new(cap);
-            let (mut now, mut got, mut asked) = (0, vec![], vec![]);
-            for &(step, ahead, d) in &reqs {
-                now += step;
-                let s = o.admit_pending(now + ahead, now);
-                o.push(s + d);
-                got.push(s);
-                asked.push((now + ahead, d));
-            }
+            let (o, got, asked) = drive(cap, &reqs);
             prop_assert!(o.chunks.len() > 2);
             prop_assert_eq!(got, reference(&asked, cap));
         }
