@@ -50,7 +50,7 @@ section! {
         /// XSBench's materials: each lookup draws a material by its volume fraction and reads its
         /// nuclide list (XSBench's `pick_mat` and `load_mats`); needs nuclides = 68 (H-M small) or
         /// 355 (H-M large). nuclides_per_lookup is then not read. false: nuclides_per_lookup uniform
-        /// nuclides (a simplification, and what the Zheng suite's runs use).
+        /// nuclides (a simplification; the Zheng suite runs materials since session 39).
         pub materials: bool = false,
     }
 }
