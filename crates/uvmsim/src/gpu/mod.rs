@@ -341,6 +341,18 @@ struct Kernel {
     start: Ps,
 }
 
+/// `translations_by_page`'s class of a page of 2^k bytes, by k: 4 KiB and below, up to 64 KiB,
+/// up to 2 MiB, larger (one load on the hit path instead of three compares).
+const PAGE_CLASS: [u8; 64] = {
+    let mut t = [0u8; 64];
+    let mut k = 0;
+    while k < 64 {
+        t[k] = (k > 12) as u8 + (k > 16) as u8 + (k > 21) as u8;
+        k += 1;
+    }
+    t
+};
+
 /// Counters of the GPU front end.
 #[derive(Debug, Clone, Default)]
 pub struct GpuStats {
@@ -1158,8 +1170,7 @@ impl Gpu {
                     continue;
                 }
                 Xlat::Ready(r, pa, page) => {
-                    let tz = page.trailing_zeros();
-                    self.stats.translations_by_page[(tz > 12) as usize + (tz > 16) as usize + (tz > 21) as usize] += 1;
+                    self.stats.translations_by_page[PAGE_CLASS[page.trailing_zeros() as usize & 63] as usize] += 1;
                     (r, pa, page)
                 }
                 Xlat::Unmapped => return Err(va),
