@@ -526,7 +526,7 @@ def _flip(b: bytes, i: int) -> bytes:
     ("damage", "expected"),
     [
         (lambda b: b[: len(b) - 7], "truncated: the end marker is missing"),
-        (lambda b: b[:8] + b"\x07\x00\x00\x00" + b[12:], "byte 8: format version 7; this uvmsim reads versions 1 to 2"),
+        (lambda b: b[:8] + b"\x07\x00\x00\x00" + b[12:], "byte 8: format version 7; this uvmsim reads versions 1 to 3"),
         (lambda b: b[:16] + b"#" + b[17:], "byte 16: bad header"),
         # A changed header byte that still parses (a kernel's thread count: 65,536 -> 65,280 replayed 2,040 of
         # 2,048 warps with exit code 0 until 2026-11-30) is refused by the header's CRC-32.

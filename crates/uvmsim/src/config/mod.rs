@@ -226,6 +226,10 @@ section! {
         pub issue_cycles: u32 = 1,
         /// Warp scheduler: "gto" (greedy-then-oldest) or "time-order" (earliest-ready warp each instruction).
         pub scheduler: WarpScheduler = WarpScheduler::Gto,
+        /// CTA-wide barriers (`__syncthreads`) hold each warp until every running warp of its CTA has reached
+        /// them (CUDA's execution model); false: a barrier is no instruction, each warp runs on alone (the model
+        /// before 2026-11-30, and a what-if for how much the barriers couple a CTA's warps' stalls).
+        pub cta_barriers: bool = true,
         /// Data-cache line size in bytes (the coalescing granule).
         pub line_bytes: u32 = 128,
         /// SMs sharing one L1 TLB (a µTLB); 1 = private per SM.

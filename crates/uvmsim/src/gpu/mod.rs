@@ -326,6 +326,21 @@ struct Cta {
     warps_left: u32,
     end: Ps,
     slots: Vec<u32>,
+    /// The barrier in progress: warps arrived, the latest arrival, and the slots of those that wait.
+    bar_arrived: u32,
+    bar_at: Ps,
+    bar_waiters: Vec<u32>,
+}
+
+impl Cta {
+    /// Every running warp has reached the barrier: the waiting ones go on at `at`, and the
+    /// barrier is ready for the next one.
+    fn release(&mut self, at: Ps, tag: u32, q: &mut EventQueue<Ev>) {
+        for s in self.bar_waiters.drain(..) {
+            q.push(at, Ev::Warp(tag | s));
+        }
+        (self.bar_arrived, self.bar_at) = (0, 0);
+    }
 }
 
 #[derive(Debug)]
@@ -366,6 +381,8 @@ pub struct GpuStats {
     /// Compute instructions (`Op::Compute`); with `warp_mem_insts` they are the instructions of MPKI.
     pub compute_insts: u64,
     pub warp_mem_insts: u64,
+    /// CTA barriers passed (`Op::Barrier`, counted per warp).
+    pub barriers: u64,
     pub line_accesses: u64,
     pub translations: u64,
     /// Translations answered by an entry of 4 KiB, 64 KiB, 2 MiB or 1 GiB (faults not counted).
@@ -399,6 +416,8 @@ pub struct Gpu {
     issue: Ps,
     slot: SlotLen,
     greedy: bool,
+    /// `gpu.cta_barriers`: `Op::Barrier` holds a warp until its CTA's running warps all reach it.
+    barriers: bool,
     /// Stalls up to this long (dependent ALU work) do not end a greedy warp's run.
     short_stall: Ps,
     clock: Clock,
@@ -484,6 +503,7 @@ impl Gpu {
             issue: clock.cycles(g.issue_cycles as u64),
             slot: SlotLen::new(clock.cycles(g.issue_cycles as u64)),
             greedy: g.scheduler == WarpScheduler::Gto,
+            barriers: g.cta_barriers,
             short_stall: clock.cycles(SHORT_STALL_CYCLES),
             clock,
             line_shift: g.line_bytes.trailing_zeros(),
@@ -568,6 +588,7 @@ impl Gpu {
         cta.warps_left = nwarps;
         cta.end = now;
         cta.slots.clear();
+        debug_assert!(cta.bar_waiters.is_empty() && cta.bar_arrived == 0, "a finished CTA left warps at a barrier");
         s.ctas += 1;
         for w in 0..nwarps {
             let slot = s.free_slots.pop().expect("free slots checked above");
@@ -641,17 +662,24 @@ impl Gpu {
             // at the next free slot, processed now: arrival order at the memory side may
             // then invert by a few cycles, which its structures tolerate, and a re-queued
             // event per conflict is saved.
-            let issue = self.sms[sm].port.issue(t, self.slot);
-            self.stats.warp_insts += 1;
-            self.fault_warp = slot;
-            let next = issue + self.issue;
             let op = match w.redo.pop_front() {
                 Some((op, lanes)) => {
                     self.scratch[..lanes.len()].copy_from_slice(&lanes);
                     op
                 }
-                None => w.stream.next(&mut self.scratch),
+                None => {
+                    let mut op = w.stream.next(&mut self.scratch);
+                    // Without `gpu.cta_barriers` a barrier is no instruction at all.
+                    while op == Op::Barrier && !self.barriers {
+                        op = w.stream.next(&mut self.scratch);
+                    }
+                    op
+                }
             };
+            let issue = self.sms[sm].port.issue(t, self.slot);
+            self.stats.warp_insts += 1;
+            self.fault_warp = slot;
+            let next = issue + self.issue;
             if op == Op::Exit {
                 // A stream read from a trace ends early at a corrupt chunk: stop the run with its message.
                 if let Some(e) = w.stream.failure() {
@@ -667,9 +695,11 @@ impl Gpu {
                 // A dependency on a faulted load, or the end with faulted instructions: sleep
                 // until the replay, then re-execute the faulted instructions and this wait (or
                 // the stream exits again).
-                Op::Wait | Op::Exit if !w.pending.is_empty() => {
-                    if op == Op::Wait {
-                        w.pending.push((Op::Wait, Box::default()));
+                // A barrier also waits for the warp's faulted instructions: `__syncthreads` makes the
+                // warp's earlier memory accesses visible to its CTA, so they must have been performed.
+                Op::Wait | Op::Barrier | Op::Exit if !w.pending.is_empty() => {
+                    if op != Op::Exit {
+                        w.pending.push((op, Box::default()));
                     }
                     if no_answer_due(place.as_deref(), self.tag >> EV_GPU_SHIFT, &w.faulted, &self.faults, &self.xlat) {
                         // Multi-GPU: its answers came while it went on (`Multi::nothing_to_wait_for`).
@@ -682,6 +712,20 @@ impl Gpu {
                     }
                 }
                 Op::Wait => next.max(w.loads),
+                Op::Barrier => {
+                    self.stats.barriers += 1;
+                    let cta = &mut self.ctas[w.cta as usize];
+                    cta.bar_arrived += 1;
+                    cta.bar_at = cta.bar_at.max(issue);
+                    if cta.bar_arrived < cta.warps_left {
+                        cta.bar_waiters.push(slot);
+                        return Ok(());
+                    }
+                    // The last to arrive: all go on at the next issue slot after the latest arrival.
+                    let at = cta.bar_at + self.issue;
+                    cta.release(at, self.tag, q);
+                    at
+                }
                 // Blocking faults: a µTLB with a fault outstanding takes no requests until the replay.
                 Op::Mem { .. } if self.blocking && self.blocked[self.xlat.utlb_of(sm)] => {
                     w.pending.push((op, saved_lanes(&op, &self.scratch)));
@@ -757,6 +801,10 @@ impl Gpu {
                     let cta = &mut self.ctas[ci as usize];
                     cta.end = cta.end.max(end);
                     cta.warps_left -= 1;
+                    // An exited warp is no longer waited for: the others may all be at the barrier now.
+                    if cta.bar_arrived > 0 && cta.bar_arrived == cta.warps_left {
+                        cta.release(cta.bar_at.max(issue) + self.issue, self.tag, q);
+                    }
                     if cta.warps_left == 0 {
                         q.push(cta.end, Ev::CtaDone(self.tag | ci));
                     }
@@ -1284,6 +1332,10 @@ impl Gpu {
         if asleep > 0 {
             out.push(format!("{asleep} warps wait for a far-fault replay"));
         }
+        let at_barrier: usize = self.ctas.iter().map(|c| c.bar_waiters.len()).sum();
+        if at_barrier > 0 {
+            out.push(format!("{at_barrier} warps wait at a CTA barrier for the rest of their CTA"));
+        }
         if let Some(k) = &self.kernel {
             let resident: Vec<&Warp> = self.warps.iter().flatten().collect();
             out.push(format!(
@@ -1318,6 +1370,7 @@ impl Gpu {
         m.int(format!("{p}.warp_insts"), s.warp_insts);
         m.int(format!("{p}.completed_insts"), s.completed_insts.saturating_sub(s.split_insts));
         m.int(format!("{p}.warp_mem_insts"), s.warp_mem_insts);
+        m.int(format!("{p}.barriers"), s.barriers);
         m.int(format!("{p}.line_accesses"), s.line_accesses);
         m.int(format!("{p}.translations"), s.translations);
         for (size, n) in ["4KiB", "64KiB", "2MiB", "1GiB"].iter().zip(s.translations_by_page) {

@@ -16,6 +16,12 @@
 //!   `.128`, `.U8`, ...; 4 when none), as Accel-Sim reads them. Lanes are the
 //!   mask's active lanes; address format 1 (base + stride) becomes strided
 //!   lanes, formats 0 (list) and 2 (base + deltas) explicit lanes.
+//! - `BAR.SYNC` (`__syncthreads`) and `BAR.RED` → `Barrier` (the CTA's warps
+//!   meet there, `gpu.cta_barriers`); `BAR.ARV` only arrives and is `Compute`.
+//!   The trace does not carry a barrier's number or thread count, so a named
+//!   barrier of part of a CTA (warp-specialised kernels) is taken as the CTA's:
+//!   such a trace ends with a deadlock naming the warps at the barrier (set
+//!   `gpu.cta_barriers = false` to replay it without barriers).
 //! - Every other instruction (ALU, shared/local/constant memory, control) is
 //!   one cycle of `Compute`; consecutive ones merge.
 //! - A scoreboard: a global load's destination registers are pending until
@@ -185,6 +191,9 @@ struct Inst {
     mem: Option<(MemKind, u32)>,
     lanes: Vec<u64>,
     stride: Option<(u64, u64)>,
+    /// A CTA barrier: `BAR.SYNC` (`__syncthreads`; `.DEFER_BLOCKING` since Volta) or `BAR.RED`
+    /// (`__syncthreads_count/and/or`); not `BAR.ARV`, which arrives without waiting.
+    barrier: bool,
 }
 
 /// What the reader reports, in file order.
@@ -398,6 +407,8 @@ impl KernelReader {
             _ => None,
         };
         inst.mem = None;
+        let mut parts = opcode.split('.');
+        inst.barrier = parts.next() == Some("BAR") && matches!(parts.next(), None | Some("SYNC" | "RED"));
         if width > 0 {
             let f = next("address format")?;
             let active = mask.count_ones() as usize;
@@ -490,6 +501,10 @@ impl WarpOps {
             self.flush(emit)?;
             emit(Op::Wait, &z)?;
             self.pending = [0; 4];
+        }
+        if i.barrier {
+            self.flush(emit)?;
+            return emit(Op::Barrier, &z);
         }
         let Some((kind, bytes)) = i.mem else {
             self.compute += 1;

@@ -17,7 +17,10 @@
 //!   instruction, 16 columns per k-step (16 pages when a column spans one).
 //!
 //! The loads of k-step s + 1 are issued before the compute of k-step s and
-//! waited for after it (the double buffer). After the last k-step each
+//! waited for after it (the double buffer); the warp then stores them to
+//! shared memory and the CTA meets at a barrier (`__syncthreads`, one per
+//! k-step in CUTLASS's two-stage mainloop), as it does after the prologue's
+//! loads of k-step 0. After the last k-step each
 //! thread stores 64 elements of C the same way as A's loads (row `t % 128`
 //! of column `t / 128 + 2j`, j = 0..64): the epilogue's column segments.
 //! The maps are per thread, so wavefronts of 64 lanes take two warps' share.
@@ -124,8 +127,8 @@ pub struct BlasGemmWarp {
     /// First thread of the warp within its CTA, and its lanes.
     t0: u64,
     lanes: u64,
-    /// Position in the program: 0 = prologue loads; then per k-step s (1-based
-    /// here) the loads of s, compute, wait; then the stores.
+    /// Position in the program: 0 = prologue loads, wait, barrier; then per k-step
+    /// s (1-based here) the loads of s, compute, wait, barrier; then the stores.
     step: u64,
     phase: u32,
 }
@@ -166,15 +169,18 @@ impl BlasGemmWarp {
             let (step, phase) = (self.step, self.phase);
             self.phase += 1;
             if step == 0 {
-                // Prologue: k-step 0's loads.
+                // Prologue: k-step 0's loads, stored to shared memory, then the barrier.
                 if phase < 8 {
                     if let Some(op) = self.load(0, phase, scratch) {
                         return op;
                     }
                     continue;
                 }
+                if phase == 8 {
+                    return Op::Wait;
+                }
                 (self.step, self.phase) = (1, 0);
-                continue;
+                return Op::Barrier;
             }
             if step <= ksteps {
                 // k-step s = step - 1: load s + 1 (if any), compute s, wait for s + 1.
@@ -190,8 +196,11 @@ impl BlasGemmWarp {
                 if phase == 8 {
                     return Op::Compute(self.k.kstep_cycles);
                 }
+                if phase == 9 {
+                    return Op::Wait;
+                }
                 (self.step, self.phase) = (step + 1, 0);
-                return Op::Wait;
+                return Op::Barrier;
             }
             // Stores: thread t writes row t % 128 of column t / 128 + 2j.
             if phase < 64 {
@@ -209,7 +218,7 @@ impl BlasGemmWarp {
 #[cfg(test)]
 mod tests {
     use crate::workload::testutil::*;
-    use crate::workload::MemKind;
+    use crate::workload::{MemKind, Op};
 
     #[test]
     fn one_warps_loads_follow_cutlass_thread_maps() {
@@ -233,6 +242,22 @@ mod tests {
         // Stores: rows 160..192 of columns 1, 3, .. 127 (like A's loads).
         assert_eq!(ops[32 * 8], (MemKind::Store, (0..32).map(|l| el(c, 160 + l, 1)).collect()));
         assert_eq!(ops[32 * 8 + 63], (MemKind::Store, (0..32).map(|l| el(c, 160 + l, 127)).collect()));
+    }
+
+    #[test]
+    fn every_warp_meets_its_cta_after_the_prologue_and_each_k_step_once_its_loads_are_in() {
+        // n = 200 (an edge tile: some warps load nothing of some k-steps): 25 k-steps, so 26 barriers per
+        // warp, each right after a wait (the loads stored to shared memory), whatever the warp loaded.
+        let p = program(&["workload.kind=blas-gemm", "workload.blas_gemm.n=200"]);
+        for mut w in warps(&p, 0) {
+            let ops = all_ops(&mut w);
+            let bars: Vec<usize> = ops.iter().enumerate().filter(|(_, o)| **o == Op::Barrier).map(|(i, _)| i).collect();
+            assert_eq!(bars.len(), 26);
+            assert!(bars.iter().all(|&i| ops[i - 1] == Op::Wait), "{ops:?}");
+            // The prologue's: after k-step 0's loads, before any compute.
+            assert!(ops[..bars[0]].iter().all(|o| matches!(o, Op::Mem { .. } | Op::Wait)));
+            assert!(ops[bars[25]..].iter().all(|o| matches!(o, Op::Mem { .. } | Op::Barrier)));
+        }
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! `fanout` threads per query: every thread loads the query's key, then per
 //! level, thread t loads keys[t] and keys[t+1] of the current node (coalesced
 //! across the CTA), waits, compares; the thread whose range holds the key loads
-//! indices[t] (the child), and the CTA waits at the barrier. At the leaf the
+//! indices[t] (the child), and the CTA meets at the barrier (`Op::Barrier`:
+//! every warp waits for the matching thread's load). At the leaf the
 //! matching thread loads the record, waits, and stores the answer.
 //!
 //! The tree is complete: the node holding key k at level l (leaves = level
@@ -188,9 +189,11 @@ impl BtreeWarp {
                     (None, _) => continue,
                 },
                 7 => Op::Wait,
+                // The CTA meets (findK's `__syncthreads`): every warp goes on to the child the matching
+                // thread read, so all wait for that thread's load.
                 8 if !leaf => {
                     (self.level, self.phase) = (self.level + 1, 2);
-                    continue;
+                    Op::Barrier
                 }
                 8 if self.slot().is_some() => Op::Mem {
                     kind: MemKind::Store,
@@ -209,7 +212,7 @@ impl BtreeWarp {
 #[cfg(test)]
 mod tests {
     use crate::workload::testutil::*;
-    use crate::workload::KernelGen;
+    use crate::workload::{KernelGen, Op};
 
     fn kernel(p: &crate::workload::Program) -> &super::BtreeKernel {
         match &kernels(p)[0].gen {
@@ -245,6 +248,13 @@ mod tests {
         assert_eq!(ops[i + 1].1, [records + 4 * key]);
         // The same thread stores the answer.
         assert_eq!(ops.len(), i + 3);
+        // Both warps of the CTA meet once per inner level (one here: the root), after the child's load.
+        for mut w in warps(&p, 0).into_iter().skip(4).take(2) {
+            let all = all_ops(&mut w);
+            let bars: Vec<usize> = all.iter().enumerate().filter(|(_, o)| **o == Op::Barrier).map(|(j, _)| j).collect();
+            assert_eq!(bars.len(), 1, "{all:?}");
+            assert_eq!(all[bars[0] - 1], Op::Wait);
+        }
     }
 
     #[test]

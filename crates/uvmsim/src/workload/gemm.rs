@@ -6,9 +6,11 @@
 //! and thread (tx, ty) = (t % tile, t / tile). For each k-step `k` in
 //! 0..n/tile, every thread loads `A[by*tile + ty][k*tile + tx]` and
 //! `B[k*tile + ty][bx*tile + tx]` (rows of a tile are contiguous, so a warp
-//! reads 32 / tile row segments of tile elements each), waits at the barrier,
-//! and computes tile multiply-adds (`tile * compute_cycles` cycles). After the
-//! last k-step it stores `C[by*tile + ty][bx*tile + tx]`.
+//! reads 32 / tile row segments of tile elements each), waits for them and
+//! meets the CTA at the barrier (`__syncthreads`), computes tile multiply-adds
+//! (`tile * compute_cycles` cycles) and meets it again (the tile in shared
+//! memory is then free for the next k-step). After the last k-step it stores
+//! `C[by*tile + ty][bx*tile + tx]`.
 //! The CTA size is tile^2 threads; `workload.threads_per_cta` does not apply.
 //!
 //! `n` need not be a multiple of `tile` (Allen's sgemm sizes, 29,228 to
@@ -161,10 +163,12 @@ impl GemmWarp {
                 1 => self.tile(MemKind::Load, self.k.a, self.by, self.kstep, scratch),
                 2 => self.tile(MemKind::Load, self.k.b, self.kstep, self.bx, scratch),
                 3 => Some(Op::Wait),
+                4 => Some(Op::Barrier),
+                5 => Some(Op::Compute(self.k.p.tile * self.k.compute)),
                 _ => {
                     self.phase = 0;
                     self.kstep += 1;
-                    Some(Op::Compute(self.k.p.tile * self.k.compute))
+                    Some(Op::Barrier)
                 }
             };
             if let Some(op) = op {
@@ -177,7 +181,29 @@ impl GemmWarp {
 #[cfg(test)]
 mod tests {
     use crate::workload::testutil::*;
-    use crate::workload::MemKind;
+    use crate::workload::{MemKind, Op};
+
+    #[test]
+    fn each_k_step_meets_the_cta_before_and_after_its_compute() {
+        // n = 40, tile 16: 3 k-steps of load A, load B, wait, barrier, compute, barrier; then the store.
+        let p = program(&["workload.kind=tiled-gemm", "workload.tiled_gemm.n=40"]);
+        for mut w in warps(&p, 0) {
+            let ops = all_ops(&mut w);
+            let shape: Vec<&str> = ops
+                .iter()
+                .map(|o| match o {
+                    Op::Mem { .. } => "m",
+                    Op::Wait => "w",
+                    Op::Barrier => "b",
+                    Op::Compute(_) => "c",
+                    Op::Exit => "x",
+                })
+                .collect();
+            // Edge warps skip loads or the store outside the matrices, never a barrier.
+            let s = shape.concat().replace('m', "");
+            assert_eq!(s, "wbcb".repeat(3), "{ops:?}");
+        }
+    }
 
     #[test]
     fn tile_addresses_of_one_cta_at_one_k_step() {

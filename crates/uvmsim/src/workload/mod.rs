@@ -129,6 +129,9 @@ pub enum Op {
     Mem { kind: MemKind, lanes: Lanes, bytes: u32 },
     /// Wait until every load issued so far has returned (scoreboard).
     Wait,
+    /// CTA-wide barrier (`__syncthreads`, `bar.sync`, `s_barrier`): the warp goes on once every
+    /// warp of its CTA still running has reached it (`gpu.cta_barriers`).
+    Barrier,
     /// The warp is done.
     Exit,
 }

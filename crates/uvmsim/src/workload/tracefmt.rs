@@ -47,8 +47,9 @@ pub const MAGIC: &[u8; 8] = b"UVMTRACE";
 const FOOTER_MAGIC: &[u8; 8] = b"UVMTEND\0";
 /// Format version written. Version 2 (2026-11-30) adds the header's CRC-32 and the header fields
 /// `host_init`, `host_threads`, `input_bytes` and the `prefetch` host operation; version 1 files
-/// (no header CRC; the fields at their defaults) are read as before.
-pub const VERSION: u32 = 2;
+/// (no header CRC; the fields at their defaults) are read as before. Version 3 (2026-11-30) adds the
+/// CTA barrier op (`OP_BARRIER`); files of versions 1 and 2 hold none and read as before.
+pub const VERSION: u32 = 3;
 /// The oldest format version read.
 pub const OLDEST_VERSION: u32 = 1;
 /// Raw bytes per chunk written (a chunk may exceed it by one op). 64 KiB since
@@ -292,6 +293,8 @@ fn get_varint_checked(buf: &[u8], pos: &mut usize) -> Result<u64, String> {
 const OP_EXIT: u8 = 0;
 const OP_COMPUTE: u8 = 1;
 const OP_WAIT: u8 = 2;
+/// A CTA barrier: the wait op's code with bit 3 set (format version 3).
+const OP_BARRIER: u8 = OP_WAIT | 1 << 3;
 const OP_STRIDED: u8 = 3;
 const OP_EXPLICIT: u8 = 4;
 const SAME_BYTES: u8 = 1 << 5;
@@ -326,6 +329,7 @@ impl OpEncoder {
         match op {
             Op::Exit => out.push(OP_EXIT),
             Op::Wait => out.push(OP_WAIT),
+            Op::Barrier => out.push(OP_BARRIER),
             Op::Compute(c) if c < 31 => out.push(OP_COMPUTE | ((c as u8 + 1) << 3)),
             Op::Compute(c) => {
                 out.push(OP_COMPUTE);
@@ -415,6 +419,7 @@ impl OpDecoder {
         match tag & 7 {
             OP_EXIT if tag == OP_EXIT => Ok(Op::Exit),
             OP_WAIT if tag == OP_WAIT => Ok(Op::Wait),
+            OP_WAIT if tag == OP_BARRIER => Ok(Op::Barrier),
             OP_COMPUTE => {
                 let small = tag >> 3;
                 let c = if small > 0 { small as u64 - 1 } else { get_varint(buf, pos)? };
@@ -1682,7 +1687,7 @@ mod tests {
         let cases: Vec<(Vec<u8>, &str)> = vec![
             (b"time_ns,gpu".to_vec(), "byte 0: not a uvmsim binary trace"),
             (MAGIC.to_vec(), "byte 8: truncated: the file ends inside its 16-byte preamble"),
-            (v9, "byte 8: format version 9; this uvmsim reads versions 1 to 2"),
+            (v9, "byte 8: format version 9; this uvmsim reads versions 1 to 3"),
             (good[..good.len() - 5].to_vec(), "truncated"),
             (good[..40].to_vec(), "truncated"),
             (flipped, "corrupt"),
@@ -1779,7 +1784,7 @@ mod tests {
         let z = [0u64; MAX_LANES];
         let load = |base| Op::Mem { kind: MemKind::Load, lanes: Lanes::Strided { base, stride: 4, n: 32 }, bytes: 4 };
         let store = Op::Mem { kind: MemKind::Store, lanes: Lanes::Strided { base: 0x4000, stride: 4, n: 32 }, bytes: 4 };
-        let ops = [load(0x1000), load(0x2000), Op::Wait, Op::Compute(5), store, Op::Compute(4000), load(0x1080), Op::Exit];
+        let ops = [load(0x1000), load(0x2000), Op::Wait, Op::Barrier, Op::Compute(5), store, Op::Compute(4000), load(0x1080), Op::Exit];
         for op in ops {
             enc.encode(op, &z, &mut buf);
         }
@@ -1795,10 +1800,17 @@ mod tests {
         while let Some(op) = dec.decode_common(&buf, &mut pos) {
             got.push(op);
         }
-        assert_eq!(got, ops[1..5]);
-        // A long compute, and Exit, go to the full decoder.
+        assert_eq!(got, ops[1..3]);
+        // A barrier (one byte), a long compute and Exit go to the full decoder.
+        let at = pos;
+        assert_eq!((dec.decode(&buf, &mut pos, &mut s), pos), (Ok(Op::Barrier), at + 1));
+        got.clear();
+        while let Some(op) = dec.decode_common(&buf, &mut pos) {
+            got.push(op);
+        }
+        assert_eq!(got, ops[4..6]);
         assert_eq!(dec.decode(&buf, &mut pos, &mut s), Ok(Op::Compute(4000)));
-        assert_eq!(dec.decode_common(&buf, &mut pos), Some(ops[6]));
+        assert_eq!(dec.decode_common(&buf, &mut pos), Some(ops[7]));
         let at = pos;
         assert_eq!((dec.decode_common(&buf, &mut pos), pos), (None, at));
         assert_eq!(dec.decode(&buf, &mut pos, &mut s), Ok(Op::Exit));

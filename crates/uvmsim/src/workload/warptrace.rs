@@ -338,8 +338,10 @@ mod tests {
             with(&["uvm.access_counters.migrate=true", "uvm.advise.policy=\"accessed-by\""]),
             with(&["uvm.prefetch.policy=\"oracle\"", "uvm.oversubscription=1.5"]),
         ];
-        let cases: [&[&str]; 6] = [
+        let cases: [&[&str]; 7] = [
             &["workload.kind=stream", "workload.stream.elements=40000", "workload.stream.threads=2048"],
+            // CTA barriers (format version 3), on managed memory: faulted warps meet the others at them.
+            &["workload.kind=blas-gemm", "workload.blas_gemm.n=200", "workload.managed=true"],
             &["workload.kind=regular", "workload.managed=true", "workload.regular.threads=3000"],
             &["workload.kind=gather", "workload.gather.lookups=2000", "workload.gather.threads=512", "translation.page_size=\"4KiB\""],
             &["workload.kind=stride", "workload.stride.work_items=40", "workload.stride.accesses=300"],
