@@ -227,8 +227,9 @@ section! {
         /// Warp scheduler: "gto" (greedy-then-oldest) or "time-order" (earliest-ready warp each instruction).
         pub scheduler: WarpScheduler = WarpScheduler::Gto,
         /// CTA-wide barriers (`__syncthreads`) hold each warp until every running warp of its CTA has reached
-        /// them (CUDA's execution model); false: a barrier is no instruction, each warp runs on alone (the model
-        /// before 2026-11-30, and a what-if for how much the barriers couple a CTA's warps' stalls).
+        /// them (CUDA's execution model); false: a barrier takes its issue slot but waits for nothing, each warp
+        /// runs on alone (as every warp did before 2026-11-30; a what-if for how much the barriers couple the
+        /// stalls of a CTA's warps).
         pub cta_barriers: bool = true,
         /// Data-cache line size in bytes (the coalescing granule).
         pub line_bytes: u32 = 128,

@@ -662,24 +662,17 @@ impl Gpu {
             // at the next free slot, processed now: arrival order at the memory side may
             // then invert by a few cycles, which its structures tolerate, and a re-queued
             // event per conflict is saved.
+            let issue = self.sms[sm].port.issue(t, self.slot);
+            self.stats.warp_insts += 1;
+            self.fault_warp = slot;
+            let next = issue + self.issue;
             let op = match w.redo.pop_front() {
                 Some((op, lanes)) => {
                     self.scratch[..lanes.len()].copy_from_slice(&lanes);
                     op
                 }
-                None => {
-                    let mut op = w.stream.next(&mut self.scratch);
-                    // Without `gpu.cta_barriers` a barrier is no instruction at all.
-                    while op == Op::Barrier && !self.barriers {
-                        op = w.stream.next(&mut self.scratch);
-                    }
-                    op
-                }
+                None => w.stream.next(&mut self.scratch),
             };
-            let issue = self.sms[sm].port.issue(t, self.slot);
-            self.stats.warp_insts += 1;
-            self.fault_warp = slot;
-            let next = issue + self.issue;
             if op == Op::Exit {
                 // A stream read from a trace ends early at a corrupt chunk: stop the run with its message.
                 if let Some(e) = w.stream.failure() {
@@ -692,11 +685,13 @@ impl Gpu {
                     self.stats.completed_insts += 1;
                     issue + self.clock.cycles(c as u64).max(self.issue)
                 }
+                // Without `gpu.cta_barriers` a barrier is issued but waits for nothing.
+                Op::Barrier if !self.barriers => next,
                 // A dependency on a faulted load, or the end with faulted instructions: sleep
                 // until the replay, then re-execute the faulted instructions and this wait (or
-                // the stream exits again).
-                // A barrier also waits for the warp's faulted instructions: `__syncthreads` makes the
-                // warp's earlier memory accesses visible to its CTA, so they must have been performed.
+                // the stream exits again). A barrier also waits for the warp's faulted instructions:
+                // `__syncthreads` makes the warp's earlier memory accesses visible to its CTA, so
+                // they must have been performed.
                 Op::Wait | Op::Barrier | Op::Exit if !w.pending.is_empty() => {
                     if op != Op::Exit {
                         w.pending.push((op, Box::default()));
