@@ -19,9 +19,9 @@
 //! - `BAR.SYNC` (`__syncthreads`) and `BAR.RED` → `Barrier` (the CTA's warps
 //!   meet there, `gpu.cta_barriers`); `BAR.ARV` only arrives and is `Compute`.
 //!   The trace does not carry a barrier's number or thread count, so a named
-//!   barrier of part of a CTA (warp-specialised kernels) is taken as the CTA's:
-//!   such a trace ends with a deadlock naming the warps at the barrier (set
-//!   `gpu.cta_barriers = false` to replay it without barriers).
+//!   barrier of part of a CTA (warp-specialised kernels) is taken as the whole
+//!   CTA's, which over-synchronises such a kernel (replay it with
+//!   `gpu.cta_barriers = false` to compare). A warp that exits is not waited for.
 //! - Every other instruction (ALU, shared/local/constant memory, control) is
 //!   one cycle of `Compute`; consecutive ones merge.
 //! - A scoreboard: a global load's destination registers are pending until
