@@ -717,6 +717,7 @@ impl Gpu {
                         return Ok(());
                     }
                     // The last to arrive: all go on at the next issue slot after the latest arrival.
+                    // ASSUMPTION: a barrier resolves within one issue slot (no source gives its latency).
                     let at = cta.bar_at + self.issue;
                     cta.release(at, self.tag, q);
                     at
