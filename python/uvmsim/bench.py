@@ -120,6 +120,22 @@ WORKLOADS: tuple[Workload, ...] = (
         },
         {"workload.stencil3d.nx": 64, "workload.stencil3d.ny": 64, "workload.stencil3d.nz": 8},
     ),
+    # Fault-heavy under deep oversubscription on the polled handler: nw (n = 1024, an 8 MiB
+    # footprint) in 4 MiB of GPU memory, 2 MiB chunk eviction; thousands of faults wait in the buffer
+    # and on the link at once (a stress run found this path quadratic in them, session 41).
+    Workload(
+        "oversub-polled-nw",
+        "titan-v",
+        {
+            "workload.kind": "nw",
+            "workload.nw.n": 1024,
+            "workload.managed": True,
+            "uvm.cost_model": "polled",
+            "uvm.utlb_merge_faults": False,
+            "uvm.gpu_memory_bytes": "4MiB",
+        },
+        {"workload.nw.n": 256},
+    ),
     # Fault-heavy under oversubscription on the NVIDIA driver path: a 4 GiB managed stream on a
     # Titan V whose GPU memory holds 1/8 of it, so every batch evicts 2 MiB chunks (issue 4's 100 GiB
     # memory run, at 1/25 the size): batches, evictions, shootdowns and the warps that sleep across them.

@@ -724,6 +724,9 @@ pub enum Next {
 
 pub struct Uvm {
     buffer: VecDeque<Fault>,
+    /// Polled model with merging: how many of the buffer's faults are on each page, so a poll
+    /// (and `merges_free`) learns whether later faults can merge without scanning the buffer.
+    buffered: FxHashMap<u64, u32>,
     capacity: usize,
     batch_size: usize,
     policy: ReplayPolicy,
@@ -771,6 +774,9 @@ pub struct Uvm {
     flights: VecDeque<Flight>,
     /// Polled model: pages in a flight, with the flight's id.
     in_flight: FxHashMap<u64, u64>,
+    /// How many of `in_flight`'s pages each VA block has: the blocks a round pins (kept so a
+    /// poll does not walk every page on the link).
+    in_flight_blocks: FxHashMap<u64, u32>,
     next_flight: u64,
     /// Polled model with a transfer-set prefetcher: the end of the current interval (seed paged-memory §4.1),
     /// the demand pages sent in it so far, and the last demand page sent.
@@ -934,6 +940,16 @@ fn fetch_coalesced(fetched: &[Fault]) -> u64 {
 }
 
 /// One of a (µTLB, page) pair's outstanding faults ended.
+/// One of `key`'s items left a multiset kept as counts (`Uvm::buffered`, `Uvm::in_flight_blocks`).
+fn count_down(counts: &mut FxHashMap<u64, u32>, key: u64) {
+    if let std::collections::hash_map::Entry::Occupied(mut e) = counts.entry(key) {
+        *e.get_mut() -= 1;
+        if *e.get() == 0 {
+            e.remove();
+        }
+    }
+}
+
 fn unpend(pending: &mut FxHashMap<(u32, u64), u32>, by_warp: &mut FxHashSet<(u32, u64, u32)>, f: &Fault) {
     by_warp.remove(&(f.utlb, f.vpn, f.warp));
     let key = (f.utlb, f.vpn);
@@ -949,6 +965,7 @@ impl Uvm {
     pub fn new(c: &UvmConfig, utlbs: usize, sms: usize, seed: u64) -> Uvm {
         Uvm {
             buffer: VecDeque::new(),
+            buffered: FxHashMap::default(),
             capacity: c.fault_buffer_entries as usize,
             batch_size: c.batch_size as usize,
             policy: c.replay_policy,
@@ -1028,6 +1045,7 @@ impl Uvm {
             poll_at: None,
             flights: VecDeque::new(),
             in_flight: FxHashMap::default(),
+            in_flight_blocks: FxHashMap::default(),
             next_flight: 0,
             interval_end: None,
             interval_demand: 0,
@@ -1104,7 +1122,7 @@ impl Uvm {
             && self.merge
             && self.polled.is_some()
             && (self.in_flight.get(&f.vpn).is_some_and(|&id| self.flights.iter().any(|x| x.id == id && x.end >= f.time))
-                || self.buffer.iter().any(|g| g.vpn == f.vpn))
+                || self.buffered.contains_key(&f.vpn))
     }
 
     /// The faults retried at the last replay: walk each again from its `time`, then `rewrite` it.
@@ -1157,6 +1175,9 @@ impl Uvm {
         }
         // The hardware writes faults in the order they occur; walks processed
         // later may end earlier, so insert by time (ties keep raise order).
+        if self.polled.is_some() && self.merge {
+            *self.buffered.entry(f.vpn).or_insert(0) += 1;
+        }
         if self.buffer.back().map_or(true, |g| g.time <= f.time) {
             self.buffer.push_back(f);
         } else {
@@ -1657,6 +1678,7 @@ impl Uvm {
         link: &mut Link,
         residency: &mut Residency,
     ) -> Option<Ps> {
+        let in_flight = &self.in_flight;
         let pm = self.page_evict.as_mut().expect("page granularity");
         let need = demand.len() + prefetched.len();
         let free = pm.capacity.saturating_sub(pm.pages.len() as u64) as usize;
@@ -1664,7 +1686,7 @@ impl Uvm {
         if need > free {
             self.full = true;
             while free + victims.len() < need {
-                match pm.pages.victim(|p| pm.pinned.contains(&p), |p| residency.last_touch(p)) {
+                match pm.pages.victim(|p| pm.pinned.contains(&p) || in_flight.contains_key(&p), |p| residency.last_touch(p)) {
                     Some(v) => victims.push(v),
                     None => break,
                 }
@@ -1906,14 +1928,35 @@ impl Uvm {
         while self.buffer.front().is_some_and(|f| f.time + latency <= now) {
             fetched.extend(self.buffer.pop_front());
         }
-        if self.merge && !fetched.is_empty() {
+        if self.merge {
+            for f in &fetched {
+                count_down(&mut self.buffered, f.vpn);
+            }
+        }
+        if self.merge && fetched.iter().any(|f| self.buffered.contains_key(&f.vpn)) {
             // Later faults (of other µTLBs) on these pages merge into their service: they go out together.
-            let pages: FxHashSet<u64> = fetched.iter().map(|f| f.vpn).collect();
-            let (same, rest): (VecDeque<Fault>, VecDeque<Fault>) =
-                self.buffer.drain(..).partition(|f| f.time <= now && pages.contains(&f.vpn));
-            self.buffer = rest;
-            self.stats.joined += same.len() as u64;
-            fetched.extend(same);
+            // The buffer is in time order, so only its prefix up to `now` can merge; the page counts
+            // above skip the scan when no buffered fault shares a page (without them a poll walked the
+            // whole buffer, quadratic in its length under heavy oversubscription).
+            let pages: FxHashSet<u64> = fetched.iter().map(|f| f.vpn).filter(|p| self.buffered.contains_key(p)).collect();
+            let cut = self.buffer.partition_point(|f| f.time <= now);
+            if self.buffer.range(..cut).any(|f| pages.contains(&f.vpn)) {
+                let head: Vec<Fault> = self.buffer.drain(..cut).collect();
+                let before = fetched.len();
+                let mut rest = Vec::with_capacity(head.len());
+                for f in head {
+                    if pages.contains(&f.vpn) {
+                        count_down(&mut self.buffered, f.vpn);
+                        fetched.push(f);
+                    } else {
+                        rest.push(f);
+                    }
+                }
+                self.stats.joined += (fetched.len() - before) as u64;
+                for f in rest.into_iter().rev() {
+                    self.buffer.push_front(f);
+                }
+            }
         }
         let mut demand: Vec<u64> =
             fetched.iter().map(|f| f.vpn).filter(|p| !residency.is_mapped(*p) && !self.in_flight.contains_key(p)).collect();
@@ -2093,14 +2136,13 @@ impl Uvm {
         let mut copies: Vec<Segment> = vec![];
         if polled {
             // And those of the pages still crossing the link.
-            pinned.extend(self.in_flight.keys().map(|p| p / BLOCK_PAGES));
+            pinned.extend(self.in_flight_blocks.keys());
             pinned.sort_unstable();
             pinned.dedup();
         }
         if let Some(pm) = self.page_evict.as_mut() {
+            // (Pages still crossing the link, polled model, stay too: `make_room` asks `in_flight`.)
             pm.pinned.clear();
-            // Pages still crossing the link (polled model) stay too.
-            pm.pinned.extend(self.in_flight.keys());
         }
         let (blocks_before, bytes_before, d2h_before) = (self.stats.va_blocks, self.stats.bytes_h2d, self.stats.bytes_d2h);
         let (evictions_before, evicted_before, prefetched_before) = (self.stats.evictions, self.stats.pages_evicted, self.stats.prefetched);
@@ -2452,7 +2494,9 @@ impl Uvm {
             let id = self.next_flight;
             self.next_flight += 1;
             for &p in segment.demand.iter().chain(&segment.prefetched) {
-                self.in_flight.insert(p, id);
+                if self.in_flight.insert(p, id).is_none() {
+                    *self.in_flight_blocks.entry(p / BLOCK_PAGES).or_insert(0) += 1;
+                }
             }
             let end = segment.end;
             let last = Some(k) == last_at;
@@ -2505,7 +2549,9 @@ impl Uvm {
         let flight = self.flights.pop_front().expect("a flight lands at each of its events");
         debug_assert_eq!(flight.end, now, "flights land in order");
         for p in flight.segment.demand.iter().chain(&flight.segment.prefetched) {
-            self.in_flight.remove(p);
+            if self.in_flight.remove(p).is_some() {
+                count_down(&mut self.in_flight_blocks, p / BLOCK_PAGES);
+            }
         }
         self.apply(flight.segment, residency);
         let mut touched: Vec<u32> = flight.faults.iter().map(|f| f.utlb).collect();
