@@ -7,10 +7,11 @@
 //! waits, reduces the 16 products of its CTA in shared memory
 //! (4 * compute_cycles, or with `forward_insts` > 0 that many instructions of
 //! one issue slot each) and stores the CTA's partial sum for hidden unit j,
-//! `partial[i / 16][j]`. `adjust_weights`: thread (j, i) loads delta[j+1],
+//! `partial[i / 16][j]`, meeting its CTA at Rodinia's 8 barriers (the first
+//! right after the loads). `adjust_weights`: thread (j, i) loads delta[j+1],
 //! input[i+1], weight[i+1][j+1] and old_weight[i+1][j+1], waits, computes
-//! (`compute_cycles`, or `adjust_insts` single-slot instructions), and stores
-//! weight and old_weight.
+//! (`compute_cycles`, or `adjust_insts` single-slot instructions), stores
+//! weight and old_weight, and meets its CTA at Rodinia's one barrier.
 //!
 //! Simplified from Rodinia: the host-side steps between the kernels (summing
 //! the partial sums, the output layer, the error) are not modelled, nor the
@@ -21,17 +22,8 @@
 //! (lockstep): input and weight interleaved row-major, then partial; in the
 //! second kernel delta, then old_weight row-major.
 
-use super::grid::{Array, GridKernel, Index, Step};
+use super::grid::{staged, Array, GridKernel, Index, Step};
 use super::{check, KernelGen, KernelSpec, VaAllocator, WorkloadConfig};
-
-/// `n` single-issue-slot instructions, or `latency` cycles taking no slot when `n` is 0.
-fn compute(n: u32, latency: u32) -> Vec<Step> {
-    match n {
-        0 => vec![Step::Compute(latency)],
-        // One issue slot per instruction: the SM's issue rate bounds the kernel.
-        n => vec![Step::Compute(1); n as usize],
-    }
-}
 
 section! {
     /// Parameters of the Rodinia backprop training step.
@@ -87,9 +79,12 @@ pub(super) fn build(p: &BackpropParams, w: &WorkloadConfig, page: u64, va: &mut 
     let (input, weight, old, partial, delta) = (0, 1, 2, 3, 4);
     let at_input = Index::affine(1, 0, 1);
     let at_weight = Index::affine(row + 1, 1, row);
+    // bpnn_layerforward_CUDA meets 8 times: after staging the input node and the weights in
+    // shared memory, after the product, after each of the 4 reduction steps, and before the
+    // partial-sum store (the barriers are among `forward_insts`).
     let forward = [
         vec![Step::load(input, at_input), Step::load(weight, at_weight), Step::Wait],
-        compute(p.forward_insts, 4 * w.compute_cycles),
+        staged(p.forward_insts, 4 * w.compute_cycles, 8),
         vec![Step::store(partial, Index::Affine { c0: 0, cx: 1, cy: HIDDEN, ydiv: 16, cz: 0 })],
     ]
     .concat();
@@ -101,8 +96,13 @@ pub(super) fn build(p: &BackpropParams, w: &WorkloadConfig, page: u64, va: &mut 
             Step::load(old, at_weight),
             Step::Wait,
         ],
-        compute(p.adjust_insts, w.compute_cycles),
-        vec![Step::store(weight, at_weight), Step::store(old, at_weight)],
+        // One issue slot per instruction (the barrier below is one of them), or latency.
+        match p.adjust_insts {
+            0 => vec![Step::Compute(w.compute_cycles)],
+            n => vec![Step::Compute(1); n as usize - 1],
+        },
+        // bpnn_adjust_weights_cuda meets once, after its stores (before CTA 0's bias-row update).
+        vec![Step::store(weight, at_weight), Step::store(old, at_weight), Step::Barrier],
     ]
     .concat();
     let kernels = [("backprop-forward", forward), ("backprop-adjust", adjust)]
@@ -146,18 +146,21 @@ mod tests {
         let (po, pn) =
             (program(&base), program(&[&base[..], &["workload.backprop.forward_insts=5", "workload.backprop.adjust_insts=3"]].concat()));
         let mem = |v: &[Op]| v.iter().filter(|o| matches!(o, Op::Mem { .. } | Op::Wait)).copied().collect::<Vec<_>>();
-        // Forward: 2 loads, wait, Compute(16) or 5 single slots, the partial-sum store.
+        // Forward: 2 loads, wait, a barrier, Compute(16) and 7 more barriers, or the 8 barriers
+        // alone (5 slots are fewer than the barriers, which issue anyway), the partial-sum store.
         let (old, new) = (all_ops(&mut warps(&po, 0)[3]), all_ops(&mut warps(&pn, 0)[3]));
-        assert_eq!(old[2..4], [Op::Wait, Op::Compute(16)]);
-        assert_eq!(new.len(), 2 + 1 + 5 + 1);
-        assert_eq!(new[3..8], [Op::Compute(1); 5]);
-        assert!(matches!(new[8], Op::Mem { .. }));
+        assert_eq!(old[2..5], [Op::Wait, Op::Barrier, Op::Compute(16)]);
+        assert_eq!(old[5..12], [Op::Barrier; 7]);
+        assert_eq!(new.len(), 2 + 1 + 8 + 1);
+        assert_eq!(new[3..11], [Op::Barrier; 8]);
+        assert!(matches!(new[11], Op::Mem { .. }));
         assert_eq!(mem(&old), mem(&new));
-        // Adjust: 4 loads, wait, Compute(4) or 3 single slots, 2 stores.
+        // Adjust: 4 loads, wait, Compute(4) or 2 single slots (the barrier is the third), 2 stores, the barrier.
         let (old, new) = (all_ops(&mut warps(&po, 1)[3]), all_ops(&mut warps(&pn, 1)[3]));
         assert_eq!(old[4..6], [Op::Wait, Op::Compute(4)]);
-        assert_eq!(new.len(), 4 + 1 + 3 + 2);
-        assert_eq!(new[5..8], [Op::Compute(1); 3]);
+        assert_eq!(new.len(), 4 + 1 + 2 + 2 + 1);
+        assert_eq!(new[5..7], [Op::Compute(1); 2]);
+        assert_eq!(new[9], Op::Barrier);
         assert_eq!(mem(&old), mem(&new));
     }
 }

@@ -60,6 +60,8 @@ pub enum Step {
     },
     Wait,
     Compute(u32),
+    /// `__syncthreads()`: the warp meets its CTA's other warps (`Op::Barrier`).
+    Barrier,
 }
 
 impl Step {
@@ -69,6 +71,35 @@ impl Step {
     pub const fn store(array: u8, at: Index) -> Step {
         Step::Mem { kind: MemKind::Store, array, at }
     }
+}
+
+/// The work between a kernel's staging loads and its stores when the kernel meets at
+/// `barriers` CTA barriers (its `__syncthreads()`): with `insts` > 0, `insts` issue slots
+/// of which the barriers take `barriers` (they were counted among the instructions), each
+/// barrier followed by an even share of the rest (the first shares take the remainder);
+/// with `insts` = 0, a barrier, `latency` cycles that take no issue slot, then the other
+/// barriers. Either way the first barrier comes first: a CTA's warps meet once their
+/// loads have landed in shared memory, so one warp's far fault holds the CTA there.
+pub fn staged(insts: u32, latency: u32, barriers: u32) -> Vec<Step> {
+    if barriers == 0 {
+        return match insts {
+            0 => vec![Step::Compute(latency)],
+            n => vec![Step::Compute(1); n as usize],
+        };
+    }
+    if insts == 0 {
+        let mut body = vec![Step::Barrier, Step::Compute(latency)];
+        body.extend((1..barriers).map(|_| Step::Barrier));
+        return body;
+    }
+    let rest = insts.saturating_sub(barriers);
+    let (share, extra) = (rest / barriers, rest % barriers);
+    let mut body = Vec::with_capacity((barriers + rest) as usize);
+    for b in 0..barriers {
+        body.push(Step::Barrier);
+        body.extend((0..share + u32::from(b < extra)).map(|_| Step::Compute(1)));
+    }
+    body
 }
 
 /// One element-wise kernel launch.
@@ -204,6 +235,7 @@ impl GridWarp {
             self.step += 1;
             return match s {
                 Step::Wait => Op::Wait,
+                Step::Barrier => Op::Barrier,
                 Step::Compute(c) => Op::Compute(c),
                 Step::Mem { kind, array, at } => {
                     let a = self.k.arrays[array as usize];
@@ -303,6 +335,30 @@ mod tests {
                 proptest::prop_assert!(k.row_lanes(a, at, e0, n).is_some());
             }
         }
+    }
+
+    #[test]
+    fn a_barrier_step_is_a_barrier_op() {
+        let body = vec![Step::load(0, Index::HERE), Step::Wait, Step::Barrier, Step::store(0, Index::HERE)];
+        let k = GridKernel::new([32, 1, 1], 32, 1, vec![Array { base: 0, elem_bytes: 4 }], body);
+        let mut w = warp(&k, 0, 32);
+        let mut s = [0; MAX_LANES];
+        let ops: Vec<Op> = std::iter::from_fn(|| Some(w.next(&mut s))).take_while(|op| !matches!(op, Op::Exit)).collect();
+        assert!(matches!(ops[..], [Op::Mem { .. }, Op::Wait, Op::Barrier, Op::Mem { .. }]), "{ops:?}");
+    }
+
+    #[test]
+    fn staged_work_spreads_the_instructions_over_the_barriers() {
+        use Step::{Barrier as B, Compute as C};
+        // 10 slots, 3 of them barriers: 7 instructions as 3 + 2 + 2 after the barriers.
+        assert_eq!(staged(10, 0, 3), [B, C(1), C(1), C(1), B, C(1), C(1), B, C(1), C(1)]);
+        // Fewer slots than barriers: the barriers still issue.
+        assert_eq!(staged(2, 0, 3), [B, B, B]);
+        // Latency mode: the first barrier, the latency, the others.
+        assert_eq!(staged(0, 40, 3), [B, C(40), B, B]);
+        // No barriers: what the kernels issued before.
+        assert_eq!(staged(3, 9, 0), [C(1), C(1), C(1)]);
+        assert_eq!(staged(0, 9, 0), [C(9)]);
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! `hotspot` (Rodinia): transient thermal simulation on a rows x cols chip.
 //! Each launch advances `pyramid_height` time steps: every cell loads its
 //! temperature and its four neighbours' (clamped at the chip's edge) and its
-//! power, waits, computes the steps (`pyramid_height * compute_cycles`, or with
+//! power, waits, meets its CTA at a barrier (the staging `__syncthreads`),
+//! computes the steps (`pyramid_height * compute_cycles`, or with
 //! `setup_insts`/`step_insts`, `cell_insts()` instructions of one issue slot
-//! each), and stores its new temperature into the other temperature grid (ping-pong).
+//! each, two barriers per step among them), and stores its new temperature
+//! into the other temperature grid (ping-pong).
 //! `iterations / pyramid_height` launches (rounded up).
 //!
 //! Simplified from Rodinia: one thread per cell, row-major (Rodinia uses 16 x 16
@@ -13,7 +15,7 @@
 //! Arrays in allocation order: temperature 0, temperature 1, power. First
 //! touch (lockstep): temperature 0 row-major, power row-major, temperature 1 row-major.
 
-use super::grid::{Array, GridKernel, Index, Step};
+use super::grid::{staged, Array, GridKernel, Index, Step};
 use super::{check, KernelGen, KernelSpec, VaAllocator, WorkloadConfig};
 
 section! {
@@ -83,11 +85,11 @@ pub(super) fn build(p: &HotspotParams, w: &WorkloadConfig, page: u64, va: &mut V
     let mut body: Vec<Step> =
         [(0, 0), (0, -1), (0, 1), (-1, 0), (1, 0)].iter().map(|&(dx, dy)| Step::load(0, Index::at(dx, dy, 0))).collect();
     body.extend([Step::load(1, Index::HERE), Step::Wait]);
-    match p.cell_insts() {
-        0 => body.push(Step::Compute(p.pyramid_height * w.compute_cycles)),
-        // One issue slot per instruction: the SM's issue rate bounds the kernel.
-        n => body.extend((0..n).map(|_| Step::Compute(1))),
-    }
+    // Rodinia's calculate_temp meets once after staging temperature and power in shared memory
+    // and twice per time step (after the step, after copying it back). With instruction counts
+    // (one issue slot each: the SM's issue rate bounds the kernel) the barriers are among them.
+    let barriers = 1 + 2 * p.pyramid_height;
+    body.extend(staged(p.cell_insts().try_into().unwrap_or(u32::MAX), p.pyramid_height * w.compute_cycles, barriers));
     body.push(Step::store(2, Index::HERE));
     let launches = p.iterations.div_ceil(p.pyramid_height) as usize;
     let kernels = (0..launches)
@@ -139,10 +141,14 @@ mod tests {
         sets.extend(["workload.hotspot.setup_insts=10", "workload.hotspot.step_insts=4"]);
         let new = all_ops(&mut warps(&program(&sets), 0)[1]);
         // Height 2: 12 x 12 cells per 16 x 16 threads; (10 + 2 x 4) x 256 / 144 = 32 per cell.
-        assert_eq!(old.len(), 6 + 1 + 1 + 1);
-        assert_eq!(old[6..8], [Op::Wait, Op::Compute(8)]);
+        // Latency mode: a barrier after the loads, the latency, the steps' 4 barriers.
+        assert_eq!(old.len(), 6 + 1 + 1 + 1 + 4 + 1);
+        assert_eq!(old[6..13], [Op::Wait, Op::Barrier, Op::Compute(8), Op::Barrier, Op::Barrier, Op::Barrier, Op::Barrier]);
+        // Instruction mode: 32 slots, 5 of them barriers, each followed by its share of the other 27.
         assert_eq!(new.len(), 6 + 1 + 32 + 1);
-        assert!(new[7..39].iter().all(|o| *o == Op::Compute(1)));
+        assert_eq!(new[7..39].iter().filter(|o| **o == Op::Barrier).count(), 5);
+        assert_eq!(new[7..39].iter().filter(|o| **o == Op::Compute(1)).count(), 27);
+        assert_eq!(new[7], Op::Barrier);
         assert!(matches!(new[39], Op::Mem { .. }));
         let mem = |v: &[Op]| v.iter().filter(|o| matches!(o, Op::Mem { .. } | Op::Wait)).copied().collect::<Vec<_>>();
         assert_eq!(mem(&old), mem(&new));

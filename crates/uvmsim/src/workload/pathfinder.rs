@@ -2,9 +2,11 @@
 //! weights, row by row: the cost of cell (r, x) is its weight plus the
 //! least of the costs of (r-1, x-1), (r-1, x), (r-1, x+1). One launch per
 //! pyramid step covers `pyramid_height` rows: each thread (one per column)
-//! loads the previous cost row at x-1, x, x+1 (clamped at the edges), then per
-//! row loads its weight `wall[row][x]`, waits and computes, and at the end
-//! stores its cost into the other cost row (ping-pong). The weights of the
+//! loads the previous cost row at x-1, x, x+1 (clamped at the edges), waits and
+//! meets its CTA (Rodinia stages the row in shared memory), then per row loads
+//! its weight `wall[row][x]`, waits, computes and meets twice (after the step,
+//! after the copy back), and at the end stores its cost into the other cost
+//! row (ping-pong). The weights of the
 //! first row are the initial costs, so `wall` holds rows 1..rows.
 //!
 //! Simplified from Rodinia: its CTAs overlap by the pyramid's halo (each CTA
@@ -55,9 +57,18 @@ pub(super) fn build(p: &PathfinderParams, w: &WorkloadConfig, page: u64, va: &mu
         .map(|i| {
             let start = i * ph;
             let (src, dst) = (cost[i as usize % 2], cost[1 - i as usize % 2]);
+            // dynproc_kernel stages the cost row in shared memory and meets; each row's step
+            // meets after computing and after copying the result back.
             let mut body: Vec<Step> = [-1, 0, 1].iter().map(|&dx| Step::load(1, Index::at(dx, 0, 0))).collect();
+            body.extend([Step::Wait, Step::Barrier]);
             for row in start..(start + ph).min(p.rows - 1) {
-                body.extend([Step::load(0, Index::affine(row * p.cols, 1, 0)), Step::Wait, Step::Compute(w.compute_cycles)]);
+                body.extend([
+                    Step::load(0, Index::affine(row * p.cols, 1, 0)),
+                    Step::Wait,
+                    Step::Compute(w.compute_cycles),
+                    Step::Barrier,
+                    Step::Barrier,
+                ]);
             }
             body.push(Step::store(2, Index::HERE));
             let arrays = [wall, src, dst].iter().map(|b| Array { base: b.base, elem_bytes: 4 }).collect();
@@ -94,5 +105,25 @@ mod tests {
         let ft = first_touch(&p);
         assert_eq!(ft[..5], [(1, 0), (0, 0), (0, 1), (0, 2), (2, 0)]);
         assert_eq!(ft[5..], [(0, 3), (0, 4), (0, 5), (0, 6)]);
+    }
+
+    #[test]
+    fn the_cta_meets_after_staging_the_cost_row_and_twice_per_row() {
+        use crate::workload::Op;
+        let p = program(&["workload.kind=pathfinder", "workload.pathfinder.rows=3", "workload.pathfinder.cols=64"]);
+        let ops = all_ops(&mut warps(&p, 0)[0]);
+        let shape: Vec<&str> = ops
+            .iter()
+            .map(|o| match o {
+                Op::Mem { .. } => "mem",
+                Op::Wait => "wait",
+                Op::Barrier => "bar",
+                Op::Compute(_) => "compute",
+                _ => "other",
+            })
+            .collect();
+        let row = ["mem", "wait", "compute", "bar", "bar"];
+        let want = [&["mem", "mem", "mem", "wait", "bar"][..], &row, &row, &["mem"]].concat();
+        assert_eq!(shape, want);
     }
 }

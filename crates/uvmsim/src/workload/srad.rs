@@ -4,7 +4,8 @@
 //! edge), computes the directional derivatives and the diffusion coefficient,
 //! and stores dN, dS, dW, dE and c. Kernel 2: each pixel loads its c and its
 //! south and east neighbours' c, its dN, dS, dW, dE and J, and stores the
-//! updated J.
+//! updated J. Each kernel meets its CTA at Rodinia's barriers (4 and 5): the
+//! first once the loads have landed, the last before the stores.
 //!
 //! Simplified from Rodinia: one thread per pixel, row-major (Rodinia uses 16 x
 //! 16 thread tiles); the statistics of the region of interest (a host-side
@@ -13,7 +14,7 @@
 //! Arrays in allocation order: J, c, dN, dS, dW, dE. First touch (lockstep):
 //! J row-major (kernel 1's loads), then dN, dS, dW, dE and c, each row-major in that store order.
 
-use super::grid::{Array, GridKernel, Index, Step};
+use super::grid::{staged, Array, GridKernel, Index, Step};
 use super::{check, KernelGen, KernelSpec, VaAllocator, WorkloadConfig};
 
 section! {
@@ -51,12 +52,18 @@ pub(super) fn build(p: &SradParams, w: &WorkloadConfig, page: u64, va: &mut VaAl
     let here = Index::HERE;
     let mut k1: Vec<Step> =
         [(0, 0), (0, -1), (0, 1), (-1, 0), (1, 0)].iter().map(|&(dx, dy)| Step::load(J, Index::at(dx, dy, 0))).collect();
-    k1.extend([Step::Wait, Step::Compute(w.compute_cycles)]);
+    // srad_cuda_1 meets 4 times: after staging north/south, west/east and the centre in shared
+    // memory (here loaded together: the first barrier follows them all), and before its stores.
+    k1.push(Step::Wait);
+    k1.extend(staged(0, w.compute_cycles, 4));
     k1.extend((DN..DN + 4).map(|d| Step::store(d, here)));
     k1.push(Step::store(C, here));
     let mut k2 = vec![Step::load(C, here), Step::load(C, Index::at(0, 1, 0)), Step::load(C, Index::at(1, 0, 0))];
     k2.extend((DN..DN + 4).map(|d| Step::load(d, here)));
-    k2.extend([Step::load(J, here), Step::Wait, Step::Compute(w.compute_cycles), Step::store(J, here)]);
+    // srad_cuda_2 meets 5 times: after staging J, south c, east c and c, and before its store.
+    k2.extend([Step::load(J, here), Step::Wait]);
+    k2.extend(staged(0, w.compute_cycles, 5));
+    k2.push(Step::store(J, here));
     let kernel = |body: &Vec<Step>| {
         let k = GridKernel::new([p.cols, p.rows, 1], p.rows * p.cols, 1, arrays.clone(), body.clone());
         KernelSpec { name: "srad", threads: k.threads(), threads_per_cta: w.threads_per_cta, gen: KernelGen::Grid(k) }
@@ -86,5 +93,19 @@ mod tests {
         assert_eq!(k2[..8], loads.map(|a| (MemKind::Load, a)));
         assert_eq!(k2[8], (MemKind::Store, px(0, 0, 1)));
         assert_eq!(first_touch(&p).iter().map(|&(b, _)| b).collect::<Vec<_>>(), [0, 2, 3, 4, 5, 1]);
+    }
+
+    #[test]
+    fn each_kernel_meets_after_its_loads_and_before_its_stores() {
+        use crate::workload::Op;
+        let p = program(&["workload.kind=srad", "workload.srad.rows=4", "workload.srad.cols=32", "workload.srad.iterations=1"]);
+        for (k, (loads, barriers, stores)) in [(5, 4, 5), (8, 5, 1)].into_iter().enumerate() {
+            let ops = all_ops(&mut warps(&p, k)[1]);
+            assert!(ops[..loads].iter().all(|o| matches!(o, Op::Mem { .. })));
+            assert_eq!(ops[loads..loads + 2], [Op::Wait, Op::Barrier]);
+            assert!(matches!(ops[loads + 2], Op::Compute(_)));
+            assert_eq!(ops[loads + 3..loads + 2 + barriers], vec![Op::Barrier; barriers - 1]);
+            assert_eq!(ops.len(), loads + 2 + barriers + stores);
+        }
     }
 }
