@@ -181,7 +181,7 @@ impl GemmWarp {
 #[cfg(test)]
 mod tests {
     use crate::workload::testutil::*;
-    use crate::workload::{MemKind, Op};
+    use crate::workload::MemKind;
 
     #[test]
     fn each_k_step_meets_the_cta_before_and_after_its_compute() {
@@ -189,18 +189,8 @@ mod tests {
         let p = program(&["workload.kind=tiled-gemm", "workload.tiled_gemm.n=40"]);
         for mut w in warps(&p, 0) {
             let ops = all_ops(&mut w);
-            let shape: Vec<&str> = ops
-                .iter()
-                .map(|o| match o {
-                    Op::Mem { .. } => "m",
-                    Op::Wait => "w",
-                    Op::Barrier => "b",
-                    Op::Compute(_) => "c",
-                    Op::Exit => "x",
-                })
-                .collect();
             // Edge warps skip loads or the store outside the matrices, never a barrier.
-            let s = shape.concat().replace('m', "");
+            let s = op_shape(&ops).replace('m', "");
             assert_eq!(s, "wbcb".repeat(3), "{ops:?}");
         }
     }

@@ -1179,6 +1179,19 @@ pub(crate) mod testutil {
         }
     }
 
+    /// A warp's ops as one letter each: m(em), w(ait), b(arrier), c(ompute), x (exit).
+    pub fn op_shape(ops: &[Op]) -> String {
+        ops.iter()
+            .map(|o| match o {
+                Op::Mem { .. } => 'm',
+                Op::Wait => 'w',
+                Op::Barrier => 'b',
+                Op::Compute(_) => 'c',
+                Op::Exit => 'x',
+            })
+            .collect()
+    }
+
     /// Every memory instruction of a warp: its kind and lane addresses.
     pub fn mem_ops(w: &mut WarpStream) -> Vec<(MemKind, Vec<u64>)> {
         let mut s = [0; MAX_LANES];

@@ -109,21 +109,8 @@ mod tests {
 
     #[test]
     fn the_cta_meets_after_staging_the_cost_row_and_twice_per_row() {
-        use crate::workload::Op;
         let p = program(&["workload.kind=pathfinder", "workload.pathfinder.rows=3", "workload.pathfinder.cols=64"]);
-        let ops = all_ops(&mut warps(&p, 0)[0]);
-        let shape: Vec<&str> = ops
-            .iter()
-            .map(|o| match o {
-                Op::Mem { .. } => "mem",
-                Op::Wait => "wait",
-                Op::Barrier => "bar",
-                Op::Compute(_) => "compute",
-                _ => "other",
-            })
-            .collect();
-        let row = ["mem", "wait", "compute", "bar", "bar"];
-        let want = [&["mem", "mem", "mem", "wait", "bar"][..], &row, &row, &["mem"]].concat();
-        assert_eq!(shape, want);
+        // The cost row's 3 loads, wait, barrier; per row: load, wait, compute, 2 barriers; the store.
+        assert_eq!(op_shape(&all_ops(&mut warps(&p, 0)[0])), "mmmwb".to_owned() + &"mwcbb".repeat(2) + "m");
     }
 }
