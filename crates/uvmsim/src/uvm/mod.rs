@@ -1917,6 +1917,7 @@ impl Uvm {
             return Next::Nothing; // superseded by an earlier poll, which asked again for what this one was for
         }
         self.poll_at = None;
+        self.debug_check_counts();
         let latency = self.polled.expect("polled model");
         if self.demand_waits_for_set() {
             if let Some(end) = self.interval_end.filter(|&e| e > now) {
@@ -1997,7 +1998,27 @@ impl Uvm {
         if let Some(e) = self.interval_end {
             self.request(e);
         }
+        self.debug_check_counts();
         next
+    }
+
+    /// Debug builds: the per-page and per-block counts kept for the polled handler agree with
+    /// the buffer and the pages on the link they summarise (what a poll scanned before session 41).
+    fn debug_check_counts(&self) {
+        if cfg!(debug_assertions) {
+            let mut want: FxHashMap<u64, u32> = FxHashMap::default();
+            if self.merge {
+                for f in &self.buffer {
+                    *want.entry(f.vpn).or_insert(0) += 1;
+                }
+            }
+            assert_eq!(self.buffered, want, "buffered faults per page");
+            want.clear();
+            for p in self.in_flight.keys() {
+                *want.entry(p / BLOCK_PAGES).or_insert(0) += 1;
+            }
+            assert_eq!(self.in_flight_blocks, want, "pages on the link per VA block");
+        }
     }
 
     /// Service the faults `fetched` at `now` (a batch, or a round of the polled
