@@ -10,11 +10,14 @@
 //! - `mb_sad_calc`: one CTA per macroblock (`workload.threads_per_cta`
 //!   threads), thread t handles positions t, t + CTA size, ...: each warp first
 //!   loads the macroblock's 16 rows of the current frame (lane r row r, 32 B),
-//!   waits; then per position, per lane, the 16 reference rows at the offset
+//!   waits and meets its CTA (Parboil stages the block in shared memory and
+//!   calls `__syncthreads`); then per position, per lane, the 16 reference rows at the offset
 //!   (32 B each, clamped to the frame as Parboil's texture fetches are), waits,
 //!   computes (16 x compute_cycles, or with `row_insts` > 0, 16 x row_insts
 //!   instructions of one issue slot each) and stores the 16 4x4 SADs (adjacent
-//!   lanes adjacent positions: coalesced).
+//!   lanes adjacent positions: coalesced); after its last position it meets its
+//!   CTA again (Parboil's barrier before the copy-out, which it does from shared
+//!   memory after that barrier and this model per position).
 //! - `larger_sad_calc_8`: one thread per (macroblock, position): loads the 16
 //!   4x4 SADs, waits, computes, stores the 8x4, 4x8 and 8x8 SADs (20).
 //! - `larger_sad_calc_16`: loads the 4 8x8 SADs, waits, computes, stores the
@@ -131,7 +134,16 @@ pub(super) fn build(p: &SadParams, w: &WorkloadConfig, page: u64, va: &mut VaAll
 impl SadKernel {
     pub fn warp(&self, id: WarpId) -> SadWarp {
         let mb = id.first_thread / self.threads_per_cta;
-        SadWarp { k: self.clone(), mb, t0: id.first_thread % self.threads_per_cta, lanes: id.lanes, round: 0, step: 0, left: 0 }
+        SadWarp {
+            k: self.clone(),
+            mb,
+            t0: id.first_thread % self.threads_per_cta,
+            lanes: id.lanes,
+            round: 0,
+            step: 0,
+            left: 0,
+            met_at_end: false,
+        }
     }
 
     fn positions(&self) -> u64 {
@@ -158,6 +170,8 @@ pub struct SadWarp {
     step: u64,
     /// Row instructions of this round still to issue (`row_insts`).
     left: u64,
+    /// The warp has met its CTA at the kernel's last barrier (it exits next).
+    met_at_end: bool,
 }
 
 impl SadWarp {
@@ -172,14 +186,21 @@ impl SadWarp {
                 Op::Mem { kind: MemKind::Load, lanes: Lanes::Strided { base, stride: k.width * 2, n: 16.min(self.lanes) }, bytes: 32 }
             }
             1 => Op::Wait,
+            // mb_sad_calc meets once the current block is staged in shared memory.
+            2 => Op::Barrier,
             _ => {
                 let s0 = self.t0 + self.round * k.threads_per_cta;
                 if s0 >= pos {
-                    self.step = 2;
+                    self.step = 3;
+                    // And again after its positions, before the copy-out (done per position here).
+                    if !self.met_at_end {
+                        self.met_at_end = true;
+                        return Op::Barrier;
+                    }
                     return Op::Exit;
                 }
                 let n = (pos - s0).min(self.lanes as u64) as usize;
-                match step - 2 {
+                match step - 3 {
                     r @ 0..16 => {
                         for (l, slot) in scratch.iter_mut().take(n).enumerate() {
                             *slot = k.reference_row(self.mb, s0 + l as u64, r);
@@ -202,7 +223,7 @@ impl SadWarp {
                     b => {
                         let b = b - 18;
                         if b == 15 {
-                            (self.round, self.step) = (self.round + 1, 2);
+                            (self.round, self.step) = (self.round + 1, 3);
                         }
                         let base = k.sad + ((self.mb * PARTS + P4X4 + b) * pos + s0) * 2;
                         Op::Mem { kind: MemKind::Store, lanes: Lanes::Strided { base, stride: 2, n: n as u32 }, bytes: 2 }
@@ -260,18 +281,20 @@ mod tests {
         let mut sets = base.to_vec();
         sets.push("workload.sad.row_insts=3");
         let new = all_ops(&mut warps(&program(&sets), 0)[0]);
-        // Current rows, wait; per round 16 rows, wait, then one Compute(16 rows x 4 cycles) by
-        // default or 16 rows x 3 single-slot instructions, then 16 stores.
-        assert_eq!(old.len(), 2 + 5 * (16 + 1 + 1 + 16));
-        assert_eq!(new.len(), 2 + 5 * (16 + 1 + 48 + 16));
+        // Current rows, wait, barrier; per round 16 rows, wait, then one Compute(16 rows x 4
+        // cycles) by default or 16 rows x 3 single-slot instructions, then 16 stores; a barrier.
+        assert_eq!(old.len(), 3 + 5 * (16 + 1 + 1 + 16) + 1);
+        assert_eq!(new.len(), 3 + 5 * (16 + 1 + 48 + 16) + 1);
+        assert_eq!((old[2], old[old.len() - 1]), (Op::Barrier, Op::Barrier));
+        assert_eq!(old.iter().filter(|o| **o == Op::Barrier).count(), 2);
         assert_eq!(old.iter().filter(|o| **o == Op::Compute(64)).count(), 5);
         assert_eq!(new.iter().filter(|o| **o == Op::Compute(1)).count(), 5 * 48);
         let mem = |v: &[Op]| v.iter().filter(|o| matches!(o, Op::Mem { .. } | Op::Wait)).copied().collect::<Vec<_>>();
         assert_eq!(mem(&old), mem(&new));
         // Round 0: its 16 row loads and the wait, then the 48 instructions, then its first store.
-        assert!(matches!(new[2 + 16], Op::Wait));
-        assert!(new[2 + 17..2 + 65].iter().all(|o| *o == Op::Compute(1)));
-        assert!(matches!(new[2 + 65], Op::Mem { kind: MemKind::Store, .. }));
+        assert!(matches!(new[3 + 16], Op::Wait));
+        assert!(new[3 + 17..3 + 65].iter().all(|o| *o == Op::Compute(1)));
+        assert!(matches!(new[3 + 65], Op::Mem { kind: MemKind::Store, .. }));
     }
 
     #[test]

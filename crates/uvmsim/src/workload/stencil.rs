@@ -29,6 +29,11 @@ section! {
         /// Threads of the grid-stride loop; thread t takes elements t, t + threads, ... (nx x ny: each thread
         /// walks its (x, y) column through z, the order of Parboil's 3D stencil).
         pub threads: u64 = 65_536,
+        /// CTA barriers (`__syncthreads`) a thread meets after each element's store; 0 = none, a
+        /// plain Jacobi sweep. Parboil's 3D stencil (`block2D_hybrid_coarsen_x`) meets twice per
+        /// z-plane, after the plane's stores and after rotating its planes in shared memory: 2
+        /// (the zheng suite's stencil).
+        pub barriers: u32 = 0,
     }
 }
 
@@ -46,7 +51,8 @@ impl StencilParams {
             return Err((format!("{p}.element_bytes"), format!("must be 4 or 8, got {}", self.element_bytes)));
         }
         check(p, "iterations", self.iterations as u64, 1, 10_000)?;
-        check(p, "threads", self.threads, 1, 1 << 30)
+        check(p, "threads", self.threads, 1, 1 << 30)?;
+        check(p, "barriers", self.barriers as u64, 0, 16)
     }
 
     /// Two grids.
@@ -64,6 +70,7 @@ pub(super) fn build(p: &StencilParams, three_d: bool, w: &WorkloadConfig, page: 
     }
     let mut body: Vec<Step> = offsets.iter().map(|&(dx, dy, dz)| Step::load(0, Index::at(dx, dy, dz))).collect();
     body.extend([Step::Wait, Step::Compute(w.compute_cycles), Step::store(1, Index::HERE)]);
+    body.extend((0..p.barriers).map(|_| Step::Barrier));
     let name = if three_d { "stencil3d" } else { "stencil2d" };
     let kernels = (0..p.iterations as usize)
         .map(|i| {
@@ -145,6 +152,19 @@ mod tests {
         let e = |x: u64, y: u64, z: u64| a + 4 * ((z * 4 + y) * 32 + x);
         let centres: Vec<u64> = mem_ops(&mut warps(&p, 0)[1]).iter().step_by(8).map(|(_, v)| v[3]).collect();
         assert_eq!(centres, [e(3, 1, 0), e(3, 1, 1), e(3, 1, 2)]);
+    }
+
+    #[test]
+    fn parboil_barriers_follow_each_planes_store() {
+        let base = ["workload.kind=stencil3d", "workload.stencil3d.nx=32", "workload.stencil3d.ny=4", "workload.stencil3d.nz=3"];
+        let with = [&base[..], &["workload.stencil3d.threads=128", "workload.stencil3d.barriers=2"]].concat();
+        // Per plane: 7 loads, wait, compute, the store, then the two barriers.
+        let plane = "mmmmmmmwcm";
+        assert_eq!(op_shape(&all_ops(&mut warps(&program(&with), 0)[1])), (plane.to_owned() + "bb").repeat(3));
+        // None by default: a plain Jacobi sweep.
+        let plain = [&base[..], &["workload.stencil3d.threads=128"]].concat();
+        assert_eq!(op_shape(&all_ops(&mut warps(&program(&plain), 0)[1])), plane.repeat(3));
+        assert!(crate::workload::stencil::StencilParams { barriers: 17, ..Default::default() }.validate("w", true).is_err());
     }
 
     #[test]
