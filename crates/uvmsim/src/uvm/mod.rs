@@ -939,7 +939,6 @@ fn fetch_coalesced(fetched: &[Fault]) -> u64 {
     kept
 }
 
-/// One of a (µTLB, page) pair's outstanding faults ended.
 /// One of `key`'s items left a multiset kept as counts (`Uvm::buffered`, `Uvm::in_flight_blocks`).
 fn count_down(counts: &mut FxHashMap<u64, u32>, key: u64) {
     if let std::collections::hash_map::Entry::Occupied(mut e) = counts.entry(key) {
@@ -950,6 +949,7 @@ fn count_down(counts: &mut FxHashMap<u64, u32>, key: u64) {
     }
 }
 
+/// One of a (µTLB, page) pair's outstanding faults ended.
 fn unpend(pending: &mut FxHashMap<(u32, u64), u32>, by_warp: &mut FxHashSet<(u32, u64, u32)>, f: &Fault) {
     by_warp.remove(&(f.utlb, f.vpn, f.warp));
     let key = (f.utlb, f.vpn);
