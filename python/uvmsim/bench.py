@@ -122,7 +122,8 @@ WORKLOADS: tuple[Workload, ...] = (
     ),
     # Fault-heavy under deep oversubscription on the polled handler: nw (n = 1024, an 8 MiB
     # footprint) in 4 MiB of GPU memory, 2 MiB chunk eviction; thousands of faults wait in the buffer
-    # and on the link at once (a stress run found this path quadratic in them, session 41).
+    # and on the link at once (a stress run found this path quadratic in them, session 41). The stress
+    # run's settings: every µTLB miss writes its own fault (no µTLB merging), so the buffer is long.
     Workload(
         "oversub-polled-nw",
         "titan-v",
