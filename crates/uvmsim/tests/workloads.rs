@@ -54,10 +54,11 @@ fn expected_mem_insts(kind: WorkloadKind) -> Option<(u64, u64)> {
         WorkloadKind::Btree => exact(1024 * (8 * 6 + 4)),
         // 4096 threads, one access each.
         WorkloadKind::FaultBurst => exact(w(4096)),
-        // 32^3 rows, 32 per warp (one x row), CTAs of 8 warps; per iteration: dot(r, r) 1 load per warp + 1 store per CTA,
-        // waxpby 3 per warp, matvec 2 offset loads + 1 store per warp and 3 per entry up to the warp's longest row
-        // (3 * couplings(y) * couplings(z), summed over (y, z): 3 * 94^2), dot(Ap, p) 2 per warp + 1 per CTA, 2 waxpbys.
-        WorkloadKind::Minife => exact(2 * ((1024 + 128) + 3 * 1024 + (3 * 1024 + 3 * 3 * 94 * 94) + (2 * 1024 + 128) + 2 * 3 * 1024)),
+        // The CUDA port, 32^3 rows, 32 per warp (one x row), 2 iterations: 8 waxpbys (3 per warp), 3 matvecs, 4 dots.
+        // matvec: per warp 27 index loads, a value and a p gather for each entry some lane has (27 less 3 if y = 0,
+        // less 9 if z = 0), the store. dot: the memset's 32 warps a store; dot_kernel's 64 CTAs of 16 warps 2 loads
+        // a warp and a store a CTA; the final CTA's 32 warps a load and one store.
+        WorkloadKind::Minife => exact(8 * 3 * 1024 + 3 * (1024 * (27 + 2 * 27 + 1) - 2 * (3 * 32 + 9 * 32)) + 4 * (32 + 64 * 33 + 33)),
         // 8^3 cells x 16 atoms = 256 warps: own position, 27 x (count + 16 positions), force.
         WorkloadKind::Comd => exact(256 * (1 + 27 * 17 + 1)),
         // 4^3 coarse blocks, the 8 central ones refined: 120 blocks of 8^3 cells. Per iteration: the halo exchange's

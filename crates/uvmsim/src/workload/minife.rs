@@ -1,18 +1,46 @@
 //! `minife` (Mantevo miniFE, svm-apu / Zheng "minife"): conjugate gradient on
-//! the 27-point matrix of a structured nx x ny x nz grid of nodes, in CSR.
-//! Row r = x + nx (y + ny z) couples node (x, y, z) with every node of its
+//! the 27-point matrix of a structured nx x ny x nz grid of nodes. Row
+//! r = x + nx (y + ny z) couples node (x, y, z) with every node of its
 //! 3 x 3 x 3 neighbourhood inside the grid (27 entries inside, 18 on a face,
 //! 12 on an edge, 8 at a corner), in order dz, dy, dx = -1, 0, +1 (column
-//! ascending), as miniFE assembles it. The row offsets are a closed form of
-//! (x, y, z), so nothing is stored.
+//! ascending), as miniFE assembles it. Two ports of miniFE (`cuda`):
 //!
-//! Each CG iteration is six launches, miniFE's `cg_solve` loop:
-//! `rtrans = dot(r, r)`, `p = r + beta p` (waxpby), `Ap = A p` (matvec),
-//! `dot(Ap, p)`, `x = x + alpha p`, `r = r - alpha Ap` (waxpby).
-//! - matvec: one thread per row (CSR-scalar, miniFE's `matvec_std`): loads
-//!   row_offsets[r] and [r+1], waits, then per entry k loads the column index
-//!   and value (lanes' rows are about 27 entries apart: uncoalesced), waits,
-//!   gathers p at the column, computes; then waits and stores Ap[r].
+//! **The CUDA port** (default; Mantevo miniFE `cuda/src`, the GPU code of
+//! miniFE): an ELL matrix, 27 entries per row stored column-major with a
+//! pitch of the row count rounded up to 32 (`CudaELLMatrix::reserve_space`),
+//! so entry j of 32 consecutive rows is one coalesced access. Its kernels,
+//! with the port's own launch sizes (`workload.threads_per_cta` does not apply):
+//! - `matvec_ell_kernel` (256-thread CTAs, at most 32,768, grid-stride over
+//!   rows): per entry j, load the column index, wait; the lanes whose entry is
+//!   not padding (-1) load the value and gather p at the column; compute; at
+//!   the end wait and store Ap[r]. `generate_matrix_structure_kernel` does
+//!   not reset its column between neighbours, so a neighbour outside the grid
+//!   repeats the last column inside it (or is -1 before the first), and the
+//!   sort puts the -1s last: a boundary row's real entries come with repeats.
+//! - `dot` = `cudaMemset_kernel` (clears the 1,024 partial sums), `dot_kernel`
+//!   (512-thread CTAs, at most 1,024, grid-stride: load both elements, wait,
+//!   compute; then the CTA's shared-memory reduction, four `__syncthreads`
+//!   with the steps of threads < 256, 128, 64, 32 between them, five
+//!   warp-synchronous steps, and thread 0 stores the CTA's partial sum) and
+//!   `dot_final_reduce_kernel` (one 1,024-thread CTA: load a partial sum, wait,
+//!   five `__syncthreads` halving the threads, then thread 0 stores the sum).
+//! - `waxpby_kernel` (256-thread CTAs, at most 32,768, grid-stride): the
+//!   element-wise engine, load x, y, wait, compute, store w.
+//!
+//! `cg_solve`'s launches: the set-up p = x, Ap = A p, r = b - Ap, dot(r, r);
+//! iteration 1: p = r; later ones dot(r, r) and p = r + beta p; then each
+//! Ap = A p, dot(Ap, p), x += alpha p, r -= alpha Ap.
+//!
+//! **The reference port** (`cuda = false`; miniFE's `matvec_std`), CSR, one
+//! thread per row or element with `workload.threads_per_cta`; each CG
+//! iteration is six launches: `rtrans = dot(r, r)`, `p = r + beta p`
+//! (waxpby), `Ap = A p` (matvec), `dot(Ap, p)`, `x = x + alpha p`,
+//! `r = r - alpha Ap` (waxpby).
+//! - matvec: one thread per row (CSR-scalar): loads row_offsets[r] and
+//!   [r+1], waits, then per entry k loads the column index and value (lanes'
+//!   rows are about 27 entries apart: uncoalesced), waits, gathers p at the
+//!   column, computes; then waits and stores Ap[r]. The row offsets are a
+//!   closed form of (x, y, z), so nothing is stored.
 //! - dot: one thread per element: loads both elements (one load when both
 //!   vectors are the same), waits, computes, reduces the warp
 //!   (log2(warp) * compute_cycles); the first warp of each CTA adds the CTA's
@@ -20,13 +48,17 @@
 //! - waxpby: the element-wise engine (`grid.rs`): load x[i], y[i], wait,
 //!   compute, store w[i].
 //!
-//! Simplified from miniFE: the assembly of the matrix from hexahedral
-//! elements, the boundary conditions and the initial residual r = b - A x are
-//! not modelled (A, x and r are inputs); values are doubles, indices 4-byte ints.
+//! Simplified from miniFE (both ports): the assembly of the matrix from
+//! hexahedral elements and the boundary conditions are not modelled; values
+//! are doubles, indices 4-byte ints. The reference port also leaves out the
+//! initial residual r = b - A x (A, x and r are its inputs); the host's read
+//! of each dot product between launches is not modelled in either.
 //!
-//! Arrays in allocation order: row_offsets, cols, vals, x, r, p, Ap, the two
-//! dot results. First touch (lockstep): r, the dot results, p, then the
-//! matvec's row_offsets, cols and vals interleaved row by row, Ap, and x.
+//! Arrays in allocation order. CUDA port: cols, coefs, b, x, r, p, Ap, the
+//! 1,024 partial sums (inputs: the matrix, b and x). Reference port:
+//! row_offsets, cols, vals, x, r, p, Ap, the two dot results; first touch
+//! (lockstep): r, the dot results, p, then the matvec's row_offsets, cols and
+//! vals interleaved row by row, Ap, and x.
 
 use super::grid::{Array, GridKernel, Index, Step};
 use super::{check, Buffer, KernelGen, KernelSpec, Lanes, MemKind, Op, VaAllocator, WarpId, WorkloadConfig, MAX_LANES};
@@ -41,13 +73,23 @@ section! {
         pub ny: u64 = 32,
         /// Grid nodes along z.
         pub nz: u64 = 32,
-        /// CG iterations; each is six kernel launches.
+        /// CG iterations; each is six kernel launches (the reference port) or up to ten (the CUDA port: a dot product is three).
         pub iterations: u32 = 2,
+        /// Which miniFE port runs. true: Mantevo miniFE's CUDA port (`cuda/src`): an ELL matrix (27
+        /// entries per row, column-major, pitch = rows rounded up to 32), `matvec_ell_kernel`,
+        /// `waxpby_kernel` (256-thread CTAs, at most 32,768, grid-stride), dot products as
+        /// `cudaMemset_kernel`, `dot_kernel` (512-thread CTAs, at most 1,024, grid-stride, a
+        /// shared-memory reduction over 4 `__syncthreads`) and `dot_final_reduce_kernel` (one
+        /// 1,024-thread CTA, 5 `__syncthreads`), and `cg_solve`'s set-up before the iterations;
+        /// workload.threads_per_cta does not apply. false: the reference port's CSR matrix with a
+        /// thread per row (`matvec_std`) and per element, workload.threads_per_cta, six launches
+        /// per iteration (the model before 2026-12-01).
+        pub cuda: bool = true,
     }
 }
 
 impl MinifeParams {
-    pub fn validate(&self, p: &str) -> Result<(), (String, String)> {
+    pub fn validate(&self, p: &str, cfg: &Config) -> Result<(), (String, String)> {
         check(p, "nx", self.nx, 1, 1 << 12)?;
         check(p, "ny", self.ny, 1, 1 << 12)?;
         check(p, "nz", self.nz, 1, 1 << 12)?;
@@ -55,7 +97,18 @@ impl MinifeParams {
         if rows > 1 << 31 {
             return Err((format!("{p}.nx"), format!("nx * ny * nz must be at most 2^31 (4-byte row indices), got {rows}")));
         }
-        check(p, "iterations", self.iterations as u64, 1, 10_000)
+        check(p, "iterations", self.iterations as u64, 1, 10_000)?;
+        let (ws, slots) = (cfg.gpu.warp_size, cfg.gpu.max_warps_per_sm);
+        if self.cuda && FINAL_CTA.div_ceil(ws) > slots {
+            return Err((
+                format!("{p}.cuda"),
+                format!(
+                    "the CUDA port's dot_final_reduce_kernel runs one {FINAL_CTA}-thread CTA, {} warps of {ws}, more than gpu.max_warps_per_sm ({slots}); set {p}.cuda = false",
+                    FINAL_CTA.div_ceil(ws)
+                ),
+            ));
+        }
+        Ok(())
     }
 
     fn rows(&self) -> u64 {
@@ -67,11 +120,38 @@ impl MinifeParams {
         span(self.nx, self.nx) * span(self.ny, self.ny) * span(self.nz, self.nz)
     }
 
-    /// Row offsets, column indices and values, four vectors, two dot results.
+    /// CUDA port: ELL column indices and values, five vectors, the partial sums.
+    /// Reference port: row offsets, column indices and values, four vectors, two dot results.
     pub fn footprint(&self) -> u128 {
-        let (n, nnz) = (self.rows() as u128, self.nnz() as u128);
-        4 * (n + 1) + 12 * nnz + 4 * 8 * n + 16
+        let n = self.rows() as u128;
+        if self.cuda {
+            12 * ELL_WIDTH as u128 * pitch(self.rows()) as u128 + 5 * 8 * n + 8 * PARTIALS as u128
+        } else {
+            4 * (n + 1) + 12 * self.nnz() as u128 + 4 * 8 * n + 16
+        }
     }
+}
+
+/// Entries per ELL row (`A.reserve_space(nrows, 27)`).
+const ELL_WIDTH: u64 = 27;
+/// Partial sums of `dot_kernel` (its grid is at most 1,024 CTAs; `d` has 1,024 entries).
+const PARTIALS: u64 = 1024;
+/// CTA sizes and grid caps of the CUDA port's launches.
+/// `waxpby` and `matvec` (`BLOCK_SIZE` 256, `MAX_BLOCKS` 32768 in both).
+const GRID_CTA: u32 = 256;
+const GRID_MAX_CTAS: u64 = 32768;
+const DOT_CTA: u32 = 512;
+const FINAL_CTA: u32 = 1024;
+const MEMSET_CTA: u32 = 512;
+
+/// The ELL pitch: rows rounded up to 32 (`CudaELLMatrix::reserve_space`).
+fn pitch(rows: u64) -> u64 {
+    rows.div_ceil(32) * 32
+}
+
+/// Threads a grid-stride launch of `min(max_ctas, ceil(n / cta))` CTAs runs.
+fn grid_threads(n: u64, cta: u32, max_ctas: u64) -> u64 {
+    n.div_ceil(cta as u64).clamp(1, max_ctas) * cta as u64
 }
 
 /// Sum over coordinates 0..x of the nodes each couples with along one dimension of n (3 inside, 2 at an end, 1 if n = 1).
@@ -113,12 +193,46 @@ impl Geometry {
         let (kx, ky, kz) = (k % cx, k / cx % cy, k / (cx * cy));
         (x + kx - lx) + nx * ((y + ky - ly) + ny * (z + kz - lz))
     }
+
+    /// Entry j of row r in the CUDA port's ELL matrix; None where it is padding (-1).
+    /// `generate_matrix_structure_kernel` walks the 27 neighbours k (dx fastest, each offset
+    /// k % 3 - 1, k / 3 % 3 - 1, k / 9 - 1) keeping the last in-grid neighbour's column for an
+    /// out-of-grid one (its `col` is set only in range, and starts at -1), then sorts the 27 as
+    /// unsigned: the columns ascend with k, and the -1s, one per neighbour before the first in
+    /// the grid, go last.
+    fn ell_column(&self, r: u64, j: u64) -> Option<u64> {
+        let [nx, ny, nz] = self.n;
+        let [x, y, z] = self.coords(r);
+        let inside = |k: u64| {
+            let (dx, dy, dz) = (k % 3, k / 3 % 3, k / 9);
+            x + dx >= 1 && x + dx <= nx && y + dy >= 1 && y + dy <= ny && z + dz >= 1 && z + dz <= nz
+        };
+        // The first neighbour inside: offset 0 along a dimension unless at its low end.
+        let lead = (x == 0) as u64 + 3 * (y == 0) as u64 + 9 * (z == 0) as u64;
+        if j >= ELL_WIDTH - lead {
+            return None;
+        }
+        let mut k = j + lead;
+        while !inside(k) {
+            k -= 1;
+        }
+        let (dx, dy, dz) = (k % 3, k / 3 % 3, k / 9);
+        Some((x + dx - 1) + nx * ((y + dy - 1) + ny * (z + dz - 1)))
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
 enum Kind {
+    /// Reference port: CSR-scalar matvec, one thread per row.
     Matvec { offsets: u64, cols: u64, vals: u64, x: u64, y: u64 },
+    /// Reference port: dot product, one thread per element.
     Dot { a: u64, b: u64, result: u64 },
+    /// CUDA port: `matvec_ell_kernel`, rows `rows`, grid-stride `stride` threads.
+    Ell { cols: u64, coefs: u64, x: u64, y: u64, pitch: u64, rows: u64, stride: u64 },
+    /// CUDA port: `dot_kernel` over `n` elements, grid-stride `stride` threads; partial sums at `partial`.
+    BlockDot { a: u64, b: u64, partial: u64, n: u64, stride: u64 },
+    /// CUDA port: `dot_final_reduce_kernel` over the partial sums at `d`.
+    FinalReduce { d: u64 },
 }
 
 #[derive(Debug, Clone)]
@@ -131,6 +245,9 @@ pub struct MinifeKernel {
 }
 
 pub(super) fn build(p: &MinifeParams, w: &WorkloadConfig, cfg: &Config, page: u64, va: &mut VaAllocator) -> (Vec<KernelSpec>, u64) {
+    if p.cuda {
+        return build_cuda(p, w, cfg, page, va);
+    }
     let (n, nnz) = (p.rows(), p.nnz());
     let (offsets, cols, vals) = (va.alloc((n + 1) * 4, page), va.alloc(nnz * 4, page), va.alloc(nnz * 8, page));
     let [x, r, pv, ap]: [Buffer; 4] = std::array::from_fn(|_| va.alloc(n * 8, page));
@@ -167,12 +284,77 @@ pub(super) fn build(p: &MinifeParams, w: &WorkloadConfig, cfg: &Config, page: u6
     (kernels, offsets.bytes + cols.bytes + vals.bytes + x.bytes + r.bytes)
 }
 
+/// The CUDA port's launches (`cuda/src/cg_solve.hpp`, `Vector_functions.hpp`, `SparseMatrix_functions.hpp`).
+fn build_cuda(p: &MinifeParams, w: &WorkloadConfig, cfg: &Config, page: u64, va: &mut VaAllocator) -> (Vec<KernelSpec>, u64) {
+    let n = p.rows();
+    let pitch = pitch(n);
+    let (cols, coefs) = (va.alloc(ELL_WIDTH * pitch * 4, page), va.alloc(ELL_WIDTH * pitch * 8, page));
+    let [b, x, r, pv, ap]: [Buffer; 5] = std::array::from_fn(|_| va.alloc(n * 8, page));
+    let d = va.alloc(PARTIALS * 8, page);
+    let geo = Geometry { n: [p.nx, p.ny, p.nz] };
+    let special = |name: &'static str, kind: Kind, cta: u32, threads: u64| {
+        let k = MinifeKernel { geo, kind, threads_per_cta: cta as u64, warp_size: cfg.gpu.warp_size, compute: w.compute_cycles };
+        KernelSpec { name, threads, threads_per_cta: cta, gen: KernelGen::Minife(Box::new(k)) }
+    };
+    let grid = grid_threads(n, GRID_CTA, GRID_MAX_CTAS);
+    // w = alpha x + beta y (`waxpby_kernel`: both loaded even when beta is 0).
+    let waxpby = |wv: Buffer, xv: Buffer, yv: Buffer| {
+        let arrays = [xv, yv, wv].iter().map(|b| Array { base: b.base, elem_bytes: 8 }).collect();
+        let body = vec![
+            Step::load(0, Index::HERE),
+            Step::load(1, Index::HERE),
+            Step::Wait,
+            Step::Compute(w.compute_cycles),
+            Step::store(2, Index::HERE),
+        ];
+        let k = GridKernel::new([n, 1, 1], grid, 1, arrays, body);
+        KernelSpec { name: "minife-waxpby", threads: k.threads(), threads_per_cta: GRID_CTA, gen: KernelGen::Grid(k) }
+    };
+    let matvec = || {
+        let kind = Kind::Ell { cols: cols.base, coefs: coefs.base, x: pv.base, y: ap.base, pitch, rows: n, stride: grid };
+        special("minife-matvec", kind, GRID_CTA, grid.min(n))
+    };
+    // `dot`: clear the partial sums (`cudaMemset_custom`: 512-thread CTAs), one per CTA, then their sum.
+    let dot = |a: Buffer, bv: Buffer| {
+        let clear =
+            GridKernel::new([PARTIALS, 1, 1], PARTIALS, 1, vec![Array { base: d.base, elem_bytes: 8 }], vec![Step::store(0, Index::HERE)]);
+        let threads = grid_threads(n, DOT_CTA, PARTIALS);
+        [
+            KernelSpec { name: "minife-memset", threads: PARTIALS, threads_per_cta: MEMSET_CTA, gen: KernelGen::Grid(clear) },
+            special("minife-dot", Kind::BlockDot { a: a.base, b: bv.base, partial: d.base, n, stride: threads }, DOT_CTA, threads),
+            special("minife-dot-final", Kind::FinalReduce { d: d.base }, FINAL_CTA, FINAL_CTA as u64),
+        ]
+    };
+    // cg_solve: p = x, Ap = A p, r = b - Ap, rtrans = dot(r, r); then the iterations.
+    let mut kernels = vec![waxpby(pv, x, x), matvec(), waxpby(r, b, ap)];
+    kernels.extend(dot(r, r));
+    for k in 1..=p.iterations {
+        if k == 1 {
+            kernels.push(waxpby(pv, r, r));
+        } else {
+            kernels.extend(dot(r, r));
+            kernels.push(waxpby(pv, r, pv));
+        }
+        kernels.push(matvec());
+        kernels.extend(dot(ap, pv));
+        kernels.push(waxpby(x, x, pv));
+        kernels.push(waxpby(r, r, ap));
+    }
+    (kernels, cols.bytes + coefs.bytes + b.bytes + x.bytes)
+}
+
 impl MinifeKernel {
     pub fn warp(&self, id: WarpId) -> MinifeWarp {
-        let first_of_cta = id.first_thread % self.threads_per_cta == 0;
-        MinifeWarp { k: self.clone(), r0: id.first_thread, lanes: id.lanes, first_of_cta, entry: 0, phase: 0 }
+        let in_cta = id.first_thread % self.threads_per_cta;
+        MinifeWarp { k: self.clone(), r0: id.first_thread, lanes: id.lanes, in_cta, e: id.first_thread, entry: 0, phase: 0 }
     }
 }
+
+/// The shared-memory reductions' thread counts after each `__syncthreads` (`dot_kernel` with
+/// 512-thread CTAs; `dot_final_reduce_kernel` with 1,024), then the warp-synchronous steps.
+const DOT_SYNCED: [u64; 4] = [256, 128, 64, 32];
+const FINAL_SYNCED: [u64; 5] = [512, 256, 128, 64, 32];
+const WARP_STEPS: usize = 5;
 
 #[derive(Debug, Clone)]
 pub struct MinifeWarp {
@@ -180,8 +362,11 @@ pub struct MinifeWarp {
     /// Row (element) of lane 0.
     r0: u64,
     lanes: u32,
-    first_of_cta: bool,
-    /// Matvec: the current entry of every lane's row.
+    /// The warp's first thread within its CTA.
+    in_cta: u64,
+    /// CUDA port: the grid-stride loop's current row (element) of lane 0.
+    e: u64,
+    /// Matvec: the current entry of every lane's row; the reductions: their step.
     entry: u64,
     phase: u8,
 }
@@ -211,10 +396,140 @@ impl MinifeWarp {
         self.phase - 1
     }
 
+    /// ELL entry `self.entry` of the lanes' rows (from row `self.e`, `m` lanes): the lanes with
+    /// one get `base + (row + entry * pitch) * 8` (`column` false: its value) or `base + col * 8`
+    /// (`column` true: p at its column); `None` if none has one.
+    fn ell_lanes(&self, scratch: &mut [u64; MAX_LANES], m: u64, base: u64, pitch: u64, column: bool) -> Option<Op> {
+        let mut i = 0;
+        for r in self.e..self.e + m {
+            if let Some(col) = self.k.geo.ell_column(r, self.entry) {
+                scratch[i] = base + if column { col } else { r + self.entry * pitch } * 8;
+                i += 1;
+            }
+        }
+        (i > 0).then(|| Op::Mem { kind: MemKind::Load, lanes: super::grid::compact(scratch, i), bytes: 8 })
+    }
+
+    /// A CTA's shared-memory reduction after its loads: for each count in `synced` a
+    /// `__syncthreads` and the step of the warps holding threads below it; the
+    /// warp-synchronous steps (threads < 16, 8, 4, 2, 1: the first warp); thread 0 stores
+    /// the sum at `out`; exit.
+    fn reduce(&mut self, synced: &[u64], out: u64) -> Op {
+        loop {
+            let i = self.entry as usize;
+            self.entry += 1;
+            if i < 2 * synced.len() {
+                if i % 2 == 0 {
+                    return Op::Barrier;
+                }
+                if self.in_cta < synced[i / 2] {
+                    return Op::Compute(self.k.compute);
+                }
+                continue;
+            }
+            let j = i - 2 * synced.len();
+            if self.in_cta != 0 || j > WARP_STEPS {
+                self.entry = self.entry.max((2 * synced.len() + WARP_STEPS + 1) as u64);
+                return Op::Exit;
+            }
+            return if j < WARP_STEPS { Op::Compute(self.k.compute) } else { Self::strided(MemKind::Store, out, 0, 1, 8) };
+        }
+    }
+
     pub fn next(&mut self, scratch: &mut [u64; MAX_LANES]) -> Op {
         let n = self.lanes;
         let c = self.k.compute;
         match self.k.kind {
+            Kind::Ell { cols, coefs, x, y, pitch, rows, stride } => loop {
+                let m = rows.saturating_sub(self.e).min(n as u64);
+                return match self.phase {
+                    0 if m == 0 => {
+                        self.phase = 9;
+                        Op::Exit
+                    }
+                    0 => {
+                        self.phase = 1;
+                        Self::strided(MemKind::Load, cols + (self.e + self.entry * pitch) * 4, 4, m as u32, 4)
+                    }
+                    1 => {
+                        self.phase = 2;
+                        Op::Wait
+                    }
+                    // `if (c != -1)`: the value and p at the column, then the multiply-add.
+                    2 => match self.ell_lanes(scratch, m, coefs, pitch, false) {
+                        Some(op) => {
+                            self.phase = 3;
+                            op
+                        }
+                        None => {
+                            self.phase = 5;
+                            continue;
+                        }
+                    },
+                    3 => {
+                        self.phase = 4;
+                        self.ell_lanes(scratch, m, x, pitch, true).expect("same lanes as the values")
+                    }
+                    4 => {
+                        self.phase = 5;
+                        Op::Compute(c)
+                    }
+                    5 => {
+                        self.entry += 1;
+                        self.phase = if self.entry < ELL_WIDTH { 0 } else { 6 };
+                        continue;
+                    }
+                    6 => {
+                        self.phase = 7;
+                        Op::Wait
+                    }
+                    7 => {
+                        (self.phase, self.entry) = (0, 0);
+                        let op = Self::strided(MemKind::Store, y + self.e * 8, 8, m as u32, 8);
+                        self.e += stride;
+                        op
+                    }
+                    _ => Op::Exit,
+                };
+            },
+            Kind::BlockDot { a, b, partial, n: len, stride } => loop {
+                let m = len.saturating_sub(self.e).min(n as u64) as u32;
+                return match self.phase {
+                    0 if m == 0 => {
+                        self.phase = 4;
+                        continue;
+                    }
+                    0 => {
+                        self.phase = 1;
+                        Self::strided(MemKind::Load, a + self.e * 8, 8, m, 8)
+                    }
+                    1 => {
+                        self.phase = 2;
+                        Self::strided(MemKind::Load, b + self.e * 8, 8, m, 8)
+                    }
+                    2 => {
+                        self.phase = 3;
+                        Op::Wait
+                    }
+                    3 => {
+                        self.phase = 0;
+                        self.e += stride;
+                        Op::Compute(c)
+                    }
+                    _ => self.reduce(&DOT_SYNCED, partial + self.r0 / DOT_CTA as u64 * 8),
+                };
+            },
+            Kind::FinalReduce { d } => match self.phase {
+                0 => {
+                    self.phase = 1;
+                    Self::strided(MemKind::Load, d + self.in_cta * 8, 8, n, 8)
+                }
+                1 => {
+                    self.phase = 2;
+                    Op::Wait
+                }
+                _ => self.reduce(&FINAL_SYNCED, d),
+            },
             Kind::Dot { a, b, result } => match self.step() {
                 0 => Self::strided(MemKind::Load, a + self.r0 * 8, 8, n, 8),
                 1 if a != b => Self::strided(MemKind::Load, b + self.r0 * 8, 8, n, 8),
@@ -224,7 +539,7 @@ impl MinifeWarp {
                 }
                 3 => Op::Compute(c),
                 4 => Op::Compute(self.k.warp_size.max(2).ilog2() * c),
-                5 if self.first_of_cta => Self::strided(MemKind::Store, result, 0, 1, 8),
+                5 if self.in_cta == 0 => Self::strided(MemKind::Store, result, 0, 1, 8),
                 _ => {
                     self.phase = 6;
                     Op::Exit
@@ -279,7 +594,7 @@ mod tests {
             assert_eq!(g.row(r).0, off, "row {r}");
             off += g.row(r).1;
         }
-        let p = MinifeParams { nx: 3, ny: 3, nz: 3, iterations: 1 };
+        let p = MinifeParams { nx: 3, ny: 3, nz: 3, iterations: 1, cuda: false };
         assert_eq!((off, p.nnz()), (343, 343));
         // A 5 x 1 x 1 grid: a tridiagonal matrix.
         let g = Geometry { n: [5, 1, 1] };
@@ -295,6 +610,7 @@ mod tests {
             "workload.minife.ny=4",
             "workload.minife.nz=4",
             "workload.minife.iterations=2",
+            "workload.minife.cuda=false",
         ]);
         let names: Vec<&str> = kernels(&p).iter().map(|k| k.name).collect();
         let it = ["minife-dot", "minife-waxpby", "minife-matvec", "minife-dot", "minife-waxpby", "minife-waxpby"];
@@ -329,11 +645,185 @@ mod tests {
             "workload.minife.ny=64",
             "workload.minife.nz=4",
             "workload.minife.iterations=1",
+            "workload.minife.cuda=false",
         ]);
         let mut order: Vec<usize> = first_touch(&p).iter().map(|&(b, _)| b).collect();
         order.dedup();
         assert_eq!(order[..4], [4, 7, 5, 0]);
         assert_eq!(order[order.len() - 2..], [6, 3]);
         assert!(order[4..order.len() - 2].iter().all(|&b| b == 1 || b == 2));
+    }
+
+    /// The CUDA port's `generate_matrix_structure_kernel` for one row, as written: the 27
+    /// neighbours with `col` kept across out-of-grid ones, sorted as unsigned (-1 = u32::MAX).
+    fn ell_row_reference(g: &Geometry, r: u64) -> Vec<Option<u64>> {
+        let [nx, ny, nz] = g.n;
+        let [x, y, z] = g.coords(r);
+        let mut col = u32::MAX;
+        let mut cols = vec![];
+        for k in 0..27i64 {
+            let (sx, sy, sz) = (k % 3 - 1, k / 3 % 3 - 1, k / 9 - 1);
+            let (ix, iy, iz) = (x as i64 + sx, y as i64 + sy, z as i64 + sz);
+            if (0..nx as i64).contains(&ix) && (0..ny as i64).contains(&iy) && (0..nz as i64).contains(&iz) {
+                col = (ix + nx as i64 * (iy + ny as i64 * iz)) as u32;
+            }
+            cols.push(col);
+        }
+        cols.sort_unstable();
+        cols.iter().map(|&c| (c != u32::MAX).then_some(c as u64)).collect()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn ell_columns_match_the_cuda_generator(nx in 1u64..6, ny in 1u64..6, nz in 1u64..6, r in 0u64..216) {
+            let g = Geometry { n: [nx, ny, nz] };
+            let r = r % (nx * ny * nz);
+            let got: Vec<Option<u64>> = (0..ELL_WIDTH).map(|j| g.ell_column(r, j)).collect();
+            proptest::prop_assert_eq!(got, ell_row_reference(&g, r));
+        }
+    }
+
+    #[test]
+    fn ell_rows_hold_every_coupling_and_repeat_at_the_border() {
+        let g = Geometry { n: [4, 4, 4] };
+        // Corner 0: its first in-grid neighbour is k = 13 (itself), so 13 entries are -1; the 14
+        // others are its 8 couplings, each repeated after the out-of-grid neighbours following it.
+        let cols: Vec<Option<u64>> = (0..27).map(|j| g.ell_column(0, j)).collect();
+        assert_eq!(cols.iter().filter(|c| c.is_none()).count(), 13);
+        let mut distinct: Vec<u64> = cols.iter().flatten().copied().collect();
+        assert_eq!(distinct, [0, 1, 1, 4, 5, 5, 5, 5, 5, 16, 17, 17, 20, 21]);
+        distinct.dedup();
+        assert_eq!(distinct, (0..8).map(|k| g.column(0, k)).collect::<Vec<_>>());
+        // An interior row: the 27 couplings in order, no padding.
+        let r = 1 + 4 * (1 + 4);
+        assert_eq!((0..27).map(|j| g.ell_column(r, j).unwrap()).collect::<Vec<_>>(), (0..27).map(|k| g.column(r, k)).collect::<Vec<_>>());
+    }
+
+    fn cuda(sets: &[&str]) -> crate::workload::Program {
+        let mut all = vec!["workload.kind=minife"];
+        all.extend_from_slice(sets);
+        program(&all)
+    }
+
+    #[test]
+    fn cuda_port_launches_and_footprint() {
+        let p = cuda(&["workload.minife.nx=8", "workload.minife.ny=8", "workload.minife.nz=4", "workload.minife.iterations=2"]);
+        let names: Vec<&str> = kernels(&p).iter().map(|k| k.name).collect();
+        let dot = ["minife-memset", "minife-dot", "minife-dot-final"];
+        let mut want = vec!["minife-waxpby", "minife-matvec", "minife-waxpby"];
+        want.extend(dot);
+        want.extend(["minife-waxpby", "minife-matvec"]); // k = 1: p = r
+        want.extend(dot);
+        want.extend(["minife-waxpby", "minife-waxpby"]);
+        want.extend(dot); // k = 2: rtrans = dot(r, r), p = r + beta p
+        want.extend(["minife-waxpby", "minife-matvec"]);
+        want.extend(dot);
+        want.extend(["minife-waxpby", "minife-waxpby"]);
+        assert_eq!(names, want);
+        // The port's launch sizes, not workload.threads_per_cta.
+        let ks = kernels(&p);
+        let shape: Vec<(u64, u32)> = ks[..6].iter().map(|k| (k.threads, k.threads_per_cta)).collect();
+        assert_eq!(shape, [(256, 256), (256, 256), (256, 256), (1024, 512), (512, 512), (1024, 1024)]);
+        // cols, coefs (27 x pitch 256), b, x, r, p, Ap, the 1,024 partial sums.
+        let bytes: Vec<u64> = p.buffers.iter().map(|b| b.bytes).collect();
+        assert_eq!(bytes, [27 * 256 * 4, 27 * 256 * 8, 2048, 2048, 2048, 2048, 2048, 8192]);
+        let mp = MinifeParams { nx: 8, ny: 8, nz: 4, iterations: 2, cuda: true };
+        assert_eq!(mp.footprint(), bytes.iter().sum::<u64>() as u128);
+    }
+
+    #[test]
+    fn ell_matvec_coalesces_each_entry_and_skips_padding() {
+        let p = cuda(&["workload.minife.nx=8", "workload.minife.ny=8", "workload.minife.nz=4", "workload.minife.iterations=1"]);
+        let b: Vec<u64> = p.buffers.iter().map(|b| b.base).collect();
+        let (cols, coefs, pv, ap) = (b[0], b[1], b[5], b[6]);
+        let g = Geometry { n: [8, 8, 4] };
+        // Warp 2: rows 64..96 (z = 1, every y): entry j's indices are one 128 B line.
+        let mut w = warps(&p, 1).swap_remove(2);
+        let mut s = [0; MAX_LANES];
+        let mut ops = vec![];
+        loop {
+            match w.next(&mut s) {
+                Op::Exit => break,
+                op => ops.push((op, addrs(op, &s))),
+            }
+        }
+        for j in 0..27u64 {
+            let idx = ops.iter().position(|(_, a)| a.first() == Some(&(cols + (64 + j * 256) * 4))).expect("entry j's indices");
+            assert_eq!(ops[idx].1, (64..96).map(|r| cols + (r + j * 256) * 4).collect::<Vec<_>>());
+            assert_eq!(ops[idx + 1].0, Op::Wait);
+            let rows: Vec<u64> = (64..96).filter(|&r| g.ell_column(r, j).is_some()).collect();
+            assert_eq!(ops[idx + 2].1, rows.iter().map(|&r| coefs + (r + j * 256) * 8).collect::<Vec<_>>());
+            assert_eq!(ops[idx + 3].1, rows.iter().map(|&r| pv + g.ell_column(r, j).unwrap() * 8).collect::<Vec<_>>());
+        }
+        let (last, lanes) = ops.last().unwrap();
+        assert!(matches!(last, Op::Mem { kind: MemKind::Store, .. }));
+        assert_eq!(*lanes, (64..96).map(|r| ap + r * 8).collect::<Vec<_>>());
+        // Warp 0 holds rows of z = 0 only: each lacks at least the 9 neighbours below it, so
+        // entries 18.. are padding in every lane, and only the index load and its wait issue.
+        let shape = op_shape(&all_ops(&mut warps(&p, 1)[0]));
+        assert_eq!(shape, format!("{}{}wm", "mwmmc".repeat(18), "mw".repeat(9)));
+    }
+
+    #[test]
+    fn dot_reduces_its_cta_over_four_barriers_and_the_final_kernel_over_five() {
+        // 4 x 4 x 4 = 64 elements: one 512-thread CTA; lanes past 64 load nothing.
+        let p = cuda(&["workload.minife.nx=4", "workload.minife.ny=4", "workload.minife.nz=4"]);
+        let b: Vec<u64> = p.buffers.iter().map(|b| b.base).collect();
+        let (r, d) = (b[4], b[7]);
+        // Launch 3 clears the partial sums, 4 is dot(r, r), 5 the final reduction.
+        assert_eq!(mem_ops(&mut warps(&p, 3)[16]), [(MemKind::Store, (512..544).map(|i| d + 8 * i).collect())]);
+        let mut ws = warps(&p, 4);
+        assert_eq!(ws.len(), 16);
+        let shapes: Vec<String> = ws.iter_mut().map(|w| op_shape(&all_ops(w))).collect();
+        // Warp 0: loads r twice (x.coefs and y.coefs), waits, adds; four barriers, each followed by
+        // its step; five warp-synchronous steps; thread 0 stores the CTA's sum.
+        assert_eq!(shapes[0], format!("mmwc{}{}m", "bc".repeat(4), "c".repeat(5)));
+        assert_eq!(shapes[1], "mmwcbcbcbcb"); // threads 32..64: steps for t < 256, 128, 64
+        assert_eq!(shapes[2], "bcbcbb"); // threads 64..96: no element; steps for t < 256, 128
+        assert_eq!(shapes[4], "bcbbb");
+        assert_eq!(shapes[8], "bbbb");
+        assert_eq!(mem_ops(&mut warps(&p, 4)[0])[2], (MemKind::Store, vec![d]));
+        assert_eq!(
+            mem_ops(&mut warps(&p, 4)[1])[..2],
+            [(MemKind::Load, (32..64).map(|i| r + 8 * i).collect::<Vec<_>>()), (MemKind::Load, (32..64).map(|i| r + 8 * i).collect())]
+        );
+        // The final kernel: one CTA of 1,024 threads, each loads a partial sum; five barriers.
+        let mut fin = warps(&p, 5);
+        assert_eq!(fin.len(), 32);
+        assert_eq!(op_shape(&all_ops(&mut fin[0])), format!("mw{}{}m", "bc".repeat(5), "c".repeat(5)));
+        assert_eq!(op_shape(&all_ops(&mut fin[16])), "mwbbbbb");
+        assert_eq!(mem_ops(&mut fin[31]), [(MemKind::Load, (992..1024).map(|i| d + 8 * i).collect())]);
+    }
+
+    #[test]
+    fn grid_stride_beyond_the_port_grid_caps() {
+        // 1,024 CTAs of 512 threads cover 524,288 elements: with 64 x 64 x 256 = 1 M the dot's
+        // threads stride over two elements each.
+        let p = cuda(&["workload.minife.nx=64", "workload.minife.ny=64", "workload.minife.nz=256", "workload.minife.iterations=1"]);
+        let k = kernels(&p);
+        assert_eq!((k[4].threads, k[4].threads_per_cta), (524_288, 512));
+        let r = p.buffers[4].base;
+        let loads: Vec<u64> = mem_ops(&mut warps(&p, 4)[3]).iter().filter(|(k, _)| *k == MemKind::Load).map(|(_, a)| a[0]).collect();
+        assert_eq!(loads, [r + 96 * 8, r + 96 * 8, r + (96 + 524_288) * 8, r + (96 + 524_288) * 8]);
+        // waxpby and matvec: 32,768 CTAs of 256 threads = 8,388,608 > 1 M elements: one each.
+        assert_eq!((k[0].threads, k[1].threads), (1 << 20, 1 << 20));
+    }
+
+    #[test]
+    fn cuda_port_refuses_a_gpu_too_small_for_its_final_cta() {
+        let cfg =
+            crate::config::resolve(&[] as &[crate::config::Source], &["workload.kind=minife".into(), "gpu.max_warps_per_sm=16".into()]);
+        let e = cfg.expect_err("1,024 threads need 32 warps");
+        assert!(e.to_string().contains("workload.minife.cuda"), "{e}");
+        let ok = crate::config::resolve(
+            &[] as &[crate::config::Source],
+            &[
+                "workload.kind=minife".into(),
+                "gpu.max_warps_per_sm=16".into(),
+                "workload.minife.cuda=false".into(),
+                "workload.threads_per_cta=256".into(),
+            ],
+        );
+        assert!(ok.is_ok());
     }
 }
