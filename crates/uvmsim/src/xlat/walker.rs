@@ -98,6 +98,10 @@ impl WalkSampler {
 pub struct Walker {
     /// Per thread, the busy intervals [start, end) of its walks not yet over, sorted and disjoint.
     threads: Vec<Vec<(Ps, Ps)>>,
+    /// Each thread's first two busy intervals (`threads[i][..2]`; unset where it has fewer), side
+    /// by side: a saturated pool's walk examines every thread, and most threads' answer follows
+    /// from these without reading their list (most hold one or two intervals).
+    heads: Vec<[(Ps, Ps); 2]>,
     /// Queue slots (threads + queue depth), each held from a walk's admission to its end.
     slots: Outstanding,
     /// Per-level PWCs, index = level (2..=levels); empty with a unified PWC.
@@ -124,6 +128,7 @@ impl Walker {
         let cache = || SetAssoc::new(c.pwc_entries as usize, c.pwc_ways as usize, Replacement::Lru);
         Walker {
             threads: vec![Vec::new(); c.threads as usize],
+            heads: vec![[(0, 0); 2]; c.threads as usize],
             // In usize: a u32 sum would wrap for a queue depth near u32::MAX (release builds) and leave almost no slots.
             slots: Outstanding::new(c.threads as usize + c.queue_depth as usize),
             pwc: (0..=levels).map(|l| (l >= 2 && c.pwc_entries > 0 && !unified).then(cache)).collect(),
@@ -212,11 +217,42 @@ impl Walker {
             let d = self.pwc_latency + (first - leaf + 1) as Ps * self.level_latency;
             let mut best = (usize::MAX, Ps::MAX);
             for (i, th) in self.threads.iter_mut().enumerate() {
-                if th.first().is_some_and(|&(_, e)| e <= floor) {
+                let head = &mut self.heads[i];
+                if !th.is_empty() && head[0].1 <= floor {
                     let n = th.partition_point(|&(_, e)| e <= floor);
                     th.drain(..n);
+                    *head = heads_of(th);
                 }
-                let s = gap(th, admitted, d);
+                debug_assert_eq!(*head, heads_of(th), "a thread's heads are its first intervals");
+                // `gap(th, admitted, d)`, from the first interval ending after `admitted` when it is
+                // one of the two held here: intervals are disjoint and sorted, so their ends are too.
+                let n = th.len();
+                let k = if n == 0 || head[0].1 > admitted {
+                    0
+                } else if n >= 2 && head[1].1 > admitted {
+                    1
+                } else if n <= 2 {
+                    n // none ends after `admitted`: free from then on
+                } else {
+                    usize::MAX // not known here
+                };
+                let s = if k == n {
+                    admitted
+                } else if k == usize::MAX {
+                    gap(th, admitted, d)
+                } else {
+                    let (a, e) = head[k];
+                    if admitted + d <= a {
+                        admitted
+                    } else if e >= best.1 {
+                        // It starts at e or later: no earlier than the best so far (ties keep the lower thread).
+                        continue;
+                    } else if k + 1 == n {
+                        e
+                    } else {
+                        gap(th, admitted, d)
+                    }
+                };
                 if s < best.1 {
                     best = (i, s);
                     if s == admitted {
@@ -241,6 +277,7 @@ impl Walker {
         }
         if let Some(th) = self.threads.get_mut(slot) {
             book(th, start, time);
+            self.heads[slot] = heads_of(th);
             self.slots.push_interval(admitted, time);
         }
         self.last_wait = start - t;
@@ -318,6 +355,12 @@ fn gap(busy: &[(Ps, Ps)], t: Ps, d: Ps) -> Ps {
         s = s.max(e);
     }
     s
+}
+
+/// The first two intervals of `busy`, (0, 0) where it has fewer.
+#[inline]
+fn heads_of(busy: &[(Ps, Ps)]) -> [(Ps, Ps); 2] {
+    [busy.first().copied().unwrap_or_default(), busy.get(1).copied().unwrap_or_default()]
 }
 
 /// Mark [s, e) busy in `busy` (sorted, disjoint), merging it with the intervals it touches so
