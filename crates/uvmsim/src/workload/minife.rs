@@ -254,23 +254,9 @@ pub(super) fn build(p: &MinifeParams, w: &WorkloadConfig, cfg: &Config, page: u6
     let results = va.alloc(16, page);
     let geo = Geometry { n: [p.nx, p.ny, p.nz] };
     let tpc = w.threads_per_cta;
-    let special = |name: &'static str, kind: Kind| {
-        let k = MinifeKernel { geo, kind, threads_per_cta: tpc as u64, warp_size: cfg.gpu.warp_size, compute: w.compute_cycles };
-        KernelSpec { name, threads: n, threads_per_cta: tpc, gen: KernelGen::Minife(Box::new(k)) }
-    };
+    let special = |name, kind| spec(name, geo, kind, tpc, n, w, cfg);
     // w = x + s * y.
-    let waxpby = |wv: Buffer, xv: Buffer, yv: Buffer| {
-        let arrays = [xv, yv, wv].iter().map(|b| Array { base: b.base, elem_bytes: 8 }).collect();
-        let body = vec![
-            Step::load(0, Index::HERE),
-            Step::load(1, Index::HERE),
-            Step::Wait,
-            Step::Compute(w.compute_cycles),
-            Step::store(2, Index::HERE),
-        ];
-        let k = GridKernel::new([n, 1, 1], n, 1, arrays, body);
-        KernelSpec { name: "minife-waxpby", threads: k.threads(), threads_per_cta: tpc, gen: KernelGen::Grid(k) }
-    };
+    let waxpby = |wv, xv, yv| waxpby(n, n, tpc, w.compute_cycles, [xv, yv, wv]);
     let matvec = Kind::Matvec { offsets: offsets.base, cols: cols.base, vals: vals.base, x: pv.base, y: ap.base };
     let mut kernels = vec![];
     for _ in 0..p.iterations {
@@ -284,6 +270,22 @@ pub(super) fn build(p: &MinifeParams, w: &WorkloadConfig, cfg: &Config, page: u6
     (kernels, offsets.bytes + cols.bytes + vals.bytes + x.bytes + r.bytes)
 }
 
+/// A launch of one of this module's own kernels.
+fn spec(name: &'static str, geo: Geometry, kind: Kind, cta: u32, threads: u64, w: &WorkloadConfig, cfg: &Config) -> KernelSpec {
+    let k = MinifeKernel { geo, kind, threads_per_cta: cta as u64, warp_size: cfg.gpu.warp_size, compute: w.compute_cycles };
+    KernelSpec { name, threads, threads_per_cta: cta, gen: KernelGen::Minife(Box::new(k)) }
+}
+
+/// `w = alpha x + beta y` over `n` elements by `threads` threads (grid-stride) in `cta`-thread
+/// CTAs, on the engine: load x and y, wait, compute, store w. `xyw` = [x, y, w].
+fn waxpby(n: u64, threads: u64, cta: u32, compute: u32, xyw: [Buffer; 3]) -> KernelSpec {
+    let arrays = xyw.iter().map(|b| Array { base: b.base, elem_bytes: 8 }).collect();
+    let body =
+        vec![Step::load(0, Index::HERE), Step::load(1, Index::HERE), Step::Wait, Step::Compute(compute), Step::store(2, Index::HERE)];
+    let k = GridKernel::new([n, 1, 1], threads, 1, arrays, body);
+    KernelSpec { name: "minife-waxpby", threads: k.threads(), threads_per_cta: cta, gen: KernelGen::Grid(k) }
+}
+
 /// The CUDA port's launches (`cuda/src/cg_solve.hpp`, `Vector_functions.hpp`, `SparseMatrix_functions.hpp`).
 fn build_cuda(p: &MinifeParams, w: &WorkloadConfig, cfg: &Config, page: u64, va: &mut VaAllocator) -> (Vec<KernelSpec>, u64) {
     let n = p.rows();
@@ -292,24 +294,10 @@ fn build_cuda(p: &MinifeParams, w: &WorkloadConfig, cfg: &Config, page: u64, va:
     let [b, x, r, pv, ap]: [Buffer; 5] = std::array::from_fn(|_| va.alloc(n * 8, page));
     let d = va.alloc(PARTIALS * 8, page);
     let geo = Geometry { n: [p.nx, p.ny, p.nz] };
-    let special = |name: &'static str, kind: Kind, cta: u32, threads: u64| {
-        let k = MinifeKernel { geo, kind, threads_per_cta: cta as u64, warp_size: cfg.gpu.warp_size, compute: w.compute_cycles };
-        KernelSpec { name, threads, threads_per_cta: cta, gen: KernelGen::Minife(Box::new(k)) }
-    };
+    let special = |name, kind, cta, threads| spec(name, geo, kind, cta, threads, w, cfg);
     let grid = grid_threads(n, GRID_CTA, GRID_MAX_CTAS);
     // w = alpha x + beta y (`waxpby_kernel`: both loaded even when beta is 0).
-    let waxpby = |wv: Buffer, xv: Buffer, yv: Buffer| {
-        let arrays = [xv, yv, wv].iter().map(|b| Array { base: b.base, elem_bytes: 8 }).collect();
-        let body = vec![
-            Step::load(0, Index::HERE),
-            Step::load(1, Index::HERE),
-            Step::Wait,
-            Step::Compute(w.compute_cycles),
-            Step::store(2, Index::HERE),
-        ];
-        let k = GridKernel::new([n, 1, 1], grid, 1, arrays, body);
-        KernelSpec { name: "minife-waxpby", threads: k.threads(), threads_per_cta: GRID_CTA, gen: KernelGen::Grid(k) }
-    };
+    let waxpby = |wv, xv, yv| waxpby(n, grid, GRID_CTA, w.compute_cycles, [xv, yv, wv]);
     let matvec = || {
         let kind = Kind::Ell { cols: cols.base, coefs: coefs.base, x: pv.base, y: ap.base, pitch, rows: n, stride: grid };
         special("minife-matvec", kind, GRID_CTA, grid.min(n))
