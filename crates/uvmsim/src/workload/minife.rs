@@ -134,8 +134,10 @@ impl MinifeParams {
 
 /// Entries per ELL row (`A.reserve_space(nrows, 27)`).
 const ELL_WIDTH: u64 = 27;
-/// Partial sums of `dot_kernel` (its grid is at most 1,024 CTAs; `d` has 1,024 entries).
+/// Partial sums `dot` keeps (`d`, a 1,024-entry vector: one per `dot_kernel` CTA).
 const PARTIALS: u64 = 1024;
+/// `dot_kernel`'s grid cap (`NUM_BLOCKS = min(1024, ...)`).
+const DOT_MAX_CTAS: u64 = 1024;
 /// CTA sizes and grid caps of the CUDA port's launches.
 /// `waxpby` and `matvec` (`BLOCK_SIZE` 256, `MAX_BLOCKS` 32768 in both).
 const GRID_CTA: u32 = 256;
@@ -194,6 +196,13 @@ impl Geometry {
         (x + kx - lx) + nx * ((y + ky - ly) + ny * (z + kz - lz))
     }
 
+    /// Entries of row r in the CUDA port's ELL matrix that are not padding (-1): 27 less the
+    /// neighbours before its first in the grid (offset 0 along a dimension at its low end, else -1).
+    fn ell_len(&self, r: u64) -> u64 {
+        let [x, y, z] = self.coords(r);
+        ELL_WIDTH - ((x == 0) as u64 + 3 * (y == 0) as u64 + 9 * (z == 0) as u64)
+    }
+
     /// Entry j of row r in the CUDA port's ELL matrix; None where it is padding (-1).
     /// `generate_matrix_structure_kernel` walks the 27 neighbours k (dx fastest, each offset
     /// k % 3 - 1, k / 3 % 3 - 1, k / 9 - 1) keeping the last in-grid neighbour's column for an
@@ -201,18 +210,17 @@ impl Geometry {
     /// unsigned: the columns ascend with k, and the -1s, one per neighbour before the first in
     /// the grid, go last.
     fn ell_column(&self, r: u64, j: u64) -> Option<u64> {
+        let len = self.ell_len(r);
+        if j >= len {
+            return None;
+        }
         let [nx, ny, nz] = self.n;
         let [x, y, z] = self.coords(r);
         let inside = |k: u64| {
             let (dx, dy, dz) = (k % 3, k / 3 % 3, k / 9);
             x + dx >= 1 && x + dx <= nx && y + dy >= 1 && y + dy <= ny && z + dz >= 1 && z + dz <= nz
         };
-        // The first neighbour inside: offset 0 along a dimension unless at its low end.
-        let lead = (x == 0) as u64 + 3 * (y == 0) as u64 + 9 * (z == 0) as u64;
-        if j >= ELL_WIDTH - lead {
-            return None;
-        }
-        let mut k = j + lead;
+        let mut k = j + ELL_WIDTH - len;
         while !inside(k) {
             k -= 1;
         }
@@ -306,7 +314,7 @@ fn build_cuda(p: &MinifeParams, w: &WorkloadConfig, cfg: &Config, page: u64, va:
     let dot = |a: Buffer, bv: Buffer| {
         let clear =
             GridKernel::new([PARTIALS, 1, 1], PARTIALS, 1, vec![Array { base: d.base, elem_bytes: 8 }], vec![Step::store(0, Index::HERE)]);
-        let threads = grid_threads(n, DOT_CTA, PARTIALS);
+        let threads = grid_threads(n, DOT_CTA, DOT_MAX_CTAS);
         [
             KernelSpec { name: "minife-memset", threads: PARTIALS, threads_per_cta: MEMSET_CTA, gen: KernelGen::Grid(clear) },
             special("minife-dot", Kind::BlockDot { a: a.base, b: bv.base, partial: d.base, n, stride: threads }, DOT_CTA, threads),
@@ -390,8 +398,14 @@ impl MinifeWarp {
     fn ell_lanes(&self, scratch: &mut [u64; MAX_LANES], m: u64, base: u64, pitch: u64, column: bool) -> Option<Op> {
         let mut i = 0;
         for r in self.e..self.e + m {
-            if let Some(col) = self.k.geo.ell_column(r, self.entry) {
-                scratch[i] = base + if column { col } else { r + self.entry * pitch } * 8;
+            // The value needs only the entry to exist; p needs its column.
+            let at = if column {
+                self.k.geo.ell_column(r, self.entry)
+            } else {
+                (self.entry < self.k.geo.ell_len(r)).then_some(r + self.entry * pitch)
+            };
+            if let Some(at) = at {
+                scratch[i] = base + at * 8;
                 i += 1;
             }
         }
@@ -417,7 +431,6 @@ impl MinifeWarp {
             }
             let j = i - 2 * synced.len();
             if self.in_cta != 0 || j > WARP_STEPS {
-                self.entry = self.entry.max((2 * synced.len() + WARP_STEPS + 1) as u64);
                 return Op::Exit;
             }
             return if j < WARP_STEPS { Op::Compute(self.k.compute) } else { Self::strided(MemKind::Store, out, 0, 1, 8) };
