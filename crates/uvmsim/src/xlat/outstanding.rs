@@ -12,8 +12,6 @@
 //! after it (on titan-v's stream, 25 K of 27.8 K full L1-TLB admissions came
 //! out of order).
 
-use std::collections::VecDeque;
-
 use crate::sim::Ps;
 
 /// Events per chunk before it is split in two.
@@ -69,10 +67,16 @@ pub struct Outstanding {
     cap: i64,
     /// The intervals' admissions and ends as time-ordered events in chunks (every event of a
     /// chunk at or before every event of the next): the slots held at `t` are the deltas'
-    /// sum up to `t`. Chunks over before the engine's time are dropped.
-    chunks: VecDeque<Chunk>,
-    /// Each chunk's last key (searched without touching the chunks).
-    lasts: VecDeque<u64>,
+    /// sum up to `t`. Chunks over before the engine's time are dropped: those before `head`
+    /// are gone (removed in bulk, so that dropping one is not a shift of the rest, and a plain
+    /// slice is searched rather than a ring's two).
+    chunks: Vec<Chunk>,
+    /// Each chunk's last key (searched without touching the chunks); the same indices.
+    lasts: Vec<u64>,
+    /// The first chunk not dropped.
+    head: usize,
+    /// Event lists of dropped chunks, reused by splits.
+    spare: Vec<Vec<u64>>,
     /// The deltas' sum over every event, dropped ones included.
     total: i64,
     /// Ends in the chunks: no more slots are held at any time from the floor on.
@@ -93,7 +97,18 @@ impl Outstanding {
         // Nothing is reserved up front: a large configured count (MSHRs, a walker queue) must not
         // allocate before the run starts.
         let cap = cap.clamp(1, i64::MAX as usize) as i64;
-        Outstanding { cap, chunks: VecDeque::new(), lasts: VecDeque::new(), total: 0, ends: 0, pending: None, full: (0, 0), full_waits: 0 }
+        Outstanding {
+            cap,
+            chunks: Vec::new(),
+            lasts: Vec::new(),
+            head: 0,
+            spare: Vec::new(),
+            total: 0,
+            ends: 0,
+            pending: None,
+            full: (0, 0),
+            full_waits: 0,
+        }
     }
 
     /// The first event after `t` (after every event at `t`) as (chunk, index in it; the chunk
@@ -102,13 +117,14 @@ impl Outstanding {
     #[inline]
     fn locate(&self, t: Ps) -> (usize, usize, i64) {
         let k = key(t, true);
+        let chunks = &self.chunks[self.head..];
         let mut after = 0i64;
-        let mut c = self.chunks.len();
-        while c > 0 && self.chunks[c - 1].ev.first().is_some_and(|&f| f > k) {
+        let mut c = chunks.len();
+        while c > 0 && chunks[c - 1].ev.first().is_some_and(|&f| f > k) {
             c -= 1;
-            after += self.chunks[c].sum;
+            after += chunks[c].sum;
         }
-        let Some(ch) = c.checked_sub(1).map(|p| &self.chunks[p]) else {
+        let Some(ch) = c.checked_sub(1).map(|p| &chunks[p]) else {
             return (0, 0, self.total - after);
         };
         let mut i = ch.ev.len();
@@ -137,10 +153,20 @@ impl Outstanding {
     pub fn admit(&mut self, t: Ps, floor: Ps) -> Ps {
         // Chunks over by the floor are dropped, but the last (insertions need one).
         let kf = key(floor, true);
-        while self.chunks.len() > 1 && self.lasts[0] <= kf {
-            let ch = self.chunks.pop_front().expect("more than one chunk");
-            self.lasts.pop_front();
+        while self.chunks.len() - self.head > 1 && self.lasts[self.head] <= kf {
+            let ch = &mut self.chunks[self.head];
             self.ends -= ch.ev.iter().filter(|&&k| k & 1 == 1).count();
+            let ev = std::mem::take(&mut ch.ev);
+            if self.spare.len() < 64 {
+                self.spare.push(ev);
+            }
+            self.head += 1;
+        }
+        // The dropped chunks go in bulk once they are as many as those left (amortised O(1) each).
+        if self.head >= 16 && 2 * self.head >= self.chunks.len() {
+            self.chunks.drain(..self.head);
+            self.lasts.drain(..self.head);
+            self.head = 0;
         }
         if self.ends < self.cap as usize {
             return t;
@@ -175,7 +201,7 @@ impl Outstanding {
     /// first event after which the count is below the capacity.
     fn first_below_cap(&mut self, c: usize, i: usize, mut run: i64) -> Option<Ps> {
         let cap = self.cap;
-        for (n, ch) in self.chunks.range_mut(c..).enumerate().map(|(j, ch)| (c + j, ch)) {
+        for (n, ch) in self.chunks[self.head + c..].iter_mut().enumerate().map(|(j, ch)| (c + j, ch)) {
             let from = if n == c { i } else { 0 };
             if from == 0 && run + ch.min() >= cap {
                 run += ch.sum;
@@ -208,19 +234,19 @@ impl Outstanding {
     }
 
     fn insert(&mut self, k: u64) {
-        if self.chunks.is_empty() {
-            self.chunks.push_back(Chunk::new(vec![]));
-            self.lasts.push_back(0);
+        if self.chunks.len() == self.head {
+            self.chunks.push(Chunk::new(vec![]));
+            self.lasts.push(0);
         }
         // The first chunk whose last event sorts after this one, else the last chunk. Most
         // events come at or near the latest time: looked for from the back.
-        let n = self.chunks.len();
+        let (h, n) = (self.head, self.chunks.len());
         let mut c = n - 1;
-        while c > 0 && self.lasts[c - 1] > k && c + 4 > n {
+        while c > h && self.lasts[c - 1] > k && c + 4 > n {
             c -= 1;
         }
-        if c > 0 && self.lasts[c - 1] > k {
-            c = self.lasts.partition_point(|&l| l <= k);
+        if c > h && self.lasts[c - 1] > k {
+            c = h + self.lasts[h..].partition_point(|&l| l <= k);
         }
         let ch = &mut self.chunks[c];
         let mut at = ch.ev.len();
@@ -237,7 +263,11 @@ impl Outstanding {
         ch.stale = true;
         self.total += d;
         if ch.ev.len() > 2 * CHUNK {
-            let next = Chunk::new(ch.ev.split_off(CHUNK));
+            let mut tail = self.spare.pop().unwrap_or_default();
+            tail.clear();
+            tail.extend_from_slice(&ch.ev[CHUNK..]);
+            ch.ev.truncate(CHUNK);
+            let next = Chunk::new(tail);
             ch.sum -= next.sum;
             self.lasts[c] = *ch.ev.last().expect("non-empty");
             self.lasts.insert(c + 1, *next.ev.last().expect("non-empty"));
@@ -310,7 +340,7 @@ mod tests {
         assert_eq!(o.full_waits, 0);
         // Once they are over, the intervals are dropped (but the last chunk).
         assert_eq!(o.admit_pending(2_000_000, 2_000_000), 2_000_000);
-        assert!(o.chunks.iter().map(|c| c.ev.len()).sum::<usize>() <= 2 * CHUNK);
+        assert!(o.chunks[o.head..].iter().map(|c| c.ev.len()).sum::<usize>() <= 2 * CHUNK);
     }
 
     /// Reference: every interval kept; a request at `t` is admitted at the earliest `s` ≥ `t`
@@ -359,6 +389,35 @@ mod tests {
         }
     }
 
+    #[test]
+    fn dropped_chunks_are_removed_in_bulk_and_their_lists_reused() {
+        // A long run whose engine time keeps up: chunks are dropped at the front, removed in bulk
+        // (the head goes back to 0) and their lists reused, and the admissions still match the
+        // reference.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        let reqs: Vec<(Ps, Ps, Ps)> = (0..3000).map(|_| (rnd(40), rnd(600), 1 + rnd(120))).collect();
+        let mut o = Outstanding::new(3);
+        let (mut now, mut got, mut asked, mut compacted, mut reused) = (0, vec![], vec![], false, false);
+        for &(step, ahead, d) in &reqs {
+            now += step;
+            let (head, spare) = (o.head, o.spare.len());
+            let s = o.admit_pending(now + ahead, now);
+            compacted |= o.head < head;
+            o.push(s + d);
+            reused |= o.spare.len() < spare;
+            got.push(s);
+            asked.push((now + ahead, d));
+        }
+        assert!(compacted && reused && o.full_waits > 0);
+        assert_eq!(got, reference(&asked, 3));
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(24))]
         /// Long backlogs (many chunks; the engine's time creeping): the known-full stretch and
@@ -369,7 +428,7 @@ mod tests {
             cap in 1usize..4,
         ) {
             let (o, got, asked) = drive(cap, &reqs);
-            prop_assert!(o.chunks.len() > 2);
+            prop_assert!(o.chunks.len() - o.head > 2);
             prop_assert_eq!(got, reference(&asked, cap));
         }
     }
