@@ -16,7 +16,7 @@ use crate::stats::Metrics;
 use crate::uvm::evict::{EvictionGranularity, EvictionPolicy, LruRecency};
 use crate::uvm::ppr::Ppr;
 use crate::uvm::prefetch::PrefetchPolicy;
-use crate::uvm::{Next, Uvm};
+use crate::uvm::{Next, Uvm, UvmConfig};
 use crate::workload::trace::{Record, TraceReader};
 use crate::workload::{self, HostOp, Program};
 use crate::xlat::shootdown::Shootdown;
@@ -920,10 +920,11 @@ fn baselines(cfg: &Config, managed_ps: Ps, m: &mut Metrics) -> Result<(), SimErr
     legacy.workload.managed = false;
     legacy.workload.memcpy_inputs = true;
     legacy.workload.memcpy_outputs = true;
-    legacy.uvm.baselines = false;
-    legacy.uvm.records = false;
-    let l = simulate(&legacy)?;
-    let (copy, kernel) = (l.get("time.memcpy_ns").unwrap_or(0.0), l.get("time.kernel_ns").unwrap_or(0.0));
+    // A program without managed memory never reaches the UVM driver, and the GPU reads its `[uvm]` options only
+    // on a fault or for managed pages: the section is reset so that every managed variant of one system and
+    // workload (fault modes, prefetchers, eviction, oversubscription) has one baseline, simulated once per process.
+    legacy.uvm = UvmConfig::default();
+    let (copy, kernel) = legacy_times(&legacy)?;
     let copy_then_execute = copy + kernel;
     let ideal = copy.max(kernel);
     let managed = managed_ps as f64 / PS_PER_NS as f64;
@@ -932,6 +933,36 @@ fn baselines(cfg: &Config, managed_ps: Ps, m: &mut Metrics) -> Result<(), SimErr
     m.float("baseline.slowdown_vs_copy", if copy_then_execute > 0.0 { managed / copy_then_execute } else { 0.0 });
     m.float("baseline.slowdown_vs_ideal", if ideal > 0.0 { managed / ideal } else { 0.0 });
     Ok(())
+}
+
+/// Copy-then-execute runs already simulated in this process, by configuration: a sweep's or an experiment's
+/// managed runs of one workload differ only in `[uvm]`, so a worker process simulates their baseline once.
+static LEGACY_TIMES: std::sync::Mutex<Vec<(Config, (f64, f64))>> = std::sync::Mutex::new(Vec::new());
+
+/// At most this many baselines are kept (the oldest goes first); a config is a few KiB.
+const LEGACY_TIMES_KEPT: usize = 64;
+
+/// The copy and kernel times (ns) of the device-memory run `legacy`, from [`LEGACY_TIMES`] when it was simulated
+/// before. Replays of trace files are always simulated (the file may have changed since).
+fn legacy_times(legacy: &Config) -> Result<(f64, f64), SimError> {
+    use workload::WorkloadKind as K;
+    let memo = !matches!(legacy.workload.kind, K::Trace | K::WarpTrace | K::Accelsim);
+    if memo {
+        let kept = LEGACY_TIMES.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, t)) = kept.iter().find(|(c, _)| c == legacy) {
+            return Ok(*t);
+        }
+    }
+    let l = simulate(legacy)?;
+    let t = (l.get("time.memcpy_ns").unwrap_or(0.0), l.get("time.kernel_ns").unwrap_or(0.0));
+    if memo {
+        let mut kept = LEGACY_TIMES.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() >= LEGACY_TIMES_KEPT {
+            kept.remove(0);
+        }
+        kept.push((legacy.clone(), t));
+    }
+    Ok(t)
 }
 
 /// The event loop's limits from the run-control section of the configuration.

@@ -295,6 +295,48 @@ fn managed_runs_report_legacy_baselines() {
     assert!(y.get("baseline.copy_then_execute_ns").is_none());
 }
 
+/// The baselines' device-memory run is simulated with `[uvm]` at its defaults (and once per process for one
+/// system and workload): a program without managed memory must not depend on that section. Checked here on
+/// the device-memory form of managed runs whose `[uvm]` is far from the defaults: every metric of the GPU, the
+/// link and the clock is the same with the section as given and at its defaults.
+#[test]
+fn a_device_memory_run_does_not_read_the_uvm_section() {
+    let uvm = [
+        "workload.managed=true",
+        "uvm.fault_mode=\"blocking\"",
+        "uvm.stall_warp_on_fault=true",
+        "uvm.cost_model=\"polled\"",
+        "uvm.prefetch.policy=\"locality\"",
+        "uvm.oversubscription=2",
+        "uvm.eviction.policy=\"lru\"",
+        "uvm.eviction.granularity=\"page\"",
+        "uvm.eviction.lru_recency=\"access\"",
+        "uvm.eviction.write_back=\"dirty\"",
+        "uvm.utlb_fault_limit=1",
+        "uvm.thrashing.enable=false",
+    ];
+    let workloads: [&[&str]; 3] = [
+        &["workload.kind=stream", "workload.stream.elements=65536"],
+        &["workload.kind=tiled-gemm", "workload.tiled_gemm.n=128"],
+        &["workload.kind=stencil3d", "workload.stencil3d.nx=64", "workload.stencil3d.ny=64", "workload.stencil3d.nz=8"],
+    ];
+    for w in workloads {
+        let mut given = cfg(&[&["gpu.sms=4"], w, &uvm[..]].concat());
+        (given.workload.managed, given.workload.memcpy_inputs, given.workload.memcpy_outputs) = (false, true, true);
+        let mut defaults = given.clone();
+        defaults.uvm = Default::default();
+        assert_ne!(given.uvm, defaults.uvm);
+        let (a, b) = (simulate(&given).unwrap(), simulate(&defaults).unwrap());
+        // Not `uvm.*` (they report the section's settings, e.g. GPU memory) nor the host's wall clock.
+        let timing = |x: &Metrics| -> Vec<(String, f64)> {
+            let keep = |k: &str| !k.starts_with("uvm.") && !uvmsim::stats::WALL_CLOCK_METRICS.contains(&k);
+            x.0.iter().filter(|(k, _)| keep(k)).map(|(k, v)| (k.clone(), v.as_f64())).collect()
+        };
+        assert!(m(&a, "time.memcpy_ns") > 0.0 && m(&a, "time.kernel_ns") > 0.0, "{w:?}");
+        assert_eq!(timing(&a), timing(&b), "{w:?}");
+    }
+}
+
 /// Prefetching on a managed streaming kernel: every policy brings pages ahead
 /// of their faults, so fewer faults and batches; the migrated data is the same
 /// footprint, and most prefetched pages are used.
