@@ -58,6 +58,7 @@ WORKLOADS: dict[str, list[str]] = {
     "strided": ["workload.strided.threads=4096", "workload.strided.stride_elements=1024", "workload.strided.repeats=2"],
     "tiled-gemm": ["workload.tiled_gemm.n=256"],
     "blas-gemm": ["workload.blas_gemm.n=512"],
+    "parboil-sgemm": ["workload.parboil_sgemm.m=256", "workload.parboil_sgemm.n=160", "workload.parboil_sgemm.k=96"],
     "stencil2d": ["workload.stencil2d.nx=256", "workload.stencil2d.ny=256", "workload.stencil2d.iterations=2"],
     "stencil3d": [
         "workload.stencil3d.nx=64",

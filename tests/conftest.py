@@ -26,6 +26,7 @@ WORKLOADS = [
     "strided",
     "tiled-gemm",
     "blas-gemm",
+    "parboil-sgemm",
     "stencil2d",
     "stencil3d",
     "hotspot",

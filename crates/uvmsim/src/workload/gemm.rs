@@ -1,6 +1,7 @@
 //! `tiled-gemm`: C = A * B for n x n row-major matrices with shared-memory
-//! tiles (the CUDA-samples / Parboil sgemm structure; seed uvm-driver's sgemm
-//! is cuBLAS's, which `blas-gemm` models). A CTA of tile x tile threads
+//! tiles (the CUDA-samples sgemm structure; seed uvm-driver's sgemm is
+//! cuBLAS's, which `blas-gemm` models, and seed paged-memory's is Parboil's,
+//! which `parboil-sgemm` models). A CTA of tile x tile threads
 //! computes one tile of C; CTAs are
 //! numbered column tile fastest (`bx = cta % (n/tile)`, `by = cta / (n/tile)`),
 //! and thread (tx, ty) = (t % tile, t / tile). For each k-step `k` in

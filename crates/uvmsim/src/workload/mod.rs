@@ -36,6 +36,7 @@ mod miniamr;
 mod minife;
 mod nw;
 mod pagerank;
+mod parboil_sgemm;
 mod pathfinder;
 mod pingpong;
 mod pointer_chase;
@@ -77,6 +78,7 @@ pub use miniamr::MiniamrParams;
 pub use minife::MinifeParams;
 pub use nw::NwParams;
 pub use pagerank::PagerankParams;
+pub use parboil_sgemm::ParboilSgemmParams;
 pub use pathfinder::PathfinderParams;
 pub use pingpong::PingPongParams;
 pub use pointer_chase::PointerChaseParams;
@@ -270,6 +272,7 @@ pub enum KernelGen {
     Grid(grid::GridKernel),
     PointerChase(pointer_chase::PointerChaseKernel),
     Gemm(gemm::GemmKernel),
+    ParboilSgemm(parboil_sgemm::ParboilSgemmKernel),
     BlasGemm(blas_gemm::BlasGemmKernel),
     Nw(nw::NwKernel),
     Spmv(Box<spmv::SpmvKernel>),
@@ -317,6 +320,7 @@ impl KernelGen {
             KernelGen::Grid(k) => WarpStream::Grid(k.warp(id)),
             KernelGen::PointerChase(k) => WarpStream::PointerChase(k.warp(id)),
             KernelGen::Gemm(k) => WarpStream::Gemm(Box::new(k.warp(id))),
+            KernelGen::ParboilSgemm(k) => WarpStream::ParboilSgemm(Box::new(k.warp(id))),
             KernelGen::BlasGemm(k) => WarpStream::BlasGemm(Box::new(k.warp(id))),
             KernelGen::Nw(k) => WarpStream::Nw(Box::new(k.warp(id))),
             KernelGen::Spmv(k) => WarpStream::Spmv(Box::new(k.warp(id))),
@@ -347,6 +351,7 @@ pub enum WarpStream {
     Grid(grid::GridWarp),
     PointerChase(pointer_chase::PointerChaseWarp),
     Gemm(Box<gemm::GemmWarp>),
+    ParboilSgemm(Box<parboil_sgemm::ParboilSgemmWarp>),
     BlasGemm(Box<blas_gemm::BlasGemmWarp>),
     Nw(Box<nw::NwWarp>),
     Spmv(Box<spmv::SpmvWarp>),
@@ -386,6 +391,7 @@ impl WarpStream {
             WarpStream::Grid(w) => w.next(scratch),
             WarpStream::PointerChase(w) => w.next(scratch),
             WarpStream::Gemm(w) => w.next(scratch),
+            WarpStream::ParboilSgemm(w) => w.next(scratch),
             WarpStream::BlasGemm(w) => w.next(scratch),
             WarpStream::Nw(w) => w.next(),
             WarpStream::Spmv(w) => w.next(scratch),
@@ -423,6 +429,7 @@ pub enum WorkloadKind {
     Strided,
     TiledGemm,
     BlasGemm,
+    ParboilSgemm,
     Stencil2d,
     Stencil3d,
     Hotspot,
@@ -458,7 +465,7 @@ pub enum WorkloadKind {
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 46] = [
+    pub const ALL: [WorkloadKind; 47] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
@@ -473,6 +480,7 @@ impl WorkloadKind {
         WorkloadKind::Strided,
         WorkloadKind::TiledGemm,
         WorkloadKind::BlasGemm,
+        WorkloadKind::ParboilSgemm,
         WorkloadKind::Stencil2d,
         WorkloadKind::Stencil3d,
         WorkloadKind::Hotspot,
@@ -523,6 +531,7 @@ impl WorkloadKind {
             WorkloadKind::Strided => "strided",
             WorkloadKind::TiledGemm => "tiled-gemm",
             WorkloadKind::BlasGemm => "blas-gemm",
+            WorkloadKind::ParboilSgemm => "parboil-sgemm",
             WorkloadKind::Stencil2d => "stencil2d",
             WorkloadKind::Stencil3d => "stencil3d",
             WorkloadKind::Hotspot => "hotspot",
@@ -572,7 +581,8 @@ impl WorkloadKind {
             WorkloadKind::Accelsim => "Replay of an Accel-Sim/NVBit trace (kernelslist.g + kernel-*.traceg): global loads/stores/atomics become warp memory instructions, other instructions compute, uses of a load's destination register waits; touched address ranges are allocated with translation.page_size pages (managed with workload.managed).",
             WorkloadKind::PointerChase => "Dependent loads around one seeded random cycle through all nodes (node P(i) points to P(i+1)); each thread starts at its own point of the cycle: fully divergent, latency-bound, one page per lane per hop.",
             WorkloadKind::Strided => "Thread t loads element t*stride_elements, repeatedly: the stride sets how many lines and pages a warp instruction touches (1 = one line, >= page/element = one page per lane).",
-            WorkloadKind::TiledGemm => "C = A*B with shared-memory tiles (CUDA-samples / Parboil sgemm): per k-step each tile x tile CTA loads a tile of A's rows and of B's columns (coalesced row segments), syncs and computes; then stores its tile of C.",
+            WorkloadKind::ParboilSgemm => "Parboil's sgemm (mysgemmNT, the register-tiled kernel of seed paged-memory's 'Parboil sgemm'): C = A*B, A and C column-major, B given transposed; CTAs of 128 threads, each owning a row of C and 16 columns; per step of 8 along k a CTA loads 8 rows of B into shared memory and meets at a barrier, then each warp reads 8 columns of A one at a time (each used at once), and meets again; then each thread loads and stores its 16 elements of C. Default: Parboil's medium dataset (m 1024, k 992, n 1056).",
+            WorkloadKind::TiledGemm => "C = A*B with shared-memory tiles (CUDA-samples sgemm): per k-step each tile x tile CTA loads a tile of A's rows and of B's columns (coalesced row segments), syncs and computes; then stores its tile of C.",
             WorkloadKind::BlasGemm => "C = A*B column-major with a library SGEMM's tiling (seed uvm-driver's sgemm is cuBLAS; CUTLASS's default SIMT configuration, 128 x 128 x 8 CTA tiles of 8 warps, double-buffered, one CTA barrier per k-step): per k-step a CTA reads 8 columns of A and 128 columns of B, so concurrent CTAs fault on many distinct pages.",
             WorkloadKind::Stencil2d => "5-point Jacobi stencil over a row-major 2D grid, grid-stride: each element loads itself and its 4 neighbours (clamped at borders), computes, stores to the other grid; one launch per iteration, ping-pong grids.",
             WorkloadKind::Stencil3d => "7-point Jacobi stencil over a 3D grid (x fastest), grid-stride: each element loads itself and its 6 neighbours (the +-z ones a plane away), computes, stores to the other grid, then meets its CTA `barriers` times (Parboil's: 2 per plane); one launch per iteration, ping-pong grids.",
@@ -613,7 +623,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, warp-trace, accelsim, pointer-chase, strided, tiled-gemm, blas-gemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd, miniamr, bfs, sad, shootdown, fir, kmeans, pagerank, aes, matrix-transpose, bitonic-sort, fft, simple-convolution, im2col, conv2d or ping-pong, cufft, tealeaf, hpgmg or cusparse (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, warp-trace, accelsim, pointer-chase, strided, tiled-gemm, blas-gemm, parboil-sgemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd, miniamr, bfs, sad, shootdown, fir, kmeans, pagerank, aes, matrix-transpose, bitonic-sort, fft, simple-convolution, im2col, conv2d or ping-pong, cufft, tealeaf, hpgmg or cusparse (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -668,6 +678,8 @@ section! {
         pub tiled_gemm: GemmParams = GemmParams::default(),
         /// Parameters of `blas-gemm`.
         pub blas_gemm: BlasGemmParams = BlasGemmParams::default(),
+        /// Parameters of `parboil-sgemm`.
+        pub parboil_sgemm: ParboilSgemmParams = ParboilSgemmParams::default(),
         /// Parameters of `stencil2d`.
         pub stencil2d: StencilParams = StencilParams::default(),
         /// Parameters of `stencil3d`.
@@ -758,6 +770,7 @@ impl WorkloadConfig {
             WorkloadKind::Strided => self.strided.footprint(),
             WorkloadKind::TiledGemm => self.tiled_gemm.footprint(),
             WorkloadKind::BlasGemm => self.blas_gemm.footprint(),
+            WorkloadKind::ParboilSgemm => self.parboil_sgemm.footprint(),
             WorkloadKind::Stencil2d => self.stencil2d.footprint(),
             WorkloadKind::Stencil3d => self.stencil3d.footprint(),
             WorkloadKind::Hotspot => self.hotspot.footprint(),
@@ -905,6 +918,7 @@ impl WorkloadConfig {
             WorkloadKind::Strided => self.strided.validate("workload.strided"),
             WorkloadKind::TiledGemm => self.tiled_gemm.validate("workload.tiled_gemm", cfg),
             WorkloadKind::BlasGemm => self.blas_gemm.validate("workload.blas_gemm", cfg),
+            WorkloadKind::ParboilSgemm => self.parboil_sgemm.validate("workload.parboil_sgemm", cfg),
             WorkloadKind::Stencil2d => self.stencil2d.validate("workload.stencil2d", false),
             WorkloadKind::Stencil3d => self.stencil3d.validate("workload.stencil3d", true),
             WorkloadKind::Hotspot => self.hotspot.validate("workload.hotspot"),
@@ -1028,6 +1042,7 @@ pub fn build_at(cfg: &Config, va_base: u64) -> Result<Program, String> {
         WorkloadKind::PointerChase => pointer_chase::build(&w.pointer_chase, w, cfg, page, &mut va),
         WorkloadKind::Strided => strided::build(&w.strided, w, page, &mut va),
         WorkloadKind::TiledGemm => gemm::build(&w.tiled_gemm, w, page, &mut va),
+        WorkloadKind::ParboilSgemm => parboil_sgemm::build(&w.parboil_sgemm, w, page, &mut va),
         WorkloadKind::BlasGemm => blas_gemm::build(&w.blas_gemm, w, page, &mut va),
         WorkloadKind::Stencil2d => stencil::build(&w.stencil2d, false, w, page, &mut va),
         WorkloadKind::Stencil3d => stencil::build(&w.stencil3d, true, w, page, &mut va),
