@@ -12,7 +12,8 @@
 //!   stored to shared memory (the load is waited for), then `__syncthreads`;
 //! - for `j` in 0..8: `a = A[m + (i + j) * lda]` (32 consecutive elements of column `i + j` per warp)
 //!   and 16 multiply-adds with it (`c[kk] += a * b_s[j][kk]`); each load is used at once, so a warp
-//!   has one load of A outstanding at a time;
+//!   has one load of A outstanding at a time (ASSUMPTION: the source's order; the PTX nvcc emits,
+//!   which GPGPU-Sim runs in order, was not read, and could issue a step's 8 loads together);
 //! - `__syncthreads`.
 //!
 //! Then `C[t + i * ldc] = C[t + i * ldc] * beta + alpha * c[i]` for its 16 columns: each a load of C,
