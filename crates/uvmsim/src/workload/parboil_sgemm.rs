@@ -35,7 +35,7 @@ const TILE_N: u64 = 16;
 const TILE_TB_HEIGHT: u64 = 8;
 /// `TILE_M`: rows of C per CTA, one per thread.
 const TILE_M: u64 = TILE_N * TILE_TB_HEIGHT;
-const ELEMENT: u64 = 4;
+const ELEMENT_BYTES: u64 = 4;
 
 section! {
     /// Parameters of Parboil's sgemm (`mysgemmNT`): C (m x n) = A (m x k) * B (k x n). Defaults: Parboil's medium dataset.
@@ -71,7 +71,7 @@ impl ParboilSgemmParams {
 
     /// A, B and C.
     pub fn footprint(&self) -> u128 {
-        (self.m as u128 * self.k as u128 + self.k as u128 * self.n as u128 + self.m as u128 * self.n as u128) * ELEMENT as u128
+        (self.m as u128 * self.k as u128 + self.k as u128 * self.n as u128 + self.m as u128 * self.n as u128) * ELEMENT_BYTES as u128
     }
 }
 
@@ -86,8 +86,8 @@ pub struct ParboilSgemmKernel {
 
 /// A and B^T are the inputs (copied in by the explicit-copy program); C is allocated only.
 pub(super) fn build(p: &ParboilSgemmParams, w: &WorkloadConfig, page: u64, va: &mut VaAllocator) -> (Vec<KernelSpec>, u64) {
-    let (a_bytes, b_bytes) = (p.m * p.k * ELEMENT, p.k * p.n * ELEMENT);
-    let (a, b, c) = (va.alloc(a_bytes, page), va.alloc(b_bytes, page), va.alloc(p.m * p.n * ELEMENT, page));
+    let (a_bytes, b_bytes) = (p.m * p.k * ELEMENT_BYTES, p.k * p.n * ELEMENT_BYTES);
+    let (a, b, c) = (va.alloc(a_bytes, page), va.alloc(b_bytes, page), va.alloc(p.m * p.n * ELEMENT_BYTES, page));
     let gen = KernelGen::ParboilSgemm(ParboilSgemmKernel { a, b, c, p: p.clone(), compute: w.compute_cycles });
     let ctas = (p.m / TILE_M) * (p.n / TILE_N);
     (vec![KernelSpec { name: "mysgemmNT", threads: ctas * TILE_M, threads_per_cta: TILE_M as u32, gen }], a_bytes + b_bytes)
@@ -133,8 +133,8 @@ impl ParboilSgemmWarp {
 
     /// `buf[row0 + lane + col * ld]` for every lane: 32 consecutive elements of one column.
     fn column(&self, kind: MemKind, buf: Buffer, col: u64, ld: u64) -> Op {
-        let base = buf.base + (self.row0() + col * ld) * ELEMENT;
-        Op::Mem { kind, lanes: super::Lanes::Strided { base, stride: ELEMENT, n: self.lanes }, bytes: ELEMENT as u32 }
+        let base = buf.base + (self.row0() + col * ld) * ELEMENT_BYTES;
+        Op::Mem { kind, lanes: super::Lanes::Strided { base, stride: ELEMENT_BYTES, n: self.lanes }, bytes: ELEMENT_BYTES as u32 }
     }
 
     /// `B[n + (i + ty) * ldb]` for every lane: (ty, tx) = (mid / 16, mid % 16), n = by * 16 + tx.
@@ -142,9 +142,9 @@ impl ParboilSgemmWarp {
         let ldb = self.k.p.n;
         for (l, x) in scratch[..self.lanes as usize].iter_mut().enumerate() {
             let mid = self.mid0 + l as u64;
-            *x = self.k.b.base + (self.by * TILE_N + mid % TILE_N + (i + mid / TILE_N) * ldb) * ELEMENT;
+            *x = self.k.b.base + (self.by * TILE_N + mid % TILE_N + (i + mid / TILE_N) * ldb) * ELEMENT_BYTES;
         }
-        Op::Mem { kind: MemKind::Load, lanes: super::grid::compact(scratch, self.lanes as usize), bytes: ELEMENT as u32 }
+        Op::Mem { kind: MemKind::Load, lanes: super::grid::compact(scratch, self.lanes as usize), bytes: ELEMENT_BYTES as u32 }
     }
 
     pub fn next(&mut self, scratch: &mut [u64; MAX_LANES]) -> Op {

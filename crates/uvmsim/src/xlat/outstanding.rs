@@ -17,6 +17,13 @@ use crate::sim::Ps;
 /// Events per chunk before it is split in two.
 const CHUNK: usize = 32;
 
+/// Dropped chunks are removed from the front once they are at least this many and half of the list
+/// (amortised constant time per chunk, without shifting the list at every drop).
+const DROPPED_BEFORE_REMOVAL: usize = 16;
+
+/// Event lists of dropped chunks kept for later splits (more would only hold memory).
+const SPARE_LISTS: usize = 64;
+
 /// An event's sort key: its time, then admissions (+1, even) before ends (−1, odd), so within
 /// a time the running count falls to its value at that time and never below it.
 #[inline]
@@ -157,13 +164,12 @@ impl Outstanding {
             let ch = &mut self.chunks[self.head];
             self.ends -= ch.ev.iter().filter(|&&k| k & 1 == 1).count();
             let ev = std::mem::take(&mut ch.ev);
-            if self.spare.len() < 64 {
+            if self.spare.len() < SPARE_LISTS {
                 self.spare.push(ev);
             }
             self.head += 1;
         }
-        // The dropped chunks go in bulk once they are as many as those left (amortised O(1) each).
-        if self.head >= 16 && 2 * self.head >= self.chunks.len() {
+        if self.head >= DROPPED_BEFORE_REMOVAL && 2 * self.head >= self.chunks.len() {
             self.chunks.drain(..self.head);
             self.lasts.drain(..self.head);
             self.head = 0;
