@@ -66,6 +66,12 @@ WORKLOADS: dict[str, list[str]] = {
         "workload.stencil3d.nz=16",
         "workload.stencil3d.iterations=2",
     ],
+    "parboil-stencil": [
+        "workload.parboil_stencil.nx=64",
+        "workload.parboil_stencil.ny=64",
+        "workload.parboil_stencil.nz=16",
+        "workload.parboil_stencil.iterations=2",
+    ],
     "xsbench": ["workload.xsbench.gridpoints=300", "workload.xsbench.lookups=2048", "workload.xsbench.threads=1024"],
     "nw": ["workload.nw.n=512"],
     "hotspot": ["workload.hotspot.rows=256", "workload.hotspot.cols=256", "workload.hotspot.iterations=2"],

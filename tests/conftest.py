@@ -29,6 +29,7 @@ WORKLOADS = [
     "parboil-sgemm",
     "stencil2d",
     "stencil3d",
+    "parboil-stencil",
     "hotspot",
     "pathfinder",
     "nw",

@@ -35,23 +35,35 @@ fn expected_mem_insts(kind: WorkloadKind) -> Option<(u64, u64)> {
         WorkloadKind::Stencil2d => exact(w(512 * 512) * 6 * 2),
         // 64^3 elements, 2 sweeps of 7 loads + 1 store.
         WorkloadKind::Stencil3d => exact(w(64 * 64 * 64) * 8 * 2),
-        // 512 x 512 cells, 2 launches of 6 loads + 1 store.
-        WorkloadKind::Hotspot => exact(w(512 * 512) * 7 * 2),
-        // 16 Ki columns; 99 weight rows in launches of 20, 20, 20, 20, 19 rows, each with 3 cost loads and a store.
-        WorkloadKind::Pathfinder => exact(w(16_384) * (5 * 4 + 99)),
+        // 512 x 512 x 64, 2 launches, CTAs (8 x 128) of 4 warps; warp = row j, x columns i = 64 bx + lane and
+        // i2 = i + 32. Per warp 4 prologue loads. Per plane k = 1..=62: every warp's 2 tops; the +-y halos
+        // (2) of the 254 warps at ty 0 or 3 off the rows 0 and 511 per CTA column; lane 0's -x (CTA columns
+        // 1..=7) and lane 31's +x (columns 0..=6), each on rows 1..=510; 2 stores per warp of rows 1..=510.
+        WorkloadKind::ParboilStencil => {
+            let warps = 8 * 128 * 4;
+            let per_plane = warps * 2 + 8 * 254 * 2 + 2 * 7 * 510 + 8 * 510 * 2;
+            exact(2 * (warps * 4 + 62 * per_plane))
+        }
+        // 512 x 512 cells, 2 launches of 2 loads (temperature, power) + 1 store.
+        WorkloadKind::Hotspot => exact(w(512 * 512) * 3 * 2),
+        // 16 Ki columns; 99 weight rows in launches of 20, 20, 20, 20, 19 rows, each with a cost load and a store.
+        WorkloadKind::Pathfinder => exact(w(16_384) * (5 * 2 + 99)),
         // 64 x 64 tiles of corner + 16 reference rows + west + north + 16 stored rows.
         WorkloadKind::Nw => exact(64 * 64 * 35),
         // 256 x 256 pixels, 2 iterations of (5 loads + 5 stores) + (8 loads + 1 store).
         WorkloadKind::Srad => exact(w(256 * 256) * 19 * 2),
-        // 16 x 16 Ki threads: forward 2 loads + 1 store, adjust 4 loads + 2 stores.
-        WorkloadKind::Backprop => exact(w(16 * 16_384) * 9),
+        // 16 x 16 Ki threads: forward 2 loads + 2 stores, adjust 4 loads + a store + 3 reloads + a store.
+        WorkloadKind::Backprop => exact(w(16 * 16_384) * 13),
         // 16 Ki rows, a warp each: row pointers, one chunk of 16 (indices, values, x), y.
         WorkloadKind::Spmv => exact(16_384 * 5),
-        // 32 Ki lookups over 16 Ki threads (2 rounds): 16 or 17 probes of 68000 energies, then 8 nuclides x 2 reads.
-        WorkloadKind::Xsbench => (w(16_384) * 2 * (16 + 16), w(16_384) * 2 * (17 + 16)),
-        // 1024 queries, CTAs of 8 warps: each warp loads the query key and 2 + 2 + 1 node key rows;
-        // per CTA 2 child indices, the record and the answer.
-        WorkloadKind::Btree => exact(1024 * (8 * 6 + 4)),
+        // 32 Ki lookups over 16 Ki threads (2 rounds): 16 or 17 probes of 68000 energies, then 8 nuclides x
+        // (an index-grid read + 12 grid-point reads).
+        WorkloadKind::Xsbench => (w(16_384) * 2 * (16 + 8 * 13), w(16_384) * 2 * (17 + 8 * 13)),
+        // 1024 queries, CTAs of 8 warps, 2 inner levels and the leaf: per level every warp loads currKnode, the
+        // node keys and the query key, the warps up to the key's slot the next keys, the slot's warp offset and
+        // the child index and stores offset, warp 0 loads offset and stores currKnode; the leaf's slot warp the
+        // index, the record and the answer. The count depends on each query's slots: 87 to 101 per query.
+        WorkloadKind::Btree => (1024 * 87, 1024 * 101),
         // 4096 threads, one access each.
         WorkloadKind::FaultBurst => exact(w(4096)),
         // The CUDA port, 32^3 rows, 32 per warp (one x row), 2 iterations: 8 waxpbys (3 per warp), 3 matvecs, 4 dots.
@@ -59,15 +71,17 @@ fn expected_mem_insts(kind: WorkloadKind) -> Option<(u64, u64)> {
         // less 9 if z = 0), the store. dot: the memset's 32 warps a store; dot_kernel's 64 CTAs of 16 warps 2 loads
         // a warp and a store a CTA; the final CTA's 32 warps a load and one store.
         WorkloadKind::Minife => exact(8 * 3 * 1024 + 3 * (1024 * (27 + 2 * 27 + 1) - 2 * (3 * 32 + 9 * 32)) + 4 * (32 + 64 * 33 + 33)),
-        // 8^3 cells x 16 atoms = 256 warps: own position, 27 x (count + 16 positions), force.
-        WorkloadKind::Comd => exact(256 * (1 + 27 * 17 + 1)),
+        // 8^3 cells x 16 atoms = 256 warps: the atom lists 2, own x, y, z 3, 27 x (table entry + count + 16 x 3
+        // coordinates), the force's 3 components and the energy 4.
+        WorkloadKind::Comd => exact(256 * (2 + 3 + 27 * (2 + 16 * 3) + 4)),
         // 4^3 coarse blocks, the 8 central ones refined: 120 blocks of 8^3 cells. Per iteration: the halo exchange's
         // 120 x 6 x 64 threads (1440 warps, minus the 2 x 96 on domain-boundary faces) load and store, the stencil's
         // 1920 warps make 7 loads and a store.
         WorkloadKind::Miniamr => exact(2 * ((1440 - 192) * 2 + 1920 * 8)),
-        // 11 x 9 macroblocks, 1089 positions. sad-mb: CTAs of 8 warps, 35 rounds of 32 positions per CTA, each 16 loads
-        // and 16 stores, plus each warp's macroblock load; sad-8 and sad-16: 1089 x 99 threads of 36 and 9 accesses.
-        WorkloadKind::Sad => exact(99 * (35 * 32 + 8) + (1089 * 99u64).div_ceil(32) * (36 + 9)),
+        // 11 x 9 macroblocks, 1089 positions. sad-mb: 16 CTAs of 2 warps per macroblock: warp 0 stages the block
+        // (1 load), both make 144 fetches of one pixel, warp 0 copies out (9 trips of 2 stores); sad-8: 4 warps,
+        // sad-16: 1 warp per macroblock, 18 trips of 4 loads and 5 stores.
+        WorkloadKind::Sad => exact(99 * 16 * (1 + 2 * 144 + 18) + 99 * 5 * 18 * 9),
         // One work-item touching 64 pages, before and after the shootdowns.
         WorkloadKind::Shootdown => exact(2 * 64),
         // 512 Ki samples: 16 taps, a load each, and the store.

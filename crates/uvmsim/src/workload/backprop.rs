@@ -2,16 +2,21 @@
 //! `input_units` inputs and 16 hidden units, the two GPU kernels.
 //! Threads form a 16 x input_units grid (x = hidden unit j, y = input unit i,
 //! CTAs of 16 x 16 in Rodinia; here consecutive threads are consecutive j).
-//! `layerforward`: thread (j, i) loads input[i+1] and weight[i+1][j+1]
-//! (the row of 17 weights of input i; row 0 and column 0 are the biases),
-//! waits, reduces the 16 products of its CTA in shared memory
-//! (4 * compute_cycles, or with `forward_insts` > 0 that many instructions of
-//! one issue slot each) and stores the CTA's partial sum for hidden unit j,
-//! `partial[i / 16][j]`, meeting its CTA at Rodinia's 8 barriers (the first
-//! right after the loads). `adjust_weights`: thread (j, i) loads delta[j+1],
-//! input[i+1], weight[i+1][j+1] and old_weight[i+1][j+1], waits, computes
-//! (`compute_cycles`, or `adjust_insts` single-slot instructions), stores
-//! weight and old_weight, and meets its CTA at Rodinia's one barrier.
+//! `layerforward`: thread (j, i) loads input[i+1], waits, meets its CTA,
+//! loads weight[i+1][j+1] (the row of 17 weights of input i; row 0 and
+//! column 0 are the biases), waits, meets its CTA, reduces the 16 products
+//! of its CTA in shared memory (4 * compute_cycles, or with `forward_insts` >
+//! 0 that many instructions of one issue slot each), writes its weight back
+//! (Rodinia's `input_hidden_cuda[index] = weight_matrix[ty][tx]`), and stores
+//! the CTA's partial sum for hidden unit j, `partial[i / 16][j]`, meeting its
+//! CTA at Rodinia's 8 barriers. `adjust_weights`: thread (j, i) loads
+//! delta[j+1], input[i+1], old_weight[i+1][j+1] and weight[i+1][j+1], one at a
+//! time, computes, stores weight, loads delta, input and old_weight again
+//! (the pointers are not `__restrict__`), computes, stores old_weight, and
+//! meets its CTA at Rodinia's one barrier. Every load waits for its value
+//! before the next is issued, as in the kernels' PTX (docs/workloads.md,
+//! "Load order"; before 2026-12-01 the loads of each kernel were issued
+//! together, without the reloads and the forward kernel's write-back).
 //!
 //! Simplified from Rodinia: the host-side steps between the kernels (summing
 //! the partial sums, the output layer, the error) are not modelled, nor the
@@ -79,30 +84,67 @@ pub(super) fn build(p: &BackpropParams, w: &WorkloadConfig, page: u64, va: &mut 
     let (input, weight, old, partial, delta) = (0, 1, 2, 3, 4);
     let at_input = Index::affine(1, 0, 1);
     let at_weight = Index::affine(row + 1, 1, row);
-    // bpnn_layerforward_CUDA meets 8 times: after staging the input node and the weights in
-    // shared memory, after the product, after each of the 4 reduction steps, and before the
-    // partial-sum store (the barriers are among `forward_insts`).
+    // The order of the kernels' PTX (NVRTC 12.9, -O3; docs/workloads.md, "Load order"): each
+    // load's value is used at once (stored to shared memory, or converted to double), so a
+    // warp has one load in flight at a time. bpnn_layerforward_CUDA meets 8 times: after
+    // staging the input node, after staging the weights, after the product, after each of the
+    // 4 reduction steps, and after writing the weight tile back (the barriers are among
+    // `forward_insts`, two of them outside `staged`).
     let forward = [
-        vec![Step::load(input, at_input), Step::load(weight, at_weight), Step::Wait],
-        staged(p.forward_insts, 4 * w.compute_cycles, 8),
+        vec![Step::load(input, at_input), Step::Wait, Step::Barrier, Step::load(weight, at_weight), Step::Wait],
+        staged(
+            match p.forward_insts {
+                0 => 0,
+                n => n.saturating_sub(2).max(1),
+            },
+            4 * w.compute_cycles,
+            6,
+        ),
+        // `input_hidden_cuda[index] = weight_matrix[ty][tx]`: the kernel writes its tile back.
+        vec![Step::store(weight, at_weight), Step::Barrier],
         vec![Step::store(partial, Index::Affine { c0: 0, cx: 1, cy: HIDDEN, ydiv: 16, cz: 0 })],
     ]
     .concat();
+    // bpnn_adjust_weights_cuda's pointers are not `__restrict__`: after the store to w, the
+    // old-weight update loads delta, ly and oldw again. Its instructions (`adjust_insts`, the
+    // barrier one of them) fall 28 : 8 : 3 before the weight store, before the old-weight store
+    // and after the barrier (the bias-row test), as in the count of `adjust_insts`' doc.
+    let slots = |part: u32| -> Vec<Step> {
+        match p.adjust_insts {
+            0 if part < 2 => vec![Step::Compute(w.compute_cycles)],
+            0 => vec![],
+            n => {
+                let s = n - 1;
+                let (a, b) = (s * 28 / 39, s * 8 / 39);
+                vec![Step::Compute(1); [a, b, s - a - b][part as usize] as usize]
+            }
+        }
+    };
     let adjust = [
         vec![
             Step::load(delta, Index::affine(1, 1, 0)),
+            Step::Wait,
             Step::load(input, at_input),
+            Step::Wait,
+            Step::load(old, at_weight),
+            Step::Wait,
             Step::load(weight, at_weight),
+            Step::Wait,
+        ],
+        slots(0),
+        vec![
+            Step::store(weight, at_weight),
+            Step::load(delta, Index::affine(1, 1, 0)),
+            Step::Wait,
+            Step::load(input, at_input),
+            Step::Wait,
             Step::load(old, at_weight),
             Step::Wait,
         ],
-        // One issue slot per instruction (the barrier below is one of them), or latency.
-        match p.adjust_insts {
-            0 => vec![Step::Compute(w.compute_cycles)],
-            n => vec![Step::Compute(1); n as usize - 1],
-        },
-        // bpnn_adjust_weights_cuda meets once, after its stores (before CTA 0's bias-row update).
-        vec![Step::store(weight, at_weight), Step::store(old, at_weight), Step::Barrier],
+        slots(1),
+        // It meets once, after its stores (before CTA 0's bias-row update).
+        vec![Step::store(old, at_weight), Step::Barrier],
+        slots(2),
     ]
     .concat();
     let kernels = [("backprop-forward", forward), ("backprop-adjust", adjust)]
@@ -126,17 +168,36 @@ mod tests {
         // Warp 20 = threads 640..672 = inputs 40, 41 (16 hidden units each).
         let ops = mem_ops(&mut warps(&p, 0)[20]);
         let lanes = |i0: u64, f: &dyn Fn(u64, u64) -> u64| (0..32).map(|l| f(l % 16, i0 + l / 16)).collect::<Vec<_>>();
+        let weight = lanes(40, &|j, i| b[1] + 4 * ((i + 1) * 17 + j + 1));
         assert_eq!(ops[0], (MemKind::Load, lanes(40, &|_, i| b[0] + 4 * (i + 1))));
-        assert_eq!(ops[1], (MemKind::Load, lanes(40, &|j, i| b[1] + 4 * ((i + 1) * 17 + j + 1))));
-        // Partial sums of CTA-row 40 / 16 = 2.
-        assert_eq!(ops[2], (MemKind::Store, lanes(40, &|j, _| b[3] + 4 * (2 * 16 + j))));
+        assert_eq!(ops[1], (MemKind::Load, weight.clone()));
+        // The weight tile written back, then the partial sums of CTA-row 40 / 16 = 2.
+        assert_eq!(ops[2], (MemKind::Store, weight));
+        assert_eq!(ops[3], (MemKind::Store, lanes(40, &|j, _| b[3] + 4 * (2 * 16 + j))));
         let ops = mem_ops(&mut warps(&p, 1)[20]);
+        let (l, s) = (MemKind::Load, MemKind::Store);
         let kinds: Vec<MemKind> = ops.iter().map(|(k, _)| *k).collect();
-        assert_eq!(kinds, [[MemKind::Load; 4].as_slice(), &[MemKind::Store; 2]].concat());
-        assert_eq!(ops[0].1, lanes(40, &|j, _| b[4] + 4 * (j + 1)));
-        assert_eq!(ops[3].1, lanes(40, &|j, i| b[2] + 4 * ((i + 1) * 17 + j + 1)));
+        assert_eq!(kinds, [l, l, l, l, s, l, l, l, s]);
+        let delta = lanes(40, &|j, _| b[4] + 4 * (j + 1));
+        let old = lanes(40, &|j, i| b[2] + 4 * ((i + 1) * 17 + j + 1));
+        assert_eq!(ops[0].1, delta);
+        assert_eq!(ops[2].1, old);
+        assert_eq!(ops[3].1, lanes(40, &|j, i| b[1] + 4 * ((i + 1) * 17 + j + 1)));
+        // The reloads after the weight store (no `__restrict__`): delta, input, old weight.
+        assert_eq!(ops[5].1, delta);
+        assert_eq!(ops[6].1, ops[1].1);
+        assert_eq!((ops[7].1.clone(), ops[8].1.clone()), (old.clone(), old));
         let order: Vec<usize> = first_touch(&p).iter().map(|&(b, _)| b).collect();
         assert_eq!(order, [0, 1, 1, 3, 4, 2, 2]);
+    }
+
+    #[test]
+    fn every_load_is_waited_for_before_the_next_as_in_the_ptx() {
+        let p = program(&["workload.kind=backprop", "workload.backprop.input_units=64"]);
+        // Forward: input, wait, barrier, weight, wait, barrier, compute, 5 barriers, write-back, barrier, partial.
+        assert_eq!(op_shape(&all_ops(&mut warps(&p, 0)[3])), "mwbmwbcbbbbbmbm");
+        // Adjust: 4 loads one at a time, compute, store, 3 reloads, compute, store, barrier.
+        assert_eq!(op_shape(&all_ops(&mut warps(&p, 1)[3])), "mwmwmwmwcmmwmwmwcmb");
     }
 
     #[test]
@@ -144,23 +205,21 @@ mod tests {
         use crate::workload::Op;
         let base = ["workload.kind=backprop", "workload.backprop.input_units=64"];
         let (po, pn) =
-            (program(&base), program(&[&base[..], &["workload.backprop.forward_insts=5", "workload.backprop.adjust_insts=3"]].concat()));
+            (program(&base), program(&[&base[..], &["workload.backprop.forward_insts=10", "workload.backprop.adjust_insts=40"]].concat()));
         let mem = |v: &[Op]| v.iter().filter(|o| matches!(o, Op::Mem { .. } | Op::Wait)).copied().collect::<Vec<_>>();
-        // Forward: 2 loads, wait, a barrier, Compute(16) and 7 more barriers, or the 8 barriers
-        // alone (5 slots are fewer than the barriers, which issue anyway), the partial-sum store.
+        let count = |v: &[Op], o: Op| v.iter().filter(|&&x| x == o).count();
+        // Forward: 10 slots = 8 barriers and 2 single slots, the loads and stores unchanged.
         let (old, new) = (all_ops(&mut warps(&po, 0)[3]), all_ops(&mut warps(&pn, 0)[3]));
-        assert_eq!(old[2..5], [Op::Wait, Op::Barrier, Op::Compute(16)]);
-        assert_eq!(old[5..12], [Op::Barrier; 7]);
-        assert_eq!(new.len(), 2 + 1 + 8 + 1);
-        assert_eq!(new[3..11], [Op::Barrier; 8]);
-        assert!(matches!(new[11], Op::Mem { .. }));
+        assert_eq!(old[5..8], [Op::Barrier, Op::Compute(16), Op::Barrier]);
+        assert_eq!((count(&new, Op::Barrier), count(&new, Op::Compute(1))), (8, 2));
+        assert_eq!(count(&new, Op::Compute(16)), 0);
         assert_eq!(mem(&old), mem(&new));
-        // Adjust: 4 loads, wait, Compute(4) or 2 single slots (the barrier is the third), 2 stores, the barrier.
+        // Adjust: 40 slots = the barrier and 28, 8 and 3 single slots around the two stores and it.
         let (old, new) = (all_ops(&mut warps(&po, 1)[3]), all_ops(&mut warps(&pn, 1)[3]));
-        assert_eq!(old[4..6], [Op::Wait, Op::Compute(4)]);
-        assert_eq!(new.len(), 4 + 1 + 2 + 2 + 1);
-        assert_eq!(new[5..7], [Op::Compute(1); 2]);
-        assert_eq!(new[9], Op::Barrier);
+        assert_eq!(count(&old, Op::Compute(4)), 2);
+        assert_eq!(new.len(), 9 + 7 + 1 + 39);
+        let runs: Vec<usize> = op_shape(&new).split(|c| c != 'c').filter(|r| !r.is_empty()).map(str::len).collect();
+        assert_eq!(runs, [28, 8, 3]);
         assert_eq!(mem(&old), mem(&new));
     }
 }

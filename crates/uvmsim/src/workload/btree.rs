@@ -1,12 +1,25 @@
 //! `btree` (Rodinia b+tree `findK`, the svm-apu "BPT"): point queries on a
 //! B+tree of `keys` records with `fanout` keys per node, stored level by level
 //! (root first, as Rodinia lays the tree out for the GPU). One CTA of
-//! `fanout` threads per query: every thread loads the query's key, then per
-//! level, thread t loads keys[t] and keys[t+1] of the current node (coalesced
-//! across the CTA), waits, compares; the thread whose range holds the key loads
-//! indices[t] (the child), and the CTA meets at the barrier (`Op::Barrier`:
-//! every warp waits for the matching thread's load). At the leaf the
-//! matching thread loads the record, waits, and stores the answer.
+//! `fanout` threads per query, in the order of `findK`'s PTX
+//! (docs/workloads.md, "Load order"). Per inner level every thread loads the
+//! query's current node `currKnode[q]` (8 bytes, one address for the CTA),
+//! waits (the node's address needs it), loads `keys[t]` of that node
+//! (coalesced across the CTA) and the query's key (reloaded every level),
+//! waits, compares; the threads with `keys[t] <= key` load `keys[t+1]`, wait;
+//! the thread whose range holds the key (slot s) loads `offset[q]`, waits,
+//! loads the child index `indices[s]` of that node, waits, and stores it into
+//! `offset[q]`; the CTA meets (`Op::Barrier`); thread 0 loads `offset[q]`,
+//! waits and stores it into `currKnode[q]`; the CTA meets again (2 barriers
+//! per level; the child index always passes findK's bound check here). At the
+//! leaf every thread loads `currKnode[q]`, waits, loads the keys and the query
+//! key, waits, compares; the thread whose key matches loads the record's index
+//! `indices[s]`, waits, loads the record, waits, and stores the answer.
+//! Before 2026-12-01 every thread loaded the query key once at the start, per
+//! level loaded `keys[t]` and `keys[t+1]` together and the matching thread the
+//! child index, with one barrier per level, and at the leaf the matching
+//! thread loaded the record without its index; `currKnode` and `offset` were
+//! not modelled.
 //!
 //! The tree is complete: the node holding key k at level l (leaves = level
 //! L-1) is k / fanout^(L-l), so a query's path is a function of its key.
@@ -17,9 +30,14 @@
 //! upper levels are shared by all queries.
 //!
 //! Arrays in allocation order: nodes (each 8 + 8 * (fanout + 1) bytes:
-//! header, child indices, keys), records, query keys, answers. First touch
-//! (lockstep): the query keys, the root, the level-1 nodes of the queries,
-//! ..., the leaves, then the records and answers (interleaved).
+//! header, child indices, keys), records, query keys, answers, currKnode,
+//! offset (8 bytes per query each; ASSUMPTION: allocated last so the other
+//! arrays keep their addresses; Rodinia allocates records, nodes, currKnode,
+//! offset, query keys, answers). First touch (lockstep): currKnode, the root,
+//! the query keys, offset, the level-1 nodes of the queries, ..., the leaves,
+//! then the records and answers (interleaved), the first records among the
+//! last leaves: a CTA's warps skip different steps (the second key, the
+//! child, thread 0's copy), so CTAs in lockstep drift apart.
 
 use super::{check, Buffer, KernelGen, KernelSpec, Lanes, MemKind, Op, VaAllocator, WarpId, WorkloadConfig};
 use crate::config::Config;
@@ -69,9 +87,10 @@ impl BtreeParams {
         8 + 8 * (self.fanout as u64 + 1)
     }
 
+    /// Nodes, records (4 bytes), query keys and answers (4 bytes each per query), currKnode and offset (8 each).
     pub fn footprint(&self) -> u128 {
         let nodes: u128 = self.levels().iter().map(|&n| n as u128).sum();
-        nodes * self.node_bytes() as u128 + 4 * self.keys as u128 + 8 * self.queries as u128
+        nodes * self.node_bytes() as u128 + 4 * self.keys as u128 + 24 * self.queries as u128
     }
 }
 
@@ -81,6 +100,9 @@ pub struct BtreeKernel {
     records: Buffer,
     query_keys: Buffer,
     answers: Buffer,
+    /// findK's `currKnodeD` and `offsetD`: the query's current node and the child it goes to, 8 bytes each.
+    curr: Buffer,
+    offset: Buffer,
     /// First node of each level, root first, and the divisor of a key at that level.
     level_first: [u64; 16],
     level_div: [u64; 16],
@@ -95,6 +117,9 @@ pub(super) fn build(p: &BtreeParams, w: &WorkloadConfig, cfg: &Config, page: u64
     let total: u64 = levels.iter().sum();
     let nodes = va.alloc(total * p.node_bytes(), page);
     let (records, query_keys, answers) = (va.alloc(p.keys * 4, page), va.alloc(p.queries * 4, page), va.alloc(p.queries * 4, page));
+    // After the others, so that their addresses do not move (an assumption: Rodinia allocates them
+    // after the records and nodes).
+    let (curr, offset) = (va.alloc(p.queries * 8, page), va.alloc(p.queries * 8, page));
     let (mut level_first, mut level_div) = ([0; 16], [0; 16]);
     let (mut first, f) = (0, p.fanout as u64);
     for (l, &n) in levels.iter().enumerate() {
@@ -107,6 +132,8 @@ pub(super) fn build(p: &BtreeParams, w: &WorkloadConfig, cfg: &Config, page: u64
         records,
         query_keys,
         answers,
+        curr,
+        offset,
         level_first,
         level_div,
         levels: levels.len() as u32,
@@ -115,7 +142,8 @@ pub(super) fn build(p: &BtreeParams, w: &WorkloadConfig, cfg: &Config, page: u64
         compute: w.compute_cycles,
     };
     let spec = KernelSpec { name: "btree", threads: p.queries * f, threads_per_cta: p.fanout, gen: KernelGen::Btree(Box::new(k)) };
-    (vec![spec], nodes.bytes + records.bytes + query_keys.bytes)
+    // Rodinia copies currKnode and offset (zeros: the root) to the device with the tree and the keys.
+    (vec![spec], nodes.bytes + records.bytes + query_keys.bytes + curr.bytes + offset.bytes)
 }
 
 impl BtreeKernel {
@@ -156,52 +184,68 @@ pub struct BtreeWarp {
 }
 
 impl BtreeWarp {
-    fn load(base: u64, stride: u64, n: u32) -> Op {
-        Op::Mem { kind: MemKind::Load, lanes: Lanes::Strided { base, stride, n }, bytes: 4 }
+    fn mem(kind: MemKind, base: u64, stride: u64, n: u32, bytes: u32) -> Op {
+        Op::Mem { kind, lanes: Lanes::Strided { base, stride: if n >= 2 { stride } else { 0 }, n }, bytes }
     }
 
-    /// Slot of the key within its node at the current level, and whether it is in this warp's lanes.
-    fn slot(&self) -> Option<u64> {
-        let s = self.key / (self.k.level_div[self.level as usize] / self.k.p.fanout as u64) % self.k.p.fanout as u64;
-        (self.t0..self.t0 + self.lanes as u64).contains(&s).then_some(s)
+    /// Slot of the key within its node at the current level (the thread whose range holds it).
+    fn slot(&self) -> u64 {
+        self.key / (self.k.level_div[self.level as usize] / self.k.p.fanout as u64) % self.k.p.fanout as u64
     }
 
     pub fn next(&mut self) -> Op {
-        let f = self.k.p.fanout as u64;
+        use MemKind::{Load, Store};
+        let (f, q, n, t0) = (self.k.p.fanout as u64, self.query, self.lanes, self.t0);
         loop {
+            if self.level == self.k.levels {
+                return Op::Exit;
+            }
             let node = self.k.node(self.key, self.level);
             let (indices, keys) = (node + 8, node + 8 + 4 * (f + 1));
+            let (curr, offset) = (self.k.curr.base + 8 * q, self.k.offset.base + 8 * q);
             let leaf = self.level + 1 == self.k.levels;
+            let s = self.slot();
+            // Lanes t0.. whose key is at most the query's (keys[t] <= key for t <= s), and whether s is ours.
+            let below = (s + 1).saturating_sub(t0).min(n as u64) as u32;
+            let mine = (t0..t0 + n as u64).contains(&s);
             let phase = self.phase;
             self.phase += 1;
-            return match phase {
-                0 => Self::load(self.k.query_keys.base + self.query * 4, 0, self.lanes),
-                1 => Op::Wait,
-                2 => Self::load(keys + self.t0 * 4, 4, self.lanes),
-                3 if leaf => continue,
-                3 => Self::load(keys + (self.t0 + 1) * 4, 4, self.lanes),
-                4 => Op::Wait,
-                5 => Op::Compute(self.k.compute),
-                // The matching thread reads the child (inner node) or the record (leaf).
-                6 => match (self.slot(), leaf) {
-                    (Some(s), false) => Self::load(indices + s * 4, 0, 1),
-                    (Some(_), true) => Self::load(self.k.records.base + self.key * 4, 0, 1),
-                    (None, _) => continue,
-                },
-                7 => Op::Wait,
-                // The CTA meets (findK's `__syncthreads`): every warp goes on to the child the matching
-                // thread read, so all wait for that thread's load.
-                8 if !leaf => {
-                    (self.level, self.phase) = (self.level + 1, 2);
+            return match (phase, leaf) {
+                // Every level: the current node (its address needs it), then its keys and the query key.
+                (0, _) => Self::mem(Load, curr, 0, n, 8),
+                (1, _) => Op::Wait,
+                (2, _) => Self::mem(Load, keys + 4 * t0, 4, n, 4),
+                (3, _) => Self::mem(Load, self.k.query_keys.base + 4 * q, 0, n, 4),
+                (4, _) => Op::Wait,
+                (5, _) => Op::Compute(self.k.compute),
+                // Inner level: the second key of the threads whose first one passed.
+                (6, false) if below > 0 => Self::mem(Load, keys + 4 * (t0 + 1), 4, below, 4),
+                (7, false) if below > 0 => Op::Wait,
+                // The matching thread: the child index of node offset[q] (= the current node), into offset[q].
+                (8, false) if mine => Self::mem(Load, offset, 0, 1, 8),
+                (9, false) if mine => Op::Wait,
+                (10, false) if mine => Self::mem(Load, indices + 4 * s, 0, 1, 4),
+                (11, false) if mine => Op::Wait,
+                (12, false) if mine => Self::mem(Store, offset, 0, 1, 8),
+                (13, false) => Op::Barrier,
+                // Thread 0 moves the query to the child: currKnode[q] = offset[q].
+                (14, false) if t0 == 0 => Self::mem(Load, offset, 0, 1, 8),
+                (15, false) if t0 == 0 => Op::Wait,
+                (16, false) if t0 == 0 => Self::mem(Store, curr, 0, 1, 8),
+                (17, false) => {
+                    (self.level, self.phase) = (self.level + 1, 0);
                     Op::Barrier
                 }
-                8 if self.slot().is_some() => Op::Mem {
-                    kind: MemKind::Store,
-                    lanes: Lanes::Strided { base: self.k.answers.base + self.query * 4, stride: 0, n: 1 },
-                    bytes: 4,
-                },
+                (p, false) if p < 17 => continue,
+                // Leaf: the thread whose key matches reads the record's index, the record, stores the answer.
+                (6, true) if mine => Self::mem(Load, indices + 4 * s, 0, 1, 4),
+                (7, true) if mine => Op::Wait,
+                (8, true) if mine => Self::mem(Load, self.k.records.base + 4 * self.key, 0, 1, 4),
+                (9, true) if mine => Op::Wait,
+                (10, true) if mine => Self::mem(Store, self.k.answers.base + 4 * q, 0, 1, 4),
+                (p, true) if p < 11 => continue,
                 _ => {
-                    self.phase = 9;
+                    self.level = self.k.levels;
                     Op::Exit
                 }
             };
@@ -212,7 +256,7 @@ impl BtreeWarp {
 #[cfg(test)]
 mod tests {
     use crate::workload::testutil::*;
-    use crate::workload::{KernelGen, Op};
+    use crate::workload::{KernelGen, MemKind, Op};
 
     fn kernel(p: &crate::workload::Program) -> &super::BtreeKernel {
         match &kernels(p)[0].gen {
@@ -226,35 +270,80 @@ mod tests {
         // 4096 keys, fanout 64: leaves hold 64 keys (64 leaves), one level above (1 node) = root.
         let p = program(&["workload.kind=btree", "workload.btree.keys=4096", "workload.btree.fanout=64", "workload.btree.queries=4"]);
         let k = kernel(&p);
-        let (nodes, records) = (p.buffers[0].base, p.buffers[1].base);
+        let b: Vec<u64> = p.buffers.iter().map(|b| b.base).collect();
+        let (nodes, records, query_keys, answers, curr, offset) = (b[0], b[1], b[2], b[3], b[4], b[5]);
         let node_bytes = 8 + 8 * 65;
-        // CTA 2 = warps 4 and 5; the query's key picks the leaf key / 64 (node 1 + key / 64) and slot key % 64 in it.
+        // Nodes, records, query keys and answers (4 B each), currKnode and offset (8 B each); all but
+        // the answers are inputs.
+        let sizes: Vec<u64> = p.buffers.iter().map(|b| b.bytes).collect();
+        assert_eq!(sizes, [65 * node_bytes, 4 * 4096, 16, 16, 32, 32]);
+        assert_eq!(p.host.input_bytes, Some(65 * node_bytes + 4 * 4096 + 16 + 32 + 32));
+        // CTA 2 = warps 4 and 5; the query's key picks slot key / 64 of the root, then leaf key / 64
+        // (node 1 + key / 64) and slot key % 64 in it.
         let key = k.key(2);
-        let w = (key % 64 >= 32) as usize;
-        let ops = mem_ops(&mut warps(&p, 0)[4 + w]);
+        let (root_slot, leaf_slot) = (key / 64, key % 64);
         let root_keys = nodes + 8 + 4 * 65;
         let leaf = nodes + (1 + key / 64) * node_bytes;
-        let t0 = 32 * w as u64;
-        assert_eq!(ops[1].1, (t0..t0 + 32).map(|t| root_keys + 4 * t).collect::<Vec<_>>());
-        assert_eq!(ops[2].1, (t0..t0 + 32).map(|t| root_keys + 4 * (t + 1)).collect::<Vec<_>>());
-        // The root's child index of slot key / 64, only if that slot is in this warp.
-        let root_slot = key / 64;
-        let mut i = 3;
-        if (t0..t0 + 32).contains(&root_slot) {
-            assert_eq!(ops[3].1, [nodes + 8 + 4 * root_slot]);
-            i = 4;
+        let (qk, cur, off, ans) = (query_keys + 4 * 2, curr + 8 * 2, offset + 8 * 2, answers + 4 * 2);
+        let l = |a: Vec<u64>| (MemKind::Load, a);
+        let st = |a: u64| (MemKind::Store, vec![a]);
+        for w in 0..2u64 {
+            let t0 = 32 * w;
+            let ours = |s: u64| (t0..t0 + 32).contains(&s);
+            // Root: currKnode (every lane), wait, keys[t] and the query key, wait, compare.
+            let mut want = vec![l(vec![cur; 32]), l((t0..t0 + 32).map(|t| root_keys + 4 * t).collect()), l(vec![qk; 32])];
+            let mut shape = "mwmmwc".to_owned();
+            // keys[t + 1] for the lanes with keys[t] <= key: t <= root_slot.
+            if root_slot >= t0 {
+                want.push(l((t0..=root_slot.min(t0 + 31)).map(|t| root_keys + 4 * (t + 1)).collect()));
+                shape += "mw";
+            }
+            // The matching thread: offset, the child index, offset = child.
+            if ours(root_slot) {
+                want.extend([l(vec![off]), l(vec![nodes + 8 + 4 * root_slot]), st(off)]);
+                shape += "mwmwm";
+            }
+            shape += "b";
+            // Thread 0: currKnode = offset.
+            if t0 == 0 {
+                want.extend([l(vec![off]), st(cur)]);
+                shape += "mwm";
+            }
+            shape += "b";
+            // Leaf: currKnode, keys[t] and the query key; the matching thread the record's index, the record, the answer.
+            want.extend([l(vec![cur; 32]), l((t0..t0 + 32).map(|t| leaf + 8 + 4 * 65 + 4 * t).collect()), l(vec![qk; 32])]);
+            shape += "mwmmwc";
+            if ours(leaf_slot) {
+                want.extend([l(vec![leaf + 8 + 4 * leaf_slot]), l(vec![records + 4 * key]), st(ans)]);
+                shape += "mwmwm";
+            }
+            assert_eq!(mem_ops(&mut warps(&p, 0)[4 + w as usize]), want, "warp {w}, key {key}");
+            let ops = all_ops(&mut warps(&p, 0)[4 + w as usize]);
+            assert_eq!(op_shape(&ops), shape, "warp {w}, key {key}");
+            // currKnode and offset are longs, the rest ints.
+            for (op, (_, a)) in ops.iter().filter(|o| matches!(o, Op::Mem { .. })).zip(&want) {
+                let long = a[0] >= curr;
+                assert!(matches!(op, Op::Mem { bytes, .. } if *bytes == if long { 8 } else { 4 }), "{op:?}");
+            }
         }
-        assert_eq!(ops[i].1, (t0..t0 + 32).map(|t| leaf + 8 + 4 * 65 + 4 * t).collect::<Vec<_>>());
-        assert_eq!(ops[i + 1].1, [records + 4 * key]);
-        // The same thread stores the answer.
-        assert_eq!(ops.len(), i + 3);
-        // Both warps of the CTA meet once per inner level (one here: the root), after the child's load.
-        for mut w in warps(&p, 0).into_iter().skip(4).take(2) {
-            let all = all_ops(&mut w);
-            let bars: Vec<usize> = all.iter().enumerate().filter(|(_, o)| **o == Op::Barrier).map(|(j, _)| j).collect();
-            assert_eq!(bars.len(), 1, "{all:?}");
-            assert_eq!(all[bars[0] - 1], Op::Wait);
-        }
+    }
+
+    #[test]
+    fn the_warp_of_thread_0_and_the_key_runs_every_step() {
+        // 4096 keys, fanout 64: warp 0 of a query whose key has both its slots in lanes 0..32.
+        let p = program(&["workload.kind=btree", "workload.btree.keys=4096", "workload.btree.fanout=64", "workload.btree.queries=64"]);
+        let k = kernel(&p);
+        let q = (0..64).find(|&q| k.key(q) / 64 < 32 && k.key(q) % 64 < 32).expect("some query in warp 0 at both levels");
+        let ops = all_ops(&mut warps(&p, 0)[2 * q as usize]);
+        // Root: currKnode, wait, keys, query key, wait, compute; keys[t + 1], wait; offset, wait,
+        // index, wait, store offset; barrier; offset, wait, store currKnode; barrier. Leaf: the
+        // first six, then the record's index, wait, the record, wait, the answer.
+        assert_eq!(op_shape(&ops), "mwmmwc".to_owned() + "mw" + "mwmwm" + "b" + "mwm" + "b" + "mwmmwc" + "mwmwm");
+        let (curr, offset) = (p.buffers[4].base + 8 * q, p.buffers[5].base + 8 * q);
+        let one = |kind, a| Op::Mem { kind, lanes: crate::workload::Lanes::Strided { base: a, stride: 0, n: 1 }, bytes: 8 };
+        assert_eq!(ops[8], one(MemKind::Load, offset));
+        assert_eq!(ops[12], one(MemKind::Store, offset));
+        assert_eq!(ops[14..17], [one(MemKind::Load, offset), Op::Wait, one(MemKind::Store, curr)]);
     }
 
     #[test]
@@ -271,14 +360,31 @@ mod tests {
     }
 
     #[test]
-    fn first_touch_is_query_keys_then_nodes_then_records_and_answers() {
+    fn first_touch_is_curr_root_query_keys_offset_then_nodes_then_records_and_answers() {
+        // 65536 keys, fanout 64: the root, 16 level-1 nodes, 1024 leaves, 528 B each: the root and
+        // the level-1 nodes in node pages 0..=2.
         let p = program(&["workload.kind=btree", "workload.btree.keys=65536", "workload.btree.fanout=64", "workload.btree.queries=64"]);
         let ft = first_touch(&p);
-        assert_eq!(ft[..2], [(2, 0), (0, 0)]);
-        // Every node page (root, inner, leaves) before the first record; records and answers interleave at the end.
-        let last_node = ft.iter().rposition(|&(b, _)| b == 0).unwrap();
+        assert_eq!(ft[..4], [(4, 0), (0, 0), (2, 0), (5, 0)]);
+        // The inner levels' node pages before the first record; after it only leaves, records and
+        // answers (the CTAs' warps skip different steps, so lockstep CTAs drift apart: the first
+        // records come while other queries still read their leaves).
         let first_record = ft.iter().position(|&(b, _)| b == 1).unwrap();
-        assert!(last_node < first_record);
-        assert!(ft[first_record..].iter().all(|&(b, _)| b == 1 || b == 3));
+        assert!((0..=2).all(|pg| ft[..first_record].contains(&(0, pg))));
+        assert!(ft[first_record..].iter().all(|&(b, pg)| b == 1 || b == 3 || b == 0 && pg >= 2));
+        assert!(ft.contains(&(3, 0)));
+        // Each query's own path in order: its node at each level, then its record.
+        let k = kernel(&p);
+        let pos = |b: usize, addr: u64| {
+            let page = (addr - p.buffers[b].base) >> 12;
+            ft.iter().position(|&e| e == (b, page)).unwrap()
+        };
+        for q in 0..64 {
+            let key = k.key(q);
+            // Its keys (lane 0's): a node's header may lie on the page before.
+            let keys = |level| k.node(key, level) + 8 + 4 * 65;
+            let (mid, leaf, record) = (pos(0, keys(1)), pos(0, keys(2)), pos(1, p.buffers[1].base + 4 * key));
+            assert!(mid <= leaf && leaf < record, "query {q}: {mid} {leaf} {record}");
+        }
     }
 }

@@ -1,27 +1,64 @@
 //! `comd` (Mantevo CoMD, svm-apu / Zheng "comd"): the link-cell force kernel
-//! of a molecular-dynamics step. Space is a `cells_x x cells_y x cells_z` grid
-//! of link cells (x fastest); every cell holds `atoms_per_cell` atoms in slots
-//! of a fixed capacity of 64 (CoMD's MAXATOMS), so atom i of cell c is at slot
-//! `c * 64 + i` of the position and force arrays (3 doubles, 24 B, each).
+//! of a molecular-dynamics step as NVIDIA's CoMD-CUDA computes Lennard-Jones
+//! forces with one thread per atom (`LJ_Force_thread_atom`,
+//! `src-mpi/gpu_lj_thread_atom.h`), its loads, waits, compute and stores in
+//! the order of the kernel's PTX (NVRTC 12.9, -O3, double precision:
+//! docs/workloads.md, "Load order"). Space is a `cells_x x cells_y x cells_z`
+//! grid of link cells (x fastest); every cell holds `atoms_per_cell` atoms in
+//! slots of a fixed capacity of 64 (MAXATOMS), so atom i of cell c is slot
+//! `c * 64 + i` of CoMD-CUDA's structure-of-arrays atom data: positions `r.x`,
+//! `r.y`, `r.z`, forces `f.x`, `f.y`, `f.z` and energies `e`, a double array
+//! each.
 //!
-//! One thread per atom (thread t = atom t % atoms_per_cell of cell t /
-//! atoms_per_cell, as CoMD's GPU ports map them): it loads its own position,
-//! then for each of the 27 cells around its own (dz, dy, dx = -1, 0, +1, with
-//! periodic wrap-around) loads that cell's atom count, waits, loads the
-//! position of every atom of the cell (lanes of one cell read the same atom:
-//! a broadcast), waits and computes (`atoms_per_cell * compute_cycles`, or
-//! with `pair_insts` > 0, `atoms_per_cell * pair_insts` instructions of one
-//! issue slot each); finally it stores its force.
+//! Thread t is entry t of the atom list (`list.cells[t]` = t / atoms_per_cell,
+//! `list.atoms[t]` = t % atoms_per_cell: cell-major, as CoMD-CUDA's host fills
+//! `a_list`, the list the kernel is launched with). With iBox its cell and
+//! iOff = iBox * 64 + iAtom its slot, a thread:
+//! - loads `list.cells[t]` (4 B), waits; loads `list.atoms[t]` (4 B), waits;
+//! - loads its own `r.x`, `r.y`, `r.z` at iOff (8 B each, no wait: the PTX
+//!   first uses them at the first pair);
+//! - for each of the 27 cells around its own (jBox): loads
+//!   `neighbor_cells[iBox * 27 + j]` (4 B), waits, loads `nAtoms[jBox]` (4 B),
+//!   waits, then for each atom of jBox loads its `r.x`, waits, its `r.y`,
+//!   waits, its `r.z`, waits (lanes of one cell read the same atom: a
+//!   broadcast) and computes the pair: `compute_cycles` of latency, or with
+//!   `pair_insts` > 0, `pair_insts` instructions of one issue slot each;
+//! - stores `f.x`, `f.y`, `f.z`, `e` at iOff (8 B each).
 //!
-//! Simplified from CoMD: every cell holds the same number of atoms; the
+//! Where the source and its PTX differ the model follows the PTX: the source
+//! reads `list.atoms[tid]` before `list.cells[tid]`, the PTX loads the cell
+//! first (its first use, iBox * 64, comes first); the source re-reads
+//! `nAtoms[jBox]` in the atom loop's condition, the PTX loads it once per
+//! neighbour cell (the loop has no store). The PTX unrolls the atom loop by 4
+//! without changing a pair's loads and waits. `Op::Wait` waits for every
+//! outstanding load, so the wait for the first `neighbor_cells` entry also
+//! waits for the own position, which the PTX first waits for at the first pair.
+//!
+//! Changed on 2026-12-01 (to the PTX's order): before, a neighbour cell's atom
+//! positions were all in flight together as 24 B records (array-of-structures
+//! positions and forces) followed by one wait and one compute for the cell,
+//! with no neighbour-list or atom-list loads, and the force was one 24 B store.
+//!
+//! Simplified from CoMD-CUDA: every cell holds the same number of atoms; the
 //! periodic neighbours are the cells themselves (CoMD copies them into halo
-//! cells); no cutoff test or Newton's-third-law halving; the position update
-//! and the atom redistribution between cells are not modelled.
+//! cells, which the halo exchange fills), in the order dz, dy, dx = -1, 0, +1
+//! (CoMD's `getNeighborBoxes` lists dx, dy, dz with z fastest, and CoMD-CUDA's
+//! host swaps the cell itself to the front of the table); every pair is
+//! computed (the PTX skips a pair's force beyond the cutoff); the arrays the
+//! kernel does not touch (momenta, ...), the position update, the halo
+//! exchange and the redistribution of atoms between cells are not modelled.
 //!
-//! Arrays in allocation order: positions, forces, atom counts. First touch
-//! (lockstep): the positions of the atoms' own cells (ascending), the counts
-//! and positions of the neighbour cells as the loop reaches them, then the
-//! forces ascending.
+//! Arrays in allocation order, CoMD-CUDA's `AllocateGpu` order of the arrays
+//! the kernel uses: `r.x`, `r.y`, `r.z`, `f.x`, `f.y`, `f.z`, `e`,
+//! `neighbor_cells`, `list.atoms`, `list.cells`, `nAtoms` (`initLinkCellsGpu`
+//! allocates `nAtoms` after the atom lists in the versions with the
+//! interpolated LJ kernel, before them in older ones). The inputs (the
+//! explicit-copy baseline's host-to-device copy) are all but the forces and
+//! energies. First touch (lockstep): `list.cells`, `list.atoms`, then the own
+//! positions `r.x`, `r.y`, `r.z` (each ascending: every page holds own-atom
+//! slots), `neighbor_cells` (every cell's first entry: every page, ascending),
+//! `nAtoms`; the neighbour cells' positions were all touched by then; then
+//! `f.x`, `f.y`, `f.z`, `e` ascending.
 
 use super::{check, KernelGen, KernelSpec, MemKind, Op, VaAllocator, WarpId, WorkloadConfig, MAX_LANES};
 
@@ -47,8 +84,20 @@ section! {
 
 /// Atom slots per link cell (CoMD's MAXATOMS).
 const SLOTS: u64 = 64;
-/// Bytes of a position or force: three doubles.
-const VEC3: u64 = 24;
+/// Neighbour cells of a cell, itself included (CoMD's N_MAX_NEIGHBORS).
+const NEIGHBOURS: u64 = 27;
+/// Bytes of one coordinate, force component or energy: a double.
+const REAL: u64 = 8;
+/// Bytes of an int (an atom-list entry, a neighbour-table entry, a cell's atom count).
+const INT: u64 = 4;
+/// A thread's ops before the neighbour loop: `list.cells`, wait, `list.atoms`, wait, `r.x`, `r.y`, `r.z`.
+const HEAD: u64 = 7;
+/// A neighbour cell's ops before its atoms: `neighbor_cells`, wait, `nAtoms`, wait.
+const CELL_HEAD: u64 = 4;
+/// An atom's loads and waits before its pair's compute: `r.x`, wait, `r.y`, wait, `r.z`, wait.
+const ATOM_LOADS: u64 = 6;
+/// A thread's stores: `f.x`, `f.y`, `f.z`, `e`.
+const STORES: u64 = 4;
 
 impl ComdParams {
     pub fn validate(&self, p: &str) -> Result<(), (String, String)> {
@@ -63,17 +112,28 @@ impl ComdParams {
         self.cells_x * self.cells_y * self.cells_z
     }
 
-    /// Positions and forces (64 slots per cell), atom counts.
+    fn atoms(&self) -> u64 {
+        self.cells() * self.atoms_per_cell as u64
+    }
+
+    /// Positions, forces and energies (7 doubles a slot, 64 slots a cell), the neighbour table
+    /// (27 ints a cell), the two atom lists (an int per atom each) and the atom counts (an int a cell).
     pub fn footprint(&self) -> u128 {
-        self.cells() as u128 * (2 * SLOTS * VEC3 + 4) as u128
+        let cells = self.cells() as u128;
+        cells * (7 * SLOTS * REAL + NEIGHBOURS * INT + INT) as u128 + 2 * (self.atoms() * INT) as u128
     }
 }
 
 #[derive(Debug, Clone, Copy)]
 pub struct ComdKernel {
-    pos: u64,
-    force: u64,
-    counts: u64,
+    /// `r.x`, `r.y`, `r.z`.
+    r: [u64; 3],
+    /// `f.x`, `f.y`, `f.z`, `e`: the stores, in order.
+    out: [u64; 4],
+    neighbor_cells: u64,
+    list_atoms: u64,
+    list_cells: u64,
+    n_atoms: u64,
     dims: [u64; 3],
     apc: u64,
     compute: u32,
@@ -81,26 +141,33 @@ pub struct ComdKernel {
 }
 
 pub(super) fn build(p: &ComdParams, w: &WorkloadConfig, page: u64, va: &mut VaAllocator) -> (Vec<KernelSpec>, u64) {
-    let cells = p.cells();
-    let (pos, force, counts) = (va.alloc(cells * SLOTS * VEC3, page), va.alloc(cells * SLOTS * VEC3, page), va.alloc(cells * 4, page));
+    let (cells, atoms) = (p.cells(), p.atoms());
+    let soa = cells * SLOTS * REAL;
+    let r = [va.alloc(soa, page), va.alloc(soa, page), va.alloc(soa, page)];
+    let out = [va.alloc(soa, page), va.alloc(soa, page), va.alloc(soa, page), va.alloc(soa, page)];
+    let neighbor_cells = va.alloc(cells * NEIGHBOURS * INT, page);
+    let (list_atoms, list_cells) = (va.alloc(atoms * INT, page), va.alloc(atoms * INT, page));
+    let n_atoms = va.alloc(cells * INT, page);
     let k = ComdKernel {
-        pos: pos.base,
-        force: force.base,
-        counts: counts.base,
+        r: r.map(|b| b.base),
+        out: out.map(|b| b.base),
+        neighbor_cells: neighbor_cells.base,
+        list_atoms: list_atoms.base,
+        list_cells: list_cells.base,
+        n_atoms: n_atoms.base,
         dims: [p.cells_x, p.cells_y, p.cells_z],
         apc: p.atoms_per_cell as u64,
         compute: w.compute_cycles,
         pair_insts: p.pair_insts,
     };
-    let threads = cells * p.atoms_per_cell as u64;
-    (
-        vec![KernelSpec { name: "comd", threads, threads_per_cta: w.threads_per_cta, gen: KernelGen::Comd(Box::new(k)) }],
-        pos.bytes + counts.bytes,
-    )
+    // The inputs: positions, the neighbour table, the atom lists and counts (forces and energies are the outputs).
+    let inputs = r.iter().map(|b| b.bytes).sum::<u64>() + neighbor_cells.bytes + list_atoms.bytes + list_cells.bytes + n_atoms.bytes;
+    (vec![KernelSpec { name: "comd", threads: atoms, threads_per_cta: w.threads_per_cta, gen: KernelGen::Comd(Box::new(k)) }], inputs)
 }
 
 impl ComdKernel {
-    /// Neighbour `n` (0..27, dz, dy, dx = -1, 0, +1) of cell `c`, wrapping around periodically.
+    /// Neighbour `n` (0..27, dz, dy, dx = -1, 0, +1) of cell `c`, wrapping around periodically:
+    /// entry `c * 27 + n` of the neighbour table.
     pub fn neighbour(&self, c: u64, n: u64) -> u64 {
         let [nx, ny, nz] = self.dims;
         let (x, y, z) = (c % nx, c / nx % ny, c / (nx * ny));
@@ -108,12 +175,23 @@ impl ComdKernel {
         w(x, n, nx) + nx * (w(y, n / 3, ny) + ny * w(z, n / 9, nz))
     }
 
+    /// Thread `t`'s slot, iOff: atom `t % atoms_per_cell` of cell `t / atoms_per_cell`.
     fn slot(&self, t: u64) -> u64 {
         t / self.apc * SLOTS + t % self.apc
     }
 
+    /// Ops of one pair's compute.
+    fn pair_ops(&self) -> u64 {
+        self.pair_insts.max(1) as u64
+    }
+
+    /// Ops of one neighbour cell: its head, then per atom the loads and waits and the pair's compute.
+    fn cell_ops(&self) -> u64 {
+        CELL_HEAD + self.apc * (ATOM_LOADS + self.pair_ops())
+    }
+
     pub fn warp(&self, id: WarpId) -> ComdWarp {
-        ComdWarp { k: *self, t0: id.first_thread, lanes: id.lanes, nb: 0, step: 0, left: 0 }
+        ComdWarp { k: *self, t0: id.first_thread, lanes: id.lanes, op: 0 }
     }
 }
 
@@ -122,62 +200,58 @@ pub struct ComdWarp {
     k: ComdKernel,
     t0: u64,
     lanes: u32,
-    /// Neighbour cell of the loop (27 = done).
-    nb: u64,
-    /// Step within the neighbour: count, wait, atom positions, wait, compute.
-    step: u64,
-    /// Pair instructions of this neighbour still to issue (`pair_insts`).
-    left: u64,
+    /// Index of the next op in the thread's sequence (the same for every lane).
+    op: u64,
 }
 
 impl ComdWarp {
     /// One access per lane at `f(thread)`.
-    fn lanes(&self, scratch: &mut [u64; MAX_LANES], kind: MemKind, bytes: u32, f: impl Fn(u64) -> u64) -> Op {
+    fn lanes(&self, scratch: &mut [u64; MAX_LANES], kind: MemKind, bytes: u64, f: impl Fn(u64) -> u64) -> Op {
         let n = self.lanes as usize;
         for (l, slot) in scratch.iter_mut().take(n).enumerate() {
             *slot = f(self.t0 + l as u64);
         }
-        Op::Mem { kind, lanes: super::grid::compact(scratch, n), bytes }
+        Op::Mem { kind, lanes: super::grid::compact(scratch, n), bytes: bytes as u32 }
     }
 
     pub fn next(&mut self, scratch: &mut [u64; MAX_LANES]) -> Op {
         let k = self.k;
-        let apc = k.apc;
-        if self.nb == 28 {
+        let body = HEAD + NEIGHBOURS * k.cell_ops();
+        let i = self.op;
+        if i >= body + STORES {
             return Op::Exit;
         }
-        let (nb, step) = (self.nb, self.step);
-        if nb == 27 {
-            self.nb = 28;
-            return self.lanes(scratch, MemKind::Store, VEC3 as u32, |t| k.force + k.slot(t) * VEC3);
+        self.op += 1;
+        let load = MemKind::Load;
+        if i < HEAD {
+            // The thread's cell, then its atom (each used at once: a wait), then its own position.
+            return match i {
+                0 => self.lanes(scratch, load, INT, |t| k.list_cells + t * INT),
+                2 => self.lanes(scratch, load, INT, |t| k.list_atoms + t * INT),
+                1 | 3 => Op::Wait,
+                c => self.lanes(scratch, load, REAL, |t| k.r[(c - 4) as usize] + k.slot(t) * REAL),
+            };
         }
-        if step == 0 && nb == 0 {
-            // The atom's own position first (kept in registers).
-            self.step = 1;
-            return self.lanes(scratch, MemKind::Load, VEC3 as u32, |t| k.pos + k.slot(t) * VEC3);
+        if i >= body {
+            let a = k.out[(i - body) as usize];
+            return self.lanes(scratch, MemKind::Store, REAL, |t| a + k.slot(t) * REAL);
         }
-        self.step += 1;
-        let cell = |t: u64| k.neighbour(t / apc, nb);
-        match step {
-            1 => self.lanes(scratch, MemKind::Load, 4, |t| k.counts + cell(t) * 4),
-            2 => Op::Wait,
-            s if s < 3 + apc => self.lanes(scratch, MemKind::Load, VEC3 as u32, |t| k.pos + (cell(t) * SLOTS + s - 3) * VEC3),
-            s if s == 3 + apc => {
-                self.left = apc * k.pair_insts as u64;
-                Op::Wait
-            }
-            // One issue slot per pair instruction: the SM's issue rate bounds the kernel.
-            _ if self.left > 1 => {
-                (self.left, self.step) = (self.left - 1, step);
-                Op::Compute(1)
-            }
-            _ if self.left == 1 => {
-                (self.nb, self.step, self.left) = (nb + 1, 1, 0);
-                Op::Compute(1)
-            }
+        let (nb, s) = ((i - HEAD) / k.cell_ops(), (i - HEAD) % k.cell_ops());
+        let cell = |t: u64| k.neighbour(t / k.apc, nb);
+        match s {
+            0 => self.lanes(scratch, load, INT, |t| k.neighbor_cells + (t / k.apc * NEIGHBOURS + nb) * INT),
+            2 => self.lanes(scratch, load, INT, |t| k.n_atoms + cell(t) * INT),
+            1 | 3 => Op::Wait,
             _ => {
-                (self.nb, self.step) = (nb + 1, 1);
-                Op::Compute(apc as u32 * k.compute)
+                let per_atom = ATOM_LOADS + k.pair_ops();
+                let (atom, q) = ((s - CELL_HEAD) / per_atom, (s - CELL_HEAD) % per_atom);
+                match q {
+                    0 | 2 | 4 => self.lanes(scratch, load, REAL, |t| k.r[(q / 2) as usize] + (cell(t) * SLOTS + atom) * REAL),
+                    1 | 3 | 5 => Op::Wait,
+                    // One issue slot per pair instruction: the SM's issue rate bounds the kernel.
+                    _ if k.pair_insts > 0 => Op::Compute(1),
+                    _ => Op::Compute(k.compute),
+                }
             }
         }
     }
@@ -186,7 +260,7 @@ impl ComdWarp {
 #[cfg(test)]
 mod tests {
     use crate::workload::testutil::*;
-    use crate::workload::{KernelGen, MemKind};
+    use crate::workload::{KernelGen, MemKind, Op};
 
     fn kernel(p: &crate::workload::Program) -> &super::ComdKernel {
         match &kernels(p)[0].gen {
@@ -194,6 +268,19 @@ mod tests {
             _ => unreachable!(),
         }
     }
+
+    /// Buffer indices in allocation order.
+    const RX: usize = 0;
+    const RY: usize = 1;
+    const RZ: usize = 2;
+    const FX: usize = 3;
+    const FY: usize = 4;
+    const FZ: usize = 5;
+    const E: usize = 6;
+    const NBR: usize = 7;
+    const LIST_ATOMS: usize = 8;
+    const LIST_CELLS: usize = 9;
+    const N_ATOMS: usize = 10;
 
     #[test]
     fn neighbours_wrap_around() {
@@ -209,54 +296,114 @@ mod tests {
     }
 
     #[test]
-    fn an_atom_reads_its_27_cells_then_stores_its_force() {
-        // 4 x 4 x 4 cells of 16 atoms: warp 3 = cells 6 and 7 (atoms 96..128).
+    fn a_thread_follows_the_ptx_order() {
+        // 2 x 2 x 2 cells of 2 atoms: one warp of 16 threads.
+        let p = program(&[
+            "workload.kind=comd",
+            "workload.comd.cells_x=2",
+            "workload.comd.cells_y=2",
+            "workload.comd.cells_z=2",
+            "workload.comd.atoms_per_cell=2",
+        ]);
+        let ops = all_ops(&mut warps(&p, 0)[0]);
+        // list.cells, wait, list.atoms, wait, r.x r.y r.z; per neighbour: neighbor_cells, wait, nAtoms, wait, and per
+        // atom r.x, wait, r.y, wait, r.z, wait, the pair; the stores f.x f.y f.z e.
+        let want = format!("mwmwmmm{}mmmm", format!("mwmw{}", "mwmwmwc".repeat(2)).repeat(27));
+        assert_eq!(op_shape(&ops), want);
+        let mem: Vec<(MemKind, u32)> =
+            ops.iter().filter_map(|o| if let Op::Mem { kind, bytes, .. } = o { Some((*kind, *bytes)) } else { None }).collect();
+        let (ld, st) = (MemKind::Load, MemKind::Store);
+        let mut want = vec![(ld, 4), (ld, 4), (ld, 8), (ld, 8), (ld, 8)];
+        for _ in 0..27 {
+            want.extend([(ld, 4), (ld, 4)]);
+            want.extend([(ld, 8); 6]);
+        }
+        want.extend([(st, 8); 4]);
+        assert_eq!(mem, want);
+        // pair_insts = 0: each pair is one compute_cycles (4) of latency.
+        assert!(ops.iter().filter(|o| matches!(o, Op::Compute(_))).all(|o| *o == Op::Compute(4)));
+    }
+
+    #[test]
+    fn one_lanes_addresses_worked_by_hand() {
+        // 4 x 4 x 4 cells of 16 atoms: warp 3 = threads 96..128 = cells 6 and 7. Lane 5 = thread 101 = atom 5 of
+        // cell 6 = (2, 1, 0): iOff = 6 * 64 + 5 = 389.
         let p = program(&["workload.kind=comd", "workload.comd.cells_x=4", "workload.comd.cells_y=4", "workload.comd.cells_z=4"]);
-        let k = kernel(&p);
-        let (pos, force, counts) = (p.buffers[0].base, p.buffers[1].base, p.buffers[2].base);
+        let b = |i: usize| p.buffers[i].base;
         let ops = mem_ops(&mut warps(&p, 0)[3]);
-        assert_eq!(ops.len(), 1 + 27 * (1 + 16) + 1);
-        let slot = |cell: u64, i: u64| (cell * 64 + i) * 24;
-        let own: Vec<u64> = (0..32).map(|l| pos + slot(6 + l / 16, l % 16)).collect();
-        assert_eq!(ops[0], (MemKind::Load, own));
-        // Neighbour 5 = (dx, dy, dz) = (+1, 0, -1): its count, then its 16 atoms, atom 7 at step 7.
-        let at = 1 + 5 * 17;
-        let nb = |l: u64| k.neighbour(6 + l / 16, 5);
-        assert_eq!(nb(0), 3 + 4 * (1 + 4 * 3)); // cell 6 = (2, 1, 0) -> (3, 1, 3), z wrapping around.
-        assert_eq!(ops[at].1, (0..32).map(|l| counts + 4 * nb(l)).collect::<Vec<_>>());
-        assert_eq!(ops[at + 1 + 7].1, (0..32).map(|l| pos + slot(nb(l), 7)).collect::<Vec<_>>());
-        let last = ops.last().unwrap();
-        assert_eq!(*last, (MemKind::Store, (0..32).map(|l| force + slot(6 + l / 16, l % 16)).collect()));
+        assert_eq!(ops.len(), 2 + 3 + 27 * (2 + 16 * 3) + 4);
+        let lane5 = |i: usize| ops[i].1[5];
+        // The start: list.cells[101], list.atoms[101], r.x, r.y, r.z [389].
+        assert_eq!([lane5(0), lane5(1)], [b(LIST_CELLS) + 404, b(LIST_ATOMS) + 404]);
+        assert_eq!([lane5(2), lane5(3), lane5(4)], [b(RX) + 3112, b(RY) + 3112, b(RZ) + 3112]);
+        // Neighbour 5 = (dx, dy, dz) = (+1, 0, -1): (3, 1, 3), z wrapping around = cell 3 + 4 * (1 + 4 * 3) = 55.
+        // neighbor_cells[6 * 27 + 5 = 167], nAtoms[55]; its atom 7 is slot 55 * 64 + 7 = 3527, byte 28216.
+        let at = 5 + 5 * 50;
+        assert_eq!(kernel(&p).neighbour(6, 5), 55);
+        assert_eq!([lane5(at), lane5(at + 1)], [b(NBR) + 668, b(N_ATOMS) + 220]);
+        let atom7 = at + 2 + 7 * 3;
+        assert_eq!([lane5(atom7), lane5(atom7 + 1), lane5(atom7 + 2)], [b(RX) + 28216, b(RY) + 28216, b(RZ) + 28216]);
+        // Lanes of one cell read the same atom: lanes 0..16 (cell 6) atom 7 of cell 55, lanes 16..32 (cell 7 =
+        // (3, 1, 0) -> (0, 1, 3) = 52) atom 7 of cell 52.
+        let want: Vec<u64> = (0..32).map(|l| b(RY) + if l < 16 { 28216 } else { (52 * 64 + 7) * 8 }).collect();
+        assert_eq!(ops[atom7 + 1], (MemKind::Load, want));
+        // The stores: f.x, f.y, f.z, e at every lane's own slot.
+        let own = |base: u64| (0..32).map(|l| base + ((6 + l / 16) * 64 + l % 16) * 8).collect::<Vec<u64>>();
+        let n = ops.len();
+        for (i, buf) in [FX, FY, FZ, E].into_iter().enumerate() {
+            assert_eq!(ops[n - 4 + i], (MemKind::Store, own(b(buf))));
+        }
     }
 
     #[test]
     fn pair_insts_issue_one_slot_per_pair_instruction() {
-        use crate::workload::Op;
         let base = ["workload.kind=comd", "workload.comd.atoms_per_cell=4"];
         let old = all_ops(&mut warps(&program(&base), 0)[0]);
         let mut sets = base.to_vec();
         sets.push("workload.comd.pair_insts=30");
         let new = all_ops(&mut warps(&program(&sets), 0)[0]);
-        // Per neighbour: count, wait, 4 positions, wait, then one Compute(4 atoms x 4 cycles) by
-        // default, or 4 atoms x 30 single-cycle instructions; the memory ops are the same.
-        assert_eq!(old.len(), 1 + 27 * 8 + 1);
-        assert_eq!(new.len(), 1 + 27 * (7 + 120) + 1);
-        assert_eq!(old.iter().filter(|o| **o == Op::Compute(16)).count(), 27);
-        assert_eq!(new.iter().filter(|o| **o == Op::Compute(1)).count(), 27 * 120);
+        // Per neighbour: 4 ops, then per atom 6 loads and waits and one Compute(4 cycles) by default, or 30
+        // single-cycle instructions; the memory ops and waits are the same.
+        assert_eq!(old.len(), 7 + 27 * (4 + 4 * 7) + 4);
+        assert_eq!(new.len(), 7 + 27 * (4 + 4 * 36) + 4);
+        assert_eq!(old.iter().filter(|o| **o == Op::Compute(4)).count(), 27 * 4);
+        assert_eq!(new.iter().filter(|o| **o == Op::Compute(1)).count(), 27 * 4 * 30);
         let mem = |v: &[Op]| v.iter().filter(|o| matches!(o, Op::Mem { .. } | Op::Wait)).copied().collect::<Vec<_>>();
         assert_eq!(mem(&old), mem(&new));
-        // Neighbour 0's block: its 7 memory steps, then its 120 pair instructions, then neighbour 1's count.
-        assert!(new[1 + 7..1 + 127].iter().all(|o| *o == Op::Compute(1)));
-        assert!(matches!(new[1 + 127], Op::Mem { .. }));
+        // Neighbour 0's first atom: its 6 loads and waits, its 30 pair instructions, then the next atom's r.x.
+        let first = 7 + 4 + 6;
+        assert_eq!(new[first - 1], Op::Wait);
+        assert!(new[first..first + 30].iter().all(|o| *o == Op::Compute(1)));
+        assert!(matches!(new[first + 30], Op::Mem { .. }));
     }
 
     #[test]
-    fn first_touch_is_positions_and_counts_then_forces() {
-        let p = program(&["workload.kind=comd", "workload.comd.atoms_per_cell=64"]);
+    fn first_touch_is_lists_own_positions_table_counts_then_outputs() {
+        // 8 x 8 x 8 cells of 16 atoms: lists 8192 x 4 B = 8 pages, each SoA array 512 x 64 x 8 B = 64 pages,
+        // neighbor_cells 512 x 27 x 4 B = 14 pages, nAtoms 1 page.
+        let p = program(&["workload.kind=comd"]);
         let ft = first_touch(&p);
-        // Own positions first: 512 cells x 64 slots x 24 B = 192 pages, ascending.
-        assert_eq!(ft[..192], (0..192).map(|pg| (0, pg)).collect::<Vec<_>>());
-        assert_eq!(ft[192], (2, 0));
-        assert_eq!(ft[193..], (0..192).map(|pg| (1, pg)).collect::<Vec<_>>());
+        let all = |b: usize, n: u64| (0..n).map(move |pg| (b, pg));
+        let mut want: Vec<(usize, u64)> = all(LIST_CELLS, 8).chain(all(LIST_ATOMS, 8)).collect();
+        for b in [RX, RY, RZ] {
+            want.extend(all(b, 64));
+        }
+        want.extend(all(NBR, 14).chain(all(N_ATOMS, 1)));
+        for b in [FX, FY, FZ, E] {
+            want.extend(all(b, 64));
+        }
+        assert_eq!(ft, want);
+    }
+
+    #[test]
+    fn footprint_and_inputs() {
+        let p = program(&["workload.kind=comd", "workload.comd.cells_x=5", "workload.comd.atoms_per_cell=7"]);
+        let bytes: Vec<u64> = p.buffers.iter().map(|b| b.bytes).collect();
+        let (cells, atoms) = (5 * 8 * 8u64, 5 * 8 * 8 * 7u64);
+        assert_eq!(bytes, [[cells * 512; 7].as_slice(), &[cells * 108, atoms * 4, atoms * 4, cells * 4]].concat());
+        let params = crate::workload::ComdParams { cells_x: 5, atoms_per_cell: 7, ..Default::default() };
+        assert_eq!(params.footprint(), bytes.iter().sum::<u64>() as u128);
+        // The inputs: positions, neighbour table, atom lists and counts.
+        assert_eq!(p.host.input_bytes, Some(3 * cells * 512 + cells * 108 + 2 * atoms * 4 + cells * 4));
     }
 }

@@ -5,9 +5,12 @@
 //! computes one tile of C; CTAs are
 //! numbered column tile fastest (`bx = cta % (n/tile)`, `by = cta / (n/tile)`),
 //! and thread (tx, ty) = (t % tile, t / tile). For each k-step `k` in
-//! 0..n/tile, every thread loads `A[by*tile + ty][k*tile + tx]` and
-//! `B[k*tile + ty][bx*tile + tx]` (rows of a tile are contiguous, so a warp
-//! reads 32 / tile row segments of tile elements each), waits for them and
+//! 0..n/tile, every thread loads `A[by*tile + ty][k*tile + tx]`, waits for
+//! it, loads `B[k*tile + ty][bx*tile + tx]`, waits for it (rows of a tile are
+//! contiguous, so a warp reads 32 / tile row segments of tile elements each;
+//! each load's value is stored to shared memory right after it in the
+//! kernel's PTX, so a warp has one load in flight: docs/workloads.md, "Load
+//! order"; before 2026-12-01 the two were in flight together) and
 //! meets the CTA at the barrier (`__syncthreads`), computes tile multiply-adds
 //! (`tile * compute_cycles` cycles) and meets it again (the tile in shared
 //! memory is then free for the next k-step). After the last k-step it stores
@@ -17,9 +20,10 @@
 //! `n` need not be a multiple of `tile` (Allen's sgemm sizes, 29,228 to
 //! 47,660, are not multiples of 16): the grid is ceil(n/tile)^2 CTAs, and a
 //! thread whose element of A, B or C lies outside the n x n matrix skips that
-//! load or store (the bounds guards of the CUDA-samples kernel, which put 0 in
-//! shared memory instead), so edge tiles are partial and nothing outside the
-//! matrices is touched. It still waits at the barriers and computes.
+//! load or store (guards of this model's own: the CUDA-samples kernel has none
+//! and requires multiples of its block size), so edge tiles are partial and
+//! nothing outside the matrices is touched. It still waits at the barriers
+//! and computes.
 //!
 //! First touch (lockstep): at k-step 0, column tile 0 of A for every row
 //! tile, interleaved with row tile 0 of B; then A's column tile 1 and B's
@@ -161,11 +165,13 @@ impl GemmWarp {
             }
             self.phase += 1;
             let op = match self.phase {
+                // Each tile load's value is stored to shared memory at once (the PTX), so the
+                // warp waits for A before it loads B.
                 1 => self.tile(MemKind::Load, self.k.a, self.by, self.kstep, scratch),
-                2 => self.tile(MemKind::Load, self.k.b, self.kstep, self.bx, scratch),
-                3 => Some(Op::Wait),
-                4 => Some(Op::Barrier),
-                5 => Some(Op::Compute(self.k.p.tile * self.k.compute)),
+                2 | 4 => Some(Op::Wait),
+                3 => self.tile(MemKind::Load, self.k.b, self.kstep, self.bx, scratch),
+                5 => Some(Op::Barrier),
+                6 => Some(Op::Compute(self.k.p.tile * self.k.compute)),
                 _ => {
                     self.phase = 0;
                     self.kstep += 1;
@@ -186,14 +192,16 @@ mod tests {
 
     #[test]
     fn each_k_step_meets_the_cta_before_and_after_its_compute() {
-        // n = 40, tile 16: 3 k-steps of load A, load B, wait, barrier, compute, barrier; then the store.
+        // n = 40, tile 16: 3 k-steps of load A, wait, load B, wait, barrier, compute, barrier; then the store.
         let p = program(&["workload.kind=tiled-gemm", "workload.tiled_gemm.n=40"]);
         for mut w in warps(&p, 0) {
             let ops = all_ops(&mut w);
-            // Edge warps skip loads or the store outside the matrices, never a barrier.
+            // Edge warps skip loads or the store outside the matrices, never a wait or a barrier.
             let s = op_shape(&ops).replace('m', "");
-            assert_eq!(s, "wbcb".repeat(3), "{ops:?}");
+            assert_eq!(s, "wwbcb".repeat(3), "{ops:?}");
         }
+        let mut w = warps(&p, 0).swap_remove(0);
+        assert_eq!(op_shape(&all_ops(&mut w)), format!("{}m", "mwmwbcb".repeat(3)));
     }
 
     #[test]

@@ -1,16 +1,21 @@
 //! `hotspot` (Rodinia): transient thermal simulation on a rows x cols chip.
 //! Each launch advances `pyramid_height` time steps: every cell loads its
-//! temperature and its four neighbours' (clamped at the chip's edge) and its
-//! power, waits, meets its CTA at a barrier (the staging `__syncthreads`),
-//! computes the steps (`pyramid_height * compute_cycles`, or with
-//! `setup_insts`/`step_insts`, `cell_insts()` instructions of one issue slot
-//! each, two barriers per step among them), and stores its new temperature
-//! into the other temperature grid (ping-pong).
+//! temperature, waits, loads its power, waits (each load's value goes
+//! straight to shared memory: one load in flight, as in the kernel's PTX,
+//! docs/workloads.md, "Load order"), meets its CTA at a barrier (the staging
+//! `__syncthreads`), computes the steps (`pyramid_height * compute_cycles`,
+//! or with `setup_insts`/`step_insts`, `cell_insts()` instructions of one
+//! issue slot each, the 2 * pyramid_height barriers among them: two per step
+//! but the last, which leaves the loop before the copy back), and stores its
+//! new temperature into the other temperature grid (ping-pong).
 //! `iterations / pyramid_height` launches (rounded up).
 //!
 //! Simplified from Rodinia: one thread per cell, row-major (Rodinia uses 16 x 16
-//! thread tiles that overlap by the pyramid's halo and keep the intermediate
-//! steps in shared memory; the global reads and writes per cell are the same).
+//! thread tiles that overlap by the pyramid's halo, each thread loading one
+//! cell, and keep the intermediate steps and the neighbours in shared memory;
+//! the pages read and written are the same). Before 2026-12-01 each cell
+//! loaded its four neighbours too, all six loads in flight together, and met
+//! its CTA 1 + 2 * pyramid_height times.
 //!
 //! Arrays in allocation order: temperature 0, temperature 1, power. First
 //! touch (lockstep): temperature 0 row-major, power row-major, temperature 1 row-major.
@@ -82,13 +87,15 @@ impl HotspotParams {
 pub(super) fn build(p: &HotspotParams, w: &WorkloadConfig, page: u64, va: &mut VaAllocator) -> (Vec<KernelSpec>, u64) {
     let bytes = p.rows * p.cols * 4;
     let (t0, t1, power) = (va.alloc(bytes, page), va.alloc(bytes, page), va.alloc(bytes, page));
-    let mut body: Vec<Step> =
-        [(0, 0), (0, -1), (0, 1), (-1, 0), (1, 0)].iter().map(|&(dx, dy)| Step::load(0, Index::at(dx, dy, 0))).collect();
-    body.extend([Step::load(1, Index::HERE), Step::Wait]);
-    // Rodinia's calculate_temp meets once after staging temperature and power in shared memory
-    // and twice per time step (after the step, after copying it back). With instruction counts
-    // (one issue slot each: the SM's issue rate bounds the kernel) the barriers are among them.
-    let barriers = 1 + 2 * p.pyramid_height;
+    // Rodinia's calculate_temp stages its cell's temperature and power in shared memory, each
+    // load's value stored there at once (one load in flight: the PTX, docs/workloads.md, "Load
+    // order"); the neighbours are read from shared memory, loaded by the neighbouring threads.
+    let mut body = vec![Step::load(0, Index::HERE), Step::Wait, Step::load(1, Index::HERE), Step::Wait];
+    // It meets once after the staging and twice per time step (after the step, after copying
+    // it back) but the last, which leaves the loop before the copy: 2h barriers. With
+    // instruction counts (one issue slot each: the SM's issue rate bounds the kernel) the
+    // barriers are among them.
+    let barriers = 2 * p.pyramid_height;
     body.extend(staged(p.cell_insts().try_into().unwrap_or(u32::MAX), p.pyramid_height * w.compute_cycles, barriers));
     body.push(Step::store(2, Index::HERE));
     let launches = p.iterations.div_ceil(p.pyramid_height) as usize;
@@ -109,7 +116,7 @@ mod tests {
     use crate::workload::MemKind;
 
     #[test]
-    fn a_cell_reads_its_neighbours_and_power_and_writes_the_other_grid() {
+    fn a_cell_reads_its_temperature_and_power_and_writes_the_other_grid() {
         let p = program(&[
             "workload.kind=hotspot",
             "workload.hotspot.rows=4",
@@ -120,15 +127,13 @@ mod tests {
         assert_eq!(kernels(&p).len(), 2);
         let (t0, t1, pw) = (p.buffers[0].base, p.buffers[1].base, p.buffers[2].base);
         let c = |b: u64, x: u64, y: u64| b + 4 * (y * 32 + x);
-        // Warp 3 = row 3 (the last): its south neighbour clamps to itself. Lane 31 = (31, 3).
+        // Warp 3 = row 3. Lane 31 = (31, 3): its temperature, its power, its new temperature.
         let ops = mem_ops(&mut warps(&p, 0)[3]);
         let lane31: Vec<(MemKind, u64)> = ops.iter().map(|(k, a)| (*k, a[31])).collect();
-        let want = [c(t0, 31, 3), c(t0, 31, 2), c(t0, 31, 3), c(t0, 30, 3), c(t0, 31, 3), c(pw, 31, 3)];
-        assert_eq!(lane31[..6], want.map(|a| (MemKind::Load, a)));
-        assert_eq!(lane31[6], (MemKind::Store, c(t1, 31, 3)));
+        assert_eq!(lane31, [(MemKind::Load, c(t0, 31, 3)), (MemKind::Load, c(pw, 31, 3)), (MemKind::Store, c(t1, 31, 3))]);
         // The second launch reads temperature 1 and writes temperature 0.
         let ops = mem_ops(&mut warps(&p, 1)[0]);
-        assert_eq!((ops[0].1[0], ops[6].1[0]), (t1, t0));
+        assert_eq!((ops[0].1[0], ops[2].1[0]), (t1, t0));
         assert_eq!(first_touch(&p).iter().map(|&(b, _)| b).collect::<Vec<_>>(), [0, 2, 1]);
     }
 
@@ -141,15 +146,15 @@ mod tests {
         sets.extend(["workload.hotspot.setup_insts=10", "workload.hotspot.step_insts=4"]);
         let new = all_ops(&mut warps(&program(&sets), 0)[1]);
         // Height 2: 12 x 12 cells per 16 x 16 threads; (10 + 2 x 4) x 256 / 144 = 32 per cell.
-        // Latency mode: a barrier after the loads, the latency, the steps' 4 barriers.
-        assert_eq!(old.len(), 6 + 1 + 1 + 1 + 4 + 1);
-        assert_eq!(old[6..13], [Op::Wait, Op::Barrier, Op::Compute(8), Op::Barrier, Op::Barrier, Op::Barrier, Op::Barrier]);
-        // Instruction mode: 32 slots, 5 of them barriers, each followed by its share of the other 27.
-        assert_eq!(new.len(), 6 + 1 + 32 + 1);
-        assert_eq!(new[7..39].iter().filter(|o| **o == Op::Barrier).count(), 5);
-        assert_eq!(new[7..39].iter().filter(|o| **o == Op::Compute(1)).count(), 27);
-        assert_eq!(new[7], Op::Barrier);
-        assert!(matches!(new[39], Op::Mem { .. }));
+        // Latency mode: each load waited for, a barrier, the latency, the steps' 3 other barriers.
+        assert_eq!(op_shape(&old), "mwmwbcbbbm");
+        assert_eq!(old[5], Op::Compute(8));
+        // Instruction mode: 32 slots, 4 of them barriers, each followed by its share of the other 28.
+        assert_eq!(new.len(), 4 + 32 + 1);
+        assert_eq!(new[4..36].iter().filter(|o| **o == Op::Barrier).count(), 4);
+        assert_eq!(new[4..36].iter().filter(|o| **o == Op::Compute(1)).count(), 28);
+        assert_eq!(new[4], Op::Barrier);
+        assert!(matches!(new[36], Op::Mem { .. }));
         let mem = |v: &[Op]| v.iter().filter(|o| matches!(o, Op::Mem { .. } | Op::Wait)).copied().collect::<Vec<_>>();
         assert_eq!(mem(&old), mem(&new));
         // Height 1: 14 x 14 of 256, rounded up: (84 + 50) x 256 / 196 = 175.02 -> 176.

@@ -12,13 +12,17 @@
 //! with the port's own launch sizes (`workload.threads_per_cta` does not apply):
 //! - `matvec_ell_kernel` (256-thread CTAs, at most 32,768, grid-stride over
 //!   rows): per entry j, load the column index, wait; the lanes whose entry is
-//!   not padding (-1) load the value and gather p at the column; compute; at
-//!   the end wait and store Ap[r]. `generate_matrix_structure_kernel` does
+//!   not padding (-1) load the value and gather p at the column, wait,
+//!   compute (two round trips per entry, as in the kernel's PTX:
+//!   docs/workloads.md, "Load order"; before 2026-12-01 the next entry's
+//!   column load went out with the value and p); at the end store Ap[r]. The
+//!   build without `MATVEC_OVERLAP` (one matvec kernel; the Makefile's MPI
+//!   build splits it into internal and external rows). `generate_matrix_structure_kernel` does
 //!   not reset its column between neighbours, so a neighbour outside the grid
 //!   repeats the last column inside it (or is -1 before the first), and the
 //!   sort puts the -1s last: a boundary row's real entries come with repeats.
 //! - `dot` = `cudaMemset_kernel` (clears the 1,024 partial sums), `dot_kernel`
-//!   (512-thread CTAs, at most 1,024, grid-stride: load both elements, wait,
+//!   (512-thread CTAs, at most 1,024, grid-stride: load y[i], then x[i], wait,
 //!   compute; then the CTA's shared-memory reduction, four `__syncthreads`
 //!   with the steps of threads < 256, 128, 64, 32 between them, five
 //!   warp-synchronous steps, and thread 0 stores the CTA's partial sum) and
@@ -471,18 +475,20 @@ impl MinifeWarp {
                         self.phase = 4;
                         self.ell_lanes(scratch, m, x, pitch, true).expect("same lanes as the values")
                     }
+                    // The multiply-add waits for both (the PTX), and the next entry's column
+                    // load comes after it: two round trips per entry.
                     4 => {
+                        self.phase = 10;
+                        Op::Wait
+                    }
+                    10 => {
                         self.phase = 5;
                         Op::Compute(c)
                     }
                     5 => {
                         self.entry += 1;
-                        self.phase = if self.entry < ELL_WIDTH { 0 } else { 6 };
+                        self.phase = if self.entry < ELL_WIDTH { 0 } else { 7 };
                         continue;
-                    }
-                    6 => {
-                        self.phase = 7;
-                        Op::Wait
                     }
                     7 => {
                         (self.phase, self.entry) = (0, 0);
@@ -500,13 +506,14 @@ impl MinifeWarp {
                         self.phase = 4;
                         continue;
                     }
+                    // `dot_kernel`'s PTX loads y[i] before x[i].
                     0 => {
                         self.phase = 1;
-                        Self::strided(MemKind::Load, a + self.e * 8, 8, m, 8)
+                        Self::strided(MemKind::Load, b + self.e * 8, 8, m, 8)
                     }
                     1 => {
                         self.phase = 2;
-                        Self::strided(MemKind::Load, b + self.e * 8, 8, m, 8)
+                        Self::strided(MemKind::Load, a + self.e * 8, 8, m, 8)
                     }
                     2 => {
                         self.phase = 3;
@@ -762,7 +769,7 @@ mod tests {
         // Warp 0 holds rows of z = 0 only: each lacks at least the 9 neighbours below it, so
         // entries 18.. are padding in every lane, and only the index load and its wait issue.
         let shape = op_shape(&all_ops(&mut warps(&p, 1)[0]));
-        assert_eq!(shape, format!("{}{}wm", "mwmmc".repeat(18), "mw".repeat(9)));
+        assert_eq!(shape, format!("{}{}m", "mwmmwc".repeat(18), "mw".repeat(9)));
     }
 
     #[test]

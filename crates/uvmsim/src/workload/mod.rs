@@ -37,6 +37,7 @@ mod minife;
 mod nw;
 mod pagerank;
 mod parboil_sgemm;
+mod parboil_stencil;
 mod pathfinder;
 mod pingpong;
 mod pointer_chase;
@@ -79,6 +80,7 @@ pub use minife::MinifeParams;
 pub use nw::NwParams;
 pub use pagerank::PagerankParams;
 pub use parboil_sgemm::ParboilSgemmParams;
+pub use parboil_stencil::ParboilStencilParams;
 pub use pathfinder::PathfinderParams;
 pub use pingpong::PingPongParams;
 pub use pointer_chase::PointerChaseParams;
@@ -273,6 +275,7 @@ pub enum KernelGen {
     PointerChase(pointer_chase::PointerChaseKernel),
     Gemm(gemm::GemmKernel),
     ParboilSgemm(parboil_sgemm::ParboilSgemmKernel),
+    ParboilStencil(parboil_stencil::ParboilStencilKernel),
     BlasGemm(blas_gemm::BlasGemmKernel),
     Nw(nw::NwKernel),
     Spmv(Box<spmv::SpmvKernel>),
@@ -321,6 +324,7 @@ impl KernelGen {
             KernelGen::PointerChase(k) => WarpStream::PointerChase(k.warp(id)),
             KernelGen::Gemm(k) => WarpStream::Gemm(Box::new(k.warp(id))),
             KernelGen::ParboilSgemm(k) => WarpStream::ParboilSgemm(Box::new(k.warp(id))),
+            KernelGen::ParboilStencil(k) => WarpStream::ParboilStencil(Box::new(k.warp(id))),
             KernelGen::BlasGemm(k) => WarpStream::BlasGemm(Box::new(k.warp(id))),
             KernelGen::Nw(k) => WarpStream::Nw(Box::new(k.warp(id))),
             KernelGen::Spmv(k) => WarpStream::Spmv(Box::new(k.warp(id))),
@@ -352,6 +356,7 @@ pub enum WarpStream {
     PointerChase(pointer_chase::PointerChaseWarp),
     Gemm(Box<gemm::GemmWarp>),
     ParboilSgemm(Box<parboil_sgemm::ParboilSgemmWarp>),
+    ParboilStencil(Box<parboil_stencil::ParboilStencilWarp>),
     BlasGemm(Box<blas_gemm::BlasGemmWarp>),
     Nw(Box<nw::NwWarp>),
     Spmv(Box<spmv::SpmvWarp>),
@@ -392,6 +397,7 @@ impl WarpStream {
             WarpStream::PointerChase(w) => w.next(scratch),
             WarpStream::Gemm(w) => w.next(scratch),
             WarpStream::ParboilSgemm(w) => w.next(scratch),
+            WarpStream::ParboilStencil(w) => w.next(scratch),
             WarpStream::BlasGemm(w) => w.next(scratch),
             WarpStream::Nw(w) => w.next(),
             WarpStream::Spmv(w) => w.next(scratch),
@@ -432,6 +438,7 @@ pub enum WorkloadKind {
     ParboilSgemm,
     Stencil2d,
     Stencil3d,
+    ParboilStencil,
     Hotspot,
     Pathfinder,
     Nw,
@@ -465,7 +472,7 @@ pub enum WorkloadKind {
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 47] = [
+    pub const ALL: [WorkloadKind; 48] = [
         WorkloadKind::Stride,
         WorkloadKind::Concurrency,
         WorkloadKind::Regular,
@@ -483,6 +490,7 @@ impl WorkloadKind {
         WorkloadKind::ParboilSgemm,
         WorkloadKind::Stencil2d,
         WorkloadKind::Stencil3d,
+        WorkloadKind::ParboilStencil,
         WorkloadKind::Hotspot,
         WorkloadKind::Pathfinder,
         WorkloadKind::Nw,
@@ -534,6 +542,7 @@ impl WorkloadKind {
             WorkloadKind::ParboilSgemm => "parboil-sgemm",
             WorkloadKind::Stencil2d => "stencil2d",
             WorkloadKind::Stencil3d => "stencil3d",
+            WorkloadKind::ParboilStencil => "parboil-stencil",
             WorkloadKind::Hotspot => "hotspot",
             WorkloadKind::Pathfinder => "pathfinder",
             WorkloadKind::Nw => "nw",
@@ -582,21 +591,22 @@ impl WorkloadKind {
             WorkloadKind::PointerChase => "Dependent loads around one seeded random cycle through all nodes (node P(i) points to P(i+1)); each thread starts at its own point of the cycle: fully divergent, latency-bound, one page per lane per hop.",
             WorkloadKind::Strided => "Thread t loads element t*stride_elements, repeatedly: the stride sets how many lines and pages a warp instruction touches (1 = one line, >= page/element = one page per lane).",
             WorkloadKind::ParboilSgemm => "Parboil's sgemm (mysgemmNT, the register-tiled kernel of seed paged-memory's 'Parboil sgemm'): C = A*B, A and C column-major, B given transposed; CTAs of 128 threads, each owning a row of C and 16 columns; per step of 8 along k a CTA loads 8 rows of B into shared memory and meets at a barrier, then each warp reads 8 columns of A one at a time (each used at once), and meets again; then each thread loads and stores its 16 elements of C. Default: Parboil's medium dataset (m 1024, k 992, n 1056).",
-            WorkloadKind::TiledGemm => "C = A*B with shared-memory tiles (CUDA-samples sgemm): per k-step each tile x tile CTA loads a tile of A's rows and of B's columns (coalesced row segments), syncs and computes; then stores its tile of C.",
+            WorkloadKind::TiledGemm => "C = A*B with shared-memory tiles (CUDA-samples sgemm): per k-step each tile x tile CTA loads a tile of A's rows, waits, loads one of B's columns, waits (coalesced row segments; the PTX's order), syncs and computes; then stores its tile of C.",
             WorkloadKind::BlasGemm => "C = A*B column-major with a library SGEMM's tiling (seed uvm-driver's sgemm is cuBLAS; CUTLASS's default SIMT configuration, 128 x 128 x 8 CTA tiles of 8 warps, double-buffered, one CTA barrier per k-step): per k-step a CTA reads 8 columns of A and 128 columns of B, so concurrent CTAs fault on many distinct pages.",
             WorkloadKind::Stencil2d => "5-point Jacobi stencil over a row-major 2D grid, grid-stride: each element loads itself and its 4 neighbours (clamped at borders), computes, stores to the other grid; one launch per iteration, ping-pong grids.",
             WorkloadKind::Stencil3d => "7-point Jacobi stencil over a 3D grid (x fastest), grid-stride: each element loads itself and its 6 neighbours (the +-z ones a plane away), computes, stores to the other grid, then meets its CTA `barriers` times (Parboil's: 2 per plane); one launch per iteration, ping-pong grids.",
-            WorkloadKind::Hotspot => "Rodinia hotspot: thermal 2D stencil, one thread per cell: loads its temperature, its 4 neighbours' and its power, meets its CTA, computes pyramid_height steps (two CTA barriers each), stores to the other temperature grid; one launch per pyramid step.",
-            WorkloadKind::Pathfinder => "Rodinia pathfinder: row-by-row dynamic programming, one thread per column: loads the previous cost row at x-1, x, x+1 and meets its CTA, then each row's weight in turn (two CTA barriers per row); one launch per pyramid of rows, ping-pong cost rows.",
-            WorkloadKind::Nw => "Rodinia Needleman-Wunsch: score-matrix tiles along anti-diagonals, one launch per diagonal, one warp per tile: loads the reference tile row by row, the west column (strided) and north row, computes, stores the tile.",
-            WorkloadKind::Srad => "Rodinia SRAD (v2): 2D image diffusion, two kernels per iteration: one loads each pixel and its 4 neighbours and stores 4 derivative arrays and a coefficient; the other loads those (and 2 neighbours' coefficients) and updates the image; each meets its CTA after its loads and before its stores (Rodinia's 4 and 5 barriers).",
-            WorkloadKind::Backprop => "Rodinia backprop: layer-forward kernel (each thread loads its input and its weight of the input's 17-weight row, reduces across its CTA at 8 barriers, stores a partial sum) then weight-adjust kernel (loads delta, input, weight, old weight; stores both weights; one barrier).",
+            WorkloadKind::ParboilStencil => "Parboil's 3D stencil (block2D_hybrid_coarsen_x, the zheng suite's stencil): 7-point Jacobi on float grids, CTAs of 32 x 4 threads over 64 x 4 columns (each thread two columns, 32 apart), walking z; per plane each warp (one row) loads the plane above, its halo rows and lane 0's / lane 31's x halo (the rest is in shared memory), waits, computes and stores, per column, then meets its CTA twice; edge threads load only their column and store nothing. One launch per iteration, ping-pong grids. Default: Parboil's default dataset (512 x 512 x 64), 2 iterations.",
+            WorkloadKind::Hotspot => "Rodinia hotspot: thermal 2D stencil, one thread per cell: loads its temperature, waits, loads its power, waits (the neighbours come from shared memory), meets its CTA, computes pyramid_height steps (two CTA barriers each but the last), stores to the other temperature grid; one launch per pyramid step.",
+            WorkloadKind::Pathfinder => "Rodinia pathfinder: row-by-row dynamic programming, one thread per column: loads the previous cost row at its column (the neighbours come from shared memory), waits and meets its CTA, then each row's weight in turn (two CTA barriers per row but the last); one launch per pyramid of rows, ping-pong cost rows.",
+            WorkloadKind::Nw => "Rodinia Needleman-Wunsch: score-matrix tiles along anti-diagonals, one launch per diagonal, one warp per tile: loads the corner, the reference tile row by row, the west column (strided) and north row, each waited for before the next (the PTX's order), computes, stores the tile.",
+            WorkloadKind::Srad => "Rodinia SRAD (v2): 2D image diffusion, two kernels per iteration: one loads each pixel's north and south, meets, west and east, meets, the pixel, meets, and stores a coefficient and 4 derivative arrays; the other loads the pixel, its south and east neighbours' and its own coefficient (each followed by a barrier) and the derivatives, and updates the image; every load waited for where the PTX uses it (4 and 5 barriers).",
+            WorkloadKind::Backprop => "Rodinia backprop: layer-forward kernel (each thread loads its input, then its weight of the input's 17-weight row, reduces across its CTA at 8 barriers, writes its weight back, stores a partial sum) then weight-adjust kernel (loads delta, input, old weight, weight; stores the weight; reloads delta, input, old weight; stores the old weight; one barrier); every load waited for before the next (the PTX's order).",
             WorkloadKind::Spmv => "CSR sparse matrix-vector product over a banded matrix with seeded random fill-in: per row, row pointers, then column indices and values read coalesced (warp per row) or a row apart (thread per row), then x gathered at the columns.",
-            WorkloadKind::Btree => "B+tree point queries (Rodinia b+tree findK, svm-apu BPT): one CTA of fanout threads per query reads a whole node per level (keys coalesced), the matching thread its child index (the CTA meets at a barrier), then the record; unsorted or sorted queries.",
-            WorkloadKind::Xsbench => "XSBench lookups (unionized grid, svm-apu / Zheng xsbench): per lookup a binary search of the unionized energy grid (dependent, divergent probes), then per nuclide its index-grid entry and two nuclide-grid points; unsorted or sorted lookups.",
+            WorkloadKind::Btree => "B+tree point queries (Rodinia b+tree findK, svm-apu BPT): one CTA of fanout threads per query; per level each warp loads the query's current node pointer, the node's keys (coalesced) and the query key, the matching thread its child index through the offset array, with two CTA barriers; then the record; loads waited for where the PTX uses them; unsorted or sorted queries.",
+            WorkloadKind::Xsbench => "XSBench lookups (unionized grid, svm-apu / Zheng xsbench): per lookup a binary search of the unionized energy grid (dependent, divergent probes), then per nuclide its index-grid entry and the two bracketing nuclide-grid points, 8 bytes at a time in 7 round trips (the PTX's order); unsorted or sorted lookups.",
             WorkloadKind::FaultBurst => "Concurrent first-touch faults (issue 3, svm-apu fault bursts): faults threads each make one access to its own page (stride_bytes apart) as their first instruction, so a managed run raises that many far faults at once; for fault-latency and batching studies.",
             WorkloadKind::Minife => "miniFE conjugate gradient on the 27-point matrix of a structured 3D grid. CUDA port (default): ELL matrix (entry j of 32 rows coalesced), matvec_ell_kernel, dot as memset + dot_kernel (512-thread CTAs, shared-memory reduction over 4 __syncthreads) + dot_final_reduce_kernel (one 1,024-thread CTA, 5 __syncthreads), grid-stride waxpbys, cg_solve's set-up then per iteration dot(r, r), waxpby p, matvec, dot(Ap, p) and two waxpbys. Reference port (cuda = false): CSR, thread per row (row offsets, then per entry its index and value, uncoalesced, and p gathered) and per element, six launches per iteration.",
-            WorkloadKind::Comd => "CoMD link-cell force kernel: one thread per atom loads its position, then for each of the 27 cells around its own (periodic) the cell's atom count and every atom's position (a broadcast within a cell), computes, and stores its force.",
+            WorkloadKind::Comd => "CoMD link-cell force kernel (CoMD-CUDA's LJ_Force_thread_atom, in its PTX's order): one thread per atom loads its cell and slot from the atom lists and its position, then for each of the 27 cells around its own (periodic) the neighbour-table entry and the cell's atom count, and every atom's x, y, z one at a time (a broadcast within a cell), computing each pair; then stores its force and energy.",
             WorkloadKind::Miniamr => "miniAMR: 7-point stencil over a list of mesh blocks (each a contiguous array with one-cell halos), the blocks near the domain's centre refined into 8 children; per iteration a halo exchange between neighbouring blocks (across refinement levels) and the stencil, ping-pong block lists.",
             WorkloadKind::Bfs => "Graph500-like BFS on a Kronecker (R-MAT) graph generated from the seed: one launch per level, one thread per vertex; frontier vertices read their CSR offsets and neighbour lists, gather the neighbours' levels and mark the unvisited ones.",
             WorkloadKind::Shootdown => "GPU TLB shootdowns (svm-apu §VI, Table 4): one work-item touches N pages, the host shoots their translations down (one page at a time, or flush-all) K times, and the kernel runs again; needs translation.mode = \"iommu\".",
@@ -610,7 +620,7 @@ impl WorkloadKind {
             WorkloadKind::SimpleConvolution => "AMDAPPSDK SimpleConvolution (MGPUSim; seed multi-gpu SC, 'adjacent'): one thread per output pixel (row-major, wavefronts wrap rows) loads the mask x mask input neighbourhood of a padded image and stores one pixel.",
             WorkloadKind::Im2col => "MGPUSim DNN im2col (seed multi-gpu Im2col, 'scatter-gather'): one thread per column-matrix element (kernel offset fastest) loads an input pixel and stores it into its column-matrix row: each wavefront writes a line in each of kernel^2 rows.",
             WorkloadKind::Conv2d => "MGPUSim DNN conv2d (seed multi-gpu Conv2d): the im2col kernel, then a GEMM with one thread per output element looping over the column-matrix rows (weight broadcast, coalesced column-matrix loads).",
-            WorkloadKind::Sad => "Parboil SAD (H.264 motion estimation): per 16x16 macroblock, sums of absolute differences against the reference frame at every offset of a search window; one CTA per macroblock reads its rows, meets (a CTA barrier), reads the reference rows at each offset and stores the 4x4 SADs, meets again, then two launches combine them into the larger partitions.",
+            WorkloadKind::Sad => "Parboil SAD (H.264 motion estimation): per 16x16 macroblock, sums of absolute differences against the reference frame at every offset of a search window; mb_sad_calc runs a 61-thread CTA per 4x4 block that stages the block, meets, fetches the reference one pixel at a time (each used at once: the PTX's order), meets again and copies its SADs out; larger_sad_calc_8 and _16 combine them into the larger partitions (4 loads, wait, 5 stores per trip).",
             WorkloadKind::PingPong => "Host and GPU take turns on the same pages (thrashing, issue 4): per iteration a kernel where thread g reads (and optionally writes) one element of page g, then the host writes (or reads) every page, then computes for host_us; with managed memory the pages migrate back and forth until thrashing mitigation throttles and pins them. One GPU (the host accesses go to the single-GPU UVM driver).",
             WorkloadKind::Cufft => "cuFFT-like (seed uvm-driver Table 5.1 cufft): forward then inverse 1D complex-float FFT of n1 x n2 points, out-of-place four-step: a column pass (lanes n2 points apart: a page per lane, uncoalesced) and a contiguous row pass each way, through a work array.",
             WorkloadKind::Tealeaf => "TeaLeaf-like (seed uvm-driver Table 5.1; UK-MAC TeaLeaf CG heat conduction) on an nx x ny f64 grid: three init kernels (u, kx/ky from density, r = u0 - A u and p = r), then per CG iteration w = A p (5-point with kx, ky), u and r updates, p = r + beta p.",
@@ -623,7 +633,7 @@ impl WorkloadKind {
 section! {
     /// The workload: which generator and its parameters.
     pub struct WorkloadConfig {
-        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, warp-trace, accelsim, pointer-chase, strided, tiled-gemm, blas-gemm, parboil-sgemm, stencil2d, stencil3d, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd, miniamr, bfs, sad, shootdown, fir, kmeans, pagerank, aes, matrix-transpose, bitonic-sort, fft, simple-convolution, im2col, conv2d or ping-pong, cufft, tealeaf, hpgmg or cusparse (`uvmsim workloads` describes them).
+        /// Generator: stride, concurrency, regular, random, stream, gather, vecadd-probe, trace, warp-trace, accelsim, pointer-chase, strided, tiled-gemm, blas-gemm, parboil-sgemm, stencil2d, stencil3d, parboil-stencil, hotspot, pathfinder, nw, srad, backprop, spmv, btree, xsbench, fault-burst, minife, comd, miniamr, bfs, sad, shootdown, fir, kmeans, pagerank, aes, matrix-transpose, bitonic-sort, fft, simple-convolution, im2col, conv2d or ping-pong, cufft, tealeaf, hpgmg or cusparse (`uvmsim workloads` describes them).
         pub kind: WorkloadKind = WorkloadKind::Stride,
         /// Threads per CTA (thread block / work-group).
         pub threads_per_cta: u32 = 256,
@@ -684,6 +694,8 @@ section! {
         pub stencil2d: StencilParams = StencilParams::default(),
         /// Parameters of `stencil3d`.
         pub stencil3d: StencilParams = stencil::default_3d(),
+        /// Parameters of `parboil-stencil`.
+        pub parboil_stencil: ParboilStencilParams = ParboilStencilParams::default(),
         /// Parameters of `hotspot`.
         pub hotspot: HotspotParams = HotspotParams::default(),
         /// Parameters of `pathfinder`.
@@ -773,6 +785,7 @@ impl WorkloadConfig {
             WorkloadKind::ParboilSgemm => self.parboil_sgemm.footprint(),
             WorkloadKind::Stencil2d => self.stencil2d.footprint(),
             WorkloadKind::Stencil3d => self.stencil3d.footprint(),
+            WorkloadKind::ParboilStencil => self.parboil_stencil.footprint(),
             WorkloadKind::Hotspot => self.hotspot.footprint(),
             WorkloadKind::Pathfinder => self.pathfinder.footprint(),
             WorkloadKind::Nw => self.nw.footprint(),
@@ -921,6 +934,7 @@ impl WorkloadConfig {
             WorkloadKind::ParboilSgemm => self.parboil_sgemm.validate("workload.parboil_sgemm", cfg),
             WorkloadKind::Stencil2d => self.stencil2d.validate("workload.stencil2d", false),
             WorkloadKind::Stencil3d => self.stencil3d.validate("workload.stencil3d", true),
+            WorkloadKind::ParboilStencil => self.parboil_stencil.validate("workload.parboil_stencil", cfg),
             WorkloadKind::Hotspot => self.hotspot.validate("workload.hotspot"),
             WorkloadKind::Pathfinder => self.pathfinder.validate("workload.pathfinder"),
             WorkloadKind::Nw => self.nw.validate("workload.nw", cfg),
@@ -1046,6 +1060,7 @@ pub fn build_at(cfg: &Config, va_base: u64) -> Result<Program, String> {
         WorkloadKind::BlasGemm => blas_gemm::build(&w.blas_gemm, w, page, &mut va),
         WorkloadKind::Stencil2d => stencil::build(&w.stencil2d, false, w, page, &mut va),
         WorkloadKind::Stencil3d => stencil::build(&w.stencil3d, true, w, page, &mut va),
+        WorkloadKind::ParboilStencil => parboil_stencil::build(&w.parboil_stencil, w, page, &mut va),
         WorkloadKind::Hotspot => hotspot::build(&w.hotspot, w, page, &mut va),
         WorkloadKind::Pathfinder => pathfinder::build(&w.pathfinder, w, page, &mut va),
         WorkloadKind::Nw => nw::build(&w.nw, w, cfg, page, &mut va),

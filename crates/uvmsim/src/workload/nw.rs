@@ -5,10 +5,19 @@
 //! (bx, by) covers rows by*block+1.. and columns bx*block+1..; it is one CTA
 //! of one warp, lane tx active for tx < block. In Rodinia's order the warp
 //! loads the tile's north-west corner (lane 0), the reference tile row by
-//! row, waits, the west column (`matrix[by*block+1+tx][bx*block]`, one row
-//! per lane), waits, the north row (`matrix[by*block][bx*block+1+tx]`),
-//! waits, computes the 2*block anti-diagonals in shared memory
-//! (`2 * block * compute_cycles`), and stores the tile row by row.
+//! row, the west column (`matrix[by*block+1+tx][bx*block]`, one row per
+//! lane) and the north row (`matrix[by*block][bx*block+1+tx]`), computes
+//! the 2*block anti-diagonals in shared memory (`2 * block * compute_cycles`),
+//! and stores the tile row by row. The lower-right kernel
+//! (`needle_cuda_shared_2`) loads the corner after the reference rows.
+//!
+//! Each load waits for its value before the next is issued: every load's
+//! value is stored straight into shared memory, and the PTX issues the
+//! `st.shared` right after its `ld.global` (NVRTC 12.9, -O3, the loops
+//! unrolled: docs/workloads.md, "Load order"), so a warp executing the PTX
+//! in order, as GPGPU-Sim does, has one load in flight at a time: 2*block+3
+//! page-crossing loads in series per tile. (Before 2026-12-01 the model
+//! issued the corner and the block reference rows together.)
 //!
 //! Arrays in allocation order: score matrix, reference matrix (ints). First
 //! touch: tile by tile along the anti-diagonals, i.e. a wavefront from the
@@ -103,14 +112,21 @@ impl NwWarp {
         let (s, n) = (self.step, self.lanes);
         self.step += 1;
         let (score, reference) = (self.k.score, self.k.reference);
+        // Every load's value goes straight to shared memory, so each is followed by its wait
+        // (odd steps). The lower-right kernel loads the corner after the reference rows.
+        // Rodinia's needle_cuda_shared_1 runs diagonals 0..n/block, needle_cuda_shared_2 the rest.
+        let upper = self.k.diagonal < (self.k.cols - 1) / b;
+        let (corner, rows) = if upper { (0, 2) } else { (2 * b, 0) };
+        if s < 2 * b + 6 && s % 2 == 1 {
+            return Op::Wait;
+        }
         match s {
-            0 => self.at(MemKind::Load, score, r0, c0, 0, 1),
-            s if s <= b => self.at(MemKind::Load, reference, r0 + s, c0 + 1, 1, n),
-            s if s == b + 1 || s == b + 3 || s == b + 5 => Op::Wait,
-            s if s == b + 2 => self.at(MemKind::Load, score, r0 + 1, c0, self.k.cols, n),
-            s if s == b + 4 => self.at(MemKind::Load, score, r0, c0 + 1, 1, n),
-            s if s == b + 6 => Op::Compute(2 * b as u32 * self.k.compute),
-            s if s <= 2 * b + 6 => self.at(MemKind::Store, score, r0 + s - (b + 6), c0 + 1, 1, n),
+            s if s == corner => self.at(MemKind::Load, score, r0, c0, 0, 1),
+            s if s >= rows && s < rows + 2 * b => self.at(MemKind::Load, reference, r0 + 1 + (s - rows) / 2, c0 + 1, 1, n),
+            s if s == 2 * b + 2 => self.at(MemKind::Load, score, r0 + 1, c0, self.k.cols, n),
+            s if s == 2 * b + 4 => self.at(MemKind::Load, score, r0, c0 + 1, 1, n),
+            s if s == 2 * b + 6 => Op::Compute(2 * b as u32 * self.k.compute),
+            s if s <= 3 * b + 6 => self.at(MemKind::Store, score, r0 + s - (2 * b + 6), c0 + 1, 1, n),
             _ => {
                 self.step -= 1;
                 Op::Exit
@@ -135,13 +151,30 @@ mod tests {
         // Diagonal 4, its second tile: the first is (bx 1, by 3), so this is (bx 2, by 2).
         let ops = mem_ops(&mut warps(&p, 4)[1]);
         assert_eq!(ops.len(), 1 + 16 + 2 + 16);
-        assert_eq!(ops[0], (MemKind::Load, vec![el(m, 32, 32)]));
-        assert_eq!(ops[1], (MemKind::Load, (0..16).map(|tx| el(r, 33, 33 + tx)).collect()));
-        assert_eq!(ops[16], (MemKind::Load, (0..16).map(|tx| el(r, 48, 33 + tx)).collect()));
+        // Diagonal 4 is in the lower-right half (needle_cuda_shared_2): the corner after the reference rows.
+        assert_eq!(ops[0], (MemKind::Load, (0..16).map(|tx| el(r, 33, 33 + tx)).collect()));
+        assert_eq!(ops[15], (MemKind::Load, (0..16).map(|tx| el(r, 48, 33 + tx)).collect()));
+        assert_eq!(ops[16], (MemKind::Load, vec![el(m, 32, 32)]));
         assert_eq!(ops[17], (MemKind::Load, (0..16).map(|tx| el(m, 33 + tx, 32)).collect()));
         assert_eq!(ops[18], (MemKind::Load, (0..16).map(|tx| el(m, 32, 33 + tx)).collect()));
         assert_eq!(ops[19], (MemKind::Store, (0..16).map(|tx| el(m, 33, 33 + tx)).collect()));
         assert_eq!(ops[34], (MemKind::Store, (0..16).map(|tx| el(m, 48, 33 + tx)).collect()));
+        // Diagonal 3, the last of the upper-left half: the corner first.
+        let ops = mem_ops(&mut warps(&p, 3)[2]);
+        assert_eq!(ops[0], (MemKind::Load, vec![el(m, 16, 32)]));
+        assert_eq!(ops[1], (MemKind::Load, (0..16).map(|tx| el(r, 17, 33 + tx)).collect()));
+    }
+
+    #[test]
+    fn each_load_is_waited_for_before_the_next() {
+        // Every load feeds a st.shared at once in Rodinia's PTX: one load in flight at a time.
+        let p = program(&["workload.kind=nw", "workload.nw.n=64"]);
+        let want = format!("{}c{}", "mw".repeat(16 + 3), "m".repeat(16));
+        for d in [0, 3, 4, 6] {
+            for mut w in warps(&p, d) {
+                assert_eq!(op_shape(&all_ops(&mut w)), want, "diagonal {d}");
+            }
+        }
     }
 
     #[test]

@@ -1,18 +1,30 @@
 //! `srad` (Rodinia srad_v2): speckle-reducing anisotropic diffusion on a
-//! rows x cols image, two kernels per iteration. Kernel 1: each pixel loads
-//! its value J and its four neighbours' (N, S, W, E, clamped at the image
-//! edge), computes the directional derivatives and the diffusion coefficient,
-//! and stores dN, dS, dW, dE and c. Kernel 2: each pixel loads its c and its
-//! south and east neighbours' c, its dN, dS, dW, dE and J, and stores the
-//! updated J. Each kernel meets its CTA at Rodinia's barriers (4 and 5): the
-//! first once the loads have landed, the last before the stores.
+//! rows x cols image, two kernels per iteration, each in the order of its
+//! PTX (docs/workloads.md, "Load order"): every load's value goes straight to
+//! shared memory or into the next multiply, so a warp has one load in flight
+//! but for kernel 2's dN and dS. Kernel 1 (`srad_cuda_1`): load the north
+//! neighbour of J, wait, the south one, wait, meet its CTA; the west, wait,
+//! the east, wait, meet; J at the pixel, wait, meet; compute the directional
+//! derivatives and the diffusion coefficient, meet; store c, dE, dW, dS, dN
+//! (Rodinia's order): 4 barriers. Kernel 2 (`srad_cuda_2`): load J, wait,
+//! meet; the south neighbour's c, wait, meet; the east one's, wait, meet; the
+//! pixel's c, wait, meet; dN and dS, wait, dW, wait, dE, wait; compute, meet;
+//! store J: 5 barriers. Neighbours clamp at the image edge.
 //!
 //! Simplified from Rodinia: one thread per pixel, row-major (Rodinia uses 16 x
-//! 16 thread tiles); the statistics of the region of interest (a host-side
-//! reduction in srad_v2) are not modelled.
+//! 16 thread tiles whose staging loads read the tile's halo, the row above and
+//! below the tile and the columns left and right of it, where each pixel here
+//! reads its own neighbours: the same array in the same rounds); the CTAs at
+//! the image's edge reload their clamped border in Rodinia (one more load and
+//! wait in the round), left out here: clamping gives the addresses; the
+//! statistics of the region of interest (a host-side reduction in srad_v2) are
+//! not modelled. Before 2026-12-01 kernel 1 loaded J and its four neighbours
+//! and kernel 2 its eight values all in flight together, each kernel met its
+//! CTA only after all its loads, and kernel 1 stored dN, dS, dW, dE, then c.
 //!
 //! Arrays in allocation order: J, c, dN, dS, dW, dE. First touch (lockstep):
-//! J row-major (kernel 1's loads), then dN, dS, dW, dE and c, each row-major in that store order.
+//! J row-major (kernel 1's loads), then c, dE, dW, dS and dN, each row-major
+//! in that store order.
 
 use super::grid::{staged, Array, GridKernel, Index, Step};
 use super::{check, KernelGen, KernelSpec, VaAllocator, WorkloadConfig};
@@ -45,25 +57,43 @@ impl SradParams {
 const J: u8 = 0;
 const C: u8 = 1;
 const DN: u8 = 2;
+const DS: u8 = 3;
+const DW: u8 = 4;
+const DE: u8 = 5;
+
+/// One load followed by its wait: the value is used at once (stored to shared memory, or multiplied).
+fn load_wait(array: u8, at: Index) -> [Step; 2] {
+    [Step::load(array, at), Step::Wait]
+}
 
 pub(super) fn build(p: &SradParams, w: &WorkloadConfig, page: u64, va: &mut VaAllocator) -> (Vec<KernelSpec>, u64) {
     let bytes = p.rows * p.cols * 4;
     let arrays: Vec<Array> = (0..6).map(|_| Array { base: va.alloc(bytes, page).base, elem_bytes: 4 }).collect();
     let here = Index::HERE;
-    let mut k1: Vec<Step> =
-        [(0, 0), (0, -1), (0, 1), (-1, 0), (1, 0)].iter().map(|&(dx, dy)| Step::load(J, Index::at(dx, dy, 0))).collect();
-    // srad_cuda_1 meets 4 times: after staging north/south, west/east and the centre in shared
-    // memory (here loaded together: the first barrier follows them all), and before its stores.
-    k1.push(Step::Wait);
-    k1.extend(staged(0, w.compute_cycles, 4));
-    k1.extend((DN..DN + 4).map(|d| Step::store(d, here)));
-    k1.push(Step::store(C, here));
-    let mut k2 = vec![Step::load(C, here), Step::load(C, Index::at(0, 1, 0)), Step::load(C, Index::at(1, 0, 0))];
-    k2.extend((DN..DN + 4).map(|d| Step::load(d, here)));
-    // srad_cuda_2 meets 5 times: after staging J, south c, east c and c, and before its store.
-    k2.extend([Step::load(J, here), Step::Wait]);
-    k2.extend(staged(0, w.compute_cycles, 5));
-    k2.push(Step::store(J, here));
+    // srad_cuda_1 stages north and south, meets, west and east, meets, the centre, meets
+    // (each load stored to shared memory at once), computes, meets before its stores.
+    let mut k1: Vec<Step> = vec![];
+    k1.extend(load_wait(J, Index::at(0, -1, 0)));
+    k1.extend(load_wait(J, Index::at(0, 1, 0)));
+    k1.push(Step::Barrier);
+    k1.extend(load_wait(J, Index::at(-1, 0, 0)));
+    k1.extend(load_wait(J, Index::at(1, 0, 0)));
+    k1.push(Step::Barrier);
+    k1.extend(load_wait(J, here));
+    k1.extend(staged(0, w.compute_cycles, 2));
+    k1.extend([C, DE, DW, DS, DN].map(|a| Step::store(a, here)));
+    // srad_cuda_2 stages J, south c, east c and c, meeting after each; then dN and dS go
+    // together (both issued before the first multiply uses one), dW and dE one at a time; it
+    // meets before its store.
+    let mut k2: Vec<Step> = vec![];
+    for (a, at) in [(J, here), (C, Index::at(0, 1, 0)), (C, Index::at(1, 0, 0)), (C, here)] {
+        k2.extend(load_wait(a, at));
+        k2.push(Step::Barrier);
+    }
+    k2.extend([Step::load(DN, here), Step::load(DS, here), Step::Wait]);
+    k2.extend(load_wait(DW, here));
+    k2.extend(load_wait(DE, here));
+    k2.extend([Step::Compute(w.compute_cycles), Step::Barrier, Step::store(J, here)]);
     let kernel = |body: &Vec<Step>| {
         let k = GridKernel::new([p.cols, p.rows, 1], p.rows * p.cols, 1, arrays.clone(), body.clone());
         KernelSpec { name: "srad", threads: k.threads(), threads_per_cta: w.threads_per_cta, gen: KernelGen::Grid(k) }
@@ -83,29 +113,35 @@ mod tests {
         assert_eq!(kernels(&p).len(), 6);
         let base: Vec<u64> = p.buffers.iter().map(|b| b.base).collect();
         let px = |arr: usize, x: u64, y: u64| base[arr] + 4 * (y * 32 + x);
-        // Pixel (0, 1) = lane 0 of warp 1.
+        let (j, c, dn, ds, dw, de) = (0, 1, 2, 3, 4, 5);
+        // Pixel (0, 1) = lane 0 of warp 1: north, south, west (clamped to itself), east, itself.
         let k1: Vec<(MemKind, u64)> = mem_ops(&mut warps(&p, 0)[1]).iter().map(|(k, a)| (*k, a[0])).collect();
-        let loads = [px(0, 0, 1), px(0, 0, 0), px(0, 0, 2), px(0, 0, 1), px(0, 1, 1)];
-        let stores = [px(2, 0, 1), px(3, 0, 1), px(4, 0, 1), px(5, 0, 1), px(1, 0, 1)];
+        let loads = [px(j, 0, 0), px(j, 0, 2), px(j, 0, 1), px(j, 1, 1), px(j, 0, 1)];
+        // Rodinia's store order: c, dE, dW, dS, dN.
+        let stores = [px(c, 0, 1), px(de, 0, 1), px(dw, 0, 1), px(ds, 0, 1), px(dn, 0, 1)];
         assert_eq!(k1, loads.map(|a| (MemKind::Load, a)).into_iter().chain(stores.map(|a| (MemKind::Store, a))).collect::<Vec<_>>());
+        // Kernel 2: J, the south and east neighbours' c, its c, dN, dS, dW, dE; then J.
         let k2: Vec<(MemKind, u64)> = mem_ops(&mut warps(&p, 1)[1]).iter().map(|(k, a)| (*k, a[0])).collect();
-        let loads = [px(1, 0, 1), px(1, 0, 2), px(1, 1, 1), px(2, 0, 1), px(3, 0, 1), px(4, 0, 1), px(5, 0, 1), px(0, 0, 1)];
+        let loads = [px(j, 0, 1), px(c, 0, 2), px(c, 1, 1), px(c, 0, 1), px(dn, 0, 1), px(ds, 0, 1), px(dw, 0, 1), px(de, 0, 1)];
         assert_eq!(k2[..8], loads.map(|a| (MemKind::Load, a)));
-        assert_eq!(k2[8], (MemKind::Store, px(0, 0, 1)));
-        assert_eq!(first_touch(&p).iter().map(|&(b, _)| b).collect::<Vec<_>>(), [0, 2, 3, 4, 5, 1]);
+        assert_eq!(k2[8..], [(MemKind::Store, px(j, 0, 1))]);
+        // The last row's south neighbour clamps to itself (Rodinia's bottom CTAs reload their last row).
+        let k1: Vec<(MemKind, u64)> = mem_ops(&mut warps(&p, 0)[3]).iter().map(|(k, a)| (*k, a[5])).collect();
+        assert_eq!(k1[..2], [(MemKind::Load, px(j, 5, 2)), (MemKind::Load, px(j, 5, 3))]);
+        assert_eq!(first_touch(&p).iter().map(|&(b, _)| b).collect::<Vec<_>>(), [j, c, de, dw, ds, dn]);
     }
 
     #[test]
-    fn each_kernel_meets_after_its_loads_and_before_its_stores() {
+    fn each_kernel_waits_and_meets_where_its_ptx_does() {
         use crate::workload::Op;
         let p = program(&["workload.kind=srad", "workload.srad.rows=4", "workload.srad.cols=32", "workload.srad.iterations=1"]);
-        for (k, (loads, barriers, stores)) in [(5, 4, 5), (8, 5, 1)].into_iter().enumerate() {
-            let ops = all_ops(&mut warps(&p, k)[1]);
-            assert!(ops[..loads].iter().all(|o| matches!(o, Op::Mem { .. })));
-            assert_eq!(ops[loads..loads + 2], [Op::Wait, Op::Barrier]);
-            assert!(matches!(ops[loads + 2], Op::Compute(_)));
-            assert_eq!(ops[loads + 3..loads + 2 + barriers], vec![Op::Barrier; barriers - 1]);
-            assert_eq!(ops.len(), loads + 2 + barriers + stores);
-        }
+        // Kernel 1: north, south, meet; west, east, meet; centre, meet; compute, meet; 5 stores.
+        let k1 = all_ops(&mut warps(&p, 0)[1]);
+        assert_eq!(op_shape(&k1), "mwmwbmwmwbmwbcbmmmmm");
+        assert_eq!(k1.iter().filter(|o| **o == Op::Barrier).count(), 4);
+        // Kernel 2: J, south c, east c, c, each met after; dN and dS together, dW, dE; compute, meet, store.
+        let k2 = all_ops(&mut warps(&p, 1)[1]);
+        assert_eq!(op_shape(&k2), "mwbmwbmwbmwbmmwmwmwcbm");
+        assert_eq!(k2.iter().filter(|o| **o == Op::Barrier).count(), 5);
     }
 }

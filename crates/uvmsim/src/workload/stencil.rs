@@ -32,7 +32,7 @@ section! {
         /// CTA barriers (`__syncthreads`) a thread meets after each element's store; 0 = none, a
         /// plain Jacobi sweep. Parboil's 3D stencil (`block2D_hybrid_coarsen_x`) meets twice per
         /// z-plane, after the plane's stores and after rotating its planes in shared memory: 2
-        /// (the zheng suite's stencil).
+        /// (the zheng suite's stencil until session 44; `parboil-stencil` models that kernel since).
         pub barriers: u32 = 0,
     }
 }

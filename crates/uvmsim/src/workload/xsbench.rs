@@ -3,11 +3,14 @@
 //! index), binary-searches the unionized energy grid (`nuclides *
 //! gridpoints` sorted energies, 8 B each: dependent probes, divergent across
 //! lanes), then per nuclide loads its entry of the index grid row of the
-//! energy found (`index_grid[e][nuclide]`, 4 B), waits, and loads the two
-//! bracketing points of that nuclide's grid (2 x 48 B: energy + 5 cross
-//! sections), waits and computes. Thread t makes lookups t, t + threads, ...;
-//! lane l of a warp handles its own lookup (all lanes divergent).
-//!
+//! energy found (`index_grid[e][nuclide]`, 4 B), waits, and reads the two
+//! bracketing points of that nuclide's grid (energy + 5 cross sections, 48 B
+//! each) 8 bytes at a time in `calculate_micro_xs`'s order: the upper energy,
+//! wait, the lower energy, wait, then each cross section's lower and upper
+//! value, wait (7 round trips, as in the kernel's PTX: docs/workloads.md,
+//! "Load order"; before 2026-12-01 both points were one 96-byte load), and
+//! computes. Thread t makes lookups t, t + threads, ...;
+//! lane l of a warp handles its own lookup (all lanes divergent).//!
 //! Unsorted lookups draw the energy uniformly; sorted ones (the svm-apu
 //! "sorted" variant) are order statistics of the same distribution, so
 //! adjacent lanes and warps search nearby energies. The unionized grid is
@@ -21,9 +24,12 @@
 //! (`load_mats`, Hoogenboom-Martin small with 68 nuclides or large with 355:
 //! fuel 34 or 321 nuclides, the others 4 to 27, the borated water's 24, 41, 4
 //! and 5 in 9 of the 12), so lanes of a warp read different numbers of
-//! nuclides and a few nuclide grids are hot. The result write-back is not
+//! nuclides and a few nuclide grids are hot. A lookup then loads its
+//! material's nuclide count (`num_nucs[mat]`) and waits, and each nuclide
+//! step first loads the nuclide's concentration and id (`concs` and `mats`
+//! at `[mat * max_num_nucs + j]`) and waits. The result write-back is not
 //! modelled. Arrays in allocation order: unionized energies, index grid,
-//! nuclide grids. First touch (lockstep): the energy grid's middle page, then
+//! nuclide grids (with materials: `num_nucs`, `mats`, `concs`). First touch (lockstep): the energy grid's middle page, then
 //! the pages the binary searches reach level by level (unsorted: soon all of
 //! them), then per nuclide step the index-grid rows and nuclide-grid pages of
 //! the found energies.
@@ -100,10 +106,20 @@ impl XsbenchParams {
         check(p, "nuclides_per_lookup", self.nuclides_per_lookup as u64, 1, 1024)
     }
 
-    /// Unionized energies, index grid, nuclide grids.
+    /// Unionized energies, index grid, nuclide grids (and with `materials` the material tables).
     pub fn footprint(&self) -> u128 {
         let u = self.nuclides as u128 * self.gridpoints as u128;
-        8 * u + 4 * u * self.nuclides as u128 + POINT_BYTES as u128 * u
+        let tables = if self.materials { 12 * 4 + 12 * 12 * self.max_num_nucs() as u128 } else { 0 };
+        8 * u + 4 * u * self.nuclides as u128 + POINT_BYTES as u128 * u + tables
+    }
+
+    /// XSBench's `max_num_nucs`: the fuel's nuclide count, the longest list.
+    pub fn max_num_nucs(&self) -> u64 {
+        if self.nuclides > 68 {
+            LARGE_FUEL
+        } else {
+            MATERIALS[0].len() as u64
+        }
     }
 }
 
@@ -112,6 +128,8 @@ pub struct XsbenchKernel {
     energy: Buffer,
     index: Buffer,
     grids: Buffer,
+    /// With `materials`: `num_nucs` (12 ints), `mats` (12 x max_num_nucs ints), `concs` (doubles).
+    mats: Option<[Buffer; 3]>,
     p: XsbenchParams,
     seed: u64,
     compute: u32,
@@ -122,17 +140,23 @@ pub(super) fn build(p: &XsbenchParams, w: &WorkloadConfig, cfg: &Config, page: u
     let energy = va.alloc(u * 8, page);
     let index = va.alloc(u * p.nuclides * 4, page);
     let grids = va.alloc(u * POINT_BYTES, page);
+    let mats = p.materials.then(|| {
+        let max = p.max_num_nucs();
+        [va.alloc(12 * 4, page), va.alloc(12 * max * 4, page), va.alloc(12 * max * 8, page)]
+    });
     let ws = cfg.gpu.warp_size as u64;
+    let inputs = energy.bytes + index.bytes + grids.bytes + mats.map_or(0, |m| m.iter().map(|b| b.bytes).sum());
     let gen = KernelGen::Xsbench(Box::new(XsbenchKernel {
         energy,
         index,
         grids,
+        mats,
         p: p.clone(),
         seed: mix64(cfg.sim.seed ^ 0x7873_6265),
         compute: w.compute_cycles,
     }));
     let threads = p.threads.min(p.lookups.div_ceil(ws) * ws);
-    (vec![KernelSpec { name: "xsbench", threads, threads_per_cta: w.threads_per_cta, gen }], energy.bytes + index.bytes + grids.bytes)
+    (vec![KernelSpec { name: "xsbench", threads, threads_per_cta: w.threads_per_cta, gen }], inputs)
 }
 
 impl XsbenchKernel {
@@ -202,6 +226,7 @@ impl XsbenchKernel {
             n: 0,
             phase: 0,
             j: 0,
+            pt: 0,
             steps: 0,
             count: [0; MAX_LANES],
             target: [0; MAX_LANES],
@@ -222,6 +247,8 @@ pub struct XsbenchWarp {
     phase: u8,
     /// Nuclide step of the lookup.
     j: u32,
+    /// Position in [`POINT_LOADS`].
+    pt: usize,
     /// Nuclide steps of this round (the most any lane's lookup reads).
     steps: u32,
     /// Nuclides each lane's lookup reads.
@@ -283,31 +310,64 @@ impl XsbenchWarp {
                     self.phase = 1;
                     return Op::Wait;
                 }
-                // Per nuclide: its index-grid entry, wait, its two grid points, wait, compute.
-                // (Lanes whose lookup has read all its nuclides are idle.)
+                // With materials: the lookup's nuclide count (`num_nucs[mat]`), wait.
                 3 => {
+                    self.phase = 10;
+                    if let Some([nucs, _, _]) = self.k.mats {
+                        let i0 = self.lookup0();
+                        for (l, a) in scratch.iter_mut().enumerate().take(self.n as usize) {
+                            *a = nucs.base + self.k.material(i0 + l as u64) as u64 * 4;
+                        }
+                        self.phase = 9;
+                        return Op::Mem { kind: MemKind::Load, lanes: Lanes::Explicit { n: self.n }, bytes: 4 };
+                    }
+                }
+                9 | 12 | 14 => {
+                    self.phase += 1;
+                    return Op::Wait;
+                }
+                // Per nuclide (lanes whose lookup has read all its nuclides are idle): with
+                // materials its concentration and id (`concs`, `mats` at [mat][j]), wait; its
+                // index-grid entry, wait; its two grid points, as POINT_LOADS; compute.
+                10 | 11 => {
+                    let Some([_, ids, concs]) = self.k.mats else {
+                        self.phase = 13;
+                        continue;
+                    };
+                    let (i0, max) = (self.lookup0(), self.k.p.max_num_nucs());
+                    let (buf, bytes) = if self.phase == 10 { (concs, 8) } else { (ids, 4) };
+                    let mut m = 0;
+                    for l in (0..self.n as usize).filter(|&l| self.j < self.count[l]) {
+                        scratch[m] = buf.base + (self.k.material(i0 + l as u64) as u64 * max + self.j as u64) * bytes;
+                        m += 1;
+                    }
+                    self.phase += 1;
+                    return Op::Mem { kind: MemKind::Load, lanes: Lanes::Explicit { n: m as u32 }, bytes: bytes as u32 };
+                }
+                13 => {
                     let (i0, nuc) = (self.lookup0(), self.k.p.nuclides);
                     let mut m = 0;
                     for l in (0..self.n as usize).filter(|&l| self.j < self.count[l]) {
                         scratch[m] = self.k.index.base + (self.lo[l] * nuc + self.k.nuclide(i0 + l as u64, self.j)) * 4;
                         m += 1;
                     }
-                    self.phase = 4;
+                    self.phase = 14;
                     return Op::Mem { kind: MemKind::Load, lanes: Lanes::Explicit { n: m as u32 }, bytes: 4 };
                 }
-                4 | 6 => {
-                    self.phase += 1;
-                    return Op::Wait;
-                }
-                5 => {
+                15 => {
+                    let Some(&step) = POINT_LOADS.get(self.pt) else {
+                        (self.pt, self.phase) = (0, 16);
+                        continue;
+                    };
+                    self.pt += 1;
+                    let Some(off) = step else { return Op::Wait };
                     let i0 = self.lookup0();
                     let mut m = 0;
                     for l in (0..self.n as usize).filter(|&l| self.j < self.count[l]) {
-                        scratch[m] = self.k.point(self.k.nuclide(i0 + l as u64, self.j), self.lo[l]);
+                        scratch[m] = self.k.point(self.k.nuclide(i0 + l as u64, self.j), self.lo[l]) + off;
                         m += 1;
                     }
-                    self.phase = 6;
-                    return Op::Mem { kind: MemKind::Load, lanes: Lanes::Explicit { n: m as u32 }, bytes: 2 * POINT_BYTES as u32 };
+                    return Op::Mem { kind: MemKind::Load, lanes: Lanes::Explicit { n: m as u32 }, bytes: 8 };
                 }
                 _ => {
                     self.j += 1;
@@ -315,7 +375,7 @@ impl XsbenchWarp {
                         (self.j, self.round) = (0, self.round + 1);
                         self.phase = 0;
                     } else {
-                        self.phase = 3;
+                        self.phase = 10;
                     }
                     return Op::Compute(self.k.compute);
                 }
@@ -323,6 +383,32 @@ impl XsbenchWarp {
         }
     }
 }
+
+/// `calculate_micro_xs`'s reads of the two bracketing points (byte offsets from the lower one;
+/// None: the warp waits), in the order of its PTX (NVRTC 12.9, -O3; docs/workloads.md, "Load
+/// order"): the upper energy, the lower energy (each used at once by the interpolation factor),
+/// then the five cross sections, each lower and upper pair waited for together: 7 round trips.
+const POINT_LOADS: [Option<u64>; 19] = [
+    Some(POINT_BYTES),
+    None,
+    Some(0),
+    None,
+    Some(8),
+    Some(POINT_BYTES + 8),
+    None,
+    Some(16),
+    Some(POINT_BYTES + 16),
+    None,
+    Some(24),
+    Some(POINT_BYTES + 24),
+    None,
+    Some(32),
+    Some(POINT_BYTES + 32),
+    None,
+    Some(40),
+    Some(POINT_BYTES + 40),
+    None,
+];
 
 #[cfg(test)]
 mod tests {
@@ -350,18 +436,24 @@ mod tests {
         let k = kernel(&p);
         let (energy, index) = (p.buffers[0].base, p.buffers[1].base);
         let ops = mem_ops(&mut warps(&p, 0)[0]);
-        assert_eq!(ops.len(), 10 + 3 * 2);
+        assert_eq!(ops.len(), 10 + 3 * 13);
         // Lane 5's probes converge on its energy index.
         let e = k.energy_index(5);
         let probes: Vec<u64> = ops[..10].iter().map(|(_, a)| (a[5] - energy) / 8).collect();
         assert_eq!(probes[0], 512);
         assert!(probes[9] == e || probes[9] == e + 1, "{probes:?} -> {e}");
-        // Then per nuclide: the index-grid entry of that energy, and the nuclide's grid points there.
+        // Then per nuclide: the index-grid entry of that energy, and the nuclide's grid points
+        // there, 8 bytes at a time: upper energy, lower energy, then each cross section's pair.
+        let offsets = [48, 0, 8, 56, 16, 64, 24, 72, 32, 80, 40, 88];
         for j in 0..3 {
-            let n = k.nuclide(5, j);
-            assert_eq!(ops[10 + 2 * j as usize].1[5], index + (e * 16 + n) * 4);
-            assert_eq!(ops[11 + 2 * j as usize].1[5], k.point(n, e));
+            let (n, at) = (k.nuclide(5, j), 10 + 13 * j as usize);
+            assert_eq!(ops[at].1[5], index + (e * 16 + n) * 4);
+            let got: Vec<u64> = ops[at + 1..at + 13].iter().map(|(_, a)| a[5] - k.point(n, e)).collect();
+            assert_eq!(got, offsets);
         }
+        // One round trip per probe, for the index grid, and 7 for the points (as the PTX).
+        let shape = op_shape(&all_ops(&mut warps(&p, 0)[0]));
+        assert_eq!(shape, format!("{}{}", "mw".repeat(10), "mwmwmwmmwmmwmmwmmwmmwc".repeat(3)));
     }
 
     #[test]
@@ -404,14 +496,24 @@ mod tests {
         let counts: Vec<u32> = (0..32).map(|i| k.nuclide_count(i)).collect();
         let steps = *counts.iter().max().unwrap();
         let ops = mem_ops(&mut warps(&p, 0)[0]);
-        // 68 x 16 = 1088 unionized energies: 11 probes; then an index-grid and a grid-point load per step.
-        assert_eq!(ops.len(), 11 + 2 * steps as usize);
+        // 68 x 16 = 1088 unionized energies: 11 probes; num_nucs; then per step the concentration
+        // and the nuclide id, an index-grid load and 12 grid-point loads.
+        assert_eq!(ops.len(), 11 + 1 + 15 * steps as usize);
+        let (nucs, ids, concs) = (p.buffers[3].base, p.buffers[4].base, p.buffers[5].base);
+        assert_eq!(ops[11].1, (0..32).map(|i| nucs + 4 * k.material(i) as u64).collect::<Vec<_>>());
         for j in 0..steps {
-            let active = counts.iter().filter(|&&c| c > j).count();
-            assert_eq!(ops[11 + 2 * j as usize].1.len(), active, "step {j}");
-            assert_eq!(ops[12 + 2 * j as usize].1.len(), active, "step {j}");
+            let active: Vec<u64> = (0..32).filter(|&i| counts[i as usize] > j).collect();
+            let at = 12 + 15 * j as usize;
+            let row = |i: u64, b: u64, s: u64| b + (k.material(i) as u64 * 34 + j as u64) * s;
+            assert_eq!(ops[at].1, active.iter().map(|&i| row(i, concs, 8)).collect::<Vec<_>>(), "step {j}");
+            assert_eq!(ops[at + 1].1, active.iter().map(|&i| row(i, ids, 4)).collect::<Vec<_>>(), "step {j}");
+            for o in &ops[at + 2..at + 15] {
+                assert_eq!(o.1.len(), active.len(), "step {j}");
+            }
         }
         assert!(counts.iter().any(|&c| c < steps), "the warp mixes materials: {counts:?}");
+        let shape = op_shape(&all_ops(&mut warps(&p, 0)[0]));
+        assert!(shape.starts_with(&format!("{}mwmmwmw", "mw".repeat(11))), "{shape}");
     }
 
     #[test]

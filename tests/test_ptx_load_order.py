@@ -1,0 +1,73 @@
+"""The PTX reader behind docs/workloads.md's "Load order" (scripts/ptx_load_order.py), on hand-written PTX."""
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "ptx_load_order.py"
+spec = importlib.util.spec_from_file_location("ptx_load_order", SCRIPT)
+assert spec and spec.loader
+plo = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(plo)
+
+# A load stored to shared memory at once (one in flight), two loads used together by an fma
+# (two in flight), a vector load, a predicated use, a barrier and a store.
+PTX = """
+.visible .entry k(
+    .param .u64 k_param_0
+)
+{
+    .reg .f32 %f<9>;
+    .reg .pred %p<2>;
+    ld.param.u64 %rd1, [k_param_0];   // a parameter, not a global load
+    ld.global.f32 %f1, [%rd1];
+    st.shared.f32 [%rd2], %f1;
+    bar.sync 0;
+    ld.global.f32 %f2, [%rd1+4];
+    ld.global.nc.f32 %f3, [%rd1+8];
+    add.s64 %rd3, %rd1, 16;
+    fma.rn.f32 %f4, %f2, %f3, %f4;
+    ld.global.v2.f32 {%f5, %f6}, [%rd3];
+    setp.gt.f32 %p1, %f6, %f4;
+    @%p1 bra $L__BB0_2;
+    st.global.f32 [%rd3], %f5;
+$L__BB0_2:
+    ret;
+}
+"""
+
+
+def test_each_load_waits_where_its_value_is_first_used():
+    assert plo.load_order(PTX) == [
+        "    (1 other)",
+        "L1 ld.global.f32 %f1, [%rd1]",
+        "  WAIT 1 (st.shared.f32)",
+        "B bar.sync 0",
+        "L2 ld.global.f32 %f2, [%rd1+4]",
+        "L3 ld.global.nc.f32 %f3, [%rd1+8]",
+        "    (1 other)",
+        "  WAIT 2,3 (fma.rn.f32)",
+        "L4 ld.global.v2.f32 {%f5, %f6}, [%rd3]",
+        # Both registers of the vector load arrive with it: the store of %f5 does not wait again.
+        "  WAIT 4 (setp.gt.f32)",
+        "  @%p1 bra $L__BB0_2",
+        "S st.global.f32 [%rd3], %f5",
+        "$L__BB0_2:",
+        "  ret",
+    ]
+
+
+def test_destinations_and_sources():
+    assert plo.split("ld.global.v2.f32 {%f5, %f6}, [%rd3];") == ("", "ld.global.v2.f32", ["%f5", "%f6"], ["%rd3"])
+    assert plo.split("st.global.f32 [%rd3], %f5;") == ("", "st.global.f32", [], ["%rd3", "%f5"])
+    assert plo.split("@%p1 bra $L;") == ("@%p1", "bra", [], ["%p1"])
+
+
+def test_a_missing_file_is_exit_code_2(tmp_path):
+    r = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "none.ptx")], capture_output=True, text=True)
+    assert r.returncode == 2 and "no such file" in r.stderr
+    f = tmp_path / "k.ptx"
+    f.write_text(PTX)
+    r = subprocess.run([sys.executable, str(SCRIPT), str(f)], capture_output=True, text=True)
+    assert r.returncode == 0 and "WAIT 2,3" in r.stdout
