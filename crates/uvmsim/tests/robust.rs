@@ -284,6 +284,39 @@ fn tlbs_and_caches_are_bounded_over_all_their_copies() {
     resolve(&[], &["gpu.l2tlb.entries=16777216".into()]).unwrap();
 }
 
+/// An Accel-Sim trace (in `dir`) of `ctas` thread blocks of 64 threads whose every warp loads,
+/// computes and stores 16 bytes a lane 24 bytes apart around a page boundary: lane 16 of each
+/// access straddles pages `2 p` and `2 p + 1` of the block's pair `p = b / 8 % 8`, so the lanes of every
+/// warp need both pages of a pair, and consecutive blocks, placed on different GPUs, share them. (The
+/// kernel models' lanes stopped crossing pages in session 44, when comd's 24-byte records and
+/// sad's unaligned 32-byte rows gave way to their PTX's 8- and 2-byte loads.)
+fn page_pair_trace(dir: &std::path::Path, ctas: u32) -> String {
+    use std::fmt::Write as _;
+    let mut t = String::from(
+        "-kernel name = pairs\n-kernel id = 1\n-grid dim = (CTAS,1,1)\n-block dim = (64,1,1)\n-shmem = 0\n\
+         -nregs = 8\n-binary version = 70\n-cuda stream id = 0\n-shmem base_addr = 0x00007f1000000000\n\
+         -local mem base_addr = 0x00007f1100000000\n-nvbit version = 1.5.5\n-accelsim tracer version = 4\n\
+         -enable lineinfo = 0\n\n#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num \
+         [reg_srcs] mem_width [adrrescompress?] [mem_addresses] immediate\n\n",
+    )
+    .replace("CTAS", &ctas.to_string());
+    for b in 0..ctas {
+        let base = 0x7f00_0000_0000u64 + (2 * (b / 8 % 8) as u64 + 1) * 4096 - 16 * 24 - 8;
+        writeln!(t, "#BEGIN_TB\n\nthread block = {b},0,0").unwrap();
+        for w in 0..2 {
+            writeln!(t, "\nwarp = {w}\ninsts = 3").unwrap();
+            writeln!(t, "0000 ffffffff 1 R4 LDG.E.128 1 R2 16 1 0x{base:x} 24").unwrap();
+            writeln!(t, "0010 ffffffff 1 R8 FFMA 2 R4 R4 0").unwrap();
+            writeln!(t, "0020 ffffffff 0 STG.E.128 2 R2 R8 16 1 0x{base:x} 24").unwrap();
+        }
+        t.push_str("\n#END_TB\n\n");
+    }
+    std::fs::write(dir.join("kernel-1.traceg"), t).unwrap();
+    let list = dir.join("kernelslist.g");
+    std::fs::write(&list, "kernel-1.traceg\n").unwrap();
+    format!("workload.accelsim.path={:?}", list.display().to_string())
+}
+
 fn simulated(sets: &[String]) -> Result<Metrics, uvmsim::sim::SimError> {
     let c = resolve(&[], sets).unwrap_or_else(|e| panic!("{e}"));
     simulate(&c)
@@ -367,6 +400,9 @@ fn a_warp_whose_far_faults_are_answered_while_it_computes_goes_on() {
 /// was kept whole for its re-execution, so it needed both pages mapped at once, and the pages
 /// moved on before that happened: the run never ended (in both modes). Now only the part on
 /// the faulted page runs again (and in GMMU mode a lane crossing into a page still held is split).
+/// Since session 44 sad fetches 2-byte pixels (its PTX's order) and no lane crosses a page: the
+/// run still shares pages across the GPUs, and `lanes_straddling_page_pairs_shared_by_gpus_complete`
+/// keeps the crossing lanes.
 #[test]
 fn lanes_crossing_a_page_between_gpus_ping_ponging_pages_complete() {
     for mode in ["gmmu", "iommu"] {
@@ -383,6 +419,41 @@ fn lanes_crossing_a_page_between_gpus_ping_ponging_pages_complete() {
         .unwrap_or_else(|e| panic!("{mode}: {e}"));
         assert!(m.get("multi.migrations.p2p").unwrap() > 0.0, "{mode}: pages must move between GPUs");
     }
+}
+
+/// The two tests above with lanes that cross pages again (a hand-written Accel-Sim trace): 64
+/// blocks round-robin over four GPUs, every warp's lane 16 on both pages of one of 8 page pairs,
+/// loaded and then stored (on-touch migration moves the pairs between the GPUs), in both
+/// translation modes; and on two GPUs of `li-4gpu-ats` (ATS, with 32-lane warps: an Accel-Sim
+/// trace's) under the answer watchdog. 64-lane wavefronts are not covered here.
+#[test]
+fn lanes_straddling_page_pairs_shared_by_gpus_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = page_pair_trace(dir.path(), 64);
+    for mode in ["gmmu", "iommu"] {
+        let m = simulated(&[
+            "workload.kind=accelsim".into(),
+            path.clone(),
+            "multi.gpus=4".into(),
+            "multi.cta_placement=\"round-robin\"".into(),
+            format!("translation.mode=\"{mode}\""),
+            "sim.max_events=2000000".into(),
+        ])
+        .unwrap_or_else(|e| panic!("{mode}: {e}"));
+        assert!(m.get("multi.migrations.p2p").unwrap() > 0.0, "{mode}: pages must move between GPUs");
+    }
+    let preset = Source::preset("li-4gpu-ats", include_str!("../../../presets/li-4gpu-ats.toml"));
+    let sets = [
+        "workload.kind=accelsim".to_string(),
+        path,
+        "gpu.warp_size=32".into(),
+        "multi.gpus=2".into(),
+        "multi.cta_placement=\"round-robin\"".into(),
+        "multi.migration=\"on-touch\"".into(),
+        "sim.watchdog_answers=20000".into(),
+    ];
+    let m = simulate(&resolve(&[preset], &sets).unwrap_or_else(|e| panic!("{e}"))).unwrap_or_else(|e| panic!("{e}"));
+    assert!(m.get("multi.migrations.p2p").unwrap() > 0.0, "ATS: pages must move between the GPUs");
 }
 
 /// The multi-GPU progress watchdog counts far-fault answers with no instruction completed on
@@ -425,7 +496,9 @@ fn the_multi_gpu_watchdog_counts_answers_without_progress_on_any_gpu() {
 /// other GPU took one page of the pair back each time the other arrived: a livelock, stopped
 /// by the answer watchdog after 20,000 answers with no instruction completed (found by the
 /// stress run at 4x its inputs). Now each answer completes the lanes on its page, as in GMMU
-/// mode (`Gpu::replay_page`), and the run ends.
+/// mode (`Gpu::replay_page`), and the run ends. Since session 44 comd loads 8-byte coordinates
+/// (CoMD-CUDA's layout and PTX order) and no lane crosses a page: the run still shares pages
+/// between the GPUs, and `lanes_straddling_page_pairs_shared_by_gpus_complete` keeps the crossing lanes.
 #[test]
 fn ats_lanes_on_page_pairs_two_gpus_share_complete() {
     let preset = Source::preset("mi300a-apu", include_str!("../../../presets/mi300a-apu.toml"));
