@@ -948,7 +948,7 @@ impl WorkloadConfig {
             WorkloadKind::Comd => self.comd.validate("workload.comd"),
             WorkloadKind::Miniamr => self.miniamr.validate("workload.miniamr"),
             WorkloadKind::Bfs => self.bfs.validate("workload.bfs"),
-            WorkloadKind::Sad => self.sad.validate("workload.sad"),
+            WorkloadKind::Sad => self.sad.validate("workload.sad", cfg),
             WorkloadKind::Shootdown => self.shootdown.validate("workload.shootdown", cfg),
             WorkloadKind::Fir => self.fir.validate("workload.fir"),
             WorkloadKind::Kmeans => self.kmeans.validate("workload.kmeans"),

@@ -135,14 +135,25 @@ const COPY_BYTES: u64 = 8;
 const UNROLL: u64 = 4;
 
 impl SadParams {
-    pub fn validate(&self, p: &str) -> Result<(), (String, String)> {
+    pub fn validate(&self, p: &str, cfg: &crate::config::Config) -> Result<(), (String, String)> {
         for (name, v) in [("width", self.width), ("height", self.height)] {
             if v == 0 || v % 16 != 0 || v > 1 << 16 {
                 return Err((format!("{p}.{name}"), format!("must be a positive multiple of 16 up to 65536, got {v}")));
             }
         }
         check(p, "search_range", self.search_range as u64, 0, 64)?;
-        check(p, "row_insts", self.row_insts as u64, 0, 1000)
+        check(p, "row_insts", self.row_insts as u64, 0, 1000)?;
+        // Parboil's CTAs: mb_sad_calc's ceil(P / 18) threads, larger_sad_calc_8's 128. A CTA an SM
+        // cannot hold would never be scheduled.
+        let (ws, max) = (cfg.gpu.warp_size as u64, cfg.gpu.max_warps_per_sm as u64);
+        let warps = self.positions().div_ceil(POS_PER_THREAD).max(128).div_ceil(ws);
+        if warps > max {
+            return Err((
+                format!("{p}.search_range"),
+                format!("a CTA of {} warps of {ws} (Parboil's launch at this range) is more than gpu.max_warps_per_sm ({max})", warps),
+            ));
+        }
+        Ok(())
     }
 
     fn macroblocks(&self) -> u64 {
@@ -736,5 +747,21 @@ mod tests {
         assert!(sads[n4x4 + n8..].iter().all(|&(_, q)| q < page_of(5)));
         // sad-8 goes macroblock by macroblock: macroblock 0's 4x8 SADs first (its first store).
         assert_eq!(sads[n4x4], (2, page_of(17)));
+    }
+
+    #[test]
+    fn a_cta_an_sm_cannot_hold_is_refused() {
+        use crate::config::{resolve, Source};
+        let run = |sets: &[&str]| resolve(&[] as &[Source], &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        // Range 64: 129^2 = 16641 positions, mb_sad_calc's CTA of 925 threads (29 warps of 32), the largest.
+        let wide = ["workload.kind=sad", "workload.sad.search_range=64", "workload.threads_per_cta=32", "gpu.max_warps_per_sm=28"];
+        let e = run(&wide).unwrap_err().to_string();
+        assert!(e.contains("workload.sad.search_range") && e.contains("29 warps"), "{e}");
+        assert!(
+            run(&["workload.kind=sad", "workload.sad.search_range=64", "workload.threads_per_cta=32", "gpu.max_warps_per_sm=29"]).is_ok()
+        );
+        // Range 16: larger_sad_calc_8's 128 threads are the largest CTA (4 warps).
+        assert!(run(&["workload.kind=sad", "workload.threads_per_cta=32", "gpu.max_warps_per_sm=3"]).is_err());
+        assert!(run(&["workload.kind=sad", "workload.threads_per_cta=32", "gpu.max_warps_per_sm=4"]).is_ok());
     }
 }
