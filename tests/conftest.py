@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+# The Ctrl-C tests send SIGINT to the runs they start. A shell starting pytest in the background
+# without job control (`cmd &` in a script) makes it ignore SIGINT, and an ignored signal stays
+# ignored in every child, so a Python child never installs its KeyboardInterrupt handler: those
+# tests then fail however uvmsim behaves. A handler here is reset to the default at each exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Every workload kind, in the order `uvmsim workloads` lists them (the registry's order).
 WORKLOADS = [
