@@ -405,18 +405,22 @@ fn a_warp_whose_far_faults_are_answered_while_it_computes_goes_on() {
 /// keeps the crossing lanes.
 #[test]
 fn lanes_crossing_a_page_between_gpus_ping_ponging_pages_complete() {
+    // About 40 K events now; never-ending before.
+    four_gpus_share_pages(&["workload.kind=sad".into(), "workload.sad.width=96".into(), "workload.sad.height=64".into()]);
+}
+
+/// `workload` on four GPUs, CTAs round-robin, in both translation modes (at most 2 M events):
+/// pages move between the GPUs and the runs end.
+fn four_gpus_share_pages(workload: &[String]) {
     for mode in ["gmmu", "iommu"] {
-        let m = simulated(&[
-            "workload.kind=sad".into(),
-            "workload.sad.width=96".into(),
-            "workload.sad.height=64".into(),
+        let mut sets = workload.to_vec();
+        sets.extend([
             "multi.gpus=4".into(),
             "multi.cta_placement=\"round-robin\"".into(),
             format!("translation.mode=\"{mode}\""),
-            // About 40 K events now; never-ending before.
             "sim.max_events=2000000".into(),
-        ])
-        .unwrap_or_else(|e| panic!("{mode}: {e}"));
+        ]);
+        let m = simulated(&sets).unwrap_or_else(|e| panic!("{mode}: {e}"));
         assert!(m.get("multi.migrations.p2p").unwrap() > 0.0, "{mode}: pages must move between GPUs");
     }
 }
@@ -430,18 +434,7 @@ fn lanes_crossing_a_page_between_gpus_ping_ponging_pages_complete() {
 fn lanes_straddling_page_pairs_shared_by_gpus_complete() {
     let dir = tempfile::tempdir().unwrap();
     let path = page_pair_trace(dir.path(), 64);
-    for mode in ["gmmu", "iommu"] {
-        let m = simulated(&[
-            "workload.kind=accelsim".into(),
-            path.clone(),
-            "multi.gpus=4".into(),
-            "multi.cta_placement=\"round-robin\"".into(),
-            format!("translation.mode=\"{mode}\""),
-            "sim.max_events=2000000".into(),
-        ])
-        .unwrap_or_else(|e| panic!("{mode}: {e}"));
-        assert!(m.get("multi.migrations.p2p").unwrap() > 0.0, "{mode}: pages must move between GPUs");
-    }
+    four_gpus_share_pages(&["workload.kind=accelsim".into(), path.clone()]);
     let preset = Source::preset("li-4gpu-ats", include_str!("../../../presets/li-4gpu-ats.toml"));
     let sets = [
         "workload.kind=accelsim".to_string(),
