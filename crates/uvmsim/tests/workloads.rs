@@ -54,8 +54,8 @@ fn expected_mem_insts(kind: WorkloadKind) -> Option<(u64, u64)> {
         WorkloadKind::Srad => exact(w(256 * 256) * 19 * 2),
         // 16 x 16 Ki threads: forward 2 loads + 2 stores, adjust 4 loads + a store + 3 reloads + a store.
         WorkloadKind::Backprop => exact(w(16 * 16_384) * 13),
-        // 16 Ki rows, a warp each: row pointers, one chunk of 16 (indices, values, x), y.
-        WorkloadKind::Spmv => exact(16_384 * 5),
+        // 16 Ki rows, a warp each: row_ptr[r], row_ptr[r+1], one chunk of 16 (indices, x, values), y.
+        WorkloadKind::Spmv => exact(16_384 * 6),
         // 32 Ki lookups over 16 Ki threads (2 rounds): 16 or 17 probes of 68000 energies, then 8 nuclides x
         // (an index-grid read + 12 grid-point reads).
         WorkloadKind::Xsbench => (w(16_384) * 2 * (16 + 8 * 13), w(16_384) * 2 * (17 + 8 * 13)),

@@ -11,7 +11,9 @@
 //! about 26.5 accesses (row offsets, column indices and values, about 20
 //! gathers of the rank vector, the store); 89 pages.
 //!
-//! Arrays and first touch: as `spmv` (row_ptr, col_idx, values, rank, new rank).
+//! Arrays: as `spmv` (row_ptr, col_idx, values, rank, new rank). First touch: as `spmv` before
+//! 2026-12-01 (the vector kernel's earlier order, which pagerank keeps: row_ptr, then per chunk the
+//! indices and values, then the ranks they point at).
 
 use super::spmv::{self, SpmvParams};
 use super::{check, KernelSpec, VaAllocator, WorkloadConfig};

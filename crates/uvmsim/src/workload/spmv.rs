@@ -1,23 +1,36 @@
 //! `spmv`: y = A x for a square sparse matrix in CSR (row pointers, column
-//! indices, values), as the SHOC / cuSPARSE-style kernels do it. Every row has
-//! `nnz_per_row` entries; entry k of row r is in the band |c - r| <=
-//! `band_cols` with probability `band_fraction` and uniform over the columns
-//! otherwise, chosen by a seeded hash of (r, k) (a banded matrix with random
-//! fill-in, as from a mesh with some long-range couplings).
+//! indices, values), as SHOC's CSR kernels (`src/cuda/level1/spmv/Spmv.cu`)
+//! do it. Every row has `nnz_per_row` entries; entry k of row r is in the band
+//! |c - r| <= `band_cols` with probability `band_fraction` and uniform over
+//! the columns otherwise, chosen by a seeded hash of (r, k) (a banded matrix
+//! with random fill-in, as from a mesh with some long-range couplings).
 //!
-//! `warp_per_row` (CSR-vector): warp r handles row r: it loads
-//! row_ptr[r], row_ptr[r+1], waits, then per chunk of warp-size entries
-//! loads the column indices and the values (coalesced), waits, and gathers
-//! x at those columns; then waits, reduces across lanes
-//! (log2(warp) * compute_cycles) and lane 0 stores y[r]. Otherwise
-//! (CSR-scalar) thread r handles row r alone: its k-th column index and value
-//! are nnz_per_row entries away from its neighbour lane's (uncoalesced), and
-//! the warp loops over k: load index and value, wait, gather x, compute.
+//! A warp's loads and waits follow the kernels' PTX (docs/workloads.md, "Load
+//! order"; compiled with x read by a plain global load, where SHOC reads it
+//! through a texture). `warp_per_row` (`spmv_csr_vector_kernel`): warp r
+//! handles row r: it loads row_ptr[r] (one address), waits, loads
+//! row_ptr[r+1], waits; then per chunk of warp-size entries loads the column
+//! indices (coalesced), waits, gathers x at those columns and loads the values
+//! together, waits; then reduces across lanes in shared memory
+//! (warp-synchronous, no barrier: log2(warp) * compute_cycles) and lane 0
+//! stores y[r]. Otherwise (`spmv_csr_scalar_kernel`) thread r handles row r
+//! alone: it loads row_ptr[r] and row_ptr[r+1] together and waits; its k-th
+//! column index and value are nnz_per_row entries away from its neighbour
+//! lane's (uncoalesced), and the warp loops over k: load the index, wait,
+//! gather x and load the value, wait, compute; then store y.
+//!
+//! Changed on 2026-12-01 (session 44): before, the vector warp loaded both
+//! row pointers in one instruction, and both kernels loaded index and value
+//! together, waited, then gathered x without waiting for it until the next
+//! chunk's (entry's) index and value were issued. `pagerank` and `cusparse`,
+//! which run this generator's vector kernel as a model of other kernels
+//! (Hetero-Mark's, cuSPARSE's; not checked), keep that earlier order.
 //!
 //! Arrays in allocation order: row_ptr (rows+1 u32), col_idx (u32), values,
-//! x, y. First touch (lockstep, vector): row_ptr, then col_idx and values
-//! interleaved row-major with the x pages near each row (and the random
-//! columns' pages), then y row-major.
+//! x, y. First touch (lockstep): row_ptr, then chunk by chunk (vector) or
+//! entry by entry (scalar) the column indices row-major, the x pages they
+//! point at (near each row, and the random columns' pages) and the values;
+//! then y row-major.
 
 use super::{check, Buffer, KernelGen, KernelSpec, Lanes, MemKind, Op, VaAllocator, WarpId, WorkloadConfig, MAX_LANES};
 use crate::config::Config;
@@ -74,14 +87,19 @@ pub struct SpmvKernel {
     seed: u64,
     warp_size: u32,
     compute: u32,
+    /// The warp-per-row kernel in SHOC's PTX order (`spmv`); false: the order
+    /// of before 2026-12-01, kept for `pagerank` and `cusparse`, which model
+    /// other kernels (Hetero-Mark's, cuSPARSE's) whose order was not checked.
+    shoc_order: bool,
 }
 
 pub(super) fn build(p: &SpmvParams, w: &WorkloadConfig, cfg: &Config, page: u64, va: &mut VaAllocator) -> (Vec<KernelSpec>, u64) {
-    build_iterated(p, 1, "spmv", w, cfg, page, va)
+    build_with(p, 1, "spmv", true, w, cfg, page, va)
 }
 
 /// `iterations` products with one matrix, x and y swapping roles between
-/// launches (launch i + 1 reads what launch i wrote; `pagerank`).
+/// launches (launch i + 1 reads what launch i wrote; `pagerank`), in the
+/// earlier warp-per-row order.
 pub(super) fn build_iterated(
     p: &SpmvParams,
     iterations: u32,
@@ -91,11 +109,25 @@ pub(super) fn build_iterated(
     page: u64,
     va: &mut VaAllocator,
 ) -> (Vec<KernelSpec>, u64) {
+    build_with(p, iterations, name, false, w, cfg, page, va)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_with(
+    p: &SpmvParams,
+    iterations: u32,
+    name: &'static str,
+    shoc_order: bool,
+    w: &WorkloadConfig,
+    cfg: &Config,
+    page: u64,
+    va: &mut VaAllocator,
+) -> (Vec<KernelSpec>, u64) {
     let nnz = p.rows * p.nnz_per_row as u64;
     let vb = p.value_bytes as u64;
     let (row_ptr, col, val) = (va.alloc((p.rows + 1) * 4, page), va.alloc(nnz * 4, page), va.alloc(nnz * vb, page));
     let (x, y) = (va.alloc(p.rows * vb, page), va.alloc(p.rows * vb, page));
-    let k = kernel_on(p, [row_ptr, col, val, x, y], w, cfg);
+    let k = SpmvKernel { shoc_order, ..kernel_on(p, [row_ptr, col, val, x, y], w, cfg) };
     let threads = k.threads();
     let inputs = row_ptr.bytes + col.bytes + val.bytes + x.bytes;
     let kernels = (0..iterations)
@@ -108,8 +140,9 @@ pub(super) fn build_iterated(
 }
 
 /// The product over buffers the caller allocated: row_ptr, col_idx, values, x, y
-/// (`cusparse` runs it on the CSR its conversion kernel wrote). The columns are
-/// the same function of (seed, row, entry) as `spmv`'s.
+/// (`cusparse` runs it on the CSR its conversion kernel wrote), in the earlier
+/// warp-per-row order. The columns are the same function of (seed, row,
+/// entry) as `spmv`'s.
 pub(super) fn kernel_on(p: &SpmvParams, [row_ptr, col, val, x, y]: [Buffer; 5], w: &WorkloadConfig, cfg: &Config) -> SpmvKernel {
     SpmvKernel {
         row_ptr,
@@ -122,6 +155,7 @@ pub(super) fn kernel_on(p: &SpmvParams, [row_ptr, col, val, x, y]: [Buffer; 5], 
         seed: mix64(cfg.sim.seed ^ 0x7370_6d76),
         warp_size: cfg.gpu.warp_size,
         compute: w.compute_cycles,
+        shoc_order: false,
     }
 }
 
@@ -150,9 +184,59 @@ impl SpmvKernel {
 
     pub fn warp(&self, id: WarpId) -> SpmvWarp {
         let row = if self.p.warp_per_row { id.first_thread / self.warp_size as u64 } else { id.first_thread };
-        SpmvWarp { k: self.clone(), row, lanes: id.lanes, k0: 0, phase: 0 }
+        let order = match (self.p.warp_per_row, self.shoc_order) {
+            (false, _) => &SCALAR,
+            (true, true) => &VECTOR,
+            (true, false) => &VECTOR_EARLIER,
+        };
+        SpmvWarp { k: self.clone(), row, lanes: id.lanes, order, part: 0, i: 0, k0: 0 }
     }
 }
+
+/// One step of a warp's program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// `row_ptr[row + off]`: one address (vector: every lane reads the warp's
+    /// row's) or the lanes' rows (scalar).
+    RowPtr(u64),
+    /// `row_ptr[row]` and `row_ptr[row + 1]` in one instruction (earlier vector order).
+    RowPtrPair,
+    /// Column indices of the current entries.
+    Col,
+    /// Values of the current entries.
+    Val,
+    /// x gathered at the current entries' columns.
+    X,
+    Wait,
+    /// One multiply-add.
+    Fma,
+    /// The reduction across lanes, log2(warp) multiply-add steps.
+    Reduce,
+    /// `y[row]` (vector: lane 0) or the lanes' rows (scalar).
+    Store,
+}
+
+/// A warp's program: the row's prologue, the body run per chunk of
+/// warp-size entries (vector) or per entry (scalar), the epilogue.
+type Order = [&'static [Step]; 3];
+
+use Step::*;
+
+/// SHOC `spmv_csr_vector_kernel`'s PTX: `row_ptr[r]` is used (start + lane)
+/// before `row_ptr[r+1]` is loaded; per chunk the index is used for x's
+/// address, then x and the value are loaded together and used by the
+/// multiply-add; the reduction is warp-synchronous (volatile shared memory,
+/// no barrier); lane 0 stores.
+const VECTOR: Order = [&[RowPtr(0), Wait, RowPtr(1), Wait], &[Col, Wait, X, Val, Wait], &[Reduce, Store]];
+
+/// SHOC `spmv_csr_scalar_kernel`'s PTX: both row pointers together; per
+/// entry the index, then x and the value together, then the multiply-add.
+const SCALAR: Order = [&[RowPtr(0), RowPtr(1), Wait], &[Col, Wait, X, Val, Wait, Fma], &[Store]];
+
+/// The warp-per-row order before 2026-12-01 (`pagerank`, `cusparse`): both row
+/// pointers in one instruction; per chunk index and value together, then x,
+/// waited for only after the next chunk's index and value.
+const VECTOR_EARLIER: Order = [&[RowPtrPair, Wait], &[Col, Val, Wait, X], &[Wait, Reduce, Store]];
 
 #[derive(Debug, Clone)]
 pub struct SpmvWarp {
@@ -160,9 +244,13 @@ pub struct SpmvWarp {
     /// The warp's row (vector) or its first lane's row (scalar).
     row: u64,
     lanes: u32,
+    order: &'static Order,
+    /// Prologue, body or epilogue (3: done).
+    part: usize,
+    /// Next step within the part.
+    i: usize,
     /// First entry of the current chunk (vector) or the current entry (scalar).
     k0: u64,
-    phase: u8,
 }
 
 impl SpmvWarp {
@@ -171,53 +259,47 @@ impl SpmvWarp {
     }
 
     pub fn next(&mut self, scratch: &mut [u64; MAX_LANES]) -> Op {
+        let (nnz, vector) = (self.k.p.nnz_per_row as u64, self.k.p.warp_per_row);
+        let step = loop {
+            let Some(part) = self.order.get(self.part) else { return Op::Exit };
+            if let Some(&s) = part.get(self.i) {
+                self.i += 1;
+                break s;
+            }
+            // The end of a part: the next chunk (vector) or entry (scalar), or the next part.
+            self.i = 0;
+            if self.part == 1 {
+                self.k0 += if vector { self.lanes as u64 } else { 1 };
+                if self.k0 < nnz {
+                    continue;
+                }
+            }
+            self.part += 1;
+        };
         let k = &self.k;
-        let (nnz, vb) = (k.p.nnz_per_row as u64, k.p.value_bytes);
-        let vector = k.p.warp_per_row;
-        loop {
-            // Lanes: the chunk's entries (vector) or the warp's rows (scalar).
-            let n = if vector { (nnz - self.k0.min(nnz)).min(self.lanes as u64) as u32 } else { self.lanes };
-            // Column indices and values of the current entries: contiguous (vector) or a row apart (scalar).
-            let (entry, step) = if vector { (self.row * nnz + self.k0, 1) } else { (self.row * nnz + self.k0, nnz) };
-            let phase = self.phase;
-            self.phase += 1;
-            return match phase {
-                0 if vector => Self::mem(MemKind::Load, k.row_ptr.base + self.row * 4, 4, 2, 4),
-                0 => Self::mem(MemKind::Load, k.row_ptr.base + self.row * 4, 4, n, 4),
-                1 if vector => continue,
-                1 => Self::mem(MemKind::Load, k.row_ptr.base + (self.row + 1) * 4, 4, n, 4),
-                2 | 5 => Op::Wait,
-                3 => Self::mem(MemKind::Load, k.col.base + entry * 4, step * 4, n, 4),
-                4 => Self::mem(MemKind::Load, k.val.base + entry * vb as u64, step * vb as u64, n, vb),
-                6 => {
-                    for (l, slot) in scratch.iter_mut().take(n as usize).enumerate() {
-                        let (r, e) = if vector { (self.row, self.k0 + l as u64) } else { (self.row + l as u64, self.k0) };
-                        *slot = k.x.base + k.column(r, e) * vb as u64;
-                    }
-                    Op::Mem { kind: MemKind::Load, lanes: Lanes::Explicit { n }, bytes: vb }
+        let vb = k.p.value_bytes;
+        // Lanes: the chunk's entries (vector) or the warp's rows (scalar).
+        let n = if vector { (nnz - self.k0.min(nnz)).min(self.lanes as u64) as u32 } else { self.lanes };
+        // Column indices and values of the current entries: contiguous (vector) or a row apart (scalar).
+        let (entry, stride) = (self.row * nnz + self.k0, if vector { 1 } else { nnz });
+        match step {
+            RowPtr(off) if vector => Self::mem(MemKind::Load, k.row_ptr.base + (self.row + off) * 4, 0, 1, 4),
+            RowPtr(off) => Self::mem(MemKind::Load, k.row_ptr.base + (self.row + off) * 4, 4, n, 4),
+            RowPtrPair => Self::mem(MemKind::Load, k.row_ptr.base + self.row * 4, 4, 2, 4),
+            Col => Self::mem(MemKind::Load, k.col.base + entry * 4, stride * 4, n, 4),
+            Val => Self::mem(MemKind::Load, k.val.base + entry * vb as u64, stride * vb as u64, n, vb),
+            X => {
+                for (l, slot) in scratch.iter_mut().take(n as usize).enumerate() {
+                    let (r, e) = if vector { (self.row, self.k0 + l as u64) } else { (self.row + l as u64, self.k0) };
+                    *slot = k.x.base + k.column(r, e) * vb as u64;
                 }
-                7 => {
-                    // The next chunk (vector) or entry (scalar, after its multiply-add), or the end of the row.
-                    self.k0 += if vector { self.lanes as u64 } else { 1 };
-                    if self.k0 < nnz {
-                        self.phase = 3;
-                        if vector {
-                            continue;
-                        }
-                        return Op::Compute(k.compute);
-                    }
-                    Op::Wait
-                }
-                // Multiply-adds, then (vector) the reduction across lanes.
-                8 if vector => Op::Compute(self.lanes.max(2).ilog2() * k.compute),
-                8 => Op::Compute(k.compute),
-                9 if vector => Self::mem(MemKind::Store, k.y.base + self.row * vb as u64, 0, 1, vb),
-                9 => Self::mem(MemKind::Store, k.y.base + self.row * vb as u64, vb as u64, n, vb),
-                _ => {
-                    self.phase = 10;
-                    Op::Exit
-                }
-            };
+                Op::Mem { kind: MemKind::Load, lanes: Lanes::Explicit { n }, bytes: vb }
+            }
+            Wait => Op::Wait,
+            Fma => Op::Compute(k.compute),
+            Reduce => Op::Compute(self.lanes.max(2).ilog2() * k.compute),
+            Store if vector => Self::mem(MemKind::Store, k.y.base + self.row * vb as u64, 0, 1, vb),
+            Store => Self::mem(MemKind::Store, k.y.base + self.row * vb as u64, vb as u64, n, vb),
         }
     }
 }
@@ -225,7 +307,7 @@ impl SpmvWarp {
 #[cfg(test)]
 mod tests {
     use crate::workload::testutil::*;
-    use crate::workload::{KernelGen, MemKind};
+    use crate::workload::{KernelGen, MemKind, Op};
 
     fn kernel(p: &crate::workload::Program) -> &super::SpmvKernel {
         match &kernels(p)[0].gen {
@@ -239,17 +321,55 @@ mod tests {
         let p = program(&["workload.kind=spmv", "workload.spmv.rows=1024", "workload.spmv.nnz_per_row=40"]);
         let k = kernel(&p);
         let b: Vec<u64> = p.buffers.iter().map(|b| b.base).collect();
-        // Warp 7 = row 7: 40 entries = chunks of 32 and 8 lanes.
+        // Warp 7 = row 7: row_ptr[7], row_ptr[8], then 40 entries = chunks of 32 and 8 lanes (index, x, value), y[7].
         let ops = mem_ops(&mut warps(&p, 0)[7]);
         let kinds: Vec<MemKind> = ops.iter().map(|(k, _)| *k).collect();
-        assert_eq!(kinds, [[MemKind::Load; 7].as_slice(), &[MemKind::Store]].concat());
-        assert_eq!(ops[0].1, [b[0] + 28, b[0] + 32]);
-        assert_eq!(ops[1].1, (0..32).map(|e| b[1] + 4 * (7 * 40 + e)).collect::<Vec<_>>());
-        assert_eq!(ops[2].1, (0..32).map(|e| b[2] + 4 * (7 * 40 + e)).collect::<Vec<_>>());
+        assert_eq!(kinds, [[MemKind::Load; 8].as_slice(), &[MemKind::Store]].concat());
+        assert_eq!(ops[0].1, [b[0] + 28]);
+        assert_eq!(ops[1].1, [b[0] + 32]);
+        assert_eq!(ops[2].1, (0..32).map(|e| b[1] + 4 * (7 * 40 + e)).collect::<Vec<_>>());
         assert_eq!(ops[3].1, (0..32).map(|e| b[3] + 4 * k.column(7, e)).collect::<Vec<_>>());
-        assert_eq!(ops[4].1, (32..40).map(|e| b[1] + 4 * (7 * 40 + e)).collect::<Vec<_>>());
+        assert_eq!(ops[4].1, (0..32).map(|e| b[2] + 4 * (7 * 40 + e)).collect::<Vec<_>>());
+        assert_eq!(ops[5].1, (32..40).map(|e| b[1] + 4 * (7 * 40 + e)).collect::<Vec<_>>());
         assert_eq!(ops[6].1, (32..40).map(|e| b[3] + 4 * k.column(7, e)).collect::<Vec<_>>());
-        assert_eq!(ops[7].1, [b[4] + 7 * 4]);
+        assert_eq!(ops[7].1, (32..40).map(|e| b[2] + 4 * (7 * 40 + e)).collect::<Vec<_>>());
+        assert_eq!(ops[8].1, [b[4] + 7 * 4]);
+    }
+
+    #[test]
+    fn warp_per_row_follows_the_vector_kernels_ptx() {
+        // spmv_csr_vector_kernel: row_ptr[r], wait (start + lane), row_ptr[r+1], wait; per chunk the index,
+        // wait, x and the value, wait; the warp-synchronous reduction (no barrier) and lane 0's store.
+        let p = program(&["workload.kind=spmv", "workload.spmv.rows=64", "workload.spmv.nnz_per_row=40", "workload.compute_cycles=7"]);
+        let ops = all_ops(&mut warps(&p, 0)[3]);
+        assert_eq!(op_shape(&ops), "mwmw".to_owned() + "mwmmw" + "mwmmw" + "cm");
+        assert_eq!(ops[ops.len() - 2], Op::Compute(5 * 7));
+        // The scalar kernel: both row pointers together; per entry the index, wait, x and the value, wait, the
+        // multiply-add; then the store.
+        let p = program(&[
+            "workload.kind=spmv",
+            "workload.spmv.rows=64",
+            "workload.spmv.nnz_per_row=3",
+            "workload.spmv.warp_per_row=false",
+            "workload.compute_cycles=7",
+        ]);
+        let ops = all_ops(&mut warps(&p, 0)[1]);
+        assert_eq!(op_shape(&ops), "mmw".to_owned() + &"mwmmwc".repeat(3) + "m");
+        assert!(ops.iter().all(|o| matches!(o, Op::Compute(7) | Op::Mem { .. } | Op::Wait)));
+    }
+
+    #[test]
+    fn pagerank_and_cusparse_keep_the_earlier_vector_order() {
+        let earlier = "mw".to_owned() + "mmwm" + "mmwm" + "wcm";
+        let p = program(&["workload.kind=pagerank", "workload.pagerank.nodes=64", "workload.pagerank.edges_per_node=40"]);
+        assert_eq!(op_shape(&all_ops(&mut warps(&p, 0)[3])), earlier);
+        let b: Vec<u64> = p.buffers.iter().map(|b| b.base).collect();
+        let ops = mem_ops(&mut warps(&p, 0)[3]);
+        assert_eq!(ops[0].1, [b[0] + 12, b[0] + 16]);
+        assert_eq!(ops[1].1, (0..32).map(|e| b[1] + 4 * (3 * 40 + e)).collect::<Vec<_>>());
+        assert_eq!(ops[2].1, (0..32).map(|e| b[2] + 4 * (3 * 40 + e)).collect::<Vec<_>>());
+        let p = program(&["workload.kind=cusparse", "workload.cusparse.n=64", "workload.cusparse.nnz_per_row=32"]);
+        assert_eq!(op_shape(&all_ops(&mut warps(&p, 3)[3])), "mw".to_owned() + "mmwm" + "wcm");
     }
 
     #[test]
@@ -258,14 +378,14 @@ mod tests {
             program(&["workload.kind=spmv", "workload.spmv.rows=64", "workload.spmv.nnz_per_row=3", "workload.spmv.warp_per_row=false"]);
         let k = kernel(&p);
         let b: Vec<u64> = p.buffers.iter().map(|b| b.base).collect();
-        // Warp 1 = rows 32..64: row_ptr[r] and [r+1], then (index, value, x) x 3 entries, then y.
+        // Warp 1 = rows 32..64: row_ptr[r] and [r+1], then (index, x, value) x 3 entries, then y.
         let ops = mem_ops(&mut warps(&p, 0)[1]);
         assert_eq!(ops.len(), 2 + 3 * 3 + 1);
         assert_eq!(ops[0].1, (32..64).map(|r| b[0] + 4 * r).collect::<Vec<_>>());
         assert_eq!(ops[1].1, (33..65).map(|r| b[0] + 4 * r).collect::<Vec<_>>());
         assert_eq!(ops[5].1, (32..64).map(|r| b[1] + 4 * (r * 3 + 1)).collect::<Vec<_>>());
-        assert_eq!(ops[6].1, (32..64).map(|r| b[2] + 4 * (r * 3 + 1)).collect::<Vec<_>>());
-        assert_eq!(ops[7].1, (32..64).map(|r| b[3] + 4 * k.column(r, 1)).collect::<Vec<_>>());
+        assert_eq!(ops[6].1, (32..64).map(|r| b[3] + 4 * k.column(r, 1)).collect::<Vec<_>>());
+        assert_eq!(ops[7].1, (32..64).map(|r| b[2] + 4 * (r * 3 + 1)).collect::<Vec<_>>());
         assert_eq!(ops[11], (MemKind::Store, (32..64).map(|r| b[4] + 4 * r).collect()));
     }
 
@@ -290,12 +410,12 @@ mod tests {
     }
 
     #[test]
-    fn first_touch_is_row_pointers_indices_values_x_then_y() {
+    fn first_touch_is_row_pointers_indices_x_values_then_y() {
         let p = program(&["workload.kind=spmv", "workload.spmv.rows=4096", "workload.spmv.band_fraction=1"]);
         let ft = first_touch(&p);
         let mut order: Vec<usize> = ft.iter().map(|&(b, _)| b).collect();
         order.dedup();
-        assert_eq!(order, [0, 1, 2, 3, 4]);
+        assert_eq!(order, [0, 1, 3, 2, 4]);
         // Indices row-major; x (banded) in ascending pages too.
         for b in [1, 3] {
             let pages: Vec<u64> = ft.iter().filter(|(x, _)| *x == b).map(|&(_, pg)| pg).collect();
