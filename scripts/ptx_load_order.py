@@ -11,8 +11,8 @@ kernel model's `Op::Wait` belongs where the PTX first uses a loaded value
     python scripts/ptx_load_order.py KERNEL.ptx            # read PTX
     python scripts/ptx_load_order.py KERNEL.cu [ARCH]      # compile with NVRTC first
 
-The .cu form needs NVIDIA's NVRTC library from PyPI (`pip install
-nvidia-cuda-nvrtc-cu12==12.9.86`, no GPU or CUDA toolkit needed); it compiles
+The .cu form needs NVIDIA's NVRTC library from PyPI (the `ptx` extra: `pip install -e
+'.[ptx]'`, no GPU or CUDA toolkit needed); it compiles
 at NVRTC's default optimisation (-O3) for ARCH (default compute_52). Kernels must
 be self-contained (`extern "C" __global__`, their #defines and device helpers).
 
@@ -113,18 +113,23 @@ def load_order(ptx: str) -> list[str]:
     return out
 
 
+class BadInput(Exception):
+    """A source NVRTC cannot compile, or NVRTC missing: reported with exit code 2."""
+
+
 def compile_cuda(path: Path, arch: str) -> str:
     """PTX of a CUDA source, compiled by NVRTC (from the nvidia-cuda-nvrtc-cu12 wheel)."""
     try:
         import nvidia.cuda_nvrtc  # type: ignore[import-not-found]
     except ImportError:
-        sys.exit("compiling .cu needs `pip install nvidia-cuda-nvrtc-cu12==12.9.86`; or pass a .ptx file")
+        msg = "compiling .cu needs NVRTC: pip install -e '.[ptx]' (nvidia-cuda-nvrtc-cu12); or pass a .ptx file"
+        raise BadInput(msg) from None
     libdir = Path(list(nvidia.cuda_nvrtc.__path__)[0]) / "lib"
     lib = ctypes.CDLL(str(next(libdir.glob("libnvrtc.so.*"))))
     prog = ctypes.c_void_p()
     src = path.read_text().encode()
     if lib.nvrtcCreateProgram(ctypes.byref(prog), src, path.name.encode(), 0, None, None):
-        sys.exit(f"{path}: NVRTC could not create the program")
+        raise BadInput(f"{path}: NVRTC could not create the program")
     opts = [f"--gpu-architecture={arch}".encode(), b"-default-device"]
     status = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
     size = ctypes.c_size_t()
@@ -132,7 +137,7 @@ def compile_cuda(path: Path, arch: str) -> str:
     log = ctypes.create_string_buffer(size.value)
     lib.nvrtcGetProgramLog(prog, log)
     if status:
-        sys.exit(f"{path}: compilation failed\n{log.value.decode()}")
+        raise BadInput(f"{path}: compilation failed\n{log.value.decode()}")
     lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
     ptx = ctypes.create_string_buffer(size.value)
     lib.nvrtcGetPTX(prog, ptx)
@@ -147,7 +152,12 @@ def main(argv: list[str]) -> int:
     if not path.is_file():
         print(f"{path}: no such file", file=sys.stderr)
         return 2
-    ptx = compile_cuda(path, argv[1] if len(argv) > 1 else "compute_52") if path.suffix == ".cu" else path.read_text()
+    try:
+        arch = argv[1] if len(argv) > 1 else "compute_52"
+        ptx = compile_cuda(path, arch) if path.suffix == ".cu" else path.read_text()
+    except (BadInput, UnicodeDecodeError) as e:
+        print(f"{path}: {e}" if isinstance(e, UnicodeDecodeError) else e, file=sys.stderr)
+        return 2
     print("\n".join(load_order(ptx)))
     return 0
 

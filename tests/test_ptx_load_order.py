@@ -71,3 +71,15 @@ def test_a_missing_file_is_exit_code_2(tmp_path):
     f.write_text(PTX)
     r = subprocess.run([sys.executable, str(SCRIPT), str(f)], capture_output=True, text=True)
     assert r.returncode == 0 and "WAIT 2,3" in r.stdout
+
+
+def test_a_source_that_does_not_compile_is_exit_code_2(tmp_path):
+    # With NVRTC installed (the `ptx` extra) the compiler's error; without it, the install hint: code 2 either way.
+    f = tmp_path / "bad.cu"
+    f.write_text('extern "C" __global__ void k(float *a) { a[0] = undeclared; }\n')
+    r = subprocess.run([sys.executable, str(SCRIPT), str(f)], capture_output=True, text=True)
+    assert r.returncode == 2 and ("compilation failed" in r.stderr or "needs NVRTC" in r.stderr), r.stderr
+    b = tmp_path / "binary.ptx"
+    b.write_bytes(bytes(range(128, 256)))
+    r = subprocess.run([sys.executable, str(SCRIPT), str(b)], capture_output=True, text=True)
+    assert r.returncode == 2 and "codec" in r.stderr
