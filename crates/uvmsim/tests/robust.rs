@@ -512,6 +512,39 @@ fn ats_lanes_on_page_pairs_two_gpus_share_complete() {
     assert!(m.get("gpu0.ctas").unwrap() > 0.0 && m.get("gpu1.ctas").unwrap() > 0.0, "both GPUs run CTAs");
 }
 
+/// The 64-lane form of the two tests above (since session 44 no generator's 64-lane wavefront
+/// needs two pages shared by GPUs): `strided` with 24 bytes between lanes on two GPUs of
+/// `mi300a-apu`, CTAs round-robin, on-touch migration. A wavefront covers 1,536 bytes, so two
+/// of every eight cross a page boundary (wavefront 2 has lanes 0-42 on one page and 43-63 on the
+/// next: the upper 32 lanes of the mask matter), and a CTA covers 6 KiB, so neighbouring CTAs,
+/// on different GPUs, share a page. Both translation modes end with every instruction done:
+/// 128 wavefronts per GPU x 4 repeats x (load, compute, store) = 1,536.
+#[test]
+fn wavefronts_of_64_lanes_across_page_pairs_shared_by_gpus_complete() {
+    let preset = Source::preset("mi300a-apu", include_str!("../../../presets/mi300a-apu.toml"));
+    for mode in ["gmmu", "iommu"] {
+        let sets = [
+            "workload.kind=strided".to_string(),
+            "workload.strided.threads=16384".into(),
+            "workload.strided.element_bytes=8".into(),
+            "workload.strided.stride_elements=3".into(),
+            "workload.strided.write=true".into(),
+            "multi.gpus=2".into(),
+            "multi.cta_placement=\"round-robin\"".into(),
+            "multi.migration=\"on-touch\"".into(),
+            format!("translation.mode=\"{mode}\""),
+            "sim.watchdog_answers=20000".into(),
+        ];
+        let c = resolve(std::slice::from_ref(&preset), &sets).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.gpu.warp_size, 64, "mi300a-apu runs 64-lane wavefronts");
+        let m = simulate(&c).unwrap_or_else(|e| panic!("{mode}: {e}"));
+        assert!(m.get("multi.migrations.p2p").unwrap() > 0.0, "{mode}: pages must move between the GPUs");
+        for g in 0..2 {
+            assert_eq!(m.get(&format!("gpu{g}.completed_insts")).unwrap(), 1536.0, "{mode}: GPU {g}");
+        }
+    }
+}
+
 /// Polled model (`gtx480-zheng`), per-block prefetchers: the handler's rounds overlap, and a page
 /// an earlier round was still carrying over the link counted as free in the next round's VA block
 /// (neither resident nor demanded), so density, sequential-local and random-4k prefetched it again:
