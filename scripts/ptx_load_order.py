@@ -20,7 +20,9 @@ Output, one line per event: `L3 ld.global.f32 ...` (the third load),
 `WAIT 1,3 (st.shared.f32)` (the first use of loads 1 and 3), `S ...` (a global
 store), `B` (a barrier), branches and labels, and `(n other)` for the
 instructions in between. This reads straight-line order only: a load whose
-first use is in a later loop iteration shows its WAIT there.
+first use is in a later loop iteration shows its WAIT there, and loads on
+branches that one thread does not all take (a stencil's halo cases) are
+counted as in flight together, which overcounts them.
 """
 
 from __future__ import annotations
