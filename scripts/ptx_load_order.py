@@ -10,11 +10,16 @@ kernel model's `Op::Wait` belongs where the PTX first uses a loaded value
 
     python scripts/ptx_load_order.py KERNEL.ptx            # read PTX
     python scripts/ptx_load_order.py KERNEL.cu [ARCH]      # compile with NVRTC first
+    python scripts/ptx_load_order.py --nvrtc LIB KERNEL.cu [ARCH]   # with another libnvrtc.so
 
 The .cu form needs NVIDIA's NVRTC library from PyPI (the `ptx` extra: `pip install -e
 '.[ptx]'`, no GPU or CUDA toolkit needed); it compiles
 at NVRTC's default optimisation (-O3) for ARCH (default compute_52). Kernels must
 be self-contained (`extern "C" __global__`, their #defines and device helpers).
+`--nvrtc` names another NVRTC library, e.g. one from `pip install --no-deps --target DIR
+nvidia-cuda-nvrtc-cu11==11.7.99` (DIR/nvidia/cuda_nvrtc/lib/libnvrtc.so.11.2), to see whether a
+kernel's order moves with the compiler version (docs/workloads.md, "Load order"). A compiled
+listing starts with a `# NVRTC major.minor ARCH` line.
 
 Output, one line per event: `L3 ld.global.f32 ...` (the third load),
 `WAIT 1,3 (st.shared.f32)` (the first use of loads 1 and 3), `S ...` (a global
@@ -119,15 +124,29 @@ class BadInput(Exception):
     """A source NVRTC cannot compile, or NVRTC missing: reported with exit code 2."""
 
 
-def compile_cuda(path: Path, arch: str) -> str:
-    """PTX of a CUDA source, compiled by NVRTC (from the nvidia-cuda-nvrtc-cu12 wheel)."""
+def nvrtc_library(lib_path: str | None) -> ctypes.CDLL:
+    """The NVRTC library: LIB_PATH, or the one of the nvidia-cuda-nvrtc-cu12 wheel."""
+    if lib_path is not None:
+        if not Path(lib_path).is_file():
+            raise BadInput(f"{lib_path}: no such NVRTC library")
+        try:
+            return ctypes.CDLL(lib_path)
+        except OSError as e:
+            raise BadInput(f"{lib_path}: not a loadable NVRTC library ({e})") from None
     try:
         import nvidia.cuda_nvrtc  # type: ignore[import-not-found]
     except ImportError:
         msg = "compiling .cu needs NVRTC: pip install -e '.[ptx]' (nvidia-cuda-nvrtc-cu12); or pass a .ptx file"
         raise BadInput(msg) from None
     libdir = Path(list(nvidia.cuda_nvrtc.__path__)[0]) / "lib"
-    lib = ctypes.CDLL(str(next(libdir.glob("libnvrtc.so.*"))))
+    return ctypes.CDLL(str(next(libdir.glob("libnvrtc.so.*"))))
+
+
+def compile_cuda(path: Path, arch: str, lib_path: str | None = None) -> tuple[str, str]:
+    """PTX of a CUDA source compiled by NVRTC, and NVRTC's version ("12.9")."""
+    lib = nvrtc_library(lib_path)
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
     prog = ctypes.c_void_p()
     src = path.read_text().encode()
     if lib.nvrtcCreateProgram(ctypes.byref(prog), src, path.name.encode(), 0, None, None):
@@ -143,20 +162,30 @@ def compile_cuda(path: Path, arch: str) -> str:
     lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
     ptx = ctypes.create_string_buffer(size.value)
     lib.nvrtcGetPTX(prog, ptx)
-    return ptx.value.decode()
+    return ptx.value.decode(), f"{major.value}.{minor.value}"
 
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
         return 0 if argv else 2
+    lib_path = None
+    if argv[0] == "--nvrtc":
+        if len(argv) < 3:
+            print("--nvrtc needs a library and a KERNEL.cu", file=sys.stderr)
+            return 2
+        lib_path, argv = argv[1], argv[2:]
     path = Path(argv[0])
     if not path.is_file():
         print(f"{path}: no such file", file=sys.stderr)
         return 2
     try:
         arch = argv[1] if len(argv) > 1 else "compute_52"
-        ptx = compile_cuda(path, arch) if path.suffix == ".cu" else path.read_text()
+        if path.suffix == ".cu":
+            ptx, version = compile_cuda(path, arch, lib_path)
+            print(f"# NVRTC {version} {arch}")
+        else:
+            ptx = path.read_text()
     except (BadInput, UnicodeDecodeError) as e:
         print(f"{path}: {e}" if isinstance(e, UnicodeDecodeError) else e, file=sys.stderr)
         return 2

@@ -83,3 +83,31 @@ def test_a_source_that_does_not_compile_is_exit_code_2(tmp_path):
     b.write_bytes(bytes(range(128, 256)))
     r = subprocess.run([sys.executable, str(SCRIPT), str(b)], capture_output=True, text=True)
     assert r.returncode == 2 and "codec" in r.stderr
+
+
+def test_nvrtc_names_a_library_and_a_bad_one_is_exit_code_2(tmp_path):
+    f = tmp_path / "k.cu"
+    f.write_text('extern "C" __global__ void k(float *a) { a[0] = a[1]; }\n')
+    run = [sys.executable, str(SCRIPT), "--nvrtc"]
+    r = subprocess.run([*run, str(tmp_path / "libnvrtc.so.0"), str(f)], capture_output=True, text=True)
+    assert r.returncode == 2 and "no such NVRTC library" in r.stderr, r.stderr
+    junk = tmp_path / "libjunk.so"
+    junk.write_text("not a library")
+    r = subprocess.run([*run, str(junk), str(f)], capture_output=True, text=True)
+    assert r.returncode == 2 and "not a loadable NVRTC library" in r.stderr, r.stderr
+    r = subprocess.run([*run, str(junk)], capture_output=True, text=True)
+    assert r.returncode == 2 and "needs a library and a KERNEL.cu" in r.stderr
+
+
+def test_a_compiled_listing_names_its_nvrtc():
+    try:
+        import nvidia.cuda_nvrtc  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        import pytest
+
+        pytest.skip("NVRTC (the `ptx` extra) is not installed")
+    ptx, version = plo.compile_cuda(SCRIPT.parent.parent / "tests" / "data" / "ptx" / "copy.cu", "compute_52")
+    assert ".entry copy" in ptx and version.count(".") == 1
+    # One load, waited for by the store of its value.
+    events = [line.split()[0] for line in plo.load_order(ptx) if not line.lstrip().startswith("(")]
+    assert events == ["L1", "WAIT", "S", "ret"], plo.load_order(ptx)
