@@ -231,6 +231,18 @@ impl Outstanding {
         self.push_interval(admitted.unwrap_or(end), end);
     }
 
+    /// As [`Self::push`] for an operation whose answer may come before its admission (a
+    /// Least-TLB IOMMU miss answered by a remote L2 TLB, or by a walk already in flight, while
+    /// it waited for an MSHR): it then held no slot, recorded as an empty interval at the
+    /// admission.
+    #[inline]
+    pub fn push_answered(&mut self, end: Ps) {
+        let admitted = self.pending.take();
+        debug_assert!(admitted.is_some(), "an end without an admission");
+        let admitted = admitted.unwrap_or(end);
+        self.push_interval(admitted, end.max(admitted));
+    }
+
     /// Record an operation holding a slot over [admitted, end).
     #[inline]
     pub fn push_interval(&mut self, admitted: Ps, end: Ps) {
