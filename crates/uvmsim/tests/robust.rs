@@ -545,6 +545,33 @@ fn wavefronts_of_64_lanes_across_page_pairs_shared_by_gpus_complete() {
     }
 }
 
+/// The back-pressured L1 TLB -> L1V path (`gpu.vmem.backpressure`, on in `mgpusim-r9nano`) was
+/// built for trace replay, whose lookups come in time order per CU. A generator's warps do not
+/// quite: `Gpu::run_warp` issues a warp's next instructions before other warps' slightly earlier
+/// ones, and a debug assertion in the path's occupancy maps stopped such runs (stress seed 4503,
+/// 12 of 300 runs). PageRank's divergent gathers on `mgpusim-r9nano`, in this test build with
+/// its assertions: the path holds lookups and answers, and every instruction completes, as
+/// without it.
+#[test]
+fn generated_warps_run_on_the_back_pressured_l1v_path() {
+    let preset = Source::preset("mgpusim-r9nano", include_str!("../../../presets/mgpusim-r9nano.toml"));
+    let run = |bp: bool| {
+        let sets = [
+            "workload.kind=pagerank".to_string(),
+            "workload.pagerank.nodes=4096".into(),
+            "workload.pagerank.iterations=2".into(),
+            format!("gpu.vmem.backpressure={bp}"),
+        ];
+        simulate(&resolve(std::slice::from_ref(&preset), &sets).unwrap_or_else(|e| panic!("{e}"))).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (on, off) = (run(true), run(false));
+    for k in ["gpu0.vmem.held_lookups", "gpu0.vmem.full_waits", "gpu0.vmem.intake_waits"] {
+        assert!(on.get(k).unwrap() > 0.0, "{k}");
+    }
+    assert_eq!(on.get("gpu0.completed_insts"), off.get("gpu0.completed_insts"));
+    assert_eq!(off.get("gpu0.vmem.held_lookups"), None, "off: no path");
+}
+
 /// Polled model (`gtx480-zheng`), per-block prefetchers: the handler's rounds overlap, and a page
 /// an earlier round was still carrying over the link counted as free in the next round's VA block
 /// (neither resident nor demanded), so density, sequential-local and random-4k prefetched it again:
