@@ -173,6 +173,7 @@ OPTIONS: dict[str, list[str]] = {
     "uvm.fault_buffer_entries": ["64", "4096"],
     "uvm.max_batches_per_service": ["1", "20"],
     "uvm.merge_far_faults": ["true", "false"],
+    "uvm.merge_prefetched_faults": ["true", "false"],
     "uvm.sm_fault_interval_ns": ["0", "500"],
     "uvm.prefetch.threshold": ["1", "51", "100"],
     "uvm.eviction.lru_recency": ['"access"', '"walk"'],

@@ -56,6 +56,7 @@ const FAULT_BATCHES: &[&str] = &[
     "uvm.fault_latency_us",
     "uvm.merge_far_faults",
     "uvm.merged_faults_take_mshr",
+    "uvm.merge_prefetched_faults",
     "uvm.land_per_copy",
     "uvm.interrupt_us",
     "uvm.batch_us",

@@ -207,6 +207,14 @@ section! {
         /// "once the page is migrated ... the corresponding entry in the far-fault MSHRs is used to notify the appropriate
         /// TLBs to replay". false: each µTLB's fault waits out its own latency (the model before session 6).
         pub merge_far_faults: bool = true,
+        /// Polled model with merge_far_faults: a far fault on a page crossing the link only as a prefetch (no fault asked
+        /// for it) joins that copy at once and ends when it lands (true, the model before 2026-12-01), or reaches the
+        /// handler as any fault does (false): taken in once its latency has run (or at its interval's end with
+        /// prefetch.demand_waits_for_set), it then ends when the page lands, or at once if it has. Seed paged-memory §3:
+        /// the GMMU allocates a far-fault MSHR when its walk finds the page missing and initiates "the SW page faulting
+        /// process"; only a page some TLB's fault started has an entry that can notify the others, and the runtime's own
+        /// prefetches (§4.1) start none.
+        pub merge_prefetched_faults: bool = false,
         /// Polled model with merge_far_faults: a far fault that merges into another µTLB's service of its page takes one of
         /// its own µTLB's far-fault MSHRs (utlb_fault_limit) until the page lands (true), or none (false: the page's MSHR
         /// entry tracks it, so it neither counts against the limit nor is Nacked for it). Seed paged-memory §3 leaves it
@@ -766,6 +774,8 @@ pub struct Uvm {
     polled: Option<Ps>,
     /// Polled model: a fault on a page already in service merges into it (`uvm.merge_far_faults`).
     merge: bool,
+    /// `merge_prefetched_faults`: a fault joins a copy carrying its page as a prefetch too.
+    merge_prefetched: bool,
     /// Polled model: a round's copies land one by one, demand pages first (`uvm.land_per_copy`).
     land_per_copy: bool,
     /// Polled model: the time of the earliest handler poll scheduled (later events are stale and ignored).
@@ -1042,6 +1052,7 @@ impl Uvm {
             polled: (c.cost_model == CostModel::Polled).then(|| us(c.fault_latency_us)),
             land_per_copy: c.land_per_copy,
             merge: c.merge_far_faults,
+            merge_prefetched: c.merge_prefetched_faults,
             poll_at: None,
             flights: VecDeque::new(),
             in_flight: FxHashMap::default(),
@@ -1121,8 +1132,16 @@ impl Uvm {
         !self.merged_take_mshr
             && self.merge
             && self.polled.is_some()
-            && (self.in_flight.get(&f.vpn).is_some_and(|&id| self.flights.iter().any(|x| x.id == id && x.end >= f.time))
-                || self.buffered.contains_key(&f.vpn))
+            && (self.joined_flight(f).is_some() || self.buffered.contains_key(&f.vpn))
+    }
+
+    /// Polled model with merge_far_faults: the copy in the air that `f` joins at once, the one carrying
+    /// its page as a demand page (a fault started its service), or as a prefetch too with
+    /// merge_prefetched_faults.
+    fn joined_flight(&self, f: &Fault) -> Option<usize> {
+        let &id = self.in_flight.get(&f.vpn)?;
+        let i = self.flights.iter().position(|x| x.id == id && x.end >= f.time)?;
+        (self.merge_prefetched || self.flights[i].segment.demand.binary_search(&f.vpn).is_ok()).then_some(i)
     }
 
     /// The faults retried at the last replay: walk each again from its `time`, then `rewrite` it.
@@ -1151,9 +1170,10 @@ impl Uvm {
         }
         self.stats.raw += 1;
         if self.polled.is_some() && self.merge {
-            // Its page is crossing the link: the GMMU's MSHR for the page notifies this µTLB too when it lands.
-            let flight = self.in_flight.get(&f.vpn).and_then(|&id| self.flights.iter_mut().find(|x| x.id == id && x.end >= f.time));
-            if let Some(flight) = flight {
+            // Its page is crossing the link for another µTLB's fault: the GMMU's MSHR for the page
+            // notifies this µTLB too when it lands.
+            if let Some(i) = self.joined_flight(&f) {
+                let flight = &mut self.flights[i];
                 self.stats.fetched += 1;
                 self.stats.duplicates += 1;
                 self.stats.joined += 1;
@@ -2519,6 +2539,7 @@ impl Uvm {
                     *self.in_flight_blocks.entry(p / BLOCK_PAGES).or_insert(0) += 1;
                 }
             }
+            debug_assert!(segment.demand.windows(2).all(|w| w[0] < w[1]), "a copy's demand pages are sorted (`joined_flight`)");
             let end = segment.end;
             let last = Some(k) == last_at;
             last_marked |= last;

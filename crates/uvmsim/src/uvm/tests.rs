@@ -1315,3 +1315,45 @@ fn page_granularity_drops_prefetches_and_defers_what_finds_no_room() {
     assert!(res.is_resident(5) && res.is_resident(0));
     u.check_invariants(&res).unwrap();
 }
+
+/// A fault on a page crossing the link joins that copy at once only when a fault started the
+/// page's service (the GMMU's far-fault MSHR for it notifies the other TLBs, seed paged-memory §3).
+/// A page the handler sent as a prefetch has no such entry: the fault reaches the handler as any
+/// other, after its 20 µs, and ends then (the page has landed), unless `merge_prefetched_faults`.
+/// Locality sets of 4 in a window of 6: page 5 faults at 0 and goes out at 20 µs with 6, 7, 8; at
+/// 20.1 µs µTLB 1 faults on page 5 (demand, landing at 20 µs + 1 page) and µTLB 2 on page 7
+/// (prefetch, landing at 20 µs + 4 pages).
+#[test]
+fn polled_fault_on_a_prefetched_page_in_flight_goes_to_the_handler() {
+    for merge_prefetched in [false, true] {
+        let prefetch = PrefetchConfig {
+            policy: PrefetchPolicy::Locality,
+            transfer_set_pages: 4,
+            window_pages: 6,
+            demand_waits_for_set: false,
+            ..PrefetchConfig::default()
+        };
+        let (mut u, mut link, mut res) =
+            polled_with(UvmConfig { utlb_fault_limit: 16, prefetch, merge_prefetched_faults: merge_prefetched, ..UvmConfig::default() });
+        u.allocs = vec![(0, 14)];
+        u.raise(fault_at(0, 5, 0));
+        // Run the handler up to the first set's copies, then fault on the pages in the air.
+        while let Some(Next::Service(t)) = u.events.first().copied().filter(|n| matches!(n, Next::Service(t) if *t <= 20_000_000)) {
+            u.events.remove(0);
+            let next = u.service(t, &mut link, &mut res);
+            u.events.push(next);
+            u.events.retain(|n| *n != Next::Nothing);
+        }
+        u.raise(fault_at(20_100_000, 5, 1));
+        u.raise(fault_at(20_100_000, 7, 2));
+        assert_eq!(u.stats.joined, 1 + merge_prefetched as u64, "the demand page's fault joins; the prefetch's only if merged");
+        drain(&mut u, &mut link, &mut res);
+        // Far-fault latencies: page 5's first 20 µs + 1 page; its second from 20.1 µs to its landing;
+        // page 7's to its landing (merged), else 20 µs (the handler takes it in at 40.1 µs, landed).
+        let seven = if merge_prefetched { 20_000_000 + 4 * PAGE_PS - 20_100_000 } else { 20_000_000 };
+        let mean = (20_000_000 + PAGE_PS + (20_000_000 + PAGE_PS - 20_100_000) + seven) as f64 / 3e3;
+        assert!((u.stats.far_fault.mean_ns() - mean).abs() < 5.0, "{merge_prefetched}: {} vs {mean}", u.stats.far_fault.mean_ns());
+        assert!(u.events.is_empty());
+        u.check_invariants(&res).unwrap();
+    }
+}
