@@ -271,11 +271,11 @@ section! {
         /// requests take their room when their translation arrives; they never hold the
         /// lookups (their effect on the TLB's fill parsing is not modelled). Writes do
         /// not wait for a way (write-around). Off: no change to any result. Validated on
-        /// timed trace replay (`mgpusim-tlb`), whose lookups come in time order per CU;
-        /// generated warps issue slightly out of order (a warp runs ahead of others), and
-        /// there the held lookups can cascade: on one CU of `mgpusim-r9nano` it makes
-        /// `gather` 13x slower and `pagerank` 3x faster (docs/validation.md, MGPUSim
-        /// traces, "Session 45"), so read generator results with it on with care.
+        /// timed trace replay (`mgpusim-tlb`), whose lookups come in time order per CU.
+        /// With generated warps (which issue slightly out of order) its effect is not
+        /// checked and is large: on one CU of `mgpusim-r9nano` it makes `gather` 13x
+        /// slower and `pagerank` 3x faster (docs/validation.md, MGPUSim traces,
+        /// "Session 45"), so read generator results with it on with care.
         pub backpressure: bool = false,
         /// Translated requests the buffers between the L1 TLB's answer and the cache's
         /// intake hold. MGPUSim v4 R9 Nano (per-port incoming + outgoing buffers of
