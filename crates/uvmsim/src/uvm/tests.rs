@@ -968,17 +968,21 @@ fn link_bytes(link: &Link) -> u64 {
     m.get("link.h2d.bytes").unwrap() as u64
 }
 
+/// Zheng's locality transfer sets, scaled down: 4 pages per set from a window of 6.
+fn locality_sets_of_4(demand_waits_for_set: bool) -> PrefetchConfig {
+    PrefetchConfig {
+        policy: PrefetchPolicy::Locality,
+        transfer_set_pages: 4,
+        window_pages: 6,
+        demand_waits_for_set,
+        ..PrefetchConfig::default()
+    }
+}
+
 #[test]
 fn polled_transfer_sets_fill_each_interval_after_its_demand_pages() {
     for (wait, per_copy) in [(true, true), (false, true), (true, false), (false, false)] {
-        let prefetch = PrefetchConfig {
-            policy: PrefetchPolicy::Locality,
-            transfer_set_pages: 4,
-            window_pages: 6,
-            demand_waits_for_set: wait,
-            ..PrefetchConfig::default()
-        };
-        let (mut u, mut link, mut res) = polled(16, prefetch);
+        let (mut u, mut link, mut res) = polled(16, locality_sets_of_4(wait));
         u.land_per_copy = per_copy;
         u.allocs = vec![(0, 14)];
         u.raise(fault_at(0, 5, 0));
@@ -1326,13 +1330,7 @@ fn page_granularity_drops_prefetches_and_defers_what_finds_no_room() {
 #[test]
 fn polled_fault_on_a_prefetched_page_in_flight_goes_to_the_handler() {
     for merge_prefetched in [false, true] {
-        let prefetch = PrefetchConfig {
-            policy: PrefetchPolicy::Locality,
-            transfer_set_pages: 4,
-            window_pages: 6,
-            demand_waits_for_set: false,
-            ..PrefetchConfig::default()
-        };
+        let prefetch = locality_sets_of_4(false);
         let (mut u, mut link, mut res) =
             polled_with(UvmConfig { utlb_fault_limit: 16, prefetch, merge_prefetched_faults: merge_prefetched, ..UvmConfig::default() });
         u.allocs = vec![(0, 14)];
