@@ -87,17 +87,17 @@ const SLOTS: u64 = 64;
 /// Neighbour cells of a cell, itself included (CoMD's N_MAX_NEIGHBORS).
 const NEIGHBOURS: u64 = 27;
 /// Bytes of one coordinate, force component or energy: a double.
-const REAL: u64 = 8;
+const REAL_BYTES: u64 = 8;
 /// Bytes of an int (an atom-list entry, a neighbour-table entry, a cell's atom count).
-const INT: u64 = 4;
+const INT_BYTES: u64 = 4;
 /// A thread's ops before the neighbour loop: `list.cells`, wait, `list.atoms`, wait, `r.x`, `r.y`, `r.z`.
-const HEAD: u64 = 7;
+const HEAD_OPS: u64 = 7;
 /// A neighbour cell's ops before its atoms: `neighbor_cells`, wait, `nAtoms`, wait.
-const CELL_HEAD: u64 = 4;
+const CELL_HEAD_OPS: u64 = 4;
 /// An atom's loads and waits before its pair's compute: `r.x`, wait, `r.y`, wait, `r.z`, wait.
-const ATOM_LOADS: u64 = 6;
+const ATOM_OPS: u64 = 6;
 /// A thread's stores: `f.x`, `f.y`, `f.z`, `e`.
-const STORES: u64 = 4;
+const STORE_OPS: u64 = 4;
 
 impl ComdParams {
     pub fn validate(&self, p: &str) -> Result<(), (String, String)> {
@@ -120,7 +120,7 @@ impl ComdParams {
     /// (27 ints a cell), the two atom lists (an int per atom each) and the atom counts (an int a cell).
     pub fn footprint(&self) -> u128 {
         let cells = self.cells() as u128;
-        cells * (7 * SLOTS * REAL + NEIGHBOURS * INT + INT) as u128 + 2 * (self.atoms() * INT) as u128
+        cells * (7 * SLOTS * REAL_BYTES + NEIGHBOURS * INT_BYTES + INT_BYTES) as u128 + 2 * (self.atoms() * INT_BYTES) as u128
     }
 }
 
@@ -142,12 +142,12 @@ pub struct ComdKernel {
 
 pub(super) fn build(p: &ComdParams, w: &WorkloadConfig, page: u64, va: &mut VaAllocator) -> (Vec<KernelSpec>, u64) {
     let (cells, atoms) = (p.cells(), p.atoms());
-    let soa = cells * SLOTS * REAL;
+    let soa = cells * SLOTS * REAL_BYTES;
     let r = [va.alloc(soa, page), va.alloc(soa, page), va.alloc(soa, page)];
     let out = [va.alloc(soa, page), va.alloc(soa, page), va.alloc(soa, page), va.alloc(soa, page)];
-    let neighbor_cells = va.alloc(cells * NEIGHBOURS * INT, page);
-    let (list_atoms, list_cells) = (va.alloc(atoms * INT, page), va.alloc(atoms * INT, page));
-    let n_atoms = va.alloc(cells * INT, page);
+    let neighbor_cells = va.alloc(cells * NEIGHBOURS * INT_BYTES, page);
+    let (list_atoms, list_cells) = (va.alloc(atoms * INT_BYTES, page), va.alloc(atoms * INT_BYTES, page));
+    let n_atoms = va.alloc(cells * INT_BYTES, page);
     let k = ComdKernel {
         r: r.map(|b| b.base),
         out: out.map(|b| b.base),
@@ -187,7 +187,7 @@ impl ComdKernel {
 
     /// Ops of one neighbour cell: its head, then per atom the loads and waits and the pair's compute.
     fn cell_ops(&self) -> u64 {
-        CELL_HEAD + self.apc * (ATOM_LOADS + self.pair_ops())
+        CELL_HEAD_OPS + self.apc * (ATOM_OPS + self.pair_ops())
     }
 
     pub fn warp(&self, id: WarpId) -> ComdWarp {
@@ -216,37 +216,37 @@ impl ComdWarp {
 
     pub fn next(&mut self, scratch: &mut [u64; MAX_LANES]) -> Op {
         let k = self.k;
-        let body = HEAD + NEIGHBOURS * k.cell_ops();
+        let body = HEAD_OPS + NEIGHBOURS * k.cell_ops();
         let i = self.op;
-        if i >= body + STORES {
+        if i >= body + STORE_OPS {
             return Op::Exit;
         }
         self.op += 1;
         let load = MemKind::Load;
-        if i < HEAD {
+        if i < HEAD_OPS {
             // The thread's cell, then its atom (each used at once: a wait), then its own position.
             return match i {
-                0 => self.lanes(scratch, load, INT, |t| k.list_cells + t * INT),
-                2 => self.lanes(scratch, load, INT, |t| k.list_atoms + t * INT),
+                0 => self.lanes(scratch, load, INT_BYTES, |t| k.list_cells + t * INT_BYTES),
+                2 => self.lanes(scratch, load, INT_BYTES, |t| k.list_atoms + t * INT_BYTES),
                 1 | 3 => Op::Wait,
-                c => self.lanes(scratch, load, REAL, |t| k.r[(c - 4) as usize] + k.slot(t) * REAL),
+                c => self.lanes(scratch, load, REAL_BYTES, |t| k.r[(c - 4) as usize] + k.slot(t) * REAL_BYTES),
             };
         }
         if i >= body {
             let a = k.out[(i - body) as usize];
-            return self.lanes(scratch, MemKind::Store, REAL, |t| a + k.slot(t) * REAL);
+            return self.lanes(scratch, MemKind::Store, REAL_BYTES, |t| a + k.slot(t) * REAL_BYTES);
         }
-        let (nb, s) = ((i - HEAD) / k.cell_ops(), (i - HEAD) % k.cell_ops());
+        let (nb, s) = ((i - HEAD_OPS) / k.cell_ops(), (i - HEAD_OPS) % k.cell_ops());
         let cell = |t: u64| k.neighbour(t / k.apc, nb);
         match s {
-            0 => self.lanes(scratch, load, INT, |t| k.neighbor_cells + (t / k.apc * NEIGHBOURS + nb) * INT),
-            2 => self.lanes(scratch, load, INT, |t| k.n_atoms + cell(t) * INT),
+            0 => self.lanes(scratch, load, INT_BYTES, |t| k.neighbor_cells + (t / k.apc * NEIGHBOURS + nb) * INT_BYTES),
+            2 => self.lanes(scratch, load, INT_BYTES, |t| k.n_atoms + cell(t) * INT_BYTES),
             1 | 3 => Op::Wait,
             _ => {
-                let per_atom = ATOM_LOADS + k.pair_ops();
-                let (atom, q) = ((s - CELL_HEAD) / per_atom, (s - CELL_HEAD) % per_atom);
+                let per_atom = ATOM_OPS + k.pair_ops();
+                let (atom, q) = ((s - CELL_HEAD_OPS) / per_atom, (s - CELL_HEAD_OPS) % per_atom);
                 match q {
-                    0 | 2 | 4 => self.lanes(scratch, load, REAL, |t| k.r[(q / 2) as usize] + (cell(t) * SLOTS + atom) * REAL),
+                    0 | 2 | 4 => self.lanes(scratch, load, REAL_BYTES, |t| k.r[(q / 2) as usize] + (cell(t) * SLOTS + atom) * REAL_BYTES),
                     1 | 3 | 5 => Op::Wait,
                     // One issue slot per pair instruction: the SM's issue rate bounds the kernel.
                     _ if k.pair_insts > 0 => Op::Compute(1),
