@@ -237,10 +237,7 @@ impl Outstanding {
     /// admission.
     #[inline]
     pub fn push_answered(&mut self, end: Ps) {
-        let admitted = self.pending.take();
-        debug_assert!(admitted.is_some(), "an end without an admission");
-        let admitted = admitted.unwrap_or(end);
-        self.push_interval(admitted, end.max(admitted));
+        self.push(end.max(self.pending.unwrap_or(end)));
     }
 
     /// Record an operation holding a slot over [admitted, end).
