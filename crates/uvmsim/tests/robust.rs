@@ -126,15 +126,17 @@ fn polled_continued_prefetch_fills_only_the_link_room_once_memory_is_full() {
     // where there were 2; 1.12x while each block's eviction waited for the previous one's).
     assert!(t_room < 1.5 * t_stop, "link room: {t_room} ns against {t_stop} on demand only");
     // Sized by the demand pages only, the sets' prefetches still queue ahead of later rounds' demand pages
-    // (1.17x here; 1.54x before session 44); with each round landing as one, in VA order, a demand page also
-    // waited for its own round's prefetches and every block for the evictions before it (5.3x on demand
-    // only and 4.4x the queued sets here; 14x before session 44).
+    // (1.066x here since session 46's bounded greedy run-ahead; 1.17x before; 1.54x before session 44); with
+    // each round landing as one, in VA order, a demand page also waited for its own round's prefetches and
+    // every block for the evictions before it (5.3x on demand only and 4.4x the queued sets here; 14x before
+    // session 44).
     let t_round = g(&run_copies("locality", false, false, false), "time.total_ns");
-    assert!(t_queued > 1.1 * t_room, "demand pages only: {t_queued} ns against {t_room} with the link room");
+    assert!(t_queued > 1.04 * t_room, "demand pages only: {t_queued} ns against {t_room} with the link room");
     assert!(t_round > 4.0 * t_stop && t_round > 3.0 * t_queued, "rounds landing as one: {t_round} ns against {t_queued} and {t_stop}");
     let unused = |m: &Metrics| g(m, "uvm.prefetch.evicted_unused") / g(m, "uvm.prefetch.pages");
-    // Without the link room more of them are evicted unused (0.53 against 0.44; 0.45 against 0.31 before session 44).
-    assert!(unused(&room) < 0.5 && unused(&queued) > unused(&room) + 0.05, "evicted unused: {} and {}", unused(&room), unused(&queued));
+    // Without the link room more of them are evicted unused (0.408 against 0.372 since session 46's bounded greedy
+    // run-ahead; 0.53 against 0.44 before; 0.45 against 0.31 before session 44).
+    assert!(unused(&room) < 0.5 && unused(&queued) > unused(&room) + 0.02, "evicted unused: {} and {}", unused(&room), unused(&queued));
     assert!(g(&room, "uvm.polled.fault_ns.mean") < 2.0 * g(&stop, "uvm.polled.fault_ns.mean"));
     // Waiting for the sets: once full with "stop" no set is built and nothing waits; with continued
     // prefetch each demand page waits for the end of its 20 µs interval, at most one interval more.

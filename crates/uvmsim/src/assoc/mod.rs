@@ -143,6 +143,13 @@ fn find_first_u32(xs: &[u32], v: u32) -> usize {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Slot(usize);
 
+impl Slot {
+    /// The slot's index in the array (`0..entries`), for per-slot side tables.
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
+
 /// A set-associative array of `(key, V)`; keys must not be `u64::MAX`.
 #[derive(Debug, Clone)]
 pub struct SetAssoc<V: Copy> {
@@ -294,16 +301,16 @@ impl<V: Copy + Default> SetAssoc<V> {
         self.find(key).map(|i| &self.vals[i])
     }
 
-    /// None if `key` is present; else the least `f` over the slots of its set (an empty
-    /// slot counts as `V::default()`). No state changes.
-    pub fn absent_min(&self, key: u64, f: impl Fn(&V) -> u64) -> Option<u64> {
+    /// None if `key` is present; else the least `f(slot index, value)` over the slots of
+    /// its set (an empty slot's value counts as `V::default()`). No state changes.
+    pub fn absent_min(&self, key: u64, f: impl Fn(usize, &V) -> u64) -> Option<u64> {
         let b = self.set_base(key);
         let mut min = u64::MAX;
         for w in b..b + self.ways {
             if self.keys[w] == key {
                 return None;
             }
-            min = min.min(if self.keys[w] == INVALID { f(&V::default()) } else { f(&self.vals[w]) });
+            min = min.min(if self.keys[w] == INVALID { f(w, &V::default()) } else { f(w, &self.vals[w]) });
         }
         Some(min)
     }
@@ -476,14 +483,14 @@ mod tests {
         // 2 sets of 2 ways: even keys in set 0, odd keys in set 1.
         let mut a: SetAssoc<u64> = SetAssoc::new(4, 2, Replacement::Lru);
         // An empty set: its slots count as the default value 0.
-        assert_eq!(a.absent_min(4, |&v| v), Some(0));
+        assert_eq!(a.absent_min(4, |_, &v| v), Some(0));
         a.insert(2, 70);
-        assert_eq!(a.absent_min(4, |&v| v), Some(0), "one slot still empty");
+        assert_eq!(a.absent_min(4, |_, &v| v), Some(0), "one slot still empty");
         a.insert(6, 30);
-        assert_eq!(a.absent_min(4, |&v| v), Some(30));
-        assert_eq!(a.absent_min(2, |&v| v), None, "present");
+        assert_eq!(a.absent_min(4, |_, &v| v), Some(30));
+        assert_eq!(a.absent_min(2, |_, &v| v), None, "present");
         // Set 1 is unaffected by set 0's values.
-        assert_eq!(a.absent_min(5, |&v| v + 1), Some(1));
+        assert_eq!(a.absent_min(5, |_, &v| v + 1), Some(1));
     }
 
     /// Naive reference: one recency list per set, most recent at the back.

@@ -272,10 +272,10 @@ section! {
         /// lookups (their effect on the TLB's fill parsing is not modelled). Writes do
         /// not wait for a way (write-around). Off: no change to any result. Validated on
         /// timed trace replay (`mgpusim-tlb`), whose lookups come in time order per CU.
-        /// With generated warps (which issue slightly out of order) its effect is not
-        /// checked and is large: on one CU of `mgpusim-r9nano` it makes `gather` 13x
-        /// slower and `pagerank` 3x faster (docs/validation.md, MGPUSim traces,
-        /// "Session 45"), so read generator results with it on with care.
+        /// With generated warps (which issue slightly out of order) a way is locked only
+        /// from its fill's start; on `mgpusim-r9nano` nine MGPUSim-suite generators run
+        /// 0.99-1.45x their time with it off (docs/validation.md, MGPUSim traces,
+        /// "Session 46"), but no generator result is checked against MGPUSim.
         pub backpressure: bool = false,
         /// Translated requests the buffers between the L1 TLB's answer and the cache's
         /// intake hold. MGPUSim v4 R9 Nano (per-port incoming + outgoing buffers of

@@ -810,8 +810,13 @@ impl Gpu {
             // Keep issuing inline while the warp does not stall for long (greedy-then-
             // oldest: it resumes as soon as it can; other warps still get the port
             // slots of its short stalls, see `IssuePort`), or while nothing else is
-            // due before it is ready again.
-            if (self.greedy && ready <= next + self.short_stall) || ready < q.peek_time() {
+            // due before it is ready again. The greedy run stays within a short stall
+            // of the time it was woken at (no other event was due before it): short
+            // stalls add up, and a warp run far ahead would take the port's window (and
+            // every time-ordered structure) with it, so that the warps due before it
+            // issued only after it. (Bounded by its own wake time, not the next event's,
+            // so that other GPUs' or applications' events do not change its run.)
+            if (self.greedy && ready <= next + self.short_stall && ready <= now + self.short_stall) || ready < q.peek_time() {
                 t = ready;
             } else {
                 q.push(ready, Ev::Warp(self.tag | slot));

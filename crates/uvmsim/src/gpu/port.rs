@@ -6,6 +6,9 @@
 
 use crate::sim::Ps;
 
+/// Slots kept behind a request that slides the window forward.
+const HISTORY: u64 = 32;
+
 /// The length of an issue slot, with a reciprocal so that turning a time into
 /// a slot index costs a multiplication, not a division.
 #[derive(Debug, Clone, Copy)]
@@ -48,9 +51,12 @@ impl IssuePort {
     pub fn issue(&mut self, t: Ps, slot: SlotLen) -> Ps {
         let want = slot.slots_ceil(t);
         if want >= self.base + 64 {
-            // Far ahead of the window: everything in it is past.
-            self.base = want;
-            self.bits = 0;
+            // Past the window: slide it so that `want` sits at its middle, keeping the
+            // HISTORY slots before it, which a warp processed next but ready a little
+            // earlier may still take (the greedy run-ahead is bounded to fewer).
+            let shift = want - HISTORY - self.base;
+            self.bits = self.bits.checked_shr(shift.min(64) as u32).unwrap_or(0);
+            self.base += shift;
         }
         // A request earlier than the window is served at its start (the window only
         // moves past slots no pending warp can still want).
@@ -97,6 +103,21 @@ mod tests {
         assert_eq!(p.issue(30, SlotLen::new(10)), 40);
         // Slot 5 is taken: the next at 50 goes to 60.
         assert_eq!(p.issue(50, SlotLen::new(10)), 60);
+    }
+
+    #[test]
+    fn a_request_past_the_window_keeps_the_slots_just_before_it() {
+        let mut p = IssuePort::default();
+        let s = SlotLen::new(10);
+        assert_eq!(p.issue(0, s), 0);
+        // A warp 1000 slots ahead slides the window; one processed next but ready
+        // 20 slots earlier still issues when it is ready, not after the first.
+        assert_eq!(p.issue(10_000, s), 10_000);
+        assert_eq!(p.issue(9_800, s), 9_800);
+        assert_eq!(p.issue(9_990, s), 9_990);
+        assert_eq!(p.issue(9_990, s), 10_010, "9_990 and 10_000 are taken");
+        // Only HISTORY slots are kept: a request from before them is served at the window's start.
+        assert_eq!(p.issue(0, s), (10_000 / 10 - HISTORY) * 10);
     }
 
     #[test]

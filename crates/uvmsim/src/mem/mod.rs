@@ -61,6 +61,9 @@ impl CacheStats {
 #[derive(Debug, Clone)]
 pub struct Cache {
     arr: SetAssoc<Line>,
+    /// Per slot, when its line's fill began (the miss left the cache); kept for the L1s
+    /// only, whose directory locks a way from then until the fill's `ready`.
+    starts: Vec<Ps>,
     latency: Ps,
     pub stats: CacheStats,
 }
@@ -74,9 +77,12 @@ enum Probe {
 }
 
 impl Cache {
-    fn new(c: &CacheConfig, line_bytes: u32, clock: Clock) -> Option<Cache> {
+    /// `starts`: keep each slot's fill start (for [`MemSystem::l1_accept`]).
+    fn new(c: &CacheConfig, line_bytes: u32, clock: Clock, starts: bool) -> Option<Cache> {
+        let entries = (c.size_bytes.0 / line_bytes as u64) as usize;
         (c.size_bytes.0 > 0).then(|| Cache {
-            arr: SetAssoc::new((c.size_bytes.0 / line_bytes as u64) as usize, c.ways as usize, c.replacement),
+            arr: SetAssoc::new(entries, c.ways as usize, c.replacement),
+            starts: if starts { vec![0; entries] } else { vec![] },
             latency: clock.cycles(c.latency_cycles as u64),
             stats: CacheStats::default(),
         })
@@ -103,9 +109,12 @@ impl Cache {
     }
 
     /// Fill `line` into the slot its probe just found (the set has not changed
-    /// since); returns a dirty victim's line number.
+    /// since), its fill begun at `start`; returns a dirty victim's line number.
     #[inline]
-    fn fill(&mut self, slot: Slot, line: u64, ready: Ps, dirty: bool) -> Option<u64> {
+    fn fill(&mut self, slot: Slot, line: u64, start: Ps, ready: Ps, dirty: bool) -> Option<u64> {
+        if let Some(s) = self.starts.get_mut(slot.index()) {
+            *s = start;
+        }
         match self.arr.fill_slot(slot, line, Line::new(ready, dirty)) {
             Some((victim, l)) if l.dirty() => {
                 self.stats.writebacks += 1;
@@ -199,8 +208,8 @@ impl MemSystem {
     pub fn new(g: &GpuConfig) -> MemSystem {
         let clock = Clock::from_mhz(g.core_mhz);
         MemSystem {
-            l1d: (0..g.sms).map(|_| Cache::new(&g.l1d, g.line_bytes, clock)).collect(),
-            l2d: Cache::new(&g.l2d, g.line_bytes, clock),
+            l1d: (0..g.sms).map(|_| Cache::new(&g.l1d, g.line_bytes, clock, true)).collect(),
+            l2d: Cache::new(&g.l2d, g.line_bytes, clock, false),
             dram: Dram::new(&g.dram, g.line_bytes),
         }
     }
@@ -208,10 +217,12 @@ impl MemSystem {
     /// When SM `sm`'s L1 directory can take a read of `line` that reaches it at `t`: at
     /// once if the line is present or pending (a hit or a merge), else once a way of its
     /// set is not waiting for a fill (Akita's write-around directory holds a read miss
-    /// while every way is locked). No state changes; `t` without an L1.
+    /// while every way is locked). A way is locked from its fill's start to its data's
+    /// arrival: a fill that began after `t` (a warp issued ahead of this one) does not
+    /// hold this read. No state changes; `t` without an L1.
     pub fn l1_accept(&self, sm: usize, line: u64, t: Ps) -> Ps {
         match &self.l1d[sm] {
-            Some(l1) => l1.arr.absent_min(line, |l| l.ready()).map_or(t, |free| t.max(free)),
+            Some(l1) => l1.arr.absent_min(line, |i, l| if l1.starts[i] > t { t } else { t.max(l.ready()) }).unwrap_or(t),
             None => t,
         }
     }
@@ -231,7 +242,7 @@ impl MemSystem {
             Probe::Miss(at, slot) => {
                 let done = self.read_l2(line, at, now);
                 if let Some(l1) = &mut self.l1d[sm] {
-                    l1.fill(slot, line, done, false);
+                    l1.fill(slot, line, t, done, false);
                 }
                 done
             }
@@ -251,7 +262,7 @@ impl MemSystem {
             Probe::Miss(at, slot) => {
                 let done = fetch(at);
                 if let Some(l1) = &mut self.l1d[sm] {
-                    l1.fill(slot, line, done, false);
+                    l1.fill(slot, line, t, done, false);
                 }
                 done
             }
@@ -268,7 +279,7 @@ impl MemSystem {
             Probe::Miss(m, slot) => {
                 let done = self.dram.read(line, m, now);
                 let l2 = self.l2d.as_mut().expect("checked above");
-                if let Some(victim) = l2.fill(slot, line, done, false) {
+                if let Some(victim) = l2.fill(slot, line, t, done, false) {
                     self.dram.write(victim, done, now);
                 }
                 done
@@ -310,7 +321,7 @@ impl MemSystem {
                     }
                     Err(slot) => {
                         l2.stats.misses += 1;
-                        if let Some(victim) = l2.fill(slot, line, done, true) {
+                        if let Some(victim) = l2.fill(slot, line, at, done, true) {
                             self.dram.write(victim, done, now);
                         }
                     }
@@ -401,6 +412,23 @@ mod tests {
         assert_eq!(m.l1_accept(1, 8, 2000), 2000);
         // After the fills nothing waits.
         assert_eq!(m.l1_accept(0, 8, d4 + 1), d4 + 1);
+        // A read at 500, before line 4's fill began (1000), finds that way unlocked: a warp
+        // processed after one issued ahead of it is not held by that warp's later misses.
+        assert_eq!(m.l1_accept(0, 8, 500), 500);
+    }
+
+    #[test]
+    fn a_way_is_locked_only_from_its_fills_start() {
+        let mut m = MemSystem::new(&gpu());
+        // Set 0 (lines 0, 4, 8): both ways fill from 3000 and 4000.
+        let d0 = m.read(0, 0, 3000, 3000);
+        let d4 = m.read(0, 4, 4000, 4000);
+        // Before 3000 both ways were free; at 3500 one is; from 4000 both are locked.
+        assert_eq!(m.l1_accept(0, 8, 2000), 2000);
+        assert_eq!(m.l1_accept(0, 8, 3500), 3500);
+        assert_eq!(m.l1_accept(0, 8, 4000), d0.min(d4));
+        // The L2 keeps no fill starts: only the L1s' directories lock ways.
+        assert!(m.l2d.as_ref().unwrap().starts.is_empty());
     }
 
     #[test]

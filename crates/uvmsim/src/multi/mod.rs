@@ -1181,12 +1181,12 @@ mod tests {
 
     #[test]
     fn idyll_options_run_and_change_nothing_when_off() {
-        let base = run(&["multi.gpus=4", "multi.migration=access-counter", "multi.access_threshold=8"]);
+        let base = run(&["multi.gpus=4", "multi.migration=access-counter", "multi.access_threshold=4"]);
         assert!(base.get("multi.idyll.filtered").is_none());
         let both = run(&[
             "multi.gpus=4",
             "multi.migration=access-counter",
-            "multi.access_threshold=8",
+            "multi.access_threshold=4",
             "multi.idyll.directory=true",
             "multi.idyll.lazy=true",
         ]);
@@ -1199,7 +1199,7 @@ mod tests {
             sans_wall(&run(&[
                 "multi.gpus=4",
                 "multi.migration=access-counter",
-                "multi.access_threshold=8",
+                "multi.access_threshold=4",
                 "multi.idyll.directory=true",
                 "multi.idyll.lazy=true",
             ]))
@@ -1556,17 +1556,27 @@ mod tests {
 
     #[test]
     fn remote_reads_hit_the_requesters_l1() {
-        // First-touch keeps every page where it was first touched, so neighbouring rows of the
-        // stencil on other GPUs are read remotely; each CU re-reads them (halo rows) from its L1.
-        let base = ["multi.gpus=4", "multi.migration=first-touch"];
-        let cached = run(&base);
-        let uncached = run(&[&base[..], &["multi.remote_reads_cached=false"]].concat());
+        // First-touch keeps every page where it was first touched, so the rank vector's pages
+        // first touched on other GPUs are read remotely; PageRank reads each of its entries for
+        // many rows, so a CU re-reads those lines from its L1. (The stencil's halo lines are read
+        // once per GPU and sweep, and left nothing to re-read once warps stopped running ahead.)
+        let sim = |extra: &[&str]| {
+            let o: Vec<String> = ["gpu.sms=4", "workload.kind=pagerank", "workload.pagerank.nodes=1024"]
+                .iter()
+                .chain(["workload.pagerank.iterations=1", "multi.gpus=4", "multi.migration=first-touch"].iter())
+                .chain(extra.iter())
+                .map(|s| s.to_string())
+                .collect();
+            simulate(&crate::config::resolve(&[], &o).unwrap()).unwrap()
+        };
+        let cached = sim(&[]);
+        let uncached = sim(&["multi.remote_reads_cached=false"]);
         let (rc, ru) = (cached.get("multi.remote_accesses").unwrap(), uncached.get("multi.remote_accesses").unwrap());
         let served = cached.get("multi.remote_reads_l1_served").unwrap();
         assert!(served > 0.0 && rc < ru, "cached {rc} + {served} served, uncached {ru}");
         assert_eq!(uncached.get("multi.remote_reads_l1_served"), Some(0.0));
         // Same placement here (every page placed by its first toucher in both runs), so every
-        // remote line request either crossed or was served by the L1: 312 + 432 = 744.
+        // remote line request either crossed or was served by the L1: 1,238 + 11,963 = 13,201.
         assert_eq!(cached.get("multi.migrations"), uncached.get("multi.migrations"));
         assert_eq!(rc + served, ru);
     }
@@ -1606,7 +1616,7 @@ mod tests {
     fn every_page_move_is_a_migrations_row() {
         use crate::world::simulate_full;
         for pol in ["on-touch", "read-replication", "access-counter"] {
-            let set = ["multi.gpus=4", &format!("multi.migration={pol}"), "multi.access_threshold=8"];
+            let set = ["multi.gpus=4", &format!("multi.migration={pol}"), "multi.access_threshold=4"];
             let off = simulate_full(&resolve(&set)).unwrap();
             assert!(off.migrations.is_none(), "{pol}: no records, no table");
             let on = simulate_full(&resolve(&[&set[..], &["uvm.records=true"]].concat())).unwrap();
