@@ -10,6 +10,7 @@ number (130 for SIGINT, 143 for SIGTERM). ``signal_of`` tells the two apart afte
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -49,3 +50,33 @@ def signal_of(e: BaseException | None) -> int:
 def interrupted_by(signum: int) -> str:
     """``"interrupted"`` for Ctrl-C, ``"interrupted by SIGTERM"`` (...) for another signal."""
     return "interrupted" if signum == signal.SIGINT else f"interrupted by {signal.Signals(signum).name}"
+
+
+@contextmanager
+def stop_signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM (the signals that stop a sweep) while the block runs, and hand them to their
+    handlers after it: a step that must finish whole (a run's file written *and* counted) is not cut between
+    its parts. The handlers are swapped, not the signal mask: another thread (the core's, pyarrow's) would take
+    a signal the main thread masks. Main thread only; elsewhere the block runs unguarded."""
+    held: list[int] = []
+
+    def hold(signum: int, frame: object) -> None:
+        held.append(signum)
+
+    stops = (signal.SIGINT, signal.SIGTERM)
+    try:
+        previous = {s: signal.signal(s, hold) for s in stops}
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        for s in held[:1]:  # one stop is enough
+            handler = previous[s]
+            if callable(handler):
+                handler(s, None)
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), s)

@@ -62,7 +62,7 @@ from uvmsim._files import (
     reading_input,
     refuse_input_in_dir,
 )
-from uvmsim._signals import signal_of, sigterm_as_interrupt
+from uvmsim._signals import signal_of, sigterm_as_interrupt, stop_signals_deferred
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -721,12 +721,14 @@ def run_sweep(
         with sigterm_as_interrupt():  # SIGTERM stops the sweep as Ctrl-C does
             try:
                 for row in rows:
-                    write_row(outdir, row)
-                    stored += 1
-                    if row["status"] == "ok":
-                        summary.ok += 1
-                    else:
-                        summary.failed.append(row)
+                    # A signal between the file's rename and its count made the message one run short.
+                    with stop_signals_deferred():
+                        write_row(outdir, row)
+                        stored += 1
+                        if row["status"] == "ok":
+                            summary.ok += 1
+                        else:
+                            summary.failed.append(row)
                     if on_result is not None:
                         on_result(row)
             except KeyboardInterrupt as e:
