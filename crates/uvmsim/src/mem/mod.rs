@@ -62,7 +62,8 @@ impl CacheStats {
 pub struct Cache {
     arr: SetAssoc<Line>,
     /// Per slot, when its line's fill began (the miss left the cache); kept for the L1s
-    /// only, whose directory locks a way from then until the fill's `ready`.
+    /// on the back-pressured path only, whose directory locks a way from then until the
+    /// fill's `ready`; empty otherwise.
     starts: Vec<Ps>,
     latency: Ps,
     pub stats: CacheStats,
@@ -78,7 +79,7 @@ enum Probe {
 
 impl Cache {
     /// `starts`: keep each slot's fill start (for [`MemSystem::l1_accept`], which only the
-    /// back-pressured path calls: the store per fill costs 2-4% of a TLB-hit replay).
+    /// back-pressured path calls: the store per fill cost 4-5% of a TLB-hit replay).
     fn new(c: &CacheConfig, line_bytes: u32, clock: Clock, starts: bool) -> Option<Cache> {
         let entries = (c.size_bytes.0 / line_bytes as u64) as usize;
         (c.size_bytes.0 > 0).then(|| Cache {
