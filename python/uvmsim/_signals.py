@@ -12,8 +12,27 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
+
+Handler = Callable[[int, Any], Any] | int | None
+
+
+@contextmanager
+def _handled_by(handler: Callable[[int, Any], None], signums: tuple[int, ...]) -> Iterator[dict[int, Handler] | None]:
+    """Install ``handler`` for ``signums`` while the block runs, then restore the previous handlers; yields them
+    (None outside the main thread, where handlers cannot be set and signals are left alone)."""
+    try:
+        previous = {s: signal.signal(s, handler) for s in signums}
+    except ValueError:  # not the main thread (it fails on the first signal: nothing to restore)
+        yield None
+        return
+    try:
+        yield previous
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
 
 
 @contextmanager
@@ -24,15 +43,8 @@ def sigterm_as_interrupt() -> Iterator[None]:
     def handler(signum: int, frame: object) -> None:
         raise KeyboardInterrupt(signum)
 
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
+    with _handled_by(handler, (signal.SIGTERM,)):
         yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def signal_of(e: BaseException | None) -> int:
@@ -63,18 +75,12 @@ def stop_signals_deferred() -> Iterator[None]:
     def hold(signum: int, frame: object) -> None:
         held.append(signum)
 
-    stops = (signal.SIGINT, signal.SIGTERM)
+    previous: dict[int, Handler] | None = None
     try:
-        previous = {s: signal.signal(s, hold) for s in stops}
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
+        with _handled_by(hold, (signal.SIGINT, signal.SIGTERM)) as previous:
+            yield
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-        for s in held[:1]:  # one stop is enough
+        for s in held[:1] if previous is not None else []:  # one stop is enough
             handler = previous[s]
             if callable(handler):
                 handler(s, None)

@@ -7,7 +7,7 @@
 use crate::sim::Ps;
 
 /// Slots kept behind a request that slides the window forward.
-const HISTORY: u64 = 32;
+const HISTORY_SLOTS: u64 = 32;
 
 /// The length of an issue slot, with a reciprocal so that turning a time into
 /// a slot index costs a multiplication, not a division.
@@ -52,9 +52,9 @@ impl IssuePort {
         let want = slot.slots_ceil(t);
         if want >= self.base + 64 {
             // Past the window: slide it so that `want` sits at its middle, keeping the
-            // HISTORY slots before it, which a warp processed next but ready a little
+            // HISTORY_SLOTS slots before it, which a warp processed next but ready a little
             // earlier may still take (the greedy run-ahead is bounded to fewer).
-            let shift = want - HISTORY - self.base;
+            let shift = want - HISTORY_SLOTS - self.base;
             self.bits = self.bits.checked_shr(shift.min(64) as u32).unwrap_or(0);
             self.base += shift;
         }
@@ -116,8 +116,8 @@ mod tests {
         assert_eq!(p.issue(9_800, s), 9_800);
         assert_eq!(p.issue(9_990, s), 9_990);
         assert_eq!(p.issue(9_990, s), 10_010, "9_990 and 10_000 are taken");
-        // Only HISTORY slots are kept: a request from before them is served at the window's start.
-        assert_eq!(p.issue(0, s), (10_000 / 10 - HISTORY) * 10);
+        // Only HISTORY_SLOTS slots are kept: a request from before them is served at the window's start.
+        assert_eq!(p.issue(0, s), (10_000 / 10 - HISTORY_SLOTS) * 10);
     }
 
     #[test]

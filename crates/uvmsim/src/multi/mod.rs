@@ -1560,13 +1560,10 @@ mod tests {
         // first touched on other GPUs are read remotely; PageRank reads each of its entries for
         // many rows, so a CU re-reads those lines from its L1. (The stencil's halo lines are read
         // once per GPU and sweep, and left nothing to re-read once warps stopped running ahead.)
+        let base = ["gpu.sms=4", "workload.kind=pagerank", "workload.pagerank.nodes=1024", "workload.pagerank.iterations=1"];
         let sim = |extra: &[&str]| {
-            let o: Vec<String> = ["gpu.sms=4", "workload.kind=pagerank", "workload.pagerank.nodes=1024"]
-                .iter()
-                .chain(["workload.pagerank.iterations=1", "multi.gpus=4", "multi.migration=first-touch"].iter())
-                .chain(extra.iter())
-                .map(|s| s.to_string())
-                .collect();
+            let o: Vec<String> =
+                [&base[..], &["multi.gpus=4", "multi.migration=first-touch"], extra].concat().iter().map(|s| s.to_string()).collect();
             simulate(&crate::config::resolve(&[], &o).unwrap()).unwrap()
         };
         let cached = sim(&[]);
