@@ -1515,7 +1515,9 @@ impl WarpCursor {
         let end = self.end as usize;
         let n = (end - pos).min(WINDOW);
         if n == WINDOW {
-            self.win.copy_from_slice(&self.data[pos..pos + WINDOW]); // a fixed-size copy, inlined
+            // (The compiler merges both copies into one memcpy call; a forced inline fixed-size
+            // copy was measured in session 47 and saved nothing: the time is the source's misses.)
+            self.win.copy_from_slice(&self.data[pos..pos + WINDOW]);
         } else {
             self.win[..n].copy_from_slice(&self.data[pos..pos + n]);
         }
