@@ -1,10 +1,10 @@
 //! Trace inputs from the front ends' side (`api`, as the CLI and Python call it):
 //! converting onto the input, implausible Accel-Sim copies, records of GPUs that
-//! are not replayed, and traces without accesses.
+//! are not replayed, traces without accesses, and a timed trace replayed on several GPUs.
 
 use std::path::Path;
 use uvmsim::api;
-use uvmsim::config::resolve;
+use uvmsim::config::{resolve, Source};
 use uvmsim::sim::SimError;
 use uvmsim::stats::Metrics;
 use uvmsim::world::simulate;
@@ -164,6 +164,51 @@ fn records_of_gpus_not_replayed_do_not_stretch_the_run_and_gpu_0_is_malformed() 
     assert!(m.contains("zero.csv:3: gpu 0 does not exist"), "{m}");
     let e = api::trace_info_json(&zero.display().to_string()).unwrap_err().to_string();
     assert!(e.contains("zero.csv:3: gpu 0 does not exist"), "{e}");
+}
+
+/// Two GPUs replay one timed trace (its GPUs 1 and 2). A record on a page no GPU holds, or one
+/// another GPU holds, is a multi-GPU far fault with no warp to park: the host answers it at once
+/// and the access is issued again when the page is ready (`World::step_trace`). Hand-worked:
+/// GPU 1 reads page 0x100 (from the host), GPU 2 reads it, GPU 1 writes it, GPU 2 reads page
+/// 0x200 (from the host). On touch, the page moves to GPU 2 and back (two peer migrations); on
+/// first touch it stays on GPU 1 and GPU 2 maps it remotely (its one remote access), and GPU 1's
+/// write hits its own page (no fault).
+#[test]
+fn a_multi_gpu_trace_replay_faults_migrates_on_touch_and_maps_remotely_on_first_touch() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("two.csv");
+    std::fs::write(
+        &csv,
+        format!("{HEADER}10,1,0,0,R,0x100000,64\n20000,2,0,0,R,0x100000,64\n40000,1,0,0,W,0x100040,64\n60000,2,0,0,R,0x200000,64\n"),
+    )
+    .unwrap();
+    let preset = Source::preset("li-4gpu-gmmu", std::fs::read_to_string("../../presets/li-4gpu-gmmu.toml").unwrap());
+    let run = |migration: &str, link_gbps: f64| {
+        let o: Vec<String> = [
+            "workload.kind=trace".to_string(),
+            format!("workload.trace.path={:?}", csv.display().to_string()),
+            "multi.gpus=2".to_string(),
+            format!("multi.migration={migration:?}"),
+            format!("link.bandwidth_gbps={link_gbps:?}"),
+        ]
+        .to_vec();
+        let m = simulate(&resolve(std::slice::from_ref(&preset), &o).unwrap_or_else(|e| panic!("{e}"))).unwrap_or_else(|e| panic!("{e}"));
+        let get = |k: &str| m.get(k).unwrap_or(0.0);
+        (
+            [get("gpu0.far_faults"), get("gpu1.far_faults"), get("multi.migrations.h2d"), get("multi.migrations.p2p")],
+            [get("multi.remote_accesses"), get("time.total_ns")],
+        )
+    };
+    let (on_touch, [remote, total]) = run("on-touch", 16.0);
+    assert_eq!(on_touch, [2.0, 2.0, 2.0, 2.0], "far faults of GPUs 0 and 1, host and peer migrations");
+    assert_eq!(remote, 0.0);
+    // The last access is issued again once its page has crossed the host link: a link ten times
+    // slower delays the run's end by the page's longer transfer, 4096 B / 1.6 GB/s - 4096 B / 16 GB/s.
+    let (_, [_, slow]) = run("on-touch", 1.6);
+    assert!((slow - total - (2560.0 - 256.0)).abs() < 1.0, "{total} -> {slow}");
+    let (first_touch, [remote, _]) = run("first-touch", 16.0);
+    assert_eq!(first_touch, [1.0, 2.0, 2.0, 0.0], "far faults of GPUs 0 and 1, host and peer migrations");
+    assert_eq!(remote, 1.0);
 }
 
 #[test]
