@@ -93,5 +93,20 @@ mod tests {
             trace_uvmt(data);
             trace_accelsim(data);
         }
+        // Valid binary traces, whole and cut: a timed one (the CSV converted) and a warp trace
+        // (a generator recorded), so that the readers get past the header.
+        let dir = tempfile::tempdir().unwrap();
+        let (csv_path, timed, warps) = (dir.path().join("t.csv"), dir.path().join("t.uvmt"), dir.path().join("w.uvmt"));
+        std::fs::write(&csv_path, csv).unwrap();
+        let path = |p: &std::path::Path| p.display().to_string();
+        crate::api::trace_convert_json(&path(&csv_path), &path(&timed), &[], &[]).unwrap();
+        let sets = ["workload.kind=stream".to_string(), "workload.stream.elements=4096".to_string()];
+        crate::api::trace_record_json(&[], &sets, &path(&warps)).unwrap();
+        for p in [&timed, &warps] {
+            let bytes = std::fs::read(p).unwrap();
+            assert!(TraceFile::from_blob("fuzz", Blob::Mem(bytes.clone())).is_ok());
+            trace_uvmt(&bytes);
+            trace_uvmt(&bytes[..bytes.len() / 2]);
+        }
     }
 }
