@@ -134,6 +134,11 @@ BAD = [
         id="relative-trace-path-said-not-where-it-looked",  # config and sweep files keep the current directory
     ),
     pytest.param(["plot", "runtime-bars", "damaged"], ["damaged/runs/x.parquet"], id="damaged-sweep-internal-error"),
+    pytest.param(
+        ["plot", "batch-time-vs-bytes", "nesting.toml"],
+        ["nesting.toml", "is not a directory"],
+        id="plot-of-a-file-was-an-unwritable-output",  # exit 1, "nesting.toml/batch-time-vs-bytes.png: cannot write"
+    ),
     # Refused well before: a sample of the sweep's table.
     pytest.param(["run", *TINY, *sets("gpu.l1tlb.entires=3")], ["did you mean `gpu.l1tlb.entries`"], id="typo"),
     pytest.param(["run", *TINY, *sets("gpu.core_mhz=nan")], ["gpu.core_mhz", "NaN"], id="nan"),

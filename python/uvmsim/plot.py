@@ -815,6 +815,9 @@ def render(
     d = Path(directory)
     if not d.exists():
         raise MissingInputError(f"`{d}` does not exist")
+    if not d.is_dir():
+        # Bad input, not an output that cannot be written (the default output lies inside DIR).
+        raise MissingInputError(f"`{d}` is not a directory: give a run's or a sweep's output directory (-o)")
     _not_reproduce_output(d)
     # A directory, ...: before its suffix is read, and before drawing, which can take a while.
     check_output_file(Path(out) if out is not None else d / f"{kind}.{fmt or 'png'}", make_parents=True)
