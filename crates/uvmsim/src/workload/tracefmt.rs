@@ -1516,7 +1516,8 @@ impl WarpCursor {
         let n = (end - pos).min(WINDOW);
         if n == WINDOW {
             // (The compiler merges both copies into one memcpy call; a forced inline fixed-size
-            // copy was measured in session 47 and saved nothing: the time is the source's misses.)
+            // copy was measured in session 47 and saved nothing, so the time is presumably the
+            // misses on the source, which this VM could not count.)
             self.win.copy_from_slice(&self.data[pos..pos + WINDOW]);
         } else {
             self.win[..n].copy_from_slice(&self.data[pos..pos + n]);
