@@ -184,14 +184,13 @@ fn a_multi_gpu_trace_replay_faults_migrates_on_touch_and_maps_remotely_on_first_
     .unwrap();
     let preset = Source::preset("li-4gpu-gmmu", std::fs::read_to_string("../../presets/li-4gpu-gmmu.toml").unwrap());
     let run = |migration: &str, link_gbps: f64| {
-        let o: Vec<String> = [
+        let o = vec![
             "workload.kind=trace".to_string(),
             format!("workload.trace.path={:?}", csv.display().to_string()),
             "multi.gpus=2".to_string(),
             format!("multi.migration={migration:?}"),
             format!("link.bandwidth_gbps={link_gbps:?}"),
-        ]
-        .to_vec();
+        ];
         let m = simulate(&resolve(std::slice::from_ref(&preset), &o).unwrap_or_else(|e| panic!("{e}"))).unwrap_or_else(|e| panic!("{e}"));
         let get = |k: &str| m.get(k).unwrap_or(0.0);
         (
