@@ -36,16 +36,19 @@ import argparse
 import gzip
 from collections import OrderedDict, defaultdict, deque
 
+Row = tuple[int, int, int, bool]  # (time, page, line, write)
+
 
 class Directory:
     """A CU's L1 vector cache directory: in-order, a read miss waits for an unlocked way of its set."""
 
-    def __init__(self, a):
-        self.sets = [OrderedDict() for _ in range(a.cache_sets)]  # line -> tick its fill unlocks it
+    def __init__(self, a: argparse.Namespace) -> None:
+        # Per set: line -> tick its fill unlocks it.
+        self.sets: list[OrderedDict[int, int]] = [OrderedDict() for _ in range(a.cache_sets)]
         self.ways, self.fill, self.per_tick, self.transit = a.cache_ways, a.fill, a.dir_per_tick, a.transit
-        self.buf = deque()  # (tick sent, line, write) in send order
+        self.buf: deque[tuple[int, int, bool]] = deque()  # (tick sent, line, write) in send order
 
-    def tick(self, tick):
+    def tick(self, tick: int) -> None:
         n = 0
         while self.buf and n < self.per_tick and self.buf[0][0] + self.transit <= tick:
             _, line, write = self.buf[0]
@@ -63,23 +66,24 @@ class Directory:
             n += 1
 
 
-def replay(rows, a):
+def replay(rows: list[Row], a: argparse.Namespace) -> tuple[int, int, int]:
     """Hit, miss and MSHR-hit counts of one TLB for `rows` = [(time, page, line, write)] in issue order."""
     sets, ways, mshrs, round_trip, per_tick, every = a.sets, a.ways, a.mshrs, a.round_trip, a.per_tick, a.every
     lookups_per_tick = a.lookups_per_tick
-    lru = [OrderedDict() for _ in range(sets)]
-    pending = {}  # page -> its requests (line, write), answered with the fill
-    fills = deque()  # (tick the response can be parsed, page), in arrival order
-    answering = deque()  # requests of the parsed fill still to be answered
+    lru: list[OrderedDict[int, bool]] = [OrderedDict() for _ in range(sets)]
+    pending: dict[int, list[tuple[int, bool]]] = {}  # page -> its requests (line, write), answered with the fill
+    fills: deque[tuple[int, int]] = deque()  # (tick the response can be parsed, page), in arrival order
+    answering: deque[tuple[int, bool]] = deque()  # requests of the parsed fill still to be answered
     d = Directory(a) if a.room else None
-    todo, queue = deque(rows), deque()
+    todo = deque(rows)
+    queue: deque[tuple[int, int, bool]] = deque()
     hits = misses = merges = 0
     tick = rows[0][0]
 
-    def room():
+    def room() -> bool:
         return d is None or len(d.buf) < a.room
 
-    def send(line, write):
+    def send(line: int, write: bool) -> None:
         if d is not None:
             d.buf.append((tick, line, write))
 
@@ -128,7 +132,7 @@ def replay(rows, a):
     return hits, misses, merges
 
 
-def main():
+def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace")
     ap.add_argument("--round-trip", type=int, default=7, help="ticks from a miss's lookup to its fill's parse")
@@ -149,7 +153,7 @@ def main():
     ap.add_argument("--cache-sets", type=int, default=64)
     ap.add_argument("--cache-ways", type=int, default=4)
     a = ap.parse_args()
-    per_tlb = defaultdict(list)
+    per_tlb: defaultdict[tuple[str, str], list[Row]] = defaultdict(list)
     with gzip.open(a.trace, "rt") as f:
         next(f)
         for line in f:

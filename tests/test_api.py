@@ -12,7 +12,7 @@ import pytest
 
 import uvmsim
 from conftest import WORKLOADS
-from uvmsim import ConfigError
+from uvmsim import ConfigError, _core
 from uvmsim._files import MissingInputError
 
 # A small dependent-stride run on the APU: every access is an IOMMU translation.
@@ -526,3 +526,23 @@ def test_a_write_stopped_midway_leaves_neither_file_nor_the_directory_it_made(tm
     with pytest.raises(KeyboardInterrupt):
         atomic_write(tmp_path / "b" / "x.json", stopped)
     assert (tmp_path / "b").is_dir() and not list((tmp_path / "b").iterdir())
+
+
+def test_core_stub_matches_the_module() -> None:
+    """python/uvmsim/_core.pyi (what mypy and editors read) names the compiled module's functions, classes and
+    constants, each function with the binding's parameters in order, and each exception with its base."""
+    import ast
+    import inspect
+
+    stub = ast.parse((Path(uvmsim.__file__).parent / "_core.pyi").read_text(encoding="utf-8"))
+    functions = {n.name: [a.arg for a in n.args.args] for n in stub.body if isinstance(n, ast.FunctionDef)}
+    classes = {n.name: [ast.unparse(b) for b in n.bases] for n in stub.body if isinstance(n, ast.ClassDef)}
+    constants = {n.target.id for n in stub.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    public = {n for n in dir(_core) if not n.startswith("__") or n == "__version__"}
+    assert public == set(functions) | set(classes) | constants
+    for name, params in functions.items():
+        assert list(inspect.signature(getattr(_core, name)).parameters) == params, name
+    for name, bases in classes.items():
+        assert [b.__name__ for b in getattr(_core, name).__bases__] == bases, name
+    assert isinstance(_core.__version__, str)
+    assert all(isinstance(m, str) for m in _core.WALL_CLOCK_METRICS)

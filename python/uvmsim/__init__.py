@@ -519,9 +519,9 @@ def load(directory: str | os.PathLike[str], *, tables: Iterable[str] | None = No
         if not isinstance(raw, dict):
             kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(raw), "a number")
             raise ConfigError(f"{path}: not a run summary: {kind}, not a JSON object")
-        for key, kind in (("metrics", dict), ("config", dict), ("version", str), ("tables", dict)):
-            if not isinstance(raw.get(key, {} if key == "tables" else None), kind):  # older summaries: no tables
-                what = "object" if kind is dict else "string"
+        for key, want in (("metrics", dict), ("config", dict), ("version", str), ("tables", dict)):
+            if not isinstance(raw.get(key, {} if key == "tables" else None), want):  # older summaries: no tables
+                what = "object" if want is dict else "string"
                 raise ConfigError(f"{path}: not a run summary: `{key}` is missing or not a JSON {what}")
         return Result.from_json(raw, out=d, tables=tables)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:

@@ -80,7 +80,8 @@ def stop_signals_deferred() -> Iterator[None]:
         with _handled_by(hold, (signal.SIGINT, signal.SIGTERM)) as previous:
             yield
     finally:
-        for s in held[:1] if previous is not None else []:  # one stop is enough
+        if previous is not None and held:  # one stop is enough
+            s = held[0]
             handler = previous[s]
             if callable(handler):
                 handler(s, None)

@@ -366,7 +366,8 @@ def batch_stages(batches: pd.DataFrame) -> Figure:
     ax = fig.add_subplot()
     x = b["batch"].to_numpy() if "batch" in b.columns else np.arange(n)
     # The default cycle has 10 colours and the driver's stages are 12: two pairs looked alike.
-    palette = matplotlib.colormaps["tab10" if len(stages) <= 10 else "tab20"].colors
+    cmap = matplotlib.colormaps["tab10" if len(stages) <= 10 else "tab20"]
+    palette = [cmap(i) for i in range(cmap.N)]
     per_group = max(1, math.ceil(n / STAGE_GROUPS_MAX)) if n > STAGE_BARS_MAX else 0
     if per_group:
         starts = np.arange(0, n, per_group)
@@ -377,15 +378,21 @@ def batch_stages(batches: pd.DataFrame) -> Figure:
         bottom = np.zeros(n)
     for i, stage in enumerate(stages):
         us = b[stage].to_numpy(dtype=float) / 1e3
-        style = {"label": stage.removesuffix("_ns"), "color": palette[i % len(palette)]}
+        label, colour = stage.removesuffix("_ns"), palette[i % len(palette)]
         if not per_group:
-            ax.bar(x, us, 0.85, bottom=bottom, **style)
+            ax.bar(x, us, 0.85, bottom=bottom, label=label, color=colour)
             bottom += us
             continue
         top = bottom + np.add.reduceat(us, starts) / counts  # each group's mean per batch
         # fill_between's steps need the last value repeated at the right edge.
         ax.fill_between(
-            edges, np.append(bottom, bottom[-1]), np.append(top, top[-1]), step="post", linewidth=0, **style
+            edges,
+            np.append(bottom, bottom[-1]),
+            np.append(top, top[-1]),
+            step="post",
+            linewidth=0,
+            label=label,
+            color=colour,
         )
         bottom = top
     ax.set_xlabel("batch")

@@ -45,7 +45,7 @@ def search_dirs() -> list[Path]:
 
 def header(text: str) -> str:
     """The leading block of ``#`` comment lines of a TOML text, without the ``#``."""
-    lines = []
+    lines: list[str] = []
     for line in text.splitlines():
         stripped = line.strip()
         if not stripped.startswith("#"):

@@ -331,7 +331,7 @@ def comparison_bars(rows: Sequence[rep.Row], title: str = "") -> Figure:
     value or bound are left out (they are in the report's table)."""
     import numpy as np
 
-    pts = [(r, ref) for r in rows if (ref := reference(r)) is not None and ref[0] != 0]
+    pts = [(r, band) for r in rows if (band := reference(r)) is not None and band[0] != 0]
     if not pts:
         raise ValueError("no check has a numeric published value to plot")
     cap = 3.0  # ratios beyond are drawn at the cap, with their value written out
@@ -823,7 +823,7 @@ def markdown_table_of(outcomes: Mapping[str, Outcome], meta: Mapping[str, Any], 
             continue
         if st == UNSUPPORTED:
             result = f"not yet supported: {t.reason}"
-        elif st == NOT_RUN:
+        elif st == NOT_RUN or o is None:  # (the same: a supported experiment without an outcome)
             result = "not run"
         else:
             if st == "ERROR":

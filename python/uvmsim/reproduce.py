@@ -1516,7 +1516,7 @@ def li_transfw(ctx: Context) -> dict[str, float]:
     A run that reaches the spec's event budget (``sim.max_events`` in its ``set``) is listed in ``unfinished.csv``
     and counted in ``unfinished_runs``; its application is left out of that scheme's speedups and means (out of
     every scheme when its baseline is the run that did not finish)."""
-    schemes = {
+    schemes: dict[str, dict[str, Any]] = {
         "prt": {"multi.transfw.prt": True},
         "forwarding": {"multi.transfw.forwarding": True},
         "transfw": {"multi.transfw.prt": True, "multi.transfw.forwarding": True},

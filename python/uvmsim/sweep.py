@@ -41,7 +41,7 @@ import signal
 import sys
 import time
 import tomllib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -512,7 +512,9 @@ def _prepare(spec: SweepSpec, base_config: dict[str, Any], out: Path, resume: bo
 
 # --- engines ------------------------------------------------------------------------------------------------
 
-Engine = Callable[[list[tuple[str, str, bool]], list[str], list[RunSpec], int | None, str | None], Iterator[Row]]
+Engine = Callable[
+    [list[tuple[str, str, bool]], list[str], list[RunSpec], int | None, str | None], Generator[Row, None, None]
+]
 
 
 def _worker_init() -> None:
@@ -587,12 +589,14 @@ def main_importable() -> bool:
     if main is None or getattr(getattr(main, "__spec__", None), "name", None) is not None:
         return True
     path = getattr(main, "__file__", None)
-    return path is None or os.path.isfile(os.path.join(multiprocessing.process.ORIGINAL_DIR or "", path))
+    return path is None or os.path.isfile(
+        os.path.join(getattr(multiprocessing.process, "ORIGINAL_DIR", None) or "", path)
+    )
 
 
 def _local_engine(
     sources: list[tuple[str, str, bool]], base: list[str], runs: list[RunSpec], jobs: int | None, address: str | None
-) -> Iterator[Row]:
+) -> Generator[Row, None, None]:
     """A process pool on this machine; yields each run's row as it finishes. When workers could not start
     (``main_importable``), the runs go one at a time in this process instead of all failing."""
     if not main_importable():
@@ -619,7 +623,7 @@ def _local_engine(
 
 def _ray_engine(
     sources: list[tuple[str, str, bool]], base: list[str], runs: list[RunSpec], jobs: int | None, address: str | None
-) -> Iterator[Row]:
+) -> Generator[Row, None, None]:
     """One Ray task per run; the driver yields (and so stores) each row as its task completes."""
     try:
         import ray
