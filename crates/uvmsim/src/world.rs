@@ -823,11 +823,11 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     for g in 0..world.gpus.len() {
         // The shared IOMMU (ATS mode) is exported with each GPU's translation: the same `iommu.*` values.
         lend_iommu(&mut world.multi, &mut world.gpus[g]);
-        world.gpus[g].export(&mut m, &format!("gpu{g}"));
+        world.gpus[g].export(&mut m, &format!("gpu{g}"), end);
         unlend_iommu(&mut world.multi, &mut world.gpus[g]);
     }
     if let Some(mx) = &world.multi {
-        mx.export(&mut m, &world.gpus);
+        mx.export(&mut m, &world.gpus, end);
     }
     if let Some(a) = &world.apps {
         a.export(&mut m);

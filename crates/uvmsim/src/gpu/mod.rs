@@ -1366,7 +1366,7 @@ impl Gpu {
         }
     }
 
-    pub fn export(&self, m: &mut Metrics, p: &str) {
+    pub fn export(&self, m: &mut Metrics, p: &str, span: Ps) {
         let s = &self.stats;
         m.int(format!("{p}.warp_insts"), s.warp_insts);
         m.int(format!("{p}.completed_insts"), s.completed_insts.saturating_sub(s.split_insts));
@@ -1380,7 +1380,7 @@ impl Gpu {
         m.int(format!("{p}.kernels"), s.kernels);
         m.int(format!("{p}.ctas"), s.ctas);
         m.int(format!("{p}.warps"), s.warps);
-        self.xlat.export(m, p);
+        self.xlat.export(m, p, span);
         self.mem.export(m, p);
         if let Some(v) = &self.vmem {
             v.export(m, &format!("{p}.vmem"));

@@ -898,7 +898,7 @@ impl Multi {
         }
     }
 
-    pub fn export(&self, m: &mut Metrics, gpus: &[Gpu]) {
+    pub fn export(&self, m: &mut Metrics, gpus: &[Gpu], span: Ps) {
         let s = &self.stats;
         let n = self.n;
         m.int("multi.gpus", n as u64);
@@ -1009,7 +1009,7 @@ impl Multi {
                 Some(t) => t.export(m, "host_mmu.tlb"),
                 None => crate::xlat::export_tlb_stats(&Default::default(), 0, m, "host_mmu.tlb"),
             }
-            self.host_walker.export(m, "host_mmu.walker");
+            self.host_walker.export(m, "host_mmu.walker", span);
         }
     }
 }
@@ -1268,7 +1268,7 @@ mod tests {
         let g = &mut gpus[0];
         g.xlat.gmmu.walk((vpn + 1) << 12, 1, t, t, &mut g.mem.dram);
         let mut x = Metrics::default();
-        m.export(&mut x, &gpus);
+        m.export(&mut x, &gpus, t);
         let get = |k: &str| x.get(k).unwrap_or_else(|| panic!("{k} missing"));
         assert_eq!(get(&format!("multi.gmmu.inv_walks.reads.{levels}")), 2.0);
         assert_eq!(get("multi.gmmu.inv_walks.reads.1"), 0.0);

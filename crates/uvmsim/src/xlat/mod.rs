@@ -526,7 +526,8 @@ impl Translator {
         done
     }
 
-    pub fn export(&self, m: &mut Metrics, gpu: &str) {
+    /// Export `{gpu}.l1tlb`, `{gpu}.l2tlb` and the walkers' metrics; `span` (ps) is the run's length.
+    pub fn export(&self, m: &mut Metrics, gpu: &str, span: Ps) {
         let (l1, waits) = tlb::sum(&self.l1);
         tlb::export_stats(&l1, waits, m, &format!("{gpu}.l1tlb"));
         match &self.l2 {
@@ -534,7 +535,7 @@ impl Translator {
             None => tlb::export_stats(&TlbStats::default(), 0, m, &format!("{gpu}.l2tlb")),
         }
         match &self.iommu {
-            None => self.gmmu.export(m, &format!("{gpu}.walker")),
+            None => self.gmmu.export(m, &format!("{gpu}.walker"), span),
             Some(io) => {
                 m.int("iommu.ats_requests", io.ats_requests);
                 m.int("iommu.ats_prefetched", io.ats_prefetched);
@@ -542,7 +543,7 @@ impl Translator {
                     Some(t) => t.export(m, "iommu.tlb"),
                     None => tlb::export_stats(&TlbStats::default(), 0, m, "iommu.tlb"),
                 }
-                io.walker.export(m, "iommu.walker");
+                io.walker.export(m, "iommu.walker", span);
                 if let Some(lt) = &io.least {
                     lt.export(m);
                 }

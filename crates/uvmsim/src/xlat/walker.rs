@@ -25,7 +25,7 @@ use super::Outstanding;
 use crate::assoc::{Replacement, SetAssoc};
 use crate::config::{PwcOrganization, WalkerConfig};
 use crate::mem::Dram;
-use crate::sim::{ns_to_ps, Ps};
+use crate::sim::{ns_to_ps, Ps, PS_PER_NS};
 use crate::stats::{Latency, Metrics};
 use serde::Serialize;
 
@@ -35,6 +35,8 @@ pub struct WalkerStats {
     pub pte_reads: u64,
     pub latency: Latency,
     pub queue_wait: Latency,
+    /// Thread time spent walking: each walk's start on a thread to its leaf entry read.
+    pub busy_ps: u64,
     /// Indexed by level (0 and 1 unused: the leaf level is never cached).
     pub pwc_hits: [u64; 6],
     pub pwc_misses: [u64; 6],
@@ -289,6 +291,7 @@ impl Walker {
         self.stats.reads_hist[(first - leaf + 1) as usize] += 1;
         self.stats.latency.record(time - t);
         self.stats.queue_wait.record(start - t);
+        self.stats.busy_ps += time - start;
         time
     }
 
@@ -320,9 +323,15 @@ impl Walker {
         self.utc.is_some() || self.pwc.get(l).is_some_and(|p| p.is_some())
     }
 
-    pub fn export(&self, m: &mut Metrics, p: &str) {
+    /// Export `{p}.*`; `span` (ps) is the run's length, over which the threads' busy time is averaged.
+    pub fn export(&self, m: &mut Metrics, p: &str, span: Ps) {
         let s = &self.stats;
         m.int(format!("{p}.walks"), s.walks);
+        m.float(format!("{p}.busy_ns"), s.busy_ps as f64 / PS_PER_NS as f64);
+        // Little's law: the mean number of walks on threads; over the thread count, the fraction busy.
+        let in_flight = if span > 0 { s.busy_ps as f64 / span as f64 } else { 0.0 };
+        m.float(format!("{p}.walks_in_flight_mean"), in_flight);
+        m.float(format!("{p}.utilization"), in_flight / self.threads.len().max(1) as f64);
         m.int(format!("{p}.pte_reads"), s.pte_reads);
         m.ratio(format!("{p}.pte_reads_per_walk"), s.pte_reads, s.walks);
         s.latency.export(m, &format!("{p}.latency_ns"));
@@ -464,6 +473,15 @@ mod tests {
         let ends: Vec<Ps> = (0..4).map(|i| w.walk(i << 40, 1, 0, 0, &mut d)).collect();
         assert_eq!(ends, vec![400_000, 400_000, 800_000, 800_000]);
         assert_eq!(w.stats.queue_wait.mean_ns(), 200.0);
+        // Four 400 ns walks on two threads: 1.6 µs of thread time; over a 1 µs run that is 1.6 walks in
+        // flight on average, 80% of the threads; over 2 µs, 0.8 and 40%.
+        for (span, in_flight) in [(1_000_000, 1.6), (2_000_000, 0.8)] {
+            let mut m = Metrics::default();
+            w.export(&mut m, "w", span);
+            assert_eq!(m.get("w.busy_ns"), Some(1600.0));
+            assert_eq!(m.get("w.walks_in_flight_mean"), Some(in_flight));
+            assert_eq!(m.get("w.utilization"), Some(in_flight / 2.0));
+        }
     }
 
     #[test]
