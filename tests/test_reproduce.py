@@ -565,6 +565,10 @@ def test_li_idyll_quick(tmp_path: Path) -> None:
     for line in lines[1:]:
         row = dict(zip(head, line.split(","), strict=True))
         assert float(row["both_invalidations"]) < float(row["base_invalidations"])
+        # The baseline's walkers did some work, on threads that were mostly idle.
+        assert 0 < float(row["base_gmmu_walker_utilization"]) < 1
+        assert 0 < float(row["base_host_walker_utilization"]) < 1
+    assert 0 < rows["base_gmmu_walker_utilization"].simulated < 1
     for app in ("PR", "BS"):
         for k in ("base", "directory", "lazy", "both", "zero_latency"):
             assert (tmp_path / "runs" / f"{app}-{k}").exists()
@@ -582,6 +586,7 @@ def test_li_transfw_quick(tmp_path: Path) -> None:
     head = lines[0].split(",")
     mt = dict(zip(head, lines[3].split(","), strict=True))
     assert float(mt["skipped_walks"]) > 0
+    assert 0 < float(mt["base_gmmu_walker_utilization"]) < 1
     for app in ("AES", "FIR", "MT"):
         for k in ("base", "prt", "forwarding", "transfw"):
             assert (tmp_path / "runs" / f"{app}-{k}").exists()

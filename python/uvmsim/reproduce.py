@@ -1074,6 +1074,13 @@ def _geomean(xs: Mapping[str, float]) -> float:
     return math.exp(sum(math.log(v) for v in xs.values()) / len(xs))
 
 
+def walker_utilization(m: Mapping[str, float]) -> tuple[float, float]:
+    """(GMMU walkers' utilization averaged over the GPUs, the host MMU walkers') of a multi-GPU GMMU run: whether
+    its walkers are contended at all, the condition the seed's Trans-FW and IDYLL gains rest on."""
+    gpus = [v for k, v in m.items() if k.startswith("gpu") and k.endswith(".walker.utilization")]
+    return (sum(gpus) / len(gpus) if gpus else 0.0), m.get("host_mmu.walker.utilization", 0.0)
+
+
 def _write_slowdowns(ctx: Context, name: str, column: str, table: Mapping[Any, Mapping[str, float]]) -> None:
     """One CSV row per (setting, workload) with its slowdown."""
     rows = [(k, w, s) for k, per in table.items() for w, s in per.items()]
@@ -1385,10 +1392,12 @@ def li_idyll(ctx: Context) -> dict[str, float]:
     gain: dict[str, dict[str, float]] = {k: {} for k in schemes}
     rows = []
     unnecessary, sent = 0.0, 0.0
+    util: dict[str, float] = {}
     for w in ctx.params["workloads"]:
         name, size = w["name"], dict(w["set"])
         base = ctx.run(f"{name}-base", size).metrics
-        row: list[float | str] = [name, base["time.kernel_ns"], base["multi.invalidations.sent"]]
+        util[name], host_util = walker_utilization(base)
+        row: list[float | str] = [name, base["time.kernel_ns"], base["multi.invalidations.sent"], util[name], host_util]
         for k, extra in schemes.items():
             m = ctx.run(f"{name}-{k}", {**size, **extra}).metrics
             gain[k][name] = 100.0 * (base["time.kernel_ns"] / m["time.kernel_ns"] - 1.0)
@@ -1405,6 +1414,8 @@ def li_idyll(ctx: Context) -> dict[str, float]:
             "app",
             "base_kernel_ns",
             "base_invalidations",
+            "base_gmmu_walker_utilization",
+            "base_host_walker_utilization",
             "directory_pct",
             "lazy_pct",
             "both_pct",
@@ -1422,6 +1433,8 @@ def li_idyll(ctx: Context) -> dict[str, float]:
     d, lz, b = (out[f"mean_improvement_pct.{k}"] for k in ("directory", "lazy", "both"))
     out["ordering"] = float(d < lz < b)
     out["unnecessary_fraction.directory"] = unnecessary / sent if sent else 0.0
+    out["base_gmmu_walker_utilization"] = _mean(util)
+    out["base_gmmu_walker_utilization_max"] = max(util.values())
     return out
 
 
@@ -1545,13 +1558,15 @@ def li_transfw(ctx: Context) -> dict[str, float]:
         "multi.transfw.fw.host_walks_removed",
     )
     fp, trusted = 0.0, 0.0
+    util: dict[str, float] = {}
     for w in ctx.params["workloads"]:
         name, size = w["name"], dict(w["set"])
         base = attempt(f"{name}-base", size)
         if base is None:
-            rows.append((name, *[nan] * (2 + len(schemes) + len(details))))
+            rows.append((name, *[nan] * (4 + len(schemes) + len(details))))
             continue
-        row: list[float | str] = [name, base["time.kernel_ns"], base["multi.far_faults"]]
+        util[name], host_util = walker_utilization(base)
+        row: list[float | str] = [name, base["time.kernel_ns"], base["multi.far_faults"], util[name], host_util]
         runs = {k: attempt(f"{name}-{k}", {**size, **extra}) for k, extra in schemes.items()}
         for k, r in runs.items():
             if r is not None:
@@ -1575,6 +1590,8 @@ def li_transfw(ctx: Context) -> dict[str, float]:
             "app",
             "base_kernel_ns",
             "base_far_faults",
+            "base_gmmu_walker_utilization",
+            "base_host_walker_utilization",
             "prt_speedup",
             "forwarding_speedup",
             "speedup",
@@ -1607,6 +1624,8 @@ def li_transfw(ctx: Context) -> dict[str, float]:
     out["geomean_speedup"] = _geomean(fw) if fw else nan
     out["mt_highest"] = float(bool(fw) and max(fw, key=lambda a: fw[a]) == "MT")
     out["prt_false_positive_rate"] = fp / trusted if trusted else 0.0
+    out["base_gmmu_walker_utilization"] = _mean(util) if util else nan
+    out["base_gmmu_walker_utilization_max"] = max(util.values()) if util else nan
     return out
 
 
