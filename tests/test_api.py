@@ -333,6 +333,7 @@ def test_a_multi_gpu_headline_shows_the_whole_systems_gpu_rows() -> None:
         m |= {f"gpu{g}.{k}": v for k, v in c.items()}
         m |= {f"gpu{g}.l2tlb.accesses": c["l1tlb.misses"], f"gpu{g}.l2tlb.misses": c["l1tlb.misses"] - c["l2tlb.hits"]}
         m |= {f"gpu{g}.l1tlb.miss_latency_ns.mean": latency.get(g, 0.0), f"gpu{g}.walker.walks": 1}
+        m |= {f"gpu{g}.walker.utilization": 0.1 * g}
         m |= {f"gpu{g}.l1tlb.hit_rate": c["l1tlb.hits"] / c["l1tlb.accesses"] if c["l1tlb.accesses"] else 0.0}
         m |= {f"gpu{g}.l2tlb.hit_rate": c["l2tlb.hits"] / c["l1tlb.misses"] if c["l1tlb.misses"] else 0.0}
     rows = dict(uvmsim.Result(metrics=m, config={}, version="t").key_metrics())
@@ -344,11 +345,14 @@ def test_a_multi_gpu_headline_shows_the_whole_systems_gpu_rows() -> None:
         "gpu*.l2tlb.misses",
         "gpu*.l1tlb.miss_latency_ns.mean",
         "gpu*.walker.walks",
+        "gpu*.walker.utilization",
         "multi.far_faults",
     ]
     assert rows["gpu*.warp_mem_insts"] == 400 and rows["gpu*.l2tlb.misses"] == 30 and rows["gpu*.walker.walks"] == 4
     assert rows["gpu*.l1tlb.hit_rate"] == 240 / 400 and rows["gpu*.l2tlb.hit_rate"] == 10 / 40
     assert rows["gpu*.l1tlb.miss_latency_ns.mean"] == (10 * 100.0 + 30 * 500.0) / 40
+    assert rows["gpu*.walker.utilization"] == pytest.approx((0.0 + 0.1 + 0.2 + 0.3) / 4)  # the GPUs' mean
+    assert uvmsim.format_metric("gpu*.walker.utilization", 0.15) == "15.00 %"
     assert uvmsim.format_metric("gpu*.l1tlb.hit_rate", 0.6) == "60.00 %"
     # One GPU: its own rows, as before.
     one = {k: v for k, v in m.items() if not k.startswith(("gpu1.", "gpu2.", "gpu3."))} | {"multi.gpus": 1}

@@ -97,8 +97,10 @@ KEY_METRICS: tuple[str, ...] = (
     "gpu0.l2tlb.misses",
     "gpu0.l1tlb.miss_latency_ns.mean",
     "gpu0.walker.walks",
+    "gpu0.walker.utilization",
     "iommu.tlb.hit_rate",
     "iommu.walker.walks",
+    "iommu.walker.utilization",
     "sim.events",
     "sim.wall_s",
 )
@@ -124,6 +126,7 @@ MULTI_GPU_ROWS: dict[str, tuple[str, ...]] = {
     "gpu0.l2tlb.misses": ("sum", "l2tlb.misses"),
     "gpu0.l1tlb.miss_latency_ns.mean": ("weighted", "l1tlb.miss_latency_ns.mean", "l1tlb.misses"),
     "gpu0.walker.walks": ("sum", "walker.walks"),
+    "gpu0.walker.utilization": ("mean", "walker.utilization"),
 }
 # Multi-GPU runs (`multi.gpus` > 1): the whole system's translation, faults and page movement.
 MULTI_KEY_METRICS: tuple[str, ...] = (
@@ -275,6 +278,8 @@ def _system_row(m: Mapping[str, float | int], key: str, gpus: int) -> tuple[str,
 
     if how == "sum":
         value: float | int = total(names[0])
+    elif how == "mean":  # over the GPUs (each GPU's walkers have the same threads)
+        value = total(names[0]) / gpus
     elif how == "ratio":
         den = total(names[1])
         value = total(names[0]) / den if den else 0.0
@@ -291,7 +296,7 @@ def format_metric(name: str, value: float | int) -> str:
         return str(value)
     if name.endswith("_ns") or "_ns." in name:
         return _format_ns(float(value))
-    if name.endswith("hit_rate"):
+    if name.endswith(("hit_rate", "utilization")):
         return f"{100.0 * value:.2f} %"
     if name.endswith("_s"):
         return f"{value:.3f} s"
