@@ -589,6 +589,7 @@ def main_importable() -> bool:
     if main is None or getattr(getattr(main, "__spec__", None), "name", None) is not None:
         return True
     path = getattr(main, "__file__", None)
+    # ORIGINAL_DIR (the working directory when multiprocessing was imported) is undocumented: read with getattr.
     return path is None or os.path.isfile(
         os.path.join(getattr(multiprocessing.process, "ORIGINAL_DIR", None) or "", path)
     )
