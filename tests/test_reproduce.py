@@ -597,7 +597,8 @@ def test_li_transfw_skips_runs_over_the_event_budget(tmp_path: Path, monkeypatch
     # Hand-made kernel times; MT's three PRT runs "reach the budget" (raise BudgetExceeded), as does B's baseline.
     kernel = {"A-base": 100.0, "A-prt": 50.0, "A-forwarding": 100.0, "A-transfw": 80.0, "A-large_prt": 125.0}
     kernel |= {"MT-base": 100.0, "MT-forwarding": 50.0, "MT-rm-base": 60.0, "MT-rm-transfw": 30.0}
-    kernel |= {"A-rm-base": 10.0, "A-rm-transfw": 10.0}
+    kernel |= {"A-rm-base": 10.0, "A-rm-transfw": 10.0, "A-infinite_pwc": 80.0, "A-infinite_walkers": 40.0}
+    kernel |= {"MT-infinite_pwc": 100.0}  # MT-infinite_walkers "reaches the budget"
 
     class Fake:
         def __init__(self, t: float) -> None:
@@ -617,17 +618,21 @@ def test_li_transfw_skips_runs_over_the_event_budget(tmp_path: Path, monkeypatch
     workloads = [{"name": n, "set": {}} for n in ("A", "MT", "B")]
     ctx = rep.Context(spec=spec, params={**spec.params, "workloads": workloads}, out=tmp_path)
     out = rep.REGISTRY["li-transfw"](ctx)
-    assert out["unfinished_runs"] == 4  # MT-prt, MT-transfw, MT-large_prt, B-base
+    assert out["unfinished_runs"] == 5  # MT-prt, MT-transfw, MT-large_prt, MT-infinite_walkers, B-base
     assert (out["speedup.A"], out["mean_speedup"], out["mt_highest"]) == (1.25, 1.25, 0.0)
     assert math.isnan(out["speedup.MT"]) and math.isnan(out["speedup.B"])
     assert (out["mean_speedup.prt"], out["mean_speedup.forwarding"], out["mean_speedup.large_prt"]) == (2.0, 1.5, 0.8)
     assert out["mean_speedup.remote_mapping"] == 1.5  # A 1.0, MT 2.0
+    # The limit study: A 1.25x and 2.5x, MT 1.0x with the infinite PW-cache and unfinished with infinite walkers.
+    assert (out["mean_speedup.infinite_pwc"], out["mean_speedup.infinite_walkers"]) == (1.125, 2.5)
     with (tmp_path / "unfinished.csv").open() as f:
-        assert [r["run"] for r in csv.DictReader(f)] == ["MT-prt", "MT-transfw", "MT-large_prt", "B-base"]
+        runs = [r["run"] for r in csv.DictReader(f)]
+        assert runs == ["MT-prt", "MT-transfw", "MT-large_prt", "MT-infinite_walkers", "B-base"]
     with (tmp_path / "speedups.csv").open() as f:
         table = {r["app"]: r for r in csv.DictReader(f)}
     assert table["MT"]["forwarding_speedup"] == "2" and table["MT"]["speedup"] == "nan"
-    assert table["B"]["base_kernel_ns"] == "nan"
+    assert table["B"]["base_kernel_ns"] == "nan" and table["B"]["infinite_walkers_speedup"] == "nan"
+    assert (table["A"]["infinite_pwc_speedup"], table["MT"]["infinite_walkers_speedup"]) == ("1.25", "nan")
 
 
 def test_resume_does_not_rerun_a_run_that_reached_its_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1524,7 +1524,9 @@ def li_mpki(ctx: Context) -> dict[str, float]:
 def li_transfw(ctx: Context) -> dict[str, float]:
     """Fig. 32: Trans-FW (PRT, host forwarding, both) vs the GMMU baseline, per application, under the spec's
     migration policy (its common ``set``); with ``remote_mapping`` in the params, also Trans-FW against the baseline
-    under access-counter migration with remote mapping (§4.3.2, Fig. 43), as information.
+    under access-counter migration with remote mapping (§4.3.2, Fig. 43), as information; with ``limit_study``,
+    also the baseline with infinite page-walk caches and with infinite walker threads (§4.1.2, Fig. 25's first two
+    bars), as information.
 
     A run that reaches the spec's event budget (``sim.max_events`` in its ``set``) is listed in ``unfinished.csv``
     and counted in ``unfinished_runs``; its application is left out of that scheme's speedups and means (out of
@@ -1535,7 +1537,12 @@ def li_transfw(ctx: Context) -> dict[str, float]:
         "transfw": {"multi.transfw.prt": True, "multi.transfw.forwarding": True},
         "large_prt": {"multi.transfw.prt": True, "multi.transfw.forwarding": True, "multi.transfw.prt_entries": 65536},
     }
-    speed: dict[str, dict[str, float]] = {k: {} for k in schemes}
+    oracles: dict[str, dict[str, Any]] = {
+        "infinite_pwc": {"multi.oracle.infinite_pwc": True},
+        "infinite_walkers": {"multi.oracle.infinite_walkers": True},
+    }
+    limit_study = bool(ctx.params.get("limit_study"))
+    speed: dict[str, dict[str, float]] = {k: {} for k in [*schemes, *oracles]}
     rows = []
     unfinished: list[tuple[str, str]] = []
 
@@ -1563,7 +1570,7 @@ def li_transfw(ctx: Context) -> dict[str, float]:
         name, size = w["name"], dict(w["set"])
         base = attempt(f"{name}-base", size)
         if base is None:
-            rows.append((name, *[nan] * (4 + len(schemes) + len(details))))
+            rows.append((name, *[nan] * (4 + len(schemes) + len(details) + len(oracles))))
             continue
         util[name], host_util = walker_utilization(base)
         row: list[float | str] = [name, base["time.kernel_ns"], base["multi.far_faults"], util[name], host_util]
@@ -1580,6 +1587,11 @@ def li_transfw(ctx: Context) -> dict[str, float]:
             rm_fw = attempt(f"{name}-rm-transfw", {**size, **rm, **schemes["transfw"]})
             if rm_base is not None and rm_fw is not None:
                 speed.setdefault("remote_mapping", {})[name] = rm_base["time.kernel_ns"] / rm_fw["time.kernel_ns"]
+        for k, extra in oracles.items() if limit_study else ():
+            r = attempt(f"{name}-{k}", {**size, **extra})
+            if r is not None:
+                speed[k][name] = base["time.kernel_ns"] / r["time.kernel_ns"]
+        row += [speed[k].get(name, nan) for k in oracles]
         if m is not None:
             fp += m["multi.transfw.prt.false_positives"]
             trusted += m["multi.transfw.prt.lookups"] - m["multi.transfw.prt.untrusted"]
@@ -1604,6 +1616,8 @@ def li_transfw(ctx: Context) -> dict[str, float]:
             "forwarded",
             "remote_hits",
             "host_walks_removed",
+            "infinite_pwc_speedup",
+            "infinite_walkers_speedup",
         ),
         rows,
     )
@@ -1611,7 +1625,7 @@ def li_transfw(ctx: Context) -> dict[str, float]:
     # A speedup or mean with no finished runs behind it is NaN (a check on it fails, an info row shows nan).
     names = [w["name"] for w in ctx.params["workloads"]]
     out: dict[str, float] = {f"speedup.{a}": speed["transfw"].get(a, nan) for a in names}
-    for k in ("prt", "forwarding", "large_prt"):
+    for k in ("prt", "forwarding", "large_prt", *(oracles if limit_study else ())):
         out.update({f"speedup.{k}.{a}": v for a, v in speed[k].items()})
         out[f"mean_speedup.{k}"] = _mean(speed[k]) if speed[k] else nan
     if ctx.params.get("remote_mapping"):
