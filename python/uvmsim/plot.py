@@ -644,7 +644,7 @@ def link_utilization(
 
 
 # The multi-GPU L2-TLB-miss latency terms (docs/metrics.md "Multi-GPU"), in the order they happen.
-L2MISS_TERMS = ("gmmu_queue", "gmmu_pwc_miss", "host_queue", "host_pwc_miss", "link", "migration")
+L2MISS_TERMS = ("gmmu_queue", "gmmu_pwc_miss", "batch_wait", "host_queue", "host_pwc_miss", "link", "migration")
 
 
 def l2_miss_latency(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> Figure:
@@ -764,8 +764,8 @@ KINDS: dict[str, Kind] = {
         Kind(
             "l2-miss-latency",
             "run or sweep",
-            "L2 TLB miss latency per component (multi.l2miss.*: GMMU and host queues, page-walk-cache misses, "
-            "link, migration), one stacked bar per run (needs a multi-GPU run)",
+            "L2 TLB miss latency per component (multi.l2miss.*: GMMU queue, driver batch wait, host queue, "
+            "page-walk-cache misses, link, migration), one stacked bar per run (needs a multi-GPU run)",
             _l2_miss_latency,
         ),
     )

@@ -115,6 +115,7 @@ const MULTI_MODEL: &[&str] = &[
     "multi.remote_reads_cached",
     "multi.host_uplink_shared",
     "multi.host_latency_ns",
+    "multi.fault_batch_size",
     "multi.host_mmu.",
     "multi.oracle.zero_latency_invalidation",
     "multi.oracle.no_migration_latency",

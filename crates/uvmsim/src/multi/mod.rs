@@ -8,7 +8,8 @@
 //! walk that finds no valid PTE raises a far fault through the existing
 //! replayable-fault path. The world hands those faults to [`Multi::fault`],
 //! which computes the host's answer in issue order, like every other
-//! component: message to the host, host-MMU TLB and walk (shared by all GPUs,
+//! component: message to the host, the UVM driver's fetch of the fault's batch
+//! ([`batch`]), host-MMU TLB and walk (shared by all GPUs,
 //! so GPUs contend there), then the policy's action (map remotely, migrate,
 //! replicate), with the invalidation broadcast a migration needs: each GPU
 //! shoots down its TLBs and invalidates the PTE with a walk on its own GMMU
@@ -30,6 +31,7 @@
 //! invalidation).
 
 pub mod apps;
+pub mod batch;
 pub mod dir;
 pub mod topo;
 pub mod transfw;
@@ -91,6 +93,8 @@ section! {
         pub host_uplink_shared: bool = true,
         /// One-way latency of a message between a GPU and the host (far fault, reply, invalidation, acknowledgement) in ns; seed multi-gpu Table 5: PCIe 150 cycles.
         pub host_latency_ns: f64 = 150.0,
+        /// Far faults the UVM driver fetches per batch from each GPU's fault buffer; seed multi-gpu §2.1: the driver "groups faults into batches ... (the batch size is 256)", and §2.2: the IOMMU batches page requests (PRI) too; the real driver's uvm_perf_fault_batch_count is 256. The driver services one batch of a GPU at a time: a batch fetched at time F holds the faults that reached the host by F (at most this many), the host translates them from F, and the GPU's next batch is fetched when the last fault of this one is done (its page moved or mapped) or when its first fault arrives, whichever is later. Each fault is still answered when its own page is ready (no per-batch replay). 0 = no batches: each fault is serviced as soon as it reaches the host (the model before 2026-12-01).
+        pub fault_batch_size: u32 = 256,
         /// The host MMU that serves every GPU's far faults in GMMU mode (seed multi-gpu Table 5).
         pub host_mmu: HostMmuConfig = HostMmuConfig::default(),
         /// Oracles for limit studies (seed multi-gpu Fig. 25, 47, 54); the TLB, page-walk-cache and walker oracles apply to single-GPU runs too.
@@ -196,6 +200,7 @@ impl MultiConfig {
         r("peer_latency_ns", self.peer_latency_ns, 0.0, 1e6)?;
         r("peer_bandwidth_gbps", self.peer_bandwidth_gbps, 0.001, 1e6)?;
         r("host_latency_ns", self.host_latency_ns, 0.0, 1e6)?;
+        r("fault_batch_size", self.fault_batch_size as f64, 0.0, 1e6)?;
         let h = &self.host_mmu;
         r("host_mmu.tlb_latency_ns", h.tlb_latency_ns, 0.0, 1e6)?;
         if h.tlb_entries > 0 && (h.tlb_ways == 0 || h.tlb_ways > h.tlb_entries || h.tlb_entries % h.tlb_ways != 0) {
@@ -340,6 +345,8 @@ pub struct Multi {
     /// IDYLL's in-PTE directory and lazy invalidation (`multi.idyll`).
     directory: bool,
     lazy: bool,
+    /// The UVM driver's fault batches per GPU (`multi.fault_batch_size`; None = no batches).
+    batches: Option<batch::FaultBatches>,
     /// Trans-FW's forwarding table (`multi.transfw.forwarding`).
     forwarding: Option<Box<transfw::Forwarding>>,
     host_lat: Ps,
@@ -419,6 +426,7 @@ impl Multi {
             no_migration: m.oracle.no_migration_latency,
             directory: m.idyll.directory,
             lazy: m.idyll.lazy,
+            batches: (m.fault_batch_size > 0).then(|| batch::FaultBatches::new(m.fault_batch_size, n)),
             forwarding: transfw::Forwarding::build(cfg),
             host_lat: ns_to_ps(m.host_latency_ns),
             peer_lat: ns_to_ps(m.peer_latency_ns),
@@ -743,10 +751,12 @@ impl Multi {
         }
         self.stats.faults[g] += 1;
         let arrive = t + self.host_lat;
-        let walked = self.host_translate_fw(g, vpn, arrive, now, gpus);
+        // The driver takes the fault up when it fetches its batch.
+        let fetch = self.batches.as_mut().map_or(arrive, |b| b.fetch(g, arrive));
+        let walked = self.host_translate_fw(g, vpn, fetch, now, gpus);
         let start = walked.max(p.ready);
         // Invalidations wait for the page's previous operation (see `Page::busy`).
-        let send = self.send_time(arrive, walked, p.busy);
+        let send = self.send_time(fetch, walked, p.busy);
         let mut moved = false;
         let done = if p.owner == HOST {
             // First touch anywhere: the page comes from host memory, nobody else maps it.
@@ -781,6 +791,9 @@ impl Multi {
                 }
             }
         };
+        if let Some(b) = self.batches.as_mut() {
+            b.done(g, done);
+        }
         let ready = done + self.host_lat;
         self.stats.link_ps += 2 * self.host_lat as u128;
         self.stats.migration_ps += (done - start) as u128;
@@ -953,6 +966,11 @@ impl Multi {
         let demand_extra = (greads - gwalks) as u128 - (s.inv_reads as u128).min((greads - gwalks) as u128);
         m.float("multi.l2miss.gmmu_queue_ns", per(gq.saturating_sub(s.inv_queue_ps)));
         m.float("multi.l2miss.gmmu_pwc_miss_ns", per(demand_extra * level));
+        let b = self.batches.as_ref().map_or_else(batch::BatchStats::default, |b| b.stats);
+        m.int("multi.fault_batches", b.batches);
+        m.ratio("multi.fault_batch.faults_mean", faults, b.batches);
+        m.int("multi.fault_batch.faults_max", b.largest as u64);
+        m.float("multi.l2miss.batch_wait_ns", per(b.wait_ps));
         m.float("multi.l2miss.host_queue_ns", per(s.host_queue_ps));
         m.float("multi.l2miss.host_pwc_miss_ns", per(s.host_pwc_ps));
         m.float("multi.l2miss.migration_ns", per(s.migration_ps));
@@ -1219,6 +1237,44 @@ mod tests {
         deliver(m, gpus);
         m.page_ready(g, vpn, &mut gpus[g]);
         ready
+    }
+
+    /// The driver's batches (`multi.fault_batch_size`): faults that reach the host together share a
+    /// fetch; one arriving while its GPU's batch is serviced waits for that batch's last page, and
+    /// another GPU's driver is not held up. Without batches the late fault starts at once.
+    #[test]
+    fn a_fault_arriving_during_its_gpus_batch_waits_for_the_batch_to_end() {
+        let t: Ps = 100_000_000;
+        let run = |batch: u32| {
+            let (mut m, mut gpus) = system_with(3, MigrationPolicy::OnTouch, |c| c.multi.fault_batch_size = batch);
+            // GPU 1 first-touches pages 1-3 (idle driver each time, far apart).
+            for vpn in 1..=3 {
+                fault(&mut m, &mut gpus, 1, vpn, false, vpn * 10_000_000);
+            }
+            // GPU 0 takes pages 1 and 2 at T (one batch), page 3 a nanosecond later; GPU 2 faults on a
+            // fresh page then too.
+            let r1 = m.fault(0, 1, false, t, t, &mut gpus).unwrap();
+            let r2 = m.fault(0, 2, false, t, t, &mut gpus).unwrap();
+            let r3 = m.fault(0, 3, false, t + 1000, t, &mut gpus).unwrap();
+            let r4 = m.fault(2, 9, false, t + 1000, t, &mut gpus).unwrap();
+            (r1, r2, r3, r4, m.batches.as_ref().map(|b| b.stats))
+        };
+        let host = ns_to_ps(150.0);
+        let (r1, r2, r3, r4, stats) = run(256);
+        let stats = stats.expect("batches on");
+        // Three idle fetches of GPU 1, two batches of GPU 0, one of GPU 2.
+        assert_eq!((stats.batches, stats.largest), (6, 2));
+        let end = r1.max(r2) - host;
+        // Page 3's batch is fetched when page 2 is done; its invalidation round trip to GPU 1
+        // (two messages) comes after that.
+        assert!(r3 - host >= end + 2 * host, "page 3 done at {} ps, batch 1 ended at {end} ps", r3 - host);
+        assert_eq!(stats.wait_ps, (end - (t + 1000 + host)) as u128);
+        // GPU 2's first touch is fetched on arrival, while GPU 0's batch is being serviced.
+        assert!(r4 < r3);
+        let (u1, u2, u3, u4, none) = run(0);
+        assert!(none.is_none());
+        assert_eq!((u1, u2, u4), (r1, r2, r4), "the first batch and the other GPU are served alike");
+        assert!(u3 < r3, "without batches page 3 starts at once: {u3} against {r3}");
     }
 
     /// A warp about to sleep for its faulted pages waits only while an answer is due for one:
