@@ -164,6 +164,8 @@ OPTIONS: dict[str, list[str]] = {
     "multi.oracle.infinite_walkers": ["true", "false"],
     "multi.oracle.zero_latency_invalidation": ["true", "false"],
     "multi.oracle.no_migration_latency": ["true", "false"],
+    # Added in session 49: the driver's far-fault batches (0 = none, 1 = one fault at a time).
+    "multi.fault_batch_size": ["0", "1", "16", "256"],
     "translation.mode": ['"gmmu"', '"iommu"'],
     "iommu.ats_prefetch_pages": ["1", "16"],
     "iommu.ppr.max_outstanding": ["1", "32"],
