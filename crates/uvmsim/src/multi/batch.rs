@@ -3,14 +3,15 @@
 //! Seed multi-gpu §2.1 (Fig. 4): a failed GMMU walk is held in the GPU's fault
 //! buffer, the GMMU interrupts the host, and "the UVM driver ... fetches the fault
 //! information, groups faults into batches ... (the batch size is 256), and later
-//! resolves the fault using the centralized page table"; §2.2 says the IOMMU batches
-//! PRI requests too. The real driver services each GPU's fault buffer on its own
-//! (spec/uvm-driver.md: a bottom half per GPU fetches at most
-//! `uvm_perf_fault_batch_count` = 256 entries, services them and replays before it
-//! fetches again).
+//! resolves the fault using the centralized page table"; the real driver services
+//! each GPU's fault buffer on its own (spec/uvm-driver.md: a bottom half per GPU
+//! fetches at most `uvm_perf_fault_batch_count` = 256 entries, services them and
+//! replays before it fetches again). So in GMMU mode each GPU is a queue. In ATS
+//! mode (§2.2) "the IOMMU records PRI requests from different GPUs in a queue" and
+//! batches them: one queue for every GPU.
 //!
 //! The model keeps the answer-in-issue-order style of [`super::Multi::fault`]: a fault
-//! that reaches the host at `arrive` joins the batch of its GPU being fetched if it
+//! that reaches the host at `arrive` joins the batch of its queue being fetched if it
 //! arrived by that batch's fetch and the batch has room; otherwise it opens the next
 //! batch, fetched at `arrive` or when the previous batch's last fault is done
 //! (its page mapped or moved), whichever is later. The host starts to translate a
@@ -22,7 +23,7 @@
 
 use crate::sim::Ps;
 
-/// One GPU's batch being fetched or serviced.
+/// One queue's batch being fetched or serviced.
 #[derive(Debug, Clone, Copy, Default)]
 struct Open {
     /// When the driver fetches it.
@@ -31,7 +32,7 @@ struct Open {
     count: u32,
     /// The latest time one of its faults was done (the next fetch waits for it).
     end: Ps,
-    /// Whether this GPU has had a batch.
+    /// Whether this queue has had a batch.
     started: bool,
 }
 
@@ -51,15 +52,15 @@ pub struct FaultBatches {
 }
 
 impl FaultBatches {
-    /// Batches of at most `size` faults for each of `gpus` GPUs; `size` ≥ 1.
-    pub fn new(size: u32, gpus: usize) -> FaultBatches {
+    /// Batches of at most `size` faults for each of `queues` queues; `size` ≥ 1.
+    pub fn new(size: u32, queues: usize) -> FaultBatches {
         assert!(size >= 1, "a batch holds at least one fault");
-        FaultBatches { size, open: vec![Open::default(); gpus], stats: BatchStats::default() }
+        FaultBatches { size, open: vec![Open::default(); queues], stats: BatchStats::default() }
     }
 
-    /// A far fault of GPU `g` reached the host at `arrive`: when the driver fetches it.
-    pub fn fetch(&mut self, g: usize, arrive: Ps) -> Ps {
-        let b = &mut self.open[g];
+    /// A far fault of queue `q` reached the host at `arrive`: when the driver fetches it.
+    pub fn fetch(&mut self, q: usize, arrive: Ps) -> Ps {
+        let b = &mut self.open[q];
         if b.started && arrive <= b.fetch && b.count < self.size {
             b.count += 1;
         } else {
@@ -72,9 +73,9 @@ impl FaultBatches {
         b.fetch
     }
 
-    /// The driver finished a fault of GPU `g`'s current batch at `done`.
-    pub fn done(&mut self, g: usize, done: Ps) {
-        let b = &mut self.open[g];
+    /// The driver finished a fault of queue `q`'s current batch at `done`.
+    pub fn done(&mut self, q: usize, done: Ps) {
+        let b = &mut self.open[q];
         b.end = b.end.max(done);
     }
 }

@@ -93,7 +93,7 @@ section! {
         pub host_uplink_shared: bool = true,
         /// One-way latency of a message between a GPU and the host (far fault, reply, invalidation, acknowledgement) in ns; seed multi-gpu Table 5: PCIe 150 cycles.
         pub host_latency_ns: f64 = 150.0,
-        /// Far faults the UVM driver fetches per batch from each GPU's fault buffer; seed multi-gpu §2.1: the driver "groups faults into batches ... (the batch size is 256)", and §2.2: the IOMMU batches page requests (PRI) too; the real driver's uvm_perf_fault_batch_count is 256. The driver services one batch of a GPU at a time: a batch fetched at time F holds the faults that reached the host by F (at most this many), the host translates them from F, and the GPU's next batch is fetched when the last fault of this one is done (its page moved or mapped) or when its first fault arrives, whichever is later. Each fault is still answered when its own page is ready (no per-batch replay). 0 = no batches: each fault is serviced as soon as it reaches the host (the model before 2026-12-01).
+        /// Far faults the UVM driver fetches per batch from each GPU's fault buffer (GMMU mode; seed multi-gpu §2.1: the driver "groups faults into batches ... (the batch size is 256)"; the real driver's uvm_perf_fault_batch_count is 256) or, in ATS mode, from the IOMMU's one queue of every GPU's page requests (§2.2: "The IOMMU records PRI requests from different GPUs in a queue ... uses batching"). The driver services one batch of a queue at a time: a batch fetched at time F holds the faults that reached the host by F (at most this many), the host translates them from F, and the queue's next batch is fetched when the last fault of this one is done (its page moved or mapped) or when its first fault arrives, whichever is later. Each fault is still answered when its own page is ready (no per-batch replay). 0 = no batches: each fault is serviced as soon as it reaches the host (the model before 2026-12-01).
         pub fault_batch_size: u32 = 256,
         /// The host MMU that serves every GPU's far faults in GMMU mode (seed multi-gpu Table 5).
         pub host_mmu: HostMmuConfig = HostMmuConfig::default(),
@@ -426,7 +426,11 @@ impl Multi {
             no_migration: m.oracle.no_migration_latency,
             directory: m.idyll.directory,
             lazy: m.idyll.lazy,
-            batches: (m.fault_batch_size > 0).then(|| batch::FaultBatches::new(m.fault_batch_size, n)),
+            // GMMU mode: each GPU's fault buffer (§2.1); ATS mode: the IOMMU's one PRI queue for every GPU (§2.2).
+            batches: (m.fault_batch_size > 0).then(|| {
+                let gmmu = cfg.translation.mode == TranslationMode::Gmmu;
+                batch::FaultBatches::new(m.fault_batch_size, if gmmu { n } else { 1 })
+            }),
             forwarding: transfw::Forwarding::build(cfg),
             host_lat: ns_to_ps(m.host_latency_ns),
             peer_lat: ns_to_ps(m.peer_latency_ns),
@@ -752,7 +756,8 @@ impl Multi {
         self.stats.faults[g] += 1;
         let arrive = t + self.host_lat;
         // The driver takes the fault up when it fetches its batch.
-        let fetch = self.batches.as_mut().map_or(arrive, |b| b.fetch(g, arrive));
+        let queue = if self.gmmu_mode { g } else { 0 };
+        let fetch = self.batches.as_mut().map_or(arrive, |b| b.fetch(queue, arrive));
         let walked = self.host_translate_fw(g, vpn, fetch, now, gpus);
         let start = walked.max(p.ready);
         // Invalidations wait for the page's previous operation (see `Page::busy`).
@@ -792,7 +797,7 @@ impl Multi {
             }
         };
         if let Some(b) = self.batches.as_mut() {
-            b.done(g, done);
+            b.done(queue, done);
         }
         let ready = done + self.host_lat;
         self.stats.link_ps += 2 * self.host_lat as u128;
@@ -1275,6 +1280,22 @@ mod tests {
         assert!(none.is_none());
         assert_eq!((u1, u2, u4), (r1, r2, r4), "the first batch and the other GPU are served alike");
         assert!(u3 < r3, "without batches page 3 starts at once: {u3} against {r3}");
+    }
+
+    /// In ATS mode the IOMMU keeps one page-request queue for every GPU (§2.2): another GPU's
+    /// fault arriving while a batch is serviced waits for it too.
+    #[test]
+    fn ats_mode_batches_every_gpus_faults_in_one_queue() {
+        let (mut m, mut gpus) = system_with(2, MigrationPolicy::OnTouch, |c| c.translation.mode = TranslationMode::Iommu);
+        let t: Ps = 1_000_000;
+        let host = ns_to_ps(m.host_lat as f64 / 1000.0);
+        let r0 = m.fault(0, 1, false, t, t, &mut gpus).unwrap();
+        let r1 = m.fault(1, 2, false, t + 1000, t, &mut gpus).unwrap();
+        let stats = m.batches.as_ref().unwrap().stats;
+        assert_eq!(stats.batches, 2);
+        // GPU 1's fault is fetched when GPU 0's page is done.
+        assert_eq!(stats.wait_ps, ((r0 - host) - (t + 1000 + host)) as u128);
+        assert!(r1 > r0);
     }
 
     /// A warp about to sleep for its faulted pages waits only while an answer is due for one:
