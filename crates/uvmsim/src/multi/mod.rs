@@ -345,7 +345,7 @@ pub struct Multi {
     /// IDYLL's in-PTE directory and lazy invalidation (`multi.idyll`).
     directory: bool,
     lazy: bool,
-    /// The UVM driver's fault batches per GPU (`multi.fault_batch_size`; None = no batches).
+    /// The UVM driver's fault batches, a queue per GPU (GMMU) or one (ATS) (`multi.fault_batch_size`; None = no batches).
     batches: Option<batch::FaultBatches>,
     /// Trans-FW's forwarding table (`multi.transfw.forwarding`).
     forwarding: Option<Box<transfw::Forwarding>>,
@@ -1288,7 +1288,7 @@ mod tests {
     fn ats_mode_batches_every_gpus_faults_in_one_queue() {
         let (mut m, mut gpus) = system_with(2, MigrationPolicy::OnTouch, |c| c.translation.mode = TranslationMode::Iommu);
         let t: Ps = 1_000_000;
-        let host = ns_to_ps(m.host_lat as f64 / 1000.0);
+        let host = m.host_lat;
         let r0 = m.fault(0, 1, false, t, t, &mut gpus).unwrap();
         let r1 = m.fault(1, 2, false, t + 1000, t, &mut gpus).unwrap();
         let stats = m.batches.as_ref().unwrap().stats;
