@@ -3,10 +3,12 @@
 //! Seed multi-gpu §2.1 (Fig. 4): a failed GMMU walk is held in the GPU's fault
 //! buffer, the GMMU interrupts the host, and "the UVM driver ... fetches the fault
 //! information, groups faults into batches ... (the batch size is 256), and later
-//! resolves the fault using the centralized page table"; the real driver services
-//! each GPU's fault buffer on its own (spec/uvm-driver.md: a bottom half per GPU
-//! fetches at most `uvm_perf_fault_batch_count` = 256 entries, services them and
-//! replays before it fetches again). So in GMMU mode each GPU is a queue. In ATS
+//! resolves the fault using the centralized page table". In the real driver each
+//! GPU's hardware writes its own fault buffer, and the bottom half fetches from it
+//! at most `uvm_perf_fault_batch_count` = 256 entries, services them and replays
+//! before it fetches again (spec/uvm-driver.md, "Replayable faults"; that the GPUs'
+//! buffers are serviced independently of each other is our reading of the driver,
+//! not a fact the spec states). So in GMMU mode each GPU is a queue. In ATS
 //! mode (§2.2) "the IOMMU records PRI requests from different GPUs in a queue" and
 //! batches them: one queue for every GPU.
 //!
