@@ -599,12 +599,13 @@ def test_li_transfw_skips_runs_over_the_event_budget(tmp_path: Path, monkeypatch
     kernel |= {"MT-base": 100.0, "MT-forwarding": 50.0, "MT-rm-base": 60.0, "MT-rm-transfw": 30.0}
     kernel |= {"A-rm-base": 10.0, "A-rm-transfw": 10.0, "A-infinite_pwc": 80.0, "A-infinite_walkers": 40.0}
     kernel |= {"MT-infinite_pwc": 100.0}  # MT-infinite_walkers "reaches the budget"
+    kernel |= {"A-no_migration": 20.0, "MT-no_migration": 50.0}
 
     class Fake:
         def __init__(self, t: float) -> None:
             prt = ("lookups", "skipped_walks", "false_positives", "untrusted")
             fw = ("host_queue_mean", "forwarded", "remote_hits", "host_walks_removed")
-            self.metrics = {"time.kernel_ns": t, "multi.far_faults": 1.0}
+            self.metrics = {"time.kernel_ns": t, "multi.far_faults": 1.0, "multi.far_faults_pki": 1.0}
             self.metrics |= {f"multi.transfw.prt.{k}": 1.0 for k in prt}
             self.metrics |= {f"multi.transfw.fw.{k}": 0.0 for k in fw}
 
@@ -625,6 +626,9 @@ def test_li_transfw_skips_runs_over_the_event_budget(tmp_path: Path, monkeypatch
     assert out["mean_speedup.remote_mapping"] == 1.5  # A 1.0, MT 2.0
     # The limit study: A 1.25x and 2.5x, MT 1.0x with the infinite PW-cache and unfinished with infinite walkers.
     assert (out["mean_speedup.infinite_pwc"], out["mean_speedup.infinite_walkers"]) == (1.125, 2.5)
+    assert out["mean_speedup.no_migration"] == 3.5  # A 5x, MT 2x
+    # PFPKI 1.0 against Table 6: only MT (34.273) is in the table, A is not and B did not finish.
+    assert out["pfpki_log10_error"] == pytest.approx(math.log10(34.273))
     with (tmp_path / "unfinished.csv").open() as f:
         runs = [r["run"] for r in csv.DictReader(f)]
         assert runs == ["MT-prt", "MT-transfw", "MT-large_prt", "MT-infinite_walkers", "B-base"]
@@ -633,6 +637,7 @@ def test_li_transfw_skips_runs_over_the_event_budget(tmp_path: Path, monkeypatch
     assert table["MT"]["forwarding_speedup"] == "2" and table["MT"]["speedup"] == "nan"
     assert table["B"]["base_kernel_ns"] == "nan" and table["B"]["infinite_walkers_speedup"] == "nan"
     assert (table["A"]["infinite_pwc_speedup"], table["MT"]["infinite_walkers_speedup"]) == ("1.25", "nan")
+    assert (table["A"]["no_migration_speedup"], table["A"]["base_pfpki"], table["B"]["base_pfpki"]) == ("5", "1", "nan")
 
 
 def test_resume_does_not_rerun_a_run_that_reached_its_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1525,8 +1525,11 @@ def li_transfw(ctx: Context) -> dict[str, float]:
     """Fig. 32: Trans-FW (PRT, host forwarding, both) vs the GMMU baseline, per application, under the spec's
     migration policy (its common ``set``); with ``remote_mapping`` in the params, also Trans-FW against the baseline
     under access-counter migration with remote mapping (§4.3.2, Fig. 43), as information; with ``limit_study``,
-    also the baseline with infinite page-walk caches and with infinite walker threads (§4.1.2, Fig. 25's first two
-    bars), as information.
+    also the baseline with infinite page-walk caches, with infinite walker threads and with no data-migration
+    latency (§4.1.2, Fig. 25's first three bars), as information; and with ``table6_pfpki`` (application ->
+    the seed's Table 6 PFPKI), how far each baseline's far faults per kilo-instruction are from it
+    (``pfpki_log10_error``: the mean over applications of |log10(simulated / published)|; per application in
+    the CSV), as information.
 
     A run that reaches the spec's event budget (``sim.max_events`` in its ``set``) is listed in ``unfinished.csv``
     and counted in ``unfinished_runs``; its application is left out of that scheme's speedups and means (out of
@@ -1540,6 +1543,7 @@ def li_transfw(ctx: Context) -> dict[str, float]:
     oracles: dict[str, dict[str, Any]] = {
         "infinite_pwc": {"multi.oracle.infinite_pwc": True},
         "infinite_walkers": {"multi.oracle.infinite_walkers": True},
+        "no_migration": {"multi.oracle.no_migration_latency": True},
     }
     limit_study = bool(ctx.params.get("limit_study"))
     speed: dict[str, dict[str, float]] = {k: {} for k in [*schemes, *oracles]}
@@ -1566,14 +1570,17 @@ def li_transfw(ctx: Context) -> dict[str, float]:
     )
     fp, trusted = 0.0, 0.0
     util: dict[str, float] = {}
+    pfpki: dict[str, float] = {}
     for w in ctx.params["workloads"]:
         name, size = w["name"], dict(w["set"])
         base = attempt(f"{name}-base", size)
         if base is None:
-            rows.append((name, *[nan] * (4 + len(schemes) + len(details) + len(oracles))))
+            rows.append((name, *[nan] * (5 + len(schemes) + len(details) + len(oracles))))
             continue
         util[name], host_util = walker_utilization(base)
-        row: list[float | str] = [name, base["time.kernel_ns"], base["multi.far_faults"], util[name], host_util]
+        pfpki[name] = base["multi.far_faults_pki"]
+        row: list[float | str] = [name, base["time.kernel_ns"], base["multi.far_faults"], pfpki[name]]
+        row += [util[name], host_util]
         runs = {k: attempt(f"{name}-{k}", {**size, **extra}) for k, extra in schemes.items()}
         for k, r in runs.items():
             if r is not None:
@@ -1602,6 +1609,7 @@ def li_transfw(ctx: Context) -> dict[str, float]:
             "app",
             "base_kernel_ns",
             "base_far_faults",
+            "base_pfpki",
             "base_gmmu_walker_utilization",
             "base_host_walker_utilization",
             "prt_speedup",
@@ -1618,6 +1626,7 @@ def li_transfw(ctx: Context) -> dict[str, float]:
             "host_walks_removed",
             "infinite_pwc_speedup",
             "infinite_walkers_speedup",
+            "no_migration_speedup",
         ),
         rows,
     )
@@ -1640,6 +1649,10 @@ def li_transfw(ctx: Context) -> dict[str, float]:
     out["prt_false_positive_rate"] = fp / trusted if trusted else 0.0
     out["base_gmmu_walker_utilization"] = _mean(util) if util else nan
     out["base_gmmu_walker_utilization_max"] = max(util.values()) if util else nan
+    table6 = ctx.params.get("table6_pfpki", {})
+    errs = [abs(math.log10(v / table6[a])) for a, v in pfpki.items() if a in table6 and v > 0]
+    if table6:
+        out["pfpki_log10_error"] = sum(errs) / len(errs) if errs else nan
     return out
 
 

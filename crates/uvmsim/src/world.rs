@@ -792,6 +792,9 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     let managed = cfg.workload.managed || program.buffers.iter().any(|b| b.managed);
     check_baseline_recording(cfg, managed)?;
     let mut world = World::new(cfg, program);
+    if let (Some(mx), None, multi::InitialPlacement::Distributed) = (world.multi.as_mut(), &apps, cfg.multi.initial_placement) {
+        mx.distribute(&world.program.buffers, &mut world.gpus);
+    }
     if let Some(a) = apps {
         a.map(&mut world.gpus, world.multi.as_mut().expect("multi.apps runs the multi-GPU model"), cfg.multi.apps_resident);
         world.apps = Some(a);

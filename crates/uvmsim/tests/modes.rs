@@ -448,7 +448,9 @@ fn changed(c: &Config, key: &str) -> Option<Config> {
         Value::Boolean(b) => vec![Value::Boolean(!b)],
         Value::Integer(i) => vec![i * 2, i / 2, i + 1].into_iter().map(Value::Integer).collect(),
         Value::Float(f) => vec![f * 2.0 + 1.0, f / 2.0].into_iter().map(Value::Float).collect(),
-        Value::String(_) => names.iter().chain(&["switch", "direct"]).map(|n| Value::String(n.to_string())).collect(),
+        Value::String(_) => {
+            names.iter().chain(&["switch", "direct", "host", "distributed"]).map(|n| Value::String(n.to_string())).collect()
+        }
         _ => vec![],
     };
     others.into_iter().find_map(|v| {

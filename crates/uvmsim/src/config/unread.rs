@@ -123,6 +123,7 @@ const MULTI_MODEL: &[&str] = &[
     "multi.apps",
     "multi.apps_first_gpu",
     "multi.apps_resident",
+    "multi.initial_placement",
     "multi.idyll.",
     "multi.transfw.",
 ];

@@ -72,6 +72,12 @@ pub fn validate(m: &MultiConfig, cfg: &Config) -> Result<(), (String, String)> {
     if cfg.uvm.baselines {
         return Err(("uvm.baselines".into(), "must be false with multi.apps".into()));
     }
+    if m.initial_placement != super::InitialPlacement::Host {
+        return Err((
+            "multi.initial_placement".into(),
+            "must be \"host\" with multi.apps (an application's pages start on its GPU with multi.apps_resident = true)".into(),
+        ));
+    }
     Ok(())
 }
 

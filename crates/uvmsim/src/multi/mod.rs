@@ -64,7 +64,21 @@ pub enum MigrationPolicy {
     ReadReplication,
 }
 
-leaf!(MigrationPolicy);
+/// Where a single application's pages are before its first kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum InitialPlacement {
+    /// In host memory, unmapped on every GPU: each GPU's first touch of a page far-faults.
+    #[default]
+    Host,
+    /// Each buffer split over the GPUs as MGPUSim's `Driver.Distribute` splits it before the
+    /// benchmark's copies: GPU i holds pages [i*q, (i+1)*q) of the buffer, q = pages / GPUs
+    /// rounded down, and the last GPU also the remainder (all on GPU 0 when the buffer has
+    /// fewer pages than GPUs); each page resident and mapped on its GPU.
+    Distributed,
+}
+
+leaf!(MigrationPolicy, InitialPlacement);
 
 section! {
     /// Multi-GPU system (seed multi-gpu, Li 2024): GPUs sharing one address space, page placement and migration, invalidations.
@@ -105,6 +119,8 @@ section! {
         pub apps: Vec<crate::workload::WorkloadKind> = vec![],
         /// Multi-application mode: the GPU of the first application (application i runs on GPU apps_first_gpu + i, in that GPU's address space). An application alone at its GPU of a mix (the weighted-speedup reference) sets it to that GPU.
         pub apps_first_gpu: u32 = 0,
+        /// Where one application's pages start (with multi.apps it must stay "host": multi.apps_resident places an application's pages): "host" (in host memory, each GPU's first touch far-faults) or "distributed" (each buffer split into equal contiguous page ranges over the GPUs, GPU i the i-th, the remainder on the last; resident and mapped there), as MGPUSim's Driver.Distribute splits a buffer before the inputs are copied (sarchlab/mgpusim driver/distributor.go; its FIR, AES, KMeans, MM, MT and SimpleConvolution distribute their large buffers so, in the default mode without unified memory). The Trans-FW pending request table records a GPU's placed pages; the forwarding table learns owners from migrations only (seed multi-gpu §4.2.3: "The FT is updated when a page is migrated").
+        pub initial_placement: InitialPlacement = InitialPlacement::Host,
         /// Multi-application mode: each application's pages start in its GPU's memory, mapped (as MGPUSim places a benchmark's data in GPU memory before its kernels; seed multi-gpu Ch. 3 measures translation, not first touches), so its first run has no far faults. false = every page starts in host memory.
         pub apps_resident: bool = false,
         /// IDYLL (seed multi-gpu §5.2): in-PTE directory of the GPUs that accessed a page, and lazy PTE invalidation through a per-GPU merging buffer (GMMU mode).
@@ -916,6 +932,28 @@ impl Multi {
         }
     }
 
+    /// `multi.initial_placement = "distributed"`: split each buffer's pages over the GPUs as
+    /// MGPUSim's `Driver.Distribute` does, each page resident and mapped on its GPU.
+    pub fn distribute(&mut self, buffers: &[crate::workload::Buffer], gpus: &mut [Gpu]) {
+        let n = gpus.len() as u64;
+        for b in buffers {
+            let (first, end) = b.small_pages();
+            let pages = end - first;
+            let per = pages / n;
+            for vpn in first..end {
+                // Whole shares in order; the remainder (or a buffer smaller than n pages) on the last share's GPU.
+                let g = (vpn - first).checked_div(per).map_or(0, |i| i.min(n - 1) as usize);
+                if gpus[g].xlat.space.residency.make_resident(vpn) {
+                    if let Some(prt) = gpus[g].xlat.prt.as_mut() {
+                        prt.mapped(vpn);
+                    }
+                }
+                let p = self.dir.page(vpn);
+                (p.owner, p.copies, p.mapped, p.access) = (g as u8, 1 << g, 1 << g, access_bit(g));
+            }
+        }
+    }
+
     pub fn export(&self, m: &mut Metrics, gpus: &[Gpu], span: Ps) {
         let s = &self.stats;
         let n = self.n;
@@ -1550,6 +1588,65 @@ mod tests {
 
     fn run(extra: &[&str]) -> Metrics {
         simulate(&resolve(extra)).unwrap()
+    }
+    /// `multi.initial_placement = "distributed"` splits each buffer as MGPUSim's Driver.Distribute
+    /// does: floor(pages / GPUs) pages per GPU in order and the remainder on the last GPU; a
+    /// buffer with fewer pages than GPUs all on GPU 0. A page is resident and mapped on its GPU
+    /// only, recorded in that GPU's Trans-FW PRT (no false negative), and its first touch by
+    /// another GPU is a far fault that migrates it from its owner, not from the host.
+    #[test]
+    fn distributed_placement_splits_buffers_as_mgpusim_does() {
+        let (mut m, mut gpus) = system_with(4, MigrationPolicy::OnTouch, |c| {
+            c.translation.mode = TranslationMode::Gmmu;
+            c.multi.transfw.prt = true;
+            c.multi.transfw.prt_entries = 64;
+        });
+        let buf = |base: u64, pages: u64| crate::workload::Buffer { base, bytes: pages * 4096, page_bytes: 4096, managed: true };
+        let bufs = [buf(0x100_0000, 10), buf(0x200_0000, 3)];
+        for g in gpus.iter_mut() {
+            for b in &bufs {
+                g.xlat.space.map(b);
+            }
+        }
+        m.distribute(&bufs, &mut gpus);
+        let owners: Vec<u8> = (0x1000..0x100a).map(|v| m.dir.page(v).owner).collect();
+        assert_eq!(owners, [0, 0, 1, 1, 2, 2, 3, 3, 3, 3]);
+        let small: Vec<u8> = (0x2000..0x2003).map(|v| m.dir.page(v).owner).collect();
+        assert_eq!(small, [0, 0, 0], "fewer pages than GPUs: all on the first");
+        for v in 0x1000..0x100a {
+            let o = m.dir.page(v).owner as usize;
+            for (g, gpu) in gpus.iter_mut().enumerate() {
+                assert_eq!(gpu.xlat.space.residency.is_resident(v), g == o, "page {v:#x} on GPU {g}");
+            }
+            let p = *m.dir.page(v);
+            assert_eq!((p.copies, p.mapped, p.access), (1 << o, 1 << o, access_bit(o)));
+            assert!(!gpus[o].xlat.prt.as_mut().unwrap().skip(v, true), "a placed page is in its GPU's PRT");
+        }
+        // GPU 1 touches GPU 3's page: a peer migration, nothing from the host.
+        fault(&mut m, &mut gpus, 1, 0x1009, false, 0);
+        assert_eq!((m.dir.page(0x1009).owner, m.stats.bytes_h2d, m.stats.bytes_p2p), (1, 0, PAGE));
+    }
+
+    /// A stream kernel whose greedy CTA shares match the distributed buffers' shares never
+    /// far-faults; from host memory every page faults once.
+    #[test]
+    fn distributed_placement_removes_first_touch_faults_of_partitioned_kernels() {
+        let set = ["multi.gpus=4", "workload.kind=stream", "workload.stream.elements=1048576", "workload.stream.threads=1048576"];
+        let host = run(&set);
+        let dist = run(&[&set[..], &["multi.initial_placement=\"distributed\""]].concat());
+        assert_eq!(host.get("multi.far_faults").unwrap(), 3.0 * 2048.0, "3 arrays of 2^20 doubles, one fault per page");
+        assert_eq!(dist.get("multi.far_faults").unwrap(), 0.0);
+        assert_eq!(dist.get("multi.bytes_h2d").unwrap(), 0.0);
+        assert!(dist.get("time.kernel_ns").unwrap() < host.get("time.kernel_ns").unwrap());
+        assert_eq!(sans_wall(&dist), sans_wall(&run(&[&set[..], &["multi.initial_placement=\"distributed\""]].concat())));
+    }
+
+    #[test]
+    fn distributed_placement_is_refused_with_multi_apps() {
+        let o: Vec<String> =
+            ["multi.gpus=2", "multi.apps=[\"stream\"]", "multi.initial_placement=\"distributed\""].iter().map(|s| s.to_string()).collect();
+        let e = crate::config::resolve(&[], &o).unwrap_err().to_string();
+        assert!(e.contains("multi.initial_placement") && e.contains("apps_resident"), "{e}");
     }
 
     fn sans_wall(m: &Metrics) -> Vec<(String, f64)> {
