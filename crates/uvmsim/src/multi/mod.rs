@@ -941,7 +941,7 @@ impl Multi {
             let pages = end - first;
             let per = pages / n;
             for vpn in first..end {
-                // Whole shares in order; the remainder (or a buffer smaller than n pages) on the last share's GPU.
+                // Whole shares in order, the remainder on the last GPU; fewer pages than GPUs: all on GPU 0.
                 let g = (vpn - first).checked_div(per).map_or(0, |i| i.min(n - 1) as usize);
                 if gpus[g].xlat.space.residency.make_resident(vpn) {
                     if let Some(prt) = gpus[g].xlat.prt.as_mut() {
@@ -1589,6 +1589,7 @@ mod tests {
     fn run(extra: &[&str]) -> Metrics {
         simulate(&resolve(extra)).unwrap()
     }
+
     /// `multi.initial_placement = "distributed"` splits each buffer as MGPUSim's Driver.Distribute
     /// does: floor(pages / GPUs) pages per GPU in order and the remainder on the last GPU; a
     /// buffer with fewer pages than GPUs all on GPU 0. A page is resident and mapped on its GPU
