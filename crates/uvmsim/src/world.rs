@@ -115,7 +115,7 @@ impl World {
         for g in gpus.iter_mut() {
             multi::unlimit_walkers(cfg, g);
         }
-        let multi = cfg.multi.active().then(|| {
+        let mut multi = cfg.multi.active().then(|| {
             // One IOMMU for all GPUs (ATS mode): it lives in `Multi` and is lent to the GPU that runs.
             let iommu = gpus[0].xlat.iommu.take();
             for g in gpus.iter_mut() {
@@ -148,6 +148,10 @@ impl World {
                 let (first, end) = b.small_pages();
                 uvm.host_touch(first, end, program.host.threads);
             }
+        }
+        if let (Some(mx), multi::InitialPlacement::Distributed) = (multi.as_mut(), cfg.multi.initial_placement) {
+            // Refused with multi.apps, whose programs' buffers are mapped later (apps_resident).
+            mx.distribute(&program.buffers, &mut gpus);
         }
         uvm.apply_advice(&mut gpus[0].xlat.space.residency);
         if multi.is_none() {
@@ -792,9 +796,6 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     let managed = cfg.workload.managed || program.buffers.iter().any(|b| b.managed);
     check_baseline_recording(cfg, managed)?;
     let mut world = World::new(cfg, program);
-    if let (Some(mx), None, multi::InitialPlacement::Distributed) = (world.multi.as_mut(), &apps, cfg.multi.initial_placement) {
-        mx.distribute(&world.program.buffers, &mut world.gpus);
-    }
     if let Some(a) = apps {
         a.map(&mut world.gpus, world.multi.as_mut().expect("multi.apps runs the multi-GPU model"), cfg.multi.apps_resident);
         world.apps = Some(a);
