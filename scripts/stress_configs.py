@@ -166,6 +166,8 @@ OPTIONS: dict[str, list[str]] = {
     "multi.oracle.no_migration_latency": ["true", "false"],
     # Added in session 49: the driver's far-fault batches (0 = none, 1 = one fault at a time).
     "multi.fault_batch_size": ["0", "1", "16", "256"],
+    # Added in session 51: the driver's access-counter notification batches.
+    "multi.counter_batch_size": ["0", "1", "256"],
     # Added in session 50: buffers split over the GPUs before the kernels (refused with multi.apps).
     "multi.initial_placement": ['"host"', '"distributed"'],
     "translation.mode": ['"gmmu"', '"iommu"'],

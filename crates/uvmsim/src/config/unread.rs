@@ -116,6 +116,7 @@ const MULTI_MODEL: &[&str] = &[
     "multi.host_uplink_shared",
     "multi.host_latency_ns",
     "multi.fault_batch_size",
+    "multi.counter_batch_size",
     "multi.host_mmu.",
     "multi.oracle.zero_latency_invalidation",
     "multi.oracle.no_migration_latency",

@@ -1,4 +1,8 @@
-//! The UVM driver's far-fault batches in the multi-GPU model (`multi.fault_batch_size`).
+//! The UVM driver's far-fault batches in the multi-GPU model (`multi.fault_batch_size`),
+//! and, with the same queues, its access-counter notification batches
+//! (`multi.counter_batch_size`: each GPU's notification buffer, fetched 256 at a time by
+//! the driver, `uvm_gpu_access_counters.c`; a notification is a "fault" below and its
+//! page's migration its service).
 //!
 //! Seed multi-gpu §2.1 (Fig. 4): a failed GMMU walk is held in the GPU's fault
 //! buffer, the GMMU interrupts the host, and "the UVM driver ... fetches the fault

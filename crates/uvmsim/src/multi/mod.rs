@@ -109,6 +109,8 @@ section! {
         pub host_latency_ns: f64 = 150.0,
         /// Far faults the UVM driver fetches per batch from each GPU's fault buffer (GMMU mode; seed multi-gpu §2.1: the driver "groups faults into batches ... (the batch size is 256)"; the real driver's uvm_perf_fault_batch_count is 256) or, in ATS mode, from the IOMMU's one queue of every GPU's page requests (§2.2: "The IOMMU records PRI requests from different GPUs in a queue ... uses batching"). The driver services one batch of a queue at a time: a batch fetched at time F holds the faults that reached the host by F (at most this many), the host translates them from F, and the queue's next batch is fetched when the last fault of this one is done (its page moved or mapped) or when its first fault arrives, whichever is later. Each fault is still answered when its own page is ready (no per-batch replay). 0 = no batches: each fault is serviced as soon as it reaches the host (the model before 2026-12-01).
         pub fault_batch_size: u32 = 256,
+        /// access-counter: notifications the UVM driver fetches per batch from each GPU's access-counter buffer (spec/uvm-driver.md, uvm_gpu_access_counters.c: notifications in batches of 256, uvm_perf_access_counter_batch_count; the seed takes its threshold, 256, and its fault batches from the same driver, its ref. [50]). A GPU's counter that reaches multi.access_threshold sends a notification to the host (multi.host_latency_ns); a batch fetched at time F holds that GPU's notifications that reached the host by F (at most this many), the driver migrates their pages from F, and the GPU's next batch is fetched when this one's last migration is done or when its first notification arrives, whichever is later. 0 = no batches: each migration starts as soon as its notification reaches the host (the model before 2026-12-02).
+        pub counter_batch_size: u32 = 256,
         /// The host MMU that serves every GPU's far faults in GMMU mode (seed multi-gpu Table 5).
         pub host_mmu: HostMmuConfig = HostMmuConfig::default(),
         /// Oracles for limit studies (seed multi-gpu Fig. 25, 47, 54); the TLB, page-walk-cache and walker oracles apply to single-GPU runs too.
@@ -217,6 +219,7 @@ impl MultiConfig {
         r("peer_bandwidth_gbps", self.peer_bandwidth_gbps, 0.001, 1e6)?;
         r("host_latency_ns", self.host_latency_ns, 0.0, 1e6)?;
         r("fault_batch_size", self.fault_batch_size as f64, 0.0, 1e6)?;
+        r("counter_batch_size", self.counter_batch_size as f64, 0.0, 1e6)?;
         let h = &self.host_mmu;
         r("host_mmu.tlb_latency_ns", h.tlb_latency_ns, 0.0, 1e6)?;
         if h.tlb_entries > 0 && (h.tlb_ways == 0 || h.tlb_ways > h.tlb_entries || h.tlb_entries % h.tlb_ways != 0) {
@@ -320,6 +323,9 @@ pub struct MultiStats {
     pub migrations_p2p: u64,
     /// Of the peer migrations, those an access counter asked for.
     pub counter_migrations: u64,
+    /// Access-counter notifications the driver serviced (a counter reached the threshold), with those
+    /// whose page was already at the notifying GPU when the driver took them up.
+    pub counter_notifications: u64,
     pub replications: u64,
     pub remote_maps: u64,
     /// Writes to read-replicated pages (protection faults that invalidated the other copies).
@@ -363,6 +369,8 @@ pub struct Multi {
     lazy: bool,
     /// The UVM driver's fault batches, a queue per GPU (GMMU) or one (ATS) (`multi.fault_batch_size`; None = no batches).
     batches: Option<batch::FaultBatches>,
+    /// The UVM driver's access-counter notification batches, a queue per GPU (`multi.counter_batch_size`; None = none).
+    counter_batches: Option<batch::FaultBatches>,
     /// Trans-FW's forwarding table (`multi.transfw.forwarding`).
     forwarding: Option<Box<transfw::Forwarding>>,
     host_lat: Ps,
@@ -447,6 +455,8 @@ impl Multi {
                 let gmmu = cfg.translation.mode == TranslationMode::Gmmu;
                 batch::FaultBatches::new(m.fault_batch_size, if gmmu { n } else { 1 })
             }),
+            // Each GPU has its own access-counter notification buffer, in either translation mode.
+            counter_batches: (m.counter_batch_size > 0).then(|| batch::FaultBatches::new(m.counter_batch_size, n)),
             forwarding: transfw::Forwarding::build(cfg),
             host_lat: ns_to_ps(m.host_latency_ns),
             peer_lat: ns_to_ps(m.peer_latency_ns),
@@ -857,15 +867,25 @@ impl Multi {
     /// included, then faults to re-map the page.
     pub fn migrate(&mut self, vpn: u64, g: usize, t: Ps, now: Ps, gpus: &mut [Gpu]) {
         let p = *self.dir.page(vpn);
+        self.stats.counter_notifications += 1;
+        let arrive = t + self.host_lat;
+        // The driver takes the notification up when it fetches its batch from g's buffer.
+        let fetch = self.counter_batches.as_mut().map_or(arrive, |b| b.fetch(g, arrive));
         if p.owner == HOST || p.owner as usize == g {
+            // Already here (an earlier notification of this GPU moved it): nothing to do.
+            if let Some(b) = self.counter_batches.as_mut() {
+                b.done(g, fetch);
+            }
             return;
         }
         self.stats.migrations_p2p += 1;
         self.stats.counter_migrations += 1;
-        let arrive = t + self.host_lat;
-        let walked = self.host_translate(vpn, arrive, now);
-        let acks = self.invalidate(vpn, None, self.send_time(arrive, walked, p.busy), now, gpus);
+        let walked = self.host_translate(vpn, fetch, now);
+        let acks = self.invalidate(vpn, None, self.send_time(fetch, walked, p.busy), now, gpus);
         let done = self.move_data(vpn, p.owner, g, walked.max(acks).max(p.ready), now, Cause::AccessCounter);
+        if let Some(b) = self.counter_batches.as_mut() {
+            b.done(g, done);
+        }
         let q = self.dir.page(vpn);
         q.owner = g as u8;
         q.copies = 1 << g;
@@ -1014,6 +1034,15 @@ impl Multi {
         m.ratio("multi.fault_batch.faults_mean", faults, b.batches);
         m.int("multi.fault_batch.faults_max", b.largest as u64);
         m.float("multi.l2miss.batch_wait_ns", per(b.wait_ps));
+        let c = self.counter_batches.as_ref().map_or_else(batch::BatchStats::default, |b| b.stats);
+        m.int("multi.counter_notifications", s.counter_notifications);
+        m.int("multi.counter_batches", c.batches);
+        m.ratio("multi.counter_batch.notifications_mean", s.counter_notifications, c.batches);
+        m.int("multi.counter_batch.notifications_max", c.largest as u64);
+        m.float(
+            "multi.counter_batch.wait_ns",
+            if s.counter_notifications == 0 { 0.0 } else { c.wait_ps as f64 / PS_PER_NS as f64 / s.counter_notifications as f64 },
+        );
         m.float("multi.l2miss.host_queue_ns", per(s.host_queue_ps));
         m.float("multi.l2miss.host_pwc_miss_ns", per(s.host_pwc_ps));
         m.float("multi.l2miss.migration_ns", per(s.migration_ps));
@@ -1513,6 +1542,52 @@ mod tests {
         fault(&mut m, &mut gpus, 1, vpn, false, 10_000_000);
         assert!(matches!(m.locate(1, vpn, false, 20_000_000), Locate::Local(_)));
         assert_eq!(m.stats.migrations_p2p, 1);
+    }
+
+    /// The driver's access-counter notification batches (`multi.counter_batch_size`): GPU 1's
+    /// notifications for pages 1 and 2 reach the host together and share a fetch; page 3's, a
+    /// nanosecond later, waits for that batch's last migration; GPU 2's (page 4, on GPU 1) has a
+    /// buffer of its own and is fetched on arrival. Without batches page 3 starts at once.
+    #[test]
+    fn access_counter_notifications_arriving_during_a_batch_wait_for_its_end() {
+        let run = |size: u32| {
+            let (mut m, mut gpus) = system_with(3, MigrationPolicy::AccessCounter, |c| c.multi.counter_batch_size = size);
+            for vpn in 1..=3 {
+                fault(&mut m, &mut gpus, 0, vpn, false, 0);
+            }
+            fault(&mut m, &mut gpus, 1, 4, false, 0);
+            let t = 10_000_000;
+            m.migrate(1, 1, t, t, &mut gpus);
+            m.migrate(2, 1, t, t, &mut gpus);
+            m.migrate(3, 1, t + 1_000, t, &mut gpus);
+            m.migrate(4, 2, t + 1_000, t, &mut gpus);
+            // A second notification for page 1 finds it already on GPU 1: fetched, nothing moves.
+            m.migrate(1, 1, t + 2_000, t, &mut gpus);
+            deliver(&mut m, &mut gpus);
+            let ready: Vec<Ps> = (1..=4).map(|v| m.dir.page(v).ready).collect();
+            let owners: Vec<u8> = (1..=4).map(|v| m.dir.page(v).owner).collect();
+            (ready, owners, m.counter_batches.as_ref().map(|b| b.stats), m.stats.counter_notifications, m.stats.counter_migrations)
+        };
+        let (r, owners, stats, notes, moved) = run(256);
+        assert_eq!(owners, [1, 1, 1, 2]);
+        assert_eq!((notes, moved), (5, 4));
+        let stats = stats.expect("batches on");
+        // GPU 1: {1, 2}, then {3, 1 again} (both arrived while the first was serviced); GPU 2: {4}.
+        assert_eq!((stats.batches, stats.largest), (3, 2));
+        let host = m_host_latency();
+        let end = r[0].max(r[1]);
+        // Page 3's batch is fetched when page 2 is done; its invalidation round trip follows.
+        assert!(r[2] >= end + 2 * host, "page 3 ready at {} ps, the first batch ended at {end} ps", r[2]);
+        let (u, _, none, notes0, _) = run(0);
+        assert!(none.is_none());
+        assert_eq!(notes0, 5);
+        assert_eq!((u[0], u[1], u[3]), (r[0], r[1], r[3]), "the first batch and the other GPU are served alike");
+        assert!(u[2] < r[2], "without batches page 3 starts at once: {} against {}", u[2], r[2]);
+    }
+
+    /// `multi.host_latency_ns` of the default configuration, in ps.
+    fn m_host_latency() -> Ps {
+        ns_to_ps(Config::default().multi.host_latency_ns)
     }
 
     #[test]
