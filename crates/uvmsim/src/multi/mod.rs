@@ -862,8 +862,9 @@ impl Multi {
         }
     }
 
-    /// An access counter of GPU `g` reached the threshold on `vpn` at `t`: the driver
-    /// migrates the page there (broadcast invalidation, wait, copy). Every GPU, `g`
+    /// An access counter of GPU `g` reached the threshold on `vpn` at `t`: once the driver has
+    /// fetched the notification (`multi.counter_batch_size`), it migrates the page there
+    /// (broadcast invalidation, wait, copy). Every GPU, `g`
     /// included, then faults to re-map the page.
     pub fn migrate(&mut self, vpn: u64, g: usize, t: Ps, now: Ps, gpus: &mut [Gpu]) {
         let p = *self.dir.page(vpn);
@@ -1574,7 +1575,7 @@ mod tests {
         let stats = stats.expect("batches on");
         // GPU 1: {1, 2}, then {3, 1 again} (both arrived while the first was serviced); GPU 2: {4}.
         assert_eq!((stats.batches, stats.largest), (3, 2));
-        let host = m_host_latency();
+        let host = default_host_latency();
         let end = r[0].max(r[1]);
         // Page 3's batch is fetched when page 2 is done; its invalidation round trip follows.
         assert!(r[2] >= end + 2 * host, "page 3 ready at {} ps, the first batch ended at {end} ps", r[2]);
@@ -1586,7 +1587,7 @@ mod tests {
     }
 
     /// `multi.host_latency_ns` of the default configuration, in ps.
-    fn m_host_latency() -> Ps {
+    fn default_host_latency() -> Ps {
         ns_to_ps(Config::default().multi.host_latency_ns)
     }
 
