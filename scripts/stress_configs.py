@@ -168,6 +168,8 @@ OPTIONS: dict[str, list[str]] = {
     "multi.fault_batch_size": ["0", "1", "16", "256"],
     # Added in session 51: the driver's access-counter notification batches.
     "multi.counter_batch_size": ["0", "1", "256"],
+    # Added in session 51: host DMA into a GPU over its switch port (shared with its peer traffic).
+    "multi.host_dma_uses_peer_port": ["true", "false"],
     # Added in session 50: buffers split over the GPUs before the kernels (refused with multi.apps).
     "multi.initial_placement": ['"host"', '"distributed"'],
     "translation.mode": ['"gmmu"', '"iommu"'],

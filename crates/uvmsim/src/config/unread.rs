@@ -114,6 +114,7 @@ const MULTI_MODEL: &[&str] = &[
     "multi.shootdown_stalls_gpu",
     "multi.remote_reads_cached",
     "multi.host_uplink_shared",
+    "multi.host_dma_uses_peer_port",
     "multi.host_latency_ns",
     "multi.fault_batch_size",
     "multi.counter_batch_size",

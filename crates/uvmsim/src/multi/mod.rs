@@ -105,6 +105,8 @@ section! {
         pub remote_reads_cached: bool = true,
         /// GPUs reach host memory through one switch upstream port (a PCIe switch tree): page moves from the host share its bandwidth (link.bandwidth_gbps) as well as each GPU's own link; false = every GPU has its own root port.
         pub host_uplink_shared: bool = true,
+        /// peer_topology = "switch": a page moving from host memory into a GPU also crosses that GPU's switch port, the one PCIe link its peer traffic (remote line requests, peer migrations) uses, so host DMA and peer traffic into a GPU share multi.peer_bandwidth_gbps (the host DMA is also held to its own link.bandwidth_gbps and, with host_uplink_shared, the switch's upstream port). false = the GPU's host link and its switch port are separate resources (the model before 2026-12-02). Not read with "direct" peer links (NVLink/xGMI links are not the GPU's PCIe link).
+        pub host_dma_uses_peer_port: bool = true,
         /// One-way latency of a message between a GPU and the host (far fault, reply, invalidation, acknowledgement) in ns; seed multi-gpu Table 5: PCIe 150 cycles.
         pub host_latency_ns: f64 = 150.0,
         /// Far faults the UVM driver fetches per batch from each GPU's fault buffer (GMMU mode; seed multi-gpu §2.1: the driver "groups faults into batches ... (the batch size is 256)"; the real driver's uvm_perf_fault_batch_count is 256) or, in ATS mode, from the IOMMU's one queue of every GPU's page requests (§2.2: "The IOMMU records PRI requests from different GPUs in a queue ... uses batching"). The driver services one batch of a queue at a time: a batch fetched at time F holds the faults that reached the host by F (at most this many), the host translates them from F, and the queue's next batch is fetched when the last fault of this one is done (its page moved or mapped) or when its first fault arrives, whichever is later. Each fault is still answered when its own page is ready (no per-batch replay). 0 = no batches: each fault is serviced as soon as it reaches the host (the model before 2026-12-01).
@@ -388,6 +390,8 @@ pub struct Multi {
     host_links: Vec<Link>,
     /// The switch's upstream port to the host, when shared.
     uplink: Option<Link>,
+    /// `multi.host_dma_uses_peer_port`: host data into a GPU also takes its switch port.
+    host_dma_port: bool,
     pub host_tlb: Option<Tlb>,
     pub host_walker: Walker,
     host_dram: Dram,
@@ -468,6 +472,7 @@ impl Multi {
             fabric: Fabric::new(n, m.peer_topology, m.peer_bandwidth_gbps, cfg.gpu.line_bytes as u64),
             host_links: (0..n).map(|_| Link::new(&cfg.link)).collect(),
             uplink: m.host_uplink_shared.then(|| Link::new(&cfg.link)),
+            host_dma_port: m.host_dma_uses_peer_port,
             host_tlb: (h.tlb_entries > 0).then(|| {
                 Tlb::with(h.tlb_entries as usize, h.tlb_ways as usize, ns_to_ps(h.tlb_latency_ns), crate::xlat::walk_slots(cfg, &h.walker))
             }),
@@ -743,7 +748,9 @@ impl Multi {
             self.stats.bytes_h2d += PAGE;
             let own = self.host_links[dst].transfer(Dir::HostToDevice, PAGE, t, now.min(t)).1;
             let up = self.uplink.as_mut().map_or(own, |u| u.transfer(Dir::HostToDevice, PAGE, t, now.min(t)).1);
-            (own.max(up), PAGE)
+            // The GPU's one PCIe link: its switch port, shared with its peer traffic.
+            let port = if self.host_dma_port { self.fabric.host_into(dst, PAGE, t, now) } else { None };
+            (own.max(up).max(port.unwrap_or(0)), PAGE)
         } else {
             self.stats.bytes_p2p += PAGE;
             (self.fabric.transfer(src as usize, dst, PAGE, t, now) + self.peer_lat, PAGE)
@@ -1584,6 +1591,39 @@ mod tests {
         assert_eq!(notes0, 5);
         assert_eq!((u[0], u[1], u[3]), (r[0], r[1], r[3]), "the first batch and the other GPU are served alike");
         assert!(u[2] < r[2], "without batches page 3 starts at once: {} against {}", u[2], r[2]);
+    }
+
+    /// `multi.host_dma_uses_peer_port`: GPU 1's switch port is busy for microseconds with lines read
+    /// from GPU 0 (remote line requests) when GPU 1 first-touches a page in host memory: with the
+    /// port shared (a PCIe switch's GPU link) the page's DMA waits for those lines; with separate
+    /// resources it does not.
+    #[test]
+    fn host_dma_into_a_gpu_waits_for_its_busy_switch_port() {
+        let run = |shared: bool| {
+            let (mut m, mut gpus) = system_with(2, MigrationPolicy::FirstTouch, |c| c.multi.host_dma_uses_peer_port = shared);
+            fault(&mut m, &mut gpus, 0, 1, false, 0);
+            let t = 10_000_000;
+            // 2,000 lines of 64 B into GPU 1 from GPU 0: 128 KB, about 4 µs of GPU 1's port at 32 GB/s.
+            for _ in 0..2_000 {
+                m.remote_line(1, 0, 1, false, t, t);
+            }
+            fault(&mut m, &mut gpus, 1, 2, false, t)
+        };
+        let (shared, separate) = (run(true), run(false));
+        assert!(shared >= separate + 2_000_000, "shared port {shared} ps, separate {separate} ps");
+        // Direct (NVLink) peer links never carry host data: the option changes nothing there.
+        let direct = |shared: bool| {
+            let (mut m, mut gpus) = system_with(2, MigrationPolicy::FirstTouch, |c| {
+                c.multi.host_dma_uses_peer_port = shared;
+                c.multi.peer_topology = PeerTopology::Direct;
+            });
+            fault(&mut m, &mut gpus, 0, 1, false, 0);
+            for _ in 0..2_000 {
+                m.remote_line(1, 0, 1, false, 10_000_000, 10_000_000);
+            }
+            fault(&mut m, &mut gpus, 1, 2, false, 10_000_000)
+        };
+        assert_eq!(direct(true), direct(false));
     }
 
     /// `multi.host_latency_ns` of the default configuration, in ps.

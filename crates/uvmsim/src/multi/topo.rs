@@ -73,6 +73,17 @@ impl Fabric {
             PeerTopology::Direct => self.lanes[src * self.n + dst].reserve(t, bytes, now),
         }
     }
+
+    /// Carry `bytes` from the host into GPU `dst` over its switch port (a PCIe switch's
+    /// downstream port: the GPU's one link, which its peer traffic uses too), entering at
+    /// `t`; returns when the last byte is through, or None for direct links (NVLink/xGMI
+    /// peer links are not the GPU's PCIe link).
+    pub fn host_into(&mut self, dst: usize, bytes: u64, t: Ps, now: Ps) -> Option<Ps> {
+        match self.topology {
+            PeerTopology::Switch => Some(self.lanes[2 * dst + 1].reserve(t, bytes, now.min(t))),
+            PeerTopology::Direct => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -125,5 +136,22 @@ mod tests {
         let a = d.transfer(0, 1, 1000, 0, 0);
         let b = d.transfer(2, 1, 1000, 0, 0); // its own link
         assert!(b <= a + 100_000, "{a} {b}");
+    }
+
+    #[test]
+    fn host_dma_shares_a_switch_port_with_peer_traffic() {
+        // 1 GB/s: 1000 bytes take 1 µs. A peer transfer into GPU 1, then host data into it at
+        // the same time: the second waits for the port; GPU 2's port is free.
+        let mut sw = Fabric::new(3, PeerTopology::Switch, 1.0, 1000);
+        let a = sw.transfer(0, 1, 1000, 0, 0);
+        let h = sw.host_into(1, 1000, 0, 0).expect("a switch port");
+        assert!(h >= a + 900_000, "{a} {h}");
+        let free = sw.host_into(2, 1000, 0, 0).expect("a switch port");
+        assert!(free <= 1_100_000, "{free}");
+        // And a peer transfer after host data waits likewise.
+        let b = sw.transfer(2, 1, 1000, 0, 0);
+        assert!(b >= h + 900_000, "{h} {b}");
+        // Direct links are not the GPU's PCIe link.
+        assert_eq!(Fabric::new(3, PeerTopology::Direct, 1.0, 1000).host_into(1, 1000, 0, 0), None);
     }
 }
