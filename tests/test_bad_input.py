@@ -119,6 +119,35 @@ BAD = [
         id="trace-gpu-without-records-ran-empty",
     ),
     pytest.param(
+        ["run", "--preset", "mgpusim-r9nano", "--trace", "t.csv", *sets("workload.trace.engine=cycle")],
+        ["workload.trace.engine", "mgpusim-r9nano"],
+        id="unknown-trace-engine",
+    ),
+    pytest.param(
+        [
+            "run",
+            "--preset",
+            "mgpusim-r9nano",
+            "--trace",
+            "t.csv",
+            *sets("workload.trace.engine=mgpusim-r9nano", "workload.trace.gpu=2"),
+        ],
+        ["workload.trace.gpu", "GPU 1 of a single-GPU trace"],
+        id="cycle-engine-on-another-gpu",
+    ),
+    pytest.param(
+        [
+            "run",
+            "--preset",
+            "mgpusim-r9nano",
+            "--trace",
+            "t.csv",
+            *sets("workload.trace.engine=mgpusim-r9nano", "gpu.l1tlb.mshrs=32"),
+        ],
+        ["gpu.l1tlb.mshrs", "is not read with workload.trace.engine"],
+        id="cycle-engine-ignores-the-gpu-model",
+    ),
+    pytest.param(
         ["run", "--preset", "titan-v", "--trace", "t.csv", *sets("workload.managed=true")],
         ["workload.managed", "timed trace", "warp trace"],
         id="managed-timed-trace-ran-unmanaged",  # identity-mapped: nothing faulted, and nothing said so

@@ -562,6 +562,7 @@ def mgpusim_tlb(ctx: Context) -> dict[str, float]:
                     "workload.kind": "trace",
                     "workload.trace.path": str(folder / f"{name}.csv.gz"),
                     "workload.trace.gpu": g,
+                    "workload.trace.engine": str(t.get("engine", "event")),
                 },
             )
             m = r.metrics

@@ -8,6 +8,7 @@
 pub mod config;
 pub mod api;
 pub mod assoc;
+pub mod cycle;
 pub mod fuzz;
 pub mod gpu;
 pub mod link;

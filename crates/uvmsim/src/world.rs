@@ -784,6 +784,9 @@ pub fn first_touch_pass(cfg: &Config, to_end: bool) -> Result<(Vec<u64>, u64), S
 
 /// Run the system `cfg` describes; returns its metrics and record tables.
 pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
+    if cfg.workload.kind == workload::WorkloadKind::Trace && cfg.workload.trace.engine == "mgpusim-r9nano" {
+        return cycle_replay(cfg);
+    }
     let started = std::time::Instant::now();
     let apps = (!cfg.multi.apps.is_empty()).then(|| multi::apps::Apps::build(cfg)).transpose().map_err(SimError::BadInput)?;
     // Multi-application mode: the applications' programs replace the workload's.
@@ -883,6 +886,40 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
         walks: (cfg.translation.walk_records_every > 0)
             .then(|| world.gpus.iter_mut().enumerate().flat_map(|(i, g)| g.xlat.take_walk_records(i as u32)).collect()),
     })
+}
+
+/// `workload.trace.engine = "mgpusim-r9nano"`: the trace through the cycle-stepped port of MGPUSim's R9 Nano
+/// path (`crate::cycle`), which has its own fixed configuration. Its metrics carry the event model's names.
+fn cycle_replay(cfg: &Config) -> Result<Output, SimError> {
+    use crate::cycle::machine::{read_rows, R9Nano, ReplayOptions};
+    if cfg.multi.active() || !cfg.multi.apps.is_empty() {
+        return Err(SimError::BadInput(
+            "workload.trace.engine = \"mgpusim-r9nano\" models one GPU: it cannot run with the multi-GPU model".into(),
+        ));
+    }
+    let started = std::time::Instant::now();
+    let rows = read_rows(&cfg.workload.trace.path).map_err(|e| SimError::BadInput(e.0))?;
+    let first = rows.iter().map(|r| r.cycle).min().unwrap_or(0);
+    let mut machine = R9Nano::new(&rows, &ReplayOptions::default());
+    let r = machine.run();
+    let wall = started.elapsed().as_secs_f64();
+    // 1 GHz: a cycle is a nanosecond.
+    let mut m = Metrics::default();
+    m.float("time.total_ns", r.last_cycle as f64);
+    m.float("time.kernel_ns", r.last_cycle.saturating_sub(first) as f64);
+    for (name, c) in [("gpu0.l1tlb", r.l1_tlb), ("gpu0.l2tlb", r.l2_tlb)] {
+        m.int(format!("{name}.hits"), c.hits);
+        m.int(format!("{name}.misses"), c.misses);
+        m.int(format!("{name}.mshr_hits"), c.mshr_hits);
+        m.int(format!("{name}.accesses"), c.hits + c.misses + c.mshr_hits);
+    }
+    m.int("gpu0.line_accesses", r.accesses);
+    m.int("sim.events", r.events);
+    m.int("sim.seed", cfg.sim.seed);
+    m.float("sim.wall_s", wall);
+    m.float("sim.events_per_s", r.events as f64 / wall.max(1e-9));
+    m.float("sim.total_wall_s", wall);
+    Ok(Output { metrics: m, batches: None, faults: None, migrations: None, walks: None })
 }
 
 /// The baselines replay a warp trace as a device-memory program with its copies (`baselines`: the recorded

@@ -274,6 +274,17 @@ impl Config {
     /// Why `key` (dotted, as set) is not read in this configuration's mode, if it is not: the message
     /// the resolver refuses a user's setting of it with.
     pub fn unread(&self, key: &str) -> Option<String> {
+        // The cycle-stepped MGPUSim engine has its own fixed configuration: only the trace and the seed are read.
+        if self.workload.kind == crate::workload::WorkloadKind::Trace
+            && self.workload.trace.engine == "mgpusim-r9nano"
+            && !(key == "workload.kind" || key.starts_with("workload.trace.") || key == "sim.seed")
+        {
+            return Some(
+                "is not read with workload.trace.engine = \"mgpusim-r9nano\": that engine replays MGPUSim's R9 Nano \
+                 memory path with MGPUSim's own parameters (crates/uvmsim/src/cycle)"
+                    .to_string(),
+            );
+        }
         let mode = self.mode();
         UNREAD
             .iter()

@@ -30,6 +30,11 @@ section! {
         /// Order-only traces (first column `order`): ns between consecutive order values, the compute gap the trace does
         /// not record; an access of order k issues at k x gap_ns. Timed traces ignore it.
         pub gap_ns: f64 = 1.0,
+        /// "event" replays through this configuration's GPU model; "mgpusim-r9nano" through the cycle-stepped port of
+        /// MGPUSim v4.2.0's R9 Nano memory path (crates/uvmsim/src/cycle: CU, reorder buffer, address translator, L1
+        /// and L2 TLBs, write-around L1V, write-back L2, ideal DRAM, MMU; the PCIe path as a fixed 293-cycle leg),
+        /// which has its own fixed configuration (no other key changes it) and replays GPU 1 of a single-GPU trace.
+        pub engine: String = "event".to_string(),
     }
 }
 
@@ -43,6 +48,12 @@ impl TraceParams {
         }
         if !(self.gap_ns.is_finite() && (0.0..=1e9).contains(&self.gap_ns)) {
             return Err((format!("{p}.gap_ns"), format!("must be between 0 and 1e9 ns, got {}", self.gap_ns)));
+        }
+        if !matches!(self.engine.as_str(), "event" | "mgpusim-r9nano") {
+            return Err((format!("{p}.engine"), format!("must be \"event\" or \"mgpusim-r9nano\", got \"{}\"", self.engine)));
+        }
+        if self.engine == "mgpusim-r9nano" && self.gpu != 1 {
+            return Err((format!("{p}.gpu"), "the mgpusim-r9nano engine replays GPU 1 of a single-GPU trace".into()));
         }
         Ok(())
     }

@@ -1,0 +1,208 @@
+//! The L1V path in front of the cache: MGPUSim v4.2.0's reorder buffer
+//! (amd/timing/rob/rob.go) and Akita v4.9.0's address translator
+//! (mem/vm/addresstranslator/addresstranslator.go). Flush control is left out.
+
+use super::core::{Body, CompId, Core, Msg, PortId};
+use super::Component;
+use std::collections::VecDeque;
+
+/// The reorder buffer: requests go down in arrival order, answers go back up
+/// in the same order (MGPUSim's L1V ROB: 512 entries, 32 a cycle, ports of 64).
+pub struct Rob {
+    pub top: PortId,
+    pub bottom: PortId,
+    /// The address translator's top port.
+    pub below: PortId,
+    size: usize,
+    per_cycle: usize,
+    /// (request from the top, id of the copy sent down, the answer if back)
+    trans: VecDeque<(Msg, u64, Option<Msg>)>,
+}
+
+impl Rob {
+    pub fn new(core: &mut Core, id: CompId, top_conn: CompId, bottom_conn: CompId) -> Self {
+        let per_cycle = 32;
+        let top = core.add_port(id, top_conn, 2 * per_cycle, 2 * per_cycle);
+        let bottom = core.add_port(id, bottom_conn, 2 * per_cycle, 2 * per_cycle);
+        Self { top, bottom, below: PortId::MAX, size: 512, per_cycle, trans: VecDeque::new() }
+    }
+
+    /// `topDown`.
+    fn top_down(&mut self, core: &mut Core) -> bool {
+        let Some(&req) = core.peek_incoming(self.top) else { return false };
+        if self.trans.len() >= self.size {
+            return false;
+        }
+        let down = core.msg(self.bottom, self.below, req.body);
+        if !core.send(self.bottom, down) {
+            return false;
+        }
+        self.trans.push_back((req, down.id, None));
+        core.retrieve_incoming(self.top);
+        true
+    }
+
+    /// `parseBottom`.
+    fn parse_bottom(&mut self, core: &mut Core) -> bool {
+        let Some(rsp) = core.retrieve_incoming(self.bottom) else { return false };
+        let rsp_to = rsp_to(&rsp);
+        if let Some(t) = self.trans.iter_mut().find(|t| t.1 == rsp_to) {
+            t.2 = Some(rsp);
+        }
+        true
+    }
+
+    /// `bottomUp`: the oldest transaction, once answered.
+    fn bottom_up(&mut self, core: &mut Core) -> bool {
+        let Some(&(req, _, Some(rsp))) = self.trans.front() else { return false };
+        let body = match rsp.body {
+            Body::DataReady { .. } => Body::DataReady { rsp_to: req.id },
+            _ => Body::WriteDone { rsp_to: req.id },
+        };
+        let up = core.msg(self.top, req.src, body);
+        if !core.send(self.top, up) {
+            return false;
+        }
+        self.trans.pop_front();
+        true
+    }
+}
+
+impl Component for Rob {
+    fn tick(&mut self, core: &mut Core) -> bool {
+        let mut progress = false;
+        for _ in 0..self.per_cycle {
+            progress |= self.bottom_up(core);
+        }
+        for _ in 0..self.per_cycle {
+            progress |= self.parse_bottom(core);
+        }
+        for _ in 0..self.per_cycle {
+            progress |= self.top_down(core);
+        }
+        progress
+    }
+}
+
+pub(crate) fn rsp_to(m: &Msg) -> u64 {
+    match m.body {
+        Body::DataReady { rsp_to } | Body::WriteDone { rsp_to } | Body::TransRsp { rsp_to, .. } => rsp_to,
+        other => panic!("not a response: {other:?}"),
+    }
+}
+
+/// The address translator: one translation request per access (no merging),
+/// translated accesses sent to the cache in the order their translations come
+/// back (MGPUSim's L1V translator: 32 a cycle, ports of 32).
+pub struct Translator {
+    pub top: PortId,
+    pub bottom: PortId,
+    pub translation: PortId,
+    /// The L1 TLB's and the L1V cache's top ports.
+    pub tlb: PortId,
+    pub cache: PortId,
+    per_cycle: usize,
+    page_bytes: u64,
+    /// (translation request id, the access waiting for it)
+    transactions: Vec<(u64, Msg)>,
+    /// (access from the top, id of the translated access sent down)
+    in_flight: Vec<(Msg, u64)>,
+}
+
+impl Translator {
+    pub fn new(core: &mut Core, id: CompId, top_conn: CompId, bottom_conn: CompId, tlb_conn: CompId) -> Self {
+        let per_cycle = 32;
+        let top = core.add_port(id, top_conn, per_cycle, per_cycle);
+        let bottom = core.add_port(id, bottom_conn, per_cycle, per_cycle);
+        let translation = core.add_port(id, tlb_conn, per_cycle, per_cycle);
+        Self {
+            top,
+            bottom,
+            translation,
+            tlb: PortId::MAX,
+            cache: PortId::MAX,
+            per_cycle,
+            page_bytes: 4096,
+            transactions: Vec::new(),
+            in_flight: Vec::new(),
+        }
+    }
+
+    /// `translate`.
+    fn translate(&mut self, core: &mut Core) -> bool {
+        let Some(&req) = core.peek_incoming(self.top) else { return false };
+        let addr = match req.body {
+            Body::Read { addr, .. } | Body::Write { addr, .. } => addr,
+            other => panic!("the translator takes accesses, not {other:?}"),
+        };
+        let t = core.msg(self.translation, self.tlb, Body::TransReq { vpage: addr / self.page_bytes * self.page_bytes });
+        if !core.send(self.translation, t) {
+            return false;
+        }
+        self.transactions.push((t.id, req));
+        core.retrieve_incoming(self.top);
+        true
+    }
+
+    /// `parseTranslation`.
+    fn parse_translation(&mut self, core: &mut Core) -> bool {
+        let Some(&rsp) = core.peek_incoming(self.translation) else { return false };
+        let Body::TransRsp { rsp_to, ppage, .. } = rsp.body else { panic!("translations only") };
+        let Some(i) = self.transactions.iter().position(|t| t.0 == rsp_to) else {
+            core.retrieve_incoming(self.translation);
+            return true;
+        };
+        let req = self.transactions[i].1;
+        let body = match req.body {
+            Body::Read { addr, bytes, can_wait, tag } => Body::Read { addr: ppage + addr % self.page_bytes, bytes, can_wait, tag },
+            Body::Write { addr, can_wait, full_line, tag } => {
+                Body::Write { addr: ppage + addr % self.page_bytes, can_wait, full_line, tag }
+            }
+            _ => unreachable!("checked in translate"),
+        };
+        let down = core.msg(self.bottom, self.cache, body);
+        if !core.send(self.bottom, down) {
+            return false;
+        }
+        self.in_flight.push((req, down.id));
+        self.transactions.remove(i);
+        core.retrieve_incoming(self.translation);
+        true
+    }
+
+    /// `respond`.
+    fn respond(&mut self, core: &mut Core) -> bool {
+        let Some(&rsp) = core.peek_incoming(self.bottom) else { return false };
+        let to = rsp_to(&rsp);
+        if let Some(i) = self.in_flight.iter().position(|f| f.1 == to) {
+            let from_top = self.in_flight[i].0;
+            let body = match rsp.body {
+                Body::DataReady { .. } => Body::DataReady { rsp_to: from_top.id },
+                _ => Body::WriteDone { rsp_to: from_top.id },
+            };
+            let up = core.msg(self.top, from_top.src, body);
+            if !core.send(self.top, up) {
+                return false;
+            }
+            self.in_flight.remove(i);
+        }
+        core.retrieve_incoming(self.bottom);
+        true
+    }
+}
+
+impl Component for Translator {
+    fn tick(&mut self, core: &mut Core) -> bool {
+        let mut progress = false;
+        for _ in 0..self.per_cycle {
+            progress |= self.respond(core);
+        }
+        for _ in 0..self.per_cycle {
+            progress |= self.parse_translation(core);
+        }
+        for _ in 0..self.per_cycle {
+            progress |= self.translate(core);
+        }
+        progress
+    }
+}
