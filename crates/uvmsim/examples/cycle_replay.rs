@@ -5,6 +5,24 @@
 use std::time::Instant;
 use uvmsim::cycle::machine::{read_rows, R9Nano, ReplayOptions};
 
+fn read_log(path: &str) -> Vec<uvmsim::cycle::machine::Row> {
+    let text = std::fs::read_to_string(path).expect("readable");
+    text.lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            uvmsim::cycle::machine::Row {
+                cycle: f[0].parse().expect("time"),
+                cu: f[2].parse().expect("cu"),
+                wavefront: f[3].parse().expect("wavefront"),
+                write: f[4] == "W",
+                vaddr: u64::from_str_radix(f[5].trim_start_matches("0x"), 16).expect("vaddr"),
+                can_wait: f[7] == "true",
+            }
+        })
+        .collect()
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let Some(path) = args.get(1) else {
@@ -12,7 +30,14 @@ fn main() {
         std::process::exit(2);
     };
     let leg = args.get(2).map_or(293, |s| s.parse().expect("PCIE_LEG_CYCLES is an integer"));
-    let rows = match read_rows(path) {
+    // A request log of an instrumented MGPUSim run (the trace's columns plus `can_wait`) keeps each
+    // request's CanWaitForCoalesce; a trace is read as the simulator reads it.
+    let rows = if std::fs::read_to_string(path).is_ok_and(|s| s.starts_with("time_ns,gpu,cu,wavefront,kind,vaddr,size,can_wait")) {
+        Ok(read_log(path))
+    } else {
+        read_rows(path)
+    };
+    let rows = match rows {
         Ok(r) => r,
         Err(e) => {
             eprintln!("{}", e.0);

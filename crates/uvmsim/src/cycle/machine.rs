@@ -31,6 +31,9 @@ pub struct Row {
     pub wavefront: u64,
     pub write: bool,
     pub vaddr: u64,
+    /// MGPUSim's `CanWaitForCoalesce`: not the last request of its instruction
+    /// (not in the traces: false, see [`cu_rows`]).
+    pub can_wait: bool,
 }
 
 /// A CU: sends its rows at their cycles and takes the answers.
@@ -154,8 +157,9 @@ impl Default for ReplayOptions {
     }
 }
 
-/// Requests of `rows` per CU (`tag` = the row's index in its CU). Each is sent as the last of its instruction
-/// (`CanWaitForCoalesce` false): the trace does not mark instructions, and a
+/// Requests of `rows` per CU (`tag` = the row's index in its CU). A trace's
+/// rows are each sent as the last of its instruction (`Row::can_wait`
+/// false): the trace does not mark instructions, and a
 /// request marked as not last waits in the L1V's coalescer for the next one,
 /// which a wrong guess at the end of a kernel never sends. On the seven
 /// traces with MGPUSim's counts the guess (same wavefront and kind, at most
@@ -166,9 +170,9 @@ fn cu_rows(rows: &[Row], cus: usize, o: &ReplayOptions) -> Vec<Vec<(u64, Body)>>
         let out = &mut per[r.cu];
         let tag = out.len() as u64;
         let body = if r.write {
-            Body::Write { addr: r.vaddr, can_wait: false, full_line: o.stores_full_line, tag }
+            Body::Write { addr: r.vaddr, can_wait: r.can_wait, full_line: o.stores_full_line, tag }
         } else {
-            Body::Read { addr: r.vaddr, bytes: 64, can_wait: false, tag }
+            Body::Read { addr: r.vaddr, bytes: 64, can_wait: r.can_wait, tag }
         };
         out.push((r.cycle, body));
     }
@@ -373,6 +377,7 @@ pub fn read_rows(path: &str) -> Result<Vec<Row>, TraceError> {
             wavefront: rec.wavefront,
             write: rec.kind == MemKind::Store,
             vaddr: rec.vaddr,
+            can_wait: false,
         });
     }
     Ok(rows)
@@ -383,7 +388,7 @@ mod tests {
     use super::*;
 
     fn row(cycle: u64, cu: usize, write: bool, vaddr: u64) -> Row {
-        Row { cycle, cu, wavefront: cu as u64, write, vaddr }
+        Row { cycle, cu, wavefront: cu as u64, write, vaddr, can_wait: false }
     }
 
     /// One read on an idle GPU, cycle by cycle (each hop: sent in a cycle,
