@@ -898,7 +898,7 @@ fn cycle_replay(cfg: &Config) -> Result<Output, SimError> {
         ));
     }
     let started = std::time::Instant::now();
-    let rows = read_rows(&cfg.workload.trace.path).map_err(|e| SimError::BadInput(e.0))?;
+    let rows = read_rows(&cfg.workload.trace.path, cfg.workload.trace.gap_ns).map_err(|e| SimError::BadInput(e.0))?;
     let first = rows.iter().map(|r| r.cycle).min().unwrap_or(0);
     let mut machine = R9Nano::new(&rows, &ReplayOptions::default());
     let r = machine.run();

@@ -14,7 +14,7 @@ use super::Component;
 #[derive(Clone, Debug)]
 pub struct IdealMemParams {
     /// Cycles from taking a request to its respond event.
-    pub latency: Cycle,
+    pub latency_cycles: Cycle,
     /// Requests taken from the top port, and handled, per tick.
     pub width: usize,
     /// Top port incoming and outgoing buffer capacity.
@@ -25,7 +25,7 @@ impl IdealMemParams {
     /// MGPUSim r9nano `buildDRAMControllers`: latency 100 (`dramLatency()`),
     /// builder defaults width 1 and top buffers 16.
     pub fn r9nano() -> Self {
-        Self { latency: 100, width: 1, top_buf: 16 }
+        Self { latency_cycles: 100, width: 1, top_buf: 16 }
     }
 }
 
@@ -51,7 +51,7 @@ impl IdealMem {
         Self {
             id,
             top,
-            latency: p.latency,
+            latency: p.latency_cycles,
             width: p.width,
             inflight: VecDeque::new(),
             responding: Vec::new(),

@@ -123,9 +123,14 @@ pub struct Report {
     pub events: u64,
 }
 
-/// The R9 Nano path of one GPU.
+/// The R9 Nano path of one GPU: the engine and, apart, the components it
+/// hands ticks to (two fields, so a tick borrows both without moving either).
 pub struct R9Nano {
     core: Core,
+    parts: Parts,
+}
+
+struct Parts {
     kinds: Vec<Kind>,
     cus: Vec<Cu>,
     robs: Vec<Rob>,
@@ -154,6 +159,25 @@ pub struct ReplayOptions {
 impl Default for ReplayOptions {
     fn default() -> Self {
         Self { pcie_leg_cycles: 293, stores_full_line: true }
+    }
+}
+
+impl Parts {
+    fn component(&mut self, c: CompId) -> &mut dyn Component {
+        match self.kinds[c as usize] {
+            Kind::Cu(i) => &mut self.cus[i],
+            Kind::Rob(i) => &mut self.robs[i],
+            Kind::At(i) => &mut self.ats[i],
+            Kind::L1Tlb(i) => &mut self.l1tlbs[i],
+            Kind::L1v(i) => &mut self.l1vs[i],
+            Kind::L2(i) => &mut self.l2s[i],
+            Kind::Dram(i) => &mut self.drams[i],
+            Kind::L2Tlb => &mut self.l2tlb,
+            Kind::Mmu => &mut self.mmu,
+            Kind::Link => &mut self.link,
+            Kind::Idle => &mut self.idle,
+            Kind::Conn => unreachable!("connections tick in the core"),
+        }
     }
 }
 
@@ -278,29 +302,12 @@ impl R9Nano {
         for cu in &cus {
             core.schedule_custom(cu.id, cu.rows.first().map_or(0, |r| r.0), 0);
         }
-        Self { core, kinds, cus, robs, ats, l1tlbs, l1vs, l2s, drams, l2tlb, mmu, link, idle: Idle }
-    }
-
-    fn component(&mut self, c: CompId) -> &mut dyn Component {
-        match self.kinds[c as usize] {
-            Kind::Cu(i) => &mut self.cus[i],
-            Kind::Rob(i) => &mut self.robs[i],
-            Kind::At(i) => &mut self.ats[i],
-            Kind::L1Tlb(i) => &mut self.l1tlbs[i],
-            Kind::L1v(i) => &mut self.l1vs[i],
-            Kind::L2(i) => &mut self.l2s[i],
-            Kind::Dram(i) => &mut self.drams[i],
-            Kind::L2Tlb => &mut self.l2tlb,
-            Kind::Mmu => &mut self.mmu,
-            Kind::Link => &mut self.link,
-            Kind::Idle => &mut self.idle,
-            Kind::Conn => unreachable!("connections tick in the core"),
-        }
+        Self { core, parts: Parts { kinds, cus, robs, ats, l1tlbs, l1vs, l2s, drams, l2tlb, mmu, link, idle: Idle } }
     }
 
     /// Keep every TLB lookup (cycle, page, outcome) for [`R9Nano::write_lookup_log`].
     pub fn log_lookups(&mut self) {
-        for t in self.l1tlbs.iter_mut().chain(std::iter::once(&mut self.l2tlb)) {
+        for t in self.parts.l1tlbs.iter_mut().chain(std::iter::once(&mut self.parts.l2tlb)) {
             t.log = Some(Vec::new());
         }
     }
@@ -309,8 +316,8 @@ impl R9Nano {
     pub fn write_lookup_log(&self, path: &str) -> std::io::Result<()> {
         use std::io::Write;
         let mut lines: Vec<(u64, String)> = Vec::new();
-        let named = self.l1tlbs.iter().enumerate().map(|(i, t)| (format!("GPU[1].SA[{}].L1VTLB[{}]", i / 4, i % 4), t));
-        for (name, t) in named.chain(std::iter::once(("GPU[1].L2TLB".to_string(), &self.l2tlb))) {
+        let named = self.parts.l1tlbs.iter().enumerate().map(|(i, t)| (format!("GPU[1].SA[{}].L1VTLB[{}]", i / 4, i % 4), t));
+        for (name, t) in named.chain(std::iter::once(("GPU[1].L2TLB".to_string(), &self.parts.l2tlb))) {
             for &(c, v, o) in t.log.iter().flatten() {
                 let o = ["hit", "miss", "mshr-hit"][o as usize];
                 lines.push((c, format!("{c} {name} {v:x} {o}")));
@@ -329,25 +336,19 @@ impl R9Nano {
         while let Some(due) = self.core.next() {
             match due {
                 Due::Tick(c) => {
-                    let mut core = std::mem::take(&mut self.core);
-                    let progress = self.component(c).tick(&mut core);
-                    core.ticked(c, progress);
-                    self.core = core;
+                    let progress = self.parts.component(c).tick(&mut self.core);
+                    self.core.ticked(c, progress);
                 }
-                Due::Custom(c, token) => {
-                    let mut core = std::mem::take(&mut self.core);
-                    self.component(c).on_event(&mut core, token);
-                    self.core = core;
-                }
+                Due::Custom(c, token) => self.parts.component(c).on_event(&mut self.core, token),
             }
         }
-        let mut r = Report { events: self.core.events, walks: self.mmu.walks, l2_tlb: self.l2tlb.counts, ..Report::default() };
-        for t in &self.l1tlbs {
+        let mut r = Report { events: self.core.events, walks: self.parts.mmu.walks, l2_tlb: self.parts.l2tlb.counts, ..Report::default() };
+        for t in &self.parts.l1tlbs {
             r.l1_tlb.hits += t.counts.hits;
             r.l1_tlb.misses += t.counts.misses;
             r.l1_tlb.mshr_hits += t.counts.mshr_hits;
         }
-        for cu in &self.cus {
+        for cu in &self.parts.cus {
             r.accesses += cu.rows.len() as u64;
             r.answers += cu.answers;
             r.last_cycle = r.last_cycle.max(cu.last_answer);
@@ -356,9 +357,10 @@ impl R9Nano {
     }
 }
 
-/// Read an MGPUSim trace's rows of GPU 1 (cycles = ns at 1 GHz).
-pub fn read_rows(path: &str) -> Result<Vec<Row>, TraceError> {
-    let mut reader = TraceReader::open(path)?;
+/// Read an MGPUSim trace's rows of GPU 1 (cycles = ns at 1 GHz); an order-only
+/// trace's access k issues at k x `gap_ns`, as in the event model.
+pub fn read_rows(path: &str, gap_ns: f64) -> Result<Vec<Row>, TraceError> {
+    let mut reader = TraceReader::open(path)?.with_gap_ns(gap_ns);
     let mut rows = Vec::new();
     while let Some(rec) = reader.next_record()? {
         if rec.gpu != 1 {
@@ -370,6 +372,14 @@ pub fn read_rows(path: &str) -> Result<Vec<Row>, TraceError> {
         }
         if rec.cu >= 64 {
             return Err(TraceError(format!("{path}: CU {} at {}: the R9 Nano has 64", rec.cu, reader.position())));
+        }
+        // MGPUSim's page table covers the GPU's 4 GiB (its virtual pages from 0x1000, physical from 4 GiB).
+        if rec.vaddr >= 4 << 30 {
+            return Err(TraceError(format!(
+                "{path}: address {:#x} at {}: the R9 Nano's page table covers 4 GiB of virtual addresses",
+                rec.vaddr,
+                reader.position()
+            )));
         }
         rows.push(Row {
             cycle: rec.time / 1000,
@@ -410,8 +420,8 @@ mod tests {
         let mut m = R9Nano::new(&rows, &ReplayOptions::default());
         m.log_lookups();
         let r = m.run();
-        assert_eq!(m.l1tlbs[0].log.as_deref(), Some(&[(105, 0x1000, 1)][..]));
-        assert_eq!(m.l2tlb.log.as_deref(), Some(&[(111, 0x1000, 1)][..]));
+        assert_eq!(m.parts.l1tlbs[0].log.as_deref(), Some(&[(105, 0x1000, 1)][..]));
+        assert_eq!(m.parts.l2tlb.log.as_deref(), Some(&[(111, 0x1000, 1)][..]));
         assert_eq!((r.answers, r.walks), (1, 1));
         assert_eq!(r.last_cycle, 929);
     }
@@ -455,5 +465,30 @@ mod tests {
         assert_eq!((a.l1_tlb, a.l2_tlb, a.last_cycle, a.events), (b.l1_tlb, b.l2_tlb, b.last_cycle, b.events));
         let partial = R9Nano::new(&rows, &ReplayOptions { stores_full_line: false, ..ReplayOptions::default() }).run();
         assert_eq!(partial.answers, rows.len() as u64);
+    }
+
+    fn trace_file(text: &str) -> tempfile::NamedTempFile {
+        use std::io::Write;
+        let mut f = tempfile::Builder::new().suffix(".csv").tempfile().expect("temp file");
+        f.write_all(text.as_bytes()).expect("write");
+        f
+    }
+
+    /// An address beyond the R9 Nano's 4 GiB, another GPU's row or CU 64 is refused naming the file and line;
+    /// an order-only trace issues access k at k x gap_ns.
+    #[test]
+    fn read_rows_refuses_what_the_r9nano_cannot_hold_and_spaces_order_only_traces() {
+        let head = "time_ns,gpu,cu,wavefront,kind,vaddr,size\n";
+        for (row, says) in
+            [("10,1,0,0,R,0x100000000,64", "covers 4 GiB"), ("10,2,0,0,R,0x1000,64", "GPU 2"), ("10,1,64,0,R,0x1000,64", "has 64")]
+        {
+            let f = trace_file(&format!("{head}{row}\n"));
+            let p = f.path().to_str().unwrap();
+            let e = read_rows(p, 1.0).expect_err(row).0;
+            assert!(e.contains(p) && e.contains(says), "{e}");
+        }
+        let f = trace_file("order,gpu,cu,wavefront,kind,vaddr,size\n0,1,0,0,R,0x1000,64\n4,1,1,0,W,0x2000,64\n");
+        let rows = read_rows(f.path().to_str().unwrap(), 2.5).unwrap();
+        assert_eq!(rows.iter().map(|r| (r.cycle, r.write)).collect::<Vec<_>>(), vec![(0, false), (10, true)]);
     }
 }

@@ -22,18 +22,18 @@ use std::collections::VecDeque;
 #[derive(Clone, Debug)]
 pub struct MmuParams {
     /// `WithPageWalkingLatency(100)`.
-    pub latency: u32,
+    pub latency_cycles: u32,
     /// `maxNumReqInFlight`, builder default 16.
     pub walkers: usize,
-    /// Physical page of a virtual page: `vpage + phys_offset` (MGPUSim's
+    /// Physical page of a virtual page: `vpage + phys_offset_bytes` (MGPUSim's
     /// driver gives GPU 1's pages in allocation order from 4 GiB, and virtual
     /// pages from 0x1000).
-    pub phys_offset: u64,
+    pub phys_offset_bytes: u64,
 }
 
 impl MmuParams {
     pub fn r9nano() -> Self {
-        Self { latency: 100, walkers: 16, phys_offset: (4u64 << 30) - 0x1000 }
+        Self { latency_cycles: 100, walkers: 16, phys_offset_bytes: (4u64 << 30) - 0x1000 }
     }
 }
 
@@ -71,7 +71,7 @@ impl Mmu {
                 continue;
             }
             let Body::TransReq { vpage } = w.req.body else { panic!("the MMU takes translation requests") };
-            let rsp = core.msg(self.top, w.req.src, Body::TransRsp { rsp_to: w.req.id, vpage, ppage: vpage + self.p.phys_offset });
+            let rsp = core.msg(self.top, w.req.src, Body::TransRsp { rsp_to: w.req.id, vpage, ppage: vpage + self.p.phys_offset_bytes });
             core.send(self.top, rsp);
             done.push(i);
             progress = true;
@@ -89,7 +89,7 @@ impl Mmu {
             return false;
         }
         let Some(req) = core.retrieve_incoming(self.top) else { return false };
-        self.walking.push(Walk { req, left: self.p.latency });
+        self.walking.push(Walk { req, left: self.p.latency_cycles });
         true
     }
 }

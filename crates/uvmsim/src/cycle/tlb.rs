@@ -16,19 +16,19 @@ pub struct TlbParams {
     pub mshrs: usize,
     pub reqs_per_cycle: usize,
     /// Lookup pipeline stages (`WithLatency`; builder default 4).
-    pub latency: usize,
+    pub latency_cycles: usize,
     pub page_bytes: u64,
 }
 
 impl TlbParams {
     /// MGPUSim's L1 vector TLB (shaderarray/builder.go buildL1VTLBs).
     pub fn r9nano_l1v() -> Self {
-        Self { sets: 4, ways: 64, mshrs: 64, reqs_per_cycle: 32, latency: 1, page_bytes: 4096 }
+        Self { sets: 4, ways: 64, mshrs: 64, reqs_per_cycle: 32, latency_cycles: 1, page_bytes: 4096 }
     }
     /// MGPUSim's L2 TLB (r9nano/builder.go buildL2TLB: 64 ways over 4 GiB of
     /// pages, 64 MSHRs, 1,024 requests a cycle, latency left at the default 4).
     pub fn r9nano_l2() -> Self {
-        Self { sets: 16384, ways: 64, mshrs: 64, reqs_per_cycle: 1024, latency: 4, page_bytes: 4096 }
+        Self { sets: 16384, ways: 64, mshrs: 64, reqs_per_cycle: 1024, latency_cycles: 4, page_bytes: 4096 }
     }
 }
 
@@ -112,7 +112,7 @@ impl Tlb {
             sets: FxHashMap::default(),
             mshr: Vec::new(),
             responding: None,
-            pipeline: Pipeline::new(p.reqs_per_cycle, p.latency),
+            pipeline: Pipeline::new(p.reqs_per_cycle, p.latency_cycles),
             buffer: Buffer::new(16),
             counts: TlbCounts::default(),
             log: None,

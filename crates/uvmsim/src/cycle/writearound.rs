@@ -24,7 +24,7 @@ use super::Component;
 /// The builder's settings (writearound.Builder).
 #[derive(Clone, Debug)]
 pub struct WriteAroundParams {
-    pub bank_latency: usize,
+    pub bank_latency_cycles: usize,
     pub num_banks: usize,
     pub log2_block_size: u32,
     pub ways: usize,
@@ -32,7 +32,7 @@ pub struct WriteAroundParams {
     pub num_reqs_per_cycle: usize,
     pub max_num_concurrent_trans: usize,
     pub total_bytes: u64,
-    pub dir_latency: usize,
+    pub dir_latency_cycles: usize,
     /// The address-to-port mapper's interleaving (`lows[(addr / unit) % lows.len()]`).
     pub low_interleave: u64,
 }
@@ -42,7 +42,7 @@ impl WriteAroundParams {
     /// the directory latency is the builder's default).
     pub fn r9nano() -> Self {
         Self {
-            bank_latency: 20,
+            bank_latency_cycles: 20,
             num_banks: 4,
             log2_block_size: 6,
             ways: 4,
@@ -50,7 +50,7 @@ impl WriteAroundParams {
             num_reqs_per_cycle: 8,
             max_num_concurrent_trans: 128,
             total_bytes: 16 * 1024,
-            dir_latency: 2,
+            dir_latency_cycles: 2,
             low_interleave: 128,
         }
     }
@@ -182,9 +182,9 @@ impl WriteAround {
             mshr: Mshr::new(p.num_mshr_entries),
             dir_buf: Buffer::new(n),
             bank_bufs: (0..p.num_banks).map(|_| Buffer::new(n)).collect(),
-            dir_pipe: Pipeline::new(n, p.dir_latency),
+            dir_pipe: Pipeline::new(n, p.dir_latency_cycles),
             dir_post: Buffer::new(n),
-            banks: (0..p.num_banks).map(|_| Bank { pipe: Pipeline::new(n, p.bank_latency), post: Buffer::new(n) }).collect(),
+            banks: (0..p.num_banks).map(|_| Bank { pipe: Pipeline::new(n, p.bank_latency_cycles), post: Buffer::new(n) }).collect(),
             to_coalesce: Vec::new(),
             transactions: Vec::new(),
             post_coalesce: Vec::new(),
