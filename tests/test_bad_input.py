@@ -148,6 +148,11 @@ BAD = [
         id="cycle-engine-ignores-the-gpu-model",
     ),
     pytest.param(
+        ["run", "--preset", "mgpusim-r9nano", "--trace", "t.csv", *sets("workload.trace.tie_seed=3")],
+        ["workload.trace.tie_seed", "read only by workload.trace.engine"],
+        id="tie-seed-ignored-by-the-event-model",
+    ),
+    pytest.param(
         ["run", "--preset", "titan-v", "--trace", "t.csv", *sets("workload.managed=true")],
         ["workload.managed", "timed trace", "warp trace"],
         id="managed-timed-trace-ran-unmanaged",  # identity-mapped: nothing faulted, and nothing said so

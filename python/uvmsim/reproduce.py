@@ -552,6 +552,7 @@ def mgpusim_tlb(ctx: Context) -> dict[str, float]:
     folder = traces_dir()
     out: dict[str, float] = {}
     table: list[tuple[Any, ...]] = []
+    ties: list[tuple[str, int, float]] = []
     for t in ctx.params["traces"]:
         name, gpus = t["name"], int(t["gpus"])
         total = dict.fromkeys(("l1h", "l1m", "l1s", "l2h", "l2m", "l2s"), 0.0)
@@ -577,6 +578,24 @@ def mgpusim_tlb(ctx: Context) -> dict[str, float]:
                 total[key] += m[metric]
         out[f"l1_hits.{name}"] = total["l1h"]
         out[f"l1_miss_plus_mshr_hit.{name}"] = total["l1m"] + total["l1s"]
+        # The cycle engine's own spread: the same trace with same-cycle events in seeded orders.
+        seeds = [int(s) for s in t.get("tie_seeds", [])]
+        for s in seeds:
+            r = ctx.run(
+                f"{name}-tie{s}",
+                {
+                    "workload.kind": "trace",
+                    "workload.trace.path": str(folder / f"{name}.csv.gz"),
+                    "workload.trace.engine": str(t.get("engine", "event")),
+                    "workload.trace.tie_seed": s,
+                },
+            )
+            hits = float(r.metrics["gpu0.l1tlb.hits"])
+            ties.append((name, s, hits))
+        if seeds:
+            spread = [h for n, _, h in ties if n == name] + [total["l1h"]]
+            out[f"l1_hits_tie_min.{name}"] = min(spread)
+            out[f"l1_hits_tie_max.{name}"] = max(spread)
         out[f"l2_hits.{name}"] = total["l2h"]
         out[f"l2_miss_plus_mshr_hit.{name}"] = total["l2m"] + total["l2s"]
         table.append((name, *(total[k] for k in ("l1h", "l1m", "l1s", "l2h", "l2m", "l2s"))))
@@ -585,6 +604,7 @@ def mgpusim_tlb(ctx: Context) -> dict[str, float]:
         ("trace", "l1_hits", "l1_misses", "l1_mshr_hits", "l2_hits", "l2_misses", "l2_mshr_hits"),
         table,
     )
+    write_csv(ctx.out / "ties.csv", ("trace", "tie_seed", "l1_hits"), ties)
     return out
 
 

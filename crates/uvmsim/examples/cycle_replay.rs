@@ -1,7 +1,9 @@
 //! Replay an MGPUSim trace through the cycle-stepped R9 Nano path and print
-//! the TLB counts: `cycle_replay TRACE [PCIE_LEG_CYCLES]`; with
+//! the TLB counts: `cycle_replay TRACE [PCIE_LEG_CYCLES]` (with a leg, the
+//! PCIe network is replaced by a fixed-latency pipe); with
 //! `UVMSIM_CYCLE_LOG=FILE`, every TLB lookup is written to FILE as
-//! `cycle TLB page outcome`, named as MGPUSim names its TLBs.
+//! `cycle TLB page outcome`, named as MGPUSim names its TLBs; with
+//! `UVMSIM_TIE_SEED=N`, events of the same cycle run in an order seeded by N.
 use std::time::Instant;
 use uvmsim::cycle::machine::{read_rows, R9Nano, ReplayOptions, Row};
 
@@ -42,8 +44,8 @@ fn main() {
         std::process::exit(2);
     };
     let leg = match args.get(2).map(|s| s.parse::<u64>()) {
-        None => 293,
-        Some(Ok(v)) => v,
+        None => None,
+        Some(Ok(v)) => Some(v),
         Some(Err(_)) => {
             eprintln!("PCIE_LEG_CYCLES must be a whole number of cycles, got {}", args[2]);
             std::process::exit(2);
@@ -60,7 +62,15 @@ fn main() {
         }
     };
     let t0 = Instant::now();
-    let o = ReplayOptions { pcie_leg_cycles: leg, ..ReplayOptions::default() };
+    let tie_seed = match std::env::var("UVMSIM_TIE_SEED").ok().map(|s| s.parse::<u64>()) {
+        None => None,
+        Some(Ok(v)) => Some(v),
+        Some(Err(_)) => {
+            eprintln!("UVMSIM_TIE_SEED must be a whole number");
+            std::process::exit(2);
+        }
+    };
+    let o = ReplayOptions { pcie_leg_cycles: leg, tie_seed, ..ReplayOptions::default() };
     let mut m = R9Nano::new(&rows, &o);
     let log = std::env::var("UVMSIM_CYCLE_LOG").ok();
     if log.is_some() {

@@ -900,7 +900,8 @@ fn cycle_replay(cfg: &Config) -> Result<Output, SimError> {
     let started = std::time::Instant::now();
     let rows = read_rows(&cfg.workload.trace.path, cfg.workload.trace.gap_ns).map_err(|e| SimError::BadInput(e.0))?;
     let first = rows.iter().map(|r| r.cycle).min().unwrap_or(0);
-    let mut machine = R9Nano::new(&rows, &ReplayOptions::default());
+    let tie_seed = Some(cfg.workload.trace.tie_seed).filter(|&s| s != 0);
+    let mut machine = R9Nano::new(&rows, &ReplayOptions { tie_seed, ..ReplayOptions::default() });
     let r = machine.run();
     let wall = started.elapsed().as_secs_f64();
     // 1 GHz: a cycle is a nanosecond.

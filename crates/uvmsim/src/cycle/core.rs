@@ -55,6 +55,8 @@ pub enum Body {
     DataReady { rsp_to: u64 },
     /// Write `rsp_to` is done.
     WriteDone { rsp_to: u64 },
+    /// A network flit carrying message `msg` (kept in [`Core::payloads`]).
+    Flit { msg: u64 },
 }
 
 /// A message between two ports. `id` is unique in the run.
@@ -156,12 +158,18 @@ pub struct Core {
     /// The connections' ticks (Akita's secondary queue).
     secondary: BinaryHeap<Reverse<(Cycle, u64, Ev)>>,
     seq: u64,
+    /// When set, events of the same cycle run in a seeded pseudo-random
+    /// order instead of the order they were scheduled (to measure how much a
+    /// count owes to the tie order, as MGPUSim's own spread was measured).
+    tie_seed: Option<u64>,
     next_tick: Vec<Option<Cycle>>,
     /// `Some(i)` for a component that is connection `i`.
     conn_of: Vec<Option<usize>>,
     conns: Vec<Conn>,
     pub ports: Vec<Port>,
     next_msg: u64,
+    /// Messages in flight through a network, by id, while flits carry them.
+    pub payloads: rustc_hash::FxHashMap<u64, Msg>,
     /// Events handled, for the throughput report.
     pub events: u64,
 }
@@ -179,13 +187,21 @@ impl Core {
             queue: BinaryHeap::new(),
             secondary: BinaryHeap::new(),
             seq: 0,
+            tie_seed: None,
             next_tick: Vec::new(),
             conn_of: Vec::new(),
             conns: Vec::new(),
             ports: Vec::new(),
             next_msg: 1,
+            payloads: rustc_hash::FxHashMap::default(),
             events: 0,
         }
+    }
+
+    /// Break same-cycle ties in a seeded pseudo-random order (`None`: the
+    /// order of scheduling).
+    pub fn set_tie_seed(&mut self, seed: Option<u64>) {
+        self.tie_seed = seed;
     }
 
     /// Register a model component; returns its id.
@@ -204,12 +220,14 @@ impl Core {
     }
 
     /// A port of component `owner` with the given buffer sizes, plugged into
-    /// connection `conn`.
+    /// `conn`: a direct connection, or a network endpoint (a model component
+    /// that moves the port's messages itself, Akita's `endpoint.Comp`).
     pub fn add_port(&mut self, owner: CompId, conn: CompId, in_cap: usize, out_cap: usize) -> PortId {
         let id = self.ports.len() as PortId;
         self.ports.push(Port { owner, conn, incoming: Buffer::new(in_cap), outgoing: Buffer::new(out_cap) });
-        let c = self.conn_of[conn as usize].expect("ports plug into connections");
-        self.conns[c].ports.push(id);
+        if let Some(c) = self.conn_of[conn as usize] {
+            self.conns[c].ports.push(id);
+        }
         id
     }
 
@@ -228,11 +246,21 @@ impl Core {
     fn schedule(&mut self, at: Cycle, ev: Ev) {
         debug_assert!(at >= self.now, "scheduling in the past");
         self.seq += 1;
+        // splitmix64's finalizer is a bijection, so keys stay unique.
+        let key = match self.tie_seed {
+            None => self.seq,
+            Some(s) => {
+                let mut z = self.seq ^ s.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                z ^ (z >> 31)
+            }
+        };
         let secondary = matches!(ev, Ev::Tick(c) if self.conn_of[c as usize].is_some());
         if secondary {
-            self.secondary.push(Reverse((at, self.seq, ev)));
+            self.secondary.push(Reverse((at, key, ev)));
         } else {
-            self.queue.push(Reverse((at, self.seq, ev)));
+            self.queue.push(Reverse((at, key, ev)));
         }
     }
 
@@ -338,13 +366,19 @@ impl Core {
         port.outgoing.push(msg);
         if was_empty {
             let conn = port.conn;
-            self.tick_now(conn);
+            // A direct connection ticks now (`NotifySend` → `TickNow`); an
+            // endpoint in the next cycle (its `NotifySend` → `TickLater`).
+            if self.conn_of[conn as usize].is_some() {
+                self.tick_now(conn);
+            } else {
+                self.tick_later(conn);
+            }
         }
         true
     }
 
     /// Akita `Port.Deliver`: false when the incoming buffer is full.
-    fn deliver(&mut self, p: PortId, msg: Msg) -> bool {
+    pub fn deliver(&mut self, p: PortId, msg: Msg) -> bool {
         let port = &mut self.ports[p as usize];
         if !port.incoming.can_push() {
             return false;
@@ -368,12 +402,22 @@ impl Core {
         let msg = port.incoming.pop()?;
         if port.incoming.len() == port.incoming.capacity() - 1 {
             let conn = port.conn;
-            self.notify_available(conn, p);
+            if self.conn_of[conn as usize].is_some() {
+                self.notify_available(conn, p);
+            } else {
+                // Endpoint `NotifyAvailable` → `TickLater`.
+                self.tick_later(conn);
+            }
         }
         Some(msg)
     }
 
-    fn retrieve_outgoing(&mut self, p: PortId) -> Option<Msg> {
+    pub fn peek_outgoing(&self, p: PortId) -> Option<&Msg> {
+        self.ports[p as usize].outgoing.peek()
+    }
+
+    /// Akita `Port.RetrieveOutgoing`: a port that was full wakes its owner next cycle.
+    pub fn retrieve_outgoing(&mut self, p: PortId) -> Option<Msg> {
         let port = &mut self.ports[p as usize];
         let msg = port.outgoing.pop()?;
         if port.outgoing.len() == port.outgoing.capacity() - 1 {
@@ -473,6 +517,39 @@ mod tests {
         }
         assert_eq!(core.ports[pb as usize].incoming.len(), 1);
         assert_eq!(core.ports[pa as usize].outgoing.len(), 1);
+    }
+
+    /// With a tie seed, the ticks of one cycle run in a seeded order: a
+    /// permutation of the scheduling order, the same for the same seed, and
+    /// cycles still run in time order.
+    #[test]
+    fn a_tie_seed_permutes_same_cycle_events_only() {
+        let order = |seed: Option<u64>| {
+            let mut core = Core::new();
+            core.set_tie_seed(seed);
+            let comps: Vec<CompId> = (0..8).map(|_| core.add_component()).collect();
+            for &c in &comps {
+                core.tick_later(c);
+            }
+            core.schedule_custom(comps[0], 5, 0);
+            let mut seen = Vec::new();
+            while let Some(d) = core.next() {
+                seen.push((core.now, d));
+            }
+            seen
+        };
+        let fifo = order(None);
+        assert_eq!(fifo.iter().map(|e| e.1).take(8).collect::<Vec<_>>(), (0..8).map(Due::Tick).collect::<Vec<_>>());
+        let a = order(Some(1));
+        assert_eq!(a, order(Some(1)));
+        assert_ne!(a, fifo);
+        let mut sorted = a.clone();
+        sorted.sort_by_key(|e| (e.0, format!("{:?}", e.1)));
+        let mut fifo_sorted = fifo.clone();
+        fifo_sorted.sort_by_key(|e| (e.0, format!("{:?}", e.1)));
+        assert_eq!(sorted, fifo_sorted, "the same events");
+        assert!(a.windows(2).all(|w| w[0].0 <= w[1].0), "time order kept");
+        assert_eq!(a.last(), Some(&(5, Due::Custom(0, 0))));
     }
 
     #[test]

@@ -15,6 +15,7 @@
 use super::core::{Body, CompId, Core, Due, PortId};
 use super::idealmem::{IdealMem, IdealMemParams};
 use super::mmu::{Mmu, MmuParams, PcieLink};
+use super::pcie::{Endpoint, Network, Switch};
 use super::rob::{Rob, Translator};
 use super::tlb::{Tlb, TlbCounts, TlbParams};
 use super::writearound::{WriteAround, WriteAroundParams};
@@ -106,6 +107,8 @@ enum Kind {
     L2Tlb,
     Mmu,
     Link,
+    Ep(usize),
+    Sw(usize),
     Idle,
     Conn,
 }
@@ -141,24 +144,32 @@ struct Parts {
     drams: Vec<IdealMem>,
     l2tlb: Tlb,
     mmu: Mmu,
-    link: PcieLink,
+    /// The fixed-latency pipe, when chosen instead of the network.
+    link: Option<PcieLink>,
+    eps: Vec<Endpoint>,
+    sws: Vec<Switch>,
     idle: Idle,
 }
 
 /// What the trace does not say, and the PCIe path's latency.
 #[derive(Clone, Debug)]
 pub struct ReplayOptions {
-    /// One-way time from the L2 TLB's miss to the MMU's take (and back):
-    /// MGPUSim's logs show 292-294 cycles.
-    pub pcie_leg_cycles: u64,
+    /// `None`: the PCIe network as MGPUSim builds it ([`super::pcie`]);
+    /// `Some(n)`: a pipe of one message a cycle each way with a one-way
+    /// time of `n` cycles from the L2 TLB's send to the MMU's take
+    /// (MGPUSim's logs show 292-294), the model before the network's port.
+    pub pcie_leg_cycles: Option<u64>,
     /// Whether a store writes its whole 64 B line (the trace has no byte
     /// mask); a partial write misses in the L2 with a fetch from DRAM.
     pub stores_full_line: bool,
+    /// Seed of a pseudo-random order for events of the same cycle; `None`
+    /// runs them in the order they were scheduled.
+    pub tie_seed: Option<u64>,
 }
 
 impl Default for ReplayOptions {
     fn default() -> Self {
-        Self { pcie_leg_cycles: 293, stores_full_line: true }
+        Self { pcie_leg_cycles: None, stores_full_line: true, tie_seed: None }
     }
 }
 
@@ -174,20 +185,20 @@ impl Parts {
             Kind::Dram(i) => &mut self.drams[i],
             Kind::L2Tlb => &mut self.l2tlb,
             Kind::Mmu => &mut self.mmu,
-            Kind::Link => &mut self.link,
+            Kind::Link => self.link.as_mut().expect("the pipe was built"),
+            Kind::Ep(i) => &mut self.eps[i],
+            Kind::Sw(i) => &mut self.sws[i],
             Kind::Idle => &mut self.idle,
             Kind::Conn => unreachable!("connections tick in the core"),
         }
     }
 }
 
-/// Requests of `rows` per CU (`tag` = the row's index in its CU). A trace's
-/// rows are each sent as the last of its instruction (`Row::can_wait`
-/// false): the trace does not mark instructions, and a
-/// request marked as not last waits in the L1V's coalescer for the next one,
-/// which a wrong guess at the end of a kernel never sends. On the seven
-/// traces with MGPUSim's counts the guess (same wavefront and kind, at most
-/// a cycle apart, a new line) and this choice give the same L1 TLB counts.
+/// Requests of `rows` per CU (`tag` = the row's index in its CU). The trace
+/// does not record the CU's `CanWaitForCoalesce`, and it does not matter:
+/// MGPUSim's ROB copies each request without it (`duplicateReadReq`), so no
+/// request waits in the L1V's coalescer ([`Rob`]); `Row::can_wait` is kept
+/// for request logs of instrumented MGPUSim runs, which carry it.
 fn cu_rows(rows: &[Row], cus: usize, o: &ReplayOptions) -> Vec<Vec<(u64, Body)>> {
     let mut per: Vec<Vec<(u64, Body)>> = vec![Vec::new(); cus];
     for r in rows {
@@ -211,6 +222,7 @@ impl R9Nano {
         const CUS: usize = SAS * CUS_PER_SA;
         const BANKS: usize = 16;
         let mut core = Core::new();
+        core.set_tie_seed(o.tie_seed);
         let mut kinds: Vec<Kind> = Vec::new();
         let comp = |core: &mut Core, kinds: &mut Vec<Kind>, k: Kind| {
             let id = core.add_component();
@@ -229,11 +241,15 @@ impl R9Nano {
         let tlb_conn = conn(&mut core, &mut kinds); // L1TLBToL2TLB
         let l1l2 = conn(&mut core, &mut kinds); // L1ToL2
         let l2dram = conn(&mut core, &mut kinds); // L2ToDRAM
-        let pcie_near = conn(&mut core, &mut kinds);
-        let pcie_far = conn(&mut core, &mut kinds);
+                                                  // The PCIe side: the L2 TLB's bottom port and the MMU's top port are
+                                                  // plugged into endpoints 1 and 0 (or into the two ends of the pipe).
+        let (gpu_side, cpu_side) = match o.pcie_leg_cycles {
+            None => (comp(&mut core, &mut kinds, Kind::Ep(1)), comp(&mut core, &mut kinds, Kind::Ep(0))),
+            Some(_) => (conn(&mut core, &mut kinds), conn(&mut core, &mut kinds)),
+        };
 
         let l2tlb_id = comp(&mut core, &mut kinds, Kind::L2Tlb);
-        let mut l2tlb = Tlb::new(&mut core, l2tlb_id, tlb_conn, pcie_near, &TlbParams::r9nano_l2());
+        let mut l2tlb = Tlb::new(&mut core, l2tlb_id, tlb_conn, gpu_side, &TlbParams::r9nano_l2());
         // connectL1ToL2: the RDMA engine's two inside ports, then the L2 tops.
         core.add_port(idle, l1l2, 1, 1);
         core.add_port(idle, l1l2, 1, 1);
@@ -294,15 +310,38 @@ impl R9Nano {
             core.add_port(idle, l1l2, 1, 1);
         }
         let mmu_id = comp(&mut core, &mut kinds, Kind::Mmu);
-        let link_id = comp(&mut core, &mut kinds, Kind::Link);
-        let mut link = PcieLink::new(&mut core, link_id, pcie_near, pcie_far, o.pcie_leg_cycles);
-        let mmu = Mmu::new(&mut core, mmu_id, pcie_far, &MmuParams::r9nano());
-        link.mmu = mmu.top;
-        l2tlb.low = link.near;
+        let mmu = Mmu::new(&mut core, mmu_id, cpu_side, &MmuParams::r9nano());
+        let (mut link, mut eps, mut sws) = (None, Vec::new(), Vec::new());
+        match o.pcie_leg_cycles {
+            Some(leg) => {
+                let link_id = comp(&mut core, &mut kinds, Kind::Link);
+                let mut l = PcieLink::new(&mut core, link_id, gpu_side, cpu_side, leg);
+                l.mmu = mmu.top;
+                l2tlb.low = l.near;
+                link = Some(l);
+            }
+            None => {
+                l2tlb.low = mmu.top;
+                let sw_ids = [comp(&mut core, &mut kinds, Kind::Sw(0)), comp(&mut core, &mut kinds, Kind::Sw(1))];
+                let links = [conn(&mut core, &mut kinds), conn(&mut core, &mut kinds), conn(&mut core, &mut kinds)];
+                // The root complex's ports: the driver's GPU and MMU ports (idle), the
+                // MMU's migration port (idle here) and its top port.
+                let mut cpu: Vec<PortId> = (0..2).map(|_| core.add_port(idle, cpu_side, 1, 1)).collect();
+                cpu.push(core.add_port(mmu_id, cpu_side, 1, 1));
+                cpu.push(mmu.top);
+                // The GPU's ports sorted by name (Akita `PortOwnerBase.Ports`): command
+                // processor, page migration controller, RDMA data, RDMA request (idle),
+                // then the L2 TLB's bottom (`Translation_00`).
+                let mut gpu: Vec<PortId> = (0..4).map(|_| core.add_port(idle, gpu_side, 1, 1)).collect();
+                gpu.push(l2tlb.bottom);
+                let n = Network::build(&mut core, [cpu_side, gpu_side], sw_ids, links, cpu, gpu);
+                (eps, sws) = (n.endpoints, n.switches);
+            }
+        }
         for cu in &cus {
             core.schedule_custom(cu.id, cu.rows.first().map_or(0, |r| r.0), 0);
         }
-        Self { core, parts: Parts { kinds, cus, robs, ats, l1tlbs, l1vs, l2s, drams, l2tlb, mmu, link, idle: Idle } }
+        Self { core, parts: Parts { kinds, cus, robs, ats, l1tlbs, l1vs, l2s, drams, l2tlb, mmu, link, eps, sws, idle: Idle } }
     }
 
     /// Keep every TLB lookup (cycle, page, outcome) for [`R9Nano::write_lookup_log`].
@@ -405,15 +444,18 @@ mod tests {
     /// delivered in it, taken by the receiver's tick in the next):
     /// CU sends at 100; ROB 101; translator 102; L1 TLB takes it at 103,
     /// pipeline 104, lookup (miss) at 105; L2 TLB takes it at 106, four
-    /// stages 107-110, lookup (miss) at 111; the PCIe leg (293) brings it to
-    /// the MMU at 404; the walk counts 405-504 and answers at 505; 293 later
-    /// the L2 TLB parses the fill (798), answers at 799; the L1 TLB parses at
-    /// 800, answers at 801; the translator sends the read to the L1V at 802.
-    /// The L1V sends it below at 805 (3 cycles, as its Go-checked test); the
+    /// stages 107-110, lookup (miss) and send at 111; the PCIe network brings
+    /// it to the MMU's take 294 cycles later, at 405 (`pcie` tests, checked
+    /// against Akita); the walk counts 406-505 and answers at 506; 294 later
+    /// the L2 TLB parses the fill (800), answers at 801; the L1 TLB parses at
+    /// 802, answers at 803; the translator sends the read to the L1V at 804.
+    /// The L1V sends it below at 807 (3 cycles, as its Go-checked test); the
     /// L2 bank answers 118 cycles after delivery (its Go-checked miss: DRAM
-    /// 100 + 18), at 923; the L1V answers up at 925 (its test: 2 cycles after
-    /// the data), the translator at 926, the ROB parses at 927 and answers at
-    /// 928 (it answers before it parses in a tick), the CU takes it at 929.
+    /// 100 + 18), at 925; the L1V answers up at 927 (its test: 2 cycles after
+    /// the data), the translator at 928, the ROB parses at 929 and answers at
+    /// 930 (it answers before it parses in a tick), the CU takes it at 931.
+    /// With the fixed 293-cycle pipe instead of the network, each leg is one
+    /// cycle shorter: 929.
     #[test]
     fn one_read_crosses_the_whole_path_in_the_derived_cycles() {
         let rows = [row(100, 0, false, 0x1040)];
@@ -423,7 +465,20 @@ mod tests {
         assert_eq!(m.parts.l1tlbs[0].log.as_deref(), Some(&[(105, 0x1000, 1)][..]));
         assert_eq!(m.parts.l2tlb.log.as_deref(), Some(&[(111, 0x1000, 1)][..]));
         assert_eq!((r.answers, r.walks), (1, 1));
-        assert_eq!(r.last_cycle, 929);
+        assert_eq!(r.last_cycle, 931);
+        let piped = R9Nano::new(&rows, &ReplayOptions { pcie_leg_cycles: Some(293), ..ReplayOptions::default() }).run();
+        assert_eq!(piped.last_cycle, 929);
+    }
+
+    /// A request its CU marked as not the last of its instruction
+    /// (`CanWaitForCoalesce`) is still answered when nothing follows it: the
+    /// ROB's copy drops the mark, as MGPUSim's `duplicateReadReq` does, so the
+    /// L1V's coalescer does not hold it for a next request that never comes.
+    #[test]
+    fn the_rob_drops_the_coalescing_mark() {
+        let rows = [Row { can_wait: true, ..row(100, 0, false, 0x1040) }, Row { can_wait: true, ..row(101, 0, false, 0x1080) }];
+        let r = R9Nano::new(&rows, &ReplayOptions::default()).run();
+        assert_eq!(r.answers, 2);
     }
 
     /// After the fill, another CU's access to the page misses in its own L1

@@ -7,11 +7,11 @@
 //! flight, counts each walk down for `latency` ticks and answers it in the
 //! tick after, in the order the walks started.
 //!
-//! The PCIe network (Akita noc/networking: endpoints, two switches with
-//! 140-stage pipelines, 32-byte flits) is not ported: [`PcieLink`] carries
-//! one message a cycle each way with a fixed latency. MGPUSim's logs show a
-//! leg of 292–294 cycles from the L2 TLB's miss to the MMU's take (the spread
-//! is the phase of the network components' ticks); `leg_cycles` is that time.
+//! Between the L2 TLB and the MMU runs the PCIe network ([`super::pcie`]);
+//! [`PcieLink`], one message a cycle each way with a fixed latency, is the
+//! simpler model it replaced, kept as an option
+//! ([`super::machine::ReplayOptions::pcie_leg_cycles`]) to show what the
+//! network's timing changes.
 
 use super::core::{Body, CompId, Core, Msg, PortId};
 use super::Component;

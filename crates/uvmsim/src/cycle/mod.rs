@@ -19,6 +19,7 @@ pub mod core;
 pub mod idealmem;
 pub mod machine;
 pub mod mmu;
+pub mod pcie;
 pub mod pipeline;
 pub mod rob;
 pub mod tlb;

@@ -33,7 +33,15 @@ impl Rob {
         if self.trans.len() >= self.size {
             return false;
         }
-        let down = core.msg(self.bottom, self.below, req.body);
+        // `duplicateReadReq` / `duplicateWriteReq` build fresh requests that
+        // leave `CanWaitForCoalesce` at false: below the ROB no request waits
+        // in the L1V's coalescer, whatever the CU marked.
+        let body = match req.body {
+            Body::Read { addr, bytes, tag, .. } => Body::Read { addr, bytes, can_wait: false, tag },
+            Body::Write { addr, full_line, tag, .. } => Body::Write { addr, can_wait: false, full_line, tag },
+            other => other,
+        };
+        let down = core.msg(self.bottom, self.below, body);
         if !core.send(self.bottom, down) {
             return false;
         }

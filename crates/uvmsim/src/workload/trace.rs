@@ -32,9 +32,14 @@ section! {
         pub gap_ns: f64 = 1.0,
         /// "event" replays through this configuration's GPU model; "mgpusim-r9nano" through the cycle-stepped port of
         /// MGPUSim v4.2.0's R9 Nano memory path (crates/uvmsim/src/cycle: CU, reorder buffer, address translator, L1
-        /// and L2 TLBs, write-around L1V, write-back L2, ideal DRAM, MMU; the PCIe path as a fixed 293-cycle leg),
-        /// which has its own fixed configuration (no other key changes it) and replays GPU 1 of a single-GPU trace.
+        /// and L2 TLBs, write-around L1V, write-back L2, ideal DRAM, the PCIe network's endpoints and switches, MMU),
+        /// which has its own fixed configuration (no other key changes it but tie_seed) and replays GPU 1 of a
+        /// single-GPU trace.
         pub engine: String = "event".to_string(),
+        /// mgpusim-r9nano engine only: 0 runs events of the same cycle in the order they were scheduled; N > 0 in a
+        /// pseudo-random order seeded by N. MGPUSim's own TLB counts move by several percent when only its tie order
+        /// changes (docs/validation.md, "MGPUSim's own spread"); this measures the same spread of the port.
+        pub tie_seed: u64 = 0,
     }
 }
 
@@ -51,6 +56,9 @@ impl TraceParams {
         }
         if !matches!(self.engine.as_str(), "event" | "mgpusim-r9nano") {
             return Err((format!("{p}.engine"), format!("must be \"event\" or \"mgpusim-r9nano\", got \"{}\"", self.engine)));
+        }
+        if self.engine != "mgpusim-r9nano" && self.tie_seed != 0 {
+            return Err((format!("{p}.tie_seed"), "is read only by workload.trace.engine = \"mgpusim-r9nano\"".into()));
         }
         if self.engine == "mgpusim-r9nano" && self.gpu != 1 {
             return Err((format!("{p}.gpu"), "the mgpusim-r9nano engine replays GPU 1 of a single-GPU trace".into()));
