@@ -412,10 +412,6 @@ impl Core {
         Some(msg)
     }
 
-    pub fn peek_outgoing(&self, p: PortId) -> Option<&Msg> {
-        self.ports[p as usize].outgoing.peek()
-    }
-
     /// Akita `Port.RetrieveOutgoing`: a port that was full wakes its owner next cycle.
     pub fn retrieve_outgoing(&mut self, p: PortId) -> Option<Msg> {
         let port = &mut self.ports[p as usize];

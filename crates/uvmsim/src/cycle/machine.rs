@@ -151,7 +151,8 @@ struct Parts {
     idle: Idle,
 }
 
-/// What the trace does not say, and the PCIe path's latency.
+/// What the trace does not say, and the options of the engine (the PCIe
+/// model, the order of same-cycle events).
 #[derive(Clone, Debug)]
 pub struct ReplayOptions {
     /// `None`: the PCIe network as MGPUSim builds it ([`super::pcie`]);
@@ -241,8 +242,9 @@ impl R9Nano {
         let tlb_conn = conn(&mut core, &mut kinds); // L1TLBToL2TLB
         let l1l2 = conn(&mut core, &mut kinds); // L1ToL2
         let l2dram = conn(&mut core, &mut kinds); // L2ToDRAM
-                                                  // The PCIe side: the L2 TLB's bottom port and the MMU's top port are
-                                                  // plugged into endpoints 1 and 0 (or into the two ends of the pipe).
+
+        // The PCIe side: the L2 TLB's bottom port and the MMU's top port are
+        // plugged into endpoints 1 and 0 (or into the two ends of the pipe).
         let (gpu_side, cpu_side) = match o.pcie_leg_cycles {
             None => (comp(&mut core, &mut kinds, Kind::Ep(1)), comp(&mut core, &mut kinds, Kind::Ep(0))),
             Some(_) => (conn(&mut core, &mut kinds), conn(&mut core, &mut kinds)),
