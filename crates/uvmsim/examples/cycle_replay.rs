@@ -3,9 +3,50 @@
 //! PCIe network is replaced by a fixed-latency pipe); with
 //! `UVMSIM_CYCLE_LOG=FILE`, every TLB lookup is written to FILE as
 //! `cycle TLB page outcome`, named as MGPUSim names its TLBs; with
-//! `UVMSIM_TIE_SEED=N`, events of the same cycle run in an order seeded by N.
+//! `UVMSIM_TIE_SEED=N`, events of the same cycle run in an order seeded by N;
+//! with `UVMSIM_SIDE_LOG=FILE`, the scalar and instruction paths' messages an
+//! instrumented MGPUSim run logged (scripts/akita-crosscheck) are sent too.
 use std::time::Instant;
-use uvmsim::cycle::machine::{read_rows, R9Nano, ReplayOptions, Row};
+use uvmsim::cycle::machine::{read_rows, R9Nano, ReplayOptions, Row, SideMsg, SidePort};
+
+/// The side-traffic lines of an instrumented MGPUSim run's connection log:
+/// `INJ cycle connection source-port message-type address destination-port`,
+/// kept for the two shared connections (L1 TLBs to L2 TLB, L1 caches to L2).
+fn read_side(path: &str) -> Result<Vec<SideMsg>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    let index = |s: &str, key: &str| s.split(key).nth(1).and_then(|x| x.split(']').next()).and_then(|x| x.parse::<usize>().ok());
+    let mut out = Vec::new();
+    for (n, l) in text.lines().enumerate() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.first() != Some(&"INJ") || !(f.get(2).is_some_and(|c| c.ends_with("L1ToL2") || c.ends_with("L1TLBToL2TLB"))) {
+            continue;
+        }
+        let bad = || format!("{path}:{}: not `INJ cycle conn src type addr dst`: {l}", n + 1);
+        if f.len() != 7 {
+            return Err(bad());
+        }
+        let port = if f[3].contains("L1STLB") {
+            SidePort::ScalarTlb
+        } else if f[3].contains("L1ITLB") {
+            SidePort::InstTlb
+        } else if f[3].contains("L1SCache") {
+            SidePort::ScalarCache
+        } else if f[3].contains("L1I") {
+            SidePort::InstCache
+        } else {
+            return Err(bad());
+        };
+        out.push(SideMsg {
+            cycle: f[1].parse().map_err(|_| bad())?,
+            sa: index(f[3], "SA[").ok_or_else(bad)?,
+            port,
+            write: f[4].contains("Write"),
+            addr: u64::from_str_radix(f[5], 16).map_err(|_| bad())?,
+            bank: index(f[6], "L2Cache[").unwrap_or(0),
+        });
+    }
+    Ok(out)
+}
 
 /// An instrumented MGPUSim run's request log: the trace's columns plus `can_wait`.
 fn read_log(path: &str) -> Result<Vec<Row>, String> {
@@ -70,7 +111,15 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let o = ReplayOptions { pcie_leg_cycles: leg, tie_seed, ..ReplayOptions::default() };
+    let side = match std::env::var("UVMSIM_SIDE_LOG").ok().map(|p| read_side(&p)) {
+        None => Vec::new(),
+        Some(Ok(v)) => v,
+        Some(Err(e)) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    let o = ReplayOptions { pcie_leg_cycles: leg, tie_seed, side, ..ReplayOptions::default() };
     let mut m = R9Nano::new(&rows, &o);
     let log = std::env::var("UVMSIM_CYCLE_LOG").ok();
     if log.is_some() {

@@ -37,6 +37,33 @@ pub struct Row {
     pub can_wait: bool,
 }
 
+/// Which port of a shader array a side message leaves from, in the order
+/// MGPUSim plugs them (scalar then instruction).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SidePort {
+    /// L1 scalar TLB → L2 TLB.
+    ScalarTlb,
+    /// L1 instruction TLB → L2 TLB.
+    InstTlb,
+    /// L1 scalar cache → L2.
+    ScalarCache,
+    /// The L1 instruction cache's address translator → L2.
+    InstCache,
+}
+
+/// One message of the scalar or instruction paths, which the traces do not
+/// hold: a translation request for `addr` (a virtual page) from a TLB port,
+/// or a read or full-line write of physical `addr` to L2 bank `bank`.
+#[derive(Clone, Copy, Debug)]
+pub struct SideMsg {
+    pub cycle: u64,
+    pub sa: usize,
+    pub port: SidePort,
+    pub write: bool,
+    pub addr: u64,
+    pub bank: usize,
+}
+
 /// A CU: sends its rows at their cycles and takes the answers.
 struct Cu {
     id: CompId,
@@ -87,6 +114,51 @@ impl Component for Cu {
     }
 }
 
+/// The scalar and instruction paths' traffic of an instrumented MGPUSim run
+/// ([`SideMsg`]), sent from those paths' ports at the logged cycles (in log
+/// order, the next waiting while a port is full); answers are taken and
+/// dropped. Without side messages it never ticks: the ports stay idle.
+struct Injector {
+    id: CompId,
+    ports: Vec<PortId>,
+    rows: Vec<(u64, usize, Body, PortId)>,
+    next: usize,
+    woken_for: Option<u64>,
+}
+
+impl Component for Injector {
+    fn tick(&mut self, core: &mut Core) -> bool {
+        let mut progress = false;
+        for &p in &self.ports {
+            while core.retrieve_incoming(p).is_some() {
+                progress = true;
+            }
+        }
+        while let Some(&(t, pi, body, dst)) = self.rows.get(self.next) {
+            if t > core.now {
+                break;
+            }
+            let m = core.msg(self.ports[pi], dst, body);
+            if !core.send(self.ports[pi], m) {
+                break;
+            }
+            self.next += 1;
+            progress = true;
+        }
+        if let Some(&(t, ..)) = self.rows.get(self.next) {
+            if t > core.now && self.woken_for != Some(t) {
+                self.woken_for = Some(t);
+                core.schedule_custom(self.id, t, 0);
+            }
+        }
+        progress
+    }
+
+    fn on_event(&mut self, core: &mut Core, _token: u64) {
+        core.tick_now(self.id);
+    }
+}
+
 /// A component that never sends: the ports of the parts not modelled.
 struct Idle;
 
@@ -109,6 +181,7 @@ enum Kind {
     Link,
     Ep(usize),
     Sw(usize),
+    Inj,
     Idle,
     Conn,
 }
@@ -148,6 +221,7 @@ struct Parts {
     link: Option<PcieLink>,
     eps: Vec<Endpoint>,
     sws: Vec<Switch>,
+    inj: Injector,
     idle: Idle,
 }
 
@@ -166,11 +240,14 @@ pub struct ReplayOptions {
     /// Seed of a pseudo-random order for events of the same cycle; `None`
     /// runs them in the order they were scheduled.
     pub tie_seed: Option<u64>,
+    /// Traffic of the scalar and instruction paths, in cycle order (none in a
+    /// trace replay; from an instrumented MGPUSim run, for cross-checks).
+    pub side: Vec<SideMsg>,
 }
 
 impl Default for ReplayOptions {
     fn default() -> Self {
-        Self { pcie_leg_cycles: None, stores_full_line: true, tie_seed: None }
+        Self { pcie_leg_cycles: None, stores_full_line: true, tie_seed: None, side: Vec::new() }
     }
 }
 
@@ -189,6 +266,7 @@ impl Parts {
             Kind::Link => self.link.as_mut().expect("the pipe was built"),
             Kind::Ep(i) => &mut self.eps[i],
             Kind::Sw(i) => &mut self.sws[i],
+            Kind::Inj => &mut self.inj,
             Kind::Idle => &mut self.idle,
             Kind::Conn => unreachable!("connections tick in the core"),
         }
@@ -275,6 +353,8 @@ impl R9Nano {
         let l2_tops: Vec<PortId> = l2s.iter().map(|c| c.top).collect();
 
         let per_cu = cu_rows(rows, CUS, o);
+        let inj_id = comp(&mut core, &mut kinds, Kind::Inj);
+        let mut inj_ports: Vec<PortId> = Vec::new();
         let (mut cus, mut robs, mut ats, mut l1tlbs, mut l1vs) = (vec![], vec![], vec![], vec![], vec![]);
         let wa = WriteAroundParams::r9nano();
         for sa in 0..SAS {
@@ -306,10 +386,10 @@ impl R9Nano {
                 l1vs.push(l1v);
             }
             // The shader array's scalar and instruction TLBs and caches.
-            core.add_port(idle, tlb_conn, 1, 1);
-            core.add_port(idle, tlb_conn, 1, 1);
-            core.add_port(idle, l1l2, 1, 1);
-            core.add_port(idle, l1l2, 1, 1);
+            inj_ports.push(core.add_port(inj_id, tlb_conn, 64, 64));
+            inj_ports.push(core.add_port(inj_id, tlb_conn, 64, 64));
+            inj_ports.push(core.add_port(inj_id, l1l2, 64, 64));
+            inj_ports.push(core.add_port(inj_id, l1l2, 64, 64));
         }
         let mmu_id = comp(&mut core, &mut kinds, Kind::Mmu);
         let mmu = Mmu::new(&mut core, mmu_id, cpu_side, &MmuParams::r9nano());
@@ -343,7 +423,25 @@ impl R9Nano {
         for cu in &cus {
             core.schedule_custom(cu.id, cu.rows.first().map_or(0, |r| r.0), 0);
         }
-        Self { core, parts: Parts { kinds, cus, robs, ats, l1tlbs, l1vs, l2s, drams, l2tlb, mmu, link, eps, sws, idle: Idle } }
+        let inj_rows: Vec<(u64, usize, Body, PortId)> = o
+            .side
+            .iter()
+            .map(|m| {
+                let which = m.port as usize;
+                let body = match (m.port, m.write) {
+                    (SidePort::ScalarTlb | SidePort::InstTlb, _) => Body::TransReq { vpage: m.addr },
+                    (_, false) => Body::Read { addr: m.addr, bytes: 64, can_wait: false, tag: u64::MAX },
+                    (_, true) => Body::Write { addr: m.addr, can_wait: false, full_line: true, tag: u64::MAX },
+                };
+                let dst = if matches!(m.port, SidePort::ScalarTlb | SidePort::InstTlb) { l2tlb.top } else { l2_tops[m.bank % BANKS] };
+                (m.cycle, (m.sa % SAS) * 4 + which, body, dst)
+            })
+            .collect();
+        if let Some(&(t, ..)) = inj_rows.first() {
+            core.schedule_custom(inj_id, t, 0);
+        }
+        let inj = Injector { id: inj_id, ports: inj_ports, rows: inj_rows, next: 0, woken_for: None };
+        Self { core, parts: Parts { kinds, cus, robs, ats, l1tlbs, l1vs, l2s, drams, l2tlb, mmu, link, eps, sws, inj, idle: Idle } }
     }
 
     /// Keep every TLB lookup (cycle, page, outcome) for [`R9Nano::write_lookup_log`].
@@ -481,6 +579,26 @@ mod tests {
         let rows = [Row { can_wait: true, ..row(100, 0, false, 0x1040) }, Row { can_wait: true, ..row(101, 0, false, 0x1080) }];
         let r = R9Nano::new(&rows, &ReplayOptions::default()).run();
         assert_eq!(r.answers, 2);
+    }
+
+    /// Side traffic (the scalar and instruction paths of an instrumented
+    /// MGPUSim run) reaches the shared L2 TLB and L2 from its own ports: a
+    /// scalar TLB's request is an L2 TLB miss and a walk, and a vector access
+    /// to the same page later hits in the L2 TLB.
+    #[test]
+    fn side_traffic_reaches_the_l2_tlb_and_the_l2() {
+        let side = vec![
+            SideMsg { cycle: 10, sa: 3, port: SidePort::ScalarTlb, write: false, addr: 0x5000, bank: 0 },
+            SideMsg { cycle: 20, sa: 3, port: SidePort::InstCache, write: false, addr: (4 << 30) + 0x9100, bank: 2 },
+        ];
+        let rows = [row(2000, 1, false, 0x5040)];
+        let mut m = R9Nano::new(&rows, &ReplayOptions { side, ..ReplayOptions::default() });
+        m.log_lookups();
+        let r = m.run();
+        assert_eq!(r.walks, 1);
+        assert_eq!(m.parts.l2tlb.log.as_deref().map(|l| l.iter().map(|e| e.2).collect::<Vec<_>>()), Some(vec![1, 0]));
+        assert_eq!(r.answers, 1);
+        assert_eq!(m.parts.inj.next, 2, "both side messages were sent");
     }
 
     /// After the fill, another CU's access to the page misses in its own L1

@@ -25,15 +25,20 @@ pub struct MmuParams {
     pub latency_cycles: u32,
     /// `maxNumReqInFlight`, builder default 16.
     pub walkers: usize,
-    /// Physical page of a virtual page: `vpage + phys_offset_bytes` (MGPUSim's
-    /// driver gives GPU 1's pages in allocation order from 4 GiB, and virtual
-    /// pages from 0x1000).
+    /// Physical page of a virtual page: `vpage + phys_offset_bytes`. MGPUSim's
+    /// driver hands a process virtual pages from 0x1000 up and GPU 1's
+    /// physical pages in order from 4 GiB + 0x1000 (the device's first page is
+    /// never handed out): an instrumented run of matrixtranspose maps 0x1000
+    /// to 0x1_0000_1000 and its code page 0x2001000 to 0x1_0200_1000
+    /// (`memoryallocator.go` `allocatePages`). Until session 53 this was
+    /// 4 GiB − 0x1000, one page off, which moved every line to another L2
+    /// set and bank.
     pub phys_offset_bytes: u64,
 }
 
 impl MmuParams {
     pub fn r9nano() -> Self {
-        Self { latency_cycles: 100, walkers: 16, phys_offset_bytes: (4u64 << 30) - 0x1000 }
+        Self { latency_cycles: 100, walkers: 16, phys_offset_bytes: 4u64 << 30 }
     }
 }
 
