@@ -117,7 +117,10 @@ impl Component for Cu {
 /// The scalar and instruction paths' traffic of an instrumented MGPUSim run
 /// ([`SideMsg`]), sent from those paths' ports at the logged cycles (in log
 /// order, the next waiting while a port is full); answers are taken and
-/// dropped. Without side messages it never ticks: the ports stay idle.
+/// dropped. Without side messages it sends nothing: its ports are the idle
+/// ports of those paths, woken (to no effect) as every port on a connection
+/// is. Their buffers hold 64 messages each way, not MGPUSim's sizes: the
+/// matched pair never fills them.
 struct Injector {
     id: CompId,
     ports: Vec<PortId>,
@@ -423,7 +426,7 @@ impl R9Nano {
         for cu in &cus {
             core.schedule_custom(cu.id, cu.rows.first().map_or(0, |r| r.0), 0);
         }
-        let inj_rows: Vec<(u64, usize, Body, PortId)> = o
+        let mut inj_rows: Vec<(u64, usize, Body, PortId)> = o
             .side
             .iter()
             .map(|m| {
@@ -437,6 +440,7 @@ impl R9Nano {
                 (m.cycle, (m.sa % SAS) * 4 + which, body, dst)
             })
             .collect();
+        inj_rows.sort_by_key(|r| r.0);
         if let Some(&(t, ..)) = inj_rows.first() {
             core.schedule_custom(inj_id, t, 0);
         }
