@@ -64,6 +64,17 @@ pub struct SideMsg {
     pub bank: usize,
 }
 
+/// A timed event that wakes `id` at `next` (its next row's cycle), unless
+/// that cycle has come or the event is already scheduled.
+fn wake_at(core: &mut Core, id: CompId, woken_for: &mut Option<u64>, next: Option<u64>) {
+    if let Some(t) = next {
+        if t > core.now && *woken_for != Some(t) {
+            *woken_for = Some(t);
+            core.schedule_custom(id, t, 0);
+        }
+    }
+}
+
 /// A CU: sends its rows at their cycles and takes the answers.
 struct Cu {
     id: CompId,
@@ -100,12 +111,7 @@ impl Component for Cu {
             self.next += 1;
             progress = true;
         }
-        if let Some(&(t, _)) = self.rows.get(self.next) {
-            if t > core.now && self.woken_for != Some(t) {
-                self.woken_for = Some(t);
-                core.schedule_custom(self.id, t, 0);
-            }
-        }
+        wake_at(core, self.id, &mut self.woken_for, self.rows.get(self.next).map(|r| r.0));
         progress
     }
 
@@ -148,12 +154,7 @@ impl Component for Injector {
             self.next += 1;
             progress = true;
         }
-        if let Some(&(t, ..)) = self.rows.get(self.next) {
-            if t > core.now && self.woken_for != Some(t) {
-                self.woken_for = Some(t);
-                core.schedule_custom(self.id, t, 0);
-            }
-        }
+        wake_at(core, self.id, &mut self.woken_for, self.rows.get(self.next).map(|r| r.0));
         progress
     }
 
@@ -163,7 +164,7 @@ impl Component for Injector {
 }
 
 /// A component that never sends: the ports of the parts not modelled.
-struct Idle;
+pub(crate) struct Idle;
 
 impl Component for Idle {
     fn tick(&mut self, _core: &mut Core) -> bool {

@@ -355,6 +355,7 @@ impl Component for Switch {
 mod tests {
     use super::*;
     use crate::cycle::core::Due;
+    use crate::cycle::machine::Idle;
     use crate::cycle::mmu::{Mmu, MmuParams};
     use rustc_hash::FxHashMap;
 
@@ -398,13 +399,6 @@ mod tests {
 
         fn on_event(&mut self, core: &mut Core, _token: u64) {
             core.tick_now(self.id);
-        }
-    }
-
-    struct Idle;
-    impl Component for Idle {
-        fn tick(&mut self, _core: &mut Core) -> bool {
-            false
         }
     }
 
