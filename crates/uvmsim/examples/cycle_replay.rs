@@ -133,8 +133,11 @@ fn main() {
         }
     }
     let secs = t0.elapsed().as_secs_f64();
-    println!("l1_tlb hit/miss/mshr-hit = {} / {} / {}", r.l1_tlb.hits, r.l1_tlb.misses, r.l1_tlb.mshr_hits);
-    println!("l2_tlb hit/miss/mshr-hit = {} / {} / {}", r.l2_tlb.hits, r.l2_tlb.misses, r.l2_tlb.mshr_hits);
-    println!("walks = {}  accesses = {}  answers = {}  last_cycle = {}", r.walks, r.accesses, r.answers, r.last_cycle);
-    println!("events = {}  wall = {secs:.2} s  ({:.2} M events/s)", r.events, r.events as f64 / secs / 1e6);
+    // A closed pipe (`| head`) ends the printing, not the process with a panic.
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "l1_tlb hit/miss/mshr-hit = {} / {} / {}", r.l1_tlb.hits, r.l1_tlb.misses, r.l1_tlb.mshr_hits);
+    let _ = writeln!(out, "l2_tlb hit/miss/mshr-hit = {} / {} / {}", r.l2_tlb.hits, r.l2_tlb.misses, r.l2_tlb.mshr_hits);
+    let _ = writeln!(out, "walks = {}  accesses = {}  answers = {}  last_cycle = {}", r.walks, r.accesses, r.answers, r.last_cycle);
+    let _ = writeln!(out, "events = {}  wall = {secs:.2} s  ({:.2} M events/s)", r.events, r.events as f64 / secs / 1e6);
 }
