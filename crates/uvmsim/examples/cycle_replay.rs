@@ -38,11 +38,10 @@ fn read_side(path: &str) -> Result<Vec<SideMsg>, String> {
         };
         out.push(SideMsg {
             cycle: f[1].parse().map_err(|_| bad())?,
-            sa: index(f[3], "SA[").ok_or_else(bad)?,
+            sa: index(f[3], "SA[").filter(|&sa| sa < 16).ok_or_else(bad)?,
             port,
             write: f[4].contains("Write"),
             addr: u64::from_str_radix(f[5], 16).map_err(|_| bad())?,
-            bank: index(f[6], "L2Cache[").unwrap_or(0),
         });
     }
     Ok(out)

@@ -53,7 +53,8 @@ pub enum SidePort {
 
 /// One message of the scalar or instruction paths, which the traces do not
 /// hold: a translation request for `addr` (a virtual page) from a TLB port,
-/// or a read or full-line write of physical `addr` to L2 bank `bank`.
+/// or a read or full-line write of physical `addr` to the L2 bank that
+/// holds it (interleaved as for the L1V caches). `sa` is below 16.
 #[derive(Clone, Copy, Debug)]
 pub struct SideMsg {
     pub cycle: u64,
@@ -61,7 +62,6 @@ pub struct SideMsg {
     pub port: SidePort,
     pub write: bool,
     pub addr: u64,
-    pub bank: usize,
 }
 
 /// A timed event that wakes `id` at `next` (its next row's cycle), unless
@@ -437,8 +437,10 @@ impl R9Nano {
                     (_, false) => Body::Read { addr: m.addr, bytes: 64, can_wait: false, tag: u64::MAX },
                     (_, true) => Body::Write { addr: m.addr, can_wait: false, full_line: true, tag: u64::MAX },
                 };
-                let dst = if matches!(m.port, SidePort::ScalarTlb | SidePort::InstTlb) { l2tlb.top } else { l2_tops[m.bank % BANKS] };
-                (m.cycle, (m.sa % SAS) * 4 + which, body, dst)
+                let bank = (m.addr / wa.low_interleave) as usize % BANKS;
+                let dst = if matches!(m.port, SidePort::ScalarTlb | SidePort::InstTlb) { l2tlb.top } else { l2_tops[bank] };
+                assert!(m.sa < SAS, "side message from shader array {} of {SAS}", m.sa);
+                (m.cycle, m.sa * 4 + which, body, dst)
             })
             .collect();
         inj_rows.sort_by_key(|r| r.0);
@@ -593,8 +595,8 @@ mod tests {
     #[test]
     fn side_traffic_reaches_the_l2_tlb_and_the_l2() {
         let side = vec![
-            SideMsg { cycle: 10, sa: 3, port: SidePort::ScalarTlb, write: false, addr: 0x5000, bank: 0 },
-            SideMsg { cycle: 20, sa: 3, port: SidePort::InstCache, write: false, addr: (4 << 30) + 0x9100, bank: 2 },
+            SideMsg { cycle: 10, sa: 3, port: SidePort::ScalarTlb, write: false, addr: 0x5000 },
+            SideMsg { cycle: 20, sa: 3, port: SidePort::InstCache, write: false, addr: (4 << 30) + 0x9100 },
         ];
         let rows = [row(2000, 1, false, 0x5040)];
         let mut m = R9Nano::new(&rows, &ReplayOptions { side, ..ReplayOptions::default() });

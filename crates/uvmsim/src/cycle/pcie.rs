@@ -167,14 +167,14 @@ impl Switch {
     }
 
     /// `SwitchPortAdder.AddPort`: a port of the switch `id` on connection
-    /// `link` facing `remote`, with a `latency`-stage pipeline (MGPUSim:
+    /// `link` facing `remote`, with a `latency_cycles`-stage pipeline (MGPUSim:
     /// buffers of 16, latency 140). Returns the port and its index.
-    pub fn add_port(&mut self, core: &mut Core, id: CompId, link: CompId, latency: usize) -> (PortId, usize) {
+    pub fn add_port(&mut self, core: &mut Core, id: CompId, link: CompId, latency_cycles: usize) -> (PortId, usize) {
         let local = core.add_port(id, link, 16, 16);
         self.ports.push(PortComplex {
             local,
             remote: PortId::MAX,
-            pipeline: Pipeline::new(1, latency),
+            pipeline: Pipeline::new(1, latency_cycles),
             route_buf: Buffer::new(1),
             forward_buf: Buffer::new(1),
             send_out_buf: Buffer::new(1),
@@ -290,7 +290,7 @@ pub struct Network {
 
 impl Network {
     /// Switch latency (`WithSwitchLatency(140)`, PCIe 4 in MGPUSim's builder).
-    pub const SWITCH_LATENCY: usize = 140;
+    pub const SWITCH_LATENCY_CYCLES: usize = 140;
 
     /// `AddRootComplex(cpu)`, `AddSwitch(root)`, `PlugInDevice(switch 1, gpu)`:
     /// `ep_ids` and `sw_ids` are the registered components of endpoints 0 and 1
@@ -306,7 +306,7 @@ impl Network {
         cpu: Vec<PortId>,
         gpu: Vec<PortId>,
     ) -> Self {
-        let lat = Self::SWITCH_LATENCY;
+        let lat = Self::SWITCH_LATENCY_CYCLES;
         let (mut sw0, mut sw1) = (Switch::new(), Switch::new());
         let mut ep0 = Endpoint::new(core, ep_ids[0], links[0]);
         let (s0p0, i00) = sw0.add_port(core, sw_ids[0], links[0], lat);
