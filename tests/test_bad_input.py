@@ -183,6 +183,11 @@ BAD = [
     pytest.param(["run", *TINY, *sets("uvm.replay_policy=sometimes")], ["uvm.replay_policy"], id="unknown-variant"),
     pytest.param(["run", *TINY, *sets("gpu.scheduler=1")], ["gpu.scheduler"], id="number-for-an-enum"),
     pytest.param(["run", *TINY, *sets("multi.gpus=33")], ["multi.gpus", "between 1 and 32"], id="33-gpus"),
+    pytest.param(
+        ["run", "--preset", "li-4gpu-gmmu", *sets("multi.gpus_per_switch=0")],
+        ["multi.gpus_per_switch", "between 1 and 32"],
+        id="switch-of-no-gpus",
+    ),
     pytest.param(["run", *TINY, *sets("uvm.batch_size=8192")], ["uvm.batch_size"], id="batch-above-buffer"),
     pytest.param(["run", *TINY, *sets("gpu.l1tlb.ways=64")], ["gpu.l1tlb.ways"], id="ways-above-entries"),
     pytest.param(["run", *TINY, *sets("uvm.gpu_memory_bytes=1MiB")], ["uvm.gpu_memory_bytes"], id="below-a-chunk"),

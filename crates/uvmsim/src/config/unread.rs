@@ -109,6 +109,8 @@ const MULTI_MODEL: &[&str] = &[
     "multi.migration",
     "multi.access_threshold",
     "multi.peer_topology",
+    "multi.gpus_per_switch",
+    "multi.switch_hop_latency_ns",
     "multi.peer_latency_ns",
     "multi.peer_bandwidth_gbps",
     "multi.shootdown_stalls_gpu",

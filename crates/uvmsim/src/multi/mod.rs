@@ -93,8 +93,12 @@ section! {
         pub migration: MigrationPolicy = MigrationPolicy::OnTouch,
         /// access-counter: remote accesses (line requests) by one GPU to a page that migrate it to that GPU; seed multi-gpu §2.3: 256, §5.3.2: 512.
         pub access_threshold: u32 = 256,
-        /// GPU-to-GPU fabric: "switch" (one port per GPU and direction into a PCIe switch) or "direct" (a link per ordered pair, NVLink/xGMI).
+        /// GPU-to-GPU fabric: "switch" (one port per GPU and direction into a PCIe switch), "tree" (PCIe switches of gpus_per_switch GPUs under the root complex, MGPUSim v4.2.0's platform: between GPUs of different switches, traffic also crosses both switches' upstream ports, each at peer_bandwidth_gbps, and two more switches, switch_hop_latency_ns each; host data into a GPU crosses its switch's upstream port too) or "direct" (a link per ordered pair, NVLink/xGMI).
         pub peer_topology: PeerTopology = PeerTopology::Switch,
+        /// peer_topology = "tree": GPUs per PCIe switch (GPU g on switch g / gpus_per_switch). MGPUSim v4.2.0 (amd/samples/runner/timingconfig/builder.go, createGPUs): a new switch under the root complex for every second GPU, so 2.
+        pub gpus_per_switch: u32 = 2,
+        /// peer_topology = "tree": one-way latency of one more switch on the way, in ns; a message between GPUs of different switches pays peer_latency_ns plus two of these (the root complex and the far switch). MGPUSim v4.2.0's PCIe switch latency (timingconfig builder, switchLatency: 140 cycles, "default PCIe Gen4") at its 1 GHz network clock.
+        pub switch_hop_latency_ns: f64 = 140.0,
         /// One-way latency between two GPUs in ns (a remote read pays it twice); seed multi-gpu Table 5: 150 cycles at 1 GHz.
         pub peer_latency_ns: f64 = 150.0,
         /// Bandwidth per direction of a GPU's switch port (or of a direct link) in GB/s. ASSUMPTION: the seed gives none; PCIe 4.0 x16 (~32 GB/s raw).
@@ -105,7 +109,7 @@ section! {
         pub remote_reads_cached: bool = true,
         /// GPUs reach host memory through one switch upstream port (a PCIe switch tree): page moves from the host share its bandwidth (link.bandwidth_gbps) as well as each GPU's own link; false = every GPU has its own root port.
         pub host_uplink_shared: bool = true,
-        /// peer_topology = "switch": a page moving from host memory into a GPU also crosses that GPU's switch port, the one PCIe link its peer traffic (remote line requests, peer migrations) uses, so host DMA and peer traffic into a GPU share multi.peer_bandwidth_gbps (the host DMA is also held to its own link.bandwidth_gbps and, with host_uplink_shared, the switch's upstream port). false = the GPU's host link and its switch port are separate resources (the model before 2026-12-02). Not read with "direct" peer links (NVLink/xGMI links are not the GPU's PCIe link).
+        /// peer_topology = "switch" or "tree": a page moving from host memory into a GPU also crosses that GPU's switch port (and, in a tree, its switch's upstream port), the one PCIe link its peer traffic (remote line requests, peer migrations) uses, so host DMA and peer traffic into a GPU share multi.peer_bandwidth_gbps (the host DMA is also held to its own link.bandwidth_gbps and, with host_uplink_shared, the switch's upstream port). false = the GPU's host link and its switch port are separate resources (the model before 2026-12-02). Not read with "direct" peer links (NVLink/xGMI links are not the GPU's PCIe link).
         pub host_dma_uses_peer_port: bool = true,
         /// One-way latency of a message between a GPU and the host (far fault, reply, invalidation, acknowledgement) in ns; seed multi-gpu Table 5: PCIe 150 cycles.
         pub host_latency_ns: f64 = 150.0,
@@ -219,6 +223,8 @@ impl MultiConfig {
         r("access_threshold", self.access_threshold as f64, 1.0, 1e9)?;
         r("peer_latency_ns", self.peer_latency_ns, 0.0, 1e6)?;
         r("peer_bandwidth_gbps", self.peer_bandwidth_gbps, 0.001, 1e6)?;
+        r("gpus_per_switch", self.gpus_per_switch as f64, 1.0, MAX_GPUS as f64)?;
+        r("switch_hop_latency_ns", self.switch_hop_latency_ns, 0.0, 1e6)?;
         r("host_latency_ns", self.host_latency_ns, 0.0, 1e6)?;
         r("fault_batch_size", self.fault_batch_size as f64, 0.0, 1e6)?;
         r("counter_batch_size", self.counter_batch_size as f64, 0.0, 1e6)?;
@@ -469,7 +475,14 @@ impl Multi {
             remote_reads_cached: m.remote_reads_cached,
             stalls: m.shootdown_stalls_gpu.then(|| vec![vec![]; n]),
             dir: Directory::default(),
-            fabric: Fabric::new(n, m.peer_topology, m.peer_bandwidth_gbps, cfg.gpu.line_bytes as u64),
+            fabric: Fabric::new(
+                n,
+                m.peer_topology,
+                m.peer_bandwidth_gbps,
+                cfg.gpu.line_bytes as u64,
+                m.gpus_per_switch as usize,
+                ns_to_ps(m.switch_hop_latency_ns),
+            ),
             host_links: (0..n).map(|_| Link::new(&cfg.link)).collect(),
             uplink: m.host_uplink_shared.then(|| Link::new(&cfg.link)),
             host_dma_port: m.host_dma_uses_peer_port,
@@ -551,11 +564,12 @@ impl Multi {
             self.requests.push((vpn, g, t));
         }
         // Remote memory: its DRAM latency, not its caches or bandwidth (ASSUMPTION, as the seed's 150-cycle remote access).
+        let lat = self.peer_lat + self.fabric.extra_latency(g, owner);
         if write {
-            self.fabric.transfer(g, owner, self.line_bytes, t, now) + self.peer_lat + self.remote_dram
+            self.fabric.transfer(g, owner, self.line_bytes, t, now) + lat + self.remote_dram
         } else {
-            let at = t + self.peer_lat + self.remote_dram;
-            self.fabric.transfer(owner, g, self.line_bytes, at, now) + self.peer_lat
+            let at = t + lat + self.remote_dram;
+            self.fabric.transfer(owner, g, self.line_bytes, at, now) + lat
         }
     }
 
@@ -753,7 +767,8 @@ impl Multi {
             (own.max(up).max(port.unwrap_or(0)), PAGE)
         } else {
             self.stats.bytes_p2p += PAGE;
-            (self.fabric.transfer(src as usize, dst, PAGE, t, now) + self.peer_lat, PAGE)
+            let lat = self.peer_lat + self.fabric.extra_latency(src as usize, dst);
+            (self.fabric.transfer(src as usize, dst, PAGE, t, now) + lat, PAGE)
         };
         let full = self.migrations.as_ref().is_some_and(|r| r.len() as u64 >= self.migration_records_max);
         self.migration_records_dropped += full as u64;
@@ -1624,6 +1639,23 @@ mod tests {
             fault(&mut m, &mut gpus, 1, 2, false, 10_000_000)
         };
         assert_eq!(direct(true), direct(false));
+    }
+
+    /// `multi.peer_topology = "tree"`: a remote read from a GPU under another switch pays two more
+    /// switch traversals each way (2 x 2 x 140 ns with the defaults) than under one switch; one from
+    /// the GPU on its own switch pays what it does under a single switch.
+    #[test]
+    fn a_remote_read_across_the_tree_pays_two_more_switches_each_way() {
+        let read = |topology: PeerTopology, owner: usize| {
+            let (mut m, mut gpus) = system_with(4, MigrationPolicy::FirstTouch, |c| c.multi.peer_topology = topology);
+            fault(&mut m, &mut gpus, owner, 1, false, 0);
+            let t = 10_000_000;
+            m.remote_line(0, owner, 1, false, t, t) - t
+        };
+        let hop = ns_to_ps(Config::default().multi.switch_hop_latency_ns);
+        assert_eq!(read(PeerTopology::Tree, 1), read(PeerTopology::Switch, 1), "GPUs 0 and 1 share a switch");
+        assert_eq!(read(PeerTopology::Tree, 2), read(PeerTopology::Switch, 2) + 4 * hop);
+        assert_eq!(read(PeerTopology::Tree, 3), read(PeerTopology::Tree, 2));
     }
 
     /// `multi.host_latency_ns` of the default configuration, in ps.

@@ -1,6 +1,7 @@
 //! Multi-GPU topology: which GPU runs which CTAs, and the GPU-to-GPU fabric
-//! (a switch with one port per GPU, or a dedicated link per pair) over which
-//! remote accesses and page migrations travel.
+//! (a switch with one port per GPU, a tree of switches under the root complex,
+//! or a dedicated link per pair) over which remote accesses and page migrations
+//! travel.
 
 use crate::mem::Timeline;
 use crate::sim::Ps;
@@ -27,6 +28,11 @@ pub enum PeerTopology {
     Switch,
     /// A dedicated link per ordered pair of GPUs (NVLink / xGMI all-to-all).
     Direct,
+    /// PCIe switches of `multi.gpus_per_switch` GPUs each under the root complex (MGPUSim v4.2.0's
+    /// platform: a new switch for every second GPU): a GPU's port into its switch as in `Switch`, and
+    /// traffic between GPUs of different switches also crosses both switches' upstream ports and
+    /// two more switches (the root complex and the far switch).
+    Tree,
 }
 
 leaf!(CtaPlacement, PeerTopology);
@@ -42,22 +48,46 @@ pub fn cta_share(p: CtaPlacement, g: u64, n: u64, total: u64) -> (u64, u64, u64)
     }
 }
 
-/// Bandwidth of the GPU-to-GPU fabric: per-direction timelines of ports (switch) or links (direct).
+/// Bandwidth of the GPU-to-GPU fabric: per-direction timelines of ports (switch, tree) or links (direct).
 #[derive(Debug, Clone)]
 pub struct Fabric {
     n: usize,
     topology: PeerTopology,
-    /// Switch: `out[g]` then `in[g]` per GPU (2n); direct: one per ordered pair (n*n).
+    /// Tree: GPUs per switch (GPU g on switch g / per_switch).
+    per_switch: usize,
+    /// Tree: the extra one-way latency between GPUs of different switches (two more switches).
+    cross_latency: Ps,
+    /// Switch and tree: `out[g]` then `in[g]` per GPU (2n); tree: then `up[s]`, `down[s]` per
+    /// switch's upstream port; direct: one per ordered pair (n*n).
     lanes: Vec<Timeline>,
 }
 
 impl Fabric {
-    pub fn new(n: usize, topology: PeerTopology, gbps: f64, unit_bytes: u64) -> Fabric {
+    /// `per_switch` and `hop` (one switch's latency) are read by the tree only.
+    pub fn new(n: usize, topology: PeerTopology, gbps: f64, unit_bytes: u64, per_switch: usize, hop: Ps) -> Fabric {
+        let per_switch = per_switch.max(1);
         let lanes = match topology {
             PeerTopology::Switch => 2 * n,
+            PeerTopology::Tree => 2 * n + 2 * n.div_ceil(per_switch),
             PeerTopology::Direct => n * n,
         };
-        Fabric { n, topology, lanes: (0..lanes).map(|_| Timeline::new(gbps, unit_bytes)).collect() }
+        let cross_latency = if topology == PeerTopology::Tree { 2 * hop } else { 0 };
+        Fabric { n, topology, per_switch, cross_latency, lanes: (0..lanes).map(|_| Timeline::new(gbps, unit_bytes)).collect() }
+    }
+
+    /// Tree: the switch GPU `g` hangs from.
+    fn switch_of(&self, g: usize) -> usize {
+        g / self.per_switch
+    }
+
+    /// The one-way latency GPU `src` to GPU `dst` adds to the peer latency: in a tree, two more
+    /// switches (the root complex and the far switch) between GPUs of different switches.
+    pub fn extra_latency(&self, src: usize, dst: usize) -> Ps {
+        if self.topology == PeerTopology::Tree && self.switch_of(src) != self.switch_of(dst) {
+            self.cross_latency
+        } else {
+            0
+        }
     }
 
     /// Move `bytes` from GPU `src` to GPU `dst`, entering the fabric at `t`;
@@ -70,17 +100,38 @@ impl Fabric {
                 let b = self.lanes[2 * dst + 1].reserve(t, bytes, now);
                 a.max(b)
             }
+            PeerTopology::Tree => {
+                let a = self.lanes[2 * src].reserve(t, bytes, now);
+                let b = self.lanes[2 * dst + 1].reserve(t, bytes, now);
+                let (s, d) = (self.switch_of(src), self.switch_of(dst));
+                if s == d {
+                    return a.max(b);
+                }
+                // Up from the near switch to the root complex, down into the far one.
+                let base = 2 * self.n;
+                let up = self.lanes[base + 2 * s].reserve(t, bytes, now);
+                let down = self.lanes[base + 2 * d + 1].reserve(t, bytes, now);
+                a.max(b).max(up).max(down)
+            }
             PeerTopology::Direct => self.lanes[src * self.n + dst].reserve(t, bytes, now),
         }
     }
 
     /// Carry `bytes` from the host into GPU `dst` over its switch port (a PCIe switch's
-    /// downstream port: the GPU's one link, which its peer traffic uses too), entering at
-    /// `t`; returns when the last byte is through, or None for direct links (NVLink/xGMI
-    /// peer links are not the GPU's PCIe link).
+    /// downstream port: the GPU's one link, which its peer traffic uses too) and, in a tree,
+    /// its switch's upstream port from the root complex, entering at `t`; returns when the
+    /// last byte is through, or None for direct links (NVLink/xGMI peer links are not the
+    /// GPU's PCIe link).
     pub fn host_into(&mut self, dst: usize, bytes: u64, t: Ps, now: Ps) -> Option<Ps> {
+        let now = now.min(t);
         match self.topology {
-            PeerTopology::Switch => Some(self.lanes[2 * dst + 1].reserve(t, bytes, now.min(t))),
+            PeerTopology::Switch => Some(self.lanes[2 * dst + 1].reserve(t, bytes, now)),
+            PeerTopology::Tree => {
+                let port = self.lanes[2 * dst + 1].reserve(t, bytes, now);
+                let lane = 2 * self.n + 2 * self.switch_of(dst) + 1;
+                let down = self.lanes[lane].reserve(t, bytes, now);
+                Some(port.max(down))
+            }
             PeerTopology::Direct => None,
         }
     }
@@ -128,11 +179,11 @@ mod tests {
     #[test]
     fn switch_ports_are_shared_direct_links_are_not() {
         // 1 GB/s = 1 byte per ns: 1000 bytes take 1 µs.
-        let mut sw = Fabric::new(3, PeerTopology::Switch, 1.0, 1000);
+        let mut sw = Fabric::new(3, PeerTopology::Switch, 1.0, 1000, 2, 0);
         let a = sw.transfer(0, 1, 1000, 0, 0);
         let b = sw.transfer(2, 1, 1000, 0, 0); // GPU 1's input port is busy with the first
         assert!(b >= a + 900_000, "{a} {b}");
-        let mut d = Fabric::new(3, PeerTopology::Direct, 1.0, 1000);
+        let mut d = Fabric::new(3, PeerTopology::Direct, 1.0, 1000, 2, 0);
         let a = d.transfer(0, 1, 1000, 0, 0);
         let b = d.transfer(2, 1, 1000, 0, 0); // its own link
         assert!(b <= a + 100_000, "{a} {b}");
@@ -142,7 +193,7 @@ mod tests {
     fn host_dma_shares_a_switch_port_with_peer_traffic() {
         // 1 GB/s: 1000 bytes take 1 µs. A peer transfer into GPU 1, then host data into it at
         // the same time: the second waits for the port; GPU 2's port is free.
-        let mut sw = Fabric::new(3, PeerTopology::Switch, 1.0, 1000);
+        let mut sw = Fabric::new(3, PeerTopology::Switch, 1.0, 1000, 2, 0);
         let a = sw.transfer(0, 1, 1000, 0, 0);
         let h = sw.host_into(1, 1000, 0, 0).expect("a switch port");
         assert!(h >= a + 900_000, "{a} {h}");
@@ -152,6 +203,45 @@ mod tests {
         let b = sw.transfer(2, 1, 1000, 0, 0);
         assert!(b >= h + 900_000, "{h} {b}");
         // Direct links are not the GPU's PCIe link.
-        assert_eq!(Fabric::new(3, PeerTopology::Direct, 1.0, 1000).host_into(1, 1000, 0, 0), None);
+        assert_eq!(Fabric::new(3, PeerTopology::Direct, 1.0, 1000, 2, 0).host_into(1, 1000, 0, 0), None);
+    }
+
+    #[test]
+    fn a_tree_shares_each_switch_uplink_between_its_gpus() {
+        // 4 GPUs, 2 per switch, 1 GB/s: 1000 bytes take 1 µs; a switch traversal 140 ns.
+        let mut t = Fabric::new(4, PeerTopology::Tree, 1.0, 1000, 2, 140_000);
+        // GPUs 0 and 1 share switch 0: no extra latency, and their transfer leaves the uplinks free.
+        assert_eq!(t.extra_latency(0, 1), 0);
+        assert_eq!(t.extra_latency(1, 2), 280_000);
+        let a = t.transfer(0, 1, 1000, 0, 0);
+        assert!(a <= 1_100_000, "{a}");
+        // GPU 0 -> 2 and GPU 1 -> 3 both go up switch 0's uplink: the second waits for it,
+        // although their GPU ports (0 out, 1 out, 2 in, 3 in) are distinct.
+        let mut t = Fabric::new(4, PeerTopology::Tree, 1.0, 1000, 2, 140_000);
+        let a = t.transfer(0, 2, 1000, 0, 0);
+        let b = t.transfer(1, 3, 1000, 0, 0);
+        assert!(b >= a + 900_000, "{a} {b}");
+        // Under a single switch the same two transfers run side by side.
+        let mut sw = Fabric::new(4, PeerTopology::Switch, 1.0, 1000, 2, 140_000);
+        let a = sw.transfer(0, 2, 1000, 0, 0);
+        let b = sw.transfer(1, 3, 1000, 0, 0);
+        assert!(b <= a + 100_000, "{a} {b}");
+        assert_eq!(sw.extra_latency(1, 2), 0);
+    }
+
+    #[test]
+    fn host_data_into_a_tree_crosses_the_switch_uplink() {
+        // Host data into GPU 2 (switch 1) waits for a peer transfer from GPU 0 into GPU 3, which
+        // holds switch 1's downstream uplink; host data into GPU 1 (switch 0) does not.
+        let mut t = Fabric::new(4, PeerTopology::Tree, 1.0, 1000, 2, 0);
+        let a = t.transfer(0, 3, 1000, 0, 0);
+        let h = t.host_into(2, 1000, 0, 0).expect("a PCIe port");
+        assert!(h >= a + 900_000, "{a} {h}");
+        let free = t.host_into(1, 1000, 0, 0).expect("a PCIe port");
+        assert!(free <= 1_100_000, "{free}");
+        // An odd GPU count: the last switch holds one GPU.
+        let mut t = Fabric::new(3, PeerTopology::Tree, 1.0, 1000, 2, 140_000);
+        assert_eq!((t.extra_latency(2, 0), t.extra_latency(0, 1)), (280_000, 0));
+        assert!(t.transfer(2, 0, 1000, 0, 0) <= 1_100_000);
     }
 }
