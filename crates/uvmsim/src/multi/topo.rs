@@ -53,22 +53,22 @@ pub fn cta_share(p: CtaPlacement, g: u64, n: u64, total: u64) -> (u64, u64, u64)
 pub struct Fabric {
     n: usize,
     topology: PeerTopology,
-    /// Tree: GPUs per switch (GPU g on switch g / per_switch).
+    /// GPUs per switch (GPU g on switch g / per_switch; all of them under one switch).
     per_switch: usize,
     /// Tree: the extra one-way latency between GPUs of different switches (two more switches).
     cross_latency: Ps,
-    /// Switch and tree: `out[g]` then `in[g]` per GPU (2n); tree: then `up[s]`, `down[s]` per
-    /// switch's upstream port; direct: one per ordered pair (n*n).
+    /// Switch and tree: `out[g]` then `in[g]` per GPU (2n), then `up[s]`, `down[s]` per switch's
+    /// upstream port; direct: one per ordered pair (n*n).
     lanes: Vec<Timeline>,
 }
 
 impl Fabric {
-    /// `per_switch` and `hop` (one switch's latency) are read by the tree only.
+    /// `per_switch` and `hop` (one switch's latency) are read by the tree only; a single switch is
+    /// the tree's one-switch case (no traffic crosses switches, its uplink lanes stay unused).
     pub fn new(n: usize, topology: PeerTopology, gbps: f64, unit_bytes: u64, per_switch: usize, hop: Ps) -> Fabric {
-        let per_switch = per_switch.max(1);
+        let per_switch = if topology == PeerTopology::Switch { n.max(1) } else { per_switch.max(1) };
         let lanes = match topology {
-            PeerTopology::Switch => 2 * n,
-            PeerTopology::Tree => 2 * n + 2 * n.div_ceil(per_switch),
+            PeerTopology::Switch | PeerTopology::Tree => 2 * n + 2 * n.div_ceil(per_switch),
             PeerTopology::Direct => n * n,
         };
         let cross_latency = if topology == PeerTopology::Tree { 2 * hop } else { 0 };
@@ -83,7 +83,8 @@ impl Fabric {
     /// The one-way latency GPU `src` to GPU `dst` adds to the peer latency: in a tree, two more
     /// switches (the root complex and the far switch) between GPUs of different switches.
     pub fn extra_latency(&self, src: usize, dst: usize) -> Ps {
-        if self.topology == PeerTopology::Tree && self.switch_of(src) != self.switch_of(dst) {
+        // Zero but in a tree: one switch has no crossings, direct links no switches.
+        if self.switch_of(src) != self.switch_of(dst) {
             self.cross_latency
         } else {
             0
@@ -95,12 +96,7 @@ impl Fabric {
     pub fn transfer(&mut self, src: usize, dst: usize, bytes: u64, t: Ps, now: Ps) -> Ps {
         let now = now.min(t);
         match self.topology {
-            PeerTopology::Switch => {
-                let a = self.lanes[2 * src].reserve(t, bytes, now);
-                let b = self.lanes[2 * dst + 1].reserve(t, bytes, now);
-                a.max(b)
-            }
-            PeerTopology::Tree => {
+            PeerTopology::Switch | PeerTopology::Tree => {
                 let a = self.lanes[2 * src].reserve(t, bytes, now);
                 let b = self.lanes[2 * dst + 1].reserve(t, bytes, now);
                 let (s, d) = (self.switch_of(src), self.switch_of(dst));
