@@ -179,18 +179,7 @@ impl LeastTlb {
             iommu_tlb.insert_victim(ek, e.pa, e.ready.max(t));
             self.stats.victim_inserts += 1;
         }
-        if self.held[g].contains_key(&key) {
-            return;
-        }
-        let tracked = match self.tracker.as_mut() {
-            Some(f) => {
-                let ok = f.insert(g, key);
-                self.stats.insert_failures += !ok as u64;
-                ok
-            }
-            None => false,
-        };
-        self.held[g].insert(key, tracked);
+        self.track(g, key);
     }
 
     /// An invalidation removed `key` from GPU `g`'s L2 TLB (if it was there).
