@@ -5,7 +5,9 @@
 //! `cycle TLB page outcome`, named as MGPUSim names its TLBs; with
 //! `UVMSIM_TIE_SEED=N`, events of the same cycle run in an order seeded by N;
 //! with `UVMSIM_SIDE_LOG=FILE`, the scalar and instruction paths' messages an
-//! instrumented MGPUSim run logged (scripts/akita-crosscheck) are sent too.
+//! instrumented MGPUSim run logged (scripts/akita-crosscheck) are sent too;
+//! with `UVMSIM_STORES_WAIT=1`, stores wait for their wavefront's loads
+//! (`ReplayOptions::stores_wait_for_loads`).
 use std::time::Instant;
 use uvmsim::cycle::machine::{read_rows, R9Nano, ReplayOptions, Row, SideMsg, SidePort};
 
@@ -118,7 +120,8 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let o = ReplayOptions { pcie_leg_cycles: leg, tie_seed, side, ..ReplayOptions::default() };
+    let stores_wait_for_loads = std::env::var("UVMSIM_STORES_WAIT").is_ok_and(|v| v == "1");
+    let o = ReplayOptions { pcie_leg_cycles: leg, tie_seed, side, stores_wait_for_loads, ..ReplayOptions::default() };
     let mut m = R9Nano::new(&rows, &o);
     let log = std::env::var("UVMSIM_CYCLE_LOG").ok();
     if log.is_some() {
@@ -137,6 +140,10 @@ fn main() {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "l1_tlb hit/miss/mshr-hit = {} / {} / {}", r.l1_tlb.hits, r.l1_tlb.misses, r.l1_tlb.mshr_hits);
     let _ = writeln!(out, "l2_tlb hit/miss/mshr-hit = {} / {} / {}", r.l2_tlb.hits, r.l2_tlb.misses, r.l2_tlb.mshr_hits);
-    let _ = writeln!(out, "walks = {}  accesses = {}  answers = {}  last_cycle = {}", r.walks, r.accesses, r.answers, r.last_cycle);
+    let _ = writeln!(
+        out,
+        "walks = {}  accesses = {}  answers = {}  last_cycle = {}  held_rows = {}",
+        r.walks, r.accesses, r.answers, r.last_cycle, r.held_rows
+    );
     let _ = writeln!(out, "events = {}  wall = {secs:.2} s  ({:.2} M events/s)", r.events, r.events as f64 / secs / 1e6);
 }

@@ -86,18 +86,143 @@ struct Cu {
     woken_for: Option<u64>,
     answers: u64,
     last_answer: u64,
+    /// With [`ReplayOptions::stores_wait_for_loads`]: what each row waits for.
+    deps: Option<Deps>,
+}
+
+/// A CU's rows with their wavefronts' order and store-after-load
+/// dependencies ([`ReplayOptions::stores_wait_for_loads`]): a row is not sent
+/// before the previous row of its wavefront, and a store not before every
+/// load of its wavefront since the wavefront's previous store is answered.
+/// A row held so goes to `held`; later rows of other wavefronts go on.
+struct Deps {
+    /// Per row: the previous row of its wavefront (`u32::MAX`: none).
+    prev: Vec<u32>,
+    /// Per row: its range in `loads` (empty for a load).
+    span: Vec<(u32, u32)>,
+    loads: Vec<u32>,
+    sent: Vec<bool>,
+    answered: Vec<bool>,
+    /// Message id of a sent load → its row.
+    pending: std::collections::HashMap<u64, u32>,
+    held: std::collections::VecDeque<u32>,
+    /// Rows that were held at least once (information).
+    delayed: u64,
+}
+
+impl Deps {
+    fn new(rows: &[(u64, Body)], wavefronts: &[u64]) -> Self {
+        let n = rows.len();
+        let (mut prev, mut span, mut loads) = (vec![u32::MAX; n], vec![(0, 0); n], Vec::new());
+        // Per wavefront: its last row and its loads since its last store.
+        let mut last: std::collections::HashMap<u64, (u32, Vec<u32>)> = std::collections::HashMap::new();
+        for (i, (&(_, body), &w)) in rows.iter().zip(wavefronts).enumerate() {
+            let e = last.entry(w).or_insert((u32::MAX, Vec::new()));
+            prev[i] = e.0;
+            e.0 = i as u32;
+            if matches!(body, Body::Write { .. }) {
+                let start = loads.len() as u32;
+                loads.append(&mut e.1);
+                span[i] = (start, loads.len() as u32);
+            } else {
+                e.1.push(i as u32);
+            }
+        }
+        Self {
+            prev,
+            span,
+            loads,
+            sent: vec![false; n],
+            answered: vec![false; n],
+            pending: Default::default(),
+            held: Default::default(),
+            delayed: 0,
+        }
+    }
+
+    fn ready(&self, row: usize) -> bool {
+        let p = self.prev[row];
+        let (a, b) = self.span[row];
+        (p == u32::MAX || self.sent[p as usize]) && self.loads[a as usize..b as usize].iter().all(|&l| self.answered[l as usize])
+    }
+}
+
+impl Cu {
+    /// [`Component::tick`] with dependencies: held rows first, in order, then
+    /// the rows whose cycle has come; 16 sends a cycle in all.
+    fn tick_deps(&mut self, core: &mut Core, mut progress: bool) -> bool {
+        let d = self.deps.as_mut().expect("deps");
+        let mut budget = 16;
+        let mut still = std::collections::VecDeque::with_capacity(d.held.len());
+        let mut full = false;
+        while let Some(r) = d.held.pop_front() {
+            let r = r as usize;
+            if full || budget == 0 || !d.ready(r) {
+                still.push_back(r as u32);
+                continue;
+            }
+            let m = core.msg(self.port, self.rob, self.rows[r].1);
+            let id = m.id;
+            if !core.send(self.port, m) {
+                full = true;
+                still.push_back(r as u32);
+                continue;
+            }
+            d.sent[r] = true;
+            if matches!(self.rows[r].1, Body::Read { .. }) {
+                d.pending.insert(id, r as u32);
+            }
+            budget -= 1;
+            progress = true;
+        }
+        d.held = still;
+        while !full && budget > 0 {
+            let Some(&(t, body)) = self.rows.get(self.next) else { break };
+            if t > core.now {
+                break;
+            }
+            let r = self.next;
+            if !d.ready(r) {
+                d.held.push_back(r as u32);
+                d.delayed += 1;
+                self.next += 1;
+                progress = true;
+                continue;
+            }
+            let m = core.msg(self.port, self.rob, body);
+            let id = m.id;
+            if !core.send(self.port, m) {
+                break;
+            }
+            d.sent[r] = true;
+            if matches!(body, Body::Read { .. }) {
+                d.pending.insert(id, r as u32);
+            }
+            self.next += 1;
+            budget -= 1;
+            progress = true;
+        }
+        wake_at(core, self.id, &mut self.woken_for, self.rows.get(self.next).map(|r| r.0));
+        progress
+    }
 }
 
 impl Component for Cu {
     fn tick(&mut self, core: &mut Core) -> bool {
         let mut progress = false;
         for _ in 0..16 {
-            if core.retrieve_incoming(self.port).is_none() {
-                break;
-            }
+            let Some(m) = core.retrieve_incoming(self.port) else { break };
             self.answers += 1;
             self.last_answer = core.now;
             progress = true;
+            if let (Some(d), Body::DataReady { rsp_to }) = (self.deps.as_mut(), m.body) {
+                if let Some(r) = d.pending.remove(&rsp_to) {
+                    d.answered[r as usize] = true;
+                }
+            }
+        }
+        if self.deps.is_some() {
+            return self.tick_deps(core, progress);
         }
         for _ in 0..16 {
             let Some(&(t, body)) = self.rows.get(self.next) else { break };
@@ -201,6 +326,8 @@ pub struct Report {
     /// Cycle of the last answer to a CU.
     pub last_cycle: u64,
     pub events: u64,
+    /// Rows held past their cycle by [`ReplayOptions::stores_wait_for_loads`].
+    pub held_rows: u64,
 }
 
 /// The R9 Nano path of one GPU: the engine and, apart, the components it
@@ -247,11 +374,18 @@ pub struct ReplayOptions {
     /// Traffic of the scalar and instruction paths, in cycle order (none in a
     /// trace replay; from an instrumented MGPUSim run, for cross-checks).
     pub side: Vec<SideMsg>,
+    /// A closed-loop approximation (experimental, off by default): a row is
+    /// not sent before the previous row of its wavefront, and a store not
+    /// before every load of its wavefront since its previous store has been
+    /// answered (a GCN3 wavefront waits for its loads, `s_waitcnt`, before a
+    /// store that uses their data). Off, every row goes at its recorded cycle
+    /// whatever happened to the loads before it (open loop).
+    pub stores_wait_for_loads: bool,
 }
 
 impl Default for ReplayOptions {
     fn default() -> Self {
-        Self { pcie_leg_cycles: None, stores_full_line: true, tie_seed: None, side: Vec::new() }
+        Self { pcie_leg_cycles: None, stores_full_line: true, tie_seed: None, side: Vec::new(), stores_wait_for_loads: false }
     }
 }
 
@@ -357,6 +491,12 @@ impl R9Nano {
         let l2_tops: Vec<PortId> = l2s.iter().map(|c| c.top).collect();
 
         let per_cu = cu_rows(rows, CUS, o);
+        let mut wavefronts: Vec<Vec<u64>> = vec![Vec::new(); CUS];
+        if o.stores_wait_for_loads {
+            for r in rows {
+                wavefronts[r.cu].push(r.wavefront);
+            }
+        }
         let inj_id = comp(&mut core, &mut kinds, Kind::Inj);
         let mut inj_ports: Vec<PortId> = Vec::new();
         let (mut cus, mut robs, mut ats, mut l1tlbs, mut l1vs) = (vec![], vec![], vec![], vec![], vec![]);
@@ -383,7 +523,8 @@ impl R9Nano {
                 at.cache = l1v.top;
                 tlb.low = l2tlb.top;
                 let rows = per_cu[i].clone();
-                cus.push(Cu { id: cu_id, port, rob: rob.top, rows, next: 0, woken_for: None, answers: 0, last_answer: 0 });
+                let deps = o.stores_wait_for_loads.then(|| Deps::new(&rows, &wavefronts[i]));
+                cus.push(Cu { id: cu_id, port, rob: rob.top, rows, next: 0, woken_for: None, answers: 0, last_answer: 0, deps });
                 robs.push(rob);
                 ats.push(at);
                 l1tlbs.push(tlb);
@@ -498,6 +639,7 @@ impl R9Nano {
             r.accesses += cu.rows.len() as u64;
             r.answers += cu.answers;
             r.last_cycle = r.last_cycle.max(cu.last_answer);
+            r.held_rows += cu.deps.as_ref().map_or(0, |d| d.delayed);
         }
         r
     }
@@ -586,6 +728,34 @@ mod tests {
         let rows = [Row { can_wait: true, ..row(100, 0, false, 0x1040) }, Row { can_wait: true, ..row(101, 0, false, 0x1080) }];
         let r = R9Nano::new(&rows, &ReplayOptions::default()).run();
         assert_eq!(r.answers, 2);
+    }
+
+    /// With `stores_wait_for_loads` a store waits for its wavefront's load
+    /// (answered at 931, as in the test above) and a read of that wavefront
+    /// behind the store waits with it (and goes after it), while another wavefront's store on the
+    /// same CU goes at its cycle; off, all go at their cycles. Page 0x9000's
+    /// lookup is the L1 TLB's second either way.
+    #[test]
+    fn stores_wait_for_their_wavefronts_loads_when_asked() {
+        let other = Row { wavefront: 7, ..row(150, 0, true, 0x9000) };
+        let rows = [row(100, 0, false, 0x1040), row(150, 0, true, 0x5000), other, row(160, 0, false, 0xd000)];
+        let lookups = |wait: bool| {
+            let mut m = R9Nano::new(&rows, &ReplayOptions { stores_wait_for_loads: wait, ..ReplayOptions::default() });
+            m.log_lookups();
+            let r = m.run();
+            assert_eq!(r.answers, 4);
+            let log = m.parts.l1tlbs[0].log.clone().unwrap();
+            (log.iter().map(|e| (e.1, e.0)).collect::<Vec<_>>(), r.held_rows)
+        };
+        let (open, held) = lookups(false);
+        assert_eq!(held, 0);
+        assert_eq!(open.iter().map(|e| e.1).collect::<Vec<_>>(), [105, 155, 155, 165]);
+        let (closed, held) = lookups(true);
+        assert_eq!(held, 2);
+        assert_eq!(closed[0], (0x1000, 105));
+        assert_eq!(closed[1], (0x9000, 155));
+        // The store goes in the cycle after the answer's, the read behind it in the same cycle.
+        assert_eq!(&closed[2..], [(0x5000, 936), (0xd000, 936)]);
     }
 
     /// Side traffic (the scalar and instruction paths of an instrumented
