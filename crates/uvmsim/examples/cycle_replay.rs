@@ -7,7 +7,8 @@
 //! with `UVMSIM_SIDE_LOG=FILE`, the scalar and instruction paths' messages an
 //! instrumented MGPUSim run logged (scripts/akita-crosscheck) are sent too;
 //! with `UVMSIM_STORES_WAIT=1`, stores wait for their wavefront's loads
-//! (`ReplayOptions::stores_wait_for_loads`).
+//! (`ReplayOptions::stores_wait_for_loads`), and with `UVMSIM_KEEP_GAPS=1` as
+//! well each row its recorded gap after the previous row of its wavefront.
 use std::time::Instant;
 use uvmsim::cycle::machine::{read_rows, R9Nano, ReplayOptions, Row, SideMsg, SidePort};
 
@@ -121,7 +122,8 @@ fn main() {
         }
     };
     let stores_wait_for_loads = std::env::var("UVMSIM_STORES_WAIT").is_ok_and(|v| v == "1");
-    let o = ReplayOptions { pcie_leg_cycles: leg, tie_seed, side, stores_wait_for_loads, ..ReplayOptions::default() };
+    let keep_wavefront_gaps = std::env::var("UVMSIM_KEEP_GAPS").is_ok_and(|v| v == "1");
+    let o = ReplayOptions { pcie_leg_cycles: leg, tie_seed, side, stores_wait_for_loads, keep_wavefront_gaps, ..ReplayOptions::default() };
     let mut m = R9Nano::new(&rows, &o);
     let log = std::env::var("UVMSIM_CYCLE_LOG").ok();
     if log.is_some() {

@@ -108,10 +108,15 @@ struct Deps {
     held: std::collections::VecDeque<u32>,
     /// Rows that were held at least once (information).
     delayed: u64,
+    /// With [`ReplayOptions::keep_wavefront_gaps`]: per row, its recorded
+    /// cycles after the previous row of its wavefront (else empty), and the
+    /// cycle each row was sent.
+    gap: Vec<u64>,
+    sent_at: Vec<u64>,
 }
 
 impl Deps {
-    fn new(rows: &[(u64, Body)], wavefronts: &[u64]) -> Self {
+    fn new(rows: &[(u64, Body)], wavefronts: &[u64], keep_gaps: bool) -> Self {
         let n = rows.len();
         let (mut prev, mut span, mut loads) = (vec![u32::MAX; n], vec![(0, 0); n], Vec::new());
         // Per wavefront: its last row and its loads since its last store.
@@ -128,6 +133,11 @@ impl Deps {
                 e.1.push(i as u32);
             }
         }
+        let gap = if keep_gaps {
+            (0..n).map(|i| if prev[i] == u32::MAX { 0 } else { rows[i].0.saturating_sub(rows[prev[i] as usize].0) }).collect()
+        } else {
+            Vec::new()
+        };
         Self {
             prev,
             span,
@@ -137,13 +147,32 @@ impl Deps {
             pending: Default::default(),
             held: Default::default(),
             delayed: 0,
+            gap,
+            sent_at: if keep_gaps { vec![0; n] } else { Vec::new() },
         }
     }
 
-    fn ready(&self, row: usize) -> bool {
+    /// Whether `row` may go at `now`; if only its gap keeps it, the cycle it may.
+    fn ready(&self, row: usize, now: u64) -> (bool, Option<u64>) {
         let p = self.prev[row];
         let (a, b) = self.span[row];
-        (p == u32::MAX || self.sent[p as usize]) && self.loads[a as usize..b as usize].iter().all(|&l| self.answered[l as usize])
+        if !((p == u32::MAX || self.sent[p as usize]) && self.loads[a as usize..b as usize].iter().all(|&l| self.answered[l as usize])) {
+            return (false, None);
+        }
+        if p != u32::MAX && !self.gap.is_empty() {
+            let at = self.sent_at[p as usize] + self.gap[row];
+            if at > now {
+                return (false, Some(at));
+            }
+        }
+        (true, None)
+    }
+
+    fn mark_sent(&mut self, row: usize, now: u64) {
+        self.sent[row] = true;
+        if !self.sent_at.is_empty() {
+            self.sent_at[row] = now;
+        }
     }
 }
 
@@ -157,7 +186,15 @@ impl Cu {
         let mut full = false;
         while let Some(r) = d.held.pop_front() {
             let r = r as usize;
-            if full || budget == 0 || !d.ready(r) {
+            if full || budget == 0 {
+                still.push_back(r as u32);
+                continue;
+            }
+            let (ok, at) = d.ready(r, core.now);
+            if !ok {
+                if let Some(t) = at {
+                    core.schedule_custom(self.id, t, 0);
+                }
                 still.push_back(r as u32);
                 continue;
             }
@@ -168,7 +205,7 @@ impl Cu {
                 still.push_back(r as u32);
                 continue;
             }
-            d.sent[r] = true;
+            d.mark_sent(r, core.now);
             if matches!(self.rows[r].1, Body::Read { .. }) {
                 d.pending.insert(id, r as u32);
             }
@@ -182,7 +219,11 @@ impl Cu {
                 break;
             }
             let r = self.next;
-            if !d.ready(r) {
+            let (ok, at) = d.ready(r, core.now);
+            if !ok {
+                if let Some(t) = at {
+                    core.schedule_custom(self.id, t, 0);
+                }
                 d.held.push_back(r as u32);
                 d.delayed += 1;
                 self.next += 1;
@@ -194,7 +235,7 @@ impl Cu {
             if !core.send(self.port, m) {
                 break;
             }
-            d.sent[r] = true;
+            d.mark_sent(r, core.now);
             if matches!(body, Body::Read { .. }) {
                 d.pending.insert(id, r as u32);
             }
@@ -381,11 +422,22 @@ pub struct ReplayOptions {
     /// store that uses their data). Off, every row goes at its recorded cycle
     /// whatever happened to the loads before it (open loop).
     pub stores_wait_for_loads: bool,
+    /// With `stores_wait_for_loads`: a row also waits its recorded cycles
+    /// after the previous row of its wavefront was sent, so a delay carries
+    /// through the rest of the wavefront (experimental).
+    pub keep_wavefront_gaps: bool,
 }
 
 impl Default for ReplayOptions {
     fn default() -> Self {
-        Self { pcie_leg_cycles: None, stores_full_line: true, tie_seed: None, side: Vec::new(), stores_wait_for_loads: false }
+        Self {
+            pcie_leg_cycles: None,
+            stores_full_line: true,
+            tie_seed: None,
+            side: Vec::new(),
+            stores_wait_for_loads: false,
+            keep_wavefront_gaps: false,
+        }
     }
 }
 
@@ -523,7 +575,7 @@ impl R9Nano {
                 at.cache = l1v.top;
                 tlb.low = l2tlb.top;
                 let rows = per_cu[i].clone();
-                let deps = o.stores_wait_for_loads.then(|| Deps::new(&rows, &wavefronts[i]));
+                let deps = o.stores_wait_for_loads.then(|| Deps::new(&rows, &wavefronts[i], o.keep_wavefront_gaps));
                 cus.push(Cu { id: cu_id, port, rob: rob.top, rows, next: 0, woken_for: None, answers: 0, last_answer: 0, deps });
                 robs.push(rob);
                 ats.push(at);
@@ -739,23 +791,28 @@ mod tests {
     fn stores_wait_for_their_wavefronts_loads_when_asked() {
         let other = Row { wavefront: 7, ..row(150, 0, true, 0x9000) };
         let rows = [row(100, 0, false, 0x1040), row(150, 0, true, 0x5000), other, row(160, 0, false, 0xd000)];
-        let lookups = |wait: bool| {
-            let mut m = R9Nano::new(&rows, &ReplayOptions { stores_wait_for_loads: wait, ..ReplayOptions::default() });
+        let lookups = |wait: bool, keep_wavefront_gaps: bool| {
+            let o = ReplayOptions { stores_wait_for_loads: wait, keep_wavefront_gaps, ..ReplayOptions::default() };
+            let mut m = R9Nano::new(&rows, &o);
             m.log_lookups();
             let r = m.run();
             assert_eq!(r.answers, 4);
             let log = m.parts.l1tlbs[0].log.clone().unwrap();
             (log.iter().map(|e| (e.1, e.0)).collect::<Vec<_>>(), r.held_rows)
         };
-        let (open, held) = lookups(false);
+        let (open, held) = lookups(false, false);
         assert_eq!(held, 0);
         assert_eq!(open.iter().map(|e| e.1).collect::<Vec<_>>(), [105, 155, 155, 165]);
-        let (closed, held) = lookups(true);
+        let (closed, held) = lookups(true, false);
         assert_eq!(held, 2);
         assert_eq!(closed[0], (0x1000, 105));
         assert_eq!(closed[1], (0x9000, 155));
         // The store goes in the cycle after the answer's, the read behind it in the same cycle.
         assert_eq!(&closed[2..], [(0x5000, 936), (0xd000, 936)]);
+        // Keeping the gaps, the read also waits its recorded 10 cycles after the store.
+        let (gapped, _) = lookups(true, true);
+        assert_eq!(&gapped[..2], &closed[..2]);
+        assert_eq!(&gapped[2..], [(0x5000, 936), (0xd000, 946)]);
     }
 
     /// Side traffic (the scalar and instruction paths of an instrumented
