@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # MGPUSim's own spread (docs/validation.md, "MGPUSim's own spread"): atax and matrixtranspose with the traces'
-# flags under Akita's heap order, fifo, lifo and seeded permutations of same-cycle events. Needs ./akita from
+# flags under Akita's heap order, fifo, lifo and seeded permutations of same-cycle events; with arguments
+# (`rand:4 rand:5 ...`), matrixtranspose alone under those orders. Needs ./akita from
 # setup.sh; fetches MGPUSim v4.2.0 into ./mgpusim. Each run takes 5-8 minutes on one core.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -19,6 +20,14 @@ run() {  # NAME TIE SEED BINARY FLAGS...
     (cd "$d" && AKITA_TIE=$tie AKITA_TIE_SEED=$seed "$here/bin/$bin" -timing -report-all -disable-rtm "$@" > out.txt 2> err.txt)
     python3 tlbsum.py "$d"
 }
+if [ $# -gt 0 ]; then
+    # Only matrixtranspose, under the orders given: `mgpusim_ties.sh rand:4 rand:5 ...` (session 55's distribution).
+    for tie in "$@"; do
+        mode=${tie%%:*}; seed=${tie#*:}; [ "$seed" = "$tie" ] && seed=0
+        run "matrixtranspose-${tie/:/-}" "$mode" "$seed" matrixtranspose -width 2048
+    done
+    exit 0
+fi
 for tie in "" fifo lifo rand:1 rand:2 rand:3; do
     mode=${tie%%:*}; seed=${tie#*:}; [ "$seed" = "$tie" ] && seed=0
     run "atax-${tie:-heap}" "$mode" "$seed" atax -x 1024 -y 1024
