@@ -7,8 +7,9 @@
 //! with `UVMSIM_SIDE_LOG=FILE`, the scalar and instruction paths' messages an
 //! instrumented MGPUSim run logged (scripts/akita-crosscheck) are sent too;
 //! with `UVMSIM_STORES_WAIT=1`, stores wait for their wavefront's loads
-//! (`ReplayOptions::stores_wait_for_loads`), and with `UVMSIM_KEEP_GAPS=1` as
-//! well each row its recorded gap after the previous row of its wavefront.
+//! (`ReplayOptions::stores_wait_for_loads`); with `UVMSIM_KEEP_GAPS=1`, each
+//! row its recorded gap after the previous row of its wavefront was sent
+//! (`ReplayOptions::keep_wavefront_gaps`).
 use std::time::Instant;
 use uvmsim::cycle::machine::{read_rows, R9Nano, ReplayOptions, Row, SideMsg, SidePort};
 

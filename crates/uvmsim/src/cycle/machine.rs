@@ -86,7 +86,8 @@ struct Cu {
     woken_for: Option<u64>,
     answers: u64,
     last_answer: u64,
-    /// With [`ReplayOptions::stores_wait_for_loads`]: what each row waits for.
+    /// With [`ReplayOptions::stores_wait_for_loads`] or
+    /// [`ReplayOptions::keep_wavefront_gaps`]: what each row waits for.
     deps: Option<Deps>,
 }
 
@@ -116,7 +117,7 @@ struct Deps {
 }
 
 impl Deps {
-    fn new(rows: &[(u64, Body)], wavefronts: &[u64], keep_gaps: bool) -> Self {
+    fn new(rows: &[(u64, Body)], wavefronts: &[u64], stores_wait: bool, keep_gaps: bool) -> Self {
         let n = rows.len();
         let (mut prev, mut span, mut loads) = (vec![u32::MAX; n], vec![(0, 0); n], Vec::new());
         // Per wavefront: its last row and its loads since its last store.
@@ -125,6 +126,9 @@ impl Deps {
             let e = last.entry(w).or_insert((u32::MAX, Vec::new()));
             prev[i] = e.0;
             e.0 = i as u32;
+            if !stores_wait {
+                continue;
+            }
             if matches!(body, Body::Write { .. }) {
                 let start = loads.len() as u32;
                 loads.append(&mut e.1);
@@ -367,7 +371,8 @@ pub struct Report {
     /// Cycle of the last answer to a CU.
     pub last_cycle: u64,
     pub events: u64,
-    /// Rows held past their cycle by [`ReplayOptions::stores_wait_for_loads`].
+    /// Rows held past their cycle by [`ReplayOptions::stores_wait_for_loads`]
+    /// or [`ReplayOptions::keep_wavefront_gaps`].
     pub held_rows: u64,
 }
 
@@ -422,9 +427,10 @@ pub struct ReplayOptions {
     /// store that uses their data). Off, every row goes at its recorded cycle
     /// whatever happened to the loads before it (open loop).
     pub stores_wait_for_loads: bool,
-    /// With `stores_wait_for_loads`: a row also waits its recorded cycles
-    /// after the previous row of its wavefront was sent, so a delay carries
-    /// through the rest of the wavefront (experimental).
+    /// A row is not sent before the previous row of its wavefront, nor before
+    /// its recorded cycles after that row was sent, so a delay carries
+    /// through the rest of the wavefront (experimental, off by default;
+    /// alone or with `stores_wait_for_loads`).
     pub keep_wavefront_gaps: bool,
 }
 
@@ -544,7 +550,8 @@ impl R9Nano {
 
         let per_cu = cu_rows(rows, CUS, o);
         let mut wavefronts: Vec<Vec<u64>> = vec![Vec::new(); CUS];
-        if o.stores_wait_for_loads {
+        let deps = o.stores_wait_for_loads || o.keep_wavefront_gaps;
+        if deps {
             for r in rows {
                 wavefronts[r.cu].push(r.wavefront);
             }
@@ -575,7 +582,7 @@ impl R9Nano {
                 at.cache = l1v.top;
                 tlb.low = l2tlb.top;
                 let rows = per_cu[i].clone();
-                let deps = o.stores_wait_for_loads.then(|| Deps::new(&rows, &wavefronts[i], o.keep_wavefront_gaps));
+                let deps = deps.then(|| Deps::new(&rows, &wavefronts[i], o.stores_wait_for_loads, o.keep_wavefront_gaps));
                 cus.push(Cu { id: cu_id, port, rob: rob.top, rows, next: 0, woken_for: None, answers: 0, last_answer: 0, deps });
                 robs.push(rob);
                 ats.push(at);
@@ -813,6 +820,8 @@ mod tests {
         let (gapped, _) = lookups(true, true);
         assert_eq!(&gapped[..2], &closed[..2]);
         assert_eq!(&gapped[2..], [(0x5000, 936), (0xd000, 946)]);
+        // Gaps alone hold nothing where every row could go at its recorded cycle.
+        assert_eq!(lookups(false, true), (open, 0));
     }
 
     /// Side traffic (the scalar and instruction paths of an instrumented
