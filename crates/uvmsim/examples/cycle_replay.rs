@@ -13,6 +13,18 @@
 use std::time::Instant;
 use uvmsim::cycle::machine::{read_rows, R9Nano, ReplayOptions, Row, SideMsg, SidePort};
 
+/// An on/off switch from the environment: unset or `0` is off, `1` on; anything else exits 2.
+fn flag(name: &str) -> bool {
+    match std::env::var(name).as_deref() {
+        Err(_) | Ok("0") => false,
+        Ok("1") => true,
+        Ok(v) => {
+            eprintln!("{name} must be 0 or 1, got {v:?}");
+            std::process::exit(2);
+        }
+    }
+}
+
 /// The side-traffic lines of an instrumented MGPUSim run's connection log:
 /// `INJ cycle connection source-port message-type address destination-port`,
 /// kept for the two shared connections (L1 TLBs to L2 TLB, L1 caches to L2).
@@ -122,8 +134,8 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let stores_wait_for_loads = std::env::var("UVMSIM_STORES_WAIT").is_ok_and(|v| v == "1");
-    let keep_wavefront_gaps = std::env::var("UVMSIM_KEEP_GAPS").is_ok_and(|v| v == "1");
+    let stores_wait_for_loads = flag("UVMSIM_STORES_WAIT");
+    let keep_wavefront_gaps = flag("UVMSIM_KEEP_GAPS");
     let o = ReplayOptions { pcie_leg_cycles: leg, tie_seed, side, stores_wait_for_loads, keep_wavefront_gaps, ..ReplayOptions::default() };
     let mut m = R9Nano::new(&rows, &o);
     let log = std::env::var("UVMSIM_CYCLE_LOG").ok();
