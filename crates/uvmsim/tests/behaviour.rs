@@ -242,22 +242,41 @@ fn vecadd_probe_faults_form_batches_as_measured() {
     assert_eq!(pre.batches.unwrap()[0].prefetches, 256);
 }
 
-/// Blocking faults (seed paged-memory §2.1): a faulting µTLB stops taking
-/// requests, so its SMs raise one instruction's faults per replay and the
-/// kernel is slower than with replayable faults, which keep issuing.
+/// Blocking faults (seed paged-memory §2.1: the GMMU stops the TLB "from taking new
+/// translation requests" until the fault is serviced): the µTLB stops when a walk finds the
+/// fault, so what it took before then goes on (and faults too) and what comes later waits for
+/// the replay. One SM, 32 warps of 32 lanes on a page each, issued a nanosecond apart, with
+/// MSHRs, µTLB fault limit and batch size for all 1,024 faults. With near-instant walks the
+/// first fault is found after a few warps have issued: the others wait, the driver needs a
+/// second batch, and the kernel is slower than with replayable faults. With 1 µs per level the
+/// last warp has issued long before: blocking changes nothing.
 #[test]
-fn blocking_faults_stall_the_utlb() {
-    let base = ["gpu.sms=2", "gpu.sms_per_l1tlb=2", "workload.kind=regular", "workload.regular.threads=2048", "workload.managed=true"];
-    let replayable = run(&base);
-    let blocking = run(&[&base[..], &["uvm.fault_mode=\"blocking\""]].concat());
-    for x in [&replayable, &blocking] {
-        assert_eq!(m(x, "uvm.faults.unique"), 2048.0);
-        assert_eq!(m(x, "uvm.resident_pages"), 2048.0);
+fn blocking_faults_stop_the_utlb_once_a_walk_finds_the_fault() {
+    let base = [
+        "gpu.sms=1",
+        "workload.kind=regular",
+        "workload.regular.threads=1024",
+        "workload.threads_per_cta=1024",
+        "workload.managed=true",
+        "gpu.l1tlb.mshrs=1024",
+        "uvm.utlb_fault_limit=1024",
+        "uvm.batch_size=1024",
+    ];
+    let fast = ["gmmu.walker.level_latency_ns=0", "gmmu.walker.pte_from_dram=false"];
+    let slow = ["gmmu.walker.level_latency_ns=1000"];
+    let mode = |walks: &[&str], mode: &str| run(&[&base[..], walks, &[mode]].concat());
+    let (blocking, replayable) = ("uvm.fault_mode=\"blocking\"", "uvm.fault_mode=\"replayable\"");
+    let (fast_b, fast_r) = (mode(&fast, blocking), mode(&fast, replayable));
+    let (slow_b, slow_r) = (mode(&slow, blocking), mode(&slow, replayable));
+    for x in [&fast_b, &fast_r, &slow_b, &slow_r] {
+        assert_eq!(m(x, "uvm.faults.unique"), 1024.0);
+        assert_eq!(m(x, "uvm.resident_pages"), 1024.0);
     }
-    // One µTLB, one faulting warp instruction (32 lanes, one page each) per replay.
-    assert!(m(&blocking, "uvm.faults_per_batch") <= 32.0, "{}", m(&blocking, "uvm.faults_per_batch"));
-    assert!(m(&replayable, "uvm.faults_per_batch") > 32.0);
-    assert!(m(&blocking, "time.kernel_ns") > m(&replayable, "time.kernel_ns"));
+    assert_eq!(m(&fast_r, "uvm.batches"), 1.0);
+    assert!(m(&fast_b, "uvm.batches") > 1.0);
+    assert!(m(&fast_b, "time.kernel_ns") > m(&fast_r, "time.kernel_ns"));
+    assert_eq!(m(&slow_b, "uvm.batches"), m(&slow_r, "uvm.batches"));
+    assert_eq!(m(&slow_b, "time.kernel_ns"), m(&slow_r, "time.kernel_ns"));
 }
 
 /// `uvm.stall_warp_on_fault` (seed paged-memory §3.2: "the warp that has missed in
@@ -481,12 +500,10 @@ fn after_memory_fills_lanes_complete_as_their_pages_arrive() {
     assert!(walks < 1.5 * fit, "{walks} walks oversubscribed, {fit} when the data fits");
 }
 
-/// Blocking faults once GPU memory is full keep the refault epoch: each replay re-executes every
-/// waiting warp, so a µTLB whose warp still waits on a page in service blocks again at once, and
-/// each batch holds at most one warp instruction's faults (32 lanes) from each µTLB, as before
-/// memory filled. Waking warps per page (`Gpu::replay_ended`, the replayable path) would leave
-/// the µTLB free while its warp sleeps: other warps' faults would join the batch, and this
-/// random gather would take about three times as long.
+/// Blocking faults once GPU memory is full: each replay re-executes every waiting warp (the
+/// refault epoch), and a µTLB blocks again as soon as a walk finds a fault, as before memory
+/// filled. With near-instant walks little gets in before that, so after memory filled the
+/// driver needs more batches than with replayable faults, which keep issuing.
 #[test]
 fn blocking_faults_keep_the_utlb_blocked_after_memory_fills() {
     let sets = [
@@ -497,21 +514,22 @@ fn blocking_faults_keep_the_utlb_blocked_after_memory_fills() {
         "workload.gather.lookups=2048",
         "workload.threads_per_cta=128",
         "workload.managed=true",
-        "uvm.fault_mode=\"blocking\"",
+        "gmmu.walker.level_latency_ns=0",
+        "gmmu.walker.pte_from_dram=false",
         "uvm.oversubscription=2",
         "uvm.records=true",
-        "uvm.fault_records=true",
     ];
-    let r = uvmsim::world::simulate_full(&cfg(&sets)).unwrap();
-    assert!(r.batches.unwrap().iter().filter(|b| b.evictions > 0).count() > 100, "memory filled late");
-    let mut per_utlb = std::collections::HashMap::new();
-    // Faults the batch fetched: a flushed fault carries the batch after which it was discarded,
-    // and may come from the µTLB's other SM, unblocked by that batch's replay.
-    for f in r.faults.unwrap().iter().filter(|f| f.outcome != uvmsim::uvm::records::Outcome::Flushed) {
-        *per_utlb.entry((f.batch, f.utlb)).or_insert(0u32) += 1;
-    }
-    let (&(batch, utlb), &most) = per_utlb.iter().max_by_key(|(k, &n)| (n, std::cmp::Reverse(**k))).unwrap();
-    assert!(most <= 32, "batch {batch} holds {most} faults of blocked µTLB {utlb}");
+    // Batches once memory is full (the first eviction on), and the faults they fetched.
+    let after_full = |mode: &str| {
+        let b = uvmsim::world::simulate_full(&cfg(&[&sets[..], &[mode]].concat())).unwrap().batches.unwrap();
+        let first = b.iter().position(|b| b.evictions > 0).expect("memory fills");
+        let full = &b[first..];
+        (full.len(), full.iter().map(|b| b.fetched).sum::<u64>())
+    };
+    let blocking = after_full("uvm.fault_mode=\"blocking\"");
+    let replayable = after_full("uvm.fault_mode=\"replayable\"");
+    assert!(replayable.0 > 100, "memory filled late: {replayable:?}");
+    assert!(blocking.0 as f64 > 1.2 * replayable.0 as f64, "batches, faults once full: blocking {blocking:?}, replayable {replayable:?}");
 }
 
 /// Eviction write-back (`uvm.eviction.write_back`): "all" copies every evicted page back, as the

@@ -446,9 +446,10 @@ pub struct Gpu {
     /// `replay_ended` yet).
     nap_of: Vec<u64>,
     naps: u64,
-    /// Blocking fault mode (`uvm.fault_mode = "blocking"`), and which µTLBs are blocked.
+    /// Blocking fault mode (`uvm.fault_mode = "blocking"`), and from when each µTLB is blocked
+    /// (`Ps::MAX`: not blocked).
     pub blocking: bool,
-    blocked: Vec<bool>,
+    blocked: Vec<Ps>,
     /// A warp stops at its far-faulting load or store (`uvm.stall_warp_on_fault`).
     stall_on_fault: bool,
     /// Zero-copy accesses to remotely mapped managed pages (host memory over the link).
@@ -522,7 +523,7 @@ impl Gpu {
             nap_of: vec![],
             naps: 0,
             blocking: cfg.uvm.fault_mode == FaultMode::Blocking,
-            blocked: vec![false; g.sms.div_ceil(g.sms_per_l1tlb) as usize],
+            blocked: vec![Ps::MAX; g.sms.div_ceil(g.sms_per_l1tlb) as usize],
             stall_on_fault: cfg.uvm.stall_warp_on_fault,
             remote: RemoteAccess::new(&cfg.link),
             read_dup: cfg.uvm.advise.any_read_mostly(),
@@ -722,8 +723,15 @@ impl Gpu {
                     cta.release(at, self.tag, q);
                     at
                 }
-                // Blocking faults: a µTLB with a fault outstanding takes no requests until the replay.
-                Op::Mem { .. } if self.blocking && self.blocked[self.xlat.utlb_of(sm)] => {
+                // Blocking faults: from the moment a walk finds a fault, the µTLB takes no requests
+                // until the replay (seed paged-memory §2.1: the GMMU stops the TLB). One issued
+                // earlier is taken at its issue, or behind the misses still waiting for an MSHR.
+                Op::Mem { .. }
+                    if self.blocking && {
+                        let u = self.xlat.utlb_of(sm);
+                        issue.max(self.xlat.l1[u].backlog_until) >= self.blocked[u]
+                    } =>
+                {
                     w.pending.push((op, saved_lanes(&op, &self.scratch)));
                     self.waiting.push(Sleeper::new(slot, self.xlat.utlb_of(sm), &w.faulted));
                     return Ok(());
@@ -768,9 +776,12 @@ impl Gpu {
                         w.faulted.extend(self.faults[raised..].iter().map(|f| f.vpn));
                         w.epoch = self.xlat.space.residency.refault_epoch;
                         if self.blocking {
-                            // Blocking: the µTLB stops, and the warp waits where it is.
+                            // Blocking: the µTLB stops once the first of these faults is found (the
+                            // walk's end), and the warp waits where it is. A miss merged into a
+                            // fault already raised stops it from now.
                             let u = self.xlat.utlb_of(sm);
-                            self.blocked[u] = true;
+                            let found = self.faults[raised..].iter().map(|f| f.time).min().unwrap_or(issue);
+                            self.blocked[u] = self.blocked[u].min(found);
                             self.waiting.push(Sleeper::new(slot, u, &w.faulted));
                             return Ok(());
                         }
@@ -903,7 +914,7 @@ impl Gpu {
     }
 
     fn replay_with(&mut self, now: Ps, q: &mut EventQueue<Ev>, answered: Option<u64>) {
-        self.blocked.fill(false);
+        self.blocked.fill(Ps::MAX);
         let (warps, residency) = (&mut self.warps, &self.xlat.space.residency);
         if self.waiting_epoch != residency.refault_epoch {
             self.waiting_epoch = residency.refault_epoch;
@@ -997,7 +1008,7 @@ impl Gpu {
     /// waiting without asking the driver (a page leaves its hands only when its fault ends).
     pub fn resume(&mut self, utlbs: &[u32], lost: bool, now: Ps, q: &mut EventQueue<Ev>, in_service: impl Fn(u32, u64) -> bool) {
         for &u in utlbs {
-            self.blocked[u as usize] = false;
+            self.blocked[u as usize] = Ps::MAX;
         }
         self.wake_serviced(lost, now, q, in_service);
     }
@@ -1010,7 +1021,7 @@ impl Gpu {
     /// started a new refault epoch that re-executed every sleeping warp. `lost` as in
     /// `resume`. Once memory has filled, `replay_ended` takes over.
     pub fn replay_serviced(&mut self, lost: bool, now: Ps, q: &mut EventQueue<Ev>, in_service: impl Fn(u32, u64) -> bool) {
-        self.blocked.fill(false);
+        self.blocked.fill(Ps::MAX);
         self.wake_serviced(lost, now, q, in_service);
     }
 
@@ -1033,7 +1044,7 @@ impl Gpu {
     /// stay unblocked, other warps' new faults would thrash memory, and a random gather at 2×
     /// took 2.2× longer.
     pub fn replay_ended(&mut self, ended: &[u64], now: Ps, q: &mut EventQueue<Ev>, in_service: impl Fn(u32, u64) -> bool) {
-        self.blocked.fill(false);
+        self.blocked.fill(Ps::MAX);
         if self.naps == 0 {
             // The first such replay: the sleepers noted by `replay_serviced` are filed afresh.
             self.naps = 1;
@@ -1120,7 +1131,7 @@ impl Gpu {
                     }
                     w.faulted.pop();
                 }
-                if blocked[u] {
+                if blocked[u] != Ps::MAX {
                     return true;
                 }
                 w.wake();
@@ -1136,7 +1147,7 @@ impl Gpu {
     /// `replay` does, without scanning every sleeping warp on every page: warps that
     /// went to sleep since the last call are filed under the page they wait for.
     pub fn replay_pages(&mut self, first: u64, end: u64, now: Ps, q: &mut EventQueue<Ev>) {
-        self.blocked.fill(false);
+        self.blocked.fill(Ps::MAX);
         let mut inbox = std::mem::take(&mut self.waiting);
         for s in inbox.drain(..) {
             self.file_or_wake(s.slot, now, q);

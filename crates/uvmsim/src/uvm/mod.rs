@@ -153,7 +153,9 @@ section! {
     /// driver: of this section it reads only fault_mode, stall_warp_on_fault, records and migration_records_max.
     /// A key not read in the configured mode is refused when the user sets it (a preset may carry it).
     pub struct UvmConfig {
-        /// "replayable" (the warp sleeps at its next dependency) or "blocking" (the faulting µTLB stops until serviced).
+        /// "replayable" (the warp sleeps at its next dependency) or "blocking" (the faulting µTLB takes no request from the
+        /// time the walk finds the fault until it is serviced; seed paged-memory §2.1: the GMMU stops the TLB "from taking
+        /// new translation requests"; those issued before then go on).
         pub fault_mode: FaultMode = FaultMode::Replayable,
         /// Replayable mode: a warp whose load or store far-faults stops at that instruction until its pages are serviced
         /// (seed paged-memory §3.2: "the warp that has missed in the TLB will be stalled, but all other warps within the CU

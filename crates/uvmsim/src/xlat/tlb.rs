@@ -66,6 +66,10 @@ pub struct Tlb {
     pending: Vec<Pending>,
     /// Lookups wait until then behind a miss that waited for an MSHR (full_mshrs_block).
     blocked_until: Ps,
+    /// The latest time a miss that waited for an MSHR got one, less the lookup latency: the
+    /// TLB takes requests in order, so one arriving earlier is taken only then. Read by
+    /// blocking faults (`Gpu`), whose µTLB stops taking requests when a fault is found.
+    pub backlog_until: Ps,
     /// Arrival to the check (lookup_stage_cycles); 0 = check at the arrival, miss after `latency`.
     stage: Ps,
     /// A merged request is answered this long after its fill (fill_return_cycles).
@@ -102,6 +106,7 @@ impl Tlb {
             full_blocks: false,
             pending: Vec::new(),
             blocked_until: 0,
+            backlog_until: 0,
             stage: 0,
             merge_return: 0,
             fill_cap: 0,
@@ -147,6 +152,9 @@ impl Tlb {
                 self.stats.misses += 1;
                 let admitted = self.mshrs.admit_pending(at, now.min(t));
                 self.stats.mshr_wait_ps += (admitted - at) as u128;
+                if admitted > at {
+                    self.backlog_until = self.backlog_until.max(admitted - self.latency);
+                }
                 Lookup::Miss(admitted)
             }
         }
@@ -184,6 +192,9 @@ impl Tlb {
                 self.stats.misses += 1;
                 let admitted = self.mshrs.admit_pending(send, now.min(t));
                 self.stats.mshr_wait_ps += (admitted - send) as u128;
+                if admitted > send {
+                    self.backlog_until = self.backlog_until.max(admitted - (send - t));
+                }
                 if self.full_blocks && admitted > send {
                     // The pipeline latency overlaps the wait: later lookups are checked from `admitted` on.
                     self.blocked_until = admitted - (send - t);
