@@ -273,8 +273,11 @@ fn blocking_faults_stop_the_utlb_once_a_walk_finds_the_fault() {
         assert_eq!(m(x, "uvm.resident_pages"), 1024.0);
     }
     assert_eq!(m(&fast_r, "uvm.batches"), 1.0);
+    assert!(m(&fast_b, "gpu0.blocked_insts") > 0.0);
     assert!(m(&fast_b, "uvm.batches") > 1.0);
     assert!(m(&fast_b, "time.kernel_ns") > m(&fast_r, "time.kernel_ns"));
+    assert_eq!(m(&slow_b, "gpu0.blocked_insts"), 0.0);
+    assert_eq!(m(&slow_r, "gpu0.blocked_insts"), 0.0);
     assert_eq!(m(&slow_b, "uvm.batches"), m(&slow_r, "uvm.batches"));
     assert_eq!(m(&slow_b, "time.kernel_ns"), m(&slow_r, "time.kernel_ns"));
 }

@@ -383,6 +383,8 @@ pub struct GpuStats {
     pub warp_mem_insts: u64,
     /// CTA barriers passed (`Op::Barrier`, counted per warp).
     pub barriers: u64,
+    /// Memory instructions a blocked µTLB held back until the replay (blocking faults).
+    pub blocked_insts: u64,
     pub line_accesses: u64,
     pub translations: u64,
     /// Translations answered by an entry of 4 KiB, 64 KiB, 2 MiB or 1 GiB (faults not counted).
@@ -732,6 +734,7 @@ impl Gpu {
                         issue.max(self.xlat.l1[u].backlog_until) >= self.blocked[u]
                     } =>
                 {
+                    self.stats.blocked_insts += 1;
                     w.pending.push((op, saved_lanes(&op, &self.scratch)));
                     self.waiting.push(Sleeper::new(slot, self.xlat.utlb_of(sm), &w.faulted));
                     return Ok(());
@@ -1383,6 +1386,7 @@ impl Gpu {
         m.int(format!("{p}.completed_insts"), s.completed_insts.saturating_sub(s.split_insts));
         m.int(format!("{p}.warp_mem_insts"), s.warp_mem_insts);
         m.int(format!("{p}.barriers"), s.barriers);
+        m.int(format!("{p}.blocked_insts"), s.blocked_insts);
         m.int(format!("{p}.line_accesses"), s.line_accesses);
         m.int(format!("{p}.translations"), s.translations);
         for (size, n) in ["4KiB", "64KiB", "2MiB", "1GiB"].iter().zip(s.translations_by_page) {
