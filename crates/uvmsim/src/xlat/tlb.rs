@@ -730,6 +730,25 @@ mod tests {
         let mut m = Metrics::default();
         tlb.export(&mut m, "t");
         assert_eq!(m.get("t.mshr_wait_ns.mean"), Some((40.0 + 95.0) / 1000.0 / 5.0));
+        // The latest MSHR wait's end: requests are taken in order, so none before 100.
+        assert_eq!(tlb.backlog_until, 100);
+    }
+
+    /// `backlog_until` is the end of the latest MSHR wait less the lookup latency (when the
+    /// waiting miss's lookup counts as made); misses that did not wait leave it alone.
+    #[test]
+    fn backlog_until_marks_the_end_of_the_latest_mshr_wait() {
+        let mut tlb = Tlb::with(16, 16, 10, 1);
+        let Lookup::Miss(at) = tlb.lookup(1, 0, 0) else { panic!("cold miss expected") };
+        assert_eq!((at, tlb.backlog_until), (10, 0));
+        tlb.fill_miss(1, 0, 0, 300);
+        // The only MSHR is held until 300: a miss arriving at 20 is admitted then.
+        let Lookup::Miss(at) = tlb.lookup(2, 20, 0) else { panic!("cold miss expected") };
+        assert_eq!((at, tlb.backlog_until), (300, 290));
+        tlb.fill_miss(2, 0, 20, 400);
+        // A miss arriving at 1000 finds the MSHR free: the mark stays.
+        let Lookup::Miss(at) = tlb.lookup(3, 1000, 0) else { panic!("cold miss expected") };
+        assert_eq!((at, tlb.backlog_until), (1010, 290));
     }
 
     /// Least-TLB: a miss waiting for an MSHR can be answered (by a remote L2 TLB) before one admits
