@@ -193,11 +193,12 @@ impl Tlb {
                 let admitted = self.mshrs.admit_pending(send, now.min(t));
                 self.stats.mshr_wait_ps += (admitted - send) as u128;
                 if admitted > send {
-                    self.backlog_until = self.backlog_until.max(admitted - (send - t));
-                }
-                if self.full_blocks && admitted > send {
-                    // The pipeline latency overlaps the wait: later lookups are checked from `admitted` on.
-                    self.blocked_until = admitted - (send - t);
+                    // The pipeline latency overlaps the wait: later lookups count from `admitted` on.
+                    let until = admitted - (send - t);
+                    self.backlog_until = self.backlog_until.max(until);
+                    if self.full_blocks {
+                        self.blocked_until = until;
+                    }
                 }
                 Lookup::Miss(admitted)
             }
