@@ -437,6 +437,10 @@ def test_zheng_prefetch_experiments(tmp_path: Path) -> None:
     assert hotspot["uvm.prefetch.pages"] > 0 == none["uvm.prefetch.pages"]
     blk = {r.metric: r for r in rep.reproduce("zheng-prefetch-blocking", tmp_path / "blk", quick=True)}
     assert blk["blocking_over_replayable"].simulated > 0
+    # Each mode runs with its own far-fault tracking: one per CU blocking, 16 replayable (§3, §4.3).
+    for mode, limit in (("blocking", 1), ("replayable", 16)):
+        cfg = json.loads((tmp_path / "blk" / "runs" / f"nw-{mode}" / "summary.json").read_text())["config"]
+        assert (cfg["uvm"]["fault_mode"], cfg["uvm"]["utlb_fault_limit"]) == (mode, limit)
     # Per run, over-ideal x ideal-over-copy is the slowdown over copy-then-execute, so the suite's geomeans
     # multiply the same way; perfect overlap, max(copy, kernel), is at least half of copy + kernel.
     for mode in ("blocking", "replayable"):

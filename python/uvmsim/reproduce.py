@@ -1172,8 +1172,9 @@ def zheng_prefetch_blocking(ctx: Context) -> dict[str, float]:
     """§4.3: locality prefetching with blocking and with replayable far faults, geomean over copy-then-execute."""
     out: dict[str, float] = {}
     table = {}
+    limits = ctx.params["fault_limits"]
     for mode in ctx.params["modes"]:
-        m = _suite_metrics(ctx, mode, {"uvm.fault_mode": mode})
+        m = _suite_metrics(ctx, mode, {"uvm.fault_mode": mode, "uvm.utlb_fault_limit": limits[mode]})
         s = {w: v["baseline.slowdown_vs_copy"] for w, v in m.items()}
         table[mode] = s
         out[f"geomean_slowdown.{mode}"], out[f"mean_slowdown.{mode}"] = _geomean(s), _mean(s)

@@ -282,6 +282,43 @@ fn blocking_faults_stop_the_utlb_once_a_walk_finds_the_fault() {
     assert_eq!(m(&slow_b, "time.kernel_ns"), m(&slow_r, "time.kernel_ns"));
 }
 
+/// Blocking faults with one far fault tracked per µTLB (`uvm.utlb_fault_limit = 1`, how zheng-blocking runs
+/// Zheng's blocking GMMU, which lacks the far-fault MSHRs of §3): 32 warps of one SM each miss on a page of
+/// their own, all before the first slow walk ends, so every walk finds a fault. With room for all 32 they are
+/// serviced together, in about one 20 µs service; with room for one, the rest are turned back, walk again once
+/// the block lifts and are serviced one after another: never more than one far fault in flight.
+#[test]
+fn a_blocking_gmmu_that_tracks_one_far_fault_services_them_one_at_a_time() {
+    let base = [
+        "gpu.sms=1",
+        "workload.kind=regular",
+        "workload.regular.threads=1024",
+        "workload.regular.bytes_per_thread=128",
+        "workload.regular.write=false",
+        "workload.threads_per_cta=1024",
+        "workload.managed=true",
+        "gpu.l1tlb.mshrs=1024",
+        "gmmu.walker.level_latency_ns=1000",
+        "uvm.cost_model=\"polled\"",
+        "uvm.fault_mode=\"blocking\"",
+    ];
+    let one = run(&[&base[..], &["uvm.utlb_fault_limit=1"]].concat());
+    let all = run(&[&base[..], &["uvm.utlb_fault_limit=32"]].concat());
+    let service = 20_000.0;
+    for x in [&one, &all] {
+        assert_eq!(m(x, "uvm.faults.unique"), 32.0);
+        assert_eq!(m(x, "uvm.resident_pages"), 32.0);
+    }
+    assert_eq!(m(&all, "uvm.faults.throttled"), 0.0);
+    let k_all = m(&all, "time.kernel_ns");
+    assert!(k_all > service && k_all < 2.0 * service, "{k_all}");
+    assert!(m(&one, "uvm.faults.throttled") >= 31.0, "{}", m(&one, "uvm.faults.throttled"));
+    let k_one = m(&one, "time.kernel_ns");
+    assert!(k_one > 32.0 * service, "{k_one}");
+    // Far faults in flight on average (Little's law) stay at or below one.
+    assert!(m(&one, "uvm.polled.fault_time_ns") <= k_one, "{} vs {k_one}", m(&one, "uvm.polled.fault_time_ns"));
+}
+
 /// `uvm.stall_warp_on_fault` (seed paged-memory §3.2: "the warp that has missed in
 /// the TLB will be stalled"): one warp of the STREAM triad, one iteration on
 /// three fresh pages (load b, load c, wait, store a), Zheng's polled handler.

@@ -155,7 +155,9 @@ section! {
     pub struct UvmConfig {
         /// "replayable" (the warp sleeps at its next dependency) or "blocking" (the faulting µTLB takes no request from the
         /// time the walk finds the fault until it is serviced; seed paged-memory §2.1: the GMMU stops the TLB "from taking
-        /// new translation requests"; those issued before then go on).
+        /// new translation requests"; those issued before then go on). The faults its walks find beyond
+        /// `utlb_fault_limit` are turned back and walk again after the replay: Zheng's blocking GMMU, without the
+        /// replayable design's far-fault MSHRs (§3), tracks one (zheng-blocking sets 1).
         pub fault_mode: FaultMode = FaultMode::Replayable,
         /// Replayable mode: a warp whose load or store far-faults stops at that instruction until its pages are serviced
         /// (seed paged-memory §3.2: "the warp that has missed in the TLB will be stalled, but all other warps within the CU
