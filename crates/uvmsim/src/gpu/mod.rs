@@ -780,8 +780,10 @@ impl Gpu {
                         w.epoch = self.xlat.space.residency.refault_epoch;
                         if self.blocking {
                             // Blocking: the µTLB stops once the first of these faults is found (the
-                            // walk's end), and the warp waits where it is. A miss merged into a
-                            // fault already raised stops it from now.
+                            // walk's end), and the warp waits where it is. Every faulting miss records
+                            // a fault at the time the GMMU learns of it (its walk's end; a multi-GPU
+                            // miss held behind its page's pending fault, its lookup), so `issue` is
+                            // only a fallback.
                             let u = self.xlat.utlb_of(sm);
                             let found = self.faults[raised..].iter().map(|f| f.time).min().unwrap_or(issue);
                             self.blocked[u] = self.blocked[u].min(found);
