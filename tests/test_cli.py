@@ -200,6 +200,23 @@ BAD_INPUTS = [
     pytest.param(
         ["run", "--preset", "kaveri-apu", "--set", "gpu.sms"], ["gpu.sms", "key.path=value"], id="set-without-equals"
     ),
+    # reproduce --set: checked against the experiment's preset before any run.
+    pytest.param(
+        ["reproduce", "zheng-blocking", "--quick", "--set", "gpu.l1tlb.mshr=1"],
+        ["--set: key `gpu.l1tlb.mshr`", "did you mean `gpu.l1tlb.mshrs`"],
+        id="reproduce-set-unknown-key",
+    ),
+    pytest.param(
+        ["reproduce", "zheng-blocking", "--set", "gpu.sms"], ["gpu.sms", "key.path=value"], id="reproduce-set-no-equals"
+    ),
+    pytest.param(
+        ["reproduce", "--all", "--set", "gpu.sms=2"], ["--set runs one experiment", "no --all"], id="reproduce-set-all"
+    ),
+    pytest.param(
+        ["reproduce", "zheng-blocking", "--set", "gpu.sms=2", "--markdown", "doc.md"],
+        ["--set runs one experiment", "--markdown"],
+        id="reproduce-set-markdown",
+    ),
     pytest.param(["run", "absent.toml"], ["absent.toml", "does not exist"], id="missing-config-file"),
     pytest.param(["run", "broken.toml"], ["broken.toml", "not valid TOML"], id="malformed-toml"),
     pytest.param(["run", "--preset", "kaveri-apu", "--set", "gpu=3"], ["gpu", "section"], id="section-given-a-value"),
@@ -346,6 +363,10 @@ def test_ctrl_c_in_run_says_interrupted(
     [
         (["apu-tlb-miss-latency", "--quick"], "uvmsim reproduce apu-tlb-miss-latency -o OUT --quick --resume"),
         (["--all", "-j", "2"], "uvmsim reproduce --all -o OUT --resume -j 2"),
+        (
+            ["apu-tlb-miss-latency", "--set", "gpu.l1tlb.entries=64"],
+            "uvmsim reproduce apu-tlb-miss-latency -o OUT --resume --set gpu.l1tlb.entries=64",
+        ),
     ],
 )
 def test_ctrl_c_in_reproduce_says_how_to_resume(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -696,3 +697,33 @@ def test_modern_presets_compares_the_systems(tmp_path: Path) -> None:
     assert {r.metric: r.simulated for r in rep.reproduce("modern-presets", tmp_path / "again")} == {
         m: r.simulated for m, r in rows.items()
     }
+
+
+def test_reproduce_with_overrides(tmp_path: Path) -> None:
+    # --set reaches every run over the preset, except where the experiment varies the key itself; the overrides
+    # are recorded with the results, and a later run without them removes the record.
+    out = tmp_path / "mshr"
+    sets = rep.parse_sets(["gpu.l1tlb.mshrs=2", "uvm.utlb_fault_limit=3"])
+    assert sets == {"gpu.l1tlb.mshrs": 2, "uvm.utlb_fault_limit": 3}
+    _, ctx = rep.reproduce_context("zheng-replayable-mshr", out, quick=True, set=sets)
+    for n in (1, 16):
+        cfg = json.loads((out / "runs" / f"nw-mshr{n}" / "summary.json").read_text())["config"]
+        assert (cfg["gpu"]["l1tlb"]["mshrs"], cfg["uvm"]["utlb_fault_limit"]) == (2, n)
+    assert ctx.shadowed == {"uvm.utlb_fault_limit"} and ctx.user_runs > 0
+    recorded = tomllib.loads((out / rep.OVERRIDES_FILE).read_text())
+    assert recorded == {"gpu": {"l1tlb": {"mshrs": 2}}, "uvm": {"utlb_fault_limit": 3}}
+    # Resumed without the overrides: no stored run matches, all run again, and the record goes.
+    _, again = rep.reproduce_context("zheng-replayable-mshr", out, quick=True, resume=True)
+    assert again.reused_s == 0.0 and not (out / rep.OVERRIDES_FILE).exists()
+    cfg = json.loads((out / "runs" / "nw-mshr1" / "summary.json").read_text())["config"]
+    assert cfg["gpu"]["l1tlb"]["mshrs"] == 32
+    # Bare strings read as `uvmsim run --set` reads them; a bad key fails before any run.
+    assert rep.parse_sets(["uvm.fault_mode=blocking", 'workload.kind="nw"']) == {
+        "uvm.fault_mode": "blocking",
+        "workload.kind": "nw",
+    }
+    with pytest.raises(ConfigError, match="gpu.l1tlb.mshr"):
+        rep.reproduce_context("zheng-replayable-mshr", tmp_path / "bad", quick=True, set={"gpu.l1tlb.mshr": 1})
+    assert not (tmp_path / "bad").exists()
+    with pytest.raises(ConfigError, match="key.path=value"):
+        rep.parse_sets(["gpu.sms"])

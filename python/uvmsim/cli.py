@@ -397,6 +397,15 @@ def config_markdown(reference: Sequence[dict[str, Any]], section_docs: Sequence[
     help="Rewrite the summary table of FILE (docs/validation.md) between its markers: the row of ID, or with --all "
     "every row.",
 )
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override one config value in every run of experiment ID (repeatable), e.g. --set gpu.l1tlb.mshrs=1 for a "
+    "sensitivity run; the values the experiment varies itself stay varied. Recorded in OUT/overrides.toml; not with "
+    "--all or --markdown.",
+)
 def reproduce_cmd(
     experiment_id: str | None,
     list_only: bool,
@@ -406,6 +415,7 @@ def reproduce_cmd(
     resume: bool,
     jobs: int,
     markdown: Path | None,
+    sets: tuple[str, ...],
 ) -> int:
     """Re-run seed experiment ID and compare with the published numbers (OUT/comparison.csv, OUT/plot.png).
 
@@ -421,6 +431,11 @@ def reproduce_cmd(
             raise click.UsageError("--markdown records the full experiments: drop --quick")
         if list_only or (experiment_id is None and not run_all):
             raise click.UsageError("--markdown records an experiment's result: give an ID or --all")
+    if sets and (run_all or list_only or markdown is not None):
+        raise click.UsageError(
+            "--set runs one experiment with changed inputs: give an ID, and no --all, --list or --markdown (the "
+            "summary table records the experiments as specified)"
+        )
     if run_all:
         if experiment_id is not None or list_only:
             raise click.UsageError("--all runs every experiment: give no ID and no --list")
@@ -438,12 +453,18 @@ def reproduce_cmd(
     spec = reproduce_mod.load_spec(experiment_id)  # unknown IDs fail here, before any output
     if markdown is not None:
         report_mod.check_markdown_target(markdown)
+    user_set = reproduce_mod.parse_sets(list(sets))
+    if user_set:
+        uvmsim.resolve(preset=spec.preset, set=user_set)  # a bad key or value: exit code 2, before any output
     outdir = out if out is not None else Path("uvmsim-out") / spec.id
     check_output_dir(outdir)
-    click.echo(f"{spec.id}: {spec.title} (preset {spec.preset}{', quick' if quick else ''})")
+    with_set = f", with {' '.join(sets)}" if sets else ""
+    click.echo(f"{spec.id}: {spec.title} (preset {spec.preset}{', quick' if quick else ''}{with_set})")
     start = time.perf_counter()
-    with _resumable(f"reproduce {spec.id}", _resume_command(spec.id, outdir, quick, jobs)):
-        rows, ctx = reproduce_mod.reproduce_context(spec.id, outdir, quick=quick, resume=resume, jobs=jobs)
+    with _resumable(f"reproduce {spec.id}", _resume_command(spec.id, outdir, quick, jobs, sets)):
+        rows, ctx = reproduce_mod.reproduce_context(
+            spec.id, outdir, quick=quick, resume=resume, jobs=jobs, set=user_set
+        )
     # With --resume, the reused runs' simulation time counts: --markdown records what the experiment takes.
     elapsed = time.perf_counter() - start + ctx.reused_s
     _echo_rows(
@@ -459,6 +480,10 @@ def reproduce_cmd(
         ],
         indent="  ",
     )
+    if user_set and not ctx.user_runs:
+        click.echo(f"note: --set changed nothing: {spec.id} ran no simulation that takes config overrides", err=True)
+    for key in sorted(ctx.shadowed):
+        click.echo(f"note: {spec.id} sets {key} itself in some of its runs; --set {key} did not apply there", err=True)
     checked = [r for r in rows if r.passed is not None]
     plot = report_mod.write_plot(spec.id, rows, outdir)
     click.echo(
@@ -475,10 +500,10 @@ def reproduce_cmd(
     return 0
 
 
-def _resume_command(target: str, out: Path, quick: bool, jobs: int) -> str:
+def _resume_command(target: str, out: Path, quick: bool, jobs: int, sets: Sequence[str] = ()) -> str:
     """The `uvmsim reproduce` command line that continues an interrupted ``target`` (an ID or --all)."""
     args = [PROG, "reproduce", target, "-o", str(out), *(["--quick"] if quick else []), "--resume"]
-    return shlex.join([*args, *(["-j", str(jobs)] if jobs > 1 else [])])
+    return shlex.join([*args, *(["-j", str(jobs)] if jobs > 1 else []), *(a for s in sets for a in ("--set", s))])
 
 
 def _reproduce_all(out: Path, quick: bool, resume: bool, jobs: int, markdown: Path | None) -> int:

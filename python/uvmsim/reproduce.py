@@ -112,11 +112,19 @@ class Context:
     fresh: set[str] = field(default_factory=set)
     #: Planning (``plan_runs``): each run is listed, not simulated, and every metric of its result reads 1.
     planned: list[tuple[str, dict[str, Any], str]] | None = None
+    #: The user's overrides (``uvmsim reproduce --set``): over the preset and the spec's common ``set``, under what
+    #: the analysis sets per run (the values it varies stay varied).
+    user_set: dict[str, Any] = field(default_factory=dict)
+    #: Keys of ``user_set`` that some run set to another value itself, and how many runs took ``user_set``.
+    shadowed: set[str] = field(default_factory=set)
+    user_runs: int = 0
 
     def run(self, name: str, set: Mapping[str, Any], preset: str | None = None) -> uvmsim.Result:
         """Run the spec's preset (or ``preset``, for experiments that compare systems) with the spec's common
         ``set`` plus ``set``; keep the summary in ``runs/NAME``."""
-        overrides = {**self.params.get("set", {}), **set}
+        self.shadowed.update(k for k, v in self.user_set.items() if k in set and set[k] != v)
+        self.user_runs += bool(self.user_set)
+        overrides = {**self.params.get("set", {}), **self.user_set, **set}
         preset = preset or self.spec.preset
         if self.planned is not None:
             if len(self.planned) >= PLAN_LIMIT:
@@ -196,7 +204,7 @@ def plan_runs(ctx: Context, analysis: Analysis) -> list[tuple[str, dict[str, Any
     simulated; its files go to a scratch directory). Where an analysis needs real numbers to go on (a search, a
     table it reads), it fails there and only the runs listed until then are returned."""
     with tempfile.TemporaryDirectory(prefix="uvmsim-plan-") as scratch:
-        plan = Context(spec=ctx.spec, params=ctx.params, out=Path(scratch), planned=[])
+        plan = Context(spec=ctx.spec, params=ctx.params, out=Path(scratch), planned=[], user_set=ctx.user_set)
         try:
             analysis(plan)
         except Exception:  # noqa: BLE001 - any failure on placeholder numbers just ends the plan
@@ -347,20 +355,71 @@ def write_csv(path: Path, header_row: tuple[str, ...], rows: list[tuple[Any, ...
     atomic_write_text(path, buf.getvalue())
 
 
-def reproduce(id: str, out: str | Path, *, quick: bool = False, resume: bool = False, jobs: int = 1) -> list[Row]:
+def reproduce(
+    id: str,
+    out: str | Path,
+    *,
+    quick: bool = False,
+    resume: bool = False,
+    jobs: int = 1,
+    set: Mapping[str, Any] | None = None,
+) -> list[Row]:
     """Run experiment ``id``, write ``out/comparison.csv`` (and ``out/runs/*``), return the rows.
 
     ``resume``: reuse the runs already in ``out/runs`` whose stored configuration matches (see ``Context``).
-    ``jobs`` > 1: simulate the experiment's runs on that many processes first (``run_ahead``)."""
-    return reproduce_context(id, out, quick=quick, resume=resume, jobs=jobs)[0]
+    ``jobs`` > 1: simulate the experiment's runs on that many processes first (``run_ahead``).
+    ``set``: config overrides (dotted keys) for every run, over the preset and the experiment's common settings but
+    under the values the experiment varies per run; they are written to ``out/overrides.toml``."""
+    return reproduce_context(id, out, quick=quick, resume=resume, jobs=jobs, set=set)[0]
+
+
+#: Written to an experiment's output directory when it ran with ``set`` overrides (removed when it ran without).
+OVERRIDES_FILE = "overrides.toml"
+
+
+def parse_sets(sets: list[str]) -> dict[str, Any]:
+    """``key=value`` strings as a mapping, each value read as ``uvmsim run --set`` reads it: TOML (numbers,
+    booleans, quoted strings, arrays), anything else a bare string. Keys and values are checked when a run
+    resolves them (``uvmsim.resolve``)."""
+    out: dict[str, Any] = {}
+    for item in sets:
+        key, eq, raw = item.partition("=")
+        if not eq:
+            raise ConfigError(f"--set: `{item}` is not of the form key.path=value")
+        raw = raw.strip()
+        try:
+            value = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw
+        out[key.strip()] = value
+    return out
 
 
 def reproduce_context(
-    id: str, out: str | Path, *, quick: bool = False, resume: bool = False, jobs: int = 1
+    id: str,
+    out: str | Path,
+    *,
+    quick: bool = False,
+    resume: bool = False,
+    jobs: int = 1,
+    set: Mapping[str, Any] | None = None,
 ) -> tuple[list[Row], Context]:
     """``reproduce``, also returning the experiment's ``Context`` (its runs, and the time of the reused ones)."""
     spec = load_spec(id)
-    ctx = Context(spec=spec, params=spec.run_params(quick), out=Path(out), resume=resume)
+    user_set = dict(set or {})
+    if user_set:
+        uvmsim.resolve(preset=spec.preset, set=user_set)  # a bad key or value fails here (ConfigError), before any run
+    ctx = Context(spec=spec, params=spec.run_params(quick), out=Path(out), resume=resume, user_set=user_set)
+    ctx.out.mkdir(parents=True, exist_ok=True)
+    if user_set:
+        atomic_write_text(
+            ctx.out / OVERRIDES_FILE,
+            "# uvmsim reproduce --set: these overrides applied to every run of this experiment, except where the\n"
+            "# experiment sets the key itself per run\n"
+            + "".join(f"{k} = {uvmsim.toml_value(v)}\n" for k, v in user_set.items()),
+        )
+    else:
+        (ctx.out / OVERRIDES_FILE).unlink(missing_ok=True)
     if jobs > 1:
         run_ahead(ctx, REGISTRY[id], jobs)
     simulated = REGISTRY[id](ctx)
