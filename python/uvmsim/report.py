@@ -417,20 +417,23 @@ def base_cost_plot(rows: Sequence[rep.Row], out: Path) -> Figure:
 
 
 def batch_size_plot(rows: Sequence[rep.Row], out: Path) -> Figure:
-    """uvm-driver Fig. 4.5: kernel time against the driver's batch size."""
+    """uvm-driver Fig. 4.5: kernel time against the driver's batch size, one line per kernel and matrix size,
+    each relative to its time at 1024 (Allen: faster up to 1024, flat beyond)."""
     table = _read_csv(out / "batch_size.csv")
     fig = _new_figure()
     ax = fig.add_subplot()
-    for kernel in dict.fromkeys(r.get("kernel", "") for r in table):
-        own = [r for r in table if r.get("kernel", "") == kernel]
-        xs, ys = [int(r["batch_size"]) for r in own], [float(r["kernel_ms"]) for r in own]
-        ax.plot(xs, ys, marker="o", label=kernel or None)
-    if len({r.get("kernel", "") for r in table}) > 1:
+    lines = dict.fromkeys((r.get("kernel", ""), r.get("n", "")) for r in table)
+    for kernel, n in lines:
+        own = [r for r in table if (r.get("kernel", ""), r.get("n", "")) == (kernel, n)]
+        base = next((float(r["kernel_ms"]) for r in own if int(r["batch_size"]) == 1024), 0.0) or 1.0
+        xs, ys = [int(r["batch_size"]) for r in own], [float(r["kernel_ms"]) / base for r in own]
+        ax.plot(xs, ys, marker="o", label=f"{kernel} n = {n}" if n else kernel or None)
+    if len(lines) > 1:
         ax.legend(fontsize=8)
     ax.set_xscale("log", base=2)
     ax.set_ylim(bottom=0)
     ax.set_xlabel("uvm.batch_size")
-    ax.set_ylabel("kernel time (ms)")
+    ax.set_ylabel("kernel time / kernel time at 1024")
     ax.set_title("Batch size (uvm-driver Fig. 4.5): published: faster to 1024, flat beyond", fontsize=10)
     return fig
 
