@@ -29,6 +29,7 @@ def atomic_write(path: Path, write: Callable[[int], None]) -> None:
     An ``OSError`` (of the same type and errno) names ``path``, not the temporary file: ``"OUT: cannot write: Is a
     directory"``, not ``"[Errno 21] Is a directory: '.OUT.x1y2.tmp' -> 'OUT'"``.
     """
+    _refuse_special(path)
     made = not path.parent.exists()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -79,12 +80,24 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
 
 
+def _refuse_special(path: Path) -> None:
+    """Refuse an existing ``path`` that is neither a regular file nor a directory (a device such as /dev/null, a
+    FIFO, a socket): ``atomic_write`` renames its temporary file over the path, which would replace the node itself
+    (run as root, ``--timeline /dev/null`` left a regular file at /dev/null)."""
+    if path.exists() and not path.is_file() and not path.is_dir():
+        raise OSError(
+            f"{path}: cannot write: not a regular file (a device, FIFO or socket would be replaced by the output)"
+        )
+
+
 def check_output_file(out: Path, *, make_parents: bool = False) -> None:
     """Refuse an output file that cannot be created, before any work, as an OSError naming it (exit code 1 in the
     CLI, like `run`'s OUT; its subclass by the reason): a directory, a missing or read-only directory above it.
 
     With ``make_parents`` the writer creates the missing directories above ``out``: the nearest existing one
-    must then be a writable directory."""
+    must then be a writable directory. An existing ``out`` that is not a regular file (a device, a FIFO) is
+    refused too: the writers rename a temporary file over it."""
+    _refuse_special(out)
     parent = out.parent if str(out.parent) else Path(".")
     if make_parents:
         while not parent.exists() and parent.parent != parent:

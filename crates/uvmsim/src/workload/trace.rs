@@ -585,6 +585,20 @@ pub fn same_file(input: &str, out: &str) -> bool {
     }
 }
 
+/// Can OUT be written by renaming a temporary file over it? Not when it is a directory, nor when it
+/// exists and is not a regular file (a device such as /dev/null, a FIFO, a socket): the rename
+/// would replace the node itself (run as root, `trace record ... /dev/null` left a regular file
+/// at /dev/null). Checked before any work; the message names OUT.
+pub fn check_out(out: &str) -> Result<(), String> {
+    match std::fs::metadata(out) {
+        Ok(m) if m.is_dir() => Err(format!("{out}: cannot write: is a directory")),
+        Ok(m) if !m.is_file() => {
+            Err(format!("{out}: cannot write: not a regular file (a device, FIFO or socket would be replaced by the output)"))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// A temporary file next to an output, renamed over it by [`TempOut::commit`] and
 /// removed if dropped uncommitted: a failed or interrupted writer never leaves a
 /// truncated output behind (or destroys the file it was to replace).
