@@ -204,6 +204,27 @@ BAD = [
     ),
     pytest.param(["run", "nesting.toml"], ["nesting.toml", "sms"], id="key-at-the-wrong-level"),
     pytest.param(["trace", "info", "short.csv"], ["short.csv:2", "size"], id="truncated-trace-line"),
+    # Found by the adversarial audit of 2026-12-03.
+    pytest.param(
+        ["trace", "info", "zeros.csv"],
+        ["zeros.csv:1", "a line longer than 64 KiB"],
+        id="line-without-breaks-read-whole",  # 4x the file in memory (1.2 GB for 300 MB), quoted whole in the error
+    ),
+    pytest.param(
+        ["run", "--preset", "titan-v", "--trace", "zacc/kernelslist.g"],
+        ["zacc/kernel-1.traceg:1", "a line longer than 64 KiB"],
+        id="accelsim-kernel-without-breaks-read-whole",
+    ),
+    pytest.param(
+        ["trace", "info", "zlist/kernelslist.g"],
+        ["zlist/kernelslist.g:1", "a line longer than 64 KiB"],
+        id="kernelslist-without-breaks-quoted-whole",
+    ),
+    pytest.param(
+        ["trace", "info", "bom.csv"],
+        ["bom.csv:1", "byte-order mark"],
+        id="bom-header-said-header-is-the-expected-one",  # "header is `time_ns,...`, expected `time_ns,...`"
+    ),
 ]
 
 
@@ -214,6 +235,13 @@ def inputs(tmp_path: Path) -> Path:
     (tmp_path / "nesting.toml").write_text("sms = 4\n")
     (tmp_path / "damaged" / "runs").mkdir(parents=True)
     (tmp_path / "damaged" / "runs" / "x.parquet").write_bytes(b"junk")
+    (tmp_path / "zeros.csv").write_bytes(bytes(100_000))  # no line break: a zero-filled file
+    (tmp_path / "zacc").mkdir()
+    (tmp_path / "zacc" / "kernelslist.g").write_text("kernel-1.traceg\n")
+    (tmp_path / "zacc" / "kernel-1.traceg").write_bytes(bytes(100_000))
+    (tmp_path / "zlist").mkdir()
+    (tmp_path / "zlist" / "kernelslist.g").write_bytes(bytes(100_000))
+    (tmp_path / "bom.csv").write_text("\ufeff" + CSV)
     return tmp_path
 
 
