@@ -225,6 +225,16 @@ BAD = [
         ["bom.csv:1", "byte-order mark"],
         id="bom-header-said-header-is-the-expected-one",  # "header is `time_ns,...`, expected `time_ns,...`"
     ),
+    pytest.param(
+        ["run", *TINY, *sets("gpu.sms=-1")],
+        ["gpu.sms", "-1 is out of range: expected a non-negative integer"],
+        id="negative-count-said-expected-u32",
+    ),
+    pytest.param(
+        ["run", *TINY, *sets("gpu.sms=4294967296")],
+        ["gpu.sms", "4294967296 is out of range: expected an integer of at most 4294967295"],
+        id="count-beyond-u32-said-expected-u32",
+    ),
 ]
 
 
