@@ -235,6 +235,11 @@ BAD = [
         ["gpu.sms", "4294967296 is out of range: expected an integer of at most 4294967295"],
         id="count-beyond-u32-said-expected-u32",
     ),
+    pytest.param(
+        ["run", *TINY, *sets("multi.model_one_gpu=true")],
+        ["translation.page_size", "multi.model_one_gpu = true", "in conflict with `multi.model_one_gpu` from --set"],
+        id="model-one-gpu-page-size-blamed-multi-gpus",  # "must be 4KiB with multi.gpus > 1", of multi.gpus = 1
+    ),
 ]
 
 
