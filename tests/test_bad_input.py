@@ -240,6 +240,16 @@ BAD = [
         ["translation.page_size", "multi.model_one_gpu = true", "in conflict with `multi.model_one_gpu` from --set"],
         id="model-one-gpu-page-size-blamed-multi-gpus",  # "must be 4KiB with multi.gpus > 1", of multi.gpus = 1
     ),
+    pytest.param(
+        ["run", *TINY, "--set", "gpu.scheduler=\udcff"],
+        ["`gpu.scheduler=\\xff` is not UTF-8"],
+        id="non-utf8-argument-internal-error",  # exit 1, "internal error: UnicodeEncodeError"
+    ),
+    pytest.param(
+        ["trace", "info", "\udcff.csv"],
+        ["`\\xff.csv` is not UTF-8"],
+        id="non-utf8-file-name-internal-error",
+    ),
 ]
 
 
@@ -257,6 +267,7 @@ def inputs(tmp_path: Path) -> Path:
     (tmp_path / "zlist").mkdir()
     (tmp_path / "zlist" / "kernelslist.g").write_bytes(bytes(100_000))
     (tmp_path / "bom.csv").write_text("\ufeff" + CSV)
+    (tmp_path / "\udcff.csv").write_text(CSV)  # a file name of byte 0xff, not UTF-8
     return tmp_path
 
 
