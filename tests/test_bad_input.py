@@ -250,6 +250,11 @@ BAD = [
         ["`\\xff.csv` is not UTF-8"],
         id="non-utf8-file-name-internal-error",
     ),
+    pytest.param(
+        ["run", "--preset", "./damaged"],
+        ["preset file `./damaged` is a directory, not a file"],
+        id="preset-directory-said-does-not-exist",
+    ),
 ]
 
 

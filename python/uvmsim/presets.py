@@ -88,6 +88,8 @@ def find_preset(name_or_path: str | os.PathLike[str]) -> Path:
     if as_path.suffix == ".toml" or os.sep in arg or (os.altsep and os.altsep in arg):
         if as_path.is_file():
             return as_path
+        if as_path.is_dir():  # was "does not exist", of a directory that does
+            raise ConfigError(f"preset file `{arg}` is a directory, not a file")
         raise ConfigError(f"preset file `{arg}` does not exist")
     names = sorted(index)
     near = difflib.get_close_matches(arg, names, n=1)
