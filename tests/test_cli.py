@@ -294,6 +294,12 @@ BAD_INPUTS = [
         ["apu-tlb-latency", "did you mean `apu-tlb-miss-latency`"],
         id="unknown-experiment",
     ),
+    pytest.param(
+        ["reproduce", "ZHENG-BLOCKING"],
+        ["ZHENG-BLOCKING", "did you mean `zheng-blocking`"],
+        id="unknown-experiment-in-capitals",  # named no nearest ID: the match minded the letter case
+    ),
+    pytest.param(["presets", "TITAN-V"], ["TITAN-V", "did you mean `titan-v`"], id="unknown-preset-in-capitals"),
     pytest.param(["workloads", "strider"], ["strider", "did you mean `stride`"], id="unknown-workload-name"),
     pytest.param(["presets", "titanv"], ["titanv"], id="describe-unknown-preset"),
     pytest.param(["run", "--preset", "kaveri-apu", "--frobnicate"], ["--frobnicate"], id="unknown-option"),

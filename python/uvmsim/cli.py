@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import difflib
 import json
 import os
 import re
@@ -46,6 +45,7 @@ from uvmsim._files import (
     refuse_input,
     refuse_input_in_dir,
 )
+from uvmsim._names import nearest
 from uvmsim._signals import interrupted_by, signal_of, sigterm_as_interrupt
 
 PROG = "uvmsim"
@@ -92,8 +92,8 @@ def _resumable(what: str, command: str) -> Iterator[None]:
 
 
 def _unknown(what: str, name: str, choices: Sequence[str]) -> NoReturn:
-    near = difflib.get_close_matches(name, choices, n=1)
-    hint = f"did you mean `{near[0]}`? " if near else ""
+    near = nearest(name, choices)
+    hint = f"did you mean `{near}`? " if near else ""
     raise click.UsageError(f"unknown {what} `{name}`; {hint}available: {', '.join(choices)}")
 
 
