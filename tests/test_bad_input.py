@@ -255,6 +255,29 @@ BAD = [
         ["preset file `./damaged` is a directory, not a file"],
         id="preset-directory-said-does-not-exist",
     ),
+    # A FIFO with no writer: opening it waited forever (in the core, deaf to SIGTERM); a pipe with one lost its
+    # first bytes to the format check ("header is `avefront,kind,...`").
+    pytest.param(["trace", "info", "fifo.csv"], ["fifo.csv", "not a regular file"], id="fifo-trace-info-hung"),
+    pytest.param(
+        ["run", "--preset", "mgpusim-r9nano", "--trace", "fifo.csv"],
+        ["fifo.csv", "not a regular file"],
+        id="fifo-trace-run-hung",
+    ),
+    pytest.param(
+        ["run", "--preset", "mgpusim-r9nano", *sets("workload.kind=trace", "workload.trace.path=fifo.csv")],
+        ["fifo.csv", "not a regular file"],
+        id="fifo-trace-by-set-hung",
+    ),
+    pytest.param(
+        ["run", "--preset", "titan-v", *sets("workload.kind=warp-trace", "workload.warp_trace.path=fifo.csv")],
+        ["fifo.csv", "not a regular file"],
+        id="fifo-warp-trace-hung",
+    ),
+    pytest.param(
+        ["run", "--preset", "titan-v", *sets("workload.kind=accelsim", "workload.accelsim.path=fifo.g")],
+        ["fifo.g", "not a regular file"],
+        id="fifo-kernelslist-hung",  # read for its kernel files (no output over an input) before the core
+    ),
 ]
 
 
@@ -273,6 +296,8 @@ def inputs(tmp_path: Path) -> Path:
     (tmp_path / "zlist" / "kernelslist.g").write_bytes(bytes(100_000))
     (tmp_path / "bom.csv").write_text("\ufeff" + CSV)
     (tmp_path / "\udcff.csv").write_text(CSV)  # a file name of byte 0xff, not UTF-8
+    os.mkfifo(tmp_path / "fifo.csv")
+    os.mkfifo(tmp_path / "fifo.g")
     return tmp_path
 
 

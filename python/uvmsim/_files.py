@@ -167,6 +167,17 @@ def reading_input(path: str | os.PathLike[str], what: str) -> Iterator[None]:
         raise InputError(f"{name} cannot be read: {e.strerror or e}") from e
 
 
+def refuse_pipe(path: Path, what: str) -> None:
+    """Refuse an input that is read more than once (a trace: its format told by its first bytes, then read by the
+    core) when it is a pipe or FIFO (``<(zcat t.csv.gz)``): the first reader took what the next one needed, and
+    opening a FIFO that nobody writes waited forever. ``InputError`` naming it, decided from its type, unopened."""
+    if path.exists() and not path.is_file() and not path.is_dir():
+        raise InputError(
+            f"{what} `{os.fspath(path)}` is not a regular file (a pipe or FIFO?): it is read more than once; "
+            "save it to a file first"
+        )
+
+
 def read_input_text(path: Path, what: str) -> str:
     """The UTF-8 text of an input file (see ``reading_input``); ``ConfigError`` when it is not UTF-8."""
     from uvmsim._core import ConfigError
@@ -205,9 +216,10 @@ _KERNELSLIST_MAX_BYTES = 16 << 20
 
 def kernel_files(kernelslist: Path) -> list[Path]:
     """The kernel files an Accel-Sim ``kernelslist.g`` names (its `kernel...` lines, beside it, as accelsim.rs
-    reads them); none if it cannot be read (its reader reports that)."""
+    reads them); none if it cannot be read (its reader reports that), or is not a regular file (a FIFO: reading
+    it here would wait for a writer, or take what the reader needs)."""
     try:
-        if kernelslist.stat().st_size > _KERNELSLIST_MAX_BYTES:
+        if not kernelslist.is_file() or kernelslist.stat().st_size > _KERNELSLIST_MAX_BYTES:
             return []
         text = kernelslist.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):

@@ -116,6 +116,7 @@ enum Command {
 }
 
 fn commands(path: &str) -> Result<Vec<Command>, TraceError> {
+    TraceError::check_regular(path)?;
     let text = std::fs::read(path).map_err(|e| TraceError::open(path, &e))?;
     let text = String::from_utf8(text).map_err(|_| TraceError(format!("{path}: not a text file (an Accel-Sim kernelslist.g)")))?;
     let dir = Path::new(path).parent().unwrap_or(Path::new("."));
@@ -219,6 +220,7 @@ struct KernelReader {
 impl KernelReader {
     fn open(path: &Path) -> Result<KernelReader, TraceError> {
         let name = path.display().to_string();
+        TraceError::check_regular(&name)?;
         let f = std::fs::File::open(path).map_err(|e| TraceError(format!("{name}: cannot read the trace: {e}")))?;
         let mut input = BufReader::with_capacity(1 << 16, f);
         let head = input.fill_buf().map_err(|e| TraceError(format!("{name}: cannot read the trace: {e}")))?;

@@ -95,6 +95,19 @@ impl TraceError {
         }
         TraceError(m)
     }
+
+    /// A trace is opened more than once (its format told by its first bytes, then read; a timed
+    /// trace is scanned before its run), so a pipe or FIFO (`<(zcat t.csv.gz)`) lost to the first
+    /// reader what the next one needed ("header is `avefront,kind,...`"), and opening a FIFO that
+    /// nobody writes waited forever, deaf to Ctrl-C and SIGTERM. Refused by its type, unopened.
+    pub fn check_regular(path: &str) -> Result<(), TraceError> {
+        match std::fs::metadata(path) {
+            Ok(m) if !m.is_file() && !m.is_dir() => Err(TraceError(format!(
+                "{path}: not a regular file (a pipe or FIFO?): a trace is read more than once; save it to a file first"
+            ))),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl std::fmt::Display for TraceError {
@@ -155,6 +168,7 @@ pub struct TraceReader {
 
 impl TraceReader {
     pub fn open(path: &str) -> Result<TraceReader, TraceError> {
+        TraceError::check_regular(path)?;
         if tracefmt::is_uvmt(path) {
             return TraceReader::binary(TraceFile::open(path)?);
         }
@@ -517,6 +531,7 @@ pub(crate) fn check_cancel(n: u64, what: &str) -> Result<(), TraceError> {
 
 /// Stream a trace once and summarise it: CSV, timed or warp `.uvmt`, or an Accel-Sim `kernelslist.g`.
 pub fn info(path: &str) -> Result<TraceInfo, TraceError> {
+    TraceError::check_regular(path)?;
     if tracefmt::is_uvmt(path) {
         let f = TraceFile::open(path)?;
         if f.header.mode == Mode::Warps {
