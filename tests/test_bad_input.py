@@ -204,6 +204,80 @@ BAD = [
     ),
     pytest.param(["run", "nesting.toml"], ["nesting.toml", "sms"], id="key-at-the-wrong-level"),
     pytest.param(["trace", "info", "short.csv"], ["short.csv:2", "size"], id="truncated-trace-line"),
+    # Found by the adversarial audit of 2026-12-03.
+    pytest.param(
+        ["trace", "info", "zeros.csv"],
+        ["zeros.csv:1", "a line longer than 64 KiB"],
+        id="line-without-breaks-read-whole",  # 4x the file in memory (1.2 GB for 300 MB), quoted whole in the error
+    ),
+    pytest.param(
+        ["run", "--preset", "titan-v", "--trace", "zacc/kernelslist.g"],
+        ["zacc/kernel-1.traceg:1", "a line longer than 64 KiB"],
+        id="accelsim-kernel-without-breaks-read-whole",
+    ),
+    pytest.param(
+        ["trace", "info", "zlist/kernelslist.g"],
+        ["zlist/kernelslist.g:1", "a line longer than 64 KiB"],
+        id="kernelslist-without-breaks-quoted-whole",
+    ),
+    pytest.param(
+        ["trace", "info", "bom.csv"],
+        ["bom.csv:1", "byte-order mark"],
+        id="bom-header-said-header-is-the-expected-one",  # "header is `time_ns,...`, expected `time_ns,...`"
+    ),
+    pytest.param(
+        ["run", *TINY, *sets("gpu.sms=-1")],
+        ["gpu.sms", "-1 is out of range: expected a non-negative integer"],
+        id="negative-count-said-expected-u32",
+    ),
+    pytest.param(
+        ["run", *TINY, *sets("gpu.sms=4294967296")],
+        ["gpu.sms", "4294967296 is out of range: expected an integer of at most 4294967295"],
+        id="count-beyond-u32-said-expected-u32",
+    ),
+    pytest.param(
+        ["run", *TINY, *sets("multi.model_one_gpu=true")],
+        ["translation.page_size", "multi.model_one_gpu = true", "in conflict with `multi.model_one_gpu` from --set"],
+        id="model-one-gpu-page-size-blamed-multi-gpus",  # "must be 4KiB with multi.gpus > 1", of multi.gpus = 1
+    ),
+    pytest.param(
+        ["run", *TINY, "--set", "gpu.scheduler=\udcff"],
+        ["`gpu.scheduler=\\xff` is not UTF-8"],
+        id="non-utf8-argument-internal-error",  # exit 1, "internal error: UnicodeEncodeError"
+    ),
+    pytest.param(
+        ["trace", "info", "\udcff.csv"],
+        ["`\\xff.csv` is not UTF-8"],
+        id="non-utf8-file-name-internal-error",
+    ),
+    pytest.param(
+        ["run", "--preset", "./damaged"],
+        ["preset file `./damaged` is a directory, not a file"],
+        id="preset-directory-said-does-not-exist",
+    ),
+    # A FIFO with no writer: opening it waited forever (in the core, deaf to SIGTERM); a pipe with one lost its
+    # first bytes to the format check ("header is `avefront,kind,...`").
+    pytest.param(["trace", "info", "fifo.csv"], ["fifo.csv", "not a regular file"], id="fifo-trace-info-hung"),
+    pytest.param(
+        ["run", "--preset", "mgpusim-r9nano", "--trace", "fifo.csv"],
+        ["fifo.csv", "not a regular file"],
+        id="fifo-trace-run-hung",
+    ),
+    pytest.param(
+        ["run", "--preset", "mgpusim-r9nano", *sets("workload.kind=trace", "workload.trace.path=fifo.csv")],
+        ["fifo.csv", "not a regular file"],
+        id="fifo-trace-by-set-hung",
+    ),
+    pytest.param(
+        ["run", "--preset", "titan-v", *sets("workload.kind=warp-trace", "workload.warp_trace.path=fifo.csv")],
+        ["fifo.csv", "not a regular file"],
+        id="fifo-warp-trace-hung",
+    ),
+    pytest.param(
+        ["run", "--preset", "titan-v", *sets("workload.kind=accelsim", "workload.accelsim.path=fifo.g")],
+        ["fifo.g", "not a regular file"],
+        id="fifo-kernelslist-hung",  # read for its kernel files (no output over an input) before the core
+    ),
 ]
 
 
@@ -214,6 +288,16 @@ def inputs(tmp_path: Path) -> Path:
     (tmp_path / "nesting.toml").write_text("sms = 4\n")
     (tmp_path / "damaged" / "runs").mkdir(parents=True)
     (tmp_path / "damaged" / "runs" / "x.parquet").write_bytes(b"junk")
+    (tmp_path / "zeros.csv").write_bytes(bytes(100_000))  # no line break: a zero-filled file
+    (tmp_path / "zacc").mkdir()
+    (tmp_path / "zacc" / "kernelslist.g").write_text("kernel-1.traceg\n")
+    (tmp_path / "zacc" / "kernel-1.traceg").write_bytes(bytes(100_000))
+    (tmp_path / "zlist").mkdir()
+    (tmp_path / "zlist" / "kernelslist.g").write_bytes(bytes(100_000))
+    (tmp_path / "bom.csv").write_text("\ufeff" + CSV)
+    (tmp_path / "\udcff.csv").write_text(CSV)  # a file name of byte 0xff, not UTF-8
+    os.mkfifo(tmp_path / "fifo.csv")
+    os.mkfifo(tmp_path / "fifo.g")
     return tmp_path
 
 

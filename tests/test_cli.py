@@ -6,6 +6,7 @@ import dataclasses
 import errno
 import json
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -293,6 +294,12 @@ BAD_INPUTS = [
         ["apu-tlb-latency", "did you mean `apu-tlb-miss-latency`"],
         id="unknown-experiment",
     ),
+    pytest.param(
+        ["reproduce", "ZHENG-BLOCKING"],
+        ["ZHENG-BLOCKING", "did you mean `zheng-blocking`"],
+        id="unknown-experiment-in-capitals",  # named no nearest ID: the match minded the letter case
+    ),
+    pytest.param(["presets", "TITAN-V"], ["TITAN-V", "did you mean `titan-v`"], id="unknown-preset-in-capitals"),
     pytest.param(["workloads", "strider"], ["strider", "did you mean `stride`"], id="unknown-workload-name"),
     pytest.param(["presets", "titanv"], ["titanv"], id="describe-unknown-preset"),
     pytest.param(["run", "--preset", "kaveri-apu", "--frobnicate"], ["--frobnicate"], id="unknown-option"),
@@ -539,16 +546,23 @@ def test_an_output_that_cannot_be_written_exits_1(cli: Cli, tmp_path: Path) -> N
         pytest.param(["trace", "record", "--preset", "titan-v", *STRIDE, "file/t.uvmt"], id="record"),
         pytest.param(["trace", "convert", "t.csv", "file/t.uvmt"], id="convert"),
         pytest.param(["trace", "convert", "t.csv", "."], id="convert-to-a-directory"),
+        # A FIFO or a device (/dev/null) OUT: the temporary file was renamed over it, replacing the node (as root,
+        # /dev/null became a regular file).
+        pytest.param(["trace", "record", "--preset", "titan-v", *STRIDE, "fifo"], id="record-over-a-fifo"),
+        pytest.param(["trace", "convert", "t.csv", "fifo"], id="convert-over-a-fifo"),
+        pytest.param(["run", "--preset", "kaveri-apu", *STRIDE, "--timeline", "fifo"], id="timeline-over-a-fifo"),
     ],
 )
 def test_a_trace_output_that_cannot_be_written_exits_1(cli: Cli, tmp_path: Path, args: list[str]) -> None:
     # As `run`'s OUT: refused before any work, one line, exit 1 (not bad input).
     _inputs(tmp_path)
     (tmp_path / "file").write_text("")
+    os.mkfifo(tmp_path / "fifo")
     p = cli(*args)
     assert p.returncode == 1, (p.stdout, p.stderr)
     assert p.stderr.startswith("uvmsim: error: ") and "cannot write" in p.stderr, p.stderr
     assert len(p.stderr.splitlines()) == 1, p.stderr
+    assert stat.S_ISFIFO((tmp_path / "fifo").stat().st_mode)
 
 
 ACCELSIM_DIR = Path(__file__).resolve().parent / "data" / "accelsim"

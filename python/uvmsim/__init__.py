@@ -46,6 +46,7 @@ from uvmsim._files import (
     reading_input,
     refuse_input,
     refuse_input_in_dir,
+    refuse_pipe,
 )
 from uvmsim.presets import list_presets, load_preset
 
@@ -558,6 +559,7 @@ def _check_trace_readable(path: str | os.PathLike[str]) -> None:
     """``InputError`` naming the trace at ``path`` if it cannot be opened (as ``run(trace=...)`` says it), before
     the core reports it as a malformed trace; ``TypeError`` if ``path`` is not a path."""
     p = Path(path)
+    refuse_pipe(p, "trace")
     with reading_input(p, "trace"), p.open("rb"):
         pass
 
@@ -648,10 +650,11 @@ def trace_workload(path: str | os.PathLike[str]) -> dict[str, str]:
 
     Raises:
         InputError: the file does not exist, is a directory or cannot be read (``MissingInputError``, a
-            ``FileNotFoundError`` too, for the first two).
+            ``FileNotFoundError`` too, for the first two), or is a pipe or FIFO (read more than once).
     """
     p = Path(path)
     kind = "trace"
+    refuse_pipe(p, "trace")
     with reading_input(p, "trace"), p.open("rb") as f:
         head = f.read(16)
         if os.fspath(p).endswith(".g"):  # accelsim.rs is_kernelslist: by name

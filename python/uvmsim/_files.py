@@ -29,6 +29,7 @@ def atomic_write(path: Path, write: Callable[[int], None]) -> None:
     An ``OSError`` (of the same type and errno) names ``path``, not the temporary file: ``"OUT: cannot write: Is a
     directory"``, not ``"[Errno 21] Is a directory: '.OUT.x1y2.tmp' -> 'OUT'"``.
     """
+    _refuse_special(path)
     made = not path.parent.exists()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -79,12 +80,24 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
 
 
+def _refuse_special(path: Path) -> None:
+    """Refuse an existing ``path`` that is neither a regular file nor a directory (a device such as /dev/null, a
+    FIFO, a socket): ``atomic_write`` renames its temporary file over the path, which would replace the node itself
+    (run as root, ``--timeline /dev/null`` left a regular file at /dev/null)."""
+    if path.exists() and not path.is_file() and not path.is_dir():
+        raise OSError(
+            f"{path}: cannot write: not a regular file (a device, FIFO or socket would be replaced by the output)"
+        )
+
+
 def check_output_file(out: Path, *, make_parents: bool = False) -> None:
     """Refuse an output file that cannot be created, before any work, as an OSError naming it (exit code 1 in the
     CLI, like `run`'s OUT; its subclass by the reason): a directory, a missing or read-only directory above it.
 
     With ``make_parents`` the writer creates the missing directories above ``out``: the nearest existing one
-    must then be a writable directory."""
+    must then be a writable directory. An existing ``out`` that is not a regular file (a device, a FIFO) is
+    refused too: the writers rename a temporary file over it."""
+    _refuse_special(out)
     parent = out.parent if str(out.parent) else Path(".")
     if make_parents:
         while not parent.exists() and parent.parent != parent:
@@ -154,6 +167,17 @@ def reading_input(path: str | os.PathLike[str], what: str) -> Iterator[None]:
         raise InputError(f"{name} cannot be read: {e.strerror or e}") from e
 
 
+def refuse_pipe(path: Path, what: str) -> None:
+    """Refuse an input that is read more than once (a trace: its format told by its first bytes, then read by the
+    core) when it is a pipe or FIFO (``<(zcat t.csv.gz)``): the first reader took what the next one needed, and
+    opening a FIFO that nobody writes waited forever. ``InputError`` naming it, decided from its type, unopened."""
+    if path.exists() and not path.is_file() and not path.is_dir():
+        raise InputError(
+            f"{what} `{os.fspath(path)}` is not a regular file (a pipe or FIFO?): it is read more than once; "
+            "save it to a file first"
+        )
+
+
 def read_input_text(path: Path, what: str) -> str:
     """The UTF-8 text of an input file (see ``reading_input``); ``ConfigError`` when it is not UTF-8."""
     from uvmsim._core import ConfigError
@@ -192,9 +216,10 @@ _KERNELSLIST_MAX_BYTES = 16 << 20
 
 def kernel_files(kernelslist: Path) -> list[Path]:
     """The kernel files an Accel-Sim ``kernelslist.g`` names (its `kernel...` lines, beside it, as accelsim.rs
-    reads them); none if it cannot be read (its reader reports that)."""
+    reads them); none if it cannot be read (its reader reports that), or is not a regular file (a FIFO: reading
+    it here would wait for a writer, or take what the reader needs)."""
     try:
-        if kernelslist.stat().st_size > _KERNELSLIST_MAX_BYTES:
+        if not kernelslist.is_file() or kernelslist.stat().st_size > _KERNELSLIST_MAX_BYTES:
             return []
         text = kernelslist.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):

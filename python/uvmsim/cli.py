@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import difflib
 import json
 import os
 import re
@@ -46,6 +45,7 @@ from uvmsim._files import (
     refuse_input,
     refuse_input_in_dir,
 )
+from uvmsim._names import nearest
 from uvmsim._signals import interrupted_by, signal_of, sigterm_as_interrupt
 
 PROG = "uvmsim"
@@ -92,8 +92,8 @@ def _resumable(what: str, command: str) -> Iterator[None]:
 
 
 def _unknown(what: str, name: str, choices: Sequence[str]) -> NoReturn:
-    near = difflib.get_close_matches(name, choices, n=1)
-    hint = f"did you mean `{near[0]}`? " if near else ""
+    near = nearest(name, choices)
+    hint = f"did you mean `{near}`? " if near else ""
     raise click.UsageError(f"unknown {what} `{name}`; {hint}available: {', '.join(choices)}")
 
 
@@ -845,6 +845,19 @@ def _fail(message: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
+def _not_utf8(text: str) -> str:
+    """The message for an argument, file name or value that is not UTF-8: Python keeps such bytes of the command
+    line as lone surrogates, which the core (it takes UTF-8) cannot be given. Was an internal error (exit 1)."""
+    try:
+        shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate that no byte of the command line gives (from Python)
+        shown = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return (
+        f"`{shown}` is not UTF-8 text: uvmsim takes arguments, values and file names in UTF-8 "
+        "(rename the file, or give the argument in UTF-8)"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     """Entry point of the ``uvmsim`` command: run the CLI, turn every error into one line and an exit code.
 
@@ -876,6 +889,8 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         raise
     except BaseException as e:  # a bug (e.g. an experiment's analysis, or a panic of the core: pyo3's
         # PanicException is a BaseException): one line, not a traceback, unless asked for
+        if isinstance(e, UnicodeEncodeError) and e.reason == "surrogates not allowed":
+            _fail(_not_utf8(e.object), EXIT_BAD_INPUT)  # bad input, not a bug
         if os.environ.get("UVMSIM_TRACEBACK"):
             raise
         _fail(f"internal error: {type(e).__name__}: {e} (set UVMSIM_TRACEBACK=1 for the traceback)", EXIT_SIM_FAILED)

@@ -23,6 +23,7 @@ import uvmsim
 from uvmsim import sweep as sweep_mod
 from uvmsim._core import ConfigError
 from uvmsim._files import MissingInputError, atomic_write, check_output_file
+from uvmsim._names import nearest
 from uvmsim.timeline import STAGES
 
 if TYPE_CHECKING:
@@ -146,10 +147,8 @@ def _axis_column(df: pd.DataFrame, axis: str) -> str:
 
 def _metric_column(df: pd.DataFrame, metric: str) -> str:
     if metric not in df.columns:
-        import difflib
-
-        near = difflib.get_close_matches(metric, [str(c) for c in df.columns], n=1)
-        hint = f"; did you mean `{near[0]}`?" if near else ""
+        near = nearest(metric, [str(c) for c in df.columns])
+        hint = f"; did you mean `{near}`?" if near else ""
         raise PlotDataError(f"the runs have no metric `{metric}`{hint}")
     return metric
 
@@ -809,10 +808,8 @@ def render(
             anything is drawn.
     """
     if kind not in KINDS:
-        import difflib
-
-        near = difflib.get_close_matches(kind, list(KINDS), n=1)
-        hint = f"did you mean `{near[0]}`? " if near else ""
+        near = nearest(kind, KINDS)
+        hint = f"did you mean `{near}`? " if near else ""
         raise ConfigError(f"unknown plot kind `{kind}`; {hint}available: {', '.join(KINDS)}")
     if fmt is not None and fmt not in FORMATS:
         raise ConfigError(f"unknown format `{fmt}`; available: {', '.join(FORMATS)}")

@@ -9,13 +9,13 @@ lines of a preset are its description; the first is its one-line summary.
 
 from __future__ import annotations
 
-import difflib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from uvmsim._core import ConfigError
 from uvmsim._files import read_input_text
+from uvmsim._names import nearest
 
 PRESET_PATH_ENV = "UVMSIM_PRESET_PATH"
 BUILTIN_DIR = Path(__file__).parent / "data" / "presets"
@@ -88,10 +88,12 @@ def find_preset(name_or_path: str | os.PathLike[str]) -> Path:
     if as_path.suffix == ".toml" or os.sep in arg or (os.altsep and os.altsep in arg):
         if as_path.is_file():
             return as_path
+        if as_path.is_dir():  # was "does not exist", of a directory that does
+            raise ConfigError(f"preset file `{arg}` is a directory, not a file")
         raise ConfigError(f"preset file `{arg}` does not exist")
     names = sorted(index)
-    near = difflib.get_close_matches(arg, names, n=1)
-    hint = f"did you mean `{near[0]}`? " if near else ""
+    near = nearest(arg, names)
+    hint = f"did you mean `{near}`? " if near else ""
     available = ", ".join(names) if names else "none found"
     raise ConfigError(f"unknown preset `{arg}`; {hint}available: {available}")
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import csv
-import difflib
 import io
 import json
 import math
@@ -33,6 +32,7 @@ from typing import Any
 import uvmsim
 from uvmsim._core import ConfigError
 from uvmsim._files import atomic_write_json, atomic_write_text
+from uvmsim._names import nearest
 from uvmsim.presets import header
 
 SPEC_DIR = Path(__file__).parent / "data" / "experiments"
@@ -273,8 +273,8 @@ def load_spec(id: str) -> Spec:
     """The parsed spec of experiment ``id``; ``ConfigError`` naming the nearest ID if there is none."""
     if id not in REGISTRY:
         ids = sorted(REGISTRY)
-        near = difflib.get_close_matches(id, ids, n=1)
-        hint = f"did you mean `{near[0]}`? " if near else ""
+        near = nearest(id, ids)
+        hint = f"did you mean `{near}`? " if near else ""
         raise ConfigError(f"unknown experiment `{id}`; {hint}available: {', '.join(ids)}")
     path = SPEC_DIR / f"{id}.toml"
     text = path.read_text(encoding="utf-8")

@@ -28,7 +28,6 @@ local Ray instance). The simulator is deterministic, so both give the same metri
 from __future__ import annotations
 
 import concurrent.futures as cf
-import difflib
 import fcntl
 import hashlib
 import itertools
@@ -62,6 +61,7 @@ from uvmsim._files import (
     reading_input,
     refuse_input_in_dir,
 )
+from uvmsim._names import nearest
 from uvmsim._signals import signal_of, sigterm_as_interrupt, stop_signals_deferred
 
 if TYPE_CHECKING:
@@ -163,8 +163,8 @@ def _known_keys() -> list[str]:
 def _check_key(where: str, key: str, known: Sequence[str]) -> None:
     if key in known:
         return
-    near = difflib.get_close_matches(key, known, n=1)
-    hint = f"; did you mean `{near[0]}`?" if near else "; `uvmsim config` lists the keys"
+    near = nearest(key, known)
+    hint = f"; did you mean `{near}`?" if near else "; `uvmsim config` lists the keys"
     raise ConfigError(f"{where}: unknown config key `{key}`{hint}")
 
 
@@ -217,8 +217,8 @@ def parse_spec(raw: Mapping[str, Any], name: str, base_dir: Path | None = None) 
     ``base_dir``. Raises ``ConfigError`` naming the spec and the key for anything malformed."""
     for key in raw:
         if key not in SPEC_KEYS:
-            near = difflib.get_close_matches(key, SPEC_KEYS, n=1)
-            hint = f"did you mean `{near[0]}`? " if near else ""
+            near = nearest(key, SPEC_KEYS)
+            hint = f"did you mean `{near}`? " if near else ""
             raise ConfigError(f"{name}: unknown key `{key}`; {hint}accepted: {', '.join(SPEC_KEYS)}")
     known = _known_keys()
     preset = raw.get("preset")

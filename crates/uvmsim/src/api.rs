@@ -188,6 +188,7 @@ pub fn trace_record_json(sources: &[Source], overrides: &[String], out: &str) ->
     use crate::workload::warptrace::RecordError;
     let cfg = resolve(sources, overrides).map_err(ApiError::Config)?;
     let program = crate::workload::build(&cfg).map_err(|m| ApiError::Config(bad(m)))?;
+    crate::workload::trace::check_out(out).map_err(ApiError::Output)?;
     let source =
         format!("uvmsim {} workload {}", env!("CARGO_PKG_VERSION"), serde_json::to_string(&cfg.workload).expect("config serializes"));
     let totals = crate::workload::warptrace::record(&program, &cfg, &source, out).map_err(|e| match e {
@@ -212,9 +213,7 @@ pub fn trace_convert_json(input: &str, out: &str, sources: &[Source], overrides:
             "{out}: is the input trace {input}: converting a file onto itself would destroy it; choose another OUT"
         ))));
     }
-    if std::path::Path::new(out).is_dir() {
-        return Err(ApiError::Output(format!("{out}: cannot write: is a directory")));
-    }
+    trace::check_out(out).map_err(ApiError::Output)?;
     let layout = if accelsim::is_kernelslist(input) {
         Some(accelsim::Layout::of(&resolve(sources, overrides).map_err(ApiError::Config)?))
     } else {

@@ -345,8 +345,29 @@ fn not_a_choice(merged: &Table, key: &str) -> Option<String> {
 }
 
 /// `invalid type: ..., expected u32` in the user's terms: `expected an integer` (or `a number`
-/// for a float); serde names the Rust type.
+/// for a float); serde names the Rust type. So does `invalid value: integer `-1`, expected u32`
+/// (a negative or too large integer): `-1 is out of range: expected a non-negative integer`.
 fn plain_expected(msg: &str) -> Option<String> {
+    if let Some(rest) = msg.strip_prefix("invalid value: integer `") {
+        let (n, ty) = rest.split_once("`, expected ")?;
+        let (lo, hi): (i128, i128) = match ty {
+            "u8" => (0, u8::MAX.into()),
+            "u16" => (0, u16::MAX.into()),
+            "u32" => (0, u32::MAX.into()),
+            "u64" | "usize" => (0, u64::MAX.into()),
+            "i8" => (i8::MIN.into(), i8::MAX.into()),
+            "i16" => (i16::MIN.into(), i16::MAX.into()),
+            "i32" => (i32::MIN.into(), i32::MAX.into()),
+            "i64" | "isize" => (i64::MIN.into(), i64::MAX.into()),
+            _ => return None,
+        };
+        let bound = match n.parse::<i128>() {
+            Ok(v) if v < 0 && lo == 0 => "a non-negative integer".to_string(),
+            Ok(v) if v < lo => format!("an integer of at least {lo}"),
+            _ => format!("an integer of at most {hi}"),
+        };
+        return Some(format!("{n} is out of range: expected {bound}"));
+    }
     if !msg.starts_with("invalid type: ") {
         return None;
     }

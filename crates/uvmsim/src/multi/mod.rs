@@ -269,7 +269,10 @@ impl MultiConfig {
         if self.active() && cfg.translation.page_size.0 != 4096 {
             return Err((
                 "translation.page_size".into(),
-                format!("must be 4KiB with multi.gpus > 1 (pages are placed and migrated at 4 KiB), got {}", cfg.translation.page_size),
+                format!(
+                    "must be 4KiB in the multi-GPU model (multi.gpus > 1 or multi.model_one_gpu = true: pages are placed and migrated at 4 KiB), got {}",
+                    cfg.translation.page_size
+                ),
             ));
         }
         Ok(())

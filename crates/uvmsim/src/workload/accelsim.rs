@@ -34,7 +34,7 @@
 //! copies (without managed memory); other `kernelslist.g` lines (`MemcpyDtoH`)
 //! are ignored. Errors name the file, line and reason.
 
-use super::trace::{ConvertError, TempPath, TraceError};
+use super::trace::{clip, ConvertError, TempPath, TraceError};
 use super::tracefmt::{BufferRec, Header, HostRec, Mode, TraceFile, Writer};
 use super::{Lanes, MemKind, Op, MAX_LANES};
 use crate::config::Config;
@@ -116,6 +116,7 @@ enum Command {
 }
 
 fn commands(path: &str) -> Result<Vec<Command>, TraceError> {
+    TraceError::check_regular(path)?;
     let text = std::fs::read(path).map_err(|e| TraceError::open(path, &e))?;
     let text = String::from_utf8(text).map_err(|_| TraceError(format!("{path}: not a text file (an Accel-Sim kernelslist.g)")))?;
     let dir = Path::new(path).parent().unwrap_or(Path::new("."));
@@ -123,6 +124,10 @@ fn commands(path: &str) -> Result<Vec<Command>, TraceError> {
     for (i, line) in text.lines().enumerate() {
         let l = line.trim();
         let bad = |why: String| TraceError(format!("{path}:{}: {why}", i + 1));
+        if l.len() > super::trace::MAX_LINE_BYTES {
+            // Quoted whole below: a file without line breaks was one line of its whole size.
+            return Err(bad(format!("a line longer than {} KiB: not an Accel-Sim kernelslist.g", super::trace::MAX_LINE_BYTES >> 10)));
+        }
         if l.is_empty() || l.starts_with('#') {
             continue;
         }
@@ -148,7 +153,7 @@ fn commands(path: &str) -> Result<Vec<Command>, TraceError> {
         } else if l.starts_with("kernel") {
             out.push(Command::Kernel(dir.join(l)));
         } else {
-            return Err(bad(format!("`{l}` is not MemcpyHtoD,ADDR,BYTES or a kernel-N.traceg file")));
+            return Err(bad(format!("`{}` is not MemcpyHtoD,ADDR,BYTES or a kernel-N.traceg file", clip(l))));
         }
     }
     Ok(out)
@@ -215,6 +220,7 @@ struct KernelReader {
 impl KernelReader {
     fn open(path: &Path) -> Result<KernelReader, TraceError> {
         let name = path.display().to_string();
+        TraceError::check_regular(&name)?;
         let f = std::fs::File::open(path).map_err(|e| TraceError(format!("{name}: cannot read the trace: {e}")))?;
         let mut input = BufReader::with_capacity(1 << 16, f);
         let head = input.fill_buf().map_err(|e| TraceError(format!("{name}: cannot read the trace: {e}")))?;
@@ -231,10 +237,7 @@ impl KernelReader {
     fn next_line(&mut self) -> Result<bool, TraceError> {
         // Converting or summarising GBs of text: stop soon after an interrupt.
         super::trace::check_cancel(self.no, &self.path)?;
-        self.line.clear();
-        let n = self
-            .input
-            .read_line(&mut self.line)
+        let n = super::trace::read_bounded_line(&mut *self.input, &mut self.line)
             .map_err(|e| TraceError(format!("{}:{}: cannot read the trace: {e}", self.path, self.no + 1)))?;
         self.no += 1;
         Ok(n > 0)
@@ -257,7 +260,7 @@ impl KernelReader {
                 if l.is_empty() {
                     continue;
                 }
-                return Err(self.bad(format!("`{l}` is not a -key = value header line")));
+                return Err(self.bad(format!("`{}` is not a -key = value header line", clip(l))));
             };
             let (key, value) = rest.split_once('=').map(|(k, v)| (k.trim(), v.trim())).unwrap_or((rest.trim(), ""));
             match key {
@@ -316,16 +319,16 @@ impl KernelReader {
             } else if l.starts_with('#') {
                 continue;
             } else if !in_tb {
-                return Err(self.bad(format!("`{l}` outside a thread block (#BEGIN_TB ... #END_TB)")));
+                return Err(self.bad(format!("`{}` outside a thread block (#BEGIN_TB ... #END_TB)", clip(l))));
             } else if let Some(v) = l.strip_prefix("thread block") {
                 let v = v.trim_start().strip_prefix('=').unwrap_or("").trim();
                 let ok = v.split(',').count() == 3 && v.split(',').all(|x| x.trim().parse::<u64>().is_ok());
                 if !ok {
-                    return Err(self.bad(format!("`{l}`: expected thread block = x,y,z")));
+                    return Err(self.bad(format!("`{}`: expected thread block = x,y,z", clip(l))));
                 }
             } else if let Some(v) = l.strip_prefix("warp") {
                 let v = v.trim_start().strip_prefix('=').map(str::trim);
-                let w: u32 = v.and_then(|v| v.parse().ok()).ok_or_else(|| self.bad(format!("`{l}`: expected warp = N")))?;
+                let w: u32 = v.and_then(|v| v.parse().ok()).ok_or_else(|| self.bad(format!("`{}`: expected warp = N", clip(l))))?;
                 if left > 0 {
                     return Err(self.bad(format!("warp {w} starts with {left} instructions of the previous warp missing")));
                 }
@@ -336,7 +339,7 @@ impl KernelReader {
                 f(&h, Event::Warp(w))?;
             } else if let Some(v) = l.strip_prefix("insts") {
                 let v = v.trim_start().strip_prefix('=').map(str::trim);
-                left = v.and_then(|v| v.parse().ok()).ok_or_else(|| self.bad(format!("`{l}`: expected insts = N")))?;
+                left = v.and_then(|v| v.parse().ok()).ok_or_else(|| self.bad(format!("`{}`: expected insts = N", clip(l))))?;
                 if warp.is_none() {
                     return Err(self.bad("insts = N before warp = N"));
                 }

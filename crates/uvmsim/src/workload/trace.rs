@@ -95,6 +95,19 @@ impl TraceError {
         }
         TraceError(m)
     }
+
+    /// A trace is opened more than once (its format told by its first bytes, then read; a timed
+    /// trace is scanned before its run), so a pipe or FIFO (`<(zcat t.csv.gz)`) lost to the first
+    /// reader what the next one needed ("header is `avefront,kind,...`"), and opening a FIFO that
+    /// nobody writes waited forever, deaf to Ctrl-C and SIGTERM. Refused by its type, unopened.
+    pub fn check_regular(path: &str) -> Result<(), TraceError> {
+        match std::fs::metadata(path) {
+            Ok(m) if !m.is_file() && !m.is_dir() => Err(TraceError(format!(
+                "{path}: not a regular file (a pipe or FIFO?): a trace is read more than once; save it to a file first"
+            ))),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl std::fmt::Display for TraceError {
@@ -155,6 +168,7 @@ pub struct TraceReader {
 
 impl TraceReader {
     pub fn open(path: &str) -> Result<TraceReader, TraceError> {
+        TraceError::check_regular(path)?;
         if tracefmt::is_uvmt(path) {
             return TraceReader::binary(TraceFile::open(path)?);
         }
@@ -194,10 +208,13 @@ impl TraceReader {
         let fields: Vec<&str> = r.line.trim_end().split(',').collect();
         if fields == HEADER_ORDER {
             r.order_gap = Some(PS_PER_NS);
+        } else if r.line.starts_with('\u{feff}') {
+            // Invisible when the header is quoted back: "header is `time_ns,...`, expected `time_ns,...`".
+            return Err(r.bad("the header starts with a UTF-8 byte-order mark (U+FEFF, as some spreadsheet programs write): remove it"));
         } else if fields != HEADER {
             return Err(r.bad(&format!(
                 "header is `{}`, expected `{}` (or `{}`)",
-                r.line.trim_end(),
+                clip(r.line.trim_end()),
                 HEADER.join(","),
                 HEADER_ORDER.join(",")
             )));
@@ -227,10 +244,7 @@ impl TraceReader {
 
     /// Read the next line into `self.line`; false at the end of the file.
     fn read_line(&mut self) -> Result<bool, TraceError> {
-        self.line.clear();
-        let n = self
-            .input
-            .read_line(&mut self.line)
+        let n = read_bounded_line(&mut *self.input, &mut self.line)
             .map_err(|e| TraceError(format!("{}:{}: cannot read the trace (truncated or corrupt?): {e}", self.path, self.line_no + 1)))?;
         if n > 0 {
             self.line_no += 1;
@@ -274,14 +288,14 @@ impl TraceReader {
                 "R" => MemKind::Load,
                 "W" => MemKind::Store,
                 "P" => MemKind::Prefetch,
-                k => return Err(format!("kind `{k}` is not R (read), W (write) or P (prefetch)")),
+                k => return Err(format!("kind `{}` is not R (read), W (write) or P (prefetch)", clip(k))),
             };
             let va = field("vaddr")?;
             let hex = va
                 .strip_prefix("0x")
                 .or_else(|| va.strip_prefix("0X"))
-                .ok_or_else(|| format!("vaddr `{va}` is not hex with a 0x prefix"))?;
-            let vaddr = u64::from_str_radix(hex, 16).map_err(|_| format!("vaddr `{va}` is not a hex address"))?;
+                .ok_or_else(|| format!("vaddr `{}` is not hex with a 0x prefix", clip(va)))?;
+            let vaddr = u64::from_str_radix(hex, 16).map_err(|_| format!("vaddr `{}` is not a hex address", clip(va)))?;
             let size = whole("size", field("size")?, u64::MAX)?;
             if size == 0 || size > 4096 {
                 return Err(format!("size {size} is outside 1..4096 bytes"));
@@ -312,6 +326,35 @@ impl TraceReader {
         }
         self.last_time = rec.time;
         Ok(Some(rec))
+    }
+}
+
+/// Longest line the text trace readers take (a CSV record is under 100 bytes, an Accel-Sim
+/// instruction line under 1 KiB). A file without line breaks (a binary or zero-filled file taken
+/// for CSV) is refused at its first 64 KiB: read whole into one line it took four times its size
+/// in memory (1.2 GB for 300 MB) and was quoted whole in the one-line error.
+pub const MAX_LINE_BYTES: usize = 1 << 16;
+
+/// `BufRead::read_line` into `line` (cleared first) that stops with an `InvalidData` error at a
+/// line longer than [`MAX_LINE_BYTES`]; the bytes read, 0 at the end of the input.
+pub fn read_bounded_line(input: &mut dyn BufRead, line: &mut String) -> std::io::Result<usize> {
+    let mut bytes = std::mem::take(line).into_bytes();
+    bytes.clear();
+    let n = input.take(MAX_LINE_BYTES as u64 + 1).read_until(b'\n', &mut bytes)?;
+    if n > MAX_LINE_BYTES {
+        let why = format!("a line longer than {} KiB: not a text trace (a binary file?)", MAX_LINE_BYTES >> 10);
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, why));
+    }
+    *line =
+        String::from_utf8(bytes).map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "stream did not contain valid UTF-8"))?;
+    Ok(n)
+}
+
+/// `s` cut to its first 100 characters, for an error message that quotes the input.
+pub fn clip(s: &str) -> String {
+    match s.char_indices().nth(100) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
     }
 }
 
@@ -380,9 +423,9 @@ fn whole(name: &str, s: &str, max: u64) -> Result<u64, String> {
     match s.parse::<u64>() {
         Ok(v) if v <= max => Ok(v),
         Err(_) if !s.trim_start_matches('+').bytes().all(|b| b.is_ascii_digit()) || s.trim_start_matches('+').is_empty() => {
-            Err(format!("{name} `{s}` is not a whole number"))
+            Err(format!("{name} `{}` is not a whole number", clip(s)))
         }
-        _ => Err(format!("{name} {s} is out of range (at most {max})")),
+        _ => Err(format!("{name} {} is out of range (at most {max})", clip(s))),
     }
 }
 
@@ -488,6 +531,7 @@ pub(crate) fn check_cancel(n: u64, what: &str) -> Result<(), TraceError> {
 
 /// Stream a trace once and summarise it: CSV, timed or warp `.uvmt`, or an Accel-Sim `kernelslist.g`.
 pub fn info(path: &str) -> Result<TraceInfo, TraceError> {
+    TraceError::check_regular(path)?;
     if tracefmt::is_uvmt(path) {
         let f = TraceFile::open(path)?;
         if f.header.mode == Mode::Warps {
@@ -582,6 +626,20 @@ pub fn same_file(input: &str, out: &str) -> bool {
     {
         let _ = (a, b);
         std::fs::canonicalize(input).ok() == std::fs::canonicalize(out).ok()
+    }
+}
+
+/// Can OUT be written by renaming a temporary file over it? Not when it is a directory, nor when it
+/// exists and is not a regular file (a device such as /dev/null, a FIFO, a socket): the rename
+/// would replace the node itself (run as root, `trace record ... /dev/null` left a regular file
+/// at /dev/null). Checked before any work; the message names OUT.
+pub fn check_out(out: &str) -> Result<(), String> {
+    match std::fs::metadata(out) {
+        Ok(m) if m.is_dir() => Err(format!("{out}: cannot write: is a directory")),
+        Ok(m) if !m.is_file() => {
+            Err(format!("{out}: cannot write: not a regular file (a device, FIFO or socket would be replaced by the output)"))
+        }
+        _ => Ok(()),
     }
 }
 

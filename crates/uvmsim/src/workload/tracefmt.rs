@@ -661,6 +661,7 @@ pub enum Blob {
 
 impl Blob {
     pub fn open(path: &str) -> Result<Blob, TraceError> {
+        TraceError::check_regular(path)?;
         let f = std::fs::File::open(path).map_err(|e| TraceError::open(path, &e))?;
         let len = f.metadata().map_err(|e| TraceError(format!("{path}: cannot read the trace: {e}")))?.len();
         Ok(Blob::File(f, len))
@@ -720,8 +721,11 @@ pub struct TraceFile {
 
 /// Does this file start with the `.uvmt` magic?
 pub fn is_uvmt(path: &str) -> bool {
+    // Only a regular file is opened: a FIFO would lose its first bytes, or block with no writer.
     let mut m = [0u8; 8];
-    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut m)).is_ok() && &m == MAGIC
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
+        && std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut m)).is_ok()
+        && &m == MAGIC
 }
 
 impl TraceFile {
