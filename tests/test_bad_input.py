@@ -278,6 +278,20 @@ BAD = [
         ["fifo.g", "not a regular file"],
         id="fifo-kernelslist-hung",  # read for its kernel files (no output over an input) before the core
     ),
+    # Session 59: the audit's leftovers.
+    pytest.param(["run", *TINY, "-o", ""], ["'-o' / '--out'", "an empty path"], id="empty-out-wrote-cwd"),
+    pytest.param(["trace", "info", ""], ["an empty path"], id="empty-trace-said-dot-is-a-directory"),
+    pytest.param(["trace", "record", *TINY, ""], ["an empty path"], id="empty-record-out"),
+    pytest.param(
+        ["trace", "info", "damaged.uvmt"],
+        ["damaged.uvmt", "byte 0", "no UVMTRACE magic"],
+        id="damaged-magic-read-as-csv",  # "line 1: ... stream did not contain valid UTF-8"
+    ),
+    pytest.param(
+        ["run", "--preset", "titan-v", "--trace", "damaged.uvmt"],
+        ["damaged.uvmt", "no UVMTRACE magic"],
+        id="damaged-magic-replayed-as-csv",
+    ),
 ]
 
 
@@ -296,6 +310,8 @@ def inputs(tmp_path: Path) -> Path:
     (tmp_path / "zlist" / "kernelslist.g").write_bytes(bytes(100_000))
     (tmp_path / "bom.csv").write_text("\ufeff" + CSV)
     (tmp_path / "\udcff.csv").write_text(CSV)  # a file name of byte 0xff, not UTF-8
+    # A binary trace whose first byte is damaged (0xff): it used to be taken for CSV text.
+    (tmp_path / "damaged.uvmt").write_bytes(b"\xffVMTRACE" + bytes(4096))
     os.mkfifo(tmp_path / "fifo.csv")
     os.mkfifo(tmp_path / "fifo.g")
     return tmp_path
@@ -345,3 +361,32 @@ def test_an_unwritable_timeline_fails_before_the_run(inputs: Path) -> None:
 def test_a_damaged_sweep_run_file_is_bad_input_naming_it(inputs: Path) -> None:
     with pytest.raises(uvmsim.ConfigError, match=r"x\.parquet: not a readable Parquet table .* --resume"):
         load_sweep(inputs / "damaged")
+
+
+def test_a_long_value_is_clipped_in_the_message(inputs: Path) -> None:
+    # Was: the 5,000-character value echoed whole, twice over the terminal.
+    long = "9" * 5000
+    p = uvmsim_cli(inputs, "run", *TINY, *sets(f"gpu.sms={long}"), "-q")
+    assert p.returncode == 2, p.stderr
+    line = p.stderr.strip()
+    assert "gpu.sms" in line and "out of range" in line and "[4,860 characters]" in line, line
+    assert len(line) < 500, len(line)
+
+
+def test_an_output_through_a_symbolic_link_writes_its_target(inputs: Path) -> None:
+    # Was: the rename replaced the link with a regular file and left the file it named unchanged.
+    (inputs / "real.uvmt").write_text("old")
+    (inputs / "link.uvmt").symlink_to("real.uvmt")
+    (inputs / "dangling.uvmt").symlink_to("made.uvmt")
+    for link in ("link.uvmt", "dangling.uvmt"):
+        p = uvmsim_cli(inputs, "trace", "convert", "t.csv", link)
+        assert p.returncode == 0, p.stderr
+        assert (inputs / link).is_symlink()
+    assert (inputs / "real.uvmt").read_bytes().startswith(b"UVMTRACE")
+    assert (inputs / "made.uvmt").read_bytes().startswith(b"UVMTRACE")
+    # The Python writers (summary.json, timelines, plots) do the same.
+    (inputs / "t.json").write_text("old")
+    (inputs / "tl.json").symlink_to("t.json")
+    p = uvmsim_cli(inputs, "run", *MANAGED, "--timeline", "tl.json", "-q", "-o", "out")
+    assert p.returncode == 0, p.stderr
+    assert (inputs / "tl.json").is_symlink() and (inputs / "t.json").read_text().startswith("{")

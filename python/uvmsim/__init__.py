@@ -630,7 +630,9 @@ def _convert_writes(src: str | os.PathLike[str]) -> str | None:
     if kind == "warp-trace":
         return None
     with reading_input(src, "trace"), open(src, "rb") as f:
-        return CSV_TEXT if f.read(len(_UVMT_MAGIC)) == _UVMT_MAGIC else BINARY
+        # A .uvmt name is read as a binary trace whatever its first bytes (tracefmt.rs is_uvmt), so that a damaged
+        # magic is reported by the reader, not taken for CSV text.
+        return CSV_TEXT if f.read(len(_UVMT_MAGIC)) == _UVMT_MAGIC or os.fspath(src).endswith(".uvmt") else BINARY
 
 
 # What `workload.kind` replays which trace format (docs/traces.md); the path key is `workload.<section>.path`.

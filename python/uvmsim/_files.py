@@ -30,15 +30,18 @@ def atomic_write(path: Path, write: Callable[[int], None]) -> None:
     directory"``, not ``"[Errno 21] Is a directory: '.OUT.x1y2.tmp' -> 'OUT'"``.
     """
     _refuse_special(path)
-    made = not path.parent.exists()
+    # A symbolic link is written through, as a shell's `>` would: os.replace would replace the link itself and
+    # leave its target as it was. (A dangling link resolves to the file it names, which is then created.)
+    target = Path(os.path.realpath(path)) if os.path.islink(path) else path
+    made = not target.parent.exists()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
             try:
                 os.chmod(tmp, 0o666 & ~_UMASK)
                 write(fd)
-                os.replace(tmp, path)
+                os.replace(tmp, target)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise
@@ -47,7 +50,7 @@ def atomic_write(path: Path, write: Callable[[int], None]) -> None:
             # resumed sweep or experiment would take for a run that was started and stored nothing.
             if made:
                 with contextlib.suppress(OSError):
-                    path.parent.rmdir()
+                    target.parent.rmdir()
             raise
     except OSError as e:
         named = type(e)(f"{path}: cannot write: {e.strerror or e}")

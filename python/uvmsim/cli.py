@@ -61,9 +61,21 @@ SET_OPTION = click.option(
     metavar="KEY=VALUE",
     help="Override one config value, e.g. --set gpu.l1tlb.entries=64 (repeatable; applied last).",
 )
+
+
+class PathArg(click.Path):
+    """click's Path, refusing an empty string (exit code 2): `Path("")` is `.`, so `-o ''` used to write into the
+    current directory and `trace info ''` to report `.` as the trace."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            self.fail("an empty path (give a file or directory name)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 # A file or directory the command reads. click's own readability check is off: the reader that opens it reports
 # a missing or unreadable input (InputError, exit code 2) naming what it is, the same message as the Python API.
-INPUT_PATH = click.Path(readable=False, path_type=Path)
+INPUT_PATH = PathArg(readable=False, path_type=Path)
 PRESET_OPTION = click.option(
     "--preset", "-p", metavar="NAME|FILE", help="System preset (see `uvmsim presets`) or a preset .toml file."
 )
@@ -134,11 +146,11 @@ def cli(ctx: click.Context) -> None:
     "Sets workload.kind and its path key by the format (docs/traces.md); an explicit --set still wins.",
 )
 @SET_OPTION
-@click.option("-o", "--out", type=click.Path(path_type=Path), default=Path("uvmsim-out"), show_default=True)
+@click.option("-o", "--out", type=PathArg(path_type=Path), default=Path("uvmsim-out"), show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors (no progress, no summary).")
 @click.option(
     "--timeline",
-    type=click.Path(path_type=Path),  # a directory: an output that cannot be written (exit code 1), checked below
+    type=PathArg(path_type=Path),  # a directory: an output that cannot be written (exit code 1), checked below
     metavar="FILE",
     help="Also write a Chrome/Perfetto trace-event timeline (kernels, UVM batches and their stages) to FILE; "
     "turns on uvm.records unless --set says otherwise.",
@@ -372,7 +384,7 @@ def config_markdown(reference: Sequence[dict[str, Any]], section_docs: Sequence[
 @click.option(
     "-o",
     "--out",
-    type=click.Path(path_type=Path),
+    type=PathArg(path_type=Path),
     help="[default: uvmsim-out/ID, or with --all uvmsim-out/reproduce]",
 )
 @click.option("--quick", is_flag=True, help="Smaller runs (the spec's [quick] parameters): a smoke test.")
@@ -392,7 +404,7 @@ def config_markdown(reference: Sequence[dict[str, Any]], section_docs: Sequence[
 )
 @click.option(
     "--markdown",
-    type=click.Path(dir_okay=False, readable=False, path_type=Path),
+    type=PathArg(dir_okay=False, readable=False, path_type=Path),
     metavar="FILE",
     help="Rewrite the summary table of FILE (docs/validation.md) between its markers: the row of ID, or with --all "
     "every row.",
@@ -536,7 +548,7 @@ def _reproduce_all(out: Path, quick: bool, resume: bool, jobs: int, markdown: Pa
 
 @cli.command("sweep")
 @click.argument("spec_file", metavar="SPEC.toml", type=INPUT_PATH)
-@click.option("-o", "--out", required=True, type=click.Path(path_type=Path), help="Sweep directory.")
+@click.option("-o", "--out", required=True, type=PathArg(path_type=Path), help="Sweep directory.")
 @click.option("--resume", is_flag=True, help="Continue the sweep in OUT: skip its finished runs, redo failed ones.")
 @click.option("--engine", type=click.Choice(sweep_mod.ENGINES), default="local", show_default=True)
 @click.option(
@@ -609,7 +621,7 @@ def _echo_failed(rows: Sequence[dict[str, Any]]) -> None:
 @click.argument("kind", required=False)
 @click.argument("directory", metavar="DIR", required=False, type=INPUT_PATH)
 @click.option("--list", "list_only", is_flag=True, help="List the plot kinds and what each needs.")
-@click.option("-o", "--out", type=click.Path(path_type=Path), help="[default: DIR/KIND.FORMAT]")
+@click.option("-o", "--out", type=PathArg(path_type=Path), help="[default: DIR/KIND.FORMAT]")
 @click.option("--format", "fmt", type=click.Choice(["png", "svg"]), help="[default: from --out's suffix, else png]")
 @click.option("--axis", metavar="KEY", help="The sweep axis to compare (runtime-bars) or plot against.")
 @click.option("--metric", metavar="NAME", help="The metric to plot (runtime-bars, latency-concurrency).")
@@ -769,6 +781,8 @@ def trace_record_cmd(files: tuple[str, ...], preset: str | None, sets: tuple[str
     OUT comes last: an OUT named .toml (or .csv) is refused, as is one of the command's inputs."""
     if len(files) > 2:
         raise click.UsageError("give at most a CONFIG file and OUT")
+    if any(not f.strip() for f in files):
+        raise click.UsageError("an empty path (give a file name)")
     config = Path(files[0]) if len(files) == 2 else None
     out = Path(files[-1])
     _refuse_input(out, _inputs_of(config, preset, None), "'OUT'")
@@ -787,7 +801,7 @@ def trace_record_cmd(files: tuple[str, ...], preset: str | None, sets: tuple[str
 
 @trace_group.command("convert")
 @click.argument("src", metavar="IN", type=INPUT_PATH)
-@click.argument("out", type=click.Path(path_type=Path))
+@click.argument("out", type=PathArg(path_type=Path))
 @PRESET_OPTION
 @SET_OPTION
 def trace_convert_cmd(src: Path, out: Path, preset: str | None, sets: tuple[str, ...]) -> None:
@@ -840,8 +854,24 @@ def one_line(message: str) -> str:
     return out
 
 
+# A value longer than this (a word without spaces: a --set value, a name, a path) is shown by its ends in an error
+# message: the message stays one readable line whatever the user typed (a 5,000-character value was echoed whole).
+_LONG_WORD = 200
+
+
+def clip_long_words(message: str) -> str:
+    """``message`` with each run of more than ``_LONG_WORD`` non-space characters cut to its first 100 and last 40,
+    saying how many were left out."""
+
+    def clip(m: re.Match[str]) -> str:
+        w = m.group(0)
+        return f"{w[:100]}…[{len(w) - 140:,} characters]…{w[-40:]}"
+
+    return re.sub(rf"\S{{{_LONG_WORD + 1},}}", clip, message)
+
+
 def _fail(message: str, code: int) -> NoReturn:
-    click.echo(f"{PROG}: error: {one_line(message)}", err=True)
+    click.echo(f"{PROG}: error: {clip_long_words(one_line(message))}", err=True)
     sys.exit(code)
 
 

@@ -647,20 +647,34 @@ pub fn check_out(out: &str) -> Result<(), String> {
 /// removed if dropped uncommitted: a failed or interrupted writer never leaves a
 /// truncated output behind (or destroys the file it was to replace).
 pub struct TempOut {
+    /// The output as the user named it (for messages).
     pub out: String,
+    /// What the rename replaces: `out`, or the file a symbolic link `out` points to.
+    target: std::path::PathBuf,
     pub tmp: String,
     done: bool,
 }
 
 impl TempOut {
-    /// Only the name is chosen; the writer creates the file. The same directory keeps the rename atomic.
+    /// Only the name is chosen; the writer creates the file. The same directory keeps the rename atomic. An `out`
+    /// that is a symbolic link to a file is written through, as a shell's `>` would: the rename would otherwise
+    /// replace the link itself and leave its target as it was.
     pub fn new(out: &str) -> TempOut {
         static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let p = std::path::Path::new(out);
-        let name = p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-        let tmp = p.with_file_name(format!(".{name}.uvmsim-{}-{n}.tmp", std::process::id()));
-        TempOut { out: out.to_string(), tmp: tmp.to_string_lossy().into_owned(), done: false }
+        // Follow the links by hand, not with canonicalize: a dangling link's target is created, as Python's writers
+        // (os.path.realpath) and a shell do. 40 hops is Linux's own limit; a loop is then left to the rename.
+        let mut target = p.to_path_buf();
+        for _ in 0..40 {
+            match std::fs::read_link(&target) {
+                Ok(next) => target = target.parent().map_or(next.clone(), |d| d.join(&next)),
+                Err(_) => break,
+            }
+        }
+        let name = target.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = target.with_file_name(format!(".{name}.uvmsim-{}-{n}.tmp", std::process::id()));
+        TempOut { out: out.to_string(), target, tmp: tmp.to_string_lossy().into_owned(), done: false }
     }
 
     /// A writer's error, naming the output rather than the temporary file.
@@ -677,7 +691,7 @@ impl TempOut {
     }
 
     pub fn commit(mut self) -> Result<(), TraceError> {
-        std::fs::rename(&self.tmp, &self.out).map_err(|e| TraceError(format!("{}: cannot write: {e}", self.out)))?;
+        std::fs::rename(&self.tmp, &self.target).map_err(|e| TraceError(format!("{}: cannot write: {e}", self.out)))?;
         self.done = true;
         Ok(())
     }

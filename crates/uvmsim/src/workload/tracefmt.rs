@@ -719,13 +719,14 @@ pub struct TraceFile {
     pub end: u64,
 }
 
-/// Does this file start with the `.uvmt` magic?
+/// Is this file to be read as a `.uvmt`: does it start with the magic, or is it named `.uvmt`? By name too, so
+/// that a binary trace with a damaged first byte is reported as one ("no UVMTRACE magic") rather than read as CSV
+/// text and refused for its bytes (`uvmsim trace convert` never writes CSV text under a `.uvmt` name).
 pub fn is_uvmt(path: &str) -> bool {
     // Only a regular file is opened: a FIFO would lose its first bytes, or block with no writer.
     let mut m = [0u8; 8];
     std::fs::metadata(path).is_ok_and(|m| m.is_file())
-        && std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut m)).is_ok()
-        && &m == MAGIC
+        && (path.ends_with(".uvmt") || std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut m)).is_ok() && &m == MAGIC)
 }
 
 impl TraceFile {
