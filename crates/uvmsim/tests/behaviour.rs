@@ -662,6 +662,9 @@ fn held_faults_walk_again_after_each_replay() {
         "workload.threads_per_cta=32",
         "workload.managed=true",
         "uvm.utlb_fault_limit=8",
+        // The replay after the batch's end, so that a longer replay latency shifts the kernel by itself (with
+        // the driver's order, the default, it overlaps the replay wait and is bounded by uvm.replay_us).
+        "uvm.fetch_after_replay_wait=false",
     ];
     let r = run(&base);
     assert_eq!((m(&r, "uvm.batches"), m(&r, "uvm.faults.throttled"), m(&r, "uvm.faults.retried")), (4.0, 24.0, 24.0));
@@ -917,6 +920,9 @@ fn infinite_walkers_leave_no_walk_slot_to_wait_for() {
 /// are made too many to fill in both runs: the retried walks' L2 misses hold them (since 2026-11-30,
 /// when the MSHRs started counting the slots held at each miss's own time), and the preset's 128
 /// then spread the 1,792 retries themselves (25.94 ms with the preset's walkers, 25.43 ms with the oracle).
+/// All of this is with the flush and replay after the batch's end (`uvm.fetch_after_replay_wait = false`, the
+/// default until session 59): with the driver's order the next fetch comes when the replay wait ends, without
+/// the interrupt this test follows.
 #[test]
 fn infinite_walkers_mix_more_va_blocks_into_each_fault_batch() {
     let titan = include_str!("../../../presets/titan-v.toml");
@@ -927,6 +933,7 @@ fn infinite_walkers_mix_more_va_blocks_into_each_fault_batch() {
             "workload.regular.threads=16384",
             "uvm.records=true",
             "gpu.l2tlb.mshrs=4096",
+            "uvm.fetch_after_replay_wait=false",
         ];
         all.extend_from_slice(sets);
         let all: Vec<String> = all.iter().map(|s| s.to_string()).collect();

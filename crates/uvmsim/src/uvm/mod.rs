@@ -21,11 +21,13 @@
 //! again if its page is still unmapped. Every waiting warp whose faulted pages
 //! are all resident re-executes its faulted instructions. When a fetch finds
 //! nothing written the driver's loop ends; the next fault interrupts it again.
-//! With `fetch_after_replay_wait` (batch-flush) the end of a batch follows the
-//! driver's order instead: flush and replay push `replay_us` before the batch
-//! ends, the retries from `replay_latency_ns` after the push, and the next
-//! fetch when the batch ends (the driver's wait for the replay over), without
-//! an interrupt (docs/notes-batch-makeup.md).
+//! With `fetch_after_replay_wait` (batch-flush, driver model; the default since
+//! session 59) the end of a batch follows the driver's order: flush and replay
+//! push `replay_us` before the batch ends, the retries from `replay_latency_ns`
+//! after the push, and the next fetch when the batch ends (the driver's wait
+//! for the replay over), without an interrupt (docs/notes-batch-makeup.md).
+//! Off, the flush and replay follow the wait and an empty fetch waits for the
+//! next interrupt.
 //!
 //! Batch time = interrupt (first batch of a wake-up) + pre-processing
 //! (batch_us, fetch_entry_us × fetched, per_duplicate_us × duplicates the fetch
@@ -314,10 +316,11 @@ section! {
         /// written by then, so after an UPDATE_PUT flush, the faults re-raised between the replay's arrival and the
         /// end of the wait; a fetch that finds nothing ends the bottom half (the next fault interrupts it). Needs
         /// replay_latency_ns <= replay_us x 1000 (the wait cannot end before the GPU has executed the replay).
-        /// false (before 2026-11-23): the flush reads PUT when the wait has ended, the replay reaches the GPU
-        /// `replay_latency_ns` after that, and a fetch that finds the buffer empty ends the bottom half, so after an
-        /// UPDATE_PUT flush the next batch waits for the re-raised faults' interrupt (`interrupt_us`).
-        pub fetch_after_replay_wait: bool = false,
+        /// false (the default until session 59, when it was found to decide where regular's faults fall:
+        /// docs/validation.md, uvm-driver "Session 59"): the flush reads PUT when the wait has ended, the replay
+        /// reaches the GPU `replay_latency_ns` after that, and a fetch that finds the buffer empty ends the bottom
+        /// half, so after an UPDATE_PUT flush the next batch waits for the re-raised faults' interrupt (`interrupt_us`).
+        pub fetch_after_replay_wait: bool = true,
         /// Prefetching (spec/uvm-driver.md "Prefetcher"; seed paged-memory §4). Default policy "none": demand paging only,
         /// as in the seeds' baseline measurements (seed uvm-driver Ch. 3-4 disable prefetching; seed paged-memory's replayable
         /// baseline); the real driver's default is "density" (uvm_perf_prefetch_enable = 1).
@@ -458,12 +461,17 @@ impl UvmConfig {
                 return Err((format!("uvm.{k}"), format!("must be between 0 and 1000000000 ns, got {v}")));
             }
         }
-        if self.fetch_after_replay_wait && self.replay_latency_ns > self.replay_us * 1000.0 {
+        // Only where the order applies (batch-flush, driver model): the default is on, and a preset of another
+        // model or policy must not be refused for a value it never reads together with this one.
+        let ordered =
+            self.fetch_after_replay_wait && self.replay_policy == ReplayPolicy::BatchFlush && self.cost_model == CostModel::Driver;
+        if ordered && self.replay_latency_ns > self.replay_us * 1000.0 {
             return Err((
                 "uvm.replay_latency_ns".into(),
                 format!(
-                    "with uvm.fetch_after_replay_wait = true it must be at most uvm.replay_us x 1000 ({} ns): the driver's wait \
-                     for the replay cannot end before the GPU executes it; got {}",
+                    "with uvm.fetch_after_replay_wait = true (the default) it must be at most uvm.replay_us x 1000 ({} ns): \
+                     the driver's wait for the replay cannot end before the GPU executes it; got {} (lower it, raise \
+                     uvm.replay_us, or set uvm.fetch_after_replay_wait = false)",
                     self.replay_us * 1000.0,
                     self.replay_latency_ns
                 ),

@@ -6,7 +6,19 @@ use crate::config::Config;
 use evict::EvictionPolicy;
 
 fn uvm(policy: ReplayPolicy, limit: u32) -> (Uvm, Link, Residency) {
-    let mut c = UvmConfig { replay_policy: policy, utlb_fault_limit: limit, batch_size: 4, ..UvmConfig::default() };
+    uvm_ordered(policy, limit, true)
+}
+
+/// `ordered`: `fetch_after_replay_wait` (the default); off, a batch-flush batch's flush and replay follow its
+/// end and an empty fetch waits for the next interrupt (the tests that follow the retries step by step).
+fn uvm_ordered(policy: ReplayPolicy, limit: u32, ordered: bool) -> (Uvm, Link, Residency) {
+    let mut c = UvmConfig {
+        replay_policy: policy,
+        utlb_fault_limit: limit,
+        batch_size: 4,
+        fetch_after_replay_wait: ordered,
+        ..UvmConfig::default()
+    };
     c.interrupt_us = 1.0;
     (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default())
 }
@@ -29,7 +41,8 @@ fn first_fault_wakes_the_driver_after_the_interrupt() {
 
 #[test]
 fn a_batch_coalesces_groups_by_block_and_maps_at_its_end() {
-    let (mut u, mut link, mut res) = uvm(ReplayPolicy::BatchFlush, 56);
+    // The replay after the batch's end (fetch_after_replay_wait off), to follow each retry.
+    let (mut u, mut link, mut res) = uvm_ordered(ReplayPolicy::BatchFlush, 56, false);
     for (vpn, utlb) in [(7, 0), (7, 1), (600, 0), (8, 1), (9, 0), (10, 0)] {
         u.raise(fault(vpn, utlb));
     }
@@ -69,8 +82,14 @@ fn batch_policy_keeps_the_rest_for_the_next_batch() {
 #[test]
 fn batch_flush_discards_up_to_the_cached_put_unless_duplicates_pass_the_ratio() {
     let run = |ratio: u32| {
-        let mut c =
-            UvmConfig { replay_policy: ReplayPolicy::BatchFlush, batch_size: 4, replay_update_put_ratio: ratio, ..UvmConfig::default() };
+        // The flush at the batch's end (fetch_after_replay_wait off); the driver's order has its own test below.
+        let mut c = UvmConfig {
+            replay_policy: ReplayPolicy::BatchFlush,
+            batch_size: 4,
+            replay_update_put_ratio: ratio,
+            fetch_after_replay_wait: false,
+            ..UvmConfig::default()
+        };
         c.interrupt_us = 1.0;
         let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default());
         for (vpn, utlb) in [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (3, 1)] {
@@ -152,7 +171,11 @@ fn fetch_after_replay_wait_fetches_the_faults_re_raised_before_the_wait_ends() {
     // The wait cannot end before the replay reaches the GPU.
     let c = UvmConfig { fetch_after_replay_wait: true, replay_latency_ns: 6000.0, ..UvmConfig::default() };
     assert_eq!(c.validate().unwrap_err().0, "uvm.replay_latency_ns");
-    assert!(UvmConfig { fetch_after_replay_wait: false, ..c }.validate().is_ok());
+    assert!(UvmConfig { fetch_after_replay_wait: false, ..c.clone() }.validate().is_ok());
+    // On by default, and checked only where it applies: another policy or cost model never reads the pair.
+    assert!(UvmConfig::default().fetch_after_replay_wait);
+    assert!(UvmConfig { replay_policy: ReplayPolicy::Batch, ..c.clone() }.validate().is_ok());
+    assert!(UvmConfig { cost_model: CostModel::Polled, ..c }.validate().is_ok());
 }
 
 #[test]
