@@ -268,6 +268,15 @@ def test_reproduce_cli_prints_status_and_exits_0(cli: Cli, tmp_path: Path) -> No
     assert (tmp_path / "r" / "plot.png").read_bytes().startswith(b"\x89PNG")
 
 
+def test_reproduce_cli_notes_an_override_left_out(cli: Cli, tmp_path: Path) -> None:
+    p = cli("reproduce", "modern-presets", "--quick", "-o", "r", "--set", "uvm.fetch_after_replay_wait=false")
+    assert p.returncode == 0, p.stderr
+    assert "note: --set uvm.fetch_after_replay_wait left out of 4 run(s) whose mode does not read it" in p.stderr
+    p = cli("reproduce", "apu-fault-latency", "--quick", "-o", "n", "--set", "uvm.batch_size=512")
+    assert p.returncode == 2 and "in every run of apu-fault-latency" in p.stderr
+    assert not p.stdout and not (tmp_path / "n").exists()
+
+
 def test_allen_vecadd_probe(tmp_path: Path) -> None:
     rows = rep.reproduce("allen-vecadd-probe", tmp_path)
     assert [r.metric for r in rows] == [
@@ -740,3 +749,29 @@ def test_reproduce_with_overrides(tmp_path: Path) -> None:
     assert not (tmp_path / "bad").exists()
     with pytest.raises(ConfigError, match="key.path=value"):
         rep.parse_sets(["gpu.sms"])
+
+
+def test_reproduce_override_left_out_where_unread(tmp_path: Path) -> None:
+    # modern-presets compares GMMU presets with IOMMU ones (gh200-c2c, mi300a-apu): a driver batch option applies
+    # to the GMMU runs and is left out of the IOMMU runs, which do not read it (the resolver would refuse it
+    # there), and the record says where.
+    out = tmp_path / "mp"
+    _, ctx = rep.reproduce_context("modern-presets", out, quick=True, set={"uvm.fetch_after_replay_wait": False})
+    iommu = {"gh200-c2c-stream", "gh200-c2c-random", "mi300a-apu-stream", "mi300a-apu-random"}
+    assert set(ctx.left_out) == {"uvm.fetch_after_replay_wait"}
+    assert set(ctx.left_out["uvm.fetch_after_replay_wait"]) == iommu
+    assert all('translation.mode = "iommu"' in why for why in ctx.left_out["uvm.fetch_after_replay_wait"].values())
+    for run in sorted((out / "runs").iterdir()):
+        cfg = json.loads((run / "summary.json").read_text())["config"]
+        preset = run.name.rsplit("-", 1)[0]
+        expected = resolve(preset=preset)["uvm"]["fetch_after_replay_wait"] if run.name in iommu else False
+        assert cfg["uvm"]["fetch_after_replay_wait"] is expected, run.name
+    record = (out / rep.OVERRIDES_FILE).read_text()
+    assert tomllib.loads(record) == {"uvm": {"fetch_after_replay_wait": False}}
+    assert "left out of 4 run(s): gh200-c2c-random, gh200-c2c-stream, mi300a-apu-random, mi300a-apu-stream" in record
+    # A key no run reads changes nothing: refused before any run, as is a bad value of a key some run reads.
+    with pytest.raises(ConfigError, match="in every run of apu-fault-latency"):
+        rep.reproduce_context("apu-fault-latency", tmp_path / "none", quick=True, set={"uvm.batch_size": 512})
+    with pytest.raises(ConfigError, match="expected an integer"):
+        rep.reproduce_context("modern-presets", tmp_path / "bad", quick=True, set={"uvm.batch_size": "many"})
+    assert not (tmp_path / "none").exists() and not (tmp_path / "bad").exists()

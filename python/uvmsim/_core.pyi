@@ -24,6 +24,10 @@ def run(sources: list[tuple[str, str, bool]], overrides: list[str]) -> str:
 def resolve(sources: list[tuple[str, str, bool]], overrides: list[str]) -> str:
     """Validate a config; returns the resolved config as JSON."""
 
+def unread(sources: list[tuple[str, str, bool]], overrides: list[str], keys: list[str]) -> str:
+    """The keys of ``keys`` the resolved config does not read in its mode, with the reason, as JSON
+    ``{key: why}``. Raises ConfigError like ``resolve``."""
+
 def config_reference() -> str:
     """Every config parameter as JSON: ``[{key, default, doc}]``."""
 

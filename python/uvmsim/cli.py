@@ -415,8 +415,9 @@ def config_markdown(reference: Sequence[dict[str, Any]], section_docs: Sequence[
     multiple=True,
     metavar="KEY=VALUE",
     help="Override one config value in every run of experiment ID (repeatable), e.g. --set gpu.l1tlb.mshrs=1 for a "
-    "sensitivity run; the values the experiment varies itself stay varied. Recorded in OUT/overrides.toml; not with "
-    "--all or --markdown.",
+    "sensitivity run; the values the experiment varies itself stay varied, and runs whose mode does not read the key "
+    "(an IOMMU preset among GMMU ones) go without it, with a note. Recorded in OUT/overrides.toml; not with --all "
+    "or --markdown.",
 )
 def reproduce_cmd(
     experiment_id: str | None,
@@ -467,7 +468,7 @@ def reproduce_cmd(
         report_mod.check_markdown_target(markdown)
     user_set = reproduce_mod.parse_sets(list(sets))
     if user_set:
-        uvmsim.resolve(preset=spec.preset, set=user_set)  # a bad key or value: exit code 2, before any output
+        reproduce_mod.check_user_set(spec, user_set, quick)  # a bad key or value: exit code 2, before any output
     outdir = out if out is not None else Path("uvmsim-out") / spec.id
     check_output_dir(outdir)
     with_set = f", with {' '.join(sets)}" if sets else ""
@@ -496,6 +497,13 @@ def reproduce_cmd(
         click.echo(f"note: --set changed nothing: {spec.id} ran no simulation that takes config overrides", err=True)
     for key in sorted(ctx.shadowed):
         click.echo(f"note: {spec.id} sets {key} itself in some of its runs; --set {key} did not apply there", err=True)
+    for key, runs in sorted(ctx.left_out.items()):
+        why = "; ".join(sorted(set(runs.values())))
+        click.echo(
+            f"note: --set {key} left out of {len(runs)} run(s) whose mode does not read it "
+            f"({', '.join(sorted(runs))}): it {why}",
+            err=True,
+        )
     checked = [r for r in rows if r.passed is not None]
     plot = report_mod.write_plot(spec.id, rows, outdir)
     click.echo(

@@ -118,14 +118,22 @@ class Context:
     #: Keys of ``user_set`` that some run set to another value itself, and how many runs took ``user_set``.
     shadowed: set[str] = field(default_factory=set)
     user_runs: int = 0
+    #: Keys of ``user_set`` left out of runs whose mode does not read them (an experiment that compares an
+    #: IOMMU preset with GMMU ones): key -> {run name: why}.
+    left_out: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def run(self, name: str, set: Mapping[str, Any], preset: str | None = None) -> uvmsim.Result:
         """Run the spec's preset (or ``preset``, for experiments that compare systems) with the spec's common
         ``set`` plus ``set``; keep the summary in ``runs/NAME``."""
         self.shadowed.update(k for k, v in self.user_set.items() if k in set and set[k] != v)
         self.user_runs += bool(self.user_set)
-        overrides = {**self.params.get("set", {}), **self.user_set, **set}
         preset = preset or self.spec.preset
+        common = self.params.get("set", {})
+        skip = unread_user_keys(preset, common, self.user_set, set)
+        for key, why in skip.items():
+            self.left_out.setdefault(key, {})[name] = why
+        user = {k: v for k, v in self.user_set.items() if k not in skip}
+        overrides = {**common, **user, **set}
         if self.planned is not None:
             if len(self.planned) >= PLAN_LIMIT:
                 raise _PlanEnd
@@ -160,6 +168,58 @@ class Context:
         except uvmsim.ConfigError:
             return None  # a damaged summary: run again
         return stored if stored.config == uvmsim.resolve(preset=preset, set=overrides) else None
+
+
+def unread_user_keys(
+    preset: str, common: Mapping[str, Any], user: Mapping[str, Any], per_run: Mapping[str, Any]
+) -> dict[str, str]:
+    """The keys of ``user`` (``reproduce --set``) that a run of ``preset`` with the experiment's ``common`` and
+    ``per_run`` settings does not read in its mode, each with the resolver's reason: ``--set`` applies to the
+    experiment's other runs and is left out of these, where the resolver would refuse it. The keys are resolved
+    as a preset-level layer (which may carry unread keys), so that they still decide the mode they are read
+    in. Keys the run sets itself are not the user's there and are not listed. A configuration that does not
+    resolve lists nothing: the run then reports its error as it would without this."""
+    mine = {k: v for k, v in user.items() if k not in per_run}
+    if not mine:
+        return {}
+    rest = {k: v for k, v in {**common, **per_run}.items() if k not in mine}
+    try:
+        layers = uvmsim.sources(None, preset) + [("--set", _as_layer(mine), True)]
+        found = json.loads(uvmsim._core.unread(layers, uvmsim.overrides(rest), list(mine)))
+    except (ConfigError, TypeError):
+        return {}
+    return {str(k): str(v) for k, v in found.items()}
+
+
+def _as_layer(user: Mapping[str, Any]) -> str:
+    """Dotted-key overrides as the TOML text of a config layer."""
+    return "".join(f"{k} = {uvmsim.toml_value(v)}\n" for k, v in user.items())
+
+
+def check_user_set(spec: Spec, user: Mapping[str, Any], quick: bool = False) -> None:
+    """Refuse, before any run (``ConfigError``), a ``reproduce --set`` key or value the resolver refuses on the
+    spec's preset (an unknown key, a bad value), or a key that no run of the experiment reads. A key that the
+    preset's mode does not read but other runs' modes do passes, its value checked as a preset's would be;
+    the runs it is left out of are listed in ``Context.left_out``."""
+    _check_keys(spec.preset, user)
+    ctx = Context(spec=spec, params=spec.run_params(quick), out=Path("."), user_set=dict(user))
+    never = never_read(ctx, REGISTRY[spec.id])
+    if never:
+        key, why = next(iter(never.items()))
+        raise ConfigError(f"--set: key `{key}` {why}, in every run of {spec.id}: it would change nothing")
+
+
+def _check_keys(preset: str, user: Mapping[str, Any]) -> None:
+    """``check_user_set``'s check of the keys and values on ``preset``."""
+    try:
+        uvmsim.resolve(preset=preset, set=dict(user))
+    except ConfigError as refused:
+        if not unread_user_keys(preset, {}, user, {}):
+            raise
+        try:
+            uvmsim._core.resolve(uvmsim.sources(None, preset) + [("--set", _as_layer(user), True)], [])
+        except (ConfigError, TypeError):
+            raise refused from None
 
 
 #: Planning stops after this many runs (an analysis that searches could otherwise list runs without end).
@@ -203,14 +263,20 @@ def plan_runs(ctx: Context, analysis: Analysis) -> list[tuple[str, dict[str, Any
     """The runs ``analysis`` asks for, found by calling it with results whose metrics all read 1 (nothing is
     simulated; its files go to a scratch directory). Where an analysis needs real numbers to go on (a search, a
     table it reads), it fails there and only the runs listed until then are returned."""
+    plan = _plan(ctx, analysis)
+    assert plan.planned is not None
+    return plan.planned
+
+
+def _plan(ctx: Context, analysis: Analysis) -> Context:
+    """``analysis`` run on placeholder results (see ``plan_runs``): the planning context, its runs listed."""
     with tempfile.TemporaryDirectory(prefix="uvmsim-plan-") as scratch:
         plan = Context(spec=ctx.spec, params=ctx.params, out=Path(scratch), planned=[], user_set=ctx.user_set)
         try:
             analysis(plan)
         except Exception:  # noqa: BLE001 - any failure on placeholder numbers just ends the plan
             pass
-    assert plan.planned is not None
-    return plan.planned
+    return plan
 
 
 def run_ahead(ctx: Context, analysis: Analysis, jobs: int) -> None:
@@ -395,6 +461,30 @@ def parse_sets(sets: list[str]) -> dict[str, Any]:
     return out
 
 
+def write_overrides(ctx: Context) -> None:
+    """``OVERRIDES_FILE``: the user's ``--set`` overrides, and the runs each was left out of (``Context.left_out``)."""
+    lines = [
+        "# uvmsim reproduce --set: these overrides applied to every run of this experiment, except where the\n",
+        "# experiment sets the key itself per run, or the run's mode does not read the key (listed below it)\n",
+    ]
+    for k, v in ctx.user_set.items():
+        lines.append(f"{k} = {uvmsim.toml_value(v)}\n")
+        runs = ctx.left_out.get(k, {})
+        if runs:
+            why = sorted(set(runs.values()))
+            lines.append(f"# {k} left out of {len(runs)} run(s): {', '.join(sorted(runs))}; it {'; '.join(why)}\n")
+    atomic_write_text(ctx.out / OVERRIDES_FILE, "".join(lines))
+
+
+def never_read(ctx: Context, analysis: Analysis) -> dict[str, str]:
+    """The keys of ``ctx.user_set`` that no run ``analysis`` plans reads (each with a reason), found by planning
+    (``plan_runs``): ``--set`` would change nothing. Empty when planning lists no run."""
+    plan = _plan(ctx, analysis)
+    assert plan.planned is not None
+    names = {name for name, _, _ in plan.planned}
+    return {k: next(iter(runs.values())) for k, runs in plan.left_out.items() if names and set(runs) >= names}
+
+
 def reproduce_context(
     id: str,
     out: str | Path,
@@ -408,21 +498,18 @@ def reproduce_context(
     spec = load_spec(id)
     user_set = dict(set or {})
     if user_set:
-        uvmsim.resolve(preset=spec.preset, set=user_set)  # a bad key or value fails here (ConfigError), before any run
+        check_user_set(spec, user_set, quick)  # a bad key or value fails here (ConfigError), before any run
     ctx = Context(spec=spec, params=spec.run_params(quick), out=Path(out), resume=resume, user_set=user_set)
     ctx.out.mkdir(parents=True, exist_ok=True)
     if user_set:
-        atomic_write_text(
-            ctx.out / OVERRIDES_FILE,
-            "# uvmsim reproduce --set: these overrides applied to every run of this experiment, except where the\n"
-            "# experiment sets the key itself per run\n"
-            + "".join(f"{k} = {uvmsim.toml_value(v)}\n" for k, v in user_set.items()),
-        )
+        write_overrides(ctx)
     else:
         (ctx.out / OVERRIDES_FILE).unlink(missing_ok=True)
     if jobs > 1:
         run_ahead(ctx, REGISTRY[id], jobs)
     simulated = REGISTRY[id](ctx)
+    if ctx.left_out:
+        write_overrides(ctx)
     rows = compare(spec.checks, simulated)
     write_csv(
         ctx.out / "comparison.csv",

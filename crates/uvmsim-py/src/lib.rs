@@ -93,6 +93,13 @@ fn run(py: Python<'_>, sources: Vec<(String, String, bool)>, overrides: Vec<Stri
     })
 }
 
+/// The keys of `keys` that the configuration of `sources` and `overrides` does not read in its mode,
+/// with the reason: `{"key": "why"}` as JSON (`uvmsim reproduce --set` leaves them out of such runs).
+#[pyfunction]
+fn unread(sources: Vec<(String, String, bool)>, overrides: Vec<String>, keys: Vec<String>) -> PyResult<String> {
+    api::unread_json(&to_sources(sources), &overrides, &keys).map_err(|e| ConfigError::new_err(e.to_string()))
+}
+
 /// Validate a config; returns the resolved config as JSON.
 #[pyfunction]
 fn resolve(sources: Vec<(String, String, bool)>, overrides: Vec<String>) -> PyResult<String> {
@@ -163,6 +170,7 @@ fn _panic_for_test(py: Python<'_>) -> PyResult<()> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
+    m.add_function(wrap_pyfunction!(unread, m)?)?;
     m.add_function(wrap_pyfunction!(config_reference, m)?)?;
     m.add_function(wrap_pyfunction!(config_sections, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;

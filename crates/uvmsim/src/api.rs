@@ -37,6 +37,18 @@ pub fn resolve_json(sources: &[Source], overrides: &[String]) -> Result<String, 
     Ok(serde_json::to_string(&resolve(sources, overrides)?).expect("config serializes"))
 }
 
+/// Which of `keys` the configuration resolved from `sources` and `overrides` does not read in its
+/// mode, each with the reason the resolver would refuse a user's setting of it: `{"key": "why"}` as
+/// JSON. A front end that applies one set of overrides to runs of several modes (`uvmsim reproduce
+/// --set` over an experiment that compares presets) passes them as a preset-level source, which the
+/// resolver does not refuse, and leaves the keys out of the runs listed here.
+pub fn unread_json(sources: &[Source], overrides: &[String], keys: &[String]) -> Result<String, ConfigError> {
+    let cfg = resolve(sources, overrides)?;
+    let unread: serde_json::Map<String, Value> =
+        keys.iter().filter_map(|k| cfg.unread(k).map(|why| (k.clone(), Value::String(why)))).collect();
+    Ok(Value::Object(unread).to_string())
+}
+
 /// Run a simulation; returns `{"version", "config", "metrics"}` as JSON.
 pub fn run_json(sources: &[Source], overrides: &[String]) -> Result<String, ApiError> {
     let cfg = resolve(sources, overrides).map_err(ApiError::Config)?;
@@ -289,5 +301,19 @@ mod tests {
         let n = batches["batch"].as_array().unwrap().len();
         assert!(n > 0 && batches.values().all(|c| c.as_array().unwrap().len() == n));
         assert_eq!(v["metrics"]["uvm.batches"].as_f64(), Some(n as f64));
+    }
+
+    /// `unread_json` lists the keys the resolved mode does not read, from a preset-level layer the
+    /// resolver accepts them in; keys the mode reads are not listed.
+    #[test]
+    fn unread_json_names_the_keys_a_mode_does_not_read() {
+        let layer = Source::preset("--set", "uvm.batch_size = 512\ngpu.l1tlb.mshrs = 2\n");
+        let keys = ["uvm.batch_size".to_string(), "gpu.l1tlb.mshrs".to_string()];
+        let iommu: Value =
+            serde_json::from_str(&unread_json(std::slice::from_ref(&layer), &["translation.mode=\"iommu\"".into()], &keys).unwrap())
+                .unwrap();
+        assert_eq!(iommu.as_object().unwrap().keys().collect::<Vec<_>>(), ["uvm.batch_size"]);
+        assert!(iommu["uvm.batch_size"].as_str().unwrap().contains("translation.mode = \"iommu\""));
+        assert_eq!(unread_json(&[layer], &[], &keys).unwrap(), "{}");
     }
 }
