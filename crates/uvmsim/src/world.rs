@@ -404,12 +404,13 @@ impl World {
         unlend_iommu(&mut self.multi, gpu);
         res?;
         let m = self.multi.as_mut().expect("multi-GPU warps only");
-        let faults: Vec<_> = gpu.drain_faults().collect();
-        for f in faults {
+        let faults = gpu.take_faults();
+        for f in &faults {
             if let Some(t) = m.fault(g, f.vpn, f.write, f.time, now, &mut self.gpus) {
                 q.push(t.max(now), Ev::PageReady(f.vpn << 5 | g as u64));
             }
         }
+        self.gpus[g].return_faults(faults);
         multi::apps::apply_spills(m, &mut self.gpus, now);
         service_requests(m, now, &mut self.gpus, q);
         Ok(())

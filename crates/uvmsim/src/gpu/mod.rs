@@ -898,6 +898,21 @@ impl Gpu {
         self.faults.drain(..)
     }
 
+    /// The far faults raised since the last call, oldest first, taken out whole (the GPU is free to
+    /// borrow while they are handled); hand the emptied vector back with [`Self::return_faults`] so
+    /// its allocation is reused (a vector collected per warp event was 6% of a multi-GPU run).
+    pub fn take_faults(&mut self) -> Vec<Fault> {
+        std::mem::take(&mut self.faults)
+    }
+
+    /// Give back the vector [`Self::take_faults`] returned, emptied.
+    pub fn return_faults(&mut self, mut v: Vec<Fault>) {
+        v.clear();
+        if self.faults.is_empty() {
+            self.faults = v;
+        }
+    }
+
     /// The driver replayed at `now`: the µTLBs unblock, and every sleeping warp
     /// whose faulted pages are all resident re-executes its faulted instructions.
     pub fn replay(&mut self, now: Ps, q: &mut EventQueue<Ev>) {

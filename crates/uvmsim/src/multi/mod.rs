@@ -405,7 +405,7 @@ pub struct Multi {
     pub host_walker: Walker,
     host_dram: Dram,
     /// The IOMMU every GPU shares (iommu mode); lent to a GPU while it runs.
-    pub iommu: Option<Iommu>,
+    pub iommu: Option<Box<Iommu>>,
     /// Migrations access counters asked for while a GPU ran: (page, GPU, time). The world services them.
     pub requests: Vec<(u64, usize, Ps)>,
     /// The migrations table's rows, one per page move (`uvm.records`; docs/metrics.md "Record tables").
@@ -442,7 +442,7 @@ fn add_window(w: &mut Vec<(Ps, Ps)>, from: Ps, until: Ps) -> Ps {
 }
 
 impl Multi {
-    pub fn new(cfg: &Config, iommu: Option<Iommu>) -> Multi {
+    pub fn new(cfg: &Config, iommu: Option<Box<Iommu>>) -> Multi {
         let m = &cfg.multi;
         let n = m.gpus as usize;
         let h = &m.host_mmu;
