@@ -264,6 +264,15 @@ def test_reproduce_cli_prints_status_and_exits_0(cli: Cli, tmp_path: Path) -> No
     assert p.returncode == 0, p.stderr
     assert "PASS" in p.stdout or "FAIL" in p.stdout
     assert "INFO" in p.stdout
+    # A progress line per run on stderr, counted against the two runs planning lists.
+    runs = [line.split(" (")[0] for line in p.stderr.splitlines() if line.startswith("  run ")]
+    assert runs == ["  run 1/2: stride-line", "  run 2/2: stride-page"], p.stderr
+    # Resumed, and with the runs simulated ahead on two processes: told once each, from wherever they come.
+    p = cli("reproduce", "apu-tlb-miss-latency", "--quick", "-o", "r", "--resume")
+    assert p.stderr.count("(stored, reused)") == 2, p.stderr
+    p = cli("reproduce", "apu-tlb-miss-latency", "--quick", "-o", "r2", "-j", "2")
+    ahead = sorted(line.split(": ")[1].split(" (")[0] for line in p.stderr.splitlines() if line.startswith("  run "))
+    assert ahead == ["stride-line", "stride-page"], p.stderr
     assert (tmp_path / "r" / "comparison.csv").is_file()
     assert (tmp_path / "r" / "plot.png").read_bytes().startswith(b"\x89PNG")
 

@@ -474,9 +474,10 @@ def reproduce_cmd(
     with_set = f", with {' '.join(sets)}" if sets else ""
     click.echo(f"{spec.id}: {spec.title} (preset {spec.preset}{', quick' if quick else ''}{with_set})")
     start = time.perf_counter()
+    progress = _RunProgress(reproduce_mod.expected_runs(spec, quick, user_set))
     with _resumable(f"reproduce {spec.id}", _resume_command(spec.id, outdir, quick, jobs, sets)):
         rows, ctx = reproduce_mod.reproduce_context(
-            spec.id, outdir, quick=quick, resume=resume, jobs=jobs, set=user_set
+            spec.id, outdir, quick=quick, resume=resume, jobs=jobs, set=user_set, on_run=progress
         )
     # With --resume, the reused runs' simulation time counts: --markdown records what the experiment takes.
     elapsed = time.perf_counter() - start + ctx.reused_s
@@ -518,6 +519,21 @@ def reproduce_cmd(
         report_mod.update_markdown(markdown, table)
         click.echo(f"updated the row of {spec.id} in {markdown}")
     return 0
+
+
+class _RunProgress:
+    """``reproduce ID``'s progress on stderr: a line per finished run, counted against the runs planned (an
+    experiment that takes half an hour otherwise prints nothing until its table)."""
+
+    def __init__(self, total: int | None) -> None:
+        self.total = total
+        self.done = 0
+
+    def __call__(self, name: str, wall_s: float | None) -> None:
+        self.done += 1
+        of = f"/{self.total}" if self.total is not None and self.done <= self.total else ""
+        took = "stored, reused" if wall_s is None else f"{wall_s:.1f} s"
+        click.echo(f"  run {self.done}{of}: {name} ({took})", err=True)
 
 
 def _resume_command(target: str, out: Path, quick: bool, jobs: int, sets: Sequence[str] = ()) -> str:

@@ -23,6 +23,7 @@ import operator
 import os
 import re
 import tempfile
+import time
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -121,6 +122,10 @@ class Context:
     #: Keys of ``user_set`` left out of runs whose mode does not read them (an experiment that compares an
     #: IOMMU preset with GMMU ones): key -> {run name: why}.
     left_out: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: Told of each run as it finishes (``uvmsim reproduce`` prints a progress line): its name and its simulation
+    #: wall time in seconds, or None when its stored summary was reused. Runs finished ahead (``jobs``) are told
+    #: by ``run_ahead`` as they finish, not again when the analysis reads them back.
+    on_run: Callable[[str, float | None], None] | None = None
 
     def run(self, name: str, set: Mapping[str, Any], preset: str | None = None) -> uvmsim.Result:
         """Run the spec's preset (or ``preset``, for experiments that compare systems) with the spec's common
@@ -146,8 +151,13 @@ class Context:
             if name not in self.fresh:
                 m = result.metrics
                 self.reused_s += float(m.get("sim.total_wall_s", m.get("sim.wall_s", 0.0)))
+                if self.on_run is not None:
+                    self.on_run(name, None)
         else:
+            start = time.perf_counter()
             result = _simulate(out, overrides, preset)
+            if self.on_run is not None:
+                self.on_run(name, time.perf_counter() - start)
         self.runs[name] = result
         return result
 
@@ -251,32 +261,49 @@ def _simulate(out: Path, overrides: Mapping[str, Any], preset: str) -> uvmsim.Re
     return result
 
 
-def _simulate_ahead(out: str, overrides: dict[str, Any], preset: str) -> None:
-    """A worker's part of ``run_ahead``: the run is stored in ``out``; the result goes back through the disk."""
+def _simulate_ahead(out: str, overrides: dict[str, Any], preset: str) -> float:
+    """A worker's part of ``run_ahead``: the run is stored in ``out``; the result goes back through the disk.
+    Returns its wall time in seconds."""
+    start = time.perf_counter()
     try:
         _simulate(Path(out), overrides, preset)
     except uvmsim.BudgetExceeded:
         pass  # noted in ``out``: the analysis meets it again there
+    return time.perf_counter() - start
 
 
 def plan_runs(ctx: Context, analysis: Analysis) -> list[tuple[str, dict[str, Any], str]]:
     """The runs ``analysis`` asks for, found by calling it with results whose metrics all read 1 (nothing is
     simulated; its files go to a scratch directory). Where an analysis needs real numbers to go on (a search, a
     table it reads), it fails there and only the runs listed until then are returned."""
-    plan = _plan(ctx, analysis)
+    plan, _ = _plan(ctx, analysis)
     assert plan.planned is not None
     return plan.planned
 
 
-def _plan(ctx: Context, analysis: Analysis) -> Context:
-    """``analysis`` run on placeholder results (see ``plan_runs``): the planning context, its runs listed."""
+def planned_count(ctx: Context, analysis: Analysis) -> int | None:
+    """How many distinct runs ``analysis`` will ask for, if planning lists them all (None where it stops early)."""
+    plan, complete = _plan(ctx, analysis)
+    assert plan.planned is not None
+    return len({name for name, _, _ in plan.planned}) if complete else None
+
+
+def expected_runs(spec: Spec, quick: bool = False, user_set: Mapping[str, Any] | None = None) -> int | None:
+    """How many runs experiment ``spec`` will simulate (``planned_count``), for a progress count."""
+    ctx = Context(spec=spec, params=spec.run_params(quick), out=Path("."), user_set=dict(user_set or {}))
+    return planned_count(ctx, REGISTRY[spec.id])
+
+
+def _plan(ctx: Context, analysis: Analysis) -> tuple[Context, bool]:
+    """``analysis`` run on placeholder results (see ``plan_runs``): the planning context, its runs listed, and
+    whether the analysis ran to its end (every run listed)."""
     with tempfile.TemporaryDirectory(prefix="uvmsim-plan-") as scratch:
         plan = Context(spec=ctx.spec, params=ctx.params, out=Path(scratch), planned=[], user_set=ctx.user_set)
         try:
             analysis(plan)
         except Exception:  # noqa: BLE001 - any failure on placeholder numbers just ends the plan
-            pass
-    return plan
+            return plan, False
+    return plan, True
 
 
 def run_ahead(ctx: Context, analysis: Analysis, jobs: int) -> None:
@@ -310,10 +337,12 @@ def run_ahead(ctx: Context, analysis: Analysis, jobs: int) -> None:
         }
         for fut in cf.as_completed(futures):
             try:
-                fut.result()
+                wall = fut.result()
             except Exception:  # noqa: BLE001 - the analysis runs it again and reports the error
                 continue
             ctx.fresh.add(futures[fut])
+            if ctx.on_run is not None:
+                ctx.on_run(futures[fut], wall)
 
 
 Analysis = Callable[[Context], dict[str, float]]
@@ -479,7 +508,7 @@ def write_overrides(ctx: Context) -> None:
 def never_read(ctx: Context, analysis: Analysis) -> dict[str, str]:
     """The keys of ``ctx.user_set`` that no run ``analysis`` plans reads (each with a reason), found by planning
     (``plan_runs``): ``--set`` would change nothing. Empty when planning lists no run."""
-    plan = _plan(ctx, analysis)
+    plan, _ = _plan(ctx, analysis)
     assert plan.planned is not None
     names = {name for name, _, _ in plan.planned}
     return {k: next(iter(runs.values())) for k, runs in plan.left_out.items() if names and set(runs) >= names}
@@ -493,13 +522,17 @@ def reproduce_context(
     resume: bool = False,
     jobs: int = 1,
     set: Mapping[str, Any] | None = None,
+    on_run: Callable[[str, float | None], None] | None = None,
 ) -> tuple[list[Row], Context]:
-    """``reproduce``, also returning the experiment's ``Context`` (its runs, and the time of the reused ones)."""
+    """``reproduce``, also returning the experiment's ``Context`` (its runs, and the time of the reused ones).
+    ``on_run`` is told of each run as it finishes (``Context.on_run``)."""
     spec = load_spec(id)
     user_set = dict(set or {})
     if user_set:
         check_user_set(spec, user_set, quick)  # a bad key or value fails here (ConfigError), before any run
-    ctx = Context(spec=spec, params=spec.run_params(quick), out=Path(out), resume=resume, user_set=user_set)
+    ctx = Context(
+        spec=spec, params=spec.run_params(quick), out=Path(out), resume=resume, user_set=user_set, on_run=on_run
+    )
     ctx.out.mkdir(parents=True, exist_ok=True)
     if user_set:
         write_overrides(ctx)
