@@ -426,6 +426,31 @@ def cli_cases() -> list[Case]:
             (2,),
         ),
         (
+            "reproduce --set unknown key",
+            ["reproduce", "apu-tlb-miss-latency", "--quick", "--set", "gpu.smss=3"],
+            "gpu.smss",
+            (2,),
+        ),
+        (
+            "reproduce --set bad value",
+            ["reproduce", "modern-presets", "--quick", "--set", "uvm.batch_size=x"],
+            "uvm.batch_size",
+            (2,),
+        ),
+        (
+            "reproduce --set without =",
+            ["reproduce", "apu-tlb-miss-latency", "--quick", "--set", "gpu.sms"],
+            "gpu.sms",
+            (2,),
+        ),
+        ("reproduce --set a section", ["reproduce", "apu-tlb-miss-latency", "--quick", "--set", "gpu=3"], "gpu", (2,)),
+        (
+            "reproduce --set a key no run reads",
+            ["reproduce", "apu-fault-latency", "--quick", "--set", "uvm.batch_size=512"],
+            "uvm.batch_size",
+            (2,),
+        ),
+        (
             "reproduce -o a file",
             ["reproduce", "apu-tlb-miss-latency", "--quick", "-o", "empty.toml"],
             "empty.toml",

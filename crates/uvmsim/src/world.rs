@@ -289,7 +289,7 @@ impl World {
             let wanted = if n == 1 { format!("GPU {}", rp.gpu) } else { format!("GPUs {} to {}", rp.gpu, rp.gpu as u64 + n - 1) };
             let has = if lo == hi { format!("GPU {lo}") } else { format!("GPUs {lo} to {hi}") };
             return Err(SimError::BadInput(format!(
-                "{}: no record of {wanted} (workload.trace.gpu = {}): the trace's records are of {has}",
+                "{}: key `workload.trace.gpu`: no record of {wanted} (workload.trace.gpu = {}): the trace's records are of {has}",
                 rp.path, rp.gpu
             )));
         }

@@ -347,7 +347,10 @@ fn a_trace_without_a_record_of_the_replayed_gpu_is_bad_input() {
         ])
     };
     let m = bad_input(run(2, 1));
-    assert!(m.contains("no record of GPU 2 (workload.trace.gpu = 2)") && m.ends_with("records are of GPUs 1 to 3"), "{m}");
+    assert!(
+        m.contains("key `workload.trace.gpu`: no record of GPU 2 (workload.trace.gpu = 2)") && m.ends_with("records are of GPUs 1 to 3"),
+        "{m}"
+    );
     let m = bad_input(run(4, 2));
     assert!(m.contains("no record of GPUs 4 to 5"), "{m}");
     // GPU 3's one record is replayed (the other is skipped), and GPU 1's.
