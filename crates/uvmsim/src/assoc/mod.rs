@@ -458,6 +458,11 @@ impl<V: Copy + Default> SetAssoc<V> {
         self.present.fill(0);
     }
 
+    /// The keys held, in slot order.
+    pub fn keys(&self) -> impl Iterator<Item = u64> + '_ {
+        self.keys.iter().copied().filter(|&k| k != INVALID)
+    }
+
     /// Number of valid slots.
     pub fn occupancy(&self) -> usize {
         self.keys.iter().filter(|&&k| k != INVALID).count()

@@ -12,6 +12,7 @@
 
 pub mod cuckoo;
 pub mod irmb;
+mod l1filter;
 pub mod least;
 mod outstanding;
 pub mod shootdown;
@@ -219,6 +220,8 @@ pub struct Translator {
     pub held_misses: u64,
     /// `translation.managed_large_ptes`: fully resident managed regions map with 64 KiB / 2 MiB PTEs.
     large_ptes: bool,
+    /// The keys the L1 TLBs may hold: a page invalidation skips them when none can (`l1filter`).
+    l1_filter: l1filter::L1Filter,
 }
 
 impl Translator {
@@ -288,6 +291,7 @@ impl Translator {
             far_pending: cfg.multi.active().then(FxHashSet::default),
             held_misses: 0,
             large_ptes: cfg.translation.managed_large_ptes,
+            l1_filter: l1filter::L1Filter::new(n_l1 * g.l1tlb.entries as usize),
         };
         let t = &cfg.translation;
         if t.walk_records_every > 0 {
@@ -346,6 +350,7 @@ impl Translator {
                     self.space.residency.hit(va >> 12);
                 }
                 let pa = pa | (epa & space::REMOTE_PA);
+                self.l1_filter.note(k, &self.l1);
                 let l1 = &mut self.l1[sm / self.sms_per_l1];
                 let d = l1.fill_time(d, t);
                 l1.fill_miss(k, pa, t, d);
@@ -388,6 +393,7 @@ impl Translator {
                 }
             }
         }
+        self.l1_filter.note(k, &self.l1);
         let l1 = &mut self.l1[sm / self.sms_per_l1];
         let done = l1.fill_time(done + self.l2_return, t);
         l1.fill_miss(k, pa, t, done);
@@ -446,7 +452,8 @@ impl Translator {
         if let Some(t) = self.iommu.as_mut().and_then(|io| io.tlb.as_mut()) {
             t.invalidate(k);
         }
-        self.l1.iter_mut().chain(self.l2.as_mut()).map(|t| t.invalidate(k) as usize).sum()
+        let l1: usize = if self.l1_filter.may_hold(k) { self.l1.iter_mut().map(|t| t.invalidate(k) as usize).sum() } else { 0 };
+        l1 + self.l2.as_mut().map_or(0, |t| t.invalidate(k) as usize)
     }
 
     /// A host shootdown of every translation (flush all); returns the GPU TLB entries removed.
@@ -460,14 +467,30 @@ impl Translator {
     /// Shoot down this GPU's translations of the 4 KiB page `vpn` (every L1 and
     /// the L2 TLB; a 4 KiB page's key is its page number, see `key`). True if any TLB held it.
     pub fn invalidate_page(&mut self, vpn: u64) -> bool {
+        // A large PTE holding the page is split: its entry goes.
+        let keys = [vpn, (vpn >> 4) | 1 << 58, (vpn >> 9) | 2 << 58];
+        let keys = &keys[..if self.large_ptes { 3 } else { 1 }];
         let mut had = false;
-        for t in self.l1.iter_mut().chain(self.l2.as_mut()) {
-            had |= t.invalidate(vpn);
-            // A large PTE holding the page is split: its entry goes.
-            if self.large_ptes {
-                had |= t.invalidate((vpn >> 4) | 1 << 58);
-                had |= t.invalidate((vpn >> 9) | 2 << 58);
+        for &k in keys {
+            had |= self.invalidate_l1s(k);
+            if let Some(l2) = self.l2.as_mut() {
+                had |= l2.invalidate(k);
             }
+        }
+        had
+    }
+
+    /// Drop `k` from every L1 TLB (its pending fills too); true if one held it. Skipped when the
+    /// filter says none can.
+    #[inline]
+    fn invalidate_l1s(&mut self, k: u64) -> bool {
+        if !self.l1_filter.may_hold(k) {
+            debug_assert!(self.l1.iter().all(|t| t.keys().all(|x| x != k)), "the L1 filter lost key {k:#x}");
+            return false;
+        }
+        let mut had = false;
+        for t in &mut self.l1 {
+            had |= t.invalidate(k);
         }
         had
     }
@@ -518,7 +541,10 @@ impl Translator {
                 let ppa = r.pa + (pva - r.va);
                 let last = match self.l2.as_mut() {
                     Some(l2) => l2,
-                    None => &mut self.l1[sm / self.sms_per_l1],
+                    None => {
+                        self.l1_filter.note(key(pva, r), &self.l1);
+                        &mut self.l1[sm / self.sms_per_l1]
+                    }
                 };
                 if last.fill_prefetch(key(pva, r), ppa, done) {
                     io.ats_prefetched += 1;

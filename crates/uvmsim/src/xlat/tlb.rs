@@ -285,6 +285,11 @@ impl Tlb {
         self.arr.insert_if_absent(key, Entry { pa, ready })
     }
 
+    /// Every key the TLB holds or has a fill pending for.
+    pub fn keys(&self) -> impl Iterator<Item = u64> + '_ {
+        self.arr.keys().chain(self.pending.iter().map(|p| p.key))
+    }
+
     /// Does the array hold `key` (no recency or counter change)?
     pub fn holds(&self, key: u64) -> bool {
         self.arr.probe(key).is_some()
