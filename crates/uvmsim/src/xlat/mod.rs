@@ -452,8 +452,7 @@ impl Translator {
         if let Some(t) = self.iommu.as_mut().and_then(|io| io.tlb.as_mut()) {
             t.invalidate(k);
         }
-        let l1: usize = if self.l1_filter.may_hold(k) { self.l1.iter_mut().map(|t| t.invalidate(k) as usize).sum() } else { 0 };
-        l1 + self.l2.as_mut().map_or(0, |t| t.invalidate(k) as usize)
+        self.invalidate_l1s(k) + self.l2.as_mut().map_or(0, |t| t.invalidate(k) as usize)
     }
 
     /// A host shootdown of every translation (flush all); returns the GPU TLB entries removed.
@@ -472,7 +471,7 @@ impl Translator {
         let keys = &keys[..if self.large_ptes { 3 } else { 1 }];
         let mut had = false;
         for &k in keys {
-            had |= self.invalidate_l1s(k);
+            had |= self.invalidate_l1s(k) > 0;
             if let Some(l2) = self.l2.as_mut() {
                 had |= l2.invalidate(k);
             }
@@ -480,19 +479,15 @@ impl Translator {
         had
     }
 
-    /// Drop `k` from every L1 TLB (its pending fills too); true if one held it. Skipped when the
+    /// Drop `k` from every L1 TLB (its pending fills too); how many held it. Skipped when the
     /// filter says none can.
     #[inline]
-    fn invalidate_l1s(&mut self, k: u64) -> bool {
+    fn invalidate_l1s(&mut self, k: u64) -> usize {
         if !self.l1_filter.may_hold(k) {
             debug_assert!(self.l1.iter().all(|t| t.keys().all(|x| x != k)), "the L1 filter lost key {k:#x}");
-            return false;
+            return 0;
         }
-        let mut had = false;
-        for t in &mut self.l1 {
-            had |= t.invalidate(k);
-        }
-        had
+        self.l1.iter_mut().map(|t| t.invalidate(k) as usize).sum()
     }
 
     /// The µTLB (L1 TLB) an SM uses.
