@@ -26,60 +26,111 @@ impl Default for Lines {
 /// Fill `out` with the sorted distinct line numbers (address >> `shift`) of an access.
 #[inline]
 pub fn coalesce(lanes: Lanes, bytes: u32, scratch: &[u64; MAX_LANES], shift: u32, out: &mut Lines) {
-    out.n = 0;
     debug_assert!(bytes <= MAX_ACCESS_BYTES && shift >= 5, "{bytes}-byte access on {}-byte lines", 1u64 << shift);
     let span = bytes.max(1) as u64 - 1;
+    // The count is kept in a local and stored once: stored through `out` at every line, it was
+    // reloaded after every write to `out.line` (the same object).
+    let line = &mut out.line;
+    let mut n = 0;
     match lanes {
         Lanes::Strided { n: 0, .. } | Lanes::Explicit { n: 0 } => {}
-        Lanes::Strided { base, stride, n } => {
-            let last = base + (n as u64 - 1) * stride + span;
+        Lanes::Strided { base, stride, n: lanes } => {
+            let last = base + (lanes as u64 - 1) * stride + span;
             if stride <= 1u64 << shift {
                 // Lanes no further apart than a line cover every line in between.
                 for l in base >> shift..=last >> shift {
-                    out.line[out.n] = l;
-                    out.n += 1;
+                    line[n] = l;
+                    n += 1;
                 }
             } else {
-                for i in 0..n as u64 {
+                let mut prev = NONE;
+                for i in 0..lanes as u64 {
                     let a = base + i * stride;
-                    push_access(out, a >> shift, (a + span) >> shift);
+                    (n, prev) = push_access(line, n, prev, a >> shift, (a + span) >> shift);
                 }
             }
         }
-        Lanes::Explicit { n } => {
-            for &a in &scratch[..n as usize] {
-                push_access(out, a >> shift, (a + span) >> shift);
+        Lanes::Explicit { n: lanes } => {
+            let (mut lo, mut hi, mut ascending, mut prev) = (u64::MAX, 0u64, true, NONE);
+            for &a in &scratch[..lanes as usize] {
+                let (first, last) = (a >> shift, (a + span) >> shift);
+                ascending &= prev == NONE || first >= prev;
+                lo = lo.min(first);
+                hi = hi.max(last);
+                (n, prev) = push_access(line, n, prev, first, last);
             }
-            let s = &mut out.line[..out.n];
-            s.sort_unstable();
-            let mut w = 0;
-            for r in 0..s.len() {
-                if r == 0 || s[r] != s[w - 1] {
-                    s[w] = s[r];
-                    w += 1;
-                }
+            // Ascending lines are already distinct: `push_access` dropped each repeat of the last.
+            if !ascending {
+                n = if hi - lo < 64 {
+                    // Clustered lanes (table lookups, gathers within a few KiB): a bit per line of
+                    // the span sorts and de-duplicates in one pass, where sorting was half of such runs.
+                    let mut mask = 0u64;
+                    for &l in &line[..n] {
+                        mask |= 1 << (l - lo);
+                    }
+                    emit(line, 0, lo, mask)
+                } else if hi - lo < MASK_LINES {
+                    let mut mask = [0u64; (MASK_LINES / 64) as usize];
+                    for &l in &line[..n] {
+                        let b = l - lo;
+                        mask[(b >> 6) as usize] |= 1 << (b & 63);
+                    }
+                    mask.iter().enumerate().fold(0, |n, (w, &m)| emit(line, n, lo + 64 * w as u64, m))
+                } else {
+                    let s = &mut line[..n];
+                    s.sort_unstable();
+                    let mut w = 0;
+                    for r in 0..s.len() {
+                        if r == 0 || s[r] != s[w - 1] {
+                            s[w] = s[r];
+                            w += 1;
+                        }
+                    }
+                    w
+                };
             }
-            out.n = w;
         }
     }
+    out.n = n;
 }
 
-/// Append the lines `first..=last` of one access, the first unless it repeats the last line
-/// appended (the others follow it, so they cannot). Written without an inclusive range, whose
-/// iterator LLVM compiles to a loop with an extra exit flag: this is the per-lane step of
-/// every explicit-lane instruction.
+/// Lines an explicit access may span and still be sorted by a bit mask instead of a sort.
+const MASK_LINES: u64 = 256;
+
+/// Write the lines `base + b` for the set bits `b` of `mask`, ascending, from index `n`; the new count.
 #[inline]
-fn push_access(out: &mut Lines, first: u64, last: u64) {
-    if out.n == 0 || out.line[out.n - 1] != first {
-        out.line[out.n] = first;
-        out.n += 1;
+fn emit(line: &mut [u64; MAX_LINES], mut n: usize, base: u64, mut mask: u64) -> usize {
+    while mask != 0 {
+        line[n] = base + mask.trailing_zeros() as u64;
+        n += 1;
+        mask &= mask - 1;
     }
+    n
+}
+
+/// No line appended yet (no line number is this large: addresses are shifted right by at least 5).
+const NONE: u64 = u64::MAX;
+
+/// Append the lines `first..=last` of one access at index `n`, the first unless it repeats
+/// `prev`, the last line appended (the others follow it, so they cannot); the new count and
+/// last line. The last line is passed in a register rather than read back from `line`, which
+/// waited for the store just made (the unconditional write is at most at index 4 x the lanes before
+/// this one, inside MAX_LINES); and written without an inclusive range, whose iterator LLVM
+/// compiles to a loop with an extra exit flag: this is the per-lane step of every explicit-lane
+/// instruction.
+#[inline]
+fn push_access(line: &mut [u64; MAX_LINES], mut n: usize, prev: u64, first: u64, last: u64) -> (usize, u64) {
+    // Written unconditionally and counted only if new: lanes of table lookups repeat the previous
+    // line at random, and the branch mispredicted about half the time.
+    line[n] = first;
+    n += (first != prev) as usize;
     let mut l = first;
     while l < last {
         l += 1;
-        out.line[out.n] = l;
-        out.n += 1;
+        line[n] = l;
+        n += 1;
     }
+    (n, last)
 }
 
 #[cfg(test)]
@@ -136,5 +187,48 @@ mod tests {
             coalesce(Lanes::Explicit { n: explicit.len() as u32 }, bytes, &s2, 7, &mut o);
             prop_assert_eq!(&o.line[..o.n], &reference(&explicit, bytes, 7)[..]);
         }
+
+        /// Each of the explicit lanes' three paths (already ascending, a span under MASK_LINES
+        /// lines, wider) against the reference, on 32-byte lines (the widest access crosses four).
+        #[test]
+        fn explicit_paths_match_reference(base in 0u64..1 << 40, width in prop_oneof![Just(1u64 << 10), Just(8 << 10), Just(1 << 20)],
+                                          offs in proptest::collection::vec(0u64..1 << 20, 0..=64), sort in any::<bool>(),
+                                          bytes in prop_oneof![Just(1u32), Just(4), Just(16), Just(MAX_ACCESS_BYTES)]) {
+            let mut addrs: Vec<u64> = offs.iter().map(|&o| base + o % width).collect();
+            if sort {
+                addrs.sort_unstable();
+            }
+            let mut s = [0u64; MAX_LANES];
+            s[..addrs.len()].copy_from_slice(&addrs);
+            let mut o = Lines::default();
+            coalesce(Lanes::Explicit { n: addrs.len() as u32 }, bytes, &s, 5, &mut o);
+            prop_assert_eq!(&o.line[..o.n], &reference(&addrs, bytes, 5)[..]);
+        }
+    }
+
+    #[test]
+    fn explicit_hand_cases() {
+        let mut s = [0u64; MAX_LANES];
+        let mut o = Lines::default();
+        // Ascending lanes, repeats of the last line dropped: 128-byte lines 0, 1, 3.
+        s[..5].copy_from_slice(&[0, 64, 128, 200, 400]);
+        coalesce(Lanes::Explicit { n: 5 }, 4, &s, 7, &mut o);
+        assert_eq!(&o.line[..o.n], &[0, 1, 3]);
+        // Unordered within 64 lines (one mask word): 5, 2, 5 -> 2, 5.
+        s[..3].copy_from_slice(&[5 << 7, 2 << 7, 5 << 7]);
+        coalesce(Lanes::Explicit { n: 3 }, 4, &s, 7, &mut o);
+        assert_eq!(&o.line[..o.n], &[2, 5]);
+        // Unordered within 256 lines (four mask words): 3, 0, 255, 3 -> 0, 3, 255.
+        s[..4].copy_from_slice(&[3 << 7, 0, 255 << 7, (3 << 7) + 5]);
+        coalesce(Lanes::Explicit { n: 4 }, 4, &s, 7, &mut o);
+        assert_eq!(&o.line[..o.n], &[0, 3, 255]);
+        // Unordered over 256 lines or more (the sort): 256, 0, 256 -> 0, 256.
+        s[..3].copy_from_slice(&[256 << 7, 0, 256 << 7]);
+        coalesce(Lanes::Explicit { n: 3 }, 4, &s, 7, &mut o);
+        assert_eq!(&o.line[..o.n], &[0, 256]);
+        // A 2-byte access straddling lines 1 and 2, then one back on line 1: lines 1, 2.
+        s[..2].copy_from_slice(&[(2 << 7) - 1, 1 << 7]);
+        coalesce(Lanes::Explicit { n: 2 }, 2, &s, 7, &mut o);
+        assert_eq!(&o.line[..o.n], &[1, 2]);
     }
 }
