@@ -4,7 +4,7 @@ Each workload stresses one path: TLB hits on a streaming kernel, page walks
 on a divergent gather, IOMMU round trips on a dependent stride chain, far
 faults through the UVM driver and through the APU's page-request path,
 eviction under oversubscription, page migration between four GPUs (rates
-summed over the GPUs), memory use on a 100 GiB footprint, and replay of a
+summed over the GPUs), data-dependent table lookups (the coalescer), memory use on a 100 GiB footprint, and replay of a
 recorded binary warp trace (the streaming trace reader in front of the same
 GPU model).
 Throughput is simulated work per wall-clock second as the simulator measures
@@ -83,6 +83,15 @@ WORKLOADS: tuple[Workload, ...] = (
         "titan-v",
         {"workload.kind": "regular", "workload.managed": True, "workload.regular.threads": 1 << 16},
         {"workload.regular.threads": 1 << 12},
+    ),
+    # Fault-heavy with duplicates: a library-style sgemm on managed memory (allen-transfer-share's and
+    # allen-batch-size's kernel, at 1/16 of their smallest n): µTLBs re-raising faults across batches,
+    # flushes and replays, and the retried translations behind them.
+    Workload(
+        "faults-sgemm",
+        "titan-v",
+        {"workload.kind": "blas-gemm", "workload.managed": True, "workload.blas_gemm.n": 1024},
+        {"workload.blas_gemm.n": 256},
     ),
     # Fault-heavy, one event per fault: 512,000 concurrent first-touch faults through the APU's
     # page-request path (svm-apu's fault burst), each completion waking the warps that wait for it.
@@ -167,6 +176,14 @@ WORKLOADS: tuple[Workload, ...] = (
         "li-4gpu-gmmu",
         {"workload.kind": "pagerank", "workload.pagerank.nodes": 16384, "multi.migration": "on-touch"},
         {"workload.pagerank.nodes": 2048},
+    ),
+    # Table lookups: AES's data-dependent S-box reads (64 lanes on 2-4 lines of a 256-byte table) on
+    # four ATS GPUs, li-least-tlb's application at 1/8 of its size: the coalescer's explicit lanes.
+    Workload(
+        "multi-gpu-aes-lookups",
+        "li-4gpu-ats",
+        {"workload.kind": "aes", "workload.aes.length": 4 << 20, "multi.oracle.no_migration_latency": True},
+        {"workload.aes.length": 256 << 10},
     ),
     # Footprint: lookups spread over a 100 GiB table; memory must not grow with it.
     Workload(
