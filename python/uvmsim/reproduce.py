@@ -830,8 +830,8 @@ def batch_composition(ctx: Context) -> dict[str, float]:
         sms = int(r.config["gpu"]["sms"])
         n = len(batches)
         per_sm = _coalesced_per_sm(batches, sms)
-        fetched_per_sm = sum(b["fetched"] for b in batches) / n / sms if batches else math.nan
-        unique_per_sm = sum(b["unique"] for b in batches) / n / sms if batches else math.nan
+        fetched_per_sm = _per_sm_per_batch(batches, sms, lambda b: b["fetched"])
+        unique_per_sm = _per_sm_per_batch(batches, sms, lambda b: b["unique"])
         blocks = sum(b["va_blocks"] for b in batches) / n if batches else math.nan
         rows.append((name, kind, threads, cta, n, per_sm, fetched_per_sm, unique_per_sm, blocks))
         return per_sm, fetched_per_sm, unique_per_sm, blocks
@@ -873,9 +873,12 @@ def _coalesced_per_sm(batches: list[dict[str, Any]], sms: int) -> float:
     `tools/plotv2/Fault.py` (`count_fault_per_sm_per_batch`) counts those lines per (uTLB, client) pair, averaged
     over every pair seen in the run (80 on the Titan V: its maximum, 3.20, is a batch of 256 over 80).
     """
-    if not batches:
-        return math.nan
-    return sum(b["fetched"] - b["fetch_merged"] for b in batches) / len(batches) / sms
+    return _per_sm_per_batch(batches, sms, lambda b: b["fetched"] - b["fetch_merged"])
+
+
+def _per_sm_per_batch(batches: list[dict[str, Any]], sms: int, count: Callable[[dict[str, Any]], int]) -> float:
+    """`count` of each batch, per SM, averaged over the batches (NaN without a batch)."""
+    return sum(count(b) for b in batches) / len(batches) / sms if batches else math.nan
 
 
 @experiment("allen-base-cost")
@@ -975,7 +978,7 @@ def transfer_share(ctx: Context) -> dict[str, float]:
         "batches_under_25pct_transfer": sum(s < 0.25 for s in shares) / len(shares),
         "median_transfer_share": shares[len(shares) // 2],
         "faults_per_sm_per_batch": _coalesced_per_sm(batches, sms),
-        "fetched_per_sm_per_batch": sum(b["fetched"] for b in batches) / len(batches) / sms,
+        "fetched_per_sm_per_batch": _per_sm_per_batch(batches, sms, lambda b: b["fetched"]),
         "va_blocks_per_batch": sum(b["va_blocks"] for b in batches) / len(batches),
     }
 
