@@ -61,6 +61,7 @@ STAGES = (
     "alloc",
     "evict",
     "zero",
+    "push",
     "transfer",
     "map",
     "tracker",

@@ -394,6 +394,7 @@ fn batch_metrics_cover_the_finished_rows_of_the_table() {
             ("alloc", r.alloc_ns),
             ("evict", r.evict_ns),
             ("zero", r.zero_ns),
+            ("push", r.push_ns),
             ("transfer", r.transfer_ns),
             ("map", r.map_ns),
             ("tracker", r.tracker_ns),

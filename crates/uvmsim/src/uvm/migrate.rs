@@ -175,6 +175,8 @@ impl Uvm {
             let bytes = from_cpu.len() as u64 * 4096;
             let mut copy = BlockCopy { start: t, end: t, pages: want.len() as u64, bytes };
             if bytes > 0 {
+                // The driver pushes the copy (`uvm.copy_push_us`), then the copy engine runs it.
+                t += self.push_cost(from_cpu.len());
                 let xfer = link.transfer_on(Dir::HostToDevice, bytes, t, now);
                 (copy.start, copy.end) = (xfer.0, xfer.1);
                 if async_copies {
@@ -255,6 +257,8 @@ impl Uvm {
         let bytes = copied * 4096;
         let mut end = t;
         if bytes > 0 {
+            // The driver pushes the copy back (`uvm.copy_push_us`), then the copy engine runs it.
+            let t = t + self.push_cost(copied as usize);
             let xfer = link.transfer_on(Dir::DeviceToHost, bytes, t, now);
             end = xfer.1;
             if self.migrations.is_some() {
@@ -291,7 +295,7 @@ mod tests {
         let mut c = Config::default().uvm;
         (c.per_block_us, c.first_touch_us, c.first_touch_tail, c.pma_alloc_us, c.pma_chunk_blocks) = (8.0, 15.0, 1e9, 100.0, 64);
         (c.zero_us_per_page, c.map_us, c.tracker_us, c.unmap_us, c.unmap_per_thread_us) = (0.5, 3.0, 4.0, 5.0, 3.0);
-        c.unmap_per_page_us = 0.0;
+        (c.unmap_per_page_us, c.copy_push_us, c.copy_push_per_page_us) = (0.0, 2.0, 0.25);
         c
     }
 
@@ -306,10 +310,11 @@ mod tests {
         assert_eq!((s.calls, s.pages, s.bytes_h2d), (1, 512, 256 * 4096));
         // Hand-checked: unmap 5 + 3 (2 threads, one step), block 8, first touch 15 (the
         // huge Pareto shape puts every draw at the median), chunk 100, zero-fill 256 x 0.5,
-        // the 1 MiB copy (what the same copy takes on an idle link), tracker 4. The map (3) is
-        // pushed behind the copy and done while it runs (`async_copies`, the default).
+        // pushing the copy 2 + 256 x 0.25, the 1 MiB copy (what the same copy takes on an idle
+        // link), tracker 4. The map (3) is pushed behind the copy and done while it runs
+        // (`async_copies`, the default).
         let copy = Link::new(&Config::default().link).transfer_on(Dir::HostToDevice, 256 * 4096, 0, 0).1;
-        let want = 1_000_000 * (8 + 8 + 15 + 100 + 128 + 4) + copy;
+        let want = 1_000_000 * (8 + 8 + 15 + 100 + 128 + 2 + 64 + 4) + copy;
         // (The link's bandwidth timeline rounds a copy's start to its slots: a few ns.)
         assert!(end.abs_diff(want) < 5000, "{end} vs {want}");
         assert_eq!(u.stats.unmaps_sync, 1);
@@ -343,6 +348,24 @@ mod tests {
         u.prefetch_async(t, 0..4 * BLOCK_PAGES, &mut link, &mut r);
         assert_eq!(u.async_prefetch.evictions, 0);
         assert_eq!(r.resident_pages(), 512);
+    }
+
+    #[test]
+    fn an_evictions_copy_back_is_pushed_first_under_the_driver_model_only() {
+        // 100 resident pages of block 1 go back: the copy starts after the push (2 + 100 x 0.25 µs) under the
+        // driver model; the other models charge only the copy.
+        let copy = Link::new(&Config::default().link).transfer_on(Dir::DeviceToHost, 100 * 4096, 0, 0).1;
+        for (model, push) in [(crate::uvm::CostModel::Driver, 27_000_000), (crate::uvm::CostModel::Polled, 0)] {
+            let mut c = costed();
+            c.cost_model = model;
+            let (mut u, mut link, mut r) = setup(c);
+            for p in BLOCK_PAGES..BLOCK_PAGES + 100 {
+                r.make_resident(p);
+            }
+            let end = u.evict_to_host(1, 0, 0, &mut link, &mut r);
+            assert!(end.abs_diff(push + copy) < 5000, "{model:?}: {end} vs {}", push + copy);
+            assert_eq!((u.stats.bytes_d2h, r.resident_pages()), (100 * 4096, 0));
+        }
     }
 
     #[test]

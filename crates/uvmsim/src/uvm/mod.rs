@@ -32,7 +32,8 @@
 //! Batch time = interrupt (first batch of a wake-up) + pre-processing
 //! (batch_us, fetch_entry_us × fetched, per_duplicate_us × duplicates the fetch
 //! did not merge) + Σ over blocks (per_block_us, per_fault_us × the block's
-//! distinct pages, first touch, CPU unmap, map) + tracker (its fixed cost plus
+//! distinct pages, first touch, CPU unmap, pushing its copy: copy_push_us +
+//! copy_push_per_page_us × pages copied, map) + tracker (its fixed cost plus
 //! the wait for the copies still on the link: each block's copy is pushed to a
 //! copy engine and overlaps the next blocks' CPU work, `async_copies`) +
 //! replay_us. Every term is a parameter; the
@@ -282,6 +283,20 @@ section! {
         pub pma_chunk_blocks: u32 = 64,
         /// Zero-filling a page that is resident nowhere (populated on the GPU, no transfer), in µs. ASSUMPTION.
         pub zero_us_per_page: f64 = 0.02,
+        /// The driver's CPU time to push one block's copy onto a copy-engine channel, fixed part per push, in µs
+        /// (driver cost model only; every copy: a batch's host-to-device copies, in the batches table's `push_ns`,
+        /// evictions' copies back, in `evict_ns`, cudaMemPrefetchAsync's and CPU faults' copies): the driver's
+        /// `block_copy_resident_pages_between` begins a push
+        /// (reserve a channel's GPFIFO entry and pushbuffer space, acquire the block's tracker), writes the copy
+        /// methods, and ends it (semaphore release, GPFIFO entry, doorbell) without waiting for the copy, which runs on
+        /// the link while the driver goes on. Allen's "transfer time" (seed uvm-driver Fig. 4.2) is this CPU time:
+        /// the artifact's batch driver (github.com/tallendev/uvm-eval, drivers/batchd-…-460.27.04) times that
+        /// function, not the DMA. ASSUMPTION (no source gives its duration; set before any run used it): 1 µs.
+        pub copy_push_us: f64 = 1.0,
+        /// The push's cost per 4 KiB page copied, in µs: the 460 driver writes one copy-engine memcopy per page of a
+        /// copy to or from host memory (the host pages are not physically contiguous), after looking up the page's
+        /// DMA address. ASSUMPTION (about ten method writes and an address lookup; set before any run used it): 0.05 µs.
+        pub copy_push_per_page_us: f64 = 0.05,
         /// Mapping a block's new pages on the GPU (PTE writes, TLB invalidate, membar), in µs. ASSUMPTION, to be calibrated.
         pub map_us: f64 = 2.0,
         /// Waiting for the batch's copy and map work to complete (the batch tracker): the fixed part, in µs, paid even when
@@ -450,6 +465,8 @@ impl UvmConfig {
             ("pma_alloc_us", self.pma_alloc_us),
             ("zero_us_per_page", self.zero_us_per_page),
             ("map_us", self.map_us),
+            ("copy_push_us", self.copy_push_us),
+            ("copy_push_per_page_us", self.copy_push_per_page_us),
             ("tracker_us", self.tracker_us),
         ] {
             if !(v.is_finite() && (0.0..=1e6).contains(&v)) {
@@ -630,6 +647,8 @@ struct Costs {
     pma_chunk_blocks: u32,
     evict: Ps,
     zero_per_page: Ps,
+    copy_push: Ps,
+    copy_push_per_page: Ps,
     map: Ps,
     tracker: Ps,
     replay: Ps,
@@ -683,6 +702,7 @@ struct Stages {
     alloc: Ps,
     evict: Ps,
     zero: Ps,
+    push: Ps,
     transfer: Ps,
     map: Ps,
     tracker: Ps,
@@ -693,7 +713,7 @@ struct Stages {
 
 impl Stages {
     /// The stages by name, in batch order (the batches table's `NAME_ns` columns; `copy` is not a stage).
-    fn named(&self) -> [(&'static str, Ps); 12] {
+    fn named(&self) -> [(&'static str, Ps); 13] {
         [
             ("fetch", self.fetch),
             ("block", self.block),
@@ -703,6 +723,7 @@ impl Stages {
             ("alloc", self.alloc),
             ("evict", self.evict),
             ("zero", self.zero),
+            ("push", self.push),
             ("transfer", self.transfer),
             ("map", self.map),
             ("tracker", self.tracker),
@@ -720,6 +741,7 @@ impl Stages {
             (&mut self.alloc, o.alloc),
             (&mut self.evict, o.evict),
             (&mut self.zero, o.zero),
+            (&mut self.push, o.push),
             (&mut self.transfer, o.transfer),
             (&mut self.map, o.map),
             (&mut self.tracker, o.tracker),
@@ -1023,6 +1045,8 @@ impl Uvm {
                 pma_chunk_blocks: c.pma_chunk_blocks,
                 evict: us(c.eviction.evict_us),
                 zero_per_page: us(c.zero_us_per_page),
+                copy_push: us(c.copy_push_us),
+                copy_push_per_page: us(c.copy_push_per_page_us),
                 map: us(c.map_us),
                 tracker: us(c.tracker_us),
                 replay: us(c.replay_us),
@@ -1598,6 +1622,7 @@ impl Uvm {
                     continue;
                 }
                 let bytes = pages.len() as u64 * 4096;
+                t += self.push_cost(pages.len());
                 let xfer = link.transfer_on(Dir::DeviceToHost, bytes, t, now);
                 t = xfer.1;
                 self.record_migration(xfer, &pages, Dir::DeviceToHost, cause);
@@ -1746,6 +1771,7 @@ impl Uvm {
             let mut copied: Vec<u64> = if self.dirty_only { dirty } else { victims.clone() };
             let bytes = copied.len() as u64 * 4096;
             if bytes > 0 {
+                t += self.push_cost(copied.len());
                 let xfer = link.transfer_on(Dir::DeviceToHost, bytes, t, now);
                 t = xfer.1;
                 if self.migrations.is_some() {
@@ -1769,6 +1795,16 @@ impl Uvm {
         }
         self.full |= pm.pages.len() as u64 >= pm.capacity;
         Some(t)
+    }
+
+    /// The driver's CPU time to push a copy of `pages` 4 KiB pages onto a copy-engine channel (`uvm.copy_push_us`,
+    /// `uvm.copy_push_per_page_us`); the driver cost model only (the other models charge a copy its link time).
+    fn push_cost(&self, pages: usize) -> Ps {
+        if self.fixed.is_none() {
+            self.costs.copy_push + self.costs.copy_push_per_page * pages as Ps
+        } else {
+            0
+        }
     }
 
     /// The prefetch policy now: `policy`, or what `when_full` says once GPU memory has been full.
@@ -2354,6 +2390,8 @@ impl Uvm {
             // Polled, per copy: when this block's pages are in (zero-filled ones at once).
             let mut arrives = t;
             if bytes > 0 {
+                // The CPU pushes the copy's methods; the copy engine starts on it once pushed.
+                add(&mut t, self.push_cost(from_cpu.len()), &mut st.push);
                 let xfer = link.transfer_on(Dir::HostToDevice, bytes, t, now);
                 st.copy += xfer.1 - xfer.0;
                 arrives = xfer.1;
@@ -2485,6 +2523,7 @@ impl Uvm {
                 alloc_ns: ns(st.alloc),
                 evict_ns: ns(st.evict),
                 zero_ns: ns(st.zero),
+                push_ns: ns(st.push),
                 transfer_ns: ns(st.transfer),
                 map_ns: ns(st.map),
                 tracker_ns: ns(st.tracker),

@@ -142,6 +142,11 @@ pub struct BatchRecord {
     /// Evictions: cost per evicted block plus copying its pages back.
     pub evict_ns: f64,
     pub zero_ns: f64,
+    /// The driver's CPU time pushing the blocks' host-to-device copies onto copy-engine channels (`uvm.copy_push_us`
+    /// per block copied plus `uvm.copy_push_per_page_us` per page), without waiting for them: what seed uvm-driver
+    /// Fig. 4.2 calls transfer time (the artifact's batch driver times `block_copy_resident_pages_between`). The
+    /// push of an eviction's copy back is in `evict_ns`.
+    pub push_ns: f64,
     /// Waiting for copies before going on: a block's own (`uvm.async_copies = false`, or the fixed-latency model), or
     /// the polled model's round.
     pub transfer_ns: f64,
@@ -149,8 +154,8 @@ pub struct BatchRecord {
     pub tracker_ns: f64,
     pub replay_ns: f64,
     /// Not a stage: the time the batch's host-to-device copies spent on the link (each from its start on a copy
-    /// engine to its arrival), overlapping the stages above when copies are asynchronous; the seed's "transfer time"
-    /// (uvm-driver Fig. 4.2).
+    /// engine to its arrival), overlapping the stages above when copies are asynchronous (not what seed uvm-driver
+    /// Fig. 4.2 calls transfer time: that is `push_ns`).
     pub copy_ns: f64,
     /// The batch ended before the run did. A batch still in service when the program ends (it holds
     /// only faults whose warps no longer wait, e.g. duplicates) keeps the end it was planned with, and
@@ -170,6 +175,7 @@ impl BatchRecord {
             + self.alloc_ns
             + self.evict_ns
             + self.zero_ns
+            + self.push_ns
             + self.transfer_ns
             + self.map_ns
             + self.tracker_ns

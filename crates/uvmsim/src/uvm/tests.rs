@@ -409,6 +409,7 @@ fn stage_costs_follow_block_state_and_sum_to_the_batch_time() {
     assert!((us(r.unmap_ns) - (1.6 + 512.0 * 0.163 + 3.0 * 3.0)).abs() < 1e-6, "only block 0 is CPU-mapped: 512 pages, 4 threads");
     assert!((us(r.zero_ns) - 0.02).abs() < 1e-6, "page 513 is resident nowhere: zero-filled");
     assert_eq!(r.bytes_h2d, 2 * 4096, "pages 1 and 2 come from the CPU");
+    assert!((us(r.push_ns) - (1.0 + 2.0 * 0.05)).abs() < 1e-6, "one push (block 0's copy) of two pages; block 1 copies nothing");
     // Block 0's 8 KiB copy lands while block 1 is set up: the tracker waits for nothing more than its fixed cost.
     assert!(r.copy_ns > 0.0 && r.transfer_ns == 0.0);
     assert!((us(r.map_ns) - 4.0).abs() < 1e-6 && (us(r.tracker_ns) - 5.0).abs() < 1e-6 && (us(r.replay_ns) - 5.0).abs() < 1e-6);
@@ -419,11 +420,13 @@ fn stage_costs_follow_block_state_and_sum_to_the_batch_time() {
         + r.unmap_ns
         + r.alloc_ns
         + r.zero_ns
+        + r.push_ns
         + r.transfer_ns
         + r.map_ns
         + r.tracker_ns
         + r.replay_ns;
     assert!((sum - (r.end_ns - r.start_ns)).abs() < 1e-3, "{sum} vs {}", r.end_ns - r.start_ns);
+    assert!((sum - r.stages_ns()).abs() < 1e-3, "stages_ns sums the same columns");
     assert_eq!(u.batch_done(end, &mut res), (Next::Nothing, true));
     // Block 0 again (page 3): no first touch, no unmap (already unmapped), no allocation.
     u.raise(fault(3, 0));
@@ -446,6 +449,7 @@ fn stage_costs_follow_block_state_and_sum_to_the_batch_time() {
             ("fault", total(|r| r.fault_ns)),
             ("unmap", total(|r| r.unmap_ns)),
             ("replay", total(|r| r.replay_ns)),
+            ("push", total(|r| r.push_ns)),
             ("copy", total(|r| r.copy_ns)),
         ] {
             let got = m.get(&format!("uvm.stage.{name}_ns")).unwrap();
@@ -529,7 +533,9 @@ fn two_block_batch(async_copies: bool, unmap_per_page_us: f64) -> BatchRecord {
 #[test]
 fn async_copies_overlap_the_next_blocks_work_and_the_tracker_waits_for_the_rest() {
     let dur = |r: &BatchRecord| r.end_ns - r.start_ns;
-    let cpu = |r: &BatchRecord| r.fetch_ns + r.block_ns + r.fault_ns + r.first_touch_ns + r.unmap_ns + r.alloc_ns + r.zero_ns + r.map_ns;
+    let cpu = |r: &BatchRecord| {
+        r.fetch_ns + r.block_ns + r.fault_ns + r.first_touch_ns + r.unmap_ns + r.alloc_ns + r.zero_ns + r.push_ns + r.map_ns
+    };
     let sync = two_block_batch(false, 0.163);
     let asy = two_block_batch(true, 0.163);
     for r in [&sync, &asy] {
@@ -540,12 +546,12 @@ fn async_copies_overlap_the_next_blocks_work_and_the_tracker_waits_for_the_rest(
     // Synchronous: each block waits for its copy; the tracker only costs its fixed 5 µs.
     assert!((sync.transfer_ns - sync.copy_ns).abs() < 1e-3 && (sync.tracker_ns - 5000.0).abs() < 1e-3);
     // Asynchronous: block 0's map and block 1's CPU work (8 µs, 4 faults × 0.19 µs, first touch ~15 µs, unmap
-    // 1.6 + 512 × 0.163 µs)
+    // 1.6 + 512 × 0.163 µs, pushing its copy 1 + 4 × 0.05 µs)
     // run while block 0's copy is on the link, block 1's map while its own copy is; the copies follow each other
     // on the one host-to-device engine either way. So the batch is shorter by that CPU work (the first-touch draw
     // varies by about a µs around its median), and the tracker waits for what is left of the copies.
     assert_eq!(asy.transfer_ns, 0.0);
-    let hidden = (2.0 + 8.0 + 4.0 * 0.19 + 15.0 + 1.6 + 512.0 * 0.163 + 2.0) * 1000.0;
+    let hidden = (2.0 + 8.0 + 4.0 * 0.19 + 15.0 + 1.6 + 512.0 * 0.163 + 1.0 + 4.0 * 0.05 + 2.0) * 1000.0;
     assert!((dur(&sync) - dur(&asy) - hidden).abs() < 2000.0, "overlap {} vs {hidden}", dur(&sync) - dur(&asy));
     assert!(asy.tracker_ns > 5000.0 + 100_000.0, "block 1's copy is still on the link: {}", asy.tracker_ns);
     // Cheaper unmapping (seed uvm-driver §6.3.1, Fig. 6.3): the batch is shorter, by less than the unmap saved, and
@@ -574,10 +580,11 @@ fn prefetch_async_pushes_each_blocks_copy_and_waits_once() {
     let (sync, asy) = (two_block_prefetch(false), two_block_prefetch(true));
     // Both copies run back to back on the one host-to-device engine either way (4 MiB at 0.1 GB/s: 41.9 ms).
     assert!(asy > 41_943_040_000, "{asy} ps");
-    // Asynchronous: block 0's map and block 1's work (8 µs per block, first touch ~15 µs, map 2 µs) run while
-    // block 0's copy is on the link; the call ends at the last copy plus the tracker. (The host unmap, one 8 MiB
-    // step for both blocks, and the chunk allocation come before the first copy either way.)
-    let hidden = (2.0 + 8.0 + 15.0 + 2.0) * 1e6;
+    // Asynchronous: block 0's map and block 1's work (8 µs per block, first touch ~15 µs, pushing its copy
+    // 1 + 512 × 0.05 µs, map 2 µs) run while block 0's copy is on the link; the call ends at the last copy plus the
+    // tracker. (The host unmap, one 8 MiB step for both blocks, and the chunk allocation come before the first copy
+    // either way.)
+    let hidden = (2.0 + 8.0 + 15.0 + 1.0 + 512.0 * 0.05 + 2.0) * 1e6;
     let saved = (sync - asy) as f64;
     assert!((saved - hidden).abs() < 2e6, "saved {saved} ps, expected {hidden}");
 }
