@@ -988,7 +988,7 @@ def transfer_share(ctx: Context) -> dict[str, float]:
     write_csv(
         ctx.out / "transfer_share.csv",
         (*columns, "va_blocks"),
-        [[row[c] for c in (*columns, "va_blocks")] for row in rows],
+        [tuple(row[c] for c in (*columns, "va_blocks")) for row in rows],
     )
     if not batches:
         return {}
