@@ -1,23 +1,29 @@
-//! Which keys a GPU's L1 TLBs may hold: a one-hash bit filter over every key filled into any of
-//! them, so that an invalidation of one page skips the L1 TLBs when none can hold it. Without it
-//! every invalidated page searched every L1 TLB (a 16-GPU mi300a-apu CoMD run spent half its time
-//! there: 228 CUs' TLBs, three keys each).
+//! Which L1 TLBs of a GPU may hold a key: a one-hash filter whose slots hold masks of the L1 TLBs
+//! (by index modulo 64) filled with a key hashing to them, so that an invalidation of one page
+//! searches only those TLBs, and none when the mask is empty. Without it every invalidated page
+//! searched every L1 TLB (a 16-GPU mi300a-apu CoMD run spent half its time there: 228 CUs' TLBs,
+//! three keys each); with a one-bit filter (session 60), every one of them when any held it.
 //!
-//! Exact in the direction that matters: a key any L1 TLB holds, or has a fill pending for, always
-//! has its bit set (every L1 fill goes through [`L1Filter::note`], and a rebuild re-adds every key
-//! held). Bits of keys since evicted or invalidated stay set until the next rebuild, which runs when
-//! the notes since the last one reach a quarter of the bits: a false positive only costs the search
-//! the filter saves, so the simulation is the same with or without it.
+//! Exact in the direction that matters: an L1 TLB that holds a key, or has a fill of it pending, is
+//! always in its slot's mask (every L1 fill goes through [`L1Filter::note`], and a rebuild re-adds
+//! every key held). Marks of keys since evicted or invalidated stay until the next rebuild, which
+//! runs when the notes since the last one reach half the slots: a false positive only costs the
+//! search the filter saves, so the simulation is the same with or without it.
 
 use super::tlb::Tlb;
 
-/// Filter bits per L1 TLB entry of the GPU (a power of two is taken at or above the product).
-const BITS_PER_ENTRY: usize = 16;
+/// Filter slots per L1 TLB entry of the GPU (a power of two is taken at or above the product).
+const SLOTS_PER_ENTRY: usize = 4;
+
+/// L1 TLBs are told apart by their index modulo this (one bit of a slot's mask each): exact up to 64
+/// L1 TLBs, groups of `ceil(n / 64)` beyond.
+const GROUPS: usize = 64;
 
 #[derive(Debug, Clone)]
 pub struct L1Filter {
-    bits: Vec<u64>,
-    /// `64 - log2(bits)`: a key's bit is the top bits of its multiplicative hash.
+    /// Per slot, the groups of L1 TLBs that were filled with a key hashing to it.
+    masks: Vec<u64>,
+    /// `64 - log2(slots)`: a key's slot is the top bits of its multiplicative hash.
     shift: u32,
     /// Keys noted since the last rebuild; a rebuild comes when they reach `limit`.
     noted: usize,
@@ -29,43 +35,55 @@ const MUL: u64 = 0x9e37_79b9_7f4a_7c15;
 impl L1Filter {
     /// A filter for L1 TLBs of `entries` entries in all.
     pub fn new(entries: usize) -> L1Filter {
-        let n = (entries.max(1) * BITS_PER_ENTRY).next_power_of_two().max(64);
-        L1Filter { bits: vec![0; n / 64], shift: 64 - n.trailing_zeros(), noted: 0, limit: n / 4 }
+        let n = (entries.max(1) * SLOTS_PER_ENTRY).next_power_of_two().max(64);
+        L1Filter { masks: vec![0; n], shift: 64 - n.trailing_zeros(), noted: 0, limit: n / 2 }
     }
 
     #[inline(always)]
-    fn bit(&self, key: u64) -> (usize, u64) {
-        let h = (key.wrapping_mul(MUL) >> self.shift) as usize;
-        (h / 64, 1 << (h % 64))
+    fn slot(&self, key: u64) -> usize {
+        (key.wrapping_mul(MUL) >> self.shift) as usize
     }
 
-    /// May some L1 TLB hold `key`? (False: none holds it, nor has a fill of it pending.)
+    /// The groups of L1 TLBs that may hold `key` (bit `g`: the L1 TLBs `g`, `g + 64`, ...); 0: none holds
+    /// it, nor has a fill of it pending.
     #[inline]
-    pub fn may_hold(&self, key: u64) -> bool {
-        let (w, b) = self.bit(key);
-        self.bits[w] & b != 0
+    pub fn holders(&self, key: u64) -> u64 {
+        self.masks[self.slot(key)]
     }
 
-    /// `key` is being filled into an L1 TLB of `l1s`; the filter is rebuilt from their contents
+    /// The L1 TLBs of `l1s` (indices) in the groups of `mask`.
+    pub fn members(mask: u64, l1s: usize) -> impl Iterator<Item = usize> {
+        let mut bits = mask;
+        std::iter::from_fn(move || {
+            let g = bits.trailing_zeros() as usize;
+            bits &= bits.wrapping_sub(1);
+            (g < GROUPS).then_some(g)
+        })
+        .flat_map(move |g| (g..l1s).step_by(GROUPS))
+    }
+
+    /// `key` is being filled into L1 TLB `l1` of `l1s`; the filter is rebuilt from their contents
     /// first when it has taken its share of notes since the last rebuild.
     #[inline]
-    pub fn note(&mut self, key: u64, l1s: &[Tlb]) {
+    pub fn note(&mut self, key: u64, l1: usize, l1s: &[Tlb]) {
         if self.noted >= self.limit {
             self.rebuild(l1s);
         }
         self.noted += 1;
-        let (w, b) = self.bit(key);
-        self.bits[w] |= b;
+        let s = self.slot(key);
+        self.masks[s] |= 1 << (l1 % GROUPS);
     }
 
     /// Forget the keys no L1 TLB holds any more: only those of `l1s` (held or pending) stay.
     #[cold]
     fn rebuild(&mut self, l1s: &[Tlb]) {
-        self.bits.fill(0);
+        self.masks.fill(0);
         self.noted = 0;
-        for k in l1s.iter().flat_map(|t| t.keys()) {
-            let (w, b) = self.bit(k);
-            self.bits[w] |= b;
+        for (i, t) in l1s.iter().enumerate() {
+            for k in t.keys() {
+                let s = self.slot(k);
+                self.masks[s] |= 1 << (i % GROUPS);
+            }
         }
     }
 }
@@ -76,26 +94,29 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
-        /// Against the TLBs themselves, through fills, evictions, invalidations and rebuilds: a key
-        /// any L1 TLB holds is never reported absent.
+        /// Against the TLBs themselves, through fills, evictions, invalidations and rebuilds: a key an
+        /// L1 TLB holds always has that TLB among the members of its holders.
         #[test]
-        fn a_key_held_is_never_reported_absent(ops in proptest::collection::vec((0u8..3, 0usize..3, 0u64..200), 1..2000)) {
-            // Three 4-entry TLBs (12 entries: a 256-bit filter, rebuilt every 64 notes).
-            let mut l1s: Vec<Tlb> = (0..3).map(|_| Tlb::with(4, 4, 1, 4)).collect();
-            let mut f = L1Filter::new(12);
+        fn a_key_held_is_never_reported_absent(ops in proptest::collection::vec((0u8..3, 0usize..70, 0u64..200), 1..2000)) {
+            // 70 4-entry TLBs (280 entries: 2048 slots, rebuilt every 1024 notes); TLBs 0-5
+            // share their groups with 64-69.
+            let n = 70;
+            let mut l1s: Vec<Tlb> = (0..n).map(|_| Tlb::with(4, 4, 1, 4)).collect();
+            let mut f = L1Filter::new(4 * n);
             for (i, &(op, t, key)) in ops.iter().enumerate() {
                 match op {
                     0 | 1 => {
-                        f.note(key, &l1s);
+                        f.note(key, t, &l1s);
                         l1s[t].fill_prefetch(key, key << 12, i as u64);
                     }
                     _ => {
                         l1s[t].invalidate(key);
                     }
                 }
-                for tlb in &l1s {
+                for (j, tlb) in l1s.iter().enumerate() {
                     for k in tlb.keys() {
-                        prop_assert!(f.may_hold(k), "key {} held but reported absent after op {}", k, i);
+                        let m = f.holders(k);
+                        prop_assert!(L1Filter::members(m, n).any(|x| x == j), "TLB {} holds {} but is not among its holders {:#x} after op {}", j, k, m, i);
                     }
                 }
             }
@@ -103,22 +124,41 @@ mod tests {
     }
 
     #[test]
+    fn members_are_the_tlbs_of_the_groups() {
+        assert_eq!(L1Filter::members(0, 130).count(), 0);
+        assert_eq!(L1Filter::members(1, 130).collect::<Vec<_>>(), vec![0, 64, 128]);
+        assert_eq!(L1Filter::members(0b110, 3).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(L1Filter::members(1 << 63, 40).count(), 0, "group 63 has no TLB of 40");
+        assert_eq!(L1Filter::members(u64::MAX, 40).count(), 40);
+    }
+
+    #[test]
     fn a_rebuild_forgets_keys_no_longer_held() {
         let mut l1s = vec![Tlb::with(4, 4, 1, 4)];
         let mut f = L1Filter::new(4);
-        assert_eq!(f.limit, 16, "64 bits, rebuilt after 16 notes");
-        for k in 0..16u64 {
-            f.note(k, &l1s);
+        assert_eq!((f.masks.len(), f.limit), (64, 32), "64 slots, rebuilt after 32 notes");
+        for k in 0..32u64 {
+            f.note(k, 0, &l1s);
             l1s[0].fill_prefetch(k, 0, 0);
         }
         // The TLB keeps its last four keys; every key noted is still reported until the rebuild.
-        assert!((0..16).all(|k| f.may_hold(k)));
-        f.note(100, &l1s);
+        assert!((0..32).all(|k| f.holders(k) == 1));
+        f.note(100, 0, &l1s);
         l1s[0].fill_prefetch(100, 0, 0);
         let held: Vec<u64> = l1s[0].keys().collect();
         assert_eq!(held.len(), 4);
-        assert!(held.iter().all(|&k| f.may_hold(k)));
-        let forgotten = (0..16).filter(|&k| !held.contains(&k) && !f.may_hold(k)).count();
-        assert!(forgotten >= 8, "most evicted keys leave the filter at the rebuild ({forgotten} of 12)");
+        assert!(held.iter().all(|&k| f.holders(k) == 1));
+        let forgotten = (0..32).filter(|&k| !held.contains(&k) && f.holders(k) == 0).count();
+        assert!(forgotten >= 20, "most evicted keys leave the filter at the rebuild ({forgotten} of 28)");
+    }
+
+    #[test]
+    fn a_key_is_searched_only_in_the_group_that_was_filled() {
+        let mut l1s: Vec<Tlb> = (0..130).map(|_| Tlb::with(4, 4, 1, 4)).collect();
+        let mut f = L1Filter::new(4 * 130);
+        f.note(7, 65, &l1s);
+        l1s[65].fill_prefetch(7, 0, 0);
+        assert_eq!(f.holders(7), 1 << 1);
+        assert_eq!(L1Filter::members(f.holders(7), 130).collect::<Vec<_>>(), vec![1, 65, 129]);
     }
 }

@@ -350,7 +350,7 @@ impl Translator {
                     self.space.residency.hit(va >> 12);
                 }
                 let pa = pa | (epa & space::REMOTE_PA);
-                self.l1_filter.note(k, &self.l1);
+                self.l1_filter.note(k, sm / self.sms_per_l1, &self.l1);
                 let l1 = &mut self.l1[sm / self.sms_per_l1];
                 let d = l1.fill_time(d, t);
                 l1.fill_miss(k, pa, t, d);
@@ -393,7 +393,7 @@ impl Translator {
                 }
             }
         }
-        self.l1_filter.note(k, &self.l1);
+        self.l1_filter.note(k, sm / self.sms_per_l1, &self.l1);
         let l1 = &mut self.l1[sm / self.sms_per_l1];
         let done = l1.fill_time(done + self.l2_return, t);
         l1.fill_miss(k, pa, t, done);
@@ -479,15 +479,25 @@ impl Translator {
         had
     }
 
-    /// Drop `k` from every L1 TLB (its pending fills too); how many held it. Skipped when the
-    /// filter says none can.
+    /// Drop `k` from every L1 TLB (its pending fills too); how many held it. Only the L1 TLBs the
+    /// filter says may hold it are searched.
     #[inline]
     fn invalidate_l1s(&mut self, k: u64) -> usize {
-        if !self.l1_filter.may_hold(k) {
+        let mask = self.l1_filter.holders(k);
+        if mask == 0 {
             debug_assert!(self.l1.iter().all(|t| t.keys().all(|x| x != k)), "the L1 filter lost key {k:#x}");
             return 0;
         }
-        self.l1.iter_mut().map(|t| t.invalidate(k) as usize).sum()
+        let n = self.l1.len();
+        let mut dropped = 0;
+        for i in l1filter::L1Filter::members(mask, n) {
+            dropped += self.l1[i].invalidate(k) as usize;
+        }
+        debug_assert!(
+            self.l1.iter().enumerate().all(|(i, t)| l1filter::L1Filter::members(mask, n).any(|j| j == i) || t.keys().all(|x| x != k)),
+            "the L1 filter lost key {k:#x} in an L1 TLB outside its holders"
+        );
+        dropped
     }
 
     /// The µTLB (L1 TLB) an SM uses.
@@ -537,7 +547,7 @@ impl Translator {
                 let last = match self.l2.as_mut() {
                     Some(l2) => l2,
                     None => {
-                        self.l1_filter.note(key(pva, r), &self.l1);
+                        self.l1_filter.note(key(pva, r), sm / self.sms_per_l1, &self.l1);
                         &mut self.l1[sm / self.sms_per_l1]
                     }
                 };
