@@ -62,6 +62,12 @@ impl L1Filter {
         .flat_map(move |g| (g..l1s).step_by(GROUPS))
     }
 
+    /// Is L1 TLB `l1` among the members of `mask`'s groups?
+    #[inline]
+    pub fn covers(mask: u64, l1: usize) -> bool {
+        mask >> (l1 % GROUPS) & 1 == 1
+    }
+
     /// `key` is being filled into L1 TLB `l1` of `l1s`; the filter is rebuilt from their contents
     /// first when it has taken its share of notes since the last rebuild.
     #[inline]
@@ -130,6 +136,10 @@ mod tests {
         assert_eq!(L1Filter::members(0b110, 3).collect::<Vec<_>>(), vec![1, 2]);
         assert_eq!(L1Filter::members(1 << 63, 40).count(), 0, "group 63 has no TLB of 40");
         assert_eq!(L1Filter::members(u64::MAX, 40).count(), 40);
+        for (mask, n) in [(0b1010u64, 200), (1 << 63, 130), (u64::MAX, 64)] {
+            let members: Vec<usize> = L1Filter::members(mask, n).collect();
+            assert!((0..n).all(|i| L1Filter::covers(mask, i) == members.contains(&i)), "{mask:#x} over {n}");
+        }
     }
 
     #[test]

@@ -494,7 +494,7 @@ impl Translator {
             dropped += self.l1[i].invalidate(k) as usize;
         }
         debug_assert!(
-            self.l1.iter().enumerate().all(|(i, t)| l1filter::L1Filter::members(mask, n).any(|j| j == i) || t.keys().all(|x| x != k)),
+            self.l1.iter().enumerate().all(|(i, t)| l1filter::L1Filter::covers(mask, i) || t.keys().all(|x| x != k)),
             "the L1 filter lost key {k:#x} in an L1 TLB outside its holders"
         );
         dropped
