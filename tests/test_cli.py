@@ -45,6 +45,20 @@ def test_run_preset_writes_summary(cli: Cli, tmp_path: Path) -> None:
     assert p.stderr == ""  # not a terminal: no progress lines
 
 
+def test_run_prints_where_a_managed_runs_pages_came_from(cli: Cli, tmp_path: Path) -> None:
+    # A triad without prefetch: each of its three 128-page arrays faults every page once, copied from the host.
+    sets = ["workload.kind=stream", "workload.managed=true", "workload.stream.elements=65536"]
+    sets += ["uvm.prefetch.policy=none", "uvm.records=true"]
+    p = cli("run", "--preset", "titan-v", *(a for s in sets for a in ("--set", s)), "-o", "out")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.split()[:3] == ["by", "allocation", "faults"])
+    assert [line.split() for line in lines[at + 1 : at + 4]] == [
+        [str(i), "(0.5", "MiB)", "128", "0", "128", "0", "0"] for i in range(3)
+    ]
+    assert "out/allocations.parquet" in p.stdout
+
+
 def test_run_config_file_default_out_dir_and_quiet(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "my.toml").write_text('[workload]\nkind = "stride"\n[workload.stride]\naccesses = 200\n')
     p = cli("run", "my.toml", "--preset", "kaveri-apu", "--quiet")

@@ -25,9 +25,12 @@ import textwrap
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 import uvmsim
 from uvmsim import ConfigError, InputError, SimulationError, presets
@@ -116,6 +119,34 @@ def _echo_rows(rows: Sequence[tuple[str, ...]], indent: str = "") -> None:
     for r in rows:
         cells = [c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)]
         click.echo((indent + "  ".join([*cells, r[-1]])).rstrip())
+
+
+# The allocations table's columns the run summary prints, with their headings.
+ALLOC_COLUMNS = (
+    ("faults", "faults"),
+    ("prefetched", "prefetched"),
+    ("pages_h2d", "pages in"),
+    ("pages_evicted", "evicted"),
+    ("host_fault_pages", "to host"),
+)
+ALLOC_ROWS_SHOWN = 8
+
+
+def _echo_allocations(df: pd.DataFrame) -> None:
+    """Which managed allocation the driver's work came from: the first rows of the allocations table."""
+    if df.empty or int(df[[c for c, _ in ALLOC_COLUMNS]].to_numpy().sum()) == 0:
+        return
+    head = ["by allocation", *(h for _, h in ALLOC_COLUMNS)]
+    body = [
+        [f"{int(r['index'])} ({r['pages'] * 4096 / 2**20:,.1f} MiB)", *(f"{int(r[c]):,}" for c, _ in ALLOC_COLUMNS)]
+        for _, r in df.head(ALLOC_ROWS_SHOWN).iterrows()
+    ]
+    widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
+    for row in [head, *body]:
+        cells = [row[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True))]
+        click.echo("  " + "  ".join(cells))
+    if len(df) > ALLOC_ROWS_SHOWN:
+        click.echo(f"  ... {len(df) - ALLOC_ROWS_SHOWN} more allocations in the allocations table")
 
 
 def _value(v: Any) -> str:
@@ -218,6 +249,8 @@ def run(
         return
     rows = [(name, uvmsim.format_metric(name, value)) for name, value in result.key_metrics()]
     _echo_rows(rows, indent="  ")
+    if "allocations" in result.tables:
+        _echo_allocations(result.tables["allocations"])
     tables = "".join(f", {out / uvmsim.table_file(name)}" for name in result.tables)
     click.echo(f"wrote {out / uvmsim.SUMMARY_FILE} ({len(result.metrics)} metrics){tables}")
     if timeline is not None:

@@ -69,6 +69,9 @@ pub fn run_json(sources: &[Source], overrides: &[String]) -> Result<String, ApiE
     if let Some(w) = out.walks {
         tables.push(("walks", columns(&w)));
     }
+    if let Some(a) = out.allocations {
+        tables.push(("allocations", columns(&a)));
+    }
     let head = json!({"version": env!("CARGO_PKG_VERSION"), "config": cfg, "metrics": out.metrics}).to_string();
     // The tables are spliced in as text: `head` is an object, so it ends with its closing brace.
     let mut text = head.strip_suffix('}').expect("an object").to_string();

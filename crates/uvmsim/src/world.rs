@@ -737,6 +737,8 @@ pub struct Output {
     pub migrations: Option<Vec<crate::uvm::MigrationRecord>>,
     /// Sampled page walks (`translation.walk_records_every > 0`).
     pub walks: Option<Vec<crate::xlat::WalkRecord>>,
+    /// Per managed allocation, the UVM driver's page counts (`uvm.records = true`, one GPU, managed memory).
+    pub allocations: Option<Vec<crate::uvm::AllocRecord>>,
 }
 
 /// Run the system `cfg` describes; returns its metrics.
@@ -886,6 +888,9 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
         migrations,
         walks: (cfg.translation.walk_records_every > 0)
             .then(|| world.gpus.iter_mut().enumerate().flat_map(|(i, g)| g.xlat.take_walk_records(i as u32)).collect()),
+        // The multi-GPU model moves pages itself: the driver's per-allocation counts would miss them.
+        allocations: (cfg.uvm.records && world.multi.is_none() && !world.uvm.alloc_tally.rows.is_empty())
+            .then(|| std::mem::take(&mut world.uvm.alloc_tally.rows)),
     })
 }
 
@@ -921,7 +926,7 @@ fn cycle_replay(cfg: &Config) -> Result<Output, SimError> {
     m.float("sim.wall_s", wall);
     m.float("sim.events_per_s", r.events as f64 / wall.max(1e-9));
     m.float("sim.total_wall_s", wall);
-    Ok(Output { metrics: m, batches: None, faults: None, migrations: None, walks: None })
+    Ok(Output { metrics: m, batches: None, faults: None, migrations: None, walks: None, allocations: None })
 }
 
 /// The baselines replay a warp trace as a device-memory program with its copies (`baselines`: the recorded

@@ -542,3 +542,63 @@ fn eviction_granularity_changes_nothing_when_nothing_is_evicted() {
         }
     }
 }
+
+/// The `allocations` table: each of its page counts, summed over the managed allocations, is the run's
+/// total, under every path that moves pages (batch service with prefetch, cudaMemPrefetchAsync, block and
+/// page eviction with all or dirty write-back, host faults); and for a triad without prefetch each array's
+/// row is hand-checkable: every page faulted once and copied once (the host initialised it) or zero-filled.
+#[test]
+fn allocations_table_splits_the_drivers_totals_by_allocation() {
+    let stream = ["workload.kind=stream", "workload.managed=true", "workload.stream.elements=65536", "uvm.records=true"];
+    let none = [&stream[..], &["uvm.prefetch.policy=\"none\""]].concat();
+    for (init, copied) in [("true", 128), ("false", 0)] {
+        let out = run(&[&none[..], &[&format!("workload.host_init={init}")]].concat());
+        let rows = out.allocations.as_ref().expect("an allocations table");
+        assert_eq!(rows.len(), 3, "the triad's three arrays");
+        for (i, r) in rows.iter().enumerate() {
+            // 65,536 doubles = 512 KiB = 128 pages each, allocated in order.
+            assert_eq!((r.index, r.pages, r.faults, r.pages_h2d), (i as u32, 128, 128, copied), "init {init}: {r:?}");
+            assert_eq!((r.prefetched, r.evictions, r.pages_evicted, r.pages_written_back, r.host_fault_pages), (0, 0, 0, 0, 0));
+        }
+        assert!(rows.windows(2).all(|w| w[0].first_page + 128 <= w[1].first_page));
+    }
+    let gemm = ["workload.kind=blas-gemm", "workload.managed=true", "workload.blas_gemm.n=768", "uvm.records=true"];
+    // Each case with a total it must exercise.
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        // Density prefetch and the driver's block eviction (2.25 MiB matrices, 1.5x GPU memory).
+        ([&gemm[..], &["uvm.oversubscription=1.5"]].concat(), "uvm.evictions"),
+        // Page-granular LRU eviction writing back only dirty pages.
+        (
+            [
+                &gemm[..],
+                &[
+                    "uvm.oversubscription=1.5",
+                    "uvm.eviction.granularity=\"page\"",
+                    "uvm.eviction.policy=\"lru\"",
+                    "uvm.eviction.write_back=\"dirty\"",
+                ],
+            ]
+            .concat(),
+            "uvm.pages_evicted_clean",
+        ),
+        // cudaMemPrefetchAsync of the inputs before the kernel.
+        ([&stream[..], &["workload.prefetch_inputs=true"]].concat(), "uvm.prefetch_async.calls"),
+        // Host faults take pages back between kernels.
+        (PING_PONG.to_vec(), "uvm.host.pages_d2h"),
+    ];
+    for (sets, exercised) in cases {
+        let out = run(&sets);
+        assert!(m(&out.metrics, exercised) > 0.0, "{sets:?}: {exercised}");
+        let x = &out.metrics;
+        let rows = out.allocations.as_ref().expect("an allocations table");
+        let sum = |f: fn(&uvmsim::uvm::AllocRecord) -> u64| rows.iter().map(f).sum::<u64>() as f64;
+        assert_eq!(sum(|r| r.faults), m(x, "uvm.faults.unique"), "{sets:?}");
+        assert_eq!(sum(|r| r.prefetched), m(x, "uvm.prefetch.pages"), "{sets:?}");
+        assert_eq!(sum(|r| r.pages_h2d) * 4096.0, m(x, "uvm.bytes_h2d"), "{sets:?}");
+        assert_eq!(sum(|r| r.evictions), m(x, "uvm.evictions"), "{sets:?}");
+        assert_eq!(sum(|r| r.pages_evicted), m(x, "uvm.pages_evicted"), "{sets:?}");
+        assert_eq!(sum(|r| r.pages_written_back) * 4096.0, m(x, "uvm.bytes_d2h"), "{sets:?}");
+        assert_eq!(sum(|r| r.host_fault_pages), m(x, "uvm.host.pages_d2h"), "{sets:?}");
+        assert!(sum(|r| r.pages_h2d) > 0.0, "{sets:?}: pages moved");
+    }
+}

@@ -100,7 +100,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use thrashing::{Hint, Proc, Thrashing, ThrashingConfig};
 
-pub use records::{BatchRecord, Cause, FaultRecord, MigrationRecord, Outcome};
+use records::{AllocCount, AllocTally};
+pub use records::{AllocRecord, BatchRecord, Cause, FaultRecord, MigrationRecord, Outcome};
 
 /// Bytes of a 2 MiB VA block (and of the GPU root chunk that backs it).
 const BLOCK_BYTES: u64 = BLOCK_PAGES * 4096;
@@ -370,7 +371,7 @@ section! {
         /// A host access that finds a managed page on the GPU (or its VA block not mapped on the host): the CPU page fault's
         /// service per VA block, before any copy back, in µs. ASSUMPTION, to be calibrated.
         pub cpu_fault_us: f64 = 20.0,
-        /// Keep one record per batch and one per migration (the `batches` and `migrations` tables of the run's output).
+        /// Keep one record per batch and one per migration (the `batches` and `migrations` tables of the run's output), and with one GPU the `allocations` table (the driver's page counts per managed allocation).
         pub records: bool = false,
         /// Keep one record per fault fetched or flushed (the `faults` table: arrival, SM, µTLB, page, access, batch, outcome).
         pub fault_records: bool = false,
@@ -862,6 +863,8 @@ pub struct Uvm {
     prefetch: PrefetchConfig,
     /// Managed allocations as sorted page ranges (prefetch candidates, block ends).
     allocs: Vec<(u64, u64)>,
+    /// The driver's page counts per managed allocation (the `allocations` table).
+    pub(crate) alloc_tally: AllocTally,
     /// Sequential prefetch: every managed page below it is resident or in service.
     seq_cursor: u64,
     /// Locality prefetch: resident pages a window passed over since they last arrived (diagnostic).
@@ -1070,6 +1073,7 @@ impl Uvm {
             shootdowns: vec![],
             prefetch: c.prefetch.clone(),
             allocs: vec![],
+            alloc_tally: AllocTally::default(),
             seq_cursor: 0,
             window_skipped: FxHashSet::default(),
             oracle: vec![],
@@ -1351,6 +1355,7 @@ impl Uvm {
         }
         self.allocs.push((first, end));
         self.allocs.sort_unstable();
+        self.alloc_tally.add(first, end);
         self.seq_cursor = self.allocs[0].0;
         if self.oversubscription > 0.0 {
             let blocks: u64 = self.allocs.iter().map(|&(f, e)| e.div_ceil(BLOCK_PAGES) - f / BLOCK_PAGES).sum();
@@ -1635,6 +1640,7 @@ impl Uvm {
                         residency.forget(p);
                     }
                 }
+                self.alloc_tally.count(AllocCount::HostFaultPages, pages.iter().copied());
                 self.stats.host_pages_d2h += pages.len() as u64;
                 self.stats.host_bytes_d2h += bytes;
                 if cause == Cause::Thrashing {
@@ -1779,6 +1785,9 @@ impl Uvm {
                     self.record_migration(xfer, &copied, Dir::DeviceToHost, Cause::Eviction);
                 }
             }
+            self.alloc_tally.count(AllocCount::Evictions, victims.iter().copied());
+            self.alloc_tally.count(AllocCount::PagesEvicted, victims.iter().copied());
+            self.alloc_tally.count(AllocCount::PagesWrittenBack, copied.iter().copied());
             self.stats.evictions += victims.len() as u64;
             self.stats.pages_evicted += victims.len() as u64;
             self.stats.pages_evicted_clean += (victims.len() - copied.len()) as u64;
@@ -2429,6 +2438,9 @@ impl Uvm {
             self.stats.unique += demand.len() as u64;
             self.stats.bytes_h2d += bytes;
             self.stats.prefetched += prefetched.len() as u64;
+            self.alloc_tally.count(AllocCount::Faults, demand.iter().copied());
+            self.alloc_tally.count(AllocCount::Prefetched, prefetched.iter().copied());
+            self.alloc_tally.count(AllocCount::PagesH2d, from_cpu.iter().copied());
             if per_block_replay {
                 if driver {
                     t += c.tracker + c.replay;

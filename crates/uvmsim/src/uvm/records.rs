@@ -182,3 +182,115 @@ impl BatchRecord {
             + self.replay_ns
     }
 }
+
+/// One managed allocation (the `allocations` table): the driver's page counts split by the allocation
+/// the pages belong to, so that each column sums over the rows to the run's total named beside it.
+/// A programmer reads from it which buffer the faults, prefetches and evictions come from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct AllocRecord {
+    /// Order among the run's managed allocations (cudaMallocManaged calls), from 0.
+    pub index: u32,
+    /// Its 4 KiB pages: the first page number and how many.
+    pub first_page: u64,
+    pub pages: u64,
+    /// Distinct faulted pages serviced (`uvm.faults.unique`).
+    pub faults: u64,
+    /// Pages prefetched with them (`uvm.prefetch.pages`).
+    pub prefetched: u64,
+    /// Pages copied host to device by the driver, for any cause (`uvm.bytes_h2d` / 4096).
+    pub pages_h2d: u64,
+    /// VA blocks (or, with page-granular eviction, pages) evicted (`uvm.evictions`), their resident pages
+    /// (`uvm.pages_evicted`) and the pages copied back (`uvm.bytes_d2h` / 4096).
+    pub evictions: u64,
+    pub pages_evicted: u64,
+    pub pages_written_back: u64,
+    /// Pages a host access took back from the GPU (`uvm.host.pages_d2h`).
+    pub host_fault_pages: u64,
+}
+
+/// The per-allocation counters behind the `allocations` table, kept whether or not records are on.
+#[derive(Debug, Clone, Default)]
+pub struct AllocTally {
+    /// (first page, end page, row), sorted by first page.
+    ranges: Vec<(u64, u64, usize)>,
+    pub rows: Vec<AllocRecord>,
+}
+
+/// A column of [`AllocRecord`].
+#[derive(Debug, Clone, Copy)]
+pub enum AllocCount {
+    Faults,
+    Prefetched,
+    PagesH2d,
+    Evictions,
+    PagesEvicted,
+    PagesWrittenBack,
+    HostFaultPages,
+}
+
+impl AllocTally {
+    /// A managed allocation of pages `first..end`.
+    pub fn add(&mut self, first: u64, end: u64) {
+        let row = self.rows.len();
+        self.rows.push(AllocRecord { index: row as u32, first_page: first, pages: end - first, ..AllocRecord::default() });
+        self.ranges.push((first, end, row));
+        self.ranges.sort_unstable();
+    }
+
+    /// The row of the allocation holding `page`, if any.
+    pub fn row_of(&self, page: u64) -> Option<usize> {
+        let i = self.ranges.partition_point(|r| r.0 <= page).checked_sub(1)?;
+        let (_, end, row) = self.ranges[i];
+        (page < end).then_some(row)
+    }
+
+    /// Count each of `pages` in column `c` of its allocation's row (a page outside every allocation is not counted).
+    pub fn count(&mut self, c: AllocCount, pages: impl IntoIterator<Item = u64>) {
+        // Pages come in runs of one allocation (a VA block's set): look the range up only when it changes.
+        let mut at: Option<(u64, u64, usize)> = None;
+        for p in pages {
+            let row = match at {
+                Some((f, e, row)) if (f..e).contains(&p) => row,
+                _ => match self.row_of(p) {
+                    Some(row) => {
+                        let r = &self.rows[row];
+                        at = Some((r.first_page, r.first_page + r.pages, row));
+                        row
+                    }
+                    None => continue,
+                },
+            };
+            let r = &mut self.rows[row];
+            *match c {
+                AllocCount::Faults => &mut r.faults,
+                AllocCount::Prefetched => &mut r.prefetched,
+                AllocCount::PagesH2d => &mut r.pages_h2d,
+                AllocCount::Evictions => &mut r.evictions,
+                AllocCount::PagesEvicted => &mut r.pages_evicted,
+                AllocCount::PagesWrittenBack => &mut r.pages_written_back,
+                AllocCount::HostFaultPages => &mut r.host_fault_pages,
+            } += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alloc_tally_counts_each_page_in_its_allocation_and_skips_the_rest() {
+        let mut t = AllocTally::default();
+        // Added out of address order: the rows keep the order of the calls.
+        t.add(1000, 1512);
+        t.add(0, 100);
+        assert_eq!((t.row_of(0), t.row_of(99), t.row_of(100), t.row_of(999)), (Some(1), Some(1), None, None));
+        assert_eq!((t.row_of(1000), t.row_of(1511), t.row_of(1512)), (Some(0), Some(0), None));
+        t.count(AllocCount::Faults, [5, 6, 99, 100, 1000, 1511, 1512, 7]);
+        t.count(AllocCount::PagesEvicted, 1000..1010);
+        assert_eq!((t.rows[0].faults, t.rows[1].faults), (2, 4));
+        assert_eq!((t.rows[0].pages_evicted, t.rows[1].pages_evicted), (10, 0));
+        assert_eq!((t.rows[0].index, t.rows[0].first_page, t.rows[0].pages), (0, 1000, 512));
+        assert_eq!((t.rows[1].index, t.rows[1].first_page, t.rows[1].pages), (1, 0, 100));
+    }
+}
