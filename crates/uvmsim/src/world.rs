@@ -400,7 +400,7 @@ impl World {
         let gpu = &mut self.gpus[g];
         lend_iommu(&mut self.multi, gpu);
         let m = self.multi.as_mut().expect("multi-GPU warps only");
-        let res = gpu.run_warp(tagged & EV_INDEX_MASK, now, q, Some(m));
+        let res = gpu.run_warp(tagged & EV_INDEX_MASK, now, q, Some(m), None);
         unlend_iommu(&mut self.multi, gpu);
         res?;
         let m = self.multi.as_mut().expect("multi-GPU warps only");
@@ -472,7 +472,9 @@ impl Model for World {
                 if let Some(&Ev::Warp(next)) = q.peek() {
                     gpu.prefetch_warp(next);
                 }
-                gpu.run_warp(slot, now, q, None)?;
+                // With the UVM driver (not the IOMMU's page requests), a warp sleeps only while
+                // one of its far faults is in the driver's hands (`Gpu::run_warp`).
+                gpu.run_warp(slot, now, q, None, self.ppr.is_none().then_some(&self.uvm))?;
                 if gpu.remote.counters.as_ref().is_some_and(|c| !c.notifications.is_empty()) && !self.counters_armed {
                     self.counters_armed = true;
                     q.push(now + gpu.remote.counters.as_ref().map_or(0, |c| c.notify), Ev::UvmCounters);

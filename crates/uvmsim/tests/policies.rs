@@ -602,3 +602,75 @@ fn allocations_table_splits_the_drivers_totals_by_allocation() {
         assert!(sum(|r| r.pages_h2d) > 0.0, "{sets:?}: pages moved");
     }
 }
+
+/// An Accel-Sim trace of one CTA of two warps: warp 0 loads (a far fault on a managed page), then
+/// computes `cycles` cycles (independent FFMAs) and exits; warp 1 computes one cycle and exits.
+fn load_then_compute(dir: &std::path::Path, cycles: usize) -> String {
+    use std::fmt::Write as _;
+    let mut t = String::from(
+        "-kernel name = k\n-kernel id = 1\n-grid dim = (1,1,1)\n-block dim = (64,1,1)\n-shmem = 0\n-nregs = 8\n\
+         -binary version = 70\n-cuda stream id = 0\n-shmem base_addr = 0x00007f1000000000\n\
+         -local mem base_addr = 0x00007f1100000000\n-nvbit version = 1.5.5\n-accelsim tracer version = 4\n\
+         -enable lineinfo = 0\n\n#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] \
+         mem_width [adrrescompress?] [mem_addresses] immediate\n\n#BEGIN_TB\n\nthread block = 0,0,0\n",
+    );
+    writeln!(t, "\nwarp = 0\ninsts = {}\n0000 ffffffff 1 R4 LDG.E 1 R2 4 1 0x7f0000000000 4", cycles + 1).unwrap();
+    for i in 1..=cycles {
+        writeln!(t, "{:04x} ffffffff 1 R6 FFMA 2 R6 R6 0", i * 16).unwrap();
+    }
+    t.push_str("\nwarp = 1\ninsts = 1\n0000 ffffffff 1 R6 FFMA 2 R6 R6 0\n\n#END_TB\n");
+    std::fs::write(dir.join("kernel-1.traceg"), t).unwrap();
+    let list = dir.join("kernelslist.g");
+    std::fs::write(&list, "kernel-1.traceg\n").unwrap();
+    format!("workload.accelsim.path={:?}", list.display().to_string())
+}
+
+/// A lost wake-up: warp 0's far fault is serviced and replayed (about 2.3 µs: a 1 µs batch and the
+/// copy) while it computes on (about 3.4 µs), so it reaches its exit, with the faulted load still to
+/// re-execute, after the replay that ended the fault. It slept there for the next replay, and none
+/// came: the driver idle, no fault outstanding, the warp asleep on a mapped page ("deadlock ...
+/// warp 0 ... waits for pages [0x7f0000000 (mapped)]"), under every cost model, memory full or not.
+/// (The same with blas-gemm n=2048 on 10 SMs, 20 chunks, lru: warps stored their C tiles past the
+/// last replay.) A warp sleeps now only while one of its faults is in the driver's hands.
+#[test]
+fn a_warp_reaching_its_exit_after_its_faults_replay_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = load_then_compute(dir.path(), 5000);
+    for cost in ["fixed-latency", "polled"] {
+        // Unlimited (whole instructions re-execute), limited but never full, full (one 2 MiB chunk).
+        for memory in ["uvm.gpu_memory_bytes=0", "uvm.gpu_memory_bytes=11776MiB", "uvm.gpu_memory_bytes=2MiB"] {
+            let sets = [
+                "workload.kind=accelsim",
+                &path,
+                "workload.managed=true",
+                &format!("uvm.cost_model={cost:?}"),
+                "uvm.fault_latency_us=1",
+                memory,
+            ];
+            let x = simulate_full(&cfg(&sets)).unwrap_or_else(|e| panic!("{cost}, {memory}: {e}")).metrics;
+            assert_eq!((m(&x, "uvm.faults.raw"), m(&x, "uvm.replays")), (1.0, 1.0), "{cost}, {memory}");
+            // The load re-executes after its replay, when the warp reaches its exit: its compute's end.
+            assert!(m(&x, "time.kernel_ns") > m(&x, "uvm.batch_ns.mean") + 1000.0, "{cost}, {memory}");
+        }
+    }
+}
+
+/// The run that found the lost wake-up above (about 1 s in a test build): blas-gemm with 20 root
+/// chunks of GPU memory under `lru` deadlocked at 22.67 ms, 254 of 256 CTAs done, 7 warps asleep
+/// on mapped pages of C: they stored their tiles while the last batches serviced those pages, and
+/// reached their exits after the last replay (19 or 21 chunks, or `driver`, ran to the end).
+#[test]
+fn blas_gemm_under_lru_at_20_chunks_runs_to_the_end() {
+    let sets = [
+        "workload.kind=blas-gemm",
+        "workload.managed=true",
+        "workload.blas_gemm.n=2048",
+        "gpu.sms=10",
+        "uvm.prefetch.policy=density",
+        "uvm.gpu_memory_bytes=40MiB",
+        "uvm.eviction.policy=lru",
+    ];
+    let x = run(&sets).metrics;
+    assert_eq!(m(&x, "gpu0.ctas"), 256.0);
+    assert!(m(&x, "uvm.evictions") > 0.0, "GPU memory must be oversubscribed");
+}

@@ -33,7 +33,7 @@ use crate::multi::{Locate, Multi};
 use crate::sim::{Clock, EventQueue, Ps, SimError};
 use crate::stats::Metrics;
 use crate::uvm::remote::RemoteAccess;
-use crate::uvm::{Fault, FaultMode};
+use crate::uvm::{Fault, FaultMode, Uvm};
 use crate::workload::{KernelSpec, Lanes, MemKind, Op, WarpId, WarpStream, MAX_LANES};
 use crate::world::Ev;
 use crate::xlat::space::REMOTE_PA;
@@ -209,6 +209,23 @@ fn park_held(w: &mut Warp, held: &rustc_hash::FxHashSet<u64>, residency: &crate:
 #[cold]
 fn no_answer_due(place: Option<&Multi>, gpu: u32, faulted: &[u64], raised: &[Fault], xlat: &Translator) -> bool {
     place.is_some_and(|m| m.nothing_to_wait_for(gpu, faulted, raised, xlat.far_pending.as_ref(), &xlat.space.residency))
+}
+
+/// One GPU with the UVM driver: whether a warp about to sleep for its far-faulted instructions
+/// has no fault left in the driver's hands (`Uvm::in_service` for its µTLB `utlb`: buffered, in
+/// service or held at the µTLB; `raised`: this run's faults, not yet written). A sleeping warp
+/// wakes only at a replay, and a replay comes only while some fault is outstanding. A warp that
+/// went on with independent work after its faults (blas-gemm's stores of its C tile, then its
+/// exit) and reaches its wait after the replay that ended the last of them would sleep until
+/// some other warp's fault brought a replay, or for ever at the end of a kernel (a lost wake-up:
+/// the driver idle, the warp asleep on mapped pages). The replay retried its held accesses
+/// when it ended them (spec/uvm-driver.md: every fault ends serviced, cancelled or flushed, and
+/// a replay wakes its warps), so it re-executes at once, and faults again on what is missing
+/// (a page evicted, or a fault dropped). Mapped is not enough: a store to a read-only duplicate
+/// faults on a mapped page.
+#[cold]
+fn no_fault_outstanding(uvm: Option<&Uvm>, utlb: u32, faulted: &[u64], raised: &[Fault]) -> bool {
+    uvm.is_some_and(|u| !faulted.iter().any(|&p| u.in_service(utlb, p) || raised.iter().any(|f| f.vpn == p)))
 }
 
 /// Prefetch the cache line at `p` (a hint: never faults, whatever `p` is).
@@ -642,9 +659,17 @@ impl Gpu {
     }
 
     /// Run warp `slot` from `now`: issue instructions until it must wait for something.
-    /// `place` is the multi-GPU page placement (None on a single GPU).
+    /// `place` is the multi-GPU page placement (None on a single GPU); `uvm` the single GPU's
+    /// UVM driver, when its far faults go there (None: multi-GPU, or the IOMMU's page requests).
     #[inline(always)]
-    pub fn run_warp(&mut self, slot: u32, now: Ps, q: &mut EventQueue<Ev>, mut place: Option<&mut Multi>) -> Result<(), SimError> {
+    pub fn run_warp(
+        &mut self,
+        slot: u32,
+        now: Ps,
+        q: &mut EventQueue<Ev>,
+        mut place: Option<&mut Multi>,
+        uvm: Option<&Uvm>,
+    ) -> Result<(), SimError> {
         let mut t = now;
         loop {
             let w = self.warps[slot as usize].as_mut().expect("events only name resident warps");
@@ -699,8 +724,11 @@ impl Gpu {
                     if op != Op::Exit {
                         w.pending.push((op, Box::default()));
                     }
-                    if no_answer_due(place.as_deref(), self.tag >> EV_GPU_SHIFT, &w.faulted, &self.faults, &self.xlat) {
-                        // Multi-GPU: its answers came while it went on (`Multi::nothing_to_wait_for`).
+                    if no_answer_due(place.as_deref(), self.tag >> EV_GPU_SHIFT, &w.faulted, &self.faults, &self.xlat)
+                        || no_fault_outstanding(uvm, self.xlat.utlb_of(sm) as u32, &w.faulted, &self.faults)
+                    {
+                        // Multi-GPU: its answers came while it went on (`Multi::nothing_to_wait_for`);
+                        // one GPU: the replay that ended its last fault came while it went on.
                         w.faulted.clear();
                         w.wake();
                         next
