@@ -1,6 +1,8 @@
 //! Behaviour of the unified-memory policies of issue 4: thrashing mitigation,
 //! cudaMemAdvise hints, preemptive CPU unmapping, and the migrations table.
 
+mod common;
+
 use uvmsim::config::{resolve, Config, Source};
 use uvmsim::stats::Metrics;
 use uvmsim::uvm::{BatchRecord, Cause, MigrationRecord, Outcome};
@@ -606,22 +608,8 @@ fn allocations_table_splits_the_drivers_totals_by_allocation() {
 /// An Accel-Sim trace of one CTA of two warps: warp 0 loads (a far fault on a managed page), then
 /// computes `cycles` cycles (independent FFMAs) and exits; warp 1 computes one cycle and exits.
 fn load_then_compute(dir: &std::path::Path, cycles: usize) -> String {
-    use std::fmt::Write as _;
-    let mut t = String::from(
-        "-kernel name = k\n-kernel id = 1\n-grid dim = (1,1,1)\n-block dim = (64,1,1)\n-shmem = 0\n-nregs = 8\n\
-         -binary version = 70\n-cuda stream id = 0\n-shmem base_addr = 0x00007f1000000000\n\
-         -local mem base_addr = 0x00007f1100000000\n-nvbit version = 1.5.5\n-accelsim tracer version = 4\n\
-         -enable lineinfo = 0\n\n#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] \
-         mem_width [adrrescompress?] [mem_addresses] immediate\n\n#BEGIN_TB\n\nthread block = 0,0,0\n",
-    );
-    writeln!(t, "\nwarp = 0\ninsts = {}\n0000 ffffffff 1 R4 LDG.E 1 R2 4 1 0x7f0000000000 4", cycles + 1).unwrap();
-    for i in 1..=cycles {
-        writeln!(t, "{:04x} ffffffff 1 R6 FFMA 2 R6 R6 0", i * 16).unwrap();
-    }
-    t.push_str("\nwarp = 1\ninsts = 1\n0000 ffffffff 1 R6 FFMA 2 R6 R6 0\n\n#END_TB\n");
-    std::fs::write(dir.join("kernel-1.traceg"), t).unwrap();
-    let list = dir.join("kernelslist.g");
-    std::fs::write(&list, "kernel-1.traceg\n").unwrap();
+    let warp0: Vec<&str> = std::iter::once("LDG").chain(std::iter::repeat("FFMA").take(cycles)).collect();
+    let list = common::trace(dir, [&warp0, &["FFMA"]]);
     format!("workload.accelsim.path={:?}", list.display().to_string())
 }
 
