@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import uvmsim
+from uvmsim.reproduce import _bytes
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gemm_chunk_fifo.py"
 spec = importlib.util.spec_from_file_location("gemm_chunk_fifo", SCRIPT)
@@ -49,6 +50,13 @@ def test_the_simulators_driver_eviction_is_the_models_fifo(chunks: int, expected
         },
     )
     assert r.metrics["uvm.evictions"] == expected
+
+
+def test_the_default_system_is_titan_v() -> None:
+    # The script's defaults restate the preset (it runs without the simulator): keep them in step.
+    cfg = uvmsim.resolve(preset="titan-v")
+    assert fifo.TITAN_V_CHUNKS == _bytes(cfg["uvm"]["gpu_memory_bytes"]) // fifo.CHUNK
+    assert fifo.TITAN_V_CTAS == cfg["gpu"]["sms"] * cfg["workload"]["blas_gemm"]["ctas_per_sm"]
 
 
 def test_command_line() -> None:
