@@ -1320,6 +1320,8 @@ def apu_shootdown(ctx: Context) -> dict[str, float]:
 
 
 SUITE_DIR = Path(__file__).parent / "data" / "suites"
+# Workloads in seed paged-memory's suite (§3.2: 16, of which 9 are named and modelled in data/suites/zheng.toml).
+SEED_SUITE_SIZE = 16
 
 
 def load_suite(ctx: Context) -> list[tuple[str, dict[str, Any]]]:
@@ -1393,6 +1395,18 @@ def zheng_replayable_mshr(ctx: Context) -> dict[str, float]:
         table[n] = s
         out[f"mean_slowdown.{n}"], out[f"geomean_slowdown.{n}"] = _mean(s), _geomean(s)
     out["mshr4_over_mshr16"] = out["mean_slowdown.4"] / out["mean_slowdown.16"]
+    # The seed's means are over its 16 workloads, 7 of them unnamed and not modelled here. What those 7 would
+    # have to average for the 16-workload mean to equal the published one, given the 9 modelled: a value
+    # far below 1 (faster than copy-then-execute without prefetching) says the gap is in the model, not
+    # in which workloads the mean is over.
+    seen = len(table[ctx.params["mshrs"][0]])
+    for n, published in ctx.params["published_means"].items():
+        s = table[int(n)]
+        out[f"unmodelled_mean_needed.{n}"] = (SEED_SUITE_SIZE * published - sum(s.values())) / (SEED_SUITE_SIZE - seen)
+    # §3.2, after the sweep: "still 2-7x worse than programmer directed transfers for half of our applications".
+    n = ctx.params["mshrs"][-1]
+    out[f"workloads_at_least_2x.{n}"] = float(sum(v >= 2.0 for v in table[n].values()))
+    out[f"max_slowdown.{n}"] = max(table[n].values())
     _write_slowdowns(ctx, "slowdowns.csv", "mshrs_per_cu", table)
     return out
 
