@@ -100,6 +100,14 @@ section! {
         /// provides a commonly recognized upper bound") or "walk" (only GMMU walks, i.e. TLB misses: a hot page whose
         /// translation stays in a TLB looks cold; the model before 2026-11-23). Only with granularity "page" and policy "lru".
         pub lru_recency: LruRecency = LruRecency::Access,
+        /// When an evicted page's memory can take the page that replaces it: false (the default), once its copy back to
+        /// the host has landed (the UVM driver: a root chunk is reused after its pages are copied out, spec/uvm-driver.md
+        /// "Eviction"; the fetch waits for the write-back) or true, as soon as the copy back starts (UVMSmart's GPGPU-Sim
+        /// model, gmmu_t::cycle: a page is invalidated and its frame freed when its write-back is taken from the PCIe write
+        /// stage queue, and the read stage, a separate queue, fills free frames meanwhile; the two directions overlap).
+        /// The write-back still occupies the device-to-host direction either way. Seed paged-memory does not say
+        /// (spec/seed-digests.md §2 "Gaps"). Single-GPU driver only.
+        pub overlap_write_back: bool = false,
     }
 }
 

@@ -239,7 +239,8 @@ impl Uvm {
 
     /// Evict VA block `victim` at `t`: its resident pages go back to the host
     /// over the link (all of them, or the dirty ones with `write_back = "dirty"`), its GPU translations are
-    /// shot down, its chunk is free. Returns when the copy is done.
+    /// shot down, its chunk is free. Returns when the chunk can be reused: when the copy is done, or when it
+    /// starts with `uvm.eviction.overlap_write_back`.
     pub(super) fn evict_to_host(&mut self, victim: u64, t: Ps, now: Ps, link: &mut Link, residency: &mut Residency) -> Ps {
         let Evicted { resident: mask, untouched, dirty } = residency.evict_block(victim);
         let n = prefetch::count(&mask) as u64;
@@ -262,7 +263,8 @@ impl Uvm {
             // The driver pushes the copy back (`uvm.copy_push_us`), then the copy engine runs it.
             let t = t + self.push_cost(copied as usize);
             let xfer = link.transfer_on(Dir::DeviceToHost, bytes, t, now);
-            end = xfer.1;
+            // The chunk is free once the copy back has landed, or once it starts (`overlap_write_back`).
+            end = if self.overlap_write_back { xfer.0 } else { xfer.1 };
             if self.migrations.is_some() {
                 let evicted: Vec<u64> = prefetch::pages(&copy).map(|i| victim * BLOCK_PAGES + i as u64).collect();
                 self.record_migration(xfer, &evicted, Dir::DeviceToHost, Cause::Eviction);
@@ -373,6 +375,50 @@ mod tests {
             assert!(end.abs_diff(push + copy) < 5000, "{model:?}: {end} vs {}", push + copy);
             assert_eq!((u.stats.bytes_d2h, r.resident_pages()), (100 * 4096, 0));
         }
+    }
+
+    #[test]
+    fn with_overlap_write_back_a_chunk_is_free_when_its_copy_back_starts() {
+        // Block 1's 100 resident pages go back on an idle link: the chunk is free at once (the copy starts at 0,
+        // nothing to push under the polled model) instead of when the copy lands; the copy is the same either way.
+        let copy = Link::new(&Config::default().link).transfer_on(Dir::DeviceToHost, 100 * 4096, 0, 0).1;
+        for (overlap, want) in [(false, copy), (true, 0)] {
+            let mut c = costed();
+            c.cost_model = crate::uvm::CostModel::Polled;
+            c.eviction.overlap_write_back = overlap;
+            let (mut u, mut link, mut r) = setup(c);
+            for p in BLOCK_PAGES..BLOCK_PAGES + 100 {
+                r.make_resident(p);
+            }
+            let end = u.evict_to_host(1, 0, 0, &mut link, &mut r);
+            assert!(end.abs_diff(want) < 5000, "overlap {overlap}: {end} vs {want}");
+            assert_eq!((u.stats.bytes_d2h, link.stats[Dir::DeviceToHost as usize].bytes), (100 * 4096, 100 * 4096));
+        }
+    }
+
+    #[test]
+    fn with_overlap_write_back_the_fetch_runs_beside_the_evictions_copy_back() {
+        // Page granularity, GPU memory of one block, the fixed-latency model (only the copies cost): block 0 fills
+        // the GPU, then block 1 evicts all of it. The driver's order copies block 0 back, then block 1 in; with
+        // overlap_write_back block 1 comes in while block 0 goes out, and the call ends a copy-back earlier.
+        let d2h = Link::new(&Config::default().link).transfer_on(Dir::DeviceToHost, 512 * 4096, 0, 0).1;
+        let mut took = vec![];
+        for overlap in [false, true] {
+            let mut c = costed();
+            c.cost_model = crate::uvm::CostModel::FixedLatency;
+            c.gpu_memory_bytes = crate::config::ByteSize(2 * 1024 * 1024);
+            c.eviction.granularity = crate::uvm::evict::EvictionGranularity::Page;
+            c.eviction.overlap_write_back = overlap;
+            let (mut u, mut link, mut r) = setup(c);
+            u.host_touch(0, 2 * BLOCK_PAGES, 1);
+            let t = u.prefetch_async(0, 0..BLOCK_PAGES, &mut link, &mut r);
+            let end = u.prefetch_async(t, BLOCK_PAGES..2 * BLOCK_PAGES, &mut link, &mut r);
+            assert!((BLOCK_PAGES..2 * BLOCK_PAGES).all(|p| r.is_resident(p)) && !r.is_resident(0));
+            assert_eq!((u.stats.pages_evicted, u.stats.bytes_d2h), (512, 512 * 4096));
+            took.push(end - t);
+        }
+        let saved = took[0] - took[1];
+        assert!(saved.abs_diff(d2h) < 5000, "saved {saved} ps, the copy back takes {d2h}");
     }
 
     #[test]

@@ -854,6 +854,8 @@ pub struct Uvm {
     pub full: bool,
     /// Evictions copy back only the pages the GPU stored to (`uvm.eviction.write_back = "dirty"`).
     pub(super) dirty_only: bool,
+    /// An evicted page's memory is free when its copy back starts (`uvm.eviction.overlap_write_back`), not when it lands.
+    pub(super) overlap_write_back: bool,
     /// Evicted 4 KiB pages whose GPU translations the world must shoot down (page granularity).
     pub shootdown_pages: Vec<u64>,
     /// Pages evicted to the host (resident there now: a later fault copies them back).
@@ -1068,6 +1070,7 @@ impl Uvm {
             }),
             full: false,
             dirty_only: c.eviction.write_back == WriteBack::Dirty,
+            overlap_write_back: c.eviction.overlap_write_back,
             shootdown_pages: vec![],
             cpu_evicted: FxHashMap::default(),
             shootdowns: vec![],
@@ -1779,7 +1782,8 @@ impl Uvm {
             if bytes > 0 {
                 t += self.push_cost(copied.len());
                 let xfer = link.transfer_on(Dir::DeviceToHost, bytes, t, now);
-                t = xfer.1;
+                // The pages' memory takes the block's once their copy back has landed, or once it starts.
+                t = if self.overlap_write_back { xfer.0 } else { xfer.1 };
                 if self.migrations.is_some() {
                     copied.sort_unstable();
                     self.record_migration(xfer, &copied, Dir::DeviceToHost, Cause::Eviction);
