@@ -145,6 +145,8 @@ def test_tables_are_dataframes_on_disk_as_parquet_listed_by_the_summary(tmp_path
     allocs = r.tables["allocations"]
     assert allocs["faults"].sum() == r.metrics["uvm.faults.unique"]
     assert allocs["pages_h2d"].sum() * 4096 == r.metrics["uvm.bytes_h2d"]
+    assert allocs["prefetch_used"].sum() == r.metrics["uvm.prefetch.used"]
+    assert (allocs["prefetch_used"] + allocs["prefetch_wasted"] == allocs["prefetched"]).all()
     # The same run without records: its summary is as long, give or take the three table entries.
     uvmsim.run(preset="titan-v", set={**MANAGED, "uvm.records": False}, out=tmp_path / "norec")
     without = (tmp_path / "norec" / "summary.json").stat().st_size

@@ -54,7 +54,7 @@ def test_run_prints_where_a_managed_runs_pages_came_from(cli: Cli, tmp_path: Pat
     lines = p.stdout.splitlines()
     at = next(i for i, line in enumerate(lines) if line.split()[:3] == ["by", "allocation", "faults"])
     assert [line.split() for line in lines[at + 1 : at + 4]] == [
-        [str(i), "(0.5", "MiB)", "128", "0", "128", "0", "0"] for i in range(3)
+        [str(i), "(0.5", "MiB)", "128", "0", "0", "128", "0", "0"] for i in range(3)
     ]
     assert "out/allocations.parquet" in p.stdout
 

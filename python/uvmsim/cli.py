@@ -125,6 +125,7 @@ def _echo_rows(rows: Sequence[tuple[str, ...]], indent: str = "") -> None:
 ALLOC_COLUMNS = (
     ("faults", "faults"),
     ("prefetched", "prefetched"),
+    ("prefetch_used", "used"),
     ("pages_h2d", "pages in"),
     ("pages_evicted", "evicted"),
     ("host_fault_pages", "to host"),

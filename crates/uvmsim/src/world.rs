@@ -142,6 +142,7 @@ impl World {
             if b.managed {
                 let (first, end) = b.small_pages();
                 uvm.add_allocation(first, end);
+                gpu.xlat.space.residency.used_by_alloc.add(first, end);
             }
             if b.managed && program.host.init {
                 // The host program initialised the array before the kernels: CPU-resident and CPU-mapped.
@@ -891,8 +892,15 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
         walks: (cfg.translation.walk_records_every > 0)
             .then(|| world.gpus.iter_mut().enumerate().flat_map(|(i, g)| g.xlat.take_walk_records(i as u32)).collect()),
         // The multi-GPU model moves pages itself: the driver's per-allocation counts would miss them.
-        allocations: (cfg.uvm.records && world.multi.is_none() && !world.uvm.alloc_tally.rows.is_empty())
-            .then(|| std::mem::take(&mut world.uvm.alloc_tally.rows)),
+        allocations: (cfg.uvm.records && world.multi.is_none() && !world.uvm.alloc_tally.rows.is_empty()).then(|| {
+            // The prefetched pages used were counted where the GPU touched them (the residency).
+            let used = &world.gpus[0].xlat.space.residency.used_by_alloc.counts;
+            let mut rows = std::mem::take(&mut world.uvm.alloc_tally.rows);
+            for (r, &u) in rows.iter_mut().zip(used) {
+                (r.prefetch_used, r.prefetch_wasted) = (u, r.prefetched - u);
+            }
+            rows
+        }),
     })
 }
 

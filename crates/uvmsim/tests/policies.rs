@@ -561,14 +561,21 @@ fn allocations_table_splits_the_drivers_totals_by_allocation() {
             // 65,536 doubles = 512 KiB = 128 pages each, allocated in order.
             assert_eq!((r.index, r.pages, r.faults, r.pages_h2d), (i as u32, 128, 128, copied), "init {init}: {r:?}");
             assert_eq!((r.prefetched, r.evictions, r.pages_evicted, r.pages_written_back, r.host_fault_pages), (0, 0, 0, 0, 0));
+            assert_eq!((r.prefetch_used, r.prefetch_wasted), (0, 0));
         }
         assert!(rows.windows(2).all(|w| w[0].first_page + 128 <= w[1].first_page));
     }
     let gemm = ["workload.kind=blas-gemm", "workload.managed=true", "workload.blas_gemm.n=768", "uvm.records=true"];
     // Each case with a total it must exercise.
     let cases: Vec<(Vec<&str>, &str)> = vec![
-        // Density prefetch and the driver's block eviction (2.25 MiB matrices, 1.5x GPU memory).
-        ([&gemm[..], &["uvm.oversubscription=1.5"]].concat(), "uvm.evictions"),
+        // Density prefetch (titan-v has none by default) and the driver's block eviction (2.25 MiB matrices,
+        // 1.5x GPU memory).
+        ([&gemm[..], &["uvm.oversubscription=1.5", "uvm.prefetch.policy=\"density\""]].concat(), "uvm.evictions"),
+        // Zheng's locality prefetch under the polled handler, some of whose prefetched pages are evicted untouched.
+        (
+            [&gemm[..], &["uvm.oversubscription=1.5", "uvm.prefetch.policy=\"locality\"", "uvm.cost_model=\"polled\""]].concat(),
+            "uvm.prefetch.evicted_unused",
+        ),
         // Page-granular LRU eviction writing back only dirty pages.
         (
             [
@@ -588,14 +595,19 @@ fn allocations_table_splits_the_drivers_totals_by_allocation() {
         // Host faults take pages back between kernels.
         (PING_PONG.to_vec(), "uvm.host.pages_d2h"),
     ];
+    let (mut used, mut wasted) = (0.0, 0.0);
     for (sets, exercised) in cases {
         let out = run(&sets);
         assert!(m(&out.metrics, exercised) > 0.0, "{sets:?}: {exercised}");
+        (used, wasted) = (used + m(&out.metrics, "uvm.prefetch.used"), wasted + m(&out.metrics, "uvm.prefetch.wasted"));
         let x = &out.metrics;
         let rows = out.allocations.as_ref().expect("an allocations table");
         let sum = |f: fn(&uvmsim::uvm::AllocRecord) -> u64| rows.iter().map(f).sum::<u64>() as f64;
         assert_eq!(sum(|r| r.faults), m(x, "uvm.faults.unique"), "{sets:?}");
         assert_eq!(sum(|r| r.prefetched), m(x, "uvm.prefetch.pages"), "{sets:?}");
+        assert_eq!(sum(|r| r.prefetch_used), m(x, "uvm.prefetch.used"), "{sets:?}");
+        assert_eq!(sum(|r| r.prefetch_wasted), m(x, "uvm.prefetch.wasted"), "{sets:?}");
+        assert!(rows.iter().all(|r| r.prefetch_used + r.prefetch_wasted == r.prefetched), "{sets:?}");
         assert_eq!(sum(|r| r.pages_h2d) * 4096.0, m(x, "uvm.bytes_h2d"), "{sets:?}");
         assert_eq!(sum(|r| r.evictions), m(x, "uvm.evictions"), "{sets:?}");
         assert_eq!(sum(|r| r.pages_evicted), m(x, "uvm.pages_evicted"), "{sets:?}");
@@ -603,6 +615,7 @@ fn allocations_table_splits_the_drivers_totals_by_allocation() {
         assert_eq!(sum(|r| r.host_fault_pages), m(x, "uvm.host.pages_d2h"), "{sets:?}");
         assert!(sum(|r| r.pages_h2d) > 0.0, "{sets:?}: pages moved");
     }
+    assert!(used > 0.0 && wasted > 0.0, "the cases use prefetched pages and waste some: {used} {wasted}");
 }
 
 /// An Accel-Sim trace of one CTA of two warps: warp 0 loads (a far fault on a managed page), then

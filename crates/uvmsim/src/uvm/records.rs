@@ -195,8 +195,12 @@ pub struct AllocRecord {
     pub pages: u64,
     /// Distinct faulted pages serviced (`uvm.faults.unique`).
     pub faults: u64,
-    /// Pages prefetched with them (`uvm.prefetch.pages`).
+    /// Pages prefetched with them (`uvm.prefetch.pages`), of which the GPU touched `prefetch_used` before they
+    /// left its memory (`uvm.prefetch.used`) and not `prefetch_wasted` (`uvm.prefetch.wasted`: evicted untouched,
+    /// or untouched at the end).
     pub prefetched: u64,
+    pub prefetch_used: u64,
+    pub prefetch_wasted: u64,
     /// Pages copied host to device by the driver, for any cause (`uvm.bytes_h2d` / 4096).
     pub pages_h2d: u64,
     /// VA blocks (or, with page-granular eviction, pages) evicted (`uvm.evictions`), their resident pages

@@ -72,6 +72,8 @@ pub struct Residency {
     resident_pages: u64,
     /// Prefetched pages the GPU walked to (touched) before they were evicted.
     pub prefetch_used: u64,
+    /// The same count per managed allocation (the `allocations` table's `prefetch_used`).
+    pub used_by_alloc: UsedByAlloc,
     /// Bumped whenever a page whose fault was serviced may be missing again
     /// (evicted, or its block deferred): warps waiting for a replay then
     /// re-execute and fault again on what is missing.
@@ -89,6 +91,34 @@ pub struct Residency {
 
 /// A Bloom filter of page numbers, one bit per page (8,192 bits): `may_hold` is true for
 /// every page marked since the last `clear`, and for few others (a batch maps hundreds).
+/// Prefetched pages used, counted per managed allocation: a binary search over the allocations' page
+/// ranges at a prefetched page's first touch (once per prefetched page, off the hit path).
+#[derive(Debug, Clone, Default)]
+pub struct UsedByAlloc {
+    /// (first page, end page, index), sorted by first page.
+    ranges: Vec<(u64, u64, usize)>,
+    /// Used pages per allocation, by index (the order allocations were added).
+    pub counts: Vec<u64>,
+}
+
+impl UsedByAlloc {
+    /// A managed allocation of pages `first..end`, the next index.
+    pub fn add(&mut self, first: u64, end: u64) {
+        self.ranges.push((first, end, self.counts.len()));
+        self.ranges.sort_unstable();
+        self.counts.push(0);
+    }
+
+    #[inline]
+    fn count(&mut self, vpn: u64) {
+        let Some(i) = self.ranges.partition_point(|r| r.0 <= vpn).checked_sub(1) else { return };
+        let (_, end, index) = self.ranges[i];
+        if vpn < end {
+            self.counts[index] += 1;
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct MappedSince {
     bits: Box<[u64; 128]>,
@@ -191,6 +221,7 @@ impl Residency {
         if m.untouched[w] & bit != 0 {
             m.untouched[w] &= !bit;
             self.prefetch_used += 1;
+            self.used_by_alloc.count(vpn);
         }
         let resident = m.resident[w] & bit != 0;
         if let (true, Some(r)) = (resident, self.recency.as_mut()) {
@@ -209,6 +240,7 @@ impl Residency {
             if m.untouched[w] & bit != 0 {
                 m.untouched[w] &= !bit;
                 self.prefetch_used += 1;
+                self.used_by_alloc.count(vpn);
             }
         }
     }
@@ -620,6 +652,25 @@ mod tests {
         let Evicted { resident: mask, untouched, .. } = r.evict_block(1000 / 512);
         assert_eq!((mask[7] >> (1000 % 512 - 448), untouched), (0b1011, 1));
         assert_eq!((r.resident_pages(), r.is_resident(1000), r.refault_epoch), (1, false, 1));
+    }
+
+    #[test]
+    fn used_prefetches_are_counted_in_their_allocation() {
+        let mut r = Residency::default();
+        // Two allocations added out of address order (index 0 above index 1), a gap between them.
+        r.used_by_alloc.add(1024, 1536);
+        r.used_by_alloc.add(0, 512);
+        for p in [5, 700, 1100, 1101] {
+            r.make_prefetched(p);
+        }
+        // Walks and touches through a larger mapping both count, once per prefetched page; page 700
+        // lies in no allocation.
+        for p in [5, 5, 700, 1100] {
+            r.access(p);
+        }
+        r.mark_touched(1101);
+        r.mark_touched(1101);
+        assert_eq!((r.prefetch_used, r.used_by_alloc.counts.clone()), (4, vec![2, 1]));
     }
 
     #[test]
