@@ -317,6 +317,9 @@ def test_allen_batch_composition(tmp_path: Path) -> None:
     ]
     assert by_cta == sorted(by_cta) and by_cta[0] < 20 and 35 <= by_cta[2] <= 45, by_cta
     assert rows["random.va_blocks_per_batch"].simulated > 4 * rows["regular.va_blocks_per_batch"].simulated
+    # Each SM filled with CTAs first at launch: 64 consecutive CTAs (8 VA blocks) per µTLB, so the µTLBs' oldest
+    # blocks stop sharing VA blocks and a batch spans more of them.
+    assert rows["regular.va_blocks_per_batch.fill"].simulated > 1.5 * rows["regular.va_blocks_per_batch"].simulated
     assert (tmp_path / "composition.csv").read_text().startswith("run,kind,threads")
     # The duplicate-heavy info kernels: Table 3.1's count (entries left after the fetch's merging, as Allen's
     # artifact counts them) lies between the distinct pages and every fetched entry; the fetch merges a

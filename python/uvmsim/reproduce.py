@@ -836,8 +836,9 @@ def batch_composition(ctx: Context) -> dict[str, float]:
         rows.append((name, kind, threads, cta, n, per_sm, fetched_per_sm, unique_per_sm, blocks))
         return per_sm, fetched_per_sm, unique_per_sm, blocks
 
-    def measure(name: str, kind: str, threads: int, cta: int) -> tuple[float, float]:
-        r = ctx.run(name, {"workload.kind": kind, f"workload.{kind}.threads": threads, "workload.threads_per_cta": cta})
+    def measure(name: str, kind: str, threads: int, cta: int, extra: Mapping[str, Any] = {}) -> tuple[float, float]:
+        sets = {"workload.kind": kind, f"workload.{kind}.threads": threads, "workload.threads_per_cta": cta}
+        r = ctx.run(name, {**sets, **extra})
         per_sm, _, _, blocks = composition(name, kind, threads, cta, r)
         return per_sm, blocks
 
@@ -848,6 +849,12 @@ def batch_composition(ctx: Context) -> dict[str, float]:
     for cta in p.get("sensitivity_ctas", (256, 512)):
         _, blocks = measure(f"regular-cta{cta}", "regular", p["sensitivity_threads"], cta)
         out[f"regular.va_blocks_per_batch.cta{cta}"] = blocks
+    # Information: the regular kernel with its first CTAs dispatched another way (gpu.cta_dispatch), e.g. each SM
+    # filled first, so that neighbouring CTAs share a µTLB rather than sitting on 80 different SMs.
+    for dispatch in p.get("dispatch_sensitivity", ()):
+        extra = {"gpu.cta_dispatch": dispatch}
+        _, blocks = measure(f"regular-{dispatch}", "regular", p["threads"], p["threads_per_cta"], extra)
+        out[f"regular.va_blocks_per_batch.{dispatch}"] = blocks
     # Information: duplicate-heavy kernels, counted as the artifact counts (entries left after the fetch's
     # merging) and, for comparison, as raw fetched entries and as distinct pages per batch.
     for case in p.get("info_cases", []):

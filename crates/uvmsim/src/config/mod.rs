@@ -47,7 +47,7 @@ pub fn join_key(prefix: &str, field: &str) -> String {
     }
 }
 
-leaf!(u32, u64, f64, bool, String, ByteSize, Replacement, TranslationMode, WarpScheduler, TlbAllocate, PwcOrganization);
+leaf!(u32, u64, f64, bool, String, ByteSize, Replacement, TranslationMode, WarpScheduler, CtaDispatch, TlbAllocate, PwcOrganization);
 
 /// Which ready warp an SM issues from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -58,6 +58,19 @@ pub enum WarpScheduler {
     Gto,
     /// Strictly the earliest-ready warp, instruction by instruction.
     TimeOrder,
+}
+
+/// How a kernel's first CTAs are spread over the SMs at launch (later ones go to the SM a retiring CTA frees).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum CtaDispatch {
+    /// One CTA per SM per pass (CTA i on SM i mod SMs while every SM has room): GPGPU-Sim's issue order, and
+    /// what measurements of NVIDIA's block scheduler on an idle GPU show (the SM with the most room first).
+    #[default]
+    RoundRobin,
+    /// Each SM filled before the next (CTAs 0 .. k-1 on SM 0, k .. 2k-1 on SM 1, ...). A hypothesis, not a
+    /// documented scheduler: neighbouring CTAs share an SM and its TLB.
+    Fill,
 }
 
 /// How a GPU TLB miss is translated.
@@ -226,6 +239,9 @@ section! {
         pub issue_cycles: u32 = 1,
         /// Warp scheduler: "gto" (greedy-then-oldest) or "time-order" (earliest-ready warp each instruction).
         pub scheduler: WarpScheduler = WarpScheduler::Gto,
+        /// How a kernel's CTAs are spread over the SMs at launch: "round-robin" (one per SM per pass, the default) or
+        /// "fill" (each SM filled before the next; a hypothesis for sensitivity studies, no scheduler documents it).
+        pub cta_dispatch: CtaDispatch = CtaDispatch::RoundRobin,
         /// CTA-wide barriers (`__syncthreads`) hold each warp until every running warp of its CTA has reached
         /// them (CUDA's execution model); false: a barrier takes its issue slot but waits for nothing, each warp
         /// runs on alone (as every warp did before 2026-11-30; a what-if for how much the barriers couple the

@@ -27,7 +27,7 @@ pub use coalesce::{coalesce, Lines};
 use port::{IssuePort, SlotLen};
 use vmem::VmemPath;
 
-use crate::config::{Config, WarpScheduler};
+use crate::config::{Config, CtaDispatch, WarpScheduler};
 use crate::mem::MemSystem;
 use crate::multi::{Locate, Multi};
 use crate::sim::{Clock, EventQueue, Ps, SimError};
@@ -435,6 +435,8 @@ pub struct Gpu {
     issue: Ps,
     slot: SlotLen,
     greedy: bool,
+    /// `gpu.cta_dispatch = "fill"`: each SM takes all the CTAs it can at launch before the next SM.
+    fill_first: bool,
     /// `gpu.cta_barriers`: `Op::Barrier` holds a warp until its CTA's running warps all reach it.
     barriers: bool,
     /// Stalls up to this long (dependent ALU work) do not end a greedy warp's run.
@@ -523,6 +525,7 @@ impl Gpu {
             issue: clock.cycles(g.issue_cycles as u64),
             slot: SlotLen::new(clock.cycles(g.issue_cycles as u64)),
             greedy: g.scheduler == WarpScheduler::Gto,
+            fill_first: g.cta_dispatch == CtaDispatch::Fill,
             barriers: g.cta_barriers,
             short_stall: clock.cycles(SHORT_STALL_CYCLES),
             clock,
@@ -567,6 +570,12 @@ impl Gpu {
         let warps_per_cta = spec.threads_per_cta.div_ceil(self.warp_size);
         self.kernel = Some(Kernel { spec, warps_per_cta, first, step, next_cta: 0, total_ctas: count, done_ctas: 0, start: now });
         self.stats.kernels += 1;
+        if self.fill_first {
+            for sm in 0..self.sms.len() {
+                while self.dispatch_one(sm, now, q) {}
+            }
+            return true;
+        }
         // Round-robin: one CTA per SM per pass until no SM takes more.
         loop {
             let mut placed = false;
@@ -1919,5 +1928,31 @@ mod tests {
             }
             prop_assert_eq!(drain(&mut qf), drain(&mut qs));
         }
+    }
+
+    #[test]
+    fn cta_dispatch_spreads_the_first_ctas_round_robin_or_fills_each_sm_first() {
+        // 4 SMs taking 2 one-warp CTAs each: the first 8 CTAs of a gather kernel.
+        let placed = |dispatch: CtaDispatch| {
+            let mut cfg = Config::default();
+            (cfg.gpu.sms, cfg.gpu.max_ctas_per_sm, cfg.gpu.cta_dispatch) = (4, 2, dispatch);
+            (cfg.workload.kind, cfg.workload.threads_per_cta) = (crate::workload::WorkloadKind::Gather, 32);
+            let mut gpu = Gpu::new(&cfg);
+            let spec = build(&cfg)
+                .unwrap()
+                .ops
+                .into_iter()
+                .find_map(|op| if let HostOp::Launch(k) = op { Some(k) } else { None })
+                .expect("the default workload launches a kernel");
+            assert!(spec.ctas() > 8);
+            let per_cta = spec.threads_per_cta.div_ceil(cfg.gpu.warp_size) as u64;
+            gpu.launch(spec, 0, &mut EventQueue::new());
+            let mut sm_of: Vec<(u64, u32)> = gpu.warps.iter().flatten().map(|w| (w.id.global / per_cta, w.sm)).collect();
+            sm_of.sort_unstable();
+            sm_of.dedup();
+            sm_of.into_iter().map(|(_, sm)| sm).collect::<Vec<_>>()
+        };
+        assert_eq!(placed(CtaDispatch::RoundRobin), vec![0, 1, 2, 3, 0, 1, 2, 3]);
+        assert_eq!(placed(CtaDispatch::Fill), vec![0, 0, 1, 1, 2, 2, 3, 3]);
     }
 }
