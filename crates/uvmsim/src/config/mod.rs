@@ -64,8 +64,9 @@ pub enum WarpScheduler {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum CtaDispatch {
-    /// One CTA per SM per pass (CTA i on SM i mod SMs while every SM has room): GPGPU-Sim's issue order, and
-    /// what measurements of NVIDIA's block scheduler on an idle GPU show (the SM with the most room first).
+    /// One CTA per SM per pass (CTA i on SM i mod SMs while every SM has room): GPGPU-Sim's issue order. Gilman et
+    /// al. (SIGMETRICS PER 2020) find that on Pascal, Volta and Turing the block scheduler picks the next SM by its
+    /// free resources, which on an idle GPU also spreads a kernel's first CTAs over the SMs.
     #[default]
     RoundRobin,
     /// Each SM filled before the next (CTAs 0 .. k-1 on SM 0, k .. 2k-1 on SM 1, ...). A hypothesis, not a
