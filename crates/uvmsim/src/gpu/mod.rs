@@ -1462,16 +1462,21 @@ mod tests {
     use super::*;
     use crate::workload::{build, HostOp};
 
-    /// A GPU with one sleeping warp per list in `waits`, each waiting for those pages.
-    fn sleeping(waits: &[&[u64]]) -> Gpu {
-        let cfg = Config::default();
-        let mut gpu = Gpu::new(&cfg);
-        let spec = build(&cfg)
+    /// The first kernel `cfg`'s workload launches.
+    fn first_kernel(cfg: &Config) -> KernelSpec {
+        build(cfg)
             .unwrap()
             .ops
             .into_iter()
             .find_map(|op| if let HostOp::Launch(k) = op { Some(k) } else { None })
-            .expect("the default workload launches a kernel");
+            .expect("the workload launches a kernel")
+    }
+
+    /// A GPU with one sleeping warp per list in `waits`, each waiting for those pages.
+    fn sleeping(waits: &[&[u64]]) -> Gpu {
+        let cfg = Config::default();
+        let mut gpu = Gpu::new(&cfg);
+        let spec = first_kernel(&cfg);
         for (i, pages) in waits.iter().enumerate() {
             let id = WarpId { global: i as u64, first_thread: 32 * i as u64, lanes: 32 };
             gpu.warps.push(Some(Warp {
@@ -1938,12 +1943,7 @@ mod tests {
             (cfg.gpu.sms, cfg.gpu.max_ctas_per_sm, cfg.gpu.cta_dispatch) = (4, 2, dispatch);
             (cfg.workload.kind, cfg.workload.threads_per_cta) = (crate::workload::WorkloadKind::Gather, 32);
             let mut gpu = Gpu::new(&cfg);
-            let spec = build(&cfg)
-                .unwrap()
-                .ops
-                .into_iter()
-                .find_map(|op| if let HostOp::Launch(k) = op { Some(k) } else { None })
-                .expect("the default workload launches a kernel");
+            let spec = first_kernel(&cfg);
             assert!(spec.ctas() > 8);
             let per_cta = spec.threads_per_cta.div_ceil(cfg.gpu.warp_size) as u64;
             gpu.launch(spec, 0, &mut EventQueue::new());
