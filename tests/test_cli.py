@@ -408,6 +408,15 @@ def test_ctrl_c_in_reproduce_says_how_to_resume(
     assert f"`{resume.replace('OUT', str(out))}`" in err, err
 
 
+def test_reproduce_says_before_the_runs_which_set_keys_the_experiment_varies(cli: Cli, tmp_path: Path) -> None:
+    # zheng-replayable-mshr sets uvm.utlb_fault_limit in every run: the note comes before the runs, once.
+    p = cli("reproduce", "zheng-replayable-mshr", "--quick", "--set", "uvm.utlb_fault_limit=3", "-o", "out")
+    assert p.returncode == 0, p.stderr
+    note = "note: zheng-replayable-mshr sets uvm.utlb_fault_limit itself in some of its runs;"
+    assert p.stderr.count(note) == 1 and "--set uvm.utlb_fault_limit will not apply there" in p.stderr, p.stderr
+    assert "did not apply" not in p.stderr
+
+
 def test_one_line_folds_code_frames() -> None:
     msg = "a.toml: not valid TOML: TOML parse error at line 1, column 5\n  |\n1 | [gpu\n  |     ^\nunclosed table"
     assert cli_mod.one_line(msg) == "a.toml: not valid TOML: TOML parse error at line 1, column 5; unclosed table"

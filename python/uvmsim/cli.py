@@ -507,6 +507,10 @@ def reproduce_cmd(
     check_output_dir(outdir)
     with_set = f", with {' '.join(sets)}" if sets else ""
     click.echo(f"{spec.id}: {spec.title} (preset {spec.preset}{', quick' if quick else ''}{with_set})")
+    # Keys the experiment varies itself: said before the runs (they may take minutes), from its plan.
+    foreseen = reproduce_mod.planned_shadowed(spec, quick, user_set) if user_set else set()
+    for key in sorted(foreseen):
+        click.echo(f"note: {spec.id} sets {key} itself in some of its runs; --set {key} will not apply there", err=True)
     start = time.perf_counter()
     progress = _RunProgress(reproduce_mod.expected_runs(spec, quick, user_set))
     with _resumable(f"reproduce {spec.id}", _resume_command(spec.id, outdir, quick, jobs, sets)):
@@ -530,7 +534,7 @@ def reproduce_cmd(
     )
     if user_set and not ctx.user_runs:
         click.echo(f"note: --set changed nothing: {spec.id} ran no simulation that takes config overrides", err=True)
-    for key in sorted(ctx.shadowed):
+    for key in sorted(ctx.shadowed - foreseen):
         click.echo(f"note: {spec.id} sets {key} itself in some of its runs; --set {key} did not apply there", err=True)
     for key, runs in sorted(ctx.left_out.items()):
         why = "; ".join(sorted(set(runs.values())))

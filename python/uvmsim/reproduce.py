@@ -292,6 +292,14 @@ def expected_runs(spec: Spec, quick: bool = False, user_set: Mapping[str, Any] |
     return planned_count(ctx, REGISTRY[spec.id])
 
 
+def planned_shadowed(spec: Spec, quick: bool = False, user_set: Mapping[str, Any] | None = None) -> set[str]:
+    """The ``user_set`` keys experiment ``spec`` sets itself in some of the runs planning foresees
+    (``Context.shadowed`` of the plan), so that ``uvmsim reproduce --set`` can say so before the runs."""
+    ctx = Context(spec=spec, params=spec.run_params(quick), out=Path("."), user_set=dict(user_set or {}))
+    plan, _ = _plan(ctx, REGISTRY[spec.id])
+    return plan.shadowed
+
+
 def _plan(ctx: Context, analysis: Analysis) -> tuple[Context, bool]:
     """``analysis`` run on placeholder results (see ``plan_runs``): the planning context, its runs listed, and
     whether the analysis ran to its end (every run listed)."""
