@@ -1,6 +1,7 @@
 //! The driver's record tables (`uvm.records`): one row per fault, per batch and per
 //! migration, written as Parquet by the front end (docs/metrics.md "Record tables").
 
+use crate::xlat::space::PageRanges;
 use serde::Serialize;
 
 /// What became of a fault the driver saw (the `faults` table).
@@ -215,8 +216,7 @@ pub struct AllocRecord {
 /// The per-allocation counters behind the `allocations` table, kept whether or not records are on.
 #[derive(Debug, Clone, Default)]
 pub struct AllocTally {
-    /// (first page, end page, row), sorted by first page.
-    ranges: Vec<(u64, u64, usize)>,
+    ranges: PageRanges,
     pub rows: Vec<AllocRecord>,
 }
 
@@ -235,17 +235,13 @@ pub enum AllocCount {
 impl AllocTally {
     /// A managed allocation of pages `first..end`.
     pub fn add(&mut self, first: u64, end: u64) {
-        let row = self.rows.len();
+        let row = self.ranges.add(first, end);
         self.rows.push(AllocRecord { index: row as u32, first_page: first, pages: end - first, ..AllocRecord::default() });
-        self.ranges.push((first, end, row));
-        self.ranges.sort_unstable();
     }
 
     /// The row of the allocation holding `page`, if any.
     pub fn row_of(&self, page: u64) -> Option<usize> {
-        let i = self.ranges.partition_point(|r| r.0 <= page).checked_sub(1)?;
-        let (_, end, row) = self.ranges[i];
-        (page < end).then_some(row)
+        self.ranges.find(page).map(|r| r.2)
     }
 
     /// Count each of `pages` in column `c` of its allocation's row (a page outside every allocation is not counted).
@@ -255,11 +251,10 @@ impl AllocTally {
         for p in pages {
             let row = match at {
                 Some((f, e, row)) if (f..e).contains(&p) => row,
-                _ => match self.row_of(p) {
-                    Some(row) => {
-                        let r = &self.rows[row];
-                        at = Some((r.first_page, r.first_page + r.pages, row));
-                        row
+                _ => match self.ranges.find(p) {
+                    Some(r) => {
+                        at = Some(r);
+                        r.2
                     }
                     None => continue,
                 },

@@ -89,14 +89,38 @@ pub struct Residency {
     mapped_since: MappedSince,
 }
 
-/// A Bloom filter of page numbers, one bit per page (8,192 bits): `may_hold` is true for
-/// every page marked since the last `clear`, and for few others (a batch maps hundreds).
-/// Prefetched pages used, counted per managed allocation: a binary search over the allocations' page
-/// ranges at a prefetched page's first touch (once per prefetched page, off the hit path).
+/// The managed allocations' page ranges, each with its index (the order they were added): which
+/// allocation holds a page, by binary search. The driver's per-allocation counters and the residency's
+/// count of used prefetches both look pages up here.
 #[derive(Debug, Clone, Default)]
-pub struct UsedByAlloc {
+pub struct PageRanges {
     /// (first page, end page, index), sorted by first page.
     ranges: Vec<(u64, u64, usize)>,
+}
+
+impl PageRanges {
+    /// Pages `first..end` as the next index, which it returns.
+    pub fn add(&mut self, first: u64, end: u64) -> usize {
+        let index = self.ranges.len();
+        self.ranges.push((first, end, index));
+        self.ranges.sort_unstable();
+        index
+    }
+
+    /// The index of the range holding `page`, with the range, if any.
+    #[inline]
+    pub fn find(&self, page: u64) -> Option<(u64, u64, usize)> {
+        let i = self.ranges.partition_point(|r| r.0 <= page).checked_sub(1)?;
+        let r = self.ranges[i];
+        (page < r.1).then_some(r)
+    }
+}
+
+/// Prefetched pages used, counted per managed allocation: a lookup at a prefetched page's first
+/// touch (once per prefetched page, off the hit path).
+#[derive(Debug, Clone, Default)]
+pub struct UsedByAlloc {
+    ranges: PageRanges,
     /// Used pages per allocation, by index (the order allocations were added).
     pub counts: Vec<u64>,
 }
@@ -104,21 +128,20 @@ pub struct UsedByAlloc {
 impl UsedByAlloc {
     /// A managed allocation of pages `first..end`, the next index.
     pub fn add(&mut self, first: u64, end: u64) {
-        self.ranges.push((first, end, self.counts.len()));
-        self.ranges.sort_unstable();
+        self.ranges.add(first, end);
         self.counts.push(0);
     }
 
     #[inline]
     fn count(&mut self, vpn: u64) {
-        let Some(i) = self.ranges.partition_point(|r| r.0 <= vpn).checked_sub(1) else { return };
-        let (_, end, index) = self.ranges[i];
-        if vpn < end {
+        if let Some((_, _, index)) = self.ranges.find(vpn) {
             self.counts[index] += 1;
         }
     }
 }
 
+/// A Bloom filter of page numbers, one bit per page (8,192 bits): `may_hold` is true for
+/// every page marked since the last `clear`, and for few others (a batch maps hundreds).
 #[derive(Debug, Clone)]
 pub struct MappedSince {
     bits: Box<[u64; 128]>,
