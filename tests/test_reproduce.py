@@ -769,7 +769,8 @@ def test_reproduce_with_overrides(tmp_path: Path) -> None:
         assert (cfg["gpu"]["l1tlb"]["mshrs"], cfg["uvm"]["utlb_fault_limit"]) == (2, n)
     assert ctx.shadowed == {"uvm.utlb_fault_limit"} and ctx.user_runs > 0
     # Planning foresees it, before any run (the CLI says so up front).
-    assert rep.planned_shadowed(rep.load_spec("zheng-replayable-mshr"), True, sets) == {"uvm.utlb_fault_limit"}
+    planned, foreseen = rep.expected_runs(rep.load_spec("zheng-replayable-mshr"), True, sets)
+    assert foreseen == {"uvm.utlb_fault_limit"} and planned == len(ctx.runs)
     recorded = tomllib.loads((out / rep.OVERRIDES_FILE).read_text())
     assert recorded == {"gpu": {"l1tlb": {"mshrs": 2}}, "uvm": {"utlb_fault_limit": 3}}
     # Resumed without the overrides: no stored run matches, all run again, and the record goes.

@@ -507,12 +507,12 @@ def reproduce_cmd(
     check_output_dir(outdir)
     with_set = f", with {' '.join(sets)}" if sets else ""
     click.echo(f"{spec.id}: {spec.title} (preset {spec.preset}{', quick' if quick else ''}{with_set})")
+    planned, foreseen = reproduce_mod.expected_runs(spec, quick, user_set)
     # Keys the experiment varies itself: said before the runs (they may take minutes), from its plan.
-    foreseen = reproduce_mod.planned_shadowed(spec, quick, user_set) if user_set else set()
     for key in sorted(foreseen):
         click.echo(f"note: {spec.id} sets {key} itself in some of its runs; --set {key} will not apply there", err=True)
     start = time.perf_counter()
-    progress = _RunProgress(reproduce_mod.expected_runs(spec, quick, user_set))
+    progress = _RunProgress(planned)
     with _resumable(f"reproduce {spec.id}", _resume_command(spec.id, outdir, quick, jobs, sets)):
         rows, ctx = reproduce_mod.reproduce_context(
             spec.id, outdir, quick=quick, resume=resume, jobs=jobs, set=user_set, on_run=progress

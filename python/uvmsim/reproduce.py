@@ -281,23 +281,23 @@ def plan_runs(ctx: Context, analysis: Analysis) -> list[tuple[str, dict[str, Any
 
 def planned_count(ctx: Context, analysis: Analysis) -> int | None:
     """How many distinct runs ``analysis`` will ask for, if planning lists them all (None where it stops early)."""
-    plan, complete = _plan(ctx, analysis)
+    return _count(*_plan(ctx, analysis))
+
+
+def _count(plan: Context, complete: bool) -> int | None:
     assert plan.planned is not None
     return len({name for name, _, _ in plan.planned}) if complete else None
 
 
-def expected_runs(spec: Spec, quick: bool = False, user_set: Mapping[str, Any] | None = None) -> int | None:
-    """How many runs experiment ``spec`` will simulate (``planned_count``), for a progress count."""
-    ctx = Context(spec=spec, params=spec.run_params(quick), out=Path("."), user_set=dict(user_set or {}))
-    return planned_count(ctx, REGISTRY[spec.id])
-
-
-def planned_shadowed(spec: Spec, quick: bool = False, user_set: Mapping[str, Any] | None = None) -> set[str]:
-    """The ``user_set`` keys experiment ``spec`` sets itself in some of the runs planning foresees
+def expected_runs(
+    spec: Spec, quick: bool = False, user_set: Mapping[str, Any] | None = None
+) -> tuple[int | None, set[str]]:
+    """From one planning pass of experiment ``spec``: how many runs it will simulate (``planned_count``), for a
+    progress count, and the ``user_set`` keys it sets itself in some of the runs planning foresees
     (``Context.shadowed`` of the plan), so that ``uvmsim reproduce --set`` can say so before the runs."""
     ctx = Context(spec=spec, params=spec.run_params(quick), out=Path("."), user_set=dict(user_set or {}))
-    plan, _ = _plan(ctx, REGISTRY[spec.id])
-    return plan.shadowed
+    plan, complete = _plan(ctx, REGISTRY[spec.id])
+    return _count(plan, complete), plan.shadowed
 
 
 def _plan(ctx: Context, analysis: Analysis) -> tuple[Context, bool]:
@@ -1415,9 +1415,11 @@ def zheng_replayable_mshr(ctx: Context) -> dict[str, float]:
     # far below 1 (faster than copy-then-execute without prefetching) says the gap is in the model, not
     # in which workloads the mean is over.
     seen = len(table[ctx.params["mshrs"][0]])
-    for n, published in ctx.params["published_means"].items():
-        s = table[int(n)]
-        out[f"unmodelled_mean_needed.{n}"] = (SEED_SUITE_SIZE * published - sum(s.values())) / (SEED_SUITE_SIZE - seen)
+    for n, s in table.items():
+        published = next((c.published for c in ctx.spec.checks if c.metric == f"mean_slowdown.{n}"), None)
+        if isinstance(published, int | float):
+            others = SEED_SUITE_SIZE - seen
+            out[f"unmodelled_mean_needed.{n}"] = (SEED_SUITE_SIZE * published - sum(s.values())) / others
     # §3.2, after the sweep: "still 2-7x worse than programmer directed transfers for half of our applications".
     n = ctx.params["mshrs"][-1]
     out[f"workloads_at_least_2x.{n}"] = float(sum(v >= 2.0 for v in table[n].values()))
