@@ -199,7 +199,7 @@ impl Uvm {
             moved.bytes_h2d += bytes;
             moved.copies.push(copy);
             self.stats.bytes_h2d += bytes;
-            self.alloc_tally.count(AllocCount::PagesH2d, from_cpu.iter().copied());
+            self.alloc_tally.count(AllocCount::PagesH2d, &self.allocs, from_cpu.iter().copied());
         }
         if let (Some(pm), Some(before)) = (self.page_evict.as_mut(), pinned_before) {
             pm.pinned = before;
@@ -272,9 +272,9 @@ impl Uvm {
         }
         // The block's allocation: that of its first resident page (a block holds one allocation's pages).
         let first = prefetch::pages(&mask).next().map_or(victim * BLOCK_PAGES, |i| victim * BLOCK_PAGES + i as u64);
-        self.alloc_tally.count(AllocCount::Evictions, [first]);
-        self.alloc_tally.count(AllocCount::PagesEvicted, prefetch::pages(&mask).map(|i| victim * BLOCK_PAGES + i as u64));
-        self.alloc_tally.count(AllocCount::PagesWrittenBack, prefetch::pages(&copy).map(|i| victim * BLOCK_PAGES + i as u64));
+        self.alloc_tally.count(AllocCount::Evictions, &self.allocs, [first]);
+        self.alloc_tally.count(AllocCount::PagesEvicted, &self.allocs, prefetch::pages(&mask).map(|i| victim * BLOCK_PAGES + i as u64));
+        self.alloc_tally.count(AllocCount::PagesWrittenBack, &self.allocs, prefetch::pages(&copy).map(|i| victim * BLOCK_PAGES + i as u64));
         self.stats.evictions += 1;
         self.stats.pages_evicted += n;
         self.stats.pages_evicted_clean += n - copied;

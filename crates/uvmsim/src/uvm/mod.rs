@@ -90,7 +90,7 @@ use crate::config::ByteSize;
 use crate::link::{Dir, Link};
 use crate::sim::{mix64, ns_to_ps, Ps};
 use crate::stats::{Latency, Metrics};
-use crate::xlat::space::{Residency, BLOCK_PAGES};
+use crate::xlat::space::{PageRanges, Residency, BLOCK_PAGES};
 use evict::{Chunks, EvictionConfig, EvictionGranularity, Pages, WriteBack};
 pub use policy::Advice;
 use policy::{AdviseConfig, PreunmapConfig, UnmapGranularity, UnmapMode, Worker};
@@ -863,8 +863,8 @@ pub struct Uvm {
     /// Evicted VA blocks whose GPU translations the caller must shoot down.
     pub shootdowns: Vec<u64>,
     prefetch: PrefetchConfig,
-    /// Managed allocations as sorted page ranges (prefetch candidates, block ends).
-    allocs: Vec<(u64, u64)>,
+    /// Managed allocations' page ranges (prefetch candidates, block ends, the tally's rows).
+    allocs: PageRanges,
     /// The driver's page counts per managed allocation (the `allocations` table).
     pub(crate) alloc_tally: AllocTally,
     /// Sequential prefetch: every managed page below it is resident or in service.
@@ -1075,7 +1075,7 @@ impl Uvm {
             cpu_evicted: FxHashMap::default(),
             shootdowns: vec![],
             prefetch: c.prefetch.clone(),
-            allocs: vec![],
+            allocs: PageRanges::default(),
             alloc_tally: AllocTally::default(),
             seq_cursor: 0,
             window_skipped: FxHashSet::default(),
@@ -1356,16 +1356,15 @@ impl Uvm {
             self.advised.push((first, end, advice));
             self.advised.sort_unstable_by_key(|r| r.0);
         }
-        self.allocs.push((first, end));
-        self.allocs.sort_unstable();
-        self.alloc_tally.add(first, end);
-        self.seq_cursor = self.allocs[0].0;
+        let index = self.allocs.add(first, end);
+        self.alloc_tally.add(index, first, end);
+        self.seq_cursor = self.allocs.spans()[0].0;
         if self.oversubscription > 0.0 {
-            let blocks: u64 = self.allocs.iter().map(|&(f, e)| e.div_ceil(BLOCK_PAGES) - f / BLOCK_PAGES).sum();
+            let blocks: u64 = self.allocs.spans().iter().map(|&(f, e)| e.div_ceil(BLOCK_PAGES) - f / BLOCK_PAGES).sum();
             if let Some(pm) = self.page_evict.as_mut() {
                 // Memory counted in pages only: a chunk capacity rounded down from the blocks would be
                 // smaller than the pages' and fail the capacity checks of debug builds.
-                let pages: u64 = self.allocs.iter().map(|&(f, e)| e - f).sum();
+                let pages: u64 = self.allocs.spans().iter().map(|&(f, e)| e - f).sum();
                 pm.capacity = ((pages as f64 / self.oversubscription).floor() as u64).max(1);
             } else {
                 self.capacity_chunks = ((blocks as f64 / self.oversubscription).floor() as u64).max(1);
@@ -1379,7 +1378,7 @@ impl Uvm {
         self.first_touch = Some((vec![], FxHashSet::default()));
         // Allocations are sorted; count their union (two never share a page, but be sure).
         let (mut pages, mut covered) = (0, 0);
-        for &(f, e) in &self.allocs {
+        for &(f, e) in self.allocs.spans() {
             let f = f.max(covered);
             if e > f {
                 pages += e - f;
@@ -1429,10 +1428,9 @@ impl Uvm {
     /// Pages of VA block `block` inside its allocation (512 but at an allocation's end).
     fn block_pages(&self, block: u64) -> usize {
         let first = block * BLOCK_PAGES;
-        let i = self.allocs.partition_point(|&(f, _)| f <= first);
-        match i.checked_sub(1).map(|i| self.allocs[i]) {
-            Some((_, end)) if end > first => (end - first).min(BLOCK_PAGES) as usize,
-            _ => BLOCK_PAGES as usize,
+        match self.allocs.find(first) {
+            Some((_, end, _)) => (end - first).min(BLOCK_PAGES) as usize,
+            None => BLOCK_PAGES as usize,
         }
     }
 
@@ -1495,14 +1493,11 @@ impl Uvm {
     fn unmap_range(&self, block: u64) -> Vec<u64> {
         let ranges: Vec<(u64, u64)> = match self.preunmap.granularity {
             UnmapGranularity::VaBlock => vec![(block, block + 1)],
-            UnmapGranularity::Allocation => {
-                let i = self.allocs.partition_point(|&(f, _)| f <= block * BLOCK_PAGES);
-                match i.checked_sub(1).map(|i| self.allocs[i]) {
-                    Some((f, e)) if e > block * BLOCK_PAGES => vec![(f / BLOCK_PAGES, e.div_ceil(BLOCK_PAGES))],
-                    _ => vec![(block, block + 1)],
-                }
-            }
-            UnmapGranularity::Space => self.allocs.iter().map(|&(f, e)| (f / BLOCK_PAGES, e.div_ceil(BLOCK_PAGES))).collect(),
+            UnmapGranularity::Allocation => match self.allocs.find(block * BLOCK_PAGES) {
+                Some((f, e, _)) => vec![(f / BLOCK_PAGES, e.div_ceil(BLOCK_PAGES))],
+                None => vec![(block, block + 1)],
+            },
+            UnmapGranularity::Space => self.allocs.spans().iter().map(|&(f, e)| (f / BLOCK_PAGES, e.div_ceil(BLOCK_PAGES))).collect(),
         };
         let mut out: Vec<u64> = ranges.into_iter().flat_map(|(a, b)| a..b).filter(|b| self.cpu_mapped.contains_key(b)).collect();
         out.sort_unstable();
@@ -1643,7 +1638,7 @@ impl Uvm {
                         residency.forget(p);
                     }
                 }
-                self.alloc_tally.count(AllocCount::HostFaultPages, pages.iter().copied());
+                self.alloc_tally.count(AllocCount::HostFaultPages, &self.allocs, pages.iter().copied());
                 self.stats.host_pages_d2h += pages.len() as u64;
                 self.stats.host_bytes_d2h += bytes;
                 if cause == Cause::Thrashing {
@@ -1789,9 +1784,9 @@ impl Uvm {
                     self.record_migration(xfer, &copied, Dir::DeviceToHost, Cause::Eviction);
                 }
             }
-            self.alloc_tally.count(AllocCount::Evictions, victims.iter().copied());
-            self.alloc_tally.count(AllocCount::PagesEvicted, victims.iter().copied());
-            self.alloc_tally.count(AllocCount::PagesWrittenBack, copied.iter().copied());
+            self.alloc_tally.count(AllocCount::Evictions, &self.allocs, victims.iter().copied());
+            self.alloc_tally.count(AllocCount::PagesEvicted, &self.allocs, victims.iter().copied());
+            self.alloc_tally.count(AllocCount::PagesWrittenBack, &self.allocs, copied.iter().copied());
             self.stats.evictions += victims.len() as u64;
             self.stats.pages_evicted += victims.len() as u64;
             self.stats.pages_evicted_clean += (victims.len() - copied.len()) as u64;
@@ -1851,7 +1846,9 @@ impl Uvm {
         let in_flight = &self.in_flight;
         let taken = |p: u64| residency.is_resident(p) || in_flight.contains_key(&p) || demand.binary_search(&p).is_ok();
         let mut out = match policy {
-            PrefetchPolicy::Random => prefetch::random(&self.allocs, want, mix64(self.seed ^ 0x7072_6566 ^ self.stats.batches << 8), taken),
+            PrefetchPolicy::Random => {
+                prefetch::random(self.allocs.spans(), want, mix64(self.seed ^ 0x7072_6566 ^ self.stats.batches << 8), taken)
+            }
             PrefetchPolicy::Oracle => {
                 let (out, at) = prefetch::oracle(&self.oracle, self.oracle_at, want, taken);
                 self.oracle_at = at;
@@ -1863,7 +1860,7 @@ impl Uvm {
                     let track = self.full;
                     let skipped = &mut self.window_skipped;
                     let mut n = 0;
-                    let out = prefetch::locality(&self.allocs, l, self.prefetch.window_pages as u64, want, |p| {
+                    let out = prefetch::locality(self.allocs.spans(), l, self.prefetch.window_pages as u64, want, |p| {
                         if track && residency.is_resident(p) {
                             n += skipped.insert(p) as u64;
                         }
@@ -1879,8 +1876,9 @@ impl Uvm {
         if fill && out.len() < want {
             // Sequential fills the set; locality falls back to it when its window runs out.
             let chosen = out.clone();
-            let (more, at) =
-                prefetch::sequential(&self.allocs, self.seq_cursor, want - out.len(), |p| taken(p) || chosen.binary_search(&p).is_ok());
+            let (more, at) = prefetch::sequential(self.allocs.spans(), self.seq_cursor, want - out.len(), |p| {
+                taken(p) || chosen.binary_search(&p).is_ok()
+            });
             // Every page the scan passed is resident, demanded or chosen: in service now.
             self.seq_cursor = at;
             out.extend(more);
@@ -2442,9 +2440,9 @@ impl Uvm {
             self.stats.unique += demand.len() as u64;
             self.stats.bytes_h2d += bytes;
             self.stats.prefetched += prefetched.len() as u64;
-            self.alloc_tally.count(AllocCount::Faults, demand.iter().copied());
-            self.alloc_tally.count(AllocCount::Prefetched, prefetched.iter().copied());
-            self.alloc_tally.count(AllocCount::PagesH2d, from_cpu.iter().copied());
+            self.alloc_tally.count(AllocCount::Faults, &self.allocs, demand.iter().copied());
+            self.alloc_tally.count(AllocCount::Prefetched, &self.allocs, prefetched.iter().copied());
+            self.alloc_tally.count(AllocCount::PagesH2d, &self.allocs, from_cpu.iter().copied());
             if per_block_replay {
                 if driver {
                     t += c.tracker + c.replay;

@@ -65,6 +65,7 @@
 use super::Fault;
 use crate::sim::{ns_to_ps, ps_to_ns, Ps};
 use crate::stats::{Latency, Metrics};
+use crate::xlat::space::PageRanges;
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -159,7 +160,7 @@ pub struct Ppr {
     slots: usize,
     outstanding: BinaryHeap<Reverse<Ps>>,
     /// Managed allocations as sorted page ranges [first, end): blocks are clamped to them.
-    allocs: Vec<(u64, u64)>,
+    allocs: PageRanges,
     /// Blocks with a request in flight: first page -> end page.
     pending: FxHashMap<u64, u64>,
     pub faults: u64,
@@ -196,7 +197,7 @@ impl Ppr {
             slots: c.max_outstanding as usize,
             // Holds at most `slots` entries; grown on demand past a small start.
             outstanding: BinaryHeap::with_capacity((c.max_outstanding as usize).min(1024)),
-            allocs: vec![],
+            allocs: PageRanges::default(),
             pending: FxHashMap::default(),
             faults: 0,
             merged: 0,
@@ -212,18 +213,16 @@ impl Ppr {
 
     /// A managed allocation of pages [first, end): a block never crosses its edges.
     pub fn add_allocation(&mut self, first: u64, end: u64) {
-        let at = self.allocs.partition_point(|&(f, _)| f < first);
-        self.allocs.insert(at, (first, end));
+        self.allocs.add(first, end);
     }
 
     /// The pages [first, end) one request for `vpn` maps: its aligned block, clamped to its
     /// allocation (a page outside every allocation, e.g. trace replay: the whole block).
     pub fn block_of(&self, vpn: u64) -> (u64, u64) {
         let (lo, hi) = (vpn >> self.log2 << self.log2, ((vpn >> self.log2) + 1) << self.log2);
-        let i = self.allocs.partition_point(|&(f, _)| f <= vpn);
-        match i.checked_sub(1).map(|i| self.allocs[i]) {
-            Some((f, e)) if vpn < e => (lo.max(f), hi.min(e)),
-            _ => (lo, hi),
+        match self.allocs.find(vpn) {
+            Some((f, e, _)) => (lo.max(f), hi.min(e)),
+            None => (lo, hi),
         }
     }
 

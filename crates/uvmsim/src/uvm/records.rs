@@ -213,10 +213,10 @@ pub struct AllocRecord {
     pub host_fault_pages: u64,
 }
 
-/// The per-allocation counters behind the `allocations` table, kept whether or not records are on.
+/// The per-allocation counters behind the `allocations` table, kept whether or not records are on; a row
+/// per allocation, by the index its [`PageRanges`] gives it.
 #[derive(Debug, Clone, Default)]
 pub struct AllocTally {
-    ranges: PageRanges,
     pub rows: Vec<AllocRecord>,
 }
 
@@ -233,25 +233,21 @@ pub enum AllocCount {
 }
 
 impl AllocTally {
-    /// A managed allocation of pages `first..end`.
-    pub fn add(&mut self, first: u64, end: u64) {
-        let row = self.ranges.add(first, end);
-        self.rows.push(AllocRecord { index: row as u32, first_page: first, pages: end - first, ..AllocRecord::default() });
+    /// The row of managed allocation `index` (the next one), pages `first..end`.
+    pub fn add(&mut self, index: usize, first: u64, end: u64) {
+        debug_assert_eq!(index, self.rows.len(), "rows are added in index order");
+        self.rows.push(AllocRecord { index: index as u32, first_page: first, pages: end - first, ..AllocRecord::default() });
     }
 
-    /// The row of the allocation holding `page`, if any.
-    pub fn row_of(&self, page: u64) -> Option<usize> {
-        self.ranges.find(page).map(|r| r.2)
-    }
-
-    /// Count each of `pages` in column `c` of its allocation's row (a page outside every allocation is not counted).
-    pub fn count(&mut self, c: AllocCount, pages: impl IntoIterator<Item = u64>) {
+    /// Count each of `pages` in column `c` of the row of its allocation in `ranges` (a page outside every
+    /// allocation is not counted).
+    pub fn count(&mut self, c: AllocCount, ranges: &PageRanges, pages: impl IntoIterator<Item = u64>) {
         // Pages come in runs of one allocation (a VA block's set): look the range up only when it changes.
         let mut at: Option<(u64, u64, usize)> = None;
         for p in pages {
             let row = match at {
                 Some((f, e, row)) if (f..e).contains(&p) => row,
-                _ => match self.ranges.find(p) {
+                _ => match ranges.find(p) {
                     Some(r) => {
                         at = Some(r);
                         r.2
@@ -279,14 +275,13 @@ mod tests {
 
     #[test]
     fn alloc_tally_counts_each_page_in_its_allocation_and_skips_the_rest() {
-        let mut t = AllocTally::default();
         // Added out of address order: the rows keep the order of the calls.
-        t.add(1000, 1512);
-        t.add(0, 100);
-        assert_eq!((t.row_of(0), t.row_of(99), t.row_of(100), t.row_of(999)), (Some(1), Some(1), None, None));
-        assert_eq!((t.row_of(1000), t.row_of(1511), t.row_of(1512)), (Some(0), Some(0), None));
-        t.count(AllocCount::Faults, [5, 6, 99, 100, 1000, 1511, 1512, 7]);
-        t.count(AllocCount::PagesEvicted, 1000..1010);
+        let ranges: PageRanges = [(1000, 1512), (0, 100)].into_iter().collect();
+        let mut t = AllocTally::default();
+        t.add(0, 1000, 1512);
+        t.add(1, 0, 100);
+        t.count(AllocCount::Faults, &ranges, [5, 6, 99, 100, 1000, 1511, 1512, 7]);
+        t.count(AllocCount::PagesEvicted, &ranges, 1000..1010);
         assert_eq!((t.rows[0].faults, t.rows[1].faults), (2, 4));
         assert_eq!((t.rows[0].pages_evicted, t.rows[1].pages_evicted), (10, 0));
         assert_eq!((t.rows[0].index, t.rows[0].first_page, t.rows[0].pages), (0, 1000, 512));

@@ -1014,7 +1014,7 @@ fn polled_transfer_sets_fill_each_interval_after_its_demand_pages() {
     for (wait, per_copy) in [(true, true), (false, true), (true, false), (false, false)] {
         let (mut u, mut link, mut res) = polled(16, locality_sets_of_4(wait));
         u.land_per_copy = per_copy;
-        u.allocs = vec![(0, 14)];
+        u.allocs = [(0, 14)].into_iter().collect();
         u.raise(fault_at(0, 5, 0));
         u.raise(fault_at(3_000_000, 9, 1));
         let landed = drain(&mut u, &mut link, &mut res);
@@ -1068,7 +1068,7 @@ fn polled_demand_pages_cross_before_the_prefetches_of_lower_blocks() {
         let prefetch = PrefetchConfig { policy: PrefetchPolicy::Sequential, transfer_set_pages: 4, ..PrefetchConfig::default() };
         let (mut u, mut link, mut res) = polled(16, prefetch);
         u.land_per_copy = per_copy;
-        u.allocs = vec![(0, 1024)];
+        u.allocs = [(0, 1024)].into_iter().collect();
         u.raise(fault_at(0, 600, 0));
         let landed = drain(&mut u, &mut link, &mut res);
         let when = |p: u64| landed.iter().find(|l| l.0 == p).unwrap().1;
@@ -1363,7 +1363,7 @@ fn polled_fault_on_a_prefetched_page_in_flight_goes_to_the_handler() {
         let prefetch = locality_sets_of_4(false);
         let (mut u, mut link, mut res) =
             polled_with(UvmConfig { utlb_fault_limit: 16, prefetch, merge_prefetched_faults: merge_prefetched, ..UvmConfig::default() });
-        u.allocs = vec![(0, 14)];
+        u.allocs = [(0, 14)].into_iter().collect();
         u.raise(fault_at(0, 5, 0));
         // Run the handler up to the first set's copies, then fault on the pages in the air.
         while let Some(Next::Service(t)) = u.events.first().copied().filter(|n| matches!(n, Next::Service(t) if *t <= 20_000_000)) {

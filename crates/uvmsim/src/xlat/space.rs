@@ -89,30 +89,59 @@ pub struct Residency {
     mapped_since: MappedSince,
 }
 
-/// The managed allocations' page ranges, each with its index (the order they were added): which
-/// allocation holds a page, by binary search. The driver's per-allocation counters and the residency's
-/// count of used prefetches both look pages up here.
+/// The managed allocations' page ranges in address order, each with its index (the order they were
+/// added): which allocation holds a page, by binary search. The UVM driver (its allocations, their
+/// per-allocation counters), the APU's page-request path and the residency's count of used prefetches
+/// each keep one.
 #[derive(Debug, Clone, Default)]
 pub struct PageRanges {
-    /// (first page, end page, index), sorted by first page.
-    ranges: Vec<(u64, u64, usize)>,
+    /// (first page, end page), sorted by first page.
+    spans: Vec<(u64, u64)>,
+    /// The index of each span, in the same order.
+    index: Vec<usize>,
 }
 
 impl PageRanges {
     /// Pages `first..end` as the next index, which it returns.
     pub fn add(&mut self, first: u64, end: u64) -> usize {
-        let index = self.ranges.len();
-        self.ranges.push((first, end, index));
-        self.ranges.sort_unstable();
+        let index = self.spans.len();
+        let at = self.spans.partition_point(|&s| s <= (first, end));
+        self.spans.insert(at, (first, end));
+        self.index.insert(at, index);
         index
     }
 
-    /// The index of the range holding `page`, with the range, if any.
+    /// The range holding `page` and its index, if any.
     #[inline]
     pub fn find(&self, page: u64) -> Option<(u64, u64, usize)> {
-        let i = self.ranges.partition_point(|r| r.0 <= page).checked_sub(1)?;
-        let r = self.ranges[i];
-        (page < r.1).then_some(r)
+        let i = self.spans.partition_point(|s| s.0 <= page).checked_sub(1)?;
+        let (first, end) = self.spans[i];
+        (page < end).then_some((first, end, self.index[i]))
+    }
+
+    /// The ranges in address order.
+    #[inline]
+    pub fn spans(&self) -> &[(u64, u64)] {
+        &self.spans
+    }
+
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+}
+
+impl FromIterator<(u64, u64)> for PageRanges {
+    /// The ranges indexed in the order given.
+    fn from_iter<I: IntoIterator<Item = (u64, u64)>>(iter: I) -> Self {
+        let mut r = PageRanges::default();
+        for (first, end) in iter {
+            r.add(first, end);
+        }
+        r
     }
 }
 
@@ -574,6 +603,21 @@ impl AddressSpace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ranges added out of address order keep their indexes, are listed in address order, and a
+    /// page between or past them belongs to none.
+    #[test]
+    fn page_ranges_find_the_range_and_index_of_a_page() {
+        let r: PageRanges = [(1000, 1512), (0, 100), (512, 600)].into_iter().collect();
+        assert_eq!(r.spans(), &[(0, 100), (512, 600), (1000, 1512)]);
+        assert_eq!((r.find(0), r.find(99), r.find(100)), (Some((0, 100, 1)), Some((0, 100, 1)), None));
+        assert_eq!((r.find(511), r.find(512), r.find(599), r.find(600)), (None, Some((512, 600, 2)), Some((512, 600, 2)), None));
+        assert_eq!(
+            (r.find(1000), r.find(1511), r.find(1512), r.find(u64::MAX)),
+            (Some((1000, 1512, 0)), Some((1000, 1512, 0)), None, None)
+        );
+        assert_eq!((r.len(), PageRanges::default().is_empty()), (3, true));
+    }
 
     /// Hand cases of the mapping a managed page takes with large PTEs: a block's aligned 64 KiB
     /// region when its 16 pages are resident, the 2 MiB block when all 512 are, never across a
