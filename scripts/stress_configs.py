@@ -13,7 +13,11 @@ JSON-lines file, one object per run, so an interrupted stress run keeps what it 
 Found so far (docs/multi-gpu.md, 2026-11-29): multi-GPU warps slept for answers that had
 already come (every multi-GPU blas-gemm deadlocked), page-crossing lanes livelocked
 between GPUs (sad with round-robin CTAs), and, at --scale 4, ATS-mode warps waiting for page
-pairs two GPUs shared livelocked (CoMD on mi300a-apu).
+pairs two GPUs shared livelocked (CoMD on mi300a-apu). Session 65 added the 22 switches introduced
+since session 40 (CTA dispatch and barriers, TLB fill and MSHR blocking, the polled model's MSHR reading,
+the transfer set's options, overlapped write-backs, records, the multi-GPU oracles, the workloads' copies
+and hints): 1,500 runs at scale 1 (seed 6501) and 800 at scale 4 (seed 6502) all finished or were
+refused with exit code 2.
 """
 
 from __future__ import annotations
@@ -197,6 +201,29 @@ OPTIONS: dict[str, list[str]] = {
     # Added in session 28: GPU memory limits without uvm.oversubscription (which needs the GMMU on
     # one GPU), so iommu-mode runs and access-counter migrations meet a full memory too.
     "uvm.gpu_memory_bytes": ['"0B"', '"4MiB"', '"64MiB"'],
+    # Added in session 65: the switches added since session 40, which no stress run had drawn yet.
+    "gpu.cta_dispatch": ['"round-robin"', '"fill"'],
+    "gpu.cta_barriers": ["true", "false"],
+    "gpu.l1tlb.allocate": ['"on-miss"', '"on-fill"'],
+    "gpu.l1tlb.full_mshrs_block": ["true", "false"],
+    "gpu.l2tlb.replacement": ['"lru"', '"fifo"'],
+    "gpu.l2tlb.allocate": ['"on-miss"', '"on-fill"'],
+    "gmmu.walker.pte_from_dram": ["true", "false"],
+    "uvm.merged_faults_take_mshr": ["true", "false"],
+    "uvm.prefetch.gpu_preferred": ["true", "false"],
+    "uvm.prefetch.full_link_room": ["true", "false"],
+    "uvm.prefetch.demand_waits_for_set": ["true", "false"],
+    "uvm.eviction.overlap_write_back": ["true", "false"],
+    "uvm.records": ["true", "false"],
+    "uvm.fault_records": ["true", "false"],
+    "multi.host_uplink_shared": ["true", "false"],
+    "multi.oracle.infinite_iommu_tlb": ["true", "false"],
+    "multi.oracle.infinite_pwc": ["true", "false"],
+    "multi.least_tlb.tracker": ["true", "false"],
+    "workload.memcpy_inputs": ["true", "false"],
+    "workload.memcpy_outputs": ["true", "false"],
+    "workload.host_init": ["true", "false"],
+    "workload.prefetch_inputs": ["true", "false"],
 }
 
 
