@@ -774,15 +774,17 @@ fn large_ptes_make_prefetched_managed_memory_walk_like_device_memory() {
 
 /// With `translation.managed_large_ptes` one translation covers many 4 KiB pages, and a warp
 /// reaches prefetched pages through a large TLB entry without walking to them: each page its lines
-/// touch still counts as used and, stored to, as dirty. Page-strided stores (32 pages a warp
-/// instruction), 2x oversubscribed, dirty-only write-back: the same clean evictions and wasted
-/// prefetches as with 4 KiB PTEs.
+/// touch still counts as used and, stored to, as dirty, and the pages it does not touch as neither.
+/// Stores 6 KiB apart (a warp instruction's 32 lanes on 32 of 48 pages, every third page untouched:
+/// density prefetches those, and they are wasted and evicted clean), 2x oversubscribed, dirty-only
+/// write-back: the same clean evictions and wasted prefetches as with 4 KiB PTEs. (With 4 KiB
+/// apart every page is stored to, and both counts were 0 either way.)
 #[test]
 fn large_ptes_keep_touched_and_dirty_pages_per_4k_page() {
     let sets = [
         "workload.kind=\"strided\"",
         "workload.strided.threads=16384",
-        "workload.strided.stride_elements=1024",
+        "workload.strided.stride_elements=1536",
         "workload.strided.write=true",
         "workload.strided.repeats=2",
         "workload.managed=true",
@@ -797,6 +799,7 @@ fn large_ptes_keep_touched_and_dirty_pages_per_4k_page() {
         assert_eq!(m(&on, k), m(&off, k), "{k}");
     }
     assert!(m(&on, "uvm.pages_evicted_clean") < m(&on, "uvm.pages_evicted"), "stored pages are written back");
+    assert!(m(&on, "uvm.pages_evicted_clean") > 0.0 && m(&on, "uvm.prefetch.wasted") > 0.0, "untouched pages are prefetched");
 }
 
 /// `uvm.migration_records_max` bounds the single-GPU driver's migrations table too: the first

@@ -298,8 +298,16 @@ fn unread_keys_change_no_metric() {
         ("workload.host_threads", |c| c.workload.host_threads = 16),
     ];
     let small = ["workload.stream.elements=65536", "workload.stream.threads=4096"];
-    let runs: [(&str, Vec<&str>, &[Change]); 4] = [
-        ("kaveri-apu", stream(&["workload.prefetch_inputs=true", "uvm.gpu_memory_bytes=\"2MiB\""]), &iommu),
+    // Each run with the metrics of the paths it must take (> 0): page requests and cudaMemPrefetchAsync,
+    // access-counter migrations, far faults of several GPUs.
+    type Run<'a> = (&'a str, Vec<&'a str>, &'a [Change], &'a [&'a str]);
+    let runs: [Run; 4] = [
+        (
+            "kaveri-apu",
+            stream(&["workload.prefetch_inputs=true", "uvm.gpu_memory_bytes=\"2MiB\""]),
+            &iommu,
+            &["apu.faults", "uvm.prefetch_async.pages"],
+        ),
         (
             "gh200-c2c",
             [
@@ -312,14 +320,18 @@ fn unread_keys_change_no_metric() {
             ]
             .to_vec(),
             &iommu,
+            &["uvm.access_counters.pages"],
         ),
-        ("li-4gpu-ats", stream(&small), &multi),
-        ("li-4gpu-gmmu", stream(&small), &multi),
+        ("li-4gpu-ats", stream(&small), &multi, &["multi.far_faults"]),
+        ("li-4gpu-gmmu", stream(&small), &multi, &["multi.far_faults"]),
     ];
-    for (p, sets, changes) in runs {
+    for (p, sets, changes, paths) in runs {
         let base = resolved(p, &sets).unwrap();
         let mode = base.mode();
         let before = metrics(&base);
+        for k in paths {
+            assert!(before[*k].as_f64() > 0.0, "{p}: {k}");
+        }
         // The runs take the driver's paths the mode still has: its migrations fill GPU memory and evict.
         if mode == Mode::Iommu {
             assert!(before["uvm.evictions"].as_f64() > 0.0, "{p}: no eviction");

@@ -112,6 +112,7 @@ fn migrations_sum_to_the_link_bytes() {
         let x = &out.metrics;
         assert_eq!(bytes(mig, "h2d"), m(x, "link.h2d.bytes"), "{sets:?}");
         assert_eq!(bytes(mig, "d2h"), m(x, "link.d2h.bytes"), "{sets:?}");
+        assert!(bytes(mig, "h2d") > 0.0 && bytes(mig, "d2h") > 0.0, "{sets:?}: copies both ways");
         // One row per copy and cause (a VA block's copy carries its faulted and its prefetched pages).
         assert!(mig.len() as f64 >= m(x, "link.h2d.transfers") + m(x, "link.d2h.transfers"));
         assert!(mig.iter().all(|r| r.end_ns > r.start_ns && r.bytes == r.pages * 4096 && r.copy_engine < 2));
@@ -295,20 +296,36 @@ fn a_fault_on_the_block_the_async_worker_holds_waits_for_it() {
 #[test]
 fn policies_run_under_every_fault_mode_and_cost_model() {
     let pp = ["workload.kind=ping-pong", "workload.managed=true", "workload.ping_pong.pages=40", "workload.ping_pong.iterations=100"];
-    for extra in [
-        &["uvm.fault_mode=blocking"][..],
-        &["uvm.replay_policy=once"][..],
-        &["uvm.replay_policy=block"][..],
-        &["uvm.cost_model=fixed-latency"][..],
-        &["workload.ping_pong.gpu_write=true", "uvm.advise.policy=read-mostly"][..],
-        &["uvm.advise.policy=accessed-by", "uvm.gpu_memory_bytes=2MiB"][..],
-        &["uvm.advise.policy=preferred-location-host", "uvm.prefetch.policy=density"][..],
-        &["uvm.preunmap.mode=async", "uvm.preunmap.granularity=space", "workload.host_threads=4"][..],
-    ] {
+    // Each case with the metrics that show its option acted (> 0); "uvm.thrashing.pins": the ping-pong thrashes.
+    let cases: [(&[&str], &[&str]); 8] = [
+        // With a store after each load, later instructions meet a blocked µTLB; a lone load per warp (issued
+        // before any walk ends) never did, and blocking gave the replayable run to the picosecond.
+        (&["uvm.fault_mode=blocking", "workload.ping_pong.gpu_write=true"], &["uvm.thrashing.pins", "gpu0.blocked_insts"]),
+        (&["uvm.replay_policy=once"], &["uvm.thrashing.pins"]),
+        (&["uvm.replay_policy=block"], &["uvm.thrashing.pins"]),
+        (&["uvm.cost_model=fixed-latency"], &["uvm.thrashing.pins"]),
+        (&["workload.ping_pong.gpu_write=true", "uvm.advise.policy=read-mostly"], &["uvm.read_dup.collapses"]),
+        (&["uvm.advise.policy=accessed-by", "uvm.gpu_memory_bytes=2MiB"], &["uvm.remote.loads"]),
+        (&["uvm.advise.policy=preferred-location-host", "uvm.prefetch.policy=density"], &["uvm.remote_mapped"]),
+        // 520 pages span two VA blocks, so the worker has one to unmap (40 pages are one block, which each
+        // iteration's first fault unmapped on demand: the worker never ran); no host compute, so that the
+        // longer iterations still thrash.
+        (
+            &[
+                "uvm.preunmap.mode=async",
+                "uvm.preunmap.granularity=space",
+                "workload.host_threads=4",
+                "workload.ping_pong.pages=520",
+                "workload.ping_pong.host_us=0",
+            ],
+            &["uvm.thrashing.pins", "uvm.unmap.async"],
+        ),
+    ];
+    for (extra, acted) in cases {
         let x = run(&[&pp[..], extra].concat()).metrics;
         assert!(m(&x, "time.total_ns") > 0.0, "{extra:?}");
-        if extra.len() == 1 {
-            assert!(m(&x, "uvm.thrashing.pins") > 0.0, "{extra:?}: the ping-pong thrashes");
+        for k in acted {
+            assert!(m(&x, k) > 0.0, "{extra:?}: {k}");
         }
     }
 }
@@ -494,6 +511,7 @@ fn polled_batches_table_adds_up_to_the_summary() {
     let (x, b) = (&out.metrics, out.batches.as_ref().unwrap());
     let sum = |f: fn(&BatchRecord) -> u64| b.iter().map(f).sum::<u64>() as f64;
     assert!(m(x, "uvm.polled.merged") > 0.0, "faults must join flights in the air");
+    assert!(m(x, "uvm.faults.duplicate") > 0.0 && m(x, "uvm.replays") > 0.0, "the sums below must have something to add");
     assert_eq!(sum(|r| r.fetched), m(x, "uvm.faults.fetched"));
     assert_eq!(sum(|r| r.reads + r.writes + r.prefetches), m(x, "uvm.faults.fetched"));
     assert_eq!(sum(|r| r.duplicates), m(x, "uvm.faults.duplicate"));
