@@ -40,7 +40,7 @@ def test_toml_values() -> None:
     assert uvmsim.toml_value("2MiB") == '"2MiB"'
     assert uvmsim.toml_value('a"b\\') == '"a\\"b\\\\"'
     assert uvmsim.toml_value([1, "x"]) == '[1, "x"]'
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="cannot express object"):
         uvmsim.toml_value(object())
 
 
@@ -85,7 +85,7 @@ def test_overrides_from_mapping_and_list() -> None:
     ]
     assert uvmsim.overrides(["gpu.sms=4"]) == ["gpu.sms=4"]
     assert uvmsim.overrides(None) == []
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="not a single string"):
         uvmsim.overrides("gpu.sms=4")  # a bare string would be split into characters
 
 
@@ -131,7 +131,9 @@ MANAGED = {
 
 
 def test_tables_are_dataframes_on_disk_as_parquet_listed_by_the_summary(tmp_path: Path) -> None:
-    r = uvmsim.run(preset="titan-v", set=MANAGED, out=tmp_path)
+    # titan-v leaves prefetching off: the driver's density prefetcher makes the prefetch columns non-zero.
+    sets = {**MANAGED, "uvm.prefetch.policy": "density"}
+    r = uvmsim.run(preset="titan-v", set=sets, out=tmp_path)
     batches = r.tables["batches"]
     assert isinstance(batches, pd.DataFrame)
     assert {"batch", "start_ns", "end_ns", "fetched", "bytes_h2d"} <= set(batches.columns)
@@ -143,12 +145,12 @@ def test_tables_are_dataframes_on_disk_as_parquet_listed_by_the_summary(tmp_path
     assert raw["tables"] == {n: {"file": f"{n}.parquet", "rows": len(df)} for n, df in r.tables.items()}
     # The allocations table splits the driver's totals by buffer.
     allocs = r.tables["allocations"]
-    assert allocs["faults"].sum() == r.metrics["uvm.faults.unique"]
+    assert allocs["faults"].sum() == r.metrics["uvm.faults.unique"] > 0
     assert allocs["pages_h2d"].sum() * 4096 == r.metrics["uvm.bytes_h2d"]
-    assert allocs["prefetch_used"].sum() == r.metrics["uvm.prefetch.used"]
+    assert allocs["prefetch_used"].sum() == r.metrics["uvm.prefetch.used"] > 0
     assert (allocs["prefetch_used"] + allocs["prefetch_wasted"] == allocs["prefetched"]).all()
     # The same run without records: its summary is as long, give or take the three table entries.
-    uvmsim.run(preset="titan-v", set={**MANAGED, "uvm.records": False}, out=tmp_path / "norec")
+    uvmsim.run(preset="titan-v", set={**sets, "uvm.records": False}, out=tmp_path / "norec")
     without = (tmp_path / "norec" / "summary.json").stat().st_size
     assert abs((tmp_path / "summary.json").stat().st_size - without) < 300
     (tmp_path / "norec" / "summary.json").unlink()

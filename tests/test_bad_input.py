@@ -50,7 +50,7 @@ BAD = [
     # Bugs the sweep found.
     pytest.param(
         ["run", *TINY, *sets("workload.kind=btree", "workload.btree.fanout=0")],
-        ["workload.btree.fanout"],
+        ["workload.btree.fanout", "got 0"],
         id="btree-fanout-0-panicked",  # division by zero in the footprint, computed before the range check
     ),
     pytest.param(
@@ -60,12 +60,12 @@ BAD = [
     ),
     pytest.param(
         ["run", *TINY, *sets("workload.kind=fault-burst", "workload.fault_burst.faults=0")],
-        ["workload.fault_burst.faults"],
+        ["workload.fault_burst.faults", "got 0"],
         id="fault-burst-0-wrapped",  # "the parameters ask for 340282366920938463463374607431768207364 bytes"
     ),
     pytest.param(
         ["run", *TINY, *sets("workload.kind=im2col", "workload.im2col.height=0")],
-        ["workload.im2col.height"],
+        ["workload.im2col.height", "got 0"],
         id="im2col-height-0-wrapped",
     ),
     pytest.param(
@@ -176,21 +176,31 @@ BAD = [
     # Refused well before: a sample of the sweep's table.
     pytest.param(["run", *TINY, *sets("gpu.l1tlb.entires=3")], ["did you mean `gpu.l1tlb.entries`"], id="typo"),
     pytest.param(["run", *TINY, *sets("gpu.core_mhz=nan")], ["gpu.core_mhz", "NaN"], id="nan"),
-    pytest.param(["run", *TINY, *sets("link.bandwidth_gbps=-inf")], ["link.bandwidth_gbps"], id="minus-inf"),
-    pytest.param(["run", *TINY, *sets("gpu.sms=18446744073709551616")], ["gpu.sms"], id="beyond-u64"),
+    pytest.param(
+        ["run", *TINY, *sets("link.bandwidth_gbps=-inf")], ["link.bandwidth_gbps", "got -inf"], id="minus-inf"
+    ),
+    pytest.param(["run", *TINY, *sets("gpu.sms=18446744073709551616")], ["gpu.sms", "out of range"], id="beyond-u64"),
     pytest.param(["run", *TINY, *sets("gpu.sms={a = 1}")], ["gpu.sms", "not a section"], id="table-for-a-value"),
-    pytest.param(["run", *TINY, *sets("uvm.gpu_memory_bytes=12 parsecs")], ["uvm.gpu_memory_bytes"], id="bad-unit"),
-    pytest.param(["run", *TINY, *sets("uvm.replay_policy=sometimes")], ["uvm.replay_policy"], id="unknown-variant"),
-    pytest.param(["run", *TINY, *sets("gpu.scheduler=1")], ["gpu.scheduler"], id="number-for-an-enum"),
+    pytest.param(
+        ["run", *TINY, *sets("uvm.gpu_memory_bytes=12 parsecs")],
+        ["uvm.gpu_memory_bytes", "unit `parsecs`"],
+        id="bad-unit",
+    ),
+    pytest.param(
+        ["run", *TINY, *sets("uvm.replay_policy=sometimes")], ["uvm.replay_policy", "`sometimes`"], id="unknown-variant"
+    ),
+    pytest.param(["run", *TINY, *sets("gpu.scheduler=1")], ["gpu.scheduler", "not a name"], id="number-for-an-enum"),
     pytest.param(["run", *TINY, *sets("multi.gpus=33")], ["multi.gpus", "between 1 and 32"], id="33-gpus"),
     pytest.param(
         ["run", "--preset", "li-4gpu-gmmu", *sets("multi.gpus_per_switch=0")],
         ["multi.gpus_per_switch", "between 1 and 32"],
         id="switch-of-no-gpus",
     ),
-    pytest.param(["run", *TINY, *sets("uvm.batch_size=8192")], ["uvm.batch_size"], id="batch-above-buffer"),
-    pytest.param(["run", *TINY, *sets("gpu.l1tlb.ways=64")], ["gpu.l1tlb.ways"], id="ways-above-entries"),
-    pytest.param(["run", *TINY, *sets("uvm.gpu_memory_bytes=1MiB")], ["uvm.gpu_memory_bytes"], id="below-a-chunk"),
+    pytest.param(["run", *TINY, *sets("uvm.batch_size=8192")], ["uvm.batch_size", "got 8192"], id="batch-above-buffer"),
+    pytest.param(["run", *TINY, *sets("gpu.l1tlb.ways=64")], ["gpu.l1tlb.ways", "got 64"], id="ways-above-entries"),
+    pytest.param(
+        ["run", *TINY, *sets("uvm.gpu_memory_bytes=1MiB")], ["uvm.gpu_memory_bytes", "2 MiB chunk"], id="below-a-chunk"
+    ),
     pytest.param(
         ["run", "--preset", "kaveri-apu", *sets("translation.managed_large_ptes=true")],
         ["translation.managed_large_ptes", "gmmu"],
@@ -202,7 +212,7 @@ BAD = [
         ["uvm.oversubscription", "gmmu"],
         id="oversubscription-on-an-iommu",
     ),
-    pytest.param(["run", "nesting.toml"], ["nesting.toml", "sms"], id="key-at-the-wrong-level"),
+    pytest.param(["run", "nesting.toml"], ["nesting.toml", "did you mean `gpu.sms`"], id="key-at-the-wrong-level"),
     pytest.param(["trace", "info", "short.csv"], ["short.csv:2", "size"], id="truncated-trace-line"),
     # Found by the adversarial audit of 2026-12-03.
     pytest.param(

@@ -48,7 +48,7 @@ def test_info_nan_and_bad_tolerance() -> None:
     checks = [rep.Check("a", 1, "ns", "10%", "s"), rep.Check("b", 2, "ns", "info", "s")]
     rows = rep.compare(checks, {"a": math.nan, "b": 5})
     assert [r.status for r in rows] == ["FAIL", "INFO"]
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match="no value for check `b`"):
         rep.compare(checks, {"a": 1.0})
 
 
@@ -387,6 +387,7 @@ def test_allen_transfer_share(tmp_path: Path) -> None:
     lines = (tmp_path / "transfer_share.csv").read_text().splitlines()
     assert lines[0] == "batch,duration_ns,push_ns,share,copy_ns,link_share,pages,pushes,fetched,va_blocks"
     per_push, per_page = 1000.0, 50.0  # the defaults, in ns (uvm.copy_push_us, uvm.copy_push_per_page_us)
+    assert len(lines) > 1  # batches to check below
     for line in lines[1:]:
         _, dur, push, share, copy, link, pages, pushes, _, blocks = (float(x) for x in line.split(","))
         # A batch whose faults were all serviced already (stale) copies nothing; one that serviced
@@ -433,6 +434,7 @@ def test_allen_async_unmap(tmp_path: Path) -> None:
     assert lines[0].startswith("oversubscription,config,uvm_time_us") and len(lines) == 1 + 2 * 4 + 3
     col = lines[0].split(",").index("unmaps_async")
     asy = [line.split(",") for line in lines[1:] if ",async-space," in line]
+    assert len(asy) == 3, lines  # each oversubscription and the host-threads row
     assert all(float(f[col]) > 0 for f in asy), "blocks unmapped by the worker"
     # Fig. 6.3's tracker wait is reported per configuration.
     assert "tracker_us" in lines[0].split(",") and "tracker_ratio.async-space.0.0" in rows
@@ -715,7 +717,7 @@ def test_resume_does_not_rerun_a_run_that_reached_its_budget(tmp_path: Path, mon
     spec = rep.load_spec("apu-divergence")
     tight = {"workload.kind": "stream", "sim.max_events": 50}
     ctx = rep.Context(spec=spec, params={}, out=tmp_path)
-    with pytest.raises(rep.uvmsim.BudgetExceeded):
+    with pytest.raises(rep.uvmsim.BudgetExceeded, match="event budget reached"):
         ctx.run("tight", tight)
     assert (tmp_path / "runs" / "tight" / rep.BUDGET_FILE).is_file()
     calls = count_runs(monkeypatch)

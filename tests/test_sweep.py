@@ -294,7 +294,7 @@ def test_failed_runs_are_recorded_and_resume_redoes_only_them(cli: Cli, tmp_path
     assert p.returncode == 1, (p.stdout, p.stderr)
     assert "1 ok, 2 failed" in p.stdout
     assert "(uvm.batch_size=0): key `uvm.batch_size`: must be between 1" in p.stdout
-    assert "(sim.stall_events=1): simulation failed: " in p.stdout
+    assert "(sim.stall_events=1): simulation failed: simulated time stopped advancing" in p.stdout, p.stdout
     assert "Traceback" not in p.stderr
     df = sweep.load_sweep(tmp_path / "out").set_index("set.uvm.batch_size", drop=False)
     assert list(df["status"]) == ["ok", "failed", "failed"]

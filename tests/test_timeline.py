@@ -96,11 +96,15 @@ def test_uvm_timeline_transfer_spans_add_up_to_the_transfer_stage(cli: Cli, tmp_
     assert {t["name"] for t in transfers} == {"h2d demand"}
     assert sum(t["args"]["bytes"] for t in transfers) == result.metrics["link.h2d.bytes"]
     # Each batch's copies lie inside it and add up to its copies' time on the link (copy_ns).
+    matched = 0
     for b in result.tables["batches"].to_dict(orient="records"):
         mine = [t for t in transfers if t["args"]["batch"] == b["batch"]]
         assert sum(t["dur"] for t in mine) == pytest.approx(b["copy_ns"] / 1e3, abs=1e-5)
         for t in mine:
             assert b["start_ns"] / 1e3 - 1e-6 <= t["ts"] and t["ts"] + t["dur"] <= b["end_ns"] / 1e3 + 1e-6
+        matched += len(mine)
+    # Every copy was checked against its batch (a batch id matching none would leave the loop checking 0 == 0).
+    assert matched == len(transfers)
 
 
 def test_timeline_max_batches_samples_every_kth(cli: Cli, tmp_path: Path) -> None:
@@ -109,6 +113,7 @@ def test_timeline_max_batches_samples_every_kth(cli: Cli, tmp_path: Path) -> Non
     doc = load_trace(tmp_path / "t.json")
     info = doc["otherData"]
     total = info["batches_total"]
+    assert total > 5  # more batches than the bound: some are left out
     stride = -(-total // 5)
     assert info["batch_stride"] == stride and info["batches_shown"] == len(range(0, total, stride)) <= 5
     assert [e["args"]["batch"] for e in spans(doc, "batch")] == list(range(0, total, stride))
@@ -211,13 +216,16 @@ def test_a_timeline_where_the_run_writes_exits_2_before_simulating(
 
 
 def test_sampled_walks_table_and_timeline(cli: Cli, tmp_path: Path) -> None:
-    # One work-item, 200 accesses a page apart: 200 GMMU walks; every 10th is kept.
+    # One work-item, 200 accesses a page apart: 200 GMMU walks; every 10th is kept. 4 KiB pages: titan-v maps
+    # device memory with 2 MiB pages, in which the 200 accesses make one walk and the sampling keeps it alone.
     args = ["run", "--preset", "titan-v", "--set", "workload.stride.accesses=200", "--set"]
-    p = cli(*args, "workload.stride.stride_bytes=4096", "--set", "translation.walk_records_every=10", "-q", "-o", "out")
+    args += ["workload.stride.stride_bytes=4096", "--set", "translation.page_size=4KiB"]
+    p = cli(*args, "--set", "translation.walk_records_every=10", "-q", "-o", "out")
     assert p.returncode == 0, p.stderr
     result = uvmsim.load(tmp_path / "out")
     walks = result.tables["walks"]
     n = int(result.metrics["gpu0.walker.walks"])
+    assert n == 200, n
     assert len(walks) == -(-n // 10) and list(walks["walk"]) == list(range(0, n, 10))
     assert set(walks["walker"]) == {"gmmu"} and (walks["end_ns"] > walks["start_ns"]).all()
     assert (walks["start_ns"] >= walks["request_ns"]).all() and (walks["levels_read"] >= 1).all()

@@ -218,10 +218,18 @@ def test_replay_time_keys_act_on_a_recording_as_on_the_generator(cli: Cli, tmp_p
     assert (
         cli("trace", "record", "--preset", "titan-v", *[a for s in gen for a in ("--set", s)], "s.uvmt").returncode == 0
     )
+    # The replays without the key under test: each key must change its replay, or the comparison below would
+    # hold for a key the replay ignores.
+    bases = {
+        "plain": uvmsim.run(preset="titan-v", trace=tmp_path / "s.uvmt").metrics,
+        "managed": uvmsim.run(preset="titan-v", trace=tmp_path / "s.uvmt", set=["workload.managed=true"]).metrics,
+    }
     for more in (
         ["workload.managed=true", "uvm.baselines=true"],
         ["workload.managed=true", "workload.prefetch_inputs=true"],
-        ["workload.managed=true", "workload.host_init=false", "workload.host_threads=8"],
+        ["workload.managed=true", "workload.host_init=false"],
+        # Apart from host_init = false: host threads count only for the pages they initialised (none then).
+        ["workload.managed=true", "workload.host_threads=8"],
         ["workload.memcpy_inputs=true", "workload.memcpy_outputs=true"],
     ):
         direct = uvmsim.run(preset="titan-v", set=[*gen, *more]).metrics
@@ -230,6 +238,8 @@ def test_replay_time_keys_act_on_a_recording_as_on_the_generator(cli: Cli, tmp_p
             k for k in direct.keys() | replay.keys() if k not in WALL_CLOCK and direct.get(k) != replay.get(k)
         )
         assert not differ, (more, differ[:5])
+        base = bases["managed" if "workload.managed=true" in more else "plain"]
+        assert any(replay.get(k) != base.get(k) for k in replay.keys() | base.keys() if k not in WALL_CLOCK), more
         if "uvm.baselines=true" in more:
             assert 0 < replay["baseline.slowdown_vs_copy"] < replay["baseline.slowdown_vs_ideal"], replay
 
