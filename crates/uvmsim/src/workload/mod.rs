@@ -658,7 +658,7 @@ section! {
         pub host_init: bool = true,
         /// cudaMemPrefetchAsync every managed allocation to the GPU before the first kernel (the usual managed-memory optimisation; spec/uvm-driver.md: block by block, no faults, may evict). A warp trace records the prefetches; true on a warp-trace or Accel-Sim replay prefetches every managed allocation the recording does not already prefetch (with workload.managed = true, all of them). One GPU's driver: the multi-GPU model refuses it.
         pub prefetch_inputs: bool = false,
-        /// Host threads that initialised the managed arrays (the CPU unmap of a block costs more per thread that touched it; seed uvm-driver §4.4). A warp trace records it; a value other than 1 on a replay overrides the recording's.
+        /// Host threads that initialised the managed arrays and that make the program's later host accesses (the CPU unmap of a block costs more per thread that touched it; seed uvm-driver §4.4). With host_init = false in a program without host accesses (every workload but ping-pong) nothing reads it. A warp trace records it; a value other than 1 on a replay overrides the recording's.
         pub host_threads: u32 = 1,
         /// Parameters of `stride`.
         pub stride: StrideParams = StrideParams::default(),
