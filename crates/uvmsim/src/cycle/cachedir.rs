@@ -163,4 +163,85 @@ mod tests {
         assert_eq!(d.set_of(128 * 16), 2);
         assert_eq!(d.set_of(128 * 16 + 64), 3);
     }
+
+    #[test]
+    fn the_mshr_keeps_insertion_order_and_refuses_duplicates() {
+        let mut m: Mshr<u32> = Mshr::new(2);
+        assert_eq!(m.add(0x40, 3), 0);
+        assert_eq!(m.add(0x80, 5), 1);
+        assert!(m.is_full());
+        assert_eq!(m.query(0x80), Some(1));
+        assert_eq!(m.remove(0x40).block, 3);
+        assert_eq!(m.query(0x80), Some(0), "later entries move up");
+        assert!(std::panic::catch_unwind(move || m.add(0x80, 1)).is_err(), "a line already in the MSHR");
+    }
+
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// Look the line up; on a hit visit it, on a miss fill the victim.
+        Access(u64),
+        Lock(usize),
+        Unlock(usize),
+        Invalidate(usize),
+    }
+
+    /// Reference victim finder on visit stamps instead of a queue: each
+    /// block's last visit (initially its way, before any visit), the victim
+    /// the smallest stamp among invalid unlocked blocks, else among unlocked
+    /// ones, else among all.
+    fn reference_victim(d: &Directory, stamps: &[i64], set: usize) -> usize {
+        let blocks = set * d.ways..(set + 1) * d.ways;
+        let oldest = |f: &dyn Fn(&Block) -> bool| blocks.clone().filter(|&b| f(&d.blocks[b])).min_by_key(|&b| stamps[b]);
+        oldest(&|b: &Block| !b.valid && !b.locked).or_else(|| oldest(&|b: &Block| !b.locked)).or_else(|| oldest(&|_: &Block| true)).unwrap()
+    }
+
+    fn ops(blocks: usize) -> impl Strategy<Value = Vec<Op>> {
+        proptest::collection::vec(
+            prop_oneof![
+                8 => (0u64..48).prop_map(|l| Op::Access(64 * l)),
+                1 => (0..blocks).prop_map(Op::Lock),
+                1 => (0..blocks).prop_map(Op::Unlock),
+                1 => (0..blocks).prop_map(Op::Invalidate),
+            ],
+            0..300,
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn lru_victims_match_a_stamp_reference(geo in prop_oneof![Just((1usize, 4usize)), Just((4, 2)), Just((2, 8)), Just((3, 3))],
+                                               seq in ops(24)) {
+            let (sets, ways) = geo;
+            let mut d = Directory::new(sets, ways, 64);
+            let mut stamps: Vec<i64> = (0..sets * ways).map(|b| (b % ways) as i64 - ways as i64).collect();
+            for (t, op) in seq.into_iter().enumerate() {
+                let t = t as i64;
+                match op {
+                    Op::Access(addr) => {
+                        let s = d.set_of(addr);
+                        let hit = (s * ways..(s + 1) * ways).find(|&b| d.blocks[b].valid && d.blocks[b].tag == addr);
+                        prop_assert_eq!(d.lookup(addr), hit);
+                        let b = match hit {
+                            Some(b) => b,
+                            None => {
+                                let v = d.find_victim(addr);
+                                prop_assert_eq!(v, reference_victim(&d, &stamps, s));
+                                d.blocks[v].tag = addr;
+                                d.blocks[v].valid = true;
+                                v
+                            }
+                        };
+                        d.visit(b);
+                        stamps[b] = t;
+                    }
+                    Op::Lock(b) if b < sets * ways => d.blocks[b].locked = true,
+                    Op::Unlock(b) if b < sets * ways => d.blocks[b].locked = false,
+                    Op::Invalidate(b) if b < sets * ways => d.blocks[b].valid = false,
+                    _ => {}
+                }
+            }
+        }
+    }
 }

@@ -176,3 +176,92 @@ impl Component for PcieLink {
         core.tick_now(self.id);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::Endpoint;
+    use super::*;
+
+    /// Run until no event is left, ticking the MMU and (when given) the link.
+    fn run(core: &mut Core, src: &mut Endpoint, mmu: &mut Mmu, mmu_id: CompId, mut link: Option<(&mut PcieLink, CompId)>) {
+        while let Some(d) = core.next() {
+            if src.handle(core, d) {
+                continue;
+            }
+            match (d, link.as_mut()) {
+                (super::super::core::Due::Tick(c), _) if c == mmu_id => {
+                    let p = mmu.tick(core);
+                    core.ticked(c, p);
+                }
+                (super::super::core::Due::Tick(c), Some((l, id))) if c == *id => {
+                    let p = l.tick(core);
+                    core.ticked(c, p);
+                }
+                (super::super::core::Due::Custom(c, t), Some((l, id))) if c == *id => l.on_event(core, t),
+                (other, _) => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+
+    fn direct(walkers: usize) -> (Core, Endpoint, Mmu, CompId) {
+        let mut core = Core::new();
+        let conn = core.add_connection();
+        let src = Endpoint::new(&mut core, conn, 64);
+        let mmu_id = core.add_component();
+        let mmu = Mmu::new(&mut core, mmu_id, conn, &MmuParams { walkers, ..MmuParams::r9nano() });
+        (core, src, mmu, mmu_id)
+    }
+
+    /// Sent in 10: the MMU takes it in its tick of 11 (100 cycles to count
+    /// down), counts in the ticks of 12..=111, answers in 112; the source
+    /// takes it in 113. The physical page is the virtual one + 4 GiB.
+    #[test]
+    fn a_walk_answers_latency_plus_three_cycles_after_the_send() {
+        let (mut core, mut src, mut mmu, id) = direct(16);
+        src.send_at(&mut core, 10, mmu.top, Body::TransReq { vpage: 0x3000 });
+        run(&mut core, &mut src, &mut mmu, id, None);
+        assert_eq!(src.translations(), vec![(113, 0x3000, 0x1_0000_3000)]);
+        assert_eq!(mmu.walks, 1);
+    }
+
+    /// One request is taken a tick, so three sent together start in 11, 12
+    /// and 13 and are taken back in 113, 114, 115. With 2 walkers the third
+    /// starts only when the first walk's answer leaves (tick 112: the walk
+    /// list is scanned before a request is taken), 99 ticks later: 214.
+    #[test]
+    fn walks_start_one_a_tick_and_wait_for_a_free_walker() {
+        for (walkers, third) in [(16, 115), (2, 214)] {
+            let (mut core, mut src, mut mmu, id) = direct(walkers);
+            for v in [0x1000, 0x2000, 0x3000] {
+                src.send_at(&mut core, 10, mmu.top, Body::TransReq { vpage: v });
+            }
+            run(&mut core, &mut src, &mut mmu, id, None);
+            let at: Vec<(u64, u64)> = src.translations().iter().map(|t| (t.0, t.1)).collect();
+            assert_eq!(at, vec![(113, 0x1000), (114, 0x2000), (third, 0x3000)], "{walkers} walkers");
+        }
+    }
+
+    /// Each leg of the link takes `leg` cycles from the sender's send to the
+    /// receiver's tick, where a direct connection takes 1: a walk comes back
+    /// 2 × (leg − 1) cycles later than over a direct connection (113), and
+    /// three requests sent together cross one a cycle.
+    #[test]
+    fn the_link_adds_its_leg_latency_each_way_one_message_a_cycle() {
+        let mut core = Core::new();
+        let near = core.add_connection();
+        let far = core.add_connection();
+        let mut src = Endpoint::new(&mut core, near, 64);
+        let link_id = core.add_component();
+        let mut link = PcieLink::new(&mut core, link_id, near, far, 50);
+        let mmu_id = core.add_component();
+        let mut mmu = Mmu::new(&mut core, mmu_id, far, &MmuParams::r9nano());
+        link.mmu = mmu.top;
+        for v in [0x1000, 0x2000, 0x3000] {
+            src.send_at(&mut core, 10, link.near, Body::TransReq { vpage: v });
+        }
+        run(&mut core, &mut src, &mut mmu, mmu_id, Some((&mut link, link_id)));
+        let at: Vec<(u64, u64)> = src.translations().iter().map(|t| (t.0, t.1)).collect();
+        assert_eq!(at, vec![(113 + 98, 0x1000), (114 + 98, 0x2000), (115 + 98, 0x3000)]);
+        assert!(link.origin.is_empty(), "every answer found its way back");
+    }
+}

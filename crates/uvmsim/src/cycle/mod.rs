@@ -22,6 +22,8 @@ pub mod mmu;
 pub mod pcie;
 pub mod pipeline;
 pub mod rob;
+#[cfg(test)]
+pub(crate) mod testkit;
 pub mod tlb;
 pub mod writearound;
 pub mod writeback;

@@ -343,7 +343,8 @@ mod tests {
     /// fill in 65, answers in 66 (respondMSHREntry runs first in the next
     /// tick), the source takes it in 67. A second request for the page in 20
     /// is an MSHR hit answered in the same tick (one answer per call, 32
-    /// calls a tick); a third in 100 hits and is answered in 103.
+    /// calls a tick); a third in 100 hits, looked up and answered in 103,
+    /// taken by the source in 104.
     #[test]
     fn miss_fill_and_hit_timing_follow_the_middleware_order() {
         let mut r = Rig::new(&TlbParams::r9nano_l1v(), 50);
@@ -384,5 +385,42 @@ mod tests {
         r.request(500, &[0x2000]);
         r.run();
         assert_eq!(r.tlb.counts, TlbCounts { hits: 2, misses: 4, mshr_hits: 0 });
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A set used as the TLB uses it (visit on a hit, fill on a miss)
+        /// against a recency list: the same hits, translations and pages.
+        #[test]
+        fn a_set_is_an_lru_list(ways in 1usize..9, pages in proptest::collection::vec(0u64..24, 0..400)) {
+            let mut set = Set::new(ways);
+            let mut list: Vec<u64> = Vec::new(); // most recent last
+            for v in pages {
+                let pos = list.iter().position(|&p| p == v);
+                match set.lookup(v) {
+                    Some((way, ppage)) => {
+                        prop_assert!(pos.is_some(), "{v} hit but the reference evicted it");
+                        prop_assert_eq!(ppage, v + 7);
+                        set.visit(way);
+                        list.remove(pos.unwrap());
+                    }
+                    None => {
+                        prop_assert!(pos.is_none(), "{v} missed but the reference holds it");
+                        set.fill(v, v + 7);
+                        if list.len() == ways {
+                            list.remove(0);
+                        }
+                    }
+                }
+                list.push(v);
+                let mut held: Vec<u64> = set.pages.iter().flatten().map(|p| p.0).collect();
+                held.sort_unstable();
+                let mut want = list.clone();
+                want.sort_unstable();
+                prop_assert_eq!(held, want);
+                prop_assert_eq!(set.index.len(), list.len());
+            }
+        }
     }
 }
