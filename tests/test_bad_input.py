@@ -189,6 +189,11 @@ BAD = [
     pytest.param(
         ["run", *TINY, *sets("uvm.replay_policy=sometimes")], ["uvm.replay_policy", "`sometimes`"], id="unknown-variant"
     ),
+    pytest.param(
+        ["run", *TINY, *sets("workload.kind=regulr")],
+        ["workload.kind", "`regulr`; did you mean `regular`?"],
+        id="misspelt-variant",
+    ),
     pytest.param(["run", *TINY, *sets("gpu.scheduler=1")], ["gpu.scheduler", "not a name"], id="number-for-an-enum"),
     pytest.param(["run", *TINY, *sets("multi.gpus=33")], ["multi.gpus", "between 1 and 32"], id="33-gpus"),
     pytest.param(

@@ -381,8 +381,9 @@ parameter sections), so this page cannot drift from the code.
   `workload.kind=stream`). TOML integers are signed 64-bit: larger values are
   out of range.
 - **Unknown keys are errors**, naming the file or `--set` they came from and
-  the nearest valid key. Out-of-range values are errors naming the key and the
-  accepted range. Both exit with code 2.
+  the nearest valid key; a misspelt choice (`workload.kind=regulr`) names the
+  nearest one before the list of all. Out-of-range values are errors naming
+  the key and the accepted range. All exit with code 2.
 - **Keys a mode does not read** (marked "Not read in ..." below: the
   single-GPU driver's in the multi-GPU model, the multi-GPU model's on one
   GPU, one translation mode's hardware in the other) are errors too when the

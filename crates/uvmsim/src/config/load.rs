@@ -271,6 +271,8 @@ pub fn resolve(sources: &[Source], overrides: &[String]) -> Result<Config, Confi
             msg = format!("{n} is out of range: config integers are at most {} (2^63 - 1, the TOML limit)", i64::MAX);
         } else if let Some(plain) = plain_expected(&msg) {
             msg = plain;
+        } else if let Some(hinted) = variant_hint(&msg) {
+            msg = hinted;
         } else if msg.contains("unit variant") {
             // A number or boolean for a key that takes a name: serde says "invalid type: unit
             // variant, expected string only"; name the value and the choices instead.
@@ -342,6 +344,23 @@ fn not_a_choice(merged: &Table, key: &str) -> Option<String> {
     let inner = e.inner().to_string();
     let choices = inner.lines().next()?.split_once("expected ")?.1.trim().to_string();
     (e.path().to_string() == key && inner.starts_with("unknown variant")).then(|| format!("{given} is not a name: expected {choices}"))
+}
+
+/// serde's `unknown variant `regulr`, expected one of `stride`, ...` with the nearest name
+/// before the list (`; did you mean `regular`?`), as for unknown keys and presets: a long list
+/// hides the one meant.
+fn variant_hint(msg: &str) -> Option<String> {
+    let rest = msg.strip_prefix("unknown variant `")?;
+    let (given, choices) = rest.split_once("`, expected ")?;
+    let names = choices.strip_prefix("one of ").unwrap_or(choices);
+    let near = names
+        .split(", ")
+        .filter_map(|c| c.strip_prefix('`')?.strip_suffix('`'))
+        .map(|c| (strsim::levenshtein(&given.to_ascii_lowercase(), c), c))
+        .filter(|(d, _)| *d <= 3.max(given.len() / 3))
+        .min()?
+        .1;
+    Some(format!("unknown variant `{given}`; did you mean `{near}`? expected {choices}"))
 }
 
 /// `invalid type: ..., expected u32` in the user's terms: `expected an integer` (or `a number`
@@ -493,6 +512,18 @@ mod tests {
         let e = resolve(&[src("c.toml", "[uvm.prefetch]\npolicy = false\n")], &[]).unwrap_err();
         assert!(e.message.starts_with("false is not a name: expected one of `none`, `density`"), "{e}");
         assert_eq!(e.source.as_deref(), Some("c.toml"));
+    }
+
+    #[test]
+    fn a_misspelt_name_gets_the_nearest_one_first() {
+        let e = resolve(&[], &["workload.kind=regulr".into()]).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("workload.kind"));
+        assert!(e.message.starts_with("unknown variant `regulr`; did you mean `regular`? expected one of `stride`,"), "{e}");
+        let e = resolve(&[], &["uvm.replay_policy=\"batch_flush\"".into()]).unwrap_err();
+        assert!(e.message.starts_with("unknown variant `batch_flush`; did you mean `batch-flush`?"), "{e}");
+        // Nothing near: the list alone.
+        let e = resolve(&[], &["uvm.replay_policy=\"sometimes\"".into()]).unwrap_err();
+        assert_eq!(e.message, "unknown variant `sometimes`, expected one of `block`, `batch`, `batch-flush`, `once`", "{e}");
     }
 
     #[test]
