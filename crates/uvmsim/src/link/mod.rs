@@ -286,6 +286,10 @@ mod tests {
         l.transfer(Dir::HostToDevice, 24_000, 0, 0);
         assert!(near(l.backlog_bytes(1_000_000), 24_000), "{}", l.backlog_bytes(1_000_000));
         assert_eq!(l.backlog_bytes(3_100_000), 0);
+        // 48 kB to the host from 3.1 µs (its engine is free): 4 µs at 12 GB/s, the busier direction
+        // now. (Every earlier check had host-to-device the busier, or both even.)
+        l.transfer(Dir::DeviceToHost, 48_000, 3_100_000, 3_100_000);
+        assert!(near(l.backlog_bytes(3_100_000), 48_000), "{}", l.backlog_bytes(3_100_000));
     }
 
     #[test]
@@ -323,12 +327,17 @@ mod tests {
         let mut m2 = Metrics::default();
         l.export(&mut m2, 2_000_000);
         assert!((m2.get("link.h2d.utilization").unwrap() - 0.75).abs() < 1e-2);
-        // A transfer retracted (planned past the end) leaves no tail behind.
+        // A transfer retracted (planned past the end) leaves no count and no tail behind: every
+        // h2d metric is as before it. (Utilization alone matched with a retract that did nothing:
+        // its bytes counted whole and its tail took them back out.)
         let t = l.transfer(Dir::HostToDevice, 12_000, 3_000_000, 3_000_000);
         l.retract(Dir::HostToDevice, t, 12_000);
         let mut m3 = Metrics::default();
         l.export(&mut m3, 2_000_000);
-        assert_eq!(m3.get("link.h2d.utilization"), m2.get("link.h2d.utilization"));
+        for k in ["transfers", "bytes", "busy_ns", "utilization"].map(|k| format!("link.h2d.{k}")) {
+            assert_eq!(m3.get(&k), m2.get(&k), "{k}");
+        }
+        assert_eq!(m3.get("link.h2d.transfers"), Some(2.0));
     }
 
     #[test]

@@ -479,4 +479,24 @@ mod tests {
         assert_eq!(m.l2d.as_ref().unwrap().stats.writebacks, 1);
         assert_eq!(m.dram.writes, 1);
     }
+
+    #[test]
+    fn clean_victims_are_dropped_and_a_line_stored_to_becomes_dirty() {
+        let mut m = MemSystem::new(&gpu());
+        let wb = |m: &MemSystem| (m.l2d.as_ref().unwrap().stats.writebacks, m.dram.writes);
+        // L2 set 1 (lines 1, 9, 17, ...; 4 ways): five reads, the fifth evicts line 1, clean.
+        for (i, line) in [1u64, 9, 17, 25, 33].into_iter().enumerate() {
+            m.read(0, line, i as u64 * 1000, i as u64 * 1000);
+        }
+        assert_eq!(wb(&m), (0, 0), "a clean victim is not written back");
+        // A store to line 9 after its data arrived (about 310 ns): a hit, which dirties it.
+        m.write(0, 9, 1_000_000, 1_000_000);
+        assert_eq!(m.l2d.as_ref().unwrap().stats.hits, 1);
+        // Four new lines evict the set's four (17, 25, 33, 9): only line 9 is written back.
+        for (i, line) in [41u64, 49, 57, 65].into_iter().enumerate() {
+            let t = 2_000_000 + i as u64 * 1000;
+            m.read(0, line, t, t);
+        }
+        assert_eq!(wb(&m), (1, 1));
+    }
 }

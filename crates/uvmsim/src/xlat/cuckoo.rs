@@ -342,32 +342,32 @@ mod tests {
         assert_eq!((f.len, &f.slots), (8, &before));
     }
 
+    /// A filter full for a key (its kicks ran out) refuses it and undoes every displacement.
     #[test]
     fn full_filter_rejects_and_keeps_what_it_holds() {
-        let mut f = filter(4, 2, 16);
+        // Four kicks an insert: the first refusal comes with slots still free, so the kicks are
+        // made and undone. (With 500 kicks, 4 x 2 slots took 8 keys: every slot taken, refused
+        // before any kick, and an insert that lost a displaced key passed.)
+        let mut f = CuckooFilter::new(CuckooParams { buckets: 16, bucket_size: 2, fingerprint_bits: 16, max_kicks: 4, seed: 7 });
         let mut held = vec![];
         let mut k = 0;
         while f.insert(k) {
             held.push(k);
             k += 1;
-            assert!(k < 100, "8 slots cannot take 100 keys");
+            assert!(k < 100, "32 slots cannot take 100 keys");
         }
-        assert!(held.len() <= 8 && held.len() >= 4, "{}", held.len());
+        assert!(held.len() < f.capacity() && held.len() >= 16, "{} of {} slots", held.len(), f.capacity());
+        assert!(held.iter().all(|&h| f.contains(h)), "the refused insert's kicks were undone");
         let before = f.slots.clone();
         // Failing again leaves every slot as it was: nothing stored is lost.
         assert!(!f.insert(k));
         assert_eq!(f.slots, before);
         assert!(held.iter().all(|&h| f.contains(h)));
-        // Deleting one makes room again.
+        // Deleting one frees its slot (other slots were free already): it goes back in.
         assert!(f.delete(held[0]));
-        let mut added = false;
-        for j in 1000..1100 {
-            if f.insert(j) {
-                added = true;
-                break;
-            }
-        }
-        assert!(added);
+        assert_eq!(f.len(), held.len() - 1);
+        assert!(f.insert(held[0]));
+        assert_eq!(f.len(), held.len());
     }
 
     #[test]

@@ -755,6 +755,17 @@ mod tests {
         // A miss arriving at 1000 finds the MSHR free: the mark stays.
         let Lookup::Miss(at) = tlb.lookup(3, 1000, 0) else { panic!("cold miss expected") };
         assert_eq!((at, tlb.backlog_until), (1010, 290));
+        // With the options on (a 4 ps lookup stage: the check and the request onward at t + 4),
+        // the mark is the admission less the stage. A misses at 0 (sent at 4, filled at 300); B,
+        // arriving at 20, is sent at 24 and admitted at 300: its lookup counts as made at 296.
+        let mut tlb = Tlb::with(16, 16, 10, 1);
+        tlb.opts(TlbAllocate::OnFill, false);
+        tlb.stage = 4;
+        tlb.update_modelled();
+        assert_eq!(step(&mut tlb, 1, 0, 296), ('M', 4));
+        assert_eq!(tlb.backlog_until, 0);
+        assert_eq!(step(&mut tlb, 2, 20, 100), ('M', 300));
+        assert_eq!(tlb.backlog_until, 296);
     }
 
     /// Least-TLB: a miss waiting for an MSHR can be answered (by a remote L2 TLB) before one admits
