@@ -1350,13 +1350,12 @@ impl Uvm {
     /// A managed allocation of pages `first..end` (4 KiB page numbers): prefetch
     /// candidates come from these, and with `uvm.oversubscription` they size GPU memory.
     pub fn add_allocation(&mut self, first: u64, end: u64) {
-        let index = self.allocs.len() as u32;
-        let advice = self.advise.of(index);
+        let index = self.allocs.add(first, end);
+        let advice = self.advise.of(index as u32);
         if advice != Advice::None {
             self.advised.push((first, end, advice));
             self.advised.sort_unstable_by_key(|r| r.0);
         }
-        let index = self.allocs.add(first, end);
         self.alloc_tally.add(index, first, end);
         self.seq_cursor = self.allocs.spans()[0].0;
         if self.oversubscription > 0.0 {
