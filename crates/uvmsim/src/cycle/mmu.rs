@@ -179,6 +179,7 @@ impl Component for PcieLink {
 
 #[cfg(test)]
 mod tests {
+    use super::super::core::Due;
     use super::super::testkit::Endpoint;
     use super::*;
 
@@ -189,15 +190,15 @@ mod tests {
                 continue;
             }
             match (d, link.as_mut()) {
-                (super::super::core::Due::Tick(c), _) if c == mmu_id => {
+                (Due::Tick(c), _) if c == mmu_id => {
                     let p = mmu.tick(core);
                     core.ticked(c, p);
                 }
-                (super::super::core::Due::Tick(c), Some((l, id))) if c == *id => {
+                (Due::Tick(c), Some((l, id))) if c == *id => {
                     let p = l.tick(core);
                     core.ticked(c, p);
                 }
-                (super::super::core::Due::Custom(c, t), Some((l, id))) if c == *id => l.on_event(core, t),
+                (Due::Custom(c, t), Some((l, id))) if c == *id => l.on_event(core, t),
                 (other, _) => panic!("unexpected {other:?}"),
             }
         }

@@ -60,7 +60,7 @@ impl Endpoint {
         }
     }
 
-    /// (cycle, vpage) of each translation answer taken.
+    /// (cycle, vpage, ppage) of each translation answer taken.
     pub fn translations(&self) -> Vec<(Cycle, u64, u64)> {
         self.got
             .iter()
