@@ -413,6 +413,28 @@ mod tests {
         assert_eq!(warm.migrations.map(|r| r.len()), Some(0));
     }
 
+    /// `apps_resident` places every page a buffer touches, its partly used last one too: stream's
+    /// arrays of 1000 doubles are 8000 B, pages 0 and 1 of each (2 MiB-aligned) buffer.
+    #[test]
+    fn resident_buffers_hold_their_partly_used_last_page() {
+        let cfg = config(&["multi.gpus=2", "multi.apps=[\"stream\"]", "workload.stream.elements=1000"]);
+        let apps = super::Apps::build(&cfg).unwrap();
+        let mut gpus: Vec<crate::gpu::Gpu> = (0..2).map(|i| crate::gpu::Gpu::with_id(&cfg, i)).collect();
+        let mut multi = crate::multi::Multi::new(&cfg, None);
+        apps.map(&mut gpus, &mut multi, true);
+        let buffers = &apps.apps[0].program.buffers;
+        assert_eq!(buffers.len(), 3);
+        for b in buffers {
+            let first = b.base >> 12;
+            assert_eq!((b.bytes, b.base % 4096), (8000, 0));
+            for vpn in [first, first + 1] {
+                assert!(gpus[0].xlat.space.residency.is_resident(vpn), "page {vpn:#x}");
+                assert_eq!(multi.dir.page(vpn).owner, 0);
+            }
+            assert!(!gpus[0].xlat.space.residency.is_resident(first + 2));
+        }
+    }
+
     #[test]
     fn a_host_operation_apps_cannot_run_is_named_in_user_terms() {
         // Validation refuses such kinds first; build's own check still speaks the user's terms.

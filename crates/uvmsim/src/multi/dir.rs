@@ -160,8 +160,11 @@ mod tests {
             assert!(!d.count_remote(7, 2, 256));
         }
         assert!(d.count_remote(7, 2, 256));
+        // GPU 1 counted one access above, GPUs 0 and 3 count one here: a reset clears every GPU's
+        // count, the first's and the last's too, so none of them reaches a threshold of 2 with one more.
+        assert!(!d.count_remote(7, 0, 2) && !d.count_remote(7, 3, 2));
         d.reset_counters(7, 4);
-        assert!(!d.count_remote(7, 1, 2), "reset clears every GPU's count");
+        assert!(!d.count_remote(7, 0, 2) && !d.count_remote(7, 1, 2) && !d.count_remote(7, 3, 2), "reset clears every GPU's count");
     }
 
     #[test]

@@ -1493,6 +1493,9 @@ mod tests {
         m.fault(2, vpn, false, t + 1, t + 1, &mut gpus).unwrap();
         // M2 is sent when GPU 1's answer is in; GPU 0's mapping ends with M1, GPU 1's with M2.
         let (s1, s2) = (t + ns_to_ps(300.0), ready1 + ns_to_ps(150.0));
+        // M2 clears the access bits but GPU 1's (its answer is on its way: its PTE will stand), and
+        // GPU 2's fault sets its own.
+        assert_eq!(m.dir.page(vpn).access, 0b110);
         assert_eq!(m.dir.stale(vpn, 0).map(|w| w.until), Some(s1));
         assert_eq!(m.dir.stale(vpn, 1), Some(Stale { until: s2, at: 1, read_only: false }));
         // M1's requests arrive (GPU 1's too: its answer, still on its way, stands).
@@ -1540,6 +1543,11 @@ mod tests {
         assert_eq!(m.locate(0, vpn, false, until), Locate::Local(until));
         assert_eq!(m.locate(0, vpn, true, until), Locate::WriteFault);
         assert_eq!(m.locate(2, vpn, false, until), Locate::Remote(1, m.dir.page(vpn).ready));
+        // That store faults, and GPU 0 takes the page back before its request arrives: its new
+        // mapping replaces the stale read-only one, so the store finds its own copy.
+        m.fault(0, vpn, true, until - 1, until - 1, &mut gpus).unwrap();
+        assert_eq!(m.dir.stale(vpn, 0), None);
+        assert_eq!(m.locate(0, vpn, true, until), Locate::Local(m.dir.page(vpn).ready));
     }
 
     #[test]
@@ -1661,6 +1669,21 @@ mod tests {
         assert_eq!(read(PeerTopology::Tree, 3), read(PeerTopology::Tree, 2));
     }
 
+    /// A page moving between GPUs of different switches of a tree crosses two more switches, once
+    /// (2 x 140 ns with the defaults), the rest of the move alike (idle ports, as under one switch).
+    #[test]
+    fn a_migration_across_the_tree_pays_two_more_switches() {
+        let answer = |topology: PeerTopology, owner: usize| {
+            let (mut m, mut gpus) = system_with(4, MigrationPolicy::OnTouch, |c| c.multi.peer_topology = topology);
+            fault(&mut m, &mut gpus, owner, 1, false, 0);
+            let busy = m.dir.page(1).busy;
+            fault(&mut m, &mut gpus, 0, 1, false, busy) - busy
+        };
+        let hop = ns_to_ps(Config::default().multi.switch_hop_latency_ns);
+        assert_eq!(answer(PeerTopology::Tree, 1), answer(PeerTopology::Switch, 1), "GPUs 0 and 1 share a switch");
+        assert_eq!(answer(PeerTopology::Tree, 2), answer(PeerTopology::Switch, 2) + 2 * hop);
+    }
+
     /// `multi.host_latency_ns` of the default configuration, in ps.
     fn default_host_latency() -> Ps {
         ns_to_ps(Config::default().multi.host_latency_ns)
@@ -1728,13 +1751,144 @@ mod tests {
         let (mut m, mut gpus) = system(2, MigrationPolicy::OnTouch);
         fault(&mut m, &mut gpus, 0, 9, false, 0);
         let busy = m.dir.page(9).busy;
+        // GPU 1's walk of page 10 leaves the upper levels in its page-walk caches: its invalidation
+        // walk reads the leaf only (100 ns + 1 ns PW-cache), GPU 0's all 4 levels (400 ns + 1 ns).
+        let g = &mut gpus[1];
+        g.xlat.gmmu.walk(10 << 12, 1, 0, 0, &mut g.mem.dram);
         // GPU 1 takes the page: its answer comes after the invalidation walks of both GPUs.
         let ready = fault(&mut m, &mut gpus, 1, 9, false, busy);
         let wait = m.stats.migration_wait.mean_ns();
-        // Send -> GPU (150 ns) -> walk of 4 levels (400 ns + 1 ns PW-cache) -> host (150 ns).
+        // Send -> GPU (150 ns) -> walk -> host (150 ns): GPU 0 acknowledges after 701 ns, GPU 1
+        // (the last one asked) after 401 ns; the move waits for the later one.
         assert_eq!(wait, 701.0);
+        assert_eq!(m.stats.inv_latency.mean_ns(), (701.0 + 401.0) / 2.0);
         assert!(ready >= busy + ns_to_ps(wait) + ns_to_ps(150.0));
         assert_eq!(m.dir.page(9).owner, 1);
+    }
+
+    /// A fabric with no transfer time to speak of (1e6 GB/s: a line in 0.064 ps, rounded to 0), so
+    /// the latencies add up exactly: a read is the request to the owner (150 ns), its DRAM (100 ns)
+    /// and the line back (150 ns); a write is the line to the owner and its DRAM write.
+    #[test]
+    fn a_remote_line_pays_the_peer_latency_each_way_and_the_owners_dram() {
+        let (mut m, mut gpus) = system_with(2, MigrationPolicy::FirstTouch, |c| c.multi.peer_bandwidth_gbps = 1e6);
+        fault(&mut m, &mut gpus, 0, 1, false, 0);
+        let t = 10_000_000;
+        assert_eq!(m.remote_line(1, 0, 1, false, t, t), t + ns_to_ps(150.0 + 100.0 + 150.0));
+        assert_eq!(m.remote_line(1, 0, 1, true, t, t), t + ns_to_ps(150.0 + 100.0));
+        assert_eq!(m.stats.remote_lines, [0, 2], "counted for the requester");
+    }
+
+    /// A remote write carries its line from the writer to the owner (the writer's output port, the
+    /// owner's input port): host data into the owner waits for a burst of writes (2,000 lines of
+    /// 64 B, about 4 µs of a 32 GB/s port); into the writer it does not, as into an idle GPU.
+    #[test]
+    fn remote_writes_take_the_owners_input_port() {
+        let first_touch = |into: usize| {
+            let (mut m, mut gpus) = system(3, MigrationPolicy::FirstTouch);
+            fault(&mut m, &mut gpus, 0, 1, false, 0);
+            let t = 10_000_000;
+            for _ in 0..2_000 {
+                m.remote_line(1, 0, 1, true, t, t);
+            }
+            fault(&mut m, &mut gpus, into, 2, false, t)
+        };
+        let idle = first_touch(2);
+        assert_eq!(first_touch(1), idle);
+        assert!(first_touch(0) >= idle + 2_000_000, "{} against {idle}", first_touch(0));
+    }
+
+    /// A page move changes the page's host PTE: the host MMU's TLB drops its translation, so the
+    /// next far fault on the page walks again.
+    #[test]
+    fn a_page_move_drops_the_host_tlbs_translation() {
+        let (mut m, mut gpus) = system(2, MigrationPolicy::OnTouch);
+        let vpn = 9;
+        fault(&mut m, &mut gpus, 0, vpn, false, 0);
+        assert_eq!(m.host_walker.stats.walks, 1);
+        // GPU 1's fault hits the host TLB (no walk) and moves the page.
+        let busy = m.dir.page(vpn).busy;
+        fault(&mut m, &mut gpus, 1, vpn, false, busy);
+        assert_eq!(m.host_walker.stats.walks, 1);
+        let busy = m.dir.page(vpn).busy;
+        fault(&mut m, &mut gpus, 0, vpn, false, busy);
+        assert_eq!(m.host_walker.stats.walks, 2);
+    }
+
+    /// IDYLL: a GPU whose walkers are busy parks its PTE invalidations in the IRMB; with room for one
+    /// base, a second page of another base evicts the first, whose PTE is written at once (one walk).
+    #[test]
+    fn idyll_an_irmb_eviction_writes_its_pte_at_once() {
+        let (mut m, mut gpus) = system_with(2, MigrationPolicy::OnTouch, |c| {
+            c.multi.idyll.lazy = true;
+            (c.multi.idyll.irmb_bases, c.multi.idyll.irmb_offsets) = (1, 1);
+        });
+        let threads = Config::default().gmmu.walker.threads as u64;
+        let g = &mut gpus[0];
+        for i in 0..threads {
+            g.xlat.gmmu.walk((100 + i) << 30, 1, 0, 0, &mut g.mem.dram);
+        }
+        let t = ns_to_ps(100.0);
+        // Pages 512 and 1024: bases 1 and 2 (VPN >> 9).
+        m.invalidation_arrives(0, 512, t, &mut gpus[0]);
+        assert_eq!(m.stats.inv_walks, 0, "parked: no walker idle");
+        m.invalidation_arrives(0, 1024, t, &mut gpus[0]);
+        assert_eq!(m.stats.inv_walks, 1);
+        let b = gpus[0].xlat.irmb.as_ref().unwrap();
+        assert!(b.lookup(1024) && !b.lookup(512));
+        assert_eq!(gpus[0].xlat.gmmu.stats.walks, threads + 1);
+    }
+
+    /// First-touch: GPU 1 maps remotely a page still on its way from the host to GPU 0. Its answer
+    /// (its host walk done long before) is sent when the page is in GPU 0's memory, as GPU 0's.
+    #[test]
+    fn a_remote_mapping_of_a_page_on_its_way_waits_for_it() {
+        let (mut m, mut gpus) = system(2, MigrationPolicy::FirstTouch);
+        let r0 = m.fault(0, 9, false, 0, 0, &mut gpus).unwrap();
+        let arrived = m.dir.page(9).ready;
+        let r1 = m.fault(1, 9, false, 0, 0, &mut gpus).unwrap();
+        assert_eq!((r0, r1), (arrived + default_host_latency(), arrived + default_host_latency()));
+        assert_eq!(m.stats.remote_maps, 1);
+    }
+
+    /// Access counters: GPU 2's notification reaches the driver while GPU 1's migration of the page
+    /// is under way: its invalidations wait for that move to end (`Page::busy`), then take 150 ns.
+    #[test]
+    fn a_counter_migration_waits_for_the_pages_previous_move() {
+        let (mut m, mut gpus) = system(3, MigrationPolicy::AccessCounter);
+        let vpn = 3;
+        fault(&mut m, &mut gpus, 0, vpn, false, 0);
+        let t = 10_000_000;
+        m.migrate(vpn, 1, t, t, &mut gpus);
+        deliver(&mut m, &mut gpus);
+        let moved = m.dir.page(vpn).ready;
+        assert!(moved > t + 2 * default_host_latency());
+        m.migrate(vpn, 2, t, t, &mut gpus);
+        let arrivals: Vec<Ps> = m.arrivals.iter().map(|&(at, _)| at).collect();
+        assert_eq!(arrivals, [moved + default_host_latency(); 3]);
+    }
+
+    /// The far-fault latency breakdown, hand-checked: one host walker of 4 levels at 100 ns each, no
+    /// host TLB or PW-cache. GPUs 0 and 1 fault on fresh pages at once: both reach the host at 150 ns,
+    /// the first walks 150-550 ns, the second waits 400 ns and walks 550-950 ns.
+    #[test]
+    fn the_far_fault_latency_breakdown_adds_up() {
+        let (mut m, mut gpus) = system_with(2, MigrationPolicy::OnTouch, |c| {
+            c.translation.levels = 4;
+            let w = &mut c.multi.host_mmu.walker;
+            (w.threads, w.level_latency_ns, w.pte_from_dram, w.pwc_entries) = (1, 100.0, false, 0);
+            c.multi.host_mmu.tlb_entries = 0;
+        });
+        let r0 = m.fault(0, 1, false, 0, 0, &mut gpus).unwrap();
+        let r1 = m.fault(1, 2, false, 0, 0, &mut gpus).unwrap();
+        let ps = |ns: f64| ns_to_ps(ns) as u128;
+        assert_eq!(m.stats.host_queue_ps, ps(400.0));
+        // Each walk read 4 entries, 3 of which a PW-cache could have held: 300 ns each.
+        assert_eq!(m.stats.host_pwc_ps, ps(600.0));
+        // Two messages per fault: to the host and back.
+        assert_eq!(m.stats.link_ps, ps(4.0 * 150.0));
+        // Each page's move runs from its walk's end to its answer's send (150 ns before it arrives).
+        assert_eq!(m.stats.migration_ps, (r0 - ns_to_ps(550.0 + 150.0) + r1 - ns_to_ps(950.0 + 150.0)) as u128);
     }
 
     fn run(extra: &[&str]) -> Metrics {

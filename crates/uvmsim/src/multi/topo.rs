@@ -186,6 +186,24 @@ mod tests {
     }
 
     #[test]
+    fn a_gpus_sends_share_its_output_port_on_a_switch_not_on_direct_links() {
+        // 1 GB/s: 1000 bytes take 1 µs. GPU 0 sends to GPUs 1 and 2 at once: through a switch both
+        // leave by GPU 0's one output port, the second after the first.
+        let mut sw = Fabric::new(3, PeerTopology::Switch, 1.0, 1000, 2, 0);
+        let a = sw.transfer(0, 1, 1000, 0, 0);
+        let b = sw.transfer(0, 2, 1000, 0, 0);
+        assert!(b >= a + 900_000, "{a} {b}");
+        // A port per direction: GPU 1 sends while it receives.
+        let c = sw.transfer(1, 0, 1000, 0, 0);
+        assert!(c <= 1_100_000, "{c}");
+        // Direct: a link per ordered pair, so GPU 0's two sends run side by side.
+        let mut d = Fabric::new(3, PeerTopology::Direct, 1.0, 1000, 2, 0);
+        let a = d.transfer(0, 1, 1000, 0, 0);
+        let b = d.transfer(0, 2, 1000, 0, 0);
+        assert!(b <= a + 100_000, "{a} {b}");
+    }
+
+    #[test]
     fn host_dma_shares_a_switch_port_with_peer_traffic() {
         // 1 GB/s: 1000 bytes take 1 µs. A peer transfer into GPU 1, then host data into it at
         // the same time: the second waits for the port; GPU 2's port is free.

@@ -455,6 +455,13 @@ mod tests {
         assert!(!p.skip(10, true));
         assert!(p.skip(12, false) || p.filter.contains(12));
         assert_eq!((p.stats.insert_failures, p.stats.untrusted), (1, 2));
+        // A refused page's fingerprint is not deleted when it leaves: with one-bit fingerprints in
+        // one bucket every page's fingerprint is page 10's, and deleting page 11's would drop page 10.
+        let mut p = Prt { filter: filter(1, 1, 1, 7), refused: HashSet::new(), stats: PrtStats::default() };
+        p.mapped(10);
+        p.mapped(11);
+        p.unmapped(11);
+        assert!(p.filter.contains(10) && p.filter.len() == 1);
     }
 
     #[test]
@@ -479,10 +486,16 @@ mod tests {
     /// GPU 1 owns page `vpn`; `busy` dummy walks occupy the host walkers (2 threads) when
     /// GPU 0's fault on it arrives. Returns (answer time - arrival, the system).
     fn forwarded_fault(busy: u64, threshold: f64) -> (Ps, Multi, Vec<Gpu>) {
+        forwarded_fault_with(busy, threshold, |_| {})
+    }
+
+    /// [`forwarded_fault`] with more settings.
+    fn forwarded_fault_with(busy: u64, threshold: f64, f: impl FnOnce(&mut Config)) -> (Ps, Multi, Vec<Gpu>) {
         let (mut m, mut gpus, _) = system(2, |c| {
             c.multi.transfw.forwarding = true;
             c.multi.transfw.forward_threshold = threshold;
             c.multi.host_mmu.walker.threads = 2;
+            f(c);
         });
         let vpn = BASE >> 12;
         fault(&mut m, &mut gpus, 1, vpn, 0);
@@ -504,7 +517,13 @@ mod tests {
             assert_eq!(s.forwarded, (busy >= 3) as u64, "{busy} busy walks");
             assert_eq!(s.queued_max, busy.saturating_sub(2));
         }
-        // Threshold 0: whenever no walker is free; threshold 1: two queued ahead.
+        // Threshold 0: whenever no walker is free (not with 0 or 1 busy walks: one of the two
+        // walkers takes the request at once, nothing queued ahead is not enough); threshold 1: two queued ahead.
+        for busy in 0..2 {
+            let (_, m, _) = forwarded_fault(busy, 0.0);
+            let s = &m.forwarding.as_ref().unwrap().stats;
+            assert_eq!((s.over_threshold, s.forwarded), (0, 0), "{busy} busy walks");
+        }
         assert_eq!(forwarded_fault(2, 0.0).1.forwarding.as_ref().unwrap().stats.forwarded, 1);
         assert_eq!(forwarded_fault(3, 1.0).1.forwarding.as_ref().unwrap().stats.forwarded, 0);
         assert_eq!(forwarded_fault(4, 1.0).1.forwarding.as_ref().unwrap().stats.forwarded, 1);
@@ -526,6 +545,89 @@ mod tests {
         assert_eq!(lat, ns_to_ps(700.0));
         let s = &m.forwarding.as_ref().unwrap().stats;
         assert_eq!((s.walks_removed, s.remote_first), (0, 1));
+    }
+
+    #[test]
+    fn a_notification_arriving_as_a_host_walker_frees_still_removes_the_walk() {
+        // 200 ns messages: the remote answer is back at +200 + 400 + 200 = +800 ns, the moment the
+        // second host walker frees (5 walks of 400 ns on 2 threads: 0-400-800-1200, 0-400-800).
+        // The request has not started its walk then: it is removed.
+        let (lat, m, _) = forwarded_fault_with(5, 0.5, |c| c.multi.host_latency_ns = 200.0);
+        assert_eq!(lat, ns_to_ps(800.0));
+        let s = &m.forwarding.as_ref().unwrap().stats;
+        assert_eq!((s.remote_hits, s.walks_removed, s.remote_first), (1, 1, 0));
+        assert_eq!(m.host_walker.stats.walks, 5 + 1, "5 dummy walks and GPU 1's own fault's");
+    }
+
+    #[test]
+    fn a_removed_host_walk_fills_the_host_tlb_with_the_remote_answer() {
+        let (mut m, mut gpus, _) = system(2, |c| {
+            c.multi.transfw.forwarding = true;
+            c.multi.host_mmu.walker.threads = 2;
+            (c.multi.host_mmu.tlb_entries, c.multi.host_mmu.tlb_ways) = (64, 64);
+        });
+        let vpn = BASE >> 12;
+        fault(&mut m, &mut gpus, 1, vpn, 0);
+        // The host TLB lost the entry GPU 1's fault left (as an eviction would).
+        m.host_tlb.as_mut().unwrap().invalidate(vpn);
+        let arrive = ns_to_ps(100_000.0);
+        for i in 0..5u64 {
+            m.host_walker.walk((1000 + i) << 30, 1, arrive, arrive, &mut m.host_dram);
+        }
+        // 10 ns host-TLB miss, then GPU 1 answers in 150 + 400 + 150 ns, before a walker frees (+800 ns).
+        let walked = m.host_translate_fw(0, vpn, arrive, arrive, &mut gpus);
+        assert_eq!(walked - arrive, ns_to_ps(710.0));
+        assert_eq!(m.forwarding.as_ref().unwrap().stats.walks_removed, 1);
+        // The remote answer filled the host TLB: a later request hits it (10 ns), no walk.
+        let walks = m.host_walker.stats.walks;
+        let later = arrive + ns_to_ps(10_000.0);
+        assert_eq!(m.host_translate(vpn, later, later), later + ns_to_ps(10.0));
+        assert_eq!(m.host_walker.stats.walks, walks);
+    }
+
+    #[test]
+    fn the_forwarding_table_follows_the_owner_and_never_names_the_requester() {
+        let mut cfg = Config::default();
+        (cfg.multi.gpus, cfg.multi.transfw.forwarding) = (3, true);
+        let mut fw = Forwarding::build(&cfg).expect("forwarding on");
+        let vpn = BASE >> 12;
+        fw.owner_changed(vpn, crate::multi::HOST, 1);
+        assert_eq!(fw.target(vpn, 0, 3), Some(1));
+        assert_eq!(fw.target(vpn, 1, 3), None, "the owner's own fault is not forwarded to it");
+        // The page moves to GPU 2: GPU 1's key goes, GPU 2's comes (one fingerprint in all).
+        fw.owner_changed(vpn, 1, 2);
+        assert!(!fw.ft.contains(ft_key(vpn, 1)));
+        assert_eq!((fw.target(vpn, 0, 3), fw.ft.len()), (Some(2), 1));
+    }
+
+    #[test]
+    fn an_access_counter_migration_updates_the_forwarding_table() {
+        let (mut m, mut gpus, _) = system(3, |c| {
+            c.multi.transfw.forwarding = true;
+            c.multi.migration = MigrationPolicy::AccessCounter;
+        });
+        let vpn = BASE >> 12;
+        fault(&mut m, &mut gpus, 0, vpn, 0);
+        let t = ns_to_ps(100_000.0);
+        m.migrate(vpn, 1, t, t, &mut gpus);
+        let fw = m.forwarding.as_ref().unwrap();
+        assert_eq!((fw.target(vpn, 2, 3), fw.ft.len()), (Some(1), 1), "GPU 1 named, GPU 0's key gone");
+    }
+
+    #[test]
+    fn an_invalidation_without_a_pte_leaves_the_prt_alone() {
+        // One bucket of one 1-bit fingerprint: every page's fingerprint is page `vpn`'s, so deleting
+        // the fingerprint of a page GPU 0 never mapped would drop `vpn` (a false negative).
+        let (mut m, mut gpus, _) = system(2, |c| {
+            c.multi.transfw.prt = true;
+            (c.multi.transfw.prt_entries, c.multi.transfw.prt_bucket_size, c.multi.transfw.fingerprint_bits) = (1, 1, 1);
+        });
+        let vpn = BASE >> 12;
+        fault(&mut m, &mut gpus, 0, vpn, 0);
+        let t = ns_to_ps(100_000.0);
+        m.invalidation_arrives(0, vpn + 1, t, &mut gpus[0]);
+        let prt = gpus[0].xlat.prt.as_ref().unwrap();
+        assert!(prt.filter.contains(vpn) && prt.filter.len() == 1);
     }
 
     #[test]
