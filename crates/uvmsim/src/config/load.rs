@@ -487,6 +487,16 @@ mod tests {
     }
 
     #[test]
+    fn a_workload_chosen_by_override_that_a_preset_cannot_run_names_the_override() {
+        // The preset's GMMU translation is blamed (it is the key to change), and the --set that chose the
+        // workload is named as the other side of the conflict.
+        let preset = src("preset p", "[translation]\nmode = \"gmmu\"\n");
+        let e = resolve(&[preset], &["workload.kind=\"shootdown\"".into()]).unwrap_err();
+        assert_eq!((e.source.as_deref(), e.key.as_deref()), (Some("preset p"), Some("translation.mode")));
+        assert!(e.message.ends_with("(in conflict with `workload.kind` from --set)"), "{e}");
+    }
+
+    #[test]
     fn a_quoted_number_is_a_type_error_not_out_of_range() {
         // A quoted digit string is a string, whatever its digits: not an integer TOML could not hold.
         for (sources, sets) in [

@@ -39,19 +39,19 @@ impl ShootdownParams {
             ));
         }
         if cfg.multi.gpus > 1 {
-            return Err(("multi.gpus".into(), "the shootdown workload models one APU: it needs multi.gpus = 1".into()));
+            return Err(("multi.gpus".into(), "workload.kind = \"shootdown\" models one APU: it needs multi.gpus = 1".into()));
         }
         if cfg.multi.model_one_gpu {
             // The multi-GPU model's IOMMU is shared, outside the GPU the host's shootdowns go to.
             return Err((
                 "multi.model_one_gpu".into(),
-                "the shootdown workload models one APU: it needs multi.model_one_gpu = false".into(),
+                "workload.kind = \"shootdown\" models one APU: it needs multi.model_one_gpu = false".into(),
             ));
         }
         if cfg.translation.mode != crate::config::TranslationMode::Iommu {
             return Err((
                 "translation.mode".into(),
-                "the shootdown workload models the APU's IOMMU path: it needs translation.mode = \"iommu\"".into(),
+                "workload.kind = \"shootdown\" models the APU's IOMMU path: it needs translation.mode = \"iommu\"".into(),
             ));
         }
         Ok(())
