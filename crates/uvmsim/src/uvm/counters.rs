@@ -236,7 +236,10 @@ mod tests {
         let end = u.service_counters(0, &[(0, 0b101)], &mut link, &mut r).expect("pages to move");
         assert!(end > 0 && !u.counters_can_run(end));
         assert!(r.is_remote(0) && !r.is_resident(0), "remote until the copy ends");
+        assert_eq!(u.counters.time_ps, 0, "a migration's time counts when it ends");
         u.counters_done(end, &mut r);
+        // It ran from 0 (the service) to `end`.
+        assert_eq!(u.counters.time_ps, end);
         assert!(u.counters_can_run(end));
         // A try refused while the driver is busy comes back just past the end, not every picosecond.
         assert_eq!(u.counters_retry_at(0), end + 1);
@@ -246,7 +249,32 @@ mod tests {
         assert!(moved.iter().all(|&p| !r.is_remote(p)));
         assert_eq!((u.counters.pages, u.counters.bytes_h2d), (31, 31 * 4096));
         assert_eq!(u.shootdowns, vec![0]);
-        // Nothing left to move in those sub-regions.
+        // Nothing left to move in those sub-regions; the notification still counts as serviced (2 in all).
         assert_eq!(u.service_counters(end, &[(0, 0b101)], &mut link, &mut r), None);
+        assert_eq!((u.counters.serviced, u.counters.pages, u.counters.time_ps), (2, 31, end));
+    }
+
+    #[test]
+    fn a_migration_cut_by_the_end_of_the_program_keeps_only_the_copies_that_had_started() {
+        let cfg = Config::default();
+        let mut u = Uvm::new(&cfg.uvm, 4, 4, 1);
+        u.add_allocation(0, 2 * BLOCK_PAGES);
+        u.host_touch(0, 2 * BLOCK_PAGES, 1);
+        let (mut link, mut r) = (Link::new(&cfg.link), Residency::default());
+        for p in 0..2 * BLOCK_PAGES {
+            r.map_remote(p);
+        }
+        // Sub-region 0 of regions 0 and 1: 16 pages of each block, one copy per block.
+        u.service_counters(0, &[(0, 1), (1, 1)], &mut link, &mut r).expect("pages to move");
+        let copies = u.counter_copies.clone();
+        assert_eq!(copies.iter().map(|c| (c.pages, c.bytes)).collect::<Vec<_>>(), vec![(16, 16 * 4096); 2]);
+        assert!(copies[0].start < copies[1].start, "block 1's copy is pushed after block 0's");
+        assert_eq!((u.counters.pages, u.stats.bytes_h2d, link.stats[Dir::HostToDevice as usize].bytes), (32, 32 * 4096, 32 * 4096));
+        // The program ends exactly when block 0's copy starts: that copy had started and stays counted;
+        // block 1's had not: its 16 pages are taken back out of every count.
+        u.program_ended(copies[0].start, &mut link);
+        assert_eq!((u.counters.pages, u.counters.bytes_h2d, u.stats.bytes_h2d), (16, 16 * 4096, 16 * 4096));
+        assert_eq!(link.stats[Dir::HostToDevice as usize].bytes, 16 * 4096);
+        assert!(u.counter_copies.is_empty());
     }
 }

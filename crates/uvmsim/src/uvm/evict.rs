@@ -508,6 +508,19 @@ mod tests {
     }
 
     #[test]
+    fn a_page_migrated_again_takes_its_new_place_in_fifo_order() {
+        let mut p = Pages::new(EvictionPolicy::Driver, 1);
+        p.insert(5, 1);
+        p.insert(6, 2);
+        // 5 comes back (stamp 3): it is now the newest, and held once.
+        p.insert(5, 3);
+        assert_eq!(p.len(), 2);
+        assert_eq!(p.victim(|_| false, |_| 0), Some(6));
+        assert_eq!(p.victim(|_| false, |_| 0), Some(5));
+        assert_eq!((p.victim(|_| false, |_| 0), p.len()), (None, 0));
+    }
+
+    #[test]
     fn page_granularity_rejects_lfu_naming_the_key() {
         let c = EvictionConfig { policy: EvictionPolicy::Lfu, granularity: EvictionGranularity::Page, ..EvictionConfig::default() };
         assert_eq!(c.validate().unwrap_err().0, "uvm.eviction.policy");

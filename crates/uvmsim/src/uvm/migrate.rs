@@ -421,6 +421,74 @@ mod tests {
         assert!(saved.abs_diff(d2h) < 5000, "saved {saved} ps, the copy back takes {d2h}");
     }
 
+    /// The second of two prefetches on a GPU of two blocks (blocks 0, 1, then 2, 3: two evictions), copies
+    /// synchronous so that every cost adds to the call's time.
+    fn second_call(evict_us: f64, per_block_us: f64) -> Ps {
+        let mut c = costed();
+        c.gpu_memory_bytes = crate::config::ByteSize(2 * 2 * 1024 * 1024);
+        (c.async_copies, c.eviction.evict_us, c.per_block_us) = (false, evict_us, per_block_us);
+        let (mut u, mut link, mut r) = setup(c);
+        u.host_touch(0, 4 * BLOCK_PAGES, 1);
+        let t = u.prefetch_async(0, 0..2 * BLOCK_PAGES, &mut link, &mut r);
+        let end = u.prefetch_async(t, 2 * BLOCK_PAGES..4 * BLOCK_PAGES, &mut link, &mut r);
+        assert_eq!(u.async_prefetch.evictions, 2);
+        end - t
+    }
+
+    #[test]
+    fn an_eviction_costs_evict_us_and_restarts_the_blocks_service() {
+        let base = second_call(10.0, 8.0);
+        // One more µs of evict_us: two evictions, 2 µs.
+        let d_evict = second_call(11.0, 8.0) - base;
+        assert!(d_evict.abs_diff(2_000_000) < 5000, "{d_evict}");
+        // One more µs of per_block_us: each of the two blocks pays it before and again after its eviction, 4 µs.
+        let d_block = second_call(10.0, 9.0) - base;
+        assert!(d_block.abs_diff(4_000_000) < 5000, "{d_block}");
+    }
+
+    #[test]
+    fn dirty_write_back_copies_only_the_stored_pages_and_counts_the_clean_ones() {
+        let mut c = costed();
+        c.eviction.write_back = crate::uvm::evict::WriteBack::Dirty;
+        let (mut u, mut link, mut r) = setup(c);
+        // Block 1: 100 resident pages, the GPU stored to 10 of them.
+        for p in BLOCK_PAGES..BLOCK_PAGES + 100 {
+            r.make_resident(p);
+        }
+        for p in BLOCK_PAGES..BLOCK_PAGES + 10 {
+            r.mark_dirty(p);
+        }
+        u.evict_to_host(1, 0, 0, &mut link, &mut r);
+        assert_eq!((u.stats.pages_evicted, u.stats.pages_evicted_clean, u.stats.bytes_d2h), (100, 90, 10 * 4096));
+        assert_eq!(link.stats[Dir::DeviceToHost as usize].bytes, 10 * 4096);
+    }
+
+    #[test]
+    fn an_accessed_by_block_evicted_stays_mapped_remotely() {
+        let mut c = costed();
+        c.advise.policy = Advice::AccessedBy;
+        let (mut u, mut link, mut r) = setup(c);
+        for p in BLOCK_PAGES..BLOCK_PAGES + 100 {
+            r.make_resident(p);
+        }
+        u.evict_to_host(1, 0, 0, &mut link, &mut r);
+        // The 100 evicted pages, and only they, are mapped remotely (in host memory now).
+        assert!((BLOCK_PAGES..BLOCK_PAGES + 100).all(|p| r.is_remote(p) && !r.is_resident(p)));
+        assert!(!r.is_remote(BLOCK_PAGES + 100));
+    }
+
+    #[test]
+    fn a_prefetch_copy_is_a_thrashing_event_for_the_gpu() {
+        let (mut u, mut link, mut r) = setup(costed());
+        u.host_touch(0, BLOCK_PAGES, 1);
+        let end = u.prefetch_async(0, 0..8, &mut link, &mut r);
+        assert!(!u.thrashing.tracking());
+        // The host takes page 3 back within the lapse (500 µs) of the prefetch's event on block 0: the block
+        // alternates, so its pages are tracked from now on.
+        u.thrashing.migrated(0, &[3], crate::uvm::thrashing::Proc::Host, end + 1000);
+        assert!(u.thrashing.tracking());
+    }
+
     #[test]
     fn remote_mappings_are_replaced_and_shot_down() {
         let (mut u, mut link, mut r) = setup(costed());

@@ -2115,7 +2115,8 @@ impl Uvm {
         let mut pages: Vec<u64> = fetched.iter().map(|f| f.vpn).collect();
         pages.sort_unstable();
         pages.dedup();
-        let duplicates = (fetched.len() - pages.len()) as u64;
+        let distinct = pages.len() as u64;
+        let duplicates = fetched.len() as u64 - distinct;
         self.stats.duplicates += duplicates;
         let coalesced = fetch_coalesced(&fetched);
         self.stats.fetch_merged += fetched.len() as u64 - coalesced;
@@ -2253,9 +2254,10 @@ impl Uvm {
         let mut st = Stages::default();
         let mut t = now;
         // The fixed-latency model replaces every stage cost by one latency; transfers come on top. The
-        // driver model's pre-processing: read the entries, sort, skip the duplicates the fetch left.
-        let fetch =
-            self.fixed.unwrap_or(c.batch + c.fetch_entry * fetched.len() as Ps + c.per_duplicate * (coalesced - pages.len() as u64));
+        // driver model's pre-processing: read the entries, sort, skip the duplicates the fetch left (counted
+        // against the distinct pages before the stale, throttled and remote ones left `pages`: those are not
+        // duplicates).
+        let fetch = self.fixed.unwrap_or(c.batch + c.fetch_entry * fetched.len() as Ps + c.per_duplicate * (coalesced - distinct));
         t += fetch;
         st.fetch += fetch;
         let mut segments = VecDeque::new();

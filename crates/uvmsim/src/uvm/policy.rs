@@ -224,4 +224,17 @@ mod tests {
         w.enqueue([9], 2000);
         assert_eq!(w.holding(2000, |_| 10), Some((9, 2010)));
     }
+
+    #[test]
+    fn blocks_queued_while_the_worker_is_busy_follow_its_work_and_one_ending_at_t_is_done() {
+        let mut w = Worker::default();
+        w.enqueue([1, 2], 100);
+        // At 105 block 1 (100-110) is not done yet.
+        assert!(w.advance(105, |_| Some(10)).is_empty());
+        // Queued at 105 behind busy work: it starts when block 2 ends (120), not at 105.
+        w.enqueue([3], 105);
+        // 1, 2, 3 end at 110, 120, 130: by 130 all three are done (the last one exactly then).
+        assert_eq!(w.advance(130, |_| Some(10)), vec![1, 2, 3]);
+        assert_eq!(w.free_at, 130);
+    }
 }

@@ -425,6 +425,18 @@ mod tests {
         assert_eq!((u.credit_waits, u.interrupts), (0, 1));
     }
 
+    #[test]
+    fn a_slot_freed_exactly_when_the_fault_comes_is_no_wait() {
+        // One slot, the fast worker: A at 0 is done at 2.0 µs (as above).
+        let c = PprConfig { max_outstanding: 1, process_us: 0.1, ..PprConfig::default() };
+        let mut p = Ppr::new(&c);
+        assert_eq!(p.raise(&fault(1, 0)).unwrap().0, 2_000_000);
+        // B at 2.0 µs finds the slot freed at that instant: sent at once, not counted as a wait. Logged at 3.0
+        // into an empty log (a second interrupt), read 3.0-3.3, worker 3.6-3.7, done 4.0.
+        assert_eq!(p.raise(&fault(2, 2_000_000)).unwrap().0, 4_000_000);
+        assert_eq!((p.credit_waits, p.credit_wait_ps, p.interrupts), (0, 0, 2));
+    }
+
     /// The model before interrupt coalescing and request slots: every request pays `init`
     /// at the handler in turn and the worker's costs, nothing else.
     fn serial_reference(c: &PprConfig, faults: &[(u64, Ps)]) -> Vec<Option<Ps>> {

@@ -287,4 +287,73 @@ mod tests {
         assert_eq!((t.rows[0].index, t.rows[0].first_page, t.rows[0].pages), (0, 1000, 512));
         assert_eq!((t.rows[1].index, t.rows[1].first_page, t.rows[1].pages), (1, 0, 100));
     }
+
+    #[test]
+    fn each_count_goes_to_its_own_column() {
+        let ranges: PageRanges = [(0, 100)].into_iter().collect();
+        let mut t = AllocTally::default();
+        t.add(0, 0, 100);
+        // Column k gets k pages, so that a count in the wrong column shows.
+        let columns = [
+            AllocCount::Faults,
+            AllocCount::Prefetched,
+            AllocCount::PagesH2d,
+            AllocCount::Evictions,
+            AllocCount::PagesEvicted,
+            AllocCount::PagesWrittenBack,
+            AllocCount::HostFaultPages,
+        ];
+        for (k, c) in columns.into_iter().enumerate() {
+            t.count(c, &ranges, 0..k as u64 + 1);
+        }
+        let want = AllocRecord {
+            index: 0,
+            first_page: 0,
+            pages: 100,
+            faults: 1,
+            prefetched: 2,
+            pages_h2d: 3,
+            evictions: 4,
+            pages_evicted: 5,
+            pages_written_back: 6,
+            host_fault_pages: 7,
+            ..AllocRecord::default()
+        };
+        assert_eq!(t.rows, vec![want]);
+    }
+
+    #[test]
+    fn stages_ns_sums_every_stage_and_not_copy_ns() {
+        // Each column a distinct power of two: the sum names the columns in it (bits 0-12, not copy_ns's 13).
+        let r = BatchRecord {
+            fetch_ns: 1.0,
+            block_ns: 2.0,
+            fault_ns: 4.0,
+            first_touch_ns: 8.0,
+            unmap_ns: 16.0,
+            alloc_ns: 32.0,
+            evict_ns: 64.0,
+            zero_ns: 128.0,
+            push_ns: 256.0,
+            transfer_ns: 512.0,
+            map_ns: 1024.0,
+            tracker_ns: 2048.0,
+            replay_ns: 4096.0,
+            copy_ns: 8192.0,
+            ..BatchRecord::default()
+        };
+        assert_eq!(r.stages_ns(), 8191.0);
+    }
+
+    #[test]
+    fn table_values_are_kebab_case() {
+        // The names the tables carry (docs/metrics.md "Record tables").
+        let name = |v: serde_json::Value| v.as_str().unwrap().to_string();
+        let outcomes = [Outcome::Serviced, Outcome::Stale, Outcome::Deferred].map(|o| name(serde_json::to_value(o).unwrap()));
+        let causes = [Cause::Demand, Cause::PrefetchAsync, Cause::AccessCounter].map(|c| name(serde_json::to_value(c).unwrap()));
+        assert_eq!(
+            (outcomes, causes),
+            (["serviced", "stale", "deferred"].map(String::from), ["demand", "prefetch-async", "access-counter"].map(String::from))
+        );
+    }
 }

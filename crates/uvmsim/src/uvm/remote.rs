@@ -90,4 +90,17 @@ mod tests {
         assert!((6_000_000..6_200_000).contains(&last), "{last}");
         assert_eq!((r.loads, r.stores, r.bytes), (1, 1, 256));
     }
+
+    #[test]
+    fn each_line_request_counts_toward_the_pages_region() {
+        let mut r = RemoteAccess::new(&Config::default().link);
+        let cfg = super::super::counters::AccessCounterConfig { threshold: 4, ..Default::default() };
+        r.counters = Some(super::super::counters::AccessCounters::new(&cfg));
+        // 3 line requests to page 600 (region 1, sub-region (600 - 512) / 16 = 5): below the threshold of 4.
+        r.access(MemKind::Load, 600, 3, 384, 0, 0);
+        assert!(r.counters.as_ref().unwrap().notifications.is_empty());
+        // One more request (a store) makes 4: region 1 notifies with sub-region 5 marked.
+        r.access(MemKind::Store, 600, 1, 128, 0, 0);
+        assert_eq!(r.counters.as_ref().unwrap().notifications, vec![(1, 1 << 5)]);
+    }
 }

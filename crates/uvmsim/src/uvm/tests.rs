@@ -467,7 +467,7 @@ fn the_fetch_merges_an_entry_into_its_utlbs_last_or_the_batchs_last() {
     //   (0, 5, R) kept; (0, 5, R) same as µTLB 0's last: merged; (1, 5, R) same page as the batch's last, no
     //   more intrusive: merged; (1, 5, W) µTLB 1 has no entry of its own yet, and a write is more intrusive than
     //   the batch's last read: kept; (0, 6, R) kept; (1, 5, R) µTLB 1's last is page 5: merged; (0, 5, R) µTLB 0's
-    //   last is now 6 and the batch's last is 5 written (W >= R): merged; (0, 7, R) kept.
+    //   last is now 6, and so is the batch's last (the merged entry added none): kept; (0, 7, R) kept. 5 kept.
     let b = [f(5, 0, false), f(5, 0, false), f(5, 1, false), f(5, 1, true), f(6, 0, false), f(5, 1, false), f(5, 0, false), f(7, 0, false)];
     assert_eq!(fetch_coalesced(&b), 5);
     // Duplicates that are not adjacent survive the fetch (the sort skips them later).
@@ -504,6 +504,15 @@ fn a_fetched_entry_costs_its_read_and_only_distinct_pages_cost_the_per_fault_wor
     let Next::BatchDone(_) = u.service(0, &mut link, &mut res) else { panic!() };
     let r2 = u.records.as_ref().unwrap()[0].clone();
     assert!((r2.fetch_ns - r.fetch_ns - 1000.0).abs() < 1e-6, "{} vs {}", r2.fetch_ns, r.fetch_ns);
+    // A stale fault (its page resident already) is no duplicate: batch_us 10 + 2 entries at 0.01, nothing more.
+    let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default());
+    res.make_resident(3);
+    u.raise(fault(3, 0));
+    u.raise(Fault { warp: 1, ..fault(4, 1) });
+    let Next::BatchDone(_) = u.service(0, &mut link, &mut res) else { panic!() };
+    let r3 = u.records.as_ref().unwrap()[0].clone();
+    assert_eq!((r3.duplicates, r3.fetch_merged), (0, 0));
+    assert!((r3.fetch_ns / 1000.0 - (10.0 + 2.0 * 0.01)).abs() < 1e-6, "{}", r3.fetch_ns);
 }
 
 /// Two host-initialised blocks, 4 faults each, over a slow link (each block's 16 KiB copy takes ~160 µs,
@@ -701,6 +710,33 @@ fn zheng_policies_fill_the_transfer_set_after_the_demand_faults() {
     let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
     u.batch_done(end, &mut res);
     assert_eq!((res.resident_pages(), u.stats.prefetched), (8, 7));
+}
+
+#[test]
+fn sequential_prefetch_scans_an_evicted_block_again() {
+    let mut c =
+        UvmConfig { gpu_memory_bytes: ByteSize(4 << 20), pma_chunk_blocks: 64, replay_policy: ReplayPolicy::Batch, ..UvmConfig::default() };
+    (c.prefetch.policy, c.prefetch.transfer_set_pages) = (PrefetchPolicy::Sequential, 8);
+    let (mut u, mut link, mut res) = with(c);
+    u.add_allocation(0, 4 * 512);
+    // Block 0 resident (zero-filled by a prefetch call): the scan passes it.
+    let mut t = u.prefetch_async(0, 0..512, &mut link, &mut res);
+    let mut batch = |u: &mut Uvm, vpn: u64, res: &mut Residency| {
+        u.raise(Fault { time: t, ..fault(vpn, 0) });
+        let Next::BatchDone(end) = u.service(t, &mut link, res) else { panic!() };
+        u.batch_done(end, res);
+        t = end;
+    };
+    // Fault on 1000 (block 1): 7 sequential pages from 0 skip block 0: 512..519; the scan stops at 519.
+    batch(&mut u, 1000, &mut res);
+    assert_eq!(((512..519).all(|p| res.is_resident(p)), u.seq_cursor), (true, 519));
+    // Fault on 1030 (block 2): the set 519..526 is in block 1, so block 0 (resident first, not in the batch) is
+    // evicted, and the scan goes back to its start.
+    batch(&mut u, 1030, &mut res);
+    assert_eq!((u.stats.evictions, u.seq_cursor), (1, 0));
+    // Fault on 1031: the set is block 0's pages 0..7 again.
+    batch(&mut u, 1031, &mut res);
+    assert!((0..7).all(|p| res.is_resident(p)) && !res.is_resident(7));
 }
 
 #[test]
@@ -1384,4 +1420,360 @@ fn polled_fault_on_a_prefetched_page_in_flight_goes_to_the_handler() {
         assert!(u.events.is_empty());
         u.check_invariants(&res).unwrap();
     }
+}
+
+/// A buffer of 3 entries, full with µTLB 0's pages 0..3; µTLB 0 holds 3 and 4, µTLB 1 holds 10 and 11. At the
+/// replay the µTLBs retry side by side, one access each per round (3, 10, then 4), and each retry on its way
+/// holds a buffer slot: after three retries the buffer (empty now) has no slot left, so 11 stays held.
+#[test]
+fn the_utlbs_retry_side_by_side_while_retries_hold_buffer_slots() {
+    let c =
+        UvmConfig { fault_buffer_entries: 3, batch_size: 3, replay_policy: ReplayPolicy::Batch, interrupt_us: 1.0, ..UvmConfig::default() };
+    let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default());
+    for (vpn, utlb) in [(0, 0), (1, 0), (2, 0), (3, 0), (4, 0), (10, 1), (11, 1)] {
+        u.raise(fault(vpn, utlb));
+    }
+    assert_eq!((u.stats.raw, u.stats.throttled, u.parked()), (3, 4, 4), "the ring is full after 3");
+    let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
+    assert_eq!(u.batch_done(end, &mut res), (Next::Nothing, true));
+    let retried: Vec<u64> = u.retries.iter().map(|f| f.vpn).collect();
+    assert_eq!((retried, u.parked(), u.stats.retried), (vec![3, 10, 4], 1, 3));
+    retry(&mut u, 0);
+    assert_eq!(u.buffer.len(), 3, "the retries fill the ring again, no more");
+    u.check_invariants(&res).unwrap();
+}
+
+/// The fetch reads PUT again only once it has taken every fault up to the PUT it read last
+/// (fetch_fault_buffer_entries): pages 0..6 written at 0, PUT read at 0, batches of 4; page 20 is written
+/// while the first batch is serviced. The second fetch takes 4 and 5 only; the third reads PUT again and takes 20.
+#[test]
+fn a_fetch_rereads_put_only_once_it_has_taken_every_fault_up_to_it() {
+    let (mut u, mut link, mut res) = uvm(ReplayPolicy::Batch, 56);
+    for vpn in 0..6 {
+        u.raise(fault(vpn, 0));
+    }
+    let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
+    u.raise(Fault { time: end / 2, ..fault(20, 0) });
+    assert_eq!(u.batch_done(end, &mut res), (Next::Service(end), true));
+    let Next::BatchDone(end2) = u.service(end, &mut link, &mut res) else { panic!() };
+    assert_eq!((u.stats.fetched, u.buffer.iter().map(|f| f.vpn).collect::<Vec<_>>()), (6, vec![20]));
+    assert_eq!(u.batch_done(end2, &mut res), (Next::Service(end2), true));
+    let Next::BatchDone(_) = u.service(end2, &mut link, &mut res) else { panic!() };
+    assert_eq!((u.stats.fetched, u.buffer.len()), (7, 0));
+}
+
+/// Batch-flush in the driver's order (fetch_after_replay_wait), max_batches_per_service 2, replay_us 5 µs,
+/// interrupt 1 µs: a fetch after the replay wait that finds nothing ends the bottom half, so the next run
+/// counts from zero; the run's second batch makes it yield: its next fetch waits for an interrupt too.
+#[test]
+fn ordered_batch_flush_yields_after_max_batches_and_an_empty_fetch_starts_a_new_run() {
+    const US: Ps = crate::sim::PS_PER_US;
+    let c = UvmConfig { batch_size: 4, max_batches_per_service: 2, interrupt_us: 1.0, ..UvmConfig::default() };
+    let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default());
+    assert_eq!(u.raise(fault(0, 0)), Next::Service(US));
+    let Next::BatchDone(p1) = u.service(US, &mut link, &mut res) else { panic!() };
+    assert_eq!(u.batch_done(p1, &mut res), (Next::Service(p1 + 5 * US), true), "run: 1 batch");
+    assert_eq!(u.service(p1 + 5 * US, &mut link, &mut res), Next::Nothing, "empty: the run ends");
+    let t = p1 + 10 * US;
+    assert_eq!(u.raise(Fault { time: t, ..fault(1, 0) }), Next::Service(t + US));
+    let Next::BatchDone(p2) = u.service(t + US, &mut link, &mut res) else { panic!() };
+    assert_eq!(u.batch_done(p2, &mut res), (Next::Service(p2 + 5 * US), true), "a new run: 1 batch");
+    u.raise(Fault { time: p2 + US, ..fault(2, 0) });
+    let Next::BatchDone(p3) = u.service(p2 + 5 * US, &mut link, &mut res) else { panic!() };
+    assert_eq!(u.batch_done(p3, &mut res), (Next::Service(p3 + 5 * US + US), true), "2 batches: wait + interrupt");
+}
+
+/// With a 1 ms per-SM throttle, SM 0's second fault is written at 1 ms. The first batch (well under 1 ms)
+/// takes page 0 only; the fetch after the replay wait finds nothing written yet: the bottom half ends and the
+/// fault written at 1 ms wakes it after its interrupt (1 µs).
+#[test]
+fn an_empty_fetch_waits_for_the_interrupt_of_a_fault_written_later() {
+    const US: Ps = crate::sim::PS_PER_US;
+    let c = UvmConfig { batch_size: 4, interrupt_us: 1.0, sm_fault_interval_ns: 1e6, ..UvmConfig::default() };
+    let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default());
+    u.raise(fault(0, 0));
+    u.raise(fault(1, 0));
+    assert_eq!(u.buffer.iter().map(|f| f.time).collect::<Vec<_>>(), vec![0, 1000 * US]);
+    let Next::BatchDone(p1) = u.service(US, &mut link, &mut res) else { panic!() };
+    assert!(p1 + 5 * US < 1000 * US, "{p1}");
+    assert_eq!(u.batch_done(p1, &mut res), (Next::Service(p1 + 5 * US), true));
+    assert_eq!(u.service(p1 + 5 * US, &mut link, &mut res), Next::Service(1000 * US + US));
+    assert_eq!(u.stats.fetched, 1);
+}
+
+#[test]
+fn the_per_fault_work_counts_faulted_pages_not_prefetched_ones() {
+    let mut c = UvmConfig::default();
+    c.prefetch.policy = PrefetchPolicy::Density;
+    let (mut u, mut link, mut res) = with(c);
+    u.add_allocation(0, 1024);
+    u.host_touch(0, 1024, 1);
+    u.raise(fault(1, 0));
+    let Next::BatchDone(_) = u.service(0, &mut link, &mut res) else { panic!() };
+    let r = u.records.as_ref().unwrap()[0].clone();
+    // One faulted page (0.19 µs); its 15 prefetched neighbours cost no per-fault work.
+    assert_eq!((r.unique, r.prefetched), (1, 15));
+    assert!((r.fault_ns - 190.0).abs() < 1e-6, "{}", r.fault_ns);
+}
+
+/// 2 chunks of GPU memory, one root chunk per allocator call: after the first block the allocator's chunk
+/// is taken but the allocator has one more, so memory is not full yet (prefetch.when_full must not apply);
+/// the second block takes it with a second call (100 µs each), and then memory is full.
+#[test]
+fn gpu_memory_is_full_only_when_the_allocator_has_nothing_left() {
+    let c =
+        UvmConfig { gpu_memory_bytes: ByteSize(4 << 20), pma_chunk_blocks: 1, replay_policy: ReplayPolicy::Batch, ..UvmConfig::default() };
+    let (mut u, mut link, mut res) = with(c);
+    let t = serve(&mut u, &mut link, &mut res, 0, &[1]);
+    assert_eq!((u.allocated_chunks, u.free_chunks, u.full), (1, 0, false));
+    serve(&mut u, &mut link, &mut res, t, &[513]);
+    assert_eq!((u.allocated_chunks, u.free_chunks, u.full), (2, 0, true));
+    let alloc: Vec<f64> = u.records.as_ref().unwrap().iter().map(|r| r.alloc_ns).collect();
+    assert_eq!(alloc, vec![100_000.0, 100_000.0]);
+}
+
+/// The `block` policy waits for each block's work and replays after it: each block pays the tracker and the
+/// replay. Pages 1 and 513, resident nowhere (zero-filled), first touch 0:
+///   block 0 ends at fetch 10 + 2 x 0.01, block 8, fault 0.19, allocator call 100, zero 0.02, map 2,
+///   tracker 5, replay 5 = 130.23 µs;
+///   block 1 (a chunk left from that call) 20.21 µs later: 8 + 0.19 + 0.02 + 2 + 5 + 5.
+#[test]
+fn block_policy_charges_each_block_its_tracker_and_replay() {
+    let c = UvmConfig { replay_policy: ReplayPolicy::Block, batch_size: 8, records: true, first_touch_us: 0.0, ..UvmConfig::default() };
+    let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default());
+    u.raise(fault(1, 0));
+    u.raise(fault(513, 0));
+    let Next::BatchDone(e1) = u.service(0, &mut link, &mut res) else { panic!() };
+    assert_eq!(e1, 130_230_000);
+    let (Next::BatchDone(e2), true) = u.batch_done(e1, &mut res) else { panic!() };
+    assert_eq!(e2 - e1, 20_210_000);
+    let r = u.records.as_ref().unwrap()[0].clone();
+    assert_eq!((r.tracker_ns, r.replay_ns, r.end_ns), (10_000.0, 10_000.0, 150_440.0));
+}
+
+/// `once`: a fault the SM throttle writes only at 1 ms is not waiting in the buffer when the first batch ends
+/// (well before): the buffer is drained as of then, so the driver replays, and fetches again at once.
+#[test]
+fn once_policy_replays_when_no_fault_written_by_the_batch_end_is_left() {
+    let c = UvmConfig {
+        replay_policy: ReplayPolicy::Once,
+        batch_size: 4,
+        interrupt_us: 1.0,
+        sm_fault_interval_ns: 1e6,
+        ..UvmConfig::default()
+    };
+    let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default());
+    u.raise(fault(0, 0));
+    u.raise(fault(1, 0)); // written at 1 ms
+    let Next::BatchDone(end) = u.service(1_000_000, &mut link, &mut res) else { panic!() };
+    assert!(end < 1_000_000_000);
+    assert_eq!(u.batch_done(end, &mut res), (Next::Service(end), true));
+    assert_eq!(u.stats.replays, 1);
+}
+
+/// Page granularity, 4 pages of GPU memory (8 pages at 2x oversubscription), one root chunk (512 pages) per
+/// allocator call: the first batch's call covers all 4 pages (100 µs), later batches call no more, even the
+/// one that fills memory exactly (page 3). Page 4's batch evicts page 0: evict_us (10 µs), the push of its
+/// copy back (1 + 0.05 µs) and the copy itself, as its row in the migrations table times it.
+#[test]
+fn page_granularity_calls_the_allocator_once_per_root_chunks_and_charges_the_eviction() {
+    let c = UvmConfig {
+        oversubscription: 2.0,
+        pma_chunk_blocks: 1,
+        eviction: EvictionConfig { granularity: EvictionGranularity::Page, policy: EvictionPolicy::Driver, ..EvictionConfig::default() },
+        ..UvmConfig::default()
+    };
+    let (mut u, mut link, mut res) = with(c);
+    u.add_allocation(0, 8);
+    u.host_touch(0, 8, 1);
+    serve(&mut u, &mut link, &mut res, 0, &[0, 1, 2, 3, 4]);
+    let rows = u.records.as_ref().unwrap();
+    assert_eq!(rows.iter().map(|r| r.alloc_ns).collect::<Vec<_>>(), vec![100_000.0, 0.0, 0.0, 0.0, 0.0]);
+    assert_eq!(u.shootdown_pages, vec![0]);
+    let back: Vec<&MigrationRecord> = u.migrations.as_ref().unwrap().iter().filter(|m| m.cause == Cause::Eviction).collect();
+    assert_eq!(back.len(), 1);
+    let want = 10_000.0 + 1_050.0 + (back[0].end_ns - back[0].start_ns);
+    assert!((rows[4].evict_ns - want).abs() < 1e-6, "{} vs {want}", rows[4].evict_ns);
+}
+
+/// summary.json's `uvm.stage.*_ns` are the finished batches' stage columns, every one of them.
+#[test]
+fn every_stage_of_a_finished_batch_reaches_its_summary_total() {
+    let (mut u, mut link, mut res) = costed(ReplayPolicy::Batch, 8);
+    u.host_touch(0, 512, 4);
+    for vpn in [1, 2, 513] {
+        u.raise(fault(vpn, 0));
+    }
+    let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
+    u.batch_done(end, &mut res);
+    let r = u.records.as_ref().unwrap()[0].clone();
+    let mut m = Metrics::default();
+    u.export(&mut m, &res);
+    for (name, want) in [
+        ("fetch", r.fetch_ns),
+        ("block", r.block_ns),
+        ("fault", r.fault_ns),
+        ("first_touch", r.first_touch_ns),
+        ("unmap", r.unmap_ns),
+        ("alloc", r.alloc_ns),
+        ("evict", r.evict_ns),
+        ("zero", r.zero_ns),
+        ("push", r.push_ns),
+        ("transfer", r.transfer_ns),
+        ("map", r.map_ns),
+        ("tracker", r.tracker_ns),
+        ("replay", r.replay_ns),
+        ("copy", r.copy_ns),
+    ] {
+        let got = m.get(&format!("uvm.stage.{name}_ns")).unwrap();
+        assert!((got - want).abs() < 1e-3, "{name}: {got} vs {want}");
+    }
+    // Distinct values, so a stage summed into another's total shows.
+    assert!((r.map_ns - 4000.0).abs() < 1e-6 && (r.tracker_ns - 5000.0).abs() < 1e-6);
+}
+
+#[test]
+fn the_fetch_merges_an_equal_access_of_another_utlb_into_the_batchs_last() {
+    let f = |vpn: u64, utlb: u32, write: bool| Fault { write, ..fault(vpn, utlb) };
+    // Same page, another µTLB, an access as intrusive as the batch's last entry: merged.
+    assert_eq!(fetch_coalesced(&[f(5, 0, false), f(5, 1, false)]), 1);
+    assert_eq!(fetch_coalesced(&[f(5, 0, true), f(5, 1, true)]), 1);
+    // Less intrusive: merged; more intrusive: kept.
+    assert_eq!(fetch_coalesced(&[f(5, 0, true), f(5, 1, false)]), 1);
+    assert_eq!(fetch_coalesced(&[f(5, 0, false), f(5, 1, true)]), 2);
+}
+
+/// A page the thrashing module throttles is not serviced: the batch bumps the refault epoch, so the warps
+/// waiting on it re-execute after the replay and fault again (pages 5..8 thrash as in the test above).
+#[test]
+fn a_throttled_page_is_not_serviced_and_its_warps_fault_again() {
+    let c = UvmConfig { replay_policy: ReplayPolicy::Batch, batch_size: 1, ..UvmConfig::default() };
+    let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default());
+    const US: Ps = crate::sim::PS_PER_US;
+    for (i, p) in [Proc::Host, Proc::Gpu, Proc::Host, Proc::Gpu, Proc::Host].into_iter().enumerate() {
+        u.thrashing.migrated(0, &[5, 6, 7, 8], p, i as Ps * 10 * US);
+    }
+    u.raise(fault(5, 0));
+    let Next::BatchDone(end) = u.service(50 * US, &mut link, &mut res) else { panic!() };
+    u.batch_done(end, &mut res);
+    assert_eq!(u.thrashing.stats.throttled_faults, 1);
+    assert_eq!((u.stats.unique, res.refault_epoch, res.is_resident(5), u.in_service(0, 5)), (0, 1, false, false));
+}
+
+/// preferred-location-host: a batch maps the faulted pages remotely, per VA block: block 8 µs, the page
+/// resident nowhere (1) zero-filled on the host (0.02 µs; page 0 is host data), map 2 µs; no chunk, no copy.
+#[test]
+fn a_remote_mapping_zero_fills_only_pages_resident_nowhere_and_counts_its_pages() {
+    let mut c = UvmConfig { replay_policy: ReplayPolicy::Batch, ..UvmConfig::default() };
+    c.advise.policy = Advice::PreferredLocationHost;
+    let (mut u, mut link, mut res) = with(c);
+    u.add_allocation(0, 1024);
+    u.host_touch(0, 1, 1);
+    u.raise(fault(0, 0));
+    u.raise(fault(1, 0));
+    let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
+    u.batch_done(end, &mut res);
+    let r = u.records.as_ref().unwrap()[0].clone();
+    assert_eq!((r.block_ns, r.zero_ns, r.map_ns), (8000.0, 20.0, 2000.0));
+    assert_eq!((r.remote_mapped, r.va_blocks, r.bytes_h2d, u.stats.remote_mapped), (2, 0, 0, 2));
+    assert!(res.is_remote(0) && res.is_remote(1) && !res.is_resident(1));
+}
+
+#[test]
+fn batch_flush_records_the_faults_it_discards() {
+    let c = UvmConfig { batch_size: 4, records: true, ..UvmConfig::default() };
+    let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default());
+    for vpn in 0..6 {
+        u.raise(fault(vpn, 0));
+    }
+    let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
+    u.batch_done(end, &mut res);
+    // 4 fetched, the 2 left flushed.
+    assert_eq!((u.stats.flushed, u.records.as_ref().unwrap()[0].flushed), (2, 2));
+}
+
+/// A held fault whose page was mapped meanwhile ends at the replay (the GPU's sleeping warps on it resume):
+/// µTLB 1 (limit 2) writes pages 0 and 1 and holds 2, 3, 4; page 3 becomes resident; at the replay 2 and 4
+/// are retried, 3 ends with the batch's 0 and 1.
+#[test]
+fn a_held_fault_on_a_page_mapped_meanwhile_ends_at_the_replay() {
+    let (mut u, mut link, mut res) = uvm(ReplayPolicy::Batch, 2);
+    for vpn in 0..5 {
+        u.raise(fault(vpn, 1));
+    }
+    res.make_resident(3);
+    let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
+    u.batch_done(end, &mut res);
+    assert_eq!(u.take_ended(), vec![0, 1, 3]);
+    assert!(!u.in_service(1, 3) && u.in_service(1, 2) && u.in_service(1, 4));
+}
+
+/// A host access to pages the host never mapped: one CPU fault (cpu_fault_us, 20 µs) for the block, nothing to
+/// copy back; the block is host-mapped afterwards, so the next access costs nothing.
+#[test]
+fn a_host_access_to_an_unmapped_block_costs_one_cpu_fault() {
+    let (mut u, mut link, mut res) = with(UvmConfig::default());
+    assert_eq!(u.host_access(0, 0..4, false, 1, &mut link, &mut res), 20_000_000);
+    assert_eq!(u.host_access(20_000_000, 0..4, false, 1, &mut link, &mut res), 20_000_000);
+    assert_eq!(u.stats.host_faults, 1);
+}
+
+/// Preemptive unmapping, sync, allocation granularity: the fault on block 0 unmaps the allocation's three
+/// host-mapped blocks in one call: 3 x 1.6 µs + 1536 pages x 0.163 µs (one thread: no shootdown extra).
+#[test]
+fn a_sync_allocation_unmap_counts_the_faulting_block_with_the_rest() {
+    let mut c = UvmConfig { replay_policy: ReplayPolicy::Batch, ..UvmConfig::default() };
+    c.preunmap.granularity = UnmapGranularity::Allocation;
+    let (mut u, mut link, mut res) = with(c);
+    u.add_allocation(0, 1536);
+    u.host_touch(0, 1536, 1);
+    u.raise(fault(1, 0));
+    let Next::BatchDone(_) = u.service(0, &mut link, &mut res) else { panic!() };
+    let r = u.records.as_ref().unwrap()[0].clone();
+    let want = 3.0 * 1.6 + 1536.0 * 0.163;
+    assert!((r.unmap_ns / 1000.0 - want).abs() < 1e-6, "{} vs {want}", r.unmap_ns / 1000.0);
+    assert_eq!(u.stats.unmaps_sync, 3);
+}
+
+/// An access-counter migration keeps the bottom half busy until it ends: a batch due before waits for it, one
+/// due at its end runs then.
+#[test]
+fn a_batch_waits_for_an_access_counter_migration_until_its_end_only() {
+    let (mut u, mut link, mut res) = with(UvmConfig::default());
+    u.add_allocation(0, 512);
+    u.host_touch(0, 512, 1);
+    for p in 0..16 {
+        res.map_remote(p);
+    }
+    let end = u.service_counters(0, &[(0, 1)], &mut link, &mut res).expect("pages to move");
+    u.counters_done(end, &mut res);
+    u.raise(fault(100, 0));
+    assert_eq!(u.service(1, &mut link, &mut res), Next::Service(end));
+    assert!(matches!(u.service(end, &mut link, &mut res), Next::BatchDone(_)));
+}
+
+/// Once GPU memory is full (one 2 MiB chunk here), a batch's end tells the GPU every page it mapped, prefetched
+/// ones too (the replay completes the lanes on all of them): page 1 faulted, density brought 0..16.
+#[test]
+fn with_memory_full_a_batch_ends_the_faults_on_every_page_it_mapped() {
+    let mut c = UvmConfig { gpu_memory_bytes: ByteSize(2 << 20), replay_policy: ReplayPolicy::Batch, ..UvmConfig::default() };
+    c.prefetch.policy = PrefetchPolicy::Density;
+    let (mut u, mut link, mut res) = with(c);
+    u.add_allocation(0, 1024);
+    u.host_touch(0, 1024, 1);
+    u.raise(fault(1, 0));
+    let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
+    u.batch_done(end, &mut res);
+    assert!(u.full);
+    let mut ended = u.take_ended();
+    ended.sort_unstable();
+    ended.dedup();
+    assert_eq!(ended, (0..16).collect::<Vec<u64>>());
+}
+
+#[test]
+fn a_batch_may_take_the_whole_fault_buffer() {
+    assert!(UvmConfig { fault_buffer_entries: 256, batch_size: 256, ..UvmConfig::default() }.validate().is_ok());
+    let c = UvmConfig { fault_buffer_entries: 256, batch_size: 257, ..UvmConfig::default() };
+    assert_eq!(c.validate().unwrap_err().0, "uvm.batch_size");
 }

@@ -344,6 +344,28 @@ mod tests {
     }
 
     #[test]
+    fn the_lapse_and_the_nap_end_inclusive() {
+        let mut th = t();
+        // Pages 5 and 6 of block 0, moved host <-> GPU exactly one lapse (500 µs) apart: each gap is
+        // within the lapse (<=), so the block alternates and every event after the first tracked one counts.
+        for (i, p) in [Proc::Gpu, Proc::Host, Proc::Gpu, Proc::Host, Proc::Gpu, Proc::Host].into_iter().enumerate() {
+            th.migrated(0, &[5, 6], p, i as Ps * 500 * US);
+        }
+        // Tracked from the event at 500 µs; counted at 1000, 1500, 2000 and 2500 µs: 4 per page.
+        assert!(th.is_thrashing(5) && th.is_thrashing(6));
+        assert_eq!(th.stats.events, 8);
+        // Each page is detected once, when it reaches the threshold (3), not again at its 4th event.
+        assert_eq!(th.stats.detected, 2);
+        // The GPU faults on page 5 exactly a lapse after the last event (2500 µs): still thrashing, throttled
+        // for one nap (500 µs); on page 6 a picosecond later: quiet for longer than the lapse, serviced.
+        assert_eq!(th.hint(5, Proc::Gpu, 3000 * US), Hint::Throttle(3500 * US));
+        assert_eq!(th.hint(6, Proc::Gpu, 3000 * US + 1), Hint::None);
+        // The nap ends at 3500 µs: a fault then is serviced (the do-not-throttle turn).
+        assert_eq!(th.hint(5, Proc::Gpu, 3500 * US), Hint::None);
+        assert_eq!((th.stats.throttles, th.stats.throttled_faults), ([0, 1], 1));
+    }
+
+    #[test]
     fn disabled_does_nothing() {
         let mut th = Thrashing::new(&ThrashingConfig { enable: false, ..ThrashingConfig::default() });
         for i in 0..10 {
