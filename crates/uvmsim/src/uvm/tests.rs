@@ -1596,42 +1596,6 @@ fn page_granularity_calls_the_allocator_once_per_root_chunks_and_charges_the_evi
     assert!((rows[4].evict_ns - want).abs() < 1e-6, "{} vs {want}", rows[4].evict_ns);
 }
 
-/// summary.json's `uvm.stage.*_ns` are the finished batches' stage columns, every one of them.
-#[test]
-fn every_stage_of_a_finished_batch_reaches_its_summary_total() {
-    let (mut u, mut link, mut res) = costed(ReplayPolicy::Batch, 8);
-    u.host_touch(0, 512, 4);
-    for vpn in [1, 2, 513] {
-        u.raise(fault(vpn, 0));
-    }
-    let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
-    u.batch_done(end, &mut res);
-    let r = u.records.as_ref().unwrap()[0].clone();
-    let mut m = Metrics::default();
-    u.export(&mut m, &res);
-    for (name, want) in [
-        ("fetch", r.fetch_ns),
-        ("block", r.block_ns),
-        ("fault", r.fault_ns),
-        ("first_touch", r.first_touch_ns),
-        ("unmap", r.unmap_ns),
-        ("alloc", r.alloc_ns),
-        ("evict", r.evict_ns),
-        ("zero", r.zero_ns),
-        ("push", r.push_ns),
-        ("transfer", r.transfer_ns),
-        ("map", r.map_ns),
-        ("tracker", r.tracker_ns),
-        ("replay", r.replay_ns),
-        ("copy", r.copy_ns),
-    ] {
-        let got = m.get(&format!("uvm.stage.{name}_ns")).unwrap();
-        assert!((got - want).abs() < 1e-3, "{name}: {got} vs {want}");
-    }
-    // Distinct values, so a stage summed into another's total shows.
-    assert!((r.map_ns - 4000.0).abs() < 1e-6 && (r.tracker_ns - 5000.0).abs() < 1e-6);
-}
-
 #[test]
 fn the_fetch_merges_an_equal_access_of_another_utlb_into_the_batchs_last() {
     let f = |vpn: u64, utlb: u32, write: bool| Fault { write, ..fault(vpn, utlb) };
