@@ -852,7 +852,8 @@ impl Multi {
         }
         let ready = done + self.host_lat;
         self.stats.link_ps += 2 * self.host_lat as u128;
-        self.stats.migration_ps += (done - start) as u128;
+        // From the walk's end: the wait for a page still on its way (`p.ready`) is part of it.
+        self.stats.migration_ps += (done - walked) as u128;
         let replicated = self.policy == MigrationPolicy::ReadReplication && !write && p.owner != HOST && p.copies & bit == 0;
         let q = self.dir.page(vpn);
         if moved {
@@ -1841,14 +1842,29 @@ mod tests {
 
     /// First-touch: GPU 1 maps remotely a page still on its way from the host to GPU 0. Its answer
     /// (its host walk done long before) is sent when the page is in GPU 0's memory, as GPU 0's.
+    /// That wait is the migration term of its latency: with one host walker of 4 levels at 100 ns,
+    /// no TLB or PW-cache, both faults reach the host at 150 ns; GPU 0 walks 150-550 ns, GPU 1 waits
+    /// 400 ns and walks 550-950 ns; the page is in GPU 0's memory at `arrived`. The breakdown then
+    /// adds up to both faults' latencies: links 4 × 150, queue 400, 8 levels read at 100 each, and
+    /// the migration terms `arrived` - 550 and `arrived` - 950.
     #[test]
     fn a_remote_mapping_of_a_page_on_its_way_waits_for_it() {
-        let (mut m, mut gpus) = system(2, MigrationPolicy::FirstTouch);
+        let (mut m, mut gpus) = system_with(2, MigrationPolicy::FirstTouch, |c| {
+            c.translation.levels = 4;
+            let w = &mut c.multi.host_mmu.walker;
+            (w.threads, w.level_latency_ns, w.pte_from_dram, w.pwc_entries) = (1, 100.0, false, 0);
+            c.multi.host_mmu.tlb_entries = 0;
+        });
         let r0 = m.fault(0, 9, false, 0, 0, &mut gpus).unwrap();
         let arrived = m.dir.page(9).ready;
         let r1 = m.fault(1, 9, false, 0, 0, &mut gpus).unwrap();
         assert_eq!((r0, r1), (arrived + default_host_latency(), arrived + default_host_latency()));
         assert_eq!(m.stats.remote_maps, 1);
+        let ps = |ns: f64| ns_to_ps(ns) as u128;
+        assert!(arrived > ns_to_ps(950.0), "the page is still on its way when GPU 1's walk ends");
+        assert_eq!(m.stats.migration_ps, 2 * arrived as u128 - ps(550.0 + 950.0));
+        let s = &m.stats;
+        assert_eq!(s.link_ps + s.host_queue_ps + s.host_pwc_ps + ps(2.0 * 100.0) + s.migration_ps, (r0 + r1) as u128);
     }
 
     /// Access counters: GPU 2's notification reaches the driver while GPU 1's migration of the page
