@@ -968,20 +968,21 @@ fn fetch_coalesced(fetched: &[Fault]) -> u64 {
             1
         }
     };
-    let mut utlb_last: FxHashMap<u32, (u64, u8)> = FxHashMap::default();
+    // Each µTLB's last kept page. The driver also upgrades that entry's access type on a merge,
+    // but the merge test reads only the batch's last entry's type, which that upgrade leaves as
+    // it was (the driver moves the µTLB's pointer, not the batch's), so only the page is kept.
+    let mut utlb_last: FxHashMap<u32, u64> = FxHashMap::default();
     let mut last: Option<(u64, u8)> = None;
     let mut kept = 0;
     for f in fetched {
         let k = kind(f);
-        if let Some(e) = utlb_last.get_mut(&f.utlb).filter(|e| e.0 == f.vpn) {
-            // The more intrusive access becomes the representative.
-            e.1 = e.1.max(k);
+        if utlb_last.get(&f.utlb) == Some(&f.vpn) {
             continue;
         }
         if last.is_some_and(|(vpn, lk)| vpn == f.vpn && k <= lk) {
             continue;
         }
-        utlb_last.insert(f.utlb, (f.vpn, k));
+        utlb_last.insert(f.utlb, f.vpn);
         last = Some((f.vpn, k));
         kept += 1;
     }
