@@ -1936,6 +1936,266 @@ mod tests {
     }
 
     #[test]
+    fn a_warp_whose_pages_arrived_sleeps_on_while_its_utlb_is_blocked() {
+        // A warp waits for page 7, now mapped; its µTLB (0) is blocked (blocking faults).
+        let mut gpu = sleeping(&[&[7]]);
+        gpu.xlat.space.residency.make_resident(7);
+        gpu.blocked[0] = 5000;
+        let mut q = EventQueue::new();
+        // Another µTLB's last fault was serviced: µTLB 0 stays blocked, the warp sleeps on.
+        gpu.resume(&[3], false, 0, &mut q, |_, _| false);
+        assert_eq!((gpu.waiting.len(), q.len()), (1, 0));
+        // µTLB 0's: it unblocks and the warp re-executes.
+        gpu.resume(&[0], false, 0, &mut q, |_, _| false);
+        assert_eq!((gpu.waiting.len(), q.len(), gpu.blocked[0]), (0, 1, Ps::MAX));
+    }
+
+    #[test]
+    fn once_memory_is_full_a_warp_whose_fault_ended_unmapped_while_it_ran_on_wakes_when_filed() {
+        // Neither page 5 nor 6 is mapped; the driver holds 6's fault, 5's was dropped before the
+        // warp waiting for it fell asleep: nothing would raise it again, so that warp re-executes.
+        let mut gpu = sleeping(&[&[5], &[6]]);
+        let slots: Vec<u32> = gpu.waiting.iter().map(|s| s.slot).collect();
+        let mut q = EventQueue::new();
+        gpu.replay_ended(&[], 0, &mut q, |u, p| u == 0 && p == 6);
+        assert_eq!(gpu.waiting.iter().map(|s| s.slot).collect::<Vec<_>>(), vec![slots[1]]);
+        assert_eq!(drain(&mut q).len(), 1);
+    }
+
+    #[test]
+    fn a_page_request_wakes_the_warps_filed_under_every_page_of_its_range() {
+        // Warps wait for pages 7, 8 and 9: a completion of other pages files them under theirs.
+        let mut gpu = sleeping(&[&[7], &[8], &[9]]);
+        let mut q = EventQueue::new();
+        gpu.replay_pages(100, 101, 0, &mut q);
+        assert_eq!((gpu.waiting.len(), gpu.by_page.len(), q.len()), (0, 3, 0));
+        // Pages [7, 9) complete: the warps on 7 and 8 re-execute; the one on 9 stays filed.
+        for p in 7..9 {
+            gpu.xlat.space.residency.make_resident(p);
+        }
+        gpu.replay_pages(7, 9, 0, &mut q);
+        assert_eq!(q.len(), 2);
+        assert_eq!(gpu.by_page.keys().copied().collect::<Vec<_>>(), vec![9]);
+        // After an eviction (a new refault epoch) a sleeping warp re-executes when filed, as in
+        // `replay`: its page may have gone after its fault was serviced, and nothing raises it again.
+        let mut gpu = sleeping(&[&[7]]);
+        gpu.xlat.space.residency.refault_epoch += 1;
+        let mut q = EventQueue::new();
+        gpu.replay_pages(100, 101, 0, &mut q);
+        assert_eq!((q.len(), gpu.by_page.len()), (1, 0));
+    }
+
+    #[test]
+    fn a_faulting_page_takes_its_own_lines_with_it_and_no_more() {
+        // 128-byte lines: page 0 holds lines 0..32. Lines 30, 31 are on it, 32 and 33 on page 1.
+        let mut l = Lines::default();
+        l.line[..4].copy_from_slice(&[30, 31, 32, 33]);
+        l.n = 4;
+        assert_eq!(past_page(&l, 0, 30 << 7, 7), 2);
+        assert_eq!(past_page(&l, 2, 32 << 7, 7), 4);
+    }
+
+    #[test]
+    fn a_fault_raised_but_not_yet_written_is_outstanding() {
+        let cfg = Config::default();
+        let uvm = Uvm::new(&cfg.uvm, 16, 16, 0);
+        let raised = [Fault { time: 0, vpn: 5, utlb: 0, sm: 0, warp: 0, write: false, prefetch: false }];
+        // Page 5's fault is among this run's, not yet in the driver's hands: the warp must sleep.
+        assert!(!no_fault_outstanding(Some(&uvm), 0, &[5], &raised));
+        // Nobody holds page 6's: the replay that ended it came while the warp went on.
+        assert!(no_fault_outstanding(Some(&uvm), 0, &[6], &raised));
+        assert!(!no_fault_outstanding(None, 0, &[6], &raised));
+    }
+
+    /// A GPU of the default config (1 GHz: an issue slot is 1000 ps) whose CTA 0 on SM 0 holds
+    /// one warp per script (in slot i), each running its script, which ends in `Exit`, from `redo`.
+    fn scripted(scripts: &[&[Op]]) -> Gpu {
+        scripted_in(&Config::default(), scripts)
+    }
+
+    fn scripted_in(cfg: &Config, scripts: &[&[Op]]) -> Gpu {
+        let mut gpu = Gpu::new(cfg);
+        let spec = first_kernel(cfg);
+        gpu.ctas.push(Cta { warps_left: scripts.len() as u32, ..Cta::default() });
+        for (i, ops) in scripts.iter().enumerate() {
+            let id = WarpId { global: i as u64, first_thread: 32 * i as u64, lanes: 32 };
+            gpu.warps[i] = Some(Warp {
+                stream: spec.gen.warp(id),
+                sm: 0,
+                cta: 0,
+                loads: 0,
+                stores: 0,
+                id,
+                pending: vec![],
+                redo: ops.iter().map(|&op| (op, Box::default())).collect(),
+                faulted: vec![],
+                epoch: 0,
+            });
+        }
+        gpu
+    }
+
+    /// Runs the scripted warps, all ready at 0 (slot 0 handled first); when their CTA is done.
+    fn cta_end(gpu: &mut Gpu) -> Ps {
+        let mut q = EventQueue::new();
+        for slot in 0..gpu.ctas[0].warps_left {
+            q.push(0, Ev::Warp(slot));
+        }
+        while let Some((t, ev)) = q.pop() {
+            match ev {
+                Ev::Warp(slot) => gpu.run_warp(slot, t, &mut q, None, None).unwrap(),
+                Ev::CtaDone(0) => return t,
+                e => panic!("unexpected event {e:?}"),
+            }
+        }
+        panic!("the CTA never finished")
+    }
+
+    #[test]
+    fn blocking_faults_block_the_utlb_from_the_first_fault_found() {
+        // One load on two managed pages 1 GiB apart, neither resident: each walk ends in a fault
+        // (the second's upper levels miss the walk cache again: the times differ). The µTLB takes
+        // no request from the earlier one on, and the warp sleeps.
+        let mut cfg = Config::default();
+        cfg.uvm.fault_mode = FaultMode::Blocking;
+        let (a, b) = (1u64 << 40, (1u64 << 40) + (1 << 30));
+        let load = Op::Mem { kind: MemKind::Load, lanes: Lanes::Explicit { n: 2 }, bytes: 4 };
+        let mut gpu = scripted_in(&cfg, &[&[load, Op::Exit]]);
+        gpu.xlat.space.map(&crate::workload::Buffer { base: a, bytes: 2 << 30, page_bytes: 4096, managed: true });
+        gpu.warps[0].as_mut().unwrap().redo[0].1 = vec![a, b].into();
+        gpu.run_warp(0, 0, &mut EventQueue::new(), None, None).unwrap();
+        let times: Vec<Ps> = gpu.faults.iter().map(|f| f.time).collect();
+        assert_eq!((gpu.faults.len(), gpu.waiting.len()), (2, 1));
+        assert!(times[1] < times[0], "{times:?}: the second walk hits the walk cache's upper levels");
+        assert_eq!(gpu.blocked[0], times[1]);
+    }
+
+    #[test]
+    fn a_warp_that_stalls_on_its_faults_goes_on_past_a_faulting_prefetch() {
+        // `uvm.stall_warp_on_fault`: a faulting load stops its warp there; a faulting prefetch
+        // does not (nothing waits for it): Compute and Exit issue too (3 instructions), and the
+        // warp sleeps at its Exit for the prefetch's replay.
+        let mut cfg = Config::default();
+        cfg.uvm.stall_warp_on_fault = true;
+        let base = 1u64 << 40;
+        let mem = |kind| Op::Mem { kind, lanes: Lanes::Strided { base, stride: 4, n: 32 }, bytes: 4 };
+        for (kind, issued) in [(MemKind::Prefetch, 3), (MemKind::Load, 1)] {
+            let mut gpu = scripted_in(&cfg, &[&[mem(kind), Op::Compute(1), Op::Exit]]);
+            gpu.xlat.space.map(&crate::workload::Buffer { base, bytes: 4096, page_bytes: 4096, managed: true });
+            gpu.run_warp(0, 0, &mut EventQueue::new(), None, None).unwrap();
+            assert_eq!((gpu.stats.warp_insts, gpu.faults.len(), gpu.waiting.len()), (issued, 1, 1), "{kind:?}");
+            // Neither is a write (a prefetch fault asks for a readable page).
+            assert_eq!((gpu.faults[0].write, gpu.faults[0].prefetch), (false, kind == MemKind::Prefetch));
+        }
+    }
+
+    #[test]
+    fn a_warp_exits_once_its_stores_are_done() {
+        // A store to device memory issued at 0: its translation alone walks four levels in DRAM
+        // (over 100 ns); the Exit issues at 1 ns but the CTA ends when the store is done.
+        let store = Op::Mem { kind: MemKind::Store, lanes: Lanes::Strided { base: 1 << 40, stride: 4, n: 32 }, bytes: 4 };
+        let mut gpu = scripted(&[&[store, Op::Exit]]);
+        gpu.xlat.space.map(&crate::workload::Buffer { base: 1 << 40, bytes: 4096, page_bytes: 4096, managed: false });
+        let end = cta_end(&mut gpu);
+        assert!(end > 100_000, "ended at {end} ps");
+        // 32 lanes x 4 aligned bytes: one 128-byte line, one translation.
+        let st = &gpu.stats;
+        assert_eq!((st.completed_insts, st.warp_mem_insts, st.line_accesses, st.translations), (1, 1, 1, 1));
+    }
+
+    #[test]
+    fn a_remote_load_moves_every_line_it_touches_over_the_link() {
+        // 32 lanes of 8 bytes from a remotely mapped managed page: 256 bytes, two 128-byte lines,
+        // one remote load of both lines' bytes (one line's would be 128).
+        let base = 1u64 << 40;
+        let load = Op::Mem { kind: MemKind::Load, lanes: Lanes::Strided { base, stride: 8, n: 32 }, bytes: 8 };
+        let mut gpu = scripted(&[&[load, Op::Exit]]);
+        gpu.xlat.space.map(&crate::workload::Buffer { base, bytes: 4096, page_bytes: 4096, managed: true });
+        gpu.xlat.space.residency.map_remote(base >> 12);
+        cta_end(&mut gpu);
+        let (r, st) = (&gpu.remote, &gpu.stats);
+        assert_eq!((r.loads, r.stores, r.bytes, st.line_accesses), (1, 0, 256, 2));
+        assert!(gpu.faults.is_empty());
+    }
+
+    #[test]
+    fn a_load_that_returns_before_an_earlier_one_does_not_end_the_wait_sooner() {
+        // An earlier load is back at 10 µs; this one (device memory, a walk and a DRAM read, well
+        // under that) returns first. The Wait ends with the later of the two, then Exit issues.
+        let base = 1u64 << 40;
+        let load = Op::Mem { kind: MemKind::Load, lanes: Lanes::Strided { base, stride: 4, n: 32 }, bytes: 4 };
+        let mut gpu = scripted(&[&[load, Op::Wait, Op::Exit]]);
+        gpu.xlat.space.map(&crate::workload::Buffer { base, bytes: 4096, page_bytes: 4096, managed: false });
+        gpu.warps[0].as_mut().unwrap().loads = 10_000_000;
+        assert_eq!(cta_end(&mut gpu), 10_000_000);
+        assert_eq!(gpu.stats.completed_insts, 1);
+    }
+
+    #[test]
+    fn a_compute_instruction_is_busy_for_its_cycles_from_its_issue() {
+        // Compute(5) issues at 0 and is done at 5 cycles, when Exit issues: the CTA ends at 5000 ps.
+        let mut gpu = scripted(&[&[Op::Compute(5), Op::Exit]]);
+        assert_eq!(cta_end(&mut gpu), 5000);
+        let s = &gpu.stats;
+        assert_eq!((s.warp_insts, s.compute_insts, s.completed_insts), (2, 1, 1));
+    }
+
+    #[test]
+    fn a_wait_waits_for_the_loads_and_an_exit_for_the_stores_too() {
+        // Loads back at 3 cycles, stores done at 9. Wait (issued at 0) ends at 3; Compute(20)
+        // issues at 3 and ends at 23, when Exit issues: 23000 ps (a wait for the stores: 29000).
+        let mut gpu = scripted(&[&[Op::Wait, Op::Compute(20), Op::Exit]]);
+        let w = gpu.warps[0].as_mut().unwrap();
+        (w.loads, w.stores) = (3000, 9000);
+        assert_eq!(cta_end(&mut gpu), 23_000);
+        // Exit issued at 0 ends the warp when its stores are done, at 9000 ps.
+        let mut gpu = scripted(&[&[Op::Exit]]);
+        let w = gpu.warps[0].as_mut().unwrap();
+        (w.loads, w.stores) = (3000, 9000);
+        assert_eq!(cta_end(&mut gpu), 9000);
+    }
+
+    #[test]
+    fn a_barrier_releases_its_warps_one_slot_after_the_latest_arrival() {
+        // Warp 0 computes for 10 cycles (slot 0), arrives at 10000 ps; warp 1 arrives first in
+        // time (slot 1, 1000 ps) but last in processing. Both go on at 10000 + 1000: warp 1 exits
+        // at 11000, warp 0 at the next slot, 12000 (from warp 1's earlier arrival: 3000).
+        let mut gpu = scripted(&[&[Op::Compute(10), Op::Barrier, Op::Exit], &[Op::Barrier, Op::Exit]]);
+        assert_eq!(cta_end(&mut gpu), 12_000);
+        assert_eq!(gpu.stats.barriers, 2);
+    }
+
+    #[test]
+    fn a_warp_exiting_releases_the_barrier_one_slot_after_its_exit() {
+        // Warp 0 waits at the barrier from 0; warp 1 computes from 1000 ps and exits at 11000, the
+        // last warp the barrier waited for: warp 0 goes on at 12000 and exits then (not at the
+        // barrier's arrival + 1 slot, 1000 ps, which ended the CTA at 11000).
+        let mut gpu = scripted(&[&[Op::Barrier, Op::Exit], &[Op::Compute(10), Op::Exit]]);
+        assert_eq!(cta_end(&mut gpu), 12_000);
+    }
+
+    #[test]
+    fn a_partial_last_cta_gets_only_its_threads() {
+        // 790 threads in CTAs of 256: three of 8 full warps and a last one of 790 - 768 = 22
+        // threads, one warp of 22 lanes: 25 warps, 790 lanes. Launched at 5 ns, the kernel takes
+        // until its last CTA is done (here, all four at 12 ns): 7000 ps.
+        let mut cfg = Config::default();
+        (cfg.workload.kind, cfg.workload.threads_per_cta) = (crate::workload::WorkloadKind::VecaddProbe, 256);
+        cfg.workload.vecadd_probe.threads = 790;
+        let mut gpu = Gpu::new(&cfg);
+        let mut q = EventQueue::new();
+        assert!(gpu.launch(first_kernel(&cfg), 5000, &mut q));
+        let warps: Vec<&Warp> = gpu.warps.iter().flatten().collect();
+        assert_eq!((gpu.stats.ctas, gpu.stats.warps, warps.len()), (4, 25, 25));
+        assert_eq!(warps.iter().map(|w| u64::from(w.id.lanes)).sum::<u64>(), 790);
+        let last = warps.iter().max_by_key(|w| w.id.global).unwrap();
+        assert_eq!((last.id.global, last.id.first_thread, last.id.lanes), (24, 768, 22));
+        let done: Vec<bool> = (0..4).map(|ci| gpu.cta_done(ci, 12_000, &mut q)).collect();
+        assert_eq!(done, [false, false, false, true]);
+        assert_eq!((gpu.stats.kernels, gpu.stats.kernel_ps), (1, 7000));
+    }
+
+    #[test]
     fn cta_dispatch_spreads_the_first_ctas_round_robin_or_fills_each_sm_first() {
         // 4 SMs taking 2 one-warp CTAs each: the first 8 CTAs of a gather kernel.
         let placed = |dispatch: CtaDispatch| {

@@ -794,6 +794,20 @@ mod tests {
         assert_eq!(p.send(0, 150_000, 151_000, true), 300_000);
     }
 
+    #[test]
+    fn a_shorter_hold_that_reached_the_directory_first_does_not_replace_a_longer_one() {
+        let mut p = path(8, 32, 0);
+        // A miss reaches the directory at 105 cycles, held there until 300.
+        assert_eq!(p.send(0, 0, 100_000, false), 105_000);
+        p.take(0, 105_000, 300_000);
+        // A hit answered at 2 reaches it at 7, before the held read (not held behind it), and is
+        // held for its own set until 200.
+        assert_eq!(p.send(0, 1000, 2000, true), 7000);
+        p.take(0, 7000, 200_000);
+        // One reaching it at 156 is behind the read held until 300, not the hold ending at 200.
+        assert_eq!(p.send(0, 150_000, 151_000, true), 300_000);
+    }
+
     /// Runs `ops` (kind, offset, length, cap) on an `Occupancy` with `F` entries per node
     /// and on a list of intervals: 0 adds `[at + x, at + x + len)`, 3 adds `[at - x, at - x + len)`,
     /// 1 advances by `x`, 2 queries at `at + x`, the answer checked against a scan of the list.
