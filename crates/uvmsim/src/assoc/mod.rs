@@ -494,6 +494,9 @@ mod tests {
         a.insert(6, 30);
         assert_eq!(a.absent_min(4, |_, &v| v), Some(30));
         assert_eq!(a.absent_min(2, |_, &v| v), None, "present");
+        // An invalidated slot counts as empty (0), not as the value it held (30).
+        a.invalidate(6);
+        assert_eq!(a.absent_min(4, |_, &v| v), Some(0));
         // Set 1 is unaffected by set 0's values.
         assert_eq!(a.absent_min(5, |_, &v| v + 1), Some(1));
     }
@@ -670,6 +673,29 @@ mod tests {
         assert!(a.lookup(1).is_some());
         assert_eq!(a.insert(3, 0), Some((2, 0)));
         assert!(a.probe(1).is_some() && a.probe(3).is_some() && a.probe(2).is_none());
+    }
+
+    #[test]
+    fn overwriting_a_key_refreshes_it_and_replaces_its_value() {
+        // One set of 2 ways (LRU): 1, 2, then 1 again (an overwrite) -> 2 is the least recently used.
+        let mut a: SetAssoc<u8> = SetAssoc::new(2, 2, Replacement::Lru);
+        a.insert(1, 10);
+        a.insert(2, 20);
+        assert_eq!(a.insert(1, 11), None);
+        assert_eq!(a.probe(1), Some(&11));
+        assert_eq!(a.insert(3, 30), Some((2, 20)));
+    }
+
+    #[test]
+    fn a_range_invalidation_frees_its_slots_for_the_next_fills() {
+        // One set of 2 ways: 1 (older), 2 (newer). Dropping 2 empties its way (stamp 0, older than
+        // any key), so 3 takes it and 1 stays.
+        let mut a: SetAssoc<u8> = SetAssoc::new(2, 2, Replacement::Lru);
+        a.insert(1, 0);
+        a.insert(2, 0);
+        assert_eq!(a.invalidate_where(|k| k == 2), 1);
+        assert_eq!(a.insert(3, 0), None);
+        assert!(a.probe(1).is_some());
     }
 
     #[test]

@@ -248,17 +248,38 @@ mod tests {
 
     #[test]
     fn empty_queue_with_work_left_is_a_deadlock_naming_the_waiter() {
-        let mut m = Toy { left: vec![1, 5], gap: 10, log: vec![] };
+        let mut m = Toy { left: vec![2, 5], gap: 10, log: vec![] };
         let mut q = EventQueue::new();
         q.push(0, 0); // job 1 never gets an event
         let err = run(&mut m, &mut q, &RunOptions::default()).unwrap_err();
         match &err {
-            SimError::Deadlock { waiting, .. } => {
+            // Job 0's two steps at 0 and 10 ps: the queue empties at 10 ps, the deadlock's time.
+            SimError::Deadlock { now, waiting } => {
+                assert_eq!(*now, 10);
                 assert_eq!(waiting, &vec!["job 1: 5 steps left".to_string()])
             }
             e => panic!("expected a deadlock, got {e:?}"),
         }
         assert!(err.to_string().contains("job 1: 5 steps left"));
+    }
+
+    /// A model with no work and no events is finished, not deadlocked.
+    #[test]
+    fn a_run_with_nothing_to_do_finishes_at_time_zero() {
+        let mut m = Toy { left: vec![], gap: 10, log: vec![] };
+        let r = run(&mut m, &mut EventQueue::new(), &RunOptions::default()).unwrap();
+        assert_eq!((r.events, r.end_ps), (0, 0));
+    }
+
+    /// A nested `with_cancel` hands the thread back its outer flag when it returns.
+    #[test]
+    fn an_inner_interrupt_flag_gives_way_to_the_outer_one() {
+        let (outer, inner) = (Arc::new(AtomicBool::new(true)), Arc::new(AtomicBool::new(false)));
+        let seen = with_cancel(outer, || {
+            let during = with_cancel(inner, cancelled);
+            (during, cancelled())
+        });
+        assert_eq!(seen, (false, true));
     }
 
     #[test]

@@ -42,5 +42,7 @@ mod tests {
         assert_eq!(Clock::from_mhz(1000.0).cycles(100), 100_000);
         assert_eq!(Clock::from_mhz(720.0).period_ps(), 1389);
         assert_eq!(ns_to_ps(0.5), 500);
+        // Rounded to the nearest ps, not truncated: 2.9996 ns = 2999.6 ps -> 3000.
+        assert_eq!(ns_to_ps(2.9996), 3000);
     }
 }

@@ -167,6 +167,27 @@ mod tests {
         assert_eq!(m.get("x.p99"), Some(99.0));
         m.ratio("r", 1, 0);
         assert_eq!(m.get("r"), Some(0.0));
+        // A non-finite float (a 0/0 rate) is exported as 0: JSON has no NaN or infinity.
+        m.float("nan", f64::NAN);
+        m.float("inf", f64::INFINITY);
+        assert_eq!((m.get("nan"), m.get("inf")), (Some(0.0), Some(0.0)));
+    }
+
+    #[test]
+    fn quantiles_take_the_rank_rounded_up_and_a_merge_keeps_every_sample() {
+        let mut a = Latency::default();
+        for ns in [1, 2, 3] {
+            a.record(ns * PS_PER_NS);
+        }
+        // Median of 3: rank ceil(0.5 * 3) = 2 -> 2 ns (rounded down, rank 1 -> 1 ns).
+        assert_eq!(a.quantile_ns(0.5), 2.0);
+        // q = 0: rank 0 clamped up to 1 -> the smallest sample, 1 ns (not bucket 0's floor, 0).
+        assert_eq!(a.quantile_ns(0.0), 1.0);
+        let mut b = Latency::default();
+        b.record(100 * PS_PER_NS); // bucket 64 + 36 = 100 (e = 6, sub = 36): beyond a's 4 buckets
+        a.merge(&b);
+        // (1 + 2 + 3 + 100) / 4 = 26.5 ns; the maximum (rank 4) keeps its bucket, floor 100 ns.
+        assert_eq!((a.count(), a.mean_ns(), a.quantile_ns(1.0)), (4, 26.5, 100.0));
     }
 
     #[test]

@@ -371,7 +371,7 @@ pub(super) fn build_cusparse(
 mod tests {
     use super::*;
     use crate::workload::testutil::*;
-    use crate::workload::{MemKind, Program};
+    use crate::workload::{MemKind, Op, Program};
 
     fn names(p: &Program) -> Vec<&'static str> {
         kernels(p).iter().map(|k| k.name).collect()
@@ -519,6 +519,29 @@ mod tests {
         assert!(!asc[0] && asc[1..5].iter().all(|&a| a));
         let dense: Vec<u64> = first_touch(&p).iter().filter(|(b, _)| *b == 0).map(|&(_, pg)| pg).collect();
         assert_eq!(dense, (0..2048).map(|r| 2 * r).chain((0..2048).map(|r| 2 * r + 1)).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn cufft_passes_compute_log2_of_their_fft_length() {
+        // Column FFTs of n1 = 64 points: log2 = 6; row FFTs of n2 = 512: 9; times compute_cycles (4).
+        let p = program(&["workload.kind=cufft", "workload.cufft.n1=64", "workload.cufft.n2=512"]);
+        let computes = |k| all_ops(&mut warps(&p, k)[0]).into_iter().filter(|o| matches!(o, Op::Compute(_))).collect::<Vec<_>>();
+        assert_eq!([computes(0), computes(1)], [[Op::Compute(24)], [Op::Compute(36)]]);
+        // At most 2^32 points: 2^16 x 2^16 is allowed, one more column is not.
+        assert!(CufftParams { n1: 1 << 16, n2: 1 << 16 }.validate("c").is_ok());
+        assert_eq!(CufftParams { n1: 1 << 16, n2: (1 << 16) + 1 }.validate("c").unwrap_err().0, "c.n2");
+    }
+
+    /// The arrays the host initialises (`memcpy_inputs` copies them in).
+    #[test]
+    fn the_inputs_are_the_arrays_the_host_initialises() {
+        let inputs = |sets: &[&str]| program(sets).host.input_bytes;
+        // tealeaf: density and energy, 512 x 8 f64 = 32 KiB each.
+        assert_eq!(inputs(&["workload.kind=tealeaf", "workload.tealeaf.nx=512", "workload.tealeaf.ny=8"]), Some(2 * 32_768));
+        // hpgmg: the finest u and f, 16^3 f64 = 32 KiB each.
+        assert_eq!(inputs(&["workload.kind=hpgmg", "workload.hpgmg.n=16"]), Some(2 * 32_768));
+        // cusparse: the dense matrix, 2048^2 floats = 16 MiB, and x, 2048 floats = 8 KiB.
+        assert_eq!(inputs(&["workload.kind=cusparse"]), Some((16 << 20) + 8192));
     }
 
     #[test]

@@ -99,8 +99,19 @@ impl FaultBurstWarp {
 
 #[cfg(test)]
 mod tests {
+    use super::FaultBurstParams;
+    use crate::config::ByteSize;
     use crate::workload::testutil::*;
     use crate::workload::MemKind;
+
+    #[test]
+    fn the_footprint_ends_at_the_last_threads_word_and_strides_are_whole_words() {
+        let f = |stride| FaultBurstParams { faults: 40, stride_bytes: ByteSize(stride), write: false };
+        // 40 threads 4 KiB apart: the last word starts at 39 * 4096 and is 4 bytes long.
+        assert_eq!(f(4096).footprint(), 39 * 4096 + 4);
+        assert_eq!(f(6).validate("w").unwrap_err().0, "w.stride_bytes");
+        assert!(f(8).validate("w").is_ok());
+    }
 
     #[test]
     fn each_thread_touches_its_own_page_once() {

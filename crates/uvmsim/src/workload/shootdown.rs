@@ -65,3 +65,27 @@ pub(super) fn build(p: &ShootdownParams, w: &WorkloadConfig, cfg: &Config, page:
     let base = va.buffers.last().expect("stride::build allocates its array").base;
     (kernel, HostOp::Shootdown { va: base, page_bytes: page, pages: p.pages as u64, count: p.count as u64, all: p.flush_all })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::workload::testutil::*;
+    use crate::workload::{HostOp, MemKind};
+
+    #[test]
+    fn the_kernel_touches_a_translation_page_each_and_the_host_shoots_them_down() {
+        let p = program(&[
+            "translation.mode=iommu",
+            "translation.page_size=\"2MiB\"",
+            "workload.kind=shootdown",
+            "workload.shootdown.pages=3",
+            "workload.shootdown.count=5",
+        ]);
+        let base = p.buffers[0].base;
+        // One work-item, one load per 2 MiB page, before and after the shootdowns.
+        let touches: Vec<_> = (0..3).map(|i| (MemKind::Load, vec![base + i * (2 << 20)])).collect();
+        assert_eq!(mem_ops(&mut warps(&p, 0).remove(0)), touches);
+        assert_eq!(mem_ops(&mut warps(&p, 1).remove(0)), touches);
+        // The host's shootdowns name the same pages.
+        assert!(matches!(p.ops[1], HostOp::Shootdown { va, page_bytes: 0x20_0000, .. } if va == base), "{:?}", p.ops[1]);
+    }
+}

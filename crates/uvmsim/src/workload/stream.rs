@@ -93,3 +93,22 @@ impl StreamWarp {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::workload::testutil::*;
+    use crate::workload::MemKind::{Load as L, Store as S};
+
+    #[test]
+    fn a_warp_strides_by_the_grid_and_its_last_trip_takes_the_elements_left() {
+        // 100 elements, 64 threads: warp 1 takes elements 32..64, then 96..100 (4 lanes);
+        // per trip b then c loaded, a stored (8-byte elements).
+        let p = program(&["workload.kind=stream", "workload.stream.elements=100", "workload.stream.threads=64"]);
+        let [a, b, c] = [0, 1, 2].map(|i| p.buffers[i].base);
+        let at = |buf: u64, r: std::ops::Range<u64>| r.map(|e| buf + 8 * e).collect::<Vec<_>>();
+        assert_eq!(
+            mem_ops(&mut warps(&p, 0).remove(1)),
+            [(L, at(b, 32..64)), (L, at(c, 32..64)), (S, at(a, 32..64)), (L, at(b, 96..100)), (L, at(c, 96..100)), (S, at(a, 96..100))]
+        );
+    }
+}

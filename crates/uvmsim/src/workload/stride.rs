@@ -116,3 +116,25 @@ impl StrideWarp {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::workload::testutil::*;
+    use crate::workload::{Lanes, MemKind, Op};
+
+    #[test]
+    fn regions_are_an_odd_number_of_pages_and_each_access_waits_then_computes() {
+        // 2 accesses 4 KiB apart need 2 pages, padded to 3: the two work-items' lanes are 12 KiB apart.
+        let p = program(&[
+            "workload.kind=stride",
+            "workload.stride.work_items=2",
+            "workload.stride.accesses=2",
+            "workload.stride.stride_bytes=4KiB",
+        ]);
+        let base = p.buffers[0].base;
+        assert_eq!(p.buffers[0].bytes, 2 * 3 * 4096);
+        let load = |at| Op::Mem { kind: MemKind::Load, lanes: Lanes::Strided { base: at, stride: 3 * 4096, n: 2 }, bytes: 4 };
+        let ops = all_ops(&mut warps(&p, 0).remove(0));
+        assert_eq!(ops, [load(base), Op::Wait, Op::Compute(4), load(base + 4096), Op::Wait, Op::Compute(4)]);
+    }
+}

@@ -83,4 +83,13 @@ mod tests {
         let kinds: Vec<MemKind> = mem_ops(&mut warps(&p, 0).remove(0)).into_iter().map(|(k, _)| k).collect();
         assert_eq!(kinds, [MemKind::Load, MemKind::Store].repeat(4));
     }
+
+    #[test]
+    fn stride_zero_puts_every_lane_on_element_zero_of_a_full_sized_array() {
+        // The array keeps one element per thread (footprint's max(1)): 64 threads * 4 B = 256 B.
+        let p = program(&["workload.kind=strided", "workload.strided.threads=64", "workload.strided.stride_elements=0"]);
+        assert_eq!(p.buffers[0].bytes, 256);
+        let base = p.buffers[0].base;
+        assert_eq!(mem_ops(&mut warps(&p, 0)[1])[0], (MemKind::Load, vec![base; 32]));
+    }
 }

@@ -99,3 +99,39 @@ impl VecaddWarp {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::workload::testutil::*;
+    use crate::workload::MemKind::{Load as L, Prefetch as P, Store as S};
+
+    #[test]
+    fn iteration_k_is_a_grid_of_pages_further_and_prefetches_go_array_by_array() {
+        // 64 threads, 2 iterations: thread t's page of iteration k is t + 64 k. Warp 1 = threads 32..64.
+        let p = program(&[
+            "workload.kind=vecadd-probe",
+            "workload.vecadd_probe.threads=64",
+            "workload.vecadd_probe.iterations=2",
+            "workload.vecadd_probe.prefetch=true",
+        ]);
+        let [a, b, c] = [0, 1, 2].map(|i| p.buffers[i].base);
+        let pages = |buf: u64, k: u64| (32..64).map(|t| buf + (t + 64 * k) * 4096).collect::<Vec<_>>();
+        let want = vec![
+            (P, pages(a, 0)),
+            (P, pages(a, 1)),
+            (P, pages(b, 0)),
+            (P, pages(b, 1)),
+            (P, pages(c, 0)),
+            (P, pages(c, 1)),
+            (L, pages(a, 0)),
+            (L, pages(b, 0)),
+            (S, pages(c, 0)),
+            (L, pages(a, 1)),
+            (L, pages(b, 1)),
+            (S, pages(c, 1)),
+        ];
+        assert_eq!(mem_ops(&mut warps(&p, 0).remove(1)), want);
+        // The inputs are a and b: 2 * 64 threads * 2 pages * 4 KiB.
+        assert_eq!(p.host.input_bytes, Some(2 * 64 * 2 * 4096));
+    }
+}

@@ -586,6 +586,20 @@ mod tests {
         assert!(e.contains("/nonexistent.uvmt") && e.contains("cannot read"), "{e}");
     }
 
+    /// A recorded CTA may have as many warps as an SM holds, not one more.
+    #[test]
+    fn a_recorded_cta_may_fill_an_sm() {
+        // 256-thread CTAs of 32-lane warps: 8 warps each.
+        let direct = cfg(&["workload.kind=stream", "workload.stream.elements=1000", "workload.stream.threads=256"]);
+        let (_dir, path) = tmp("cta.uvmt");
+        record(&crate::workload::build(&direct).unwrap(), &direct, "t", &path).unwrap();
+        let p = format!("workload.warp_trace.path={path:?}");
+        assert!(crate::workload::build(&cfg(&["workload.kind=warp-trace", &p, "gpu.max_warps_per_sm=8"])).is_ok());
+        let seven = cfg(&["workload.kind=warp-trace", &p, "gpu.max_warps_per_sm=7", "workload.threads_per_cta=32"]);
+        let e = crate::workload::build(&seven).unwrap_err();
+        assert!(e.contains("8 warps per CTA, more than gpu.max_warps_per_sm (7)"), "{e}");
+    }
+
     #[test]
     fn a_corrupt_chunk_stops_the_run_as_bad_input() {
         let direct = cfg(&["workload.kind=stream", "workload.stream.elements=100000", "workload.stream.threads=4096"]);
