@@ -1472,25 +1472,20 @@ mod tests {
             .expect("the workload launches a kernel")
     }
 
+    /// Warp `i` (threads 32 i .. 32 i + 32) of `spec`'s kernel, on SM 0 in CTA 0, idle, with `redo`
+    /// to re-execute first and `faulted` pages.
+    fn test_warp(spec: &KernelSpec, i: usize, redo: std::collections::VecDeque<(Op, Box<[u64]>)>, faulted: Vec<u64>) -> Warp {
+        let id = WarpId { global: i as u64, first_thread: 32 * i as u64, lanes: 32 };
+        Warp { stream: spec.gen.warp(id), sm: 0, cta: 0, loads: 0, stores: 0, id, pending: vec![], redo, faulted, epoch: 0 }
+    }
+
     /// A GPU with one sleeping warp per list in `waits`, each waiting for those pages.
     fn sleeping(waits: &[&[u64]]) -> Gpu {
         let cfg = Config::default();
         let mut gpu = Gpu::new(&cfg);
         let spec = first_kernel(&cfg);
         for (i, pages) in waits.iter().enumerate() {
-            let id = WarpId { global: i as u64, first_thread: 32 * i as u64, lanes: 32 };
-            gpu.warps.push(Some(Warp {
-                stream: spec.gen.warp(id),
-                sm: 0,
-                cta: 0,
-                loads: 0,
-                stores: 0,
-                id,
-                pending: vec![],
-                redo: Default::default(),
-                faulted: pages.to_vec(),
-                epoch: 0,
-            }));
+            gpu.warps.push(Some(test_warp(&spec, i, Default::default(), pages.to_vec())));
             gpu.waiting.push(Sleeper::new((gpu.warps.len() - 1) as u32, 0, pages));
         }
         gpu
@@ -2018,19 +2013,7 @@ mod tests {
         let spec = first_kernel(cfg);
         gpu.ctas.push(Cta { warps_left: scripts.len() as u32, ..Cta::default() });
         for (i, ops) in scripts.iter().enumerate() {
-            let id = WarpId { global: i as u64, first_thread: 32 * i as u64, lanes: 32 };
-            gpu.warps[i] = Some(Warp {
-                stream: spec.gen.warp(id),
-                sm: 0,
-                cta: 0,
-                loads: 0,
-                stores: 0,
-                id,
-                pending: vec![],
-                redo: ops.iter().map(|&op| (op, Box::default())).collect(),
-                faulted: vec![],
-                epoch: 0,
-            });
+            gpu.warps[i] = Some(test_warp(&spec, i, ops.iter().map(|&op| (op, Box::default())).collect(), vec![]));
         }
         gpu
     }
