@@ -2115,6 +2115,26 @@ mod tests {
     }
 
     #[test]
+    fn with_back_pressure_a_store_writes_around_a_set_whose_way_waits_for_a_fill() {
+        // An L1 of one 128-byte way: a load of line 0 (a DRAM read) locks it until its data is back.
+        // The store to line 1 issued next needs no way (write-around): it is done at the L2, before
+        // the load's data; were it to wait for the way it would end after the load.
+        let mut cfg = Config::default();
+        cfg.gpu.vmem.backpressure = true;
+        (cfg.gpu.l1d.ways, cfg.gpu.l1d.size_bytes) = (1, crate::config::ByteSize(128));
+        let base = 1u64 << 40;
+        let mem = |kind, at| Op::Mem { kind, lanes: Lanes::Strided { base: at, stride: 4, n: 32 }, bytes: 4 };
+        let mut gpu = scripted_in(&cfg, &[&[mem(MemKind::Load, base), mem(MemKind::Store, base + 128), Op::Wait, Op::Exit]]);
+        gpu.xlat.space.map(&crate::workload::Buffer { base, bytes: 4096, page_bytes: 4096, managed: false });
+        // Another event pending at 1 ps: the warp yields at its Wait instead of running on inline.
+        let mut q = EventQueue::new();
+        q.push(1, Ev::Host);
+        gpu.run_warp(0, 0, &mut q, None, None).unwrap();
+        let w = gpu.warps[0].as_ref().unwrap();
+        assert!(0 < w.stores && w.stores < w.loads, "store done at {} ps, load at {} ps", w.stores, w.loads);
+    }
+
+    #[test]
     fn a_compute_instruction_is_busy_for_its_cycles_from_its_issue() {
         // Compute(5) issues at 0 and is done at 5 cycles, when Exit issues: the CTA ends at 5000 ps.
         let mut gpu = scripted(&[&[Op::Compute(5), Op::Exit]]);
