@@ -222,4 +222,16 @@ mod tests {
         assert_eq!(runs, [28, 8, 3]);
         assert_eq!(mem(&old), mem(&new));
     }
+
+    #[test]
+    fn adjust_stores_the_new_weight_and_the_host_copies_the_input_and_both_weight_arrays() {
+        let p = program(&["workload.kind=backprop", "workload.backprop.input_units=64"]);
+        let b: Vec<u64> = p.buffers.iter().map(|b| b.base).collect();
+        // Adjust, warp 20 = inputs 40, 41. Its first store is weight[i+1][j+1]: lane 17 = (j 1, i 41),
+        // element 42 x 17 + 2.
+        let ops = mem_ops(&mut warps(&p, 1)[20]);
+        assert_eq!((ops[4].0, ops[4].1[17]), (MemKind::Store, b[1] + 4 * (42 * 17 + 2)));
+        // Inputs: input (65 floats = 260 bytes), weight and old weight (65 x 17 floats = 4420 bytes each).
+        assert_eq!(p.host.input_bytes, Some(260 + 2 * 4420));
+    }
 }

@@ -284,6 +284,16 @@ mod tests {
         assert_eq!(ft[512..1024], (0..512).map(|r| (1, r)).collect::<Vec<_>>());
         assert_eq!(ft[1024..], (0..512).map(|r| (2, r)).collect::<Vec<_>>());
     }
+
+    #[test]
+    fn a_k_step_computes_a_tile_of_products_and_the_host_copies_a_and_b() {
+        use crate::workload::Op;
+        let p = program(&["workload.kind=tiled-gemm", "workload.tiled_gemm.n=32"]);
+        // tile 16 x compute_cycles 4 = 64 cycles: load A, wait, load B, wait, barrier, compute.
+        assert_eq!(all_ops(&mut warps(&p, 0)[0])[5], Op::Compute(64));
+        // A and B, 32 x 32 floats = 4096 bytes each; C is an output.
+        assert_eq!(p.host.input_bytes, Some(2 * 4096));
+    }
 }
 
 #[cfg(test)]
@@ -311,10 +321,11 @@ mod mgpusim_tests {
 
     /// Every warp's accesses, whole and edge tiles alike, are the lanes' elements computed one by
     /// one (thread th of a CTA at row th / tile, column th % tile of its tile; outside the matrix:
-    /// inactive), for tile edges that divide n or not, and warps of 16 and 32 lanes.
+    /// inactive), for tile edges that divide n or not (n = 31: one column short of two tiles of 16),
+    /// and warps of 16 and 32 lanes.
     #[test]
     fn tiles_match_lane_by_lane_addresses() {
-        for (n, tile, warp) in [(20u64, 16u64, 32u64), (64, 16, 32), (33, 8, 32), (70, 4, 16), (45, 32, 32), (9, 4, 16)] {
+        for (n, tile, warp) in [(20u64, 16u64, 32u64), (64, 16, 32), (33, 8, 32), (70, 4, 16), (45, 32, 32), (9, 4, 16), (31, 16, 32)] {
             let p = program(&[
                 "workload.kind=tiled-gemm",
                 &format!("workload.tiled_gemm.n={n}"),

@@ -165,4 +165,19 @@ mod tests {
         let bad = crate::workload::hotspot::HotspotParams { step_insts: 1, pyramid_height: 8, ..Default::default() };
         assert_eq!(bad.validate("w").unwrap_err().0, "w.pyramid_height");
     }
+
+    #[test]
+    fn launches_round_up_and_the_host_copies_a_temperature_grid_and_the_power() {
+        let p = program(&[
+            "workload.kind=hotspot",
+            "workload.hotspot.rows=4",
+            "workload.hotspot.cols=32",
+            "workload.hotspot.iterations=3",
+            "workload.hotspot.pyramid_height=2",
+        ]);
+        // Rodinia's `for (t = 0; t < total_iterations; t += num_iterations)`: ceil(3 / 2) = 2 launches.
+        assert_eq!(kernels(&p).len(), 2);
+        // Inputs: temperature 0 and the power, 4 x 32 floats = 512 bytes each; temperature 1 is an output.
+        assert_eq!(p.host.input_bytes, Some(2 * 512));
+    }
 }

@@ -887,4 +887,66 @@ mod tests {
         );
         assert!(ok.is_ok());
     }
+
+    #[test]
+    fn reference_dot_reduces_over_log2_warp_size_steps_and_the_host_copies_the_matrix_x_and_r() {
+        use crate::workload::Op;
+        let p = program(&[
+            "workload.kind=minife",
+            "workload.minife.nx=2",
+            "workload.minife.ny=2",
+            "workload.minife.nz=2",
+            "workload.minife.iterations=1",
+            "workload.minife.cuda=false",
+        ]);
+        // dot(r, r): the product (compute_cycles 4), then the warp's tree of log2(32) = 5 steps: 20 cycles.
+        let computes: Vec<Op> = all_ops(&mut warps(&p, 0)[0]).into_iter().filter(|o| matches!(o, Op::Compute(_))).collect();
+        assert_eq!(computes, [Op::Compute(4), Op::Compute(20)]);
+        // 8 rows, each coupled to all 8 (nnz 64): offsets 9 x 4 = 36, columns 64 x 4 = 256, values 64 x 8 = 512,
+        // x and r 8 x 8 = 64 each.
+        assert_eq!(p.host.input_bytes, Some(36 + 256 + 512 + 64 + 64));
+    }
+
+    #[test]
+    fn each_dot_cta_stores_its_own_partial_sum_and_the_host_copies_the_ell_matrix_b_and_x() {
+        // 16 x 8 x 8 = 1024 rows: dot_kernel runs 2 CTAs of 512 threads (16 warps); CTA 1's first warp
+        // stores partial 1 (d + 8).
+        let p = program(&["workload.kind=minife", "workload.minife.nx=16", "workload.minife.ny=8", "workload.minife.nz=8"]);
+        let names: Vec<&str> = kernels(&p).iter().map(|k| k.name).collect();
+        assert_eq!(names[4], "minife-dot");
+        let d = p.buffers[7].base;
+        assert_eq!(mem_ops(&mut warps(&p, 4)[16]).last().unwrap(), &(MemKind::Store, vec![d + 8]));
+        // Pitch 1024: columns 27 x 1024 x 4 = 110,592, values 27 x 1024 x 8 = 221,184; b and x 1024 x 8 = 8192 each.
+        assert_eq!(p.host.input_bytes, Some(110_592 + 221_184 + 2 * 8192));
+    }
+
+    #[test]
+    fn waxpby_loads_x_before_y_in_both_ports() {
+        // The reference port, iteration 1: dot(r, r), then p = r + beta p: r (buffer 4) then p (5), into p.
+        let p = program(&[
+            "workload.kind=minife",
+            "workload.minife.nx=32",
+            "workload.minife.ny=1",
+            "workload.minife.nz=1",
+            "workload.minife.cuda=false",
+        ]);
+        let b: Vec<u64> = p.buffers.iter().map(|b| b.base).collect();
+        let rows = |m: u64| (0..32).map(|i| m + 8 * i).collect::<Vec<u64>>();
+        assert_eq!(mem_ops(&mut warps(&p, 1)[0]), [(MemKind::Load, rows(b[4])), (MemKind::Load, rows(b[5])), (MemKind::Store, rows(b[5]))]);
+        // The CUDA port's r = b - Ap (kernel 2): b (buffer 2), then Ap (6), into r (4).
+        let p = program(&["workload.kind=minife", "workload.minife.nx=32", "workload.minife.ny=1", "workload.minife.nz=1"]);
+        let b: Vec<u64> = p.buffers.iter().map(|b| b.base).collect();
+        assert_eq!(mem_ops(&mut warps(&p, 2)[0]), [(MemKind::Load, rows(b[2])), (MemKind::Load, rows(b[6])), (MemKind::Store, rows(b[4]))]);
+    }
+
+    #[test]
+    fn ell_entries_are_a_pitch_apart_when_the_rows_are_not_a_multiple_of_32() {
+        // 3 x 3 x 3 = 27 rows, pitch 32: entry j of row r is index r + 32 j, so warp 0's index loads
+        // (27 lanes each) start at cols + 4 x 32 j for j = 0..27.
+        let p = cuda(&["workload.minife.nx=3", "workload.minife.ny=3", "workload.minife.nz=3", "workload.minife.iterations=1"]);
+        let cols = p.buffers[0];
+        let firsts: Vec<u64> =
+            mem_ops(&mut warps(&p, 1)[0]).iter().map(|(_, a)| a[0]).filter(|&a| a >= cols.base && a < cols.base + cols.bytes).collect();
+        assert_eq!(firsts, (0..27).map(|j| cols.base + 4 * 32 * j).collect::<Vec<_>>());
+    }
 }

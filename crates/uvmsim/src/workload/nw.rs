@@ -194,4 +194,15 @@ mod tests {
             assert_eq!(rows, (m as u64..1024).collect::<Vec<_>>());
         }
     }
+
+    #[test]
+    fn a_tile_computes_its_2_block_anti_diagonals_and_the_host_copies_both_matrices() {
+        use crate::workload::Op;
+        let p = program(&["workload.kind=nw", "workload.nw.n=64"]);
+        // block 16, compute_cycles 4: 2 x 16 x 4 = 128 cycles after the 19 waited loads.
+        let ops = all_ops(&mut warps(&p, 0)[0]);
+        assert_eq!(ops[2 * 19], Op::Compute(128));
+        // Score and reference matrices, 65 x 65 ints = 16,900 bytes each.
+        assert_eq!(p.host.input_bytes, Some(2 * 16_900));
+    }
 }

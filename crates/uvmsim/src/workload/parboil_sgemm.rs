@@ -303,4 +303,14 @@ mod tests {
         let c: Vec<(usize, u64)> = (0..16).flat_map(|i| (0..64).map(move |by| (2, by * 16 + i))).collect();
         assert_eq!(ft[32..], c[..]);
     }
+
+    #[test]
+    fn a_column_of_a_feeds_16_products_and_the_host_copies_a_and_b() {
+        use crate::workload::Op;
+        let p = program(&SMALL);
+        // Step 0: B, wait, barrier, then A's column, wait and 16 x compute_cycles 4 = 64 cycles.
+        assert_eq!(all_ops(&mut warps(&p, 0)[0])[5], Op::Compute(64));
+        // A 256 x 16 floats = 16,384 bytes, B 16 x 32 floats = 2048 bytes; C is not copied in.
+        assert_eq!(p.host.input_bytes, Some(16_384 + 2048));
+    }
 }

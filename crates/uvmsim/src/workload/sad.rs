@@ -764,4 +764,11 @@ mod tests {
         assert!(run(&["workload.kind=sad", "workload.threads_per_cta=32", "gpu.max_warps_per_sm=3"]).is_err());
         assert!(run(&["workload.kind=sad", "workload.threads_per_cta=32", "gpu.max_warps_per_sm=4"]).is_ok());
     }
+
+    #[test]
+    fn the_host_copies_the_current_and_reference_frames() {
+        // 32 x 16 pixels of 2 bytes = 1024 bytes per frame; the SAD arrays are outputs.
+        let p = program(&["workload.kind=sad", "workload.sad.width=32", "workload.sad.height=16"]);
+        assert_eq!(p.host.input_bytes, Some(2 * 1024));
+    }
 }

@@ -175,6 +175,27 @@ mod tests {
         want.extend((0..8).map(|y| (1, y)));
         assert_eq!(first_touch(&p), want);
     }
+
+    #[test]
+    fn the_host_copies_only_the_input_grid() {
+        // 32 x 4 floats = 512 bytes; the output grid is not an input.
+        let p = program(&["workload.kind=stencil2d", "workload.stencil2d.nx=32", "workload.stencil2d.ny=4"]);
+        assert_eq!(p.host.input_bytes, Some(512));
+    }
+
+    #[test]
+    fn doubles_are_read_and_written_8_bytes_apart() {
+        // element_bytes 8, 32 x 4 grid: warp 1 = row 1; lane 5 = (5, 1), element 37 of both grids.
+        let p = program(&[
+            "workload.kind=stencil2d",
+            "workload.stencil2d.nx=32",
+            "workload.stencil2d.ny=4",
+            "workload.stencil2d.element_bytes=8",
+        ]);
+        let (a, b) = (p.buffers[0].base, p.buffers[1].base);
+        let ops = mem_ops(&mut warps(&p, 0)[1]);
+        assert_eq!((ops[0].1[5], ops[5].1[5]), (a + 8 * 37, b + 8 * 37));
+    }
 }
 
 #[cfg(test)]

@@ -532,4 +532,29 @@ mod tests {
         let e: Vec<u64> = (0..32_768).map(|i| k.energy_index(i)).collect();
         assert!(e.windows(2).all(|w| w[0] <= w[1]) && e[0] < 10 && *e.last().unwrap() > 68_000 - 10);
     }
+
+    #[test]
+    fn two_point_grids_threads_capped_by_lookups_and_the_host_copies_all_three_grids() {
+        // 1 nuclide of 2 grid points: the union grid has u = 2 energies and a lookup's search ends at lo = its
+        // target (0 or 1); the interpolation reads points 0 and 1 of the nuclide (min(lo, 2 - 2) = 0): grid bytes
+        // 0..48 and 48..96 (8-byte fields at 0, 8, .., 40 of each), never past the 96-byte grid.
+        let p = program(&[
+            "workload.kind=xsbench",
+            "workload.xsbench.nuclides=1",
+            "workload.xsbench.gridpoints=2",
+            "workload.xsbench.lookups=100",
+        ]);
+        let grids = p.buffers[2].base;
+        let mut offsets = std::collections::BTreeSet::new();
+        for mut w in warps(&p, 0) {
+            for (_, v) in mem_ops(&mut w) {
+                offsets.extend(v.iter().filter(|&&a| a >= grids && a < grids + 4096).map(|&a| a - grids));
+            }
+        }
+        assert_eq!(offsets.into_iter().collect::<Vec<_>>(), (0..12).map(|f| 8 * f).collect::<Vec<_>>());
+        // 100 lookups need ceil(100 / 32) = 4 warps, not the 16,384 threads asked for.
+        assert_eq!(kernels(&p)[0].threads, 128);
+        // Energies 2 x 8 = 16 bytes, the index grid 2 x 1 x 4 = 8, the nuclide grids 2 x 48 = 96.
+        assert_eq!(p.host.input_bytes, Some(16 + 8 + 96));
+    }
 }
