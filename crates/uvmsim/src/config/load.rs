@@ -550,7 +550,8 @@ mod tests {
             );
         }
         let e = resolve(&[src("q.toml", "\"uvm.prefetch\" = 1\n[uvm.prefetch]\npolicy = \"none\"\n")], &[]).unwrap_err();
-        assert!(e.message.contains("given twice"), "{e}");
+        // The section's key below it names how the section was written.
+        assert_eq!(e.message, "given twice, as `uvm.prefetch.policy` and as `\"uvm.prefetch\"` (a quoted dotted key is the same key)");
         // In different sources it is layering, as for any key.
         let c = resolve(&[src("a.toml", "\"uvm.batch_size\" = 64\n"), src("b.toml", "uvm.batch_size = 128\n")], &[]).unwrap();
         assert_eq!(c.uvm.batch_size, 128);
@@ -627,5 +628,77 @@ mod tests {
         let e = resolve(&[], &["uvm.replay_update_put_ratio=101".into()]).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("uvm.replay_update_put_ratio"));
         assert!(e.message.contains("0 to 100"), "{e}");
+    }
+
+    #[test]
+    fn an_error_displays_its_source_key_and_message() {
+        let e = resolve(&[src("a.toml", "[gpu]\nsmss = 3\n")], &[]).unwrap_err();
+        assert_eq!(e.to_string(), "a.toml: key `gpu.smss`: unknown key; did you mean `gpu.sms`?");
+    }
+
+    #[test]
+    fn nearest_key_weighs_the_whole_path_and_the_threshold_is_inclusive() {
+        // `gpu.l2tlb.entrie` is 1 edit from `gpu.l2tlb.entries`; every other `*.entries` key is 1 edit away by its
+        // last segment alone, which costs 1 + 2 = 3, so the full path wins (not the alphabetically first `entries`).
+        assert_eq!(nearest_key("gpu.l2tlb.entrie").as_deref(), Some("gpu.l2tlb.entries"));
+        // `gpu.smsxyz`: 3 edits from `gpu.sms`, and the limit is max(3, len("smsxyz") / 2) = 3: still suggested.
+        assert_eq!(nearest_key("gpu.smsxyz").as_deref(), Some("gpu.sms"));
+    }
+
+    #[test]
+    fn integer_literals_and_range_messages() {
+        assert!(is_integer_literal("1_000") && is_integer_literal("-12") && is_integer_literal("+7"));
+        for not in ["1__0", "_1", "1_", "-", "", "1.0", "0x10"] {
+            assert!(!is_integer_literal(not), "{not}");
+        }
+        // A negative value for an unsigned key: non-negative, not "at most".
+        let e = resolve(&[], &["gpu.sms=-1".into()]).unwrap_err();
+        assert_eq!((e.key.as_deref(), e.message.as_str()), (Some("gpu.sms"), "-1 is out of range: expected a non-negative integer"));
+        // Below a signed type's minimum (i8: -128 to 127): "at least".
+        assert_eq!(
+            plain_expected("invalid value: integer `-200`, expected i8").as_deref(),
+            Some("-200 is out of range: expected an integer of at least -128")
+        );
+        assert_eq!(
+            plain_expected("invalid value: integer `300`, expected u8").as_deref(),
+            Some("300 is out of range: expected an integer of at most 255")
+        );
+    }
+
+    #[test]
+    fn a_far_variant_gets_no_suggestion() {
+        // levenshtein("blockblock", "block") = 5 (five deletions) > max(3, 10 / 3) = 3.
+        let e = resolve(&[], &["uvm.replay_policy=blockblock".into()]).unwrap_err();
+        assert_eq!(e.message, "unknown variant `blockblock`, expected one of `block`, `batch`, `batch-flush`, `once`", "{e}");
+    }
+
+    #[test]
+    fn only_numbers_over_20_characters_are_compacted() {
+        // 10^20 has 21 digits: compacted; 10^19 (20 digits) is left as written.
+        assert_eq!(compact_numbers("got 100000000000000000000."), "got 1e20.");
+        assert_eq!(compact_numbers("got 10000000000000000000."), "got 10000000000000000000.");
+    }
+
+    #[test]
+    fn mentions_needs_the_whole_key() {
+        assert!(mentions("(gpu.sms = 3)", "gpu.sms"));
+        assert!(mentions("at most gpu.sms.", "gpu.sms"));
+        assert!(!mentions("(x.gpu.sms = 3)", "gpu.sms"));
+        assert!(!mentions("(gpu.sms_max = 3)", "gpu.sms"));
+    }
+
+    #[test]
+    fn set_specs_are_trimmed_and_an_empty_segment_is_refused() {
+        let c = resolve(&[], &[" gpu.sms = 3 ".into(), "translation.mode = iommu ".into()]).unwrap();
+        assert_eq!((c.gpu.sms, c.translation.mode), (3, super::super::TranslationMode::Iommu));
+        let e = resolve(&[], &["gpu..sms=1".into()]).unwrap_err();
+        assert_eq!((e.source.as_deref(), e.key, e.message.as_str()), (Some("--set"), None, "`gpu..sms=1`: empty key"));
+    }
+
+    #[test]
+    fn a_unit_in_a_mhz_value_points_at_the_key_name() {
+        let e = resolve(&[], &["gpu.core_mhz=720MHz".into()]).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("gpu.core_mhz"));
+        assert!(e.message.ends_with("(the unit is part of the key name: give a plain number)"), "{e}");
     }
 }

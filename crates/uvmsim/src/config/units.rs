@@ -103,4 +103,21 @@ mod tests {
         assert!(ByteSize::parse("1.5 KiB").unwrap_err().contains("`1536B`"));
         assert!(ByteSize::parse("0.3B").unwrap_err().contains("whole number of bytes"));
     }
+
+    #[test]
+    fn tebibytes_and_the_u64_limit() {
+        // 1 TiB = 2^40 = 1_099_511_627_776 bytes.
+        assert_eq!(ByteSize::parse("3TiB"), Ok(ByteSize(3 << 40)));
+        assert_eq!(ByteSize::parse("1TiB"), Ok(ByteSize(1_099_511_627_776)));
+        // 2^24 - 1 TiB = 2^64 - 2^40 fits a u64; 2^24 TiB = 2^64 does not (16777216 = 2^24).
+        assert_eq!(ByteSize::parse("16777215TiB"), Ok(ByteSize(u64::MAX - (1 << 40) + 1)));
+        assert_eq!(ByteSize::parse("16777216TiB"), Err("`16777216TiB` is too large".to_string()));
+    }
+
+    #[test]
+    fn a_negative_size_is_refused_when_deserialized() {
+        let e = ByteSize::deserialize(toml::Value::Integer(-1)).unwrap_err().to_string();
+        assert!(e.contains("a size cannot be negative"), "{e}");
+        assert_eq!(ByteSize::deserialize(toml::Value::Integer(4096)).unwrap(), ByteSize(4096));
+    }
 }

@@ -1031,6 +1031,138 @@ mod tests {
     }
 
     #[test]
+    fn order_steps_round_gap_ns_to_the_nearest_ps() {
+        let body = "order,gpu,cu,wavefront,kind,vaddr,size\n0,1,0,0,R,0x1000,64\n3,1,0,0,R,0x2000,64\n";
+        let (_dir, p) = write("order_round.csv", body, false);
+        let mut r = TraceReader::open(&p).unwrap().with_gap_ns(0.0016);
+        // 0.0016 ns = 1.6 ps, rounded to 2 ps a step: order 3 issues at 6 ps (not 3, as truncation gives).
+        assert_eq!((r.next_record().unwrap().unwrap().time, r.next_record().unwrap().unwrap().time), (0, 6));
+    }
+
+    #[test]
+    fn the_largest_time_size_and_address_are_accepted() {
+        // time_ns at its limit 2^62 / 1000 = 4611686018427387; a 4096-byte access at 2^57 - 4096 ends exactly at 2^57.
+        let body = "time_ns,gpu,cu,wavefront,kind,vaddr,size\n4611686018427387,1,0,0,W,0x1fffffffffff000,4096\n";
+        let (_dir, p) = write("edges.csv", body, false);
+        let rec = records(&p).unwrap();
+        assert_eq!(
+            rec,
+            vec![Record {
+                time: 4_611_686_018_427_387_000,
+                gpu: 1,
+                cu: 0,
+                wavefront: 0,
+                kind: MemKind::Store,
+                vaddr: 0x1ff_ffff_ffff_f000,
+                size: 4096
+            }]
+        );
+        // An address at 2^57 itself is named as beyond the space (not only its access's end).
+        let (_d2, p2) = write("beyond.csv", "time_ns,gpu,cu,wavefront,kind,vaddr,size\n1,1,0,0,R,0x200000000000000,64\n", false);
+        let e = records(&p2).unwrap_err().0;
+        assert!(e.ends_with(":2: vaddr 0x200000000000000 is beyond a 57-bit address space"), "{e}");
+    }
+
+    #[test]
+    fn blank_lines_are_skipped_but_counted() {
+        let body = "time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000,64\n\n12,1,0,0,R,0x1040,64\n\nten,1,0,0,R,0x1000,64\n";
+        let (_dir, p) = write("blank.csv", body, false);
+        let mut r = TraceReader::open(&p).unwrap();
+        assert_eq!(r.next_record().unwrap().unwrap().time, 10_000);
+        assert_eq!(r.next_record().unwrap().unwrap().time, 12_000);
+        // Lines: 1 header, 2 record, 3 blank, 4 record, 5 blank, 6 the bad one.
+        let e = r.next_record().unwrap_err().0;
+        assert!(e.ends_with(":6: time_ns `ten` is not a whole number"), "{e}");
+    }
+
+    #[test]
+    fn a_line_too_long_names_its_line() {
+        let body = format!("time_ns,gpu,cu,wavefront,kind,vaddr,size\n{}\n", "1".repeat(MAX_LINE_BYTES + 10));
+        let (_dir, p) = write("long.csv", &body, false);
+        let e = records(&p).unwrap_err().0;
+        assert!(
+            e.ends_with(":2: cannot read the trace (truncated or corrupt?): a line longer than 64 KiB: not a text trace (a binary file?)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn info_counts_cus_per_gpu_lines_once_and_the_first_and_last_time() {
+        // The second access is GPU 2's CU 0 (a CU of its own) on the first access's line; the third is 2 MiB + 4 KiB on,
+        // 2^15 lines after the first line (0x201000 / 64 = 0x8040, 0x1000 / 64 = 0x40).
+        let body = "time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000,64\n11,2,0,1,W,0x1010,32\n15,1,0,0,R,0x201000,64\n";
+        let (_dir, p) = write("info.csv", body, false);
+        let i = info(&p).unwrap();
+        assert_eq!((i.accesses, i.reads, i.writes, i.gpus, i.cus, i.wavefronts), (3, 2, 1, 2, 2, 2));
+        // Lines 0x40 and 0x8040, in pages 0x1000 and 0x201000: 2 pages = 8192 bytes.
+        assert_eq!((i.unique_lines_64b, i.unique_pages_4k, i.footprint_bytes), (2, 2, 8192));
+        assert_eq!((i.first_ns, i.last_ns), (10, 15));
+        assert_eq!(i.sizes, vec![(32, 1), (64, 2)]);
+    }
+
+    #[test]
+    fn csv_converts_to_uvmt_and_back_unchanged() {
+        let (dir, p) = write("conv.csv", GOOD, false);
+        let bin = dir.path().join("conv.uvmt").to_string_lossy().into_owned();
+        let back = dir.path().join("back.csv").to_string_lossy().into_owned();
+        assert_eq!(convert_timed(&p, &bin, false), Ok(3));
+        assert_eq!(convert_timed(&bin, &back, false), Ok(3));
+        assert_eq!(std::fs::read_to_string(&back).unwrap(), GOOD);
+    }
+
+    #[test]
+    fn a_binary_trace_going_back_in_time_is_refused() {
+        // The first record is 7 bytes (tag, time 100, gpu 1, wavefront 0, vaddr zigzag(0x1000) = 0x2000 in 2 bytes,
+        // size 64; cu 0 is the initial one), each repeat 4 (tag, 3 zero deltas): 7 + 4 x 16 383 = 65 539 >= 64 KiB
+        // (65 535 a record earlier) closes the chunk at record 16 384, so the one at 50 ns starts the next chunk,
+        // whose deltas restart: the writer takes it. It is the 16 385th record.
+        let (dir, _) = write("unused", "", false);
+        let p = dir.path().join("back.uvmt").to_string_lossy().into_owned();
+        let h = tracefmt::Header::new(Mode::Timed, "x".into(), 0, vec![], vec![]);
+        let mut w = tracefmt::Writer::new(File::create(&p).unwrap(), &h).unwrap();
+        let mut t = TimedRec { time_ns: 100, gpu: 1, cu: 0, wavefront: 0, kind: 0, vaddr: 0x1000, size: 64 };
+        for _ in 0..16_384 {
+            w.record(&t).unwrap();
+        }
+        t.time_ns = 50;
+        w.record(&t).unwrap();
+        w.finish().unwrap();
+        let e = records(&p).unwrap_err().0;
+        assert!(
+            e.starts_with(&format!("{p}: record 16385 (chunk at byte "))
+                && e.ends_with(": time goes backwards (records must be in non-decreasing time order)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_named() {
+        let (_dir, p) = write("bom.csv", &format!("\u{feff}{GOOD}"), false);
+        let e = TraceReader::open(&p).err().unwrap().0;
+        assert!(
+            e.ends_with(":1: the header starts with a UTF-8 byte-order mark (U+FEFF, as some spreadsheet programs write): remove it"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_binary_record_at_the_latest_time_reads_and_one_after_it_does_not() {
+        // The latest time is 2^62 ps = 4611686018427387 ns (rounded down).
+        let (dir, _) = write("unused", "", false);
+        for (time_ns, ok) in [(4_611_686_018_427_387u64, true), (4_611_686_018_427_388, false)] {
+            let p = dir.path().join(format!("t{time_ns}.uvmt")).to_string_lossy().into_owned();
+            let h = tracefmt::Header::new(Mode::Timed, "x".into(), 0, vec![], vec![]);
+            let mut w = tracefmt::Writer::new(File::create(&p).unwrap(), &h).unwrap();
+            w.record(&TimedRec { time_ns, gpu: 1, cu: 0, wavefront: 0, kind: 0, vaddr: 0x1000, size: 64 }).unwrap();
+            w.finish().unwrap();
+            match records(&p) {
+                Ok(r) => assert!(ok && r[0].time == time_ns * 1000, "{r:?}"),
+                Err(e) => assert!(!ok && e.0.ends_with("time_ns 4611686018427388 is out of range (at most 4611686018427387)"), "{e}"),
+            }
+        }
+    }
+
+    #[test]
     fn a_missing_file_is_reported() {
         let e = TraceReader::open("/nonexistent/trace.csv").err().unwrap();
         assert!(e.0.contains("/nonexistent/trace.csv") && e.0.contains("cannot read"), "{e}");

@@ -1752,6 +1752,253 @@ mod tests {
         assert_eq!((ops, f.totals.ops, f.totals.warps), (656, 656, 16));
     }
 
+    /// Accesses may end exactly at the top of the 57-bit address space (2^57), not a byte beyond.
+    #[test]
+    fn accesses_may_end_at_the_57_bit_limit() {
+        let top = 1u64 << 57;
+        let mut s = [0u64; MAX_LANES];
+        // Strided: 32 lanes 4 apart of 4 bytes from 2^57 - 128 end at 2^57 - 128 + 31 * 4 + 4 = 2^57.
+        let strided = |base| Op::Mem { kind: MemKind::Load, lanes: Lanes::Strided { base, stride: 4, n: 32 }, bytes: 4 };
+        // Explicit: one 8-byte lane at 2^57 - 8 ends at 2^57.
+        let explicit = Op::Mem { kind: MemKind::Store, lanes: Lanes::Explicit { n: 1 }, bytes: 8 };
+        for (op, lane, ok) in
+            [(strided(top - 128), 0, true), (strided(top - 127), 0, false), (explicit, top - 8, true), (explicit, top - 7, false)]
+        {
+            s[0] = lane;
+            let mut buf = vec![];
+            OpEncoder::default().encode(op, &s, &mut buf);
+            let r = OpDecoder::new(128).decode(&buf, &mut 0, &mut [0; MAX_LANES]);
+            assert_eq!(r.is_ok(), ok, "{op:?} {lane:#x}: {r:?}");
+            if let Err(e) = r {
+                assert!(e.contains("57-bit address space"), "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn zero_bytes_per_lane_is_refused() {
+        let mut buf = vec![];
+        // The encoder's initial width is 0, so the op says "same width" and carries none.
+        OpEncoder::default().encode(Op::Mem { kind: MemKind::Load, lanes: Lanes::Explicit { n: 1 }, bytes: 0 }, &[0; MAX_LANES], &mut buf);
+        let e = OpDecoder::new(128).decode(&buf, &mut 0, &mut [0; MAX_LANES]).unwrap_err();
+        assert_eq!(e, "0 bytes per lane (1 to 128 accepted here)");
+    }
+
+    #[test]
+    fn timed_record_tags_with_kind_3_or_high_bits_are_refused() {
+        for (tag, want) in [(0x03u8, "bad record tag 0x03"), (0x20, "bad record tag 0x20"), (0x80, "bad record tag 0x80")] {
+            let buf = [tag, 0, 0, 0, 0, 0, 0, 0];
+            assert_eq!(decode_timed(&mut TimedRec::default(), &buf, &mut 0), Err(want.to_string()));
+        }
+        // Tag 0x1e: kind 2 and the three "same" bits: time +1, wavefront 0, vaddr +64 (zigzag 128 = 0x80 0x01).
+        let buf = [0x1e, 1, 0, 0x80, 0x01];
+        let r = decode_timed(&mut TimedRec::default(), &buf, &mut 0).unwrap();
+        assert_eq!((r.kind, r.time_ns, r.vaddr), (2, 1, 64));
+    }
+
+    /// A version 2 file (a header CRC, no barrier op) reads like a version 3 one.
+    #[test]
+    fn a_version_2_file_is_read_with_its_header_crc() {
+        let mut bytes = write(&[(640, 64)], |_, w| w % 4);
+        let hlen = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+        bytes[8] = 2;
+        let crc = header_crc(&bytes[8..16], &bytes[16..16 + hlen]);
+        bytes[16 + hlen..20 + hlen].copy_from_slice(&crc.to_le_bytes());
+        let f = TraceFile::from_blob("t.uvmt", Blob::Mem(bytes)).unwrap();
+        assert_eq!(f.body, 16 + hlen as u64 + 4);
+        let mut ops = 0;
+        for_each_op(&f, 128, |_, _, _, _| {
+            ops += 1;
+            Ok(())
+        })
+        .unwrap();
+        // 20 warps (640 / 32), warp w has w % 4 loads, a wait and an exit: 5 x (0 + 1 + 2 + 3) + 20 x 2 = 70.
+        assert_eq!((ops, f.totals.ops), (70, 70));
+    }
+
+    #[test]
+    fn warps_of_counts_a_partial_last_cta() {
+        let h = header(&[]);
+        // 1000 threads in CTAs of 96: 10 full CTAs of 3 warps, and 40 threads = 2 warps of 32.
+        assert_eq!(h.warps_of(1000, 96), 32);
+        assert_eq!(h.warps_of(960, 96), 30);
+        assert_eq!(h.warps_of(33, 64), 2);
+    }
+
+    /// The delta state restarts in every `T` chunk, on both sides: a body of several chunks reads back.
+    #[test]
+    fn timed_records_over_several_chunks_round_trip() {
+        let h = Header::new(Mode::Timed, "x.csv".into(), 0, vec![], vec![]);
+        // Each record: a tag, a 1-byte time delta, a 1-byte wavefront delta and a 2-byte vaddr delta (zigzag of
+        // 4096 = 8192) at least: 30 000 records are over 120 000 bytes, two 64 KiB chunks or more.
+        let recs: Vec<TimedRec> = (0..30_000u64)
+            .map(|i| TimedRec { time_ns: i, gpu: 1, cu: 2, wavefront: i % 3, kind: 0, vaddr: 0x1000 + i * 4096, size: 32 })
+            .collect();
+        let mut w = Writer::new(Vec::new(), &h).unwrap();
+        for r in &recs {
+            w.record(r).unwrap();
+        }
+        let f = TraceFile::from_blob("t", Blob::Mem(w.finish().unwrap().0)).unwrap();
+        let (mut at, mut chunks) = (f.body, 0);
+        while at < f.end {
+            at = f.chunk_header(at).unwrap().next();
+            chunks += 1;
+        }
+        assert!(chunks >= 2, "{chunks}");
+        let mut r = TimedReader::new(f).unwrap();
+        for want in &recs {
+            assert_eq!(r.next_record().unwrap().as_ref(), Some(want));
+        }
+        assert_eq!(r.next_record().unwrap(), None);
+    }
+
+    #[test]
+    fn a_timed_body_disagreeing_with_its_end_chunk_is_corrupt() {
+        let h = Header::new(Mode::Timed, "x.csv".into(), 0, vec![], vec![]);
+        let rec = TimedRec { time_ns: 5, gpu: 1, cu: 0, wavefront: 0, kind: 0, vaddr: 0x1000, size: 64 };
+        // Three records, an end chunk that says four.
+        let mut w = Writer::new(Vec::new(), &h).unwrap();
+        for _ in 0..3 {
+            w.record(&rec).unwrap();
+        }
+        w.flush_timed().unwrap();
+        w.totals.records += 1;
+        let f = TraceFile::from_blob("t", Blob::Mem(w.finish().unwrap().0)).unwrap();
+        let end = f.end;
+        let mut r = TimedReader::new(f).unwrap();
+        for _ in 0..3 {
+            r.next_record().unwrap().unwrap();
+        }
+        assert_eq!(r.next_record().unwrap_err().0, format!("t: byte {end}: 3 records read, the end chunk says 4: corrupt trace"));
+        // One record and a stray byte after it in its chunk.
+        let mut w = Writer::new(Vec::new(), &h).unwrap();
+        w.record(&rec).unwrap();
+        w.timed.push(0);
+        let f = TraceFile::from_blob("t", Blob::Mem(w.finish().unwrap().0)).unwrap();
+        let body = f.body;
+        let e = TimedReader::new(f).unwrap().next_record().unwrap_err().0;
+        assert_eq!(e, format!("t: byte {body}: chunk has bytes after its last record: corrupt trace"));
+    }
+
+    /// Wavefront and address deltas of any size round-trip: a delta of 2^62 or more is a zigzag value with its top
+    /// bit set, which must be shifted as unsigned (2^62 from 0: zigzag 2^63, back to +2^62, not -2^62).
+    #[test]
+    fn timed_records_with_huge_deltas_round_trip() {
+        let h = Header::new(Mode::Timed, "x.csv".into(), 0, vec![], vec![]);
+        let rec = |wavefront, vaddr| TimedRec { time_ns: 1, gpu: 1, cu: 0, wavefront, kind: 1, vaddr, size: 4 };
+        let recs = [rec(1 << 62, 0x1000), rec(u64::MAX, (1 << 57) - 4), rec(0, 0), rec(1 << 63, 0x40), rec(3, 0x1_0000_0000)];
+        let mut w = Writer::new(Vec::new(), &h).unwrap();
+        for r in &recs {
+            w.record(r).unwrap();
+        }
+        let mut r = TimedReader::new(TraceFile::from_blob("t", Blob::Mem(w.finish().unwrap().0)).unwrap()).unwrap();
+        for want in &recs {
+            assert_eq!(r.next_record().unwrap().as_ref(), Some(want));
+        }
+    }
+
+    #[test]
+    fn timed_chunk_headers_are_checked() {
+        let h = Header::new(Mode::Timed, "x.csv".into(), 0, vec![], vec![]);
+        let rec = TimedRec { time_ns: 5, gpu: 1, cu: 0, wavefront: 0, kind: 0, vaddr: 0x1000, size: 64 };
+        let read = |bytes: Vec<u8>| {
+            let f = TraceFile::from_blob("t", Blob::Mem(bytes)).unwrap();
+            let body = f.body;
+            (body, TimedReader::new(f).unwrap().next_record())
+        };
+        // A chunk tag that is none of G, S, T, E (the first chunk's tag byte is the body's first byte).
+        let mut w = Writer::new(Vec::new(), &h).unwrap();
+        w.record(&rec).unwrap();
+        let mut bytes = w.finish().unwrap().0;
+        let body = read(bytes.clone()).0 as usize;
+        bytes[body] = b'X';
+        let (body, r) = read(bytes);
+        assert_eq!(r.unwrap_err().0, format!("t: byte {body}: not a chunk (tag 0x58): corrupt trace"));
+        // A first chunk that says it starts at record 5 (the count said 7 when 2 were flushed: 7 - 2).
+        let mut w = Writer::new(Vec::new(), &h).unwrap();
+        w.record(&rec).unwrap();
+        w.record(&rec).unwrap();
+        w.totals.records += 5;
+        let (body, r) = read(w.finish().unwrap().0);
+        assert_eq!(r.unwrap_err().0, format!("t: byte {body}: expected timed-record chunk 0: corrupt trace"));
+        // A chunk of no records.
+        let mut w = Writer::new(Vec::new(), &h).unwrap();
+        w.chunk(b'T', 0, 0, 0, &[]).unwrap();
+        let (body, r) = read(w.finish().unwrap().0);
+        assert_eq!(r.unwrap_err().0, format!("t: byte {body}: expected timed-record chunk 0: corrupt trace"));
+    }
+
+    #[test]
+    fn a_kernel_with_more_warps_than_its_launch_is_corrupt() {
+        // 64 threads in one CTA of 64 = 2 warps; three are written.
+        let h = header(&[(64, 64)]);
+        let mut w = Writer::new(Vec::new(), &h).unwrap();
+        w.begin_kernel();
+        for _ in 0..3 {
+            w.op(Op::Exit, &[0; MAX_LANES]).unwrap();
+        }
+        w.end_kernel().unwrap();
+        let f = TraceFile::from_blob("t.uvmt", Blob::Mem(w.finish().unwrap().0)).unwrap();
+        let e = for_each_op(&f, 128, |_, _, _, _| Ok(())).unwrap_err().0;
+        assert_eq!(e, format!("t.uvmt: byte {}: kernel 0 has more warps than its launch: corrupt trace", f.body));
+    }
+
+    #[test]
+    fn header_limits_are_inclusive() {
+        // 2^50 threads, 64 lanes, 1024 host threads, input bytes = all of the buffers' 1 MiB: the largest accepted.
+        // A buffer may end at 2^57 itself (here its 1 MiB from 2^57 - 2^20).
+        let mut h = header(&[(1 << 50, 64)]);
+        h.buffers[0].base = (1 << 57) - (1 << 20);
+        h.warp_size = 64;
+        h.host_threads = 1024;
+        h.input_bytes = Some(1 << 20);
+        h.check("t").unwrap();
+        let mut bad: Vec<(Header, &str)> = vec![];
+        let wants =
+            ["warp_size 65", "host_threads 1025", "input_bytes 1048577", "a kernel launch needs", "ends beyond the 57-bit address space"];
+        for (i, want) in wants.into_iter().enumerate() {
+            let mut b = if i == 3 { header(&[((1 << 50) + 1, 64)]) } else { h.clone() };
+            match i {
+                0 => b.warp_size = 65,
+                1 => b.host_threads = 1025,
+                2 => b.input_bytes = Some((1 << 20) + 1),
+                4 => b.buffers[0].base += 4096,
+                _ => {}
+            }
+            bad.push((b, want));
+        }
+        for (b, want) in bad {
+            let e = b.check("t").unwrap_err().0;
+            assert!(e.starts_with("t: bad header: ") && e.contains(want), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_bad_op_names_its_chunk_warp_and_data_byte() {
+        let h = header(&[(32, 32)]);
+        let mut w = Writer::new(Vec::new(), &h).unwrap();
+        w.begin_kernel();
+        w.cur.push(0x07); // no op has code 7
+        w.op(Op::Exit, &[0; MAX_LANES]).unwrap();
+        w.end_kernel().unwrap();
+        let f = TraceFile::from_blob("t.uvmt", Blob::Mem(w.finish().unwrap().0)).unwrap();
+        // The group chunk is the first of the body; its data is [warp length 2][0x07][Exit]: the tag read ends at byte 2.
+        let e = for_each_op(&f, 128, |_, _, _, _| Ok(())).unwrap_err().0;
+        assert_eq!(e, format!("t.uvmt: byte {}: warp 0, data byte 2: unknown op tag 0x07: corrupt trace", f.body));
+    }
+
+    #[test]
+    fn a_kernel_offset_outside_the_body_is_refused() {
+        let h = header(&[(32, 32)]);
+        let mut w = Writer::new(Vec::new(), &h).unwrap();
+        w.begin_kernel();
+        w.op(Op::Exit, &[0; MAX_LANES]).unwrap();
+        w.end_kernel().unwrap();
+        w.totals.kernel_offsets[0] = 0;
+        let e = TraceFile::from_blob("t.uvmt", Blob::Mem(w.finish().unwrap().0)).unwrap_err().0;
+        assert!(e.starts_with("t.uvmt: byte ") && e.ends_with(": a kernel offset is outside the body"), "{e}");
+    }
+
     #[test]
     fn varint_fast_path_handles_the_tenth_byte_like_the_checked_one() {
         for last in 0..=255u8 {
