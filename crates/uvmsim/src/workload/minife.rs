@@ -346,7 +346,9 @@ fn build_cuda(p: &MinifeParams, w: &WorkloadConfig, cfg: &Config, page: u64, va:
     let waxpby = |wv, xv, yv| waxpby(n, grid, GRID_CTA, w.compute_cycles, [xv, yv, wv]);
     let matvec = || {
         let kind = Kind::Ell { cols: cols.base, coefs: coefs.base, x: pv.base, y: ap.base, pitch, rows: n, stride: grid };
-        special("minife-matvec", kind, GRID_CTA, grid.min(n))
+        // Whole 256-thread CTAs, as the port launches them (`NUM_BLOCKS, BLOCK_SIZE`); threads past
+        // the last row exit at once.
+        special("minife-matvec", kind, GRID_CTA, grid)
     };
     // `dot`: clear the partial sums (`cudaMemset_custom`: 512-thread CTAs), one per CTA, then their sum.
     let dot = |a: Buffer, bv: Buffer| {
@@ -948,5 +950,14 @@ mod tests {
         let firsts: Vec<u64> =
             mem_ops(&mut warps(&p, 1)[0]).iter().map(|(_, a)| a[0]).filter(|&a| a >= cols.base && a < cols.base + cols.bytes).collect();
         assert_eq!(firsts, (0..27).map(|j| cols.base + 4 * 32 * j).collect::<Vec<_>>());
+        // miniFE's matvec launches whole CTAs, min(32768, ceil(27 / 256)) = 1 of 256 threads: warps 1..8
+        // have no row and exit at once.
+        let matvec = &kernels(&p)[1];
+        assert_eq!((matvec.name, matvec.threads), ("minife-matvec", 256));
+        let ws = warps(&p, 1);
+        assert_eq!(ws.len(), 8);
+        for mut w in ws.into_iter().skip(1) {
+            assert!(all_ops(&mut w).is_empty(), "no op before its Exit");
+        }
     }
 }
