@@ -1165,7 +1165,8 @@ impl TimedReader {
         &self.file.header.source
     }
 
-    /// Where the reader is: file, record index and its chunk's byte offset.
+    /// Where the reader is: file, the number of the last record read (1-based, as a decode error
+    /// numbers the record it fails on) and its chunk's byte offset.
     pub fn position(&self) -> String {
         format!("{}: record {} (chunk at byte {})", self.file.name, self.index, self.chunk_at)
     }
@@ -1194,7 +1195,7 @@ impl TimedReader {
             return Err(TraceError(format!("{}: chunk holds fewer records than it says: corrupt trace", self.file.at(self.chunk_at))));
         }
         let r = decode_timed(&mut self.prev, &self.raw, &mut self.pos)
-            .map_err(|e| TraceError(format!("{}: record {}: {e}", self.file.at(self.chunk_at), self.index)))?;
+            .map_err(|e| TraceError(format!("{}: record {}: {e}", self.file.at(self.chunk_at), self.index + 1)))?;
         self.left -= 1;
         self.index += 1;
         if self.left == 0 && self.pos != self.raw.len() {
@@ -1878,6 +1879,25 @@ mod tests {
         let body = f.body;
         let e = TimedReader::new(f).unwrap().next_record().unwrap_err().0;
         assert_eq!(e, format!("t: byte {body}: chunk has bytes after its last record: corrupt trace"));
+    }
+
+    /// Records are numbered from 1 in every message: a decode error names the record it fails on,
+    /// `position()` the last one read.
+    #[test]
+    fn a_bad_record_is_named_by_its_1_based_number() {
+        let h = Header::new(Mode::Timed, "x.csv".into(), 0, vec![], vec![]);
+        let rec = TimedRec { time_ns: 5, gpu: 1, cu: 0, wavefront: 0, kind: 0, vaddr: 0x1000, size: 64 };
+        let mut w = Writer::new(Vec::new(), &h).unwrap();
+        w.record(&rec).unwrap();
+        let second = w.timed.len();
+        w.record(&rec).unwrap();
+        w.timed[second] = 0x03; // the second record's tag: no kind 3
+        let f = TraceFile::from_blob("t", Blob::Mem(w.finish().unwrap().0)).unwrap();
+        let body = f.body;
+        let mut r = TimedReader::new(f).unwrap();
+        r.next_record().unwrap().unwrap();
+        assert_eq!(r.position(), format!("t: record 1 (chunk at byte {body})"));
+        assert_eq!(r.next_record().unwrap_err().0, format!("t: byte {body}: record 2: bad record tag 0x03"));
     }
 
     /// Wavefront and address deltas of any size round-trip: a delta of 2^62 or more is a zigzag value with its top
