@@ -129,6 +129,12 @@ fn memcpy_outputs_copies_the_results_back() {
     assert_eq!(m(&both, "time.kernel_ns"), m(&inputs, "time.kernel_ns"));
     assert!((m(&both, "time.total_ns") - m(&inputs, "time.total_ns") - back).abs() < 1.0);
     assert_eq!(m(&both, "link.d2h.bytes"), 262144.0 * 8.0);
+    // Each direction's bytes and time on its own: two 2 MiB inputs out, one 2 MiB result back.
+    assert_eq!(m(&both, "host.memcpy_h2d_bytes"), 2.0 * 262144.0 * 8.0);
+    assert_eq!(m(&both, "host.memcpy_d2h_bytes"), 262144.0 * 8.0);
+    assert_eq!(m(&both, "host.memcpy_bytes"), 3.0 * 262144.0 * 8.0);
+    assert_eq!(m(&both, "time.memcpy_h2d_ns"), m(&inputs, "time.memcpy_ns"));
+    assert!((m(&both, "time.memcpy_d2h_ns") - back).abs() < 1.0, "{}", m(&both, "time.memcpy_d2h_ns"));
 }
 
 /// Greedy (GTO) scheduling with run-ahead through short stalls and strict
@@ -194,6 +200,39 @@ fn trace_replay_issues_each_access_at_its_time_on_its_cu() {
     // A record naming a CU the GPU does not have is bad input, with file and line.
     let err = simulate(&cfg(&["workload.kind=trace", &format!("workload.trace.path=\"{}\"", path.display()), "gpu.sms=1"])).unwrap_err();
     assert!(err.to_string().contains("t.csv:5: cu 1 does not exist"), "{err}");
+}
+
+/// A replay ends when its slowest access does, not its last: CU 1's miss on page 2 at 5001 ns walks while CU 0's
+/// hits on page 1 after it end at once, so they leave the span as it was without them.
+#[test]
+fn trace_replay_ends_with_the_access_that_completes_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = "time_ns,gpu,cu,wavefront,kind,vaddr,size\n100,1,0,0,R,0x1000,64\n5001,1,1,1,R,0x2000,64\n";
+    let span = |tail: &str| {
+        let path = dir.path().join(format!("t{}.csv", tail.len()));
+        std::fs::write(&path, format!("{head}{tail}")).unwrap();
+        let x = run(&["workload.kind=trace", &format!("workload.trace.path=\"{}\"", path.display()), "gpu.sms=2"]);
+        (m(&x, "gpu0.warp_mem_insts"), m(&x, "time.kernel_ns"))
+    };
+    let (alone, with_hits) = (span(""), span("5002,1,0,0,R,0x1040,64\n5003,1,0,0,R,0x1080,64\n"));
+    assert_eq!((alone.0, with_hits.0), (2.0, 4.0));
+    assert!(alone.1 > 4901.0, "{alone:?}");
+    assert_eq!(with_hits.1, alone.1);
+}
+
+/// The APU's page requests map their aligned block of `iommu.ppr.pages_log2` pages, clamped to the faulting
+/// page's allocation: three 5-page arrays (1280 elements of 16 bytes) in blocks of 8 map their 15 pages, not 3 x 8.
+#[test]
+fn apu_page_request_blocks_stop_at_their_allocation() {
+    let x = run(&[
+        "translation.mode=iommu",
+        "iommu.ppr.pages_log2=3",
+        "workload.kind=stream",
+        "workload.stream.elements=1280",
+        "workload.stream.element_bytes=16",
+        "workload.managed=true",
+    ]);
+    assert_eq!(m(&x, "apu.pages_mapped"), 15.0);
 }
 
 /// Managed memory: every page a kernel touches is faulted in once, in
@@ -365,6 +404,19 @@ fn managed_runs_report_legacy_baselines() {
     assert!(ideal > 0.0 && cte > ideal, "copy-then-execute {cte} vs ideal {ideal}");
     assert!((m(&x, "baseline.slowdown_vs_copy") - m(&x, "time.total_ns") / cte).abs() < 1e-9);
     assert!(m(&x, "baseline.slowdown_vs_ideal") >= m(&x, "baseline.slowdown_vs_copy"));
+    // They are the device-memory program's: its copies (the inputs out, the result back) and its kernel, one
+    // after the other, or the longer of the two.
+    let d = run(&[
+        "workload.kind=stream",
+        "workload.stream.elements=262144",
+        "workload.memcpy_inputs=true",
+        "workload.memcpy_outputs=true",
+        "gpu.sms=4",
+    ]);
+    let (copy, kernel) = (m(&d, "time.memcpy_ns"), m(&d, "time.kernel_ns"));
+    assert!(m(&d, "time.memcpy_d2h_ns") > 0.0);
+    assert_eq!((cte, ideal), (copy + kernel, copy.max(kernel)));
+    assert!((m(&x, "baseline.slowdown_vs_ideal") - m(&x, "time.total_ns") / ideal).abs() < 1e-9);
     // Without the flag, no baseline metrics.
     let y = run(&["workload.kind=stream", "workload.stream.elements=262144", "workload.managed=true", "gpu.sms=4"]);
     assert!(y.get("baseline.copy_then_execute_ns").is_none());
@@ -748,6 +800,11 @@ fn the_oracle_pass_stops_once_every_managed_page_has_faulted() {
     let (full, full_events) = uvmsim::world::first_touch_pass(&sparse, true).unwrap();
     assert_eq!(full.len(), 256);
     assert_eq!((early, early_events), (full, full_events));
+    // The pass pages on demand only, whatever prefetcher the run asks for: a prefetched page would never fault
+    // and would be missing from the order.
+    let mut tree = stencil.clone();
+    tree.uvm.prefetch.policy = uvmsim::uvm::prefetch::PrefetchPolicy::Density;
+    assert_eq!(uvmsim::world::first_touch_pass(&tree, true).unwrap().0, uvmsim::world::first_touch_pass(&stencil, true).unwrap().0);
 }
 
 /// `translation.managed_large_ptes`: managed arrays prefetched to the GPU before the kernel
@@ -967,4 +1024,53 @@ fn infinite_walkers_mix_more_va_blocks_into_each_fault_batch() {
     let big = go(&["gmmu.walker.threads=4096", "gmmu.walker.queue_depth=4096"]);
     let rel = m(&big.metrics, "time.total_ns") / m(i, "time.total_ns") - 1.0;
     assert!(rel.abs() < 0.01, "4,096 walker threads vs the oracle: {rel}");
+}
+
+/// Several GPUs: a kernel's time runs from its launch until the last GPU finishes its share, summed over the
+/// launches. Two sweeps back to back from time 0 with nothing between them on the host: the kernels' time is
+/// the run's time. Three CTAs on GPUs of one SM: GPU 0 runs one, GPU 1 two, and finishes last.
+#[test]
+fn multi_gpu_kernel_time_sums_each_launch_from_its_start() {
+    let base = [
+        "multi.gpus=2",
+        "gpu.sms=1",
+        "workload.kind=stencil2d",
+        "workload.threads_per_cta=256",
+        "workload.stencil2d.nx=64",
+        "workload.stencil2d.ny=64",
+        "workload.stencil2d.threads=768",
+    ];
+    let two = run(&[&base[..], &["workload.stencil2d.iterations=2"]].concat());
+    let one = run(&[&base[..], &["workload.stencil2d.iterations=1"]].concat());
+    assert_eq!(m(&two, "time.kernel_ns"), m(&two, "time.total_ns"));
+    assert_eq!(m(&one, "time.kernel_ns"), m(&one, "time.total_ns"));
+    // The second sweep finds the pages where the first left them: it takes no longer than the first.
+    assert!(m(&two, "time.kernel_ns") <= 2.0 * m(&one, "time.kernel_ns"), "{} {}", m(&two, "time.kernel_ns"), m(&one, "time.kernel_ns"));
+    assert!(m(&two, "time.kernel_ns") > m(&one, "time.kernel_ns"));
+}
+
+/// Pages evicted one by one (`uvm.eviction.granularity = "page"`) leave every GPU TLB: touched again, they fault
+/// and come back. Three sweeps of a 256 x 256 float stencil touch both 64-page grids each time (128 pages) in
+/// 85 pages of GPU memory (oversubscription 1.5): after the first sweep's 128, each of the next two brings back
+/// at least the 128 - 85 = 43 pages not resident at its start, 214 pages in all. A stale translation would let
+/// the GPU use an evicted page without a fault.
+#[test]
+fn pages_evicted_one_by_one_fault_again_when_touched() {
+    let x = run(&[
+        "gpu.sms=2",
+        "workload.kind=stencil2d",
+        "workload.stencil2d.nx=256",
+        "workload.stencil2d.ny=256",
+        "workload.stencil2d.threads=4096",
+        "workload.stencil2d.iterations=3",
+        "workload.managed=true",
+        "uvm.oversubscription=1.5",
+        "uvm.eviction.granularity=\"page\"",
+        "uvm.eviction.policy=\"lru\"",
+        "uvm.prefetch.policy=\"none\"",
+    ]);
+    assert_eq!(m(&x, "uvm.resident_pages"), 85.0);
+    let fetched = m(&x, "uvm.bytes_h2d") / 4096.0;
+    assert!(fetched >= 128.0 + 2.0 * 43.0, "{fetched} pages fetched");
+    assert_eq!(fetched, m(&x, "uvm.pages_evicted") + 85.0);
 }

@@ -163,6 +163,27 @@ fn access_counter_copies_planned_past_the_programs_end_are_not_counted() {
     assert_eq!(m(x, "link.h2d.bytes"), rows.iter().map(|r| r.bytes).sum::<u64>() as f64);
 }
 
+/// The driver takes the access counters' notifications `uvm.access_counters.notify_us` after the first of them
+/// is raised: with a second's delay, none is serviced within this program of a few milliseconds, and nothing
+/// migrates; with the default 5 µs some are.
+#[test]
+fn access_counter_notifications_wait_for_the_notify_delay() {
+    let g = [
+        "workload.kind=gather",
+        "workload.gather.table_entries=131072",
+        "workload.gather.lookups=262144",
+        "workload.managed=true",
+        "uvm.advise.policy=accessed-by",
+        "uvm.access_counters.migrate=true",
+    ];
+    let late = run("titan-v", &[&g[..], &["uvm.access_counters.notify_us=1000000"]].concat()).metrics;
+    assert!(m(&late, "time.total_ns") < 1e9);
+    assert!(m(&late, "uvm.access_counters.notifications") > 0.0);
+    assert_eq!((m(&late, "uvm.access_counters.serviced"), m(&late, "uvm.access_counters.pages")), (0.0, 0.0));
+    let soon = run("titan-v", &g).metrics;
+    assert!(m(&soon, "uvm.access_counters.serviced") > 0.0);
+}
+
 /// The default value of `key` (dotted) as TOML: always a valid setting of it.
 fn default_value(key: &str) -> String {
     let mut v = toml::Value::try_from(Config::default()).unwrap();
