@@ -753,6 +753,10 @@ mod tests {
             ),
             (good.replace("IADD 1 R8 0", "IADD 1 R8 0 5 6"), ":32: unexpected `6`"),
             (good.replace("warp = 1", "warp = 7"), ":29: warp 7"),
+            // Warps of a 64-thread block are 0 and 1.
+            (good.replace("warp = 1", "warp = 2"), ":29: warp 2"),
+            // The second thread block of a grid of one: reported where it begins.
+            (good.replace("-grid dim = (2,1,1)", "-grid dim = (1,1,1)"), ":37: more thread blocks than the grid's 1"),
             (good.replace("#END_TB\n\n#BEGIN_TB", "#END_TB"), ":37: `thread block = 1,0,0` outside a thread block"),
             (good.replace("(2,1,1)", "(3,1,1)"), "the grid has 3 thread blocks but the trace holds 2"),
             (good[..good.len() - 9].to_string(), "ends inside a thread block"),
@@ -768,5 +772,90 @@ mod tests {
         }
         let e = check_bytes(b"MemcpyHtoD,zz,5\n", good.as_bytes()).unwrap_err();
         assert!(e.0.contains("kernelslist.g:1: address `zz`"), "{e}");
+    }
+
+    /// Every op of the trace of one kernel (and the kernelslist's copies), converted: (warp, op, explicit lanes).
+    fn converted(tag: &str, list: &str, kernel: &str) -> (TraceFile, Vec<(u64, Op, Vec<u64>)>) {
+        let dir = std::env::temp_dir().join(format!("uvmsim-accelsim-unit-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("kernelslist.g"), list).unwrap();
+        std::fs::write(dir.join("kernel-1.traceg"), kernel).unwrap();
+        let out = TempPath::new("accelsim-test").unwrap();
+        let f = convert(&dir.join("kernelslist.g").display().to_string(), &out, &Layout::default());
+        let _ = std::fs::remove_dir_all(&dir);
+        let f = f.unwrap();
+        let mut got = vec![];
+        super::super::tracefmt::for_each_op(&f, 4096, |_, w, op, sc| {
+            let lanes = match op {
+                Op::Mem { lanes: Lanes::Explicit { n }, .. } => sc[..n as usize].to_vec(),
+                _ => vec![],
+            };
+            got.push((w, op, lanes));
+            Ok(())
+        })
+        .unwrap();
+        (f, got)
+    }
+
+    #[test]
+    fn the_scoreboard_barriers_widths_and_granules_of_a_second_trace() {
+        // Version 3 with line numbers; a block of 24 x 2 = 48 threads (2 warps) whose warp 0 is absent.
+        let kernel = "-kernel name = k\n-grid dim = (1,1,1)\n-block dim = (24,2,1)\n-accelsim tracer version = 3\n\
+                      -enable lineinfo = 1\n#traces format = ...\n#BEGIN_TB\nthread block = 0,0,0\nwarp = 1\ninsts = 12\n\
+                      7 0000 ffffffff 1 R255 LDG.E.S16 1 R2 2 1 0x7f0000000000 0\n\
+                      7 0010 ffffffff 1 R6 IMAD 2 R255 R255 0\n\
+                      8 0020 ffffffff 1 R7 ATOMG.E.ADD 2 R2 R6 4 1 0x7f0000000100 4\n\
+                      8 0030 ffffffff 1 R8 LDG.E 1 R2 4 1 0x7f0000000200 4\n\
+                      9 0040 ffffffff 1 R9 FADD 2 R7 R3 0\n\
+                      9 0050 ffffffff 0 STG.E 2 R2 R8 4 1 0x7f0000000300 4\n\
+                      10 0060 00000001 1 R10 LDG.E.64 1 R2 8 0 0x7f00003ffffc\n\
+                      10 0070 ffffffff 1 R11 FADD 2 R3 R3 0\n\
+                      11 0080 ffffffff 0 BAR.RED.POPC 0 0\n\
+                      11 0090 ffffffff 0 BAR.ARV 0 0\n\
+                      12 00a0 ffffffff 1 R10 MOV 1 R12 0\n\
+                      12 00b0 ffffffff 1 R13 MOV 1 R10 0\n#END_TB\n";
+        let (f, got) = converted("second", "MemcpyHtoD,0x7f0000800000,2097152\nkernel-1.traceg\n", kernel);
+        let (ld, st) = (MemKind::Load, MemKind::Store);
+        let c = |n| (1, Op::Compute(n), vec![]);
+        let (wait, bar) = ((1, Op::Wait, vec![]), (1, Op::Barrier, vec![]));
+        let want = vec![
+            (0, Op::Exit, vec![]),
+            // R255 (RZ) is no dependency; `.S16` is 2 bytes a lane; stride 0 is strided still.
+            (1, Op::Mem { kind: ld, lanes: s(0x7f00_0000_0000, 0, 32), bytes: 2 }, vec![]),
+            c(1),
+            // An atomic's destination is not waited for; the store reading the load's R8 is.
+            (1, Op::Mem { kind: st, lanes: s(0x7f00_0000_0100, 4, 32), bytes: 4 }, vec![]),
+            (1, Op::Mem { kind: ld, lanes: s(0x7f00_0000_0200, 4, 32), bytes: 4 }, vec![]),
+            c(1),
+            wait.clone(),
+            (1, Op::Mem { kind: st, lanes: s(0x7f00_0000_0300, 4, 32), bytes: 4 }, vec![]),
+            (1, Op::Mem { kind: ld, lanes: Lanes::Explicit { n: 1 }, bytes: 8 }, vec![0x7f00_003f_fffc]),
+            // BAR.RED meets after the compute before it; BAR.ARV is compute.
+            c(1),
+            bar,
+            c(1),
+            // Writing the pending R10 waits; the wait clears it, so reading R10 then does not.
+            wait,
+            c(2),
+            (1, Op::Exit, vec![]),
+        ];
+        assert_eq!(got, want);
+        // The lone lane's 8 bytes from 0x7f00003ffffc reach granule 0x7f0000400000: granules 0..3 make one buffer;
+        // the copy ends where granule 5 begins, so it is granule 4 alone.
+        let buf = |base, mib: u64| BufferRec { base, bytes: mib << 20, page_bytes: 4096, managed: false };
+        assert_eq!(f.header.buffers, vec![buf(0x7f00_0000_0000, 6), buf(0x7f00_0080_0000, 2)]);
+        assert_eq!(f.header.ops[1], HostRec::Launch { name: "k".into(), threads: 48, threads_per_cta: 48 });
+        // With managed memory the copies are left out: the hand-made trace's ops are its launch alone.
+        let out = TempPath::new("accelsim-test").unwrap();
+        let f = convert(&data(), &out, &Layout { page_bytes: 4096, managed: true }).unwrap();
+        assert!(matches!(f.header.ops[..], [HostRec::Launch { .. }]), "{:?}", f.header.ops);
+    }
+
+    #[test]
+    fn copies_up_to_one_tib_and_to_the_end_of_the_address_space_are_read() {
+        let good = std::fs::read_to_string(data().replace("kernelslist.g", "kernel-1.traceg")).unwrap();
+        // 2^40 bytes, and 256 bytes ending at 2^57.
+        let list = b"MemcpyHtoD,0x0,1099511627776\nMemcpyHtoD,0x1ffffffffffff00,256\nkernel-1.traceg\n";
+        check_bytes(list, good.as_bytes()).unwrap();
     }
 }

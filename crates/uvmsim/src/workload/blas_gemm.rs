@@ -290,4 +290,26 @@ mod tests {
         // A and B read once per CTA row or column of tiles that uses them (2 each), C written once.
         assert_eq!(n as u64, 2 * 130 * 130 * 2 + 130 * 130);
     }
+
+    #[test]
+    fn a_k_step_takes_the_sms_fp32_time_and_dgemm_reads_8_byte_elements() {
+        use crate::workload::KernelGen;
+        let p = program(&[
+            "workload.kind=blas-gemm",
+            "workload.blas_gemm.n=128",
+            "workload.blas_gemm.element_bytes=8",
+            "workload.blas_gemm.ctas_per_sm=3",
+            "workload.blas_gemm.fp32_lanes=128",
+        ]);
+        // Prologue: 8 loads, wait, barrier; k-step 0: 8 loads, then 512 FMAs x 256 threads x 3 CTAs / 128 lanes = 3072 cycles.
+        assert_eq!(all_ops(&mut warps(&p, 0)[0])[18], Op::Compute(3072));
+        let ks = kernels(&p);
+        let KernelGen::BlasGemm(k) = &ks[0].gen else { unreachable!() };
+        assert_eq!(k.cta_limit(), 3);
+        // Warp 0's first load, lane 1: A row 1 of column 0, 8 bytes in.
+        let a = p.buffers[0].base;
+        assert_eq!(mem_ops(&mut warps(&p, 0)[0])[0].1[1], a + 8);
+        // Inputs: A and B, 128 x 128 doubles = 131,072 bytes each; C is an output.
+        assert_eq!(p.host.input_bytes, Some(2 * 131_072));
+    }
 }

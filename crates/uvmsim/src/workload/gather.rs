@@ -247,4 +247,41 @@ mod tests {
         }
         assert_eq!(probes, 10); // log2(1024)
     }
+
+    #[test]
+    fn a_lookup_reads_its_seeded_key_then_probes_halves_and_the_host_copies_keys_and_table() {
+        use crate::workload::testutil::{all_ops, kernels, mem_ops, program, warps};
+        let p = program(&[
+            "sim.seed=7",
+            "workload.kind=gather",
+            "workload.gather.table_entries=1000",
+            "workload.gather.entry_bytes=32",
+            "workload.gather.lookups=100",
+            "workload.gather.threads=256",
+        ]);
+        // 100 lookups need 4 warps of 32: 128 threads, not 256.
+        assert_eq!(kernels(&p)[0].threads, 128);
+        // Inputs: the keys, 100 x 4 bytes, and the table, 1000 x 32 bytes.
+        assert_eq!(p.host.input_bytes, Some(400 + 32_000));
+        let (keys, table) = (p.buffers[0].base, p.buffers[1].base);
+        // Lookup 0's key: its hash (keyed by the seed and "gath") times the table size, the top 64 bits.
+        let key = ((mix64(mix64(7 ^ 0x6761_7468)) as u128 * 1000) >> 64) as u64;
+        // Lane 0's probes: the middle of [lo, hi), rounded down (500, then 250 or 750, ...); then its entry.
+        let (mut lo, mut hi, mut probes) = (0, 1000, vec![]);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            probes.push(table + mid * 32);
+            (lo, hi) = if key >= mid { (mid, hi) } else { (lo, mid) };
+        }
+        let mem = mem_ops(&mut warps(&p, 0)[0]);
+        assert_eq!(mem[0].1[0], keys);
+        assert_eq!(mem[1..=probes.len()].iter().map(|(_, a)| a[0]).collect::<Vec<_>>(), probes);
+        // One round: the next lookup of thread 0 would be 256, past the 100.
+        assert_eq!(mem.last().unwrap().1[0], table + key * 32);
+        assert_eq!(mem.iter().filter(|(_, a)| (keys..keys + 400).contains(&a[0])).count(), 1);
+        // Keys are 4 bytes, probes read 8 of an entry, the found entry 16.
+        let ops = all_ops(&mut warps(&p, 0)[0]);
+        let bytes: Vec<u32> = ops.iter().filter_map(|o| if let Op::Mem { bytes, .. } = o { Some(*bytes) } else { None }).collect();
+        assert_eq!((bytes[0], bytes[1], *bytes.last().unwrap()), (4, 8, 16));
+    }
 }

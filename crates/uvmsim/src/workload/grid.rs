@@ -376,5 +376,31 @@ mod tests {
         // Odd sizes round the coarse shape up: 5 x 5 -> 3 wide.
         let k = GridKernel::new([5, 5, 1], 1, 1, vec![Array { base: 0, elem_bytes: 8 }], vec![Step::Wait]);
         assert_eq!(k.index(Index::Coarse { div: 2 }, 4, 4, 0), 2 + 3 * 2);
+        // And its planes: 8 x 5 x 4 -> 4 x 3 x 2, so (0, 0, 2) -> (0, 0, 1) = 4 x 3.
+        let k = GridKernel::new([8, 5, 4], 1, 1, vec![Array { base: 0, elem_bytes: 8 }], vec![Step::Wait]);
+        assert_eq!(k.index(Index::Coarse { div: 2 }, 0, 0, 2), 12);
+    }
+
+    #[test]
+    fn lanes_wrap_into_the_next_plane_and_the_last_round_takes_the_elements_left() {
+        // A 4 x 2 x 2 grid: 16 lanes from element 0 cover both planes, elements 0..16 in order.
+        let a = vec![Array { base: 0, elem_bytes: 4 }];
+        let k = GridKernel::new([4, 2, 2], 16, 1, a.clone(), vec![Step::load(0, Index::HERE)]);
+        let mut s = [0; MAX_LANES];
+        let op = warp(&k, 0, 16).next(&mut s);
+        assert_eq!(addrs(op, &s), (0..16).map(|e| 4 * e).collect::<Vec<_>>());
+        // A launch of more threads than elements is cut to one thread per element (4 x 3 = 12).
+        assert_eq!(GridKernel::new([4, 3, 1], 100, 1, a.clone(), vec![Step::Wait]).threads(), 12);
+        // 40 elements over 32 threads: the second round has 8 elements for the warp's 32 lanes.
+        let k = GridKernel::new([40, 1, 1], 32, 1, a, vec![Step::load(0, Index::HERE)]);
+        let mut w = warp(&k, 0, 32);
+        let mut lanes = vec![];
+        loop {
+            match w.next(&mut s) {
+                Op::Exit => break,
+                op => lanes.push(addrs(op, &s).len()),
+            }
+        }
+        assert_eq!(lanes, [32, 8]);
     }
 }

@@ -370,4 +370,25 @@ mod tests {
         let l1: Vec<u64> = ft.iter().filter(|x| x.0 == 1).map(|x| x.1).collect();
         assert!(l1.windows(2).all(|w| w[0] < w[1]));
     }
+
+    #[test]
+    fn iterations_swap_the_lists_and_each_variable_has_its_own_array() {
+        // Two coarse blocks of 4^3 (centres -0.5, 0.5: not refined), 2 variables of 6^3 = 216 doubles each.
+        let o =
+            amr(&[("blocks_x", "2"), ("blocks_y", "1"), ("blocks_z", "1"), ("block_cells", "4"), ("vars", "2"), ("refine_radius", "0")]);
+        let (l0, l1) = (o.buffers[0].base, o.buffers[1].base);
+        // Iteration 1's stencil reads list 1 and writes list 0. Lane 0 = block 0, cell (0, 0, 0): element
+        // 36 + 6 + 1 = 43 of variable 0, 216 + 43 of variable 1.
+        let ops = all_ops(&mut warps(&o, 3)[0]);
+        assert_eq!(op_shape(&ops), ("m".repeat(7) + "wcm").repeat(2));
+        assert_eq!(ops[8], Op::Compute(4));
+        let mem = mem_ops(&mut warps(&o, 3)[0]);
+        assert_eq!((mem[0].1[0], mem[7].1[0]), (l1 + 43 * 8, l0 + 43 * 8));
+        assert_eq!(mem[8].1[0], l1 + (216 + 43) * 8);
+        // The halo exchange waits for each variable's loads before storing them (warp 0: faces -x, on the
+        // boundary, and +x of block 0).
+        assert_eq!(op_shape(&all_ops(&mut warps(&o, 0)[0])), "mwmmwm");
+        // Input: block list 0, 2 blocks x 432 doubles = 6912 bytes.
+        assert_eq!(o.host.input_bytes, Some(6912));
+    }
 }

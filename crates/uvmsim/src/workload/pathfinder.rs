@@ -133,4 +133,21 @@ mod tests {
         // A launch of one row meets twice: after staging, after the step.
         assert_eq!(op_shape(&all_ops(&mut warps(&p, 2)[1])), "mwbmwcbm");
     }
+
+    #[test]
+    fn a_step_computes_and_the_host_copies_the_weights_and_the_first_cost_row() {
+        let p = program(&[
+            "workload.kind=pathfinder",
+            "workload.pathfinder.rows=8",
+            "workload.pathfinder.cols=64",
+            "workload.pathfinder.pyramid_height=3",
+        ]);
+        // The first row's step: load, wait, compute (compute_cycles 4).
+        assert_eq!(all_ops(&mut warps(&p, 0)[0])[5], Op::Compute(4));
+        // Inputs: the weights of rows 1..8, 7 x 64 ints = 1792 bytes, and cost 0, 64 ints = 256 bytes.
+        assert_eq!(p.host.input_bytes, Some(1792 + 256));
+        // 6 rows of weights in pyramids of 3: 2 launches, none empty.
+        let p = program(&["workload.kind=pathfinder", "workload.pathfinder.rows=7", "workload.pathfinder.pyramid_height=3"]);
+        assert_eq!(kernels(&p).len(), 2);
+    }
 }

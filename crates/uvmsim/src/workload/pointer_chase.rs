@@ -140,4 +140,28 @@ mod tests {
         assert_eq!(lane(0)[16..], lane(1)[..16]);
         assert_eq!(lane(1)[16..], lane(2)[..16]);
     }
+
+    #[test]
+    fn thread_t_starts_at_t_nodes_over_threads_of_the_seeded_cycle() {
+        use crate::sim::mix64;
+        use crate::workload::{Op, Permutation};
+        let p = program(&[
+            "sim.seed=7",
+            "workload.kind=pointer-chase",
+            "workload.pointer_chase.nodes=200",
+            "workload.pointer_chase.threads=3",
+            "workload.pointer_chase.hops=2",
+        ]);
+        let base = p.buffers[0].base;
+        // The cycle is the permutation keyed by the seed and "chas"; lane 2 starts at 2 x 200 / 3 = 133
+        // (not 2 x (200 / 3) = 132), then hops to position 134.
+        let perm = Permutation::new(200, mix64(7 ^ 0x6368_6173));
+        let ops = all_ops(&mut warps(&p, 0)[0]);
+        assert_eq!(op_shape(&ops), "mwcmwc");
+        assert!(matches!(ops[0], Op::Mem { bytes: 8, .. }), "{:?}", ops[0]);
+        let lane2: Vec<u64> = mem_ops(&mut warps(&p, 0)[0]).iter().map(|(_, a)| a[2]).collect();
+        assert_eq!(lane2, [base + perm.apply(133) * 64, base + perm.apply(134) * 64]);
+        // Input: the nodes, 200 x 64 bytes.
+        assert_eq!(p.host.input_bytes, Some(12_800));
+    }
 }

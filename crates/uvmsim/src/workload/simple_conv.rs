@@ -89,4 +89,18 @@ mod tests {
         assert_eq!(ops[8].1[8], i + 4 * (2 * 42 + 2 + 42));
         assert_eq!((ops[9].1[0], ops[9].1[8]), (o + 4 * 32, o + 4 * 40));
     }
+
+    #[test]
+    fn taps_go_row_by_row_each_waited_for_and_the_host_copies_the_padded_input() {
+        let p =
+            program(&["workload.kind=simple-convolution", "workload.simple_convolution.width=40", "workload.simple_convolution.height=4"]);
+        let i = p.buffers[0].base;
+        // Per tap: load, wait, multiply-add; then the store.
+        assert_eq!(op_shape(&all_ops(&mut warps(&p, 0)[0])), "mwc".repeat(9) + "m");
+        // Lane 0 = pixel (0, 0): tap 1 = mask row 0, column 1 = element 1; tap 3 = row 1, column 0 = element 42.
+        let ops = mem_ops(&mut warps(&p, 0)[0]);
+        assert_eq!((ops[1].1[0], ops[3].1[0]), (i + 4, i + 4 * 42));
+        // Input: the padded image, (40 + 2) x (4 + 2) floats = 1008 bytes; the output is not copied.
+        assert_eq!(p.host.input_bytes, Some(1008));
+    }
 }

@@ -144,4 +144,17 @@ mod tests {
         assert_eq!(op_shape(&k2), "mwbmwbmwbmwbmmwmwmwcbm");
         assert_eq!(k2.iter().filter(|o| **o == Op::Barrier).count(), 5);
     }
+
+    #[test]
+    fn both_kernels_compute_for_compute_cycles_and_the_host_copies_j() {
+        use crate::workload::Op;
+        let p = program(&["workload.kind=srad", "workload.srad.rows=4", "workload.srad.cols=32", "workload.srad.iterations=1"]);
+        // Six arrays: J, c and the four derivatives.
+        assert_eq!(p.buffers.len(), 6);
+        // Kernel 1's latency (compute_cycles 4) after its third barrier; kernel 2's before its last.
+        assert_eq!(all_ops(&mut warps(&p, 0)[0])[13], Op::Compute(4));
+        assert_eq!(all_ops(&mut warps(&p, 1)[0])[19], Op::Compute(4));
+        // Input: J, 4 x 32 floats = 512 bytes.
+        assert_eq!(p.host.input_bytes, Some(512));
+    }
 }

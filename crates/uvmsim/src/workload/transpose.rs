@@ -136,4 +136,20 @@ mod tests {
         assert_eq!(ops[5], (MemKind::Store, ops[5].1.clone()));
         assert_eq!((ops[5].1[0], ops[5].1[17]), (el(o, 65, 16), el(o, 69, 20)));
     }
+
+    #[test]
+    fn stores_write_the_blocks_columns_after_the_loads_land_in_256_thread_ctas() {
+        use crate::workload::Op;
+        let p = program(&["workload.kind=matrix-transpose", "workload.matrix_transpose.width=128"]);
+        assert_eq!(kernels(&p)[0].threads_per_cta, 256);
+        let ops = all_ops(&mut warps(&p, 0)[0]);
+        assert_eq!(op_shape(&ops), "mmmmwcmmmm");
+        // float4 stores.
+        assert!(matches!(ops[9], Op::Mem { kind: MemKind::Store, bytes: 16, .. }), "{:?}", ops[9]);
+        // Store 3 of lane 1 (gx 1, gy 0): output row 4 x 1 + 3 = 7, columns 0..4.
+        let o = p.buffers[1].base;
+        assert_eq!(mem_ops(&mut warps(&p, 0)[0])[7].1[1], o + 7 * 128 * 4);
+        // Input: 128 x 128 floats = 65,536 bytes; the output is not copied.
+        assert_eq!(p.host.input_bytes, Some(65_536));
+    }
 }
