@@ -22,9 +22,10 @@
 //! docs/workloads.md.
 //!
 //! Arrays in allocation order: input, column matrix (conv2d: then weights,
-//! output). First touch (lockstep): input rows and column-matrix rows
-//! interleaved, output position by position (conv2d: then weights and
-//! output).
+//! output). The host writes the input (conv2d: and the weights, which
+//! `workload.memcpy_inputs` copies too since 2026-12-05). First touch
+//! (lockstep): input rows and column-matrix rows interleaved, output
+//! position by position (conv2d: then weights and output).
 
 use super::grid::{Array, GridKernel, Index, Step};
 use super::{check, Buffer, KernelGen, KernelSpec, MemKind, Op, VaAllocator, WarpId, WorkloadConfig, MAX_LANES};
@@ -95,8 +96,11 @@ pub(super) fn build(p: &Im2colParams, conv: bool, w: &WorkloadConfig, page: u64,
     let threads = n * rows * pos;
     let k = Im2colKernel { input, col, p: p.clone() };
     let mut kernels = vec![KernelSpec { name: "im2col", threads, threads_per_cta: w.threads_per_cta, gen: KernelGen::Im2col(Box::new(k)) }];
+    let mut inputs = input.bytes;
     if conv {
         let weights = va.alloc(4 * p.output_channels * rows, page);
+        // The host writes the weights too (MGPUSim's Conv2D.Randomize, before the forward pass).
+        inputs += weights.bytes;
         let out = va.alloc(4 * n * p.output_channels * pos, page);
         // x = position, y = output channel, z = image; the column matrix of image z starts rows * pos further.
         let arrays: Vec<Array> = [weights, col, out].iter().map(|b| Array { base: b.base, elem_bytes: 4 }).collect();
@@ -113,7 +117,7 @@ pub(super) fn build(p: &Im2colParams, conv: bool, w: &WorkloadConfig, page: u64,
         let g = GridKernel::new([pos, p.output_channels, n], n * pos * p.output_channels, 1, arrays, body);
         kernels.push(KernelSpec { name: "conv2d-gemm", threads: g.threads(), threads_per_cta: w.threads_per_cta, gen: KernelGen::Grid(g) });
     }
-    (kernels, input.bytes)
+    (kernels, inputs)
 }
 
 impl Im2colKernel {
@@ -188,6 +192,16 @@ mod tests {
         let l = 49 - 32;
         assert_eq!(ops[0].1[l], i + 4 * (2 * 6 + 2));
         assert_eq!((ops[1].0, ops[1].1[l]), (MemKind::Store, c + 4 * (4 * 16 + 5)));
+    }
+
+    #[test]
+    fn the_host_copies_the_input_and_conv2ds_weights() {
+        // 1 x 3 x 6 x 10 input floats = 720 bytes; the column matrix (27 x 4 x 8) is the output.
+        let p = program(&["workload.kind=im2col", "workload.im2col.height=6", "workload.im2col.width=10"]);
+        assert_eq!(p.host.input_bytes, Some(720));
+        // conv2d: the weights too, 8 output channels x 27 floats = 864 bytes.
+        let p = program(&["workload.kind=conv2d", "workload.conv2d.height=6", "workload.conv2d.width=10"]);
+        assert_eq!(p.host.input_bytes, Some(720 + 864));
     }
 
     #[test]
