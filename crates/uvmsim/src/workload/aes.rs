@@ -128,4 +128,51 @@ mod tests {
         assert_ne!(ops[1].1, ops[2].1, "data-dependent indices differ by lookup");
         assert_eq!(ops[17], (MemKind::Store, ops[0].1.clone()));
     }
+
+    #[test]
+    fn each_lookup_waits_for_the_last_then_computes_and_the_host_copies_the_data_and_the_s_box() {
+        use crate::workload::{Lanes, Op, WarpId};
+        let p = program(&["workload.kind=aes", "workload.aes.length=1024", "workload.aes.rounds=1", "workload.compute_cycles=7"]);
+        let d = p.buffers[0].base;
+        // Warp 1 (blocks 32..64): the block (16 bytes a lane), a wait, 16 x (a byte of the S-box, a wait,
+        // 7 cycles), the block stored back.
+        let ops = all_ops(&mut warps(&p, 0)[1]);
+        assert_eq!(op_shape(&ops), "mw".to_owned() + &"mwc".repeat(16) + "m");
+        let block = Lanes::Strided { base: d + 16 * 32, stride: 16, n: 32 };
+        assert_eq!(ops[0], Op::Mem { kind: MemKind::Load, lanes: block, bytes: 16 });
+        assert_eq!(ops[ops.len() - 1], Op::Mem { kind: MemKind::Store, lanes: block, bytes: 16 });
+        assert!(ops[2..ops.len() - 1]
+            .chunks(3)
+            .all(|c| matches!(c, [Op::Mem { kind: MemKind::Load, bytes: 1, .. }, Op::Wait, Op::Compute(7)])));
+        // A lookup's index is a function of the thread and the lookup: thread 40's are the same as lane 8
+        // of warp 1 in a warp of its own.
+        let lane8: Vec<u64> = mem_ops(&mut warps(&p, 0)[1])[1..17].iter().map(|(_, a)| a[8]).collect();
+        let alone: Vec<u64> = mem_ops(&mut kernels(&p)[0].gen.warp(WarpId { global: 0, first_thread: 40, lanes: 1 }))[1..17]
+            .iter()
+            .map(|(_, a)| a[0])
+            .collect();
+        assert_eq!(lane8, alone);
+        // The data (1024 bytes) and the S-box (256 bytes) are copied.
+        assert_eq!(p.host.input_bytes, Some(1024 + 256));
+        assert_footprint_is_the_buffers(&["workload.kind=aes", "workload.aes.length=4096"]);
+    }
+
+    #[test]
+    fn lookups_reach_every_byte_of_the_s_box_and_follow_the_seed() {
+        let lookups = |seed: &str| {
+            let p = program(&["workload.kind=aes", "workload.aes.length=16384", "workload.aes.rounds=1", seed]);
+            let s = p.buffers[1].base;
+            warps(&p, 0)
+                .iter_mut()
+                .flat_map(|w| mem_ops(w)[1..17].iter().flat_map(|(_, a)| a.iter().map(|x| x - s)).collect::<Vec<_>>())
+                .collect::<Vec<u64>>()
+        };
+        // 1024 threads x 16 lookups over 256 bytes: about 64 each, every byte used.
+        let a = lookups("sim.seed=1");
+        assert_eq!(a.iter().collect::<std::collections::BTreeSet<_>>().len(), 256);
+        assert!(a.iter().all(|&x| x < 256));
+        // Another seed, other indices.
+        let b = lookups("sim.seed=2");
+        assert!(a.iter().zip(&b).filter(|(x, y)| x == y).count() < a.len() / 16);
+    }
 }

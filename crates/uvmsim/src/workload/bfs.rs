@@ -335,6 +335,17 @@ mod tests {
     }
 
     #[test]
+    fn another_seed_draws_other_edges_not_only_other_labels() {
+        // The label mask alone would give the same graph relabelled: the R-MAT ids of the targets
+        // (target XOR mask) differ too.
+        let (a, b) = (Graph::new(&BfsParams { scale: 10, edge_factor: 4 }, 1), Graph::new(&BfsParams { scale: 10, edge_factor: 4 }, 2));
+        assert_ne!(a.mask, b.mask);
+        let same = (0..4096).filter(|&e| a.target(e) ^ a.mask == b.target(e) ^ b.mask).count();
+        // Two independent R-MAT draws agree on about sum_u share(u)^2 = (5/8)^10 of the edges: 0.9%.
+        assert!(same < 200, "{same} of 4096");
+    }
+
+    #[test]
     fn levels_are_a_breadth_first_search() {
         let g = graph(10, 4);
         assert_eq!(g.level(g.root), 0);
@@ -351,8 +362,8 @@ mod tests {
                 assert!(t != UNREACHED && t <= l + 1, "{u} at {l} -> {t}");
             }
         }
-        // Every level up to the depth is reached (the last launch finds nothing new).
-        assert!((0..g.depth as u8 - 1).all(|k| (0..1024).any(|u| g.level(u) == k)));
+        // Every level below the depth is reached, the depth is not (the last launch finds nothing new).
+        assert!((0..g.depth as u8).all(|k| (0..1024).any(|u| g.level(u) == k)));
         assert!(!(0..1024).any(|u| g.level(u) == g.depth as u8));
         assert!(reached > 100, "{reached}");
     }
@@ -389,6 +400,62 @@ mod tests {
         // A warp without frontier vertices loads its levels and exits.
         let idle = (0..8).find(|&i| (0..32).all(|l| g.level(i * 32 + l) != 1)).map(|i| mem_ops(&mut warps(&p, 1)[i as usize]).len());
         assert!(idle.is_none_or(|n| n == 1));
+    }
+
+    /// Every warp of every launch against the kernel's loop written out: load level[v], wait; the
+    /// frontier lanes (level k) load offsets[v] and offsets[v+1], wait; per neighbour j of the lanes
+    /// that have one: the id, wait, its level, wait, compute, and level[w] = k + 1 stored for the
+    /// neighbours unvisited when the launch began (the store is left out when there are none).
+    #[test]
+    fn every_warp_of_every_launch_runs_the_kernels_loop() {
+        let p = program(&["workload.kind=bfs", "workload.bfs.scale=8", "workload.bfs.edge_factor=4", "workload.compute_cycles=7"]);
+        let (off, nbr, lvl) = (p.buffers[0].base, p.buffers[1].base, p.buffers[2].base);
+        let k0 = match &kernels(&p)[0].gen {
+            KernelGen::Bfs(k) => k.as_ref().clone(),
+            _ => unreachable!(),
+        };
+        let g = k0.graph();
+        // One launch per level, the last finding nothing new.
+        let top = (0..256).map(|u| g.level(u)).filter(|&l| l != UNREACHED).max().unwrap();
+        assert_eq!(kernels(&p).len(), top as usize + 1);
+        let (mut skipped, mut stored, mut behind) = (0, 0, 0);
+        for k in 0..=top {
+            for (wi, w) in warps(&p, k as usize).iter_mut().enumerate() {
+                let vs: Vec<u64> = (32 * wi as u64..32 * wi as u64 + 32).collect();
+                let mut want = vec![('l', vs.iter().map(|v| lvl + 4 * v).collect()), ('w', vec![])];
+                let front: Vec<u64> = vs.iter().copied().filter(|&v| g.level(v) == k).collect();
+                behind += vs.iter().filter(|&&v| g.level(v) < k).count();
+                if !front.is_empty() {
+                    want.push(('l', front.iter().map(|v| off + 8 * v).collect()));
+                    want.push(('l', front.iter().map(|v| off + 8 * (v + 1)).collect()));
+                    want.push(('w', vec![]));
+                }
+                for j in 0.. {
+                    let lanes: Vec<u64> = front.iter().copied().filter(|&v| g.degree(v) > j).collect();
+                    if lanes.is_empty() {
+                        break;
+                    }
+                    let t: Vec<u64> = lanes.iter().map(|&v| g.target(g.offset(v) + j)).collect();
+                    want.push(('l', lanes.iter().map(|&v| nbr + 4 * (g.offset(v) + j)).collect()));
+                    want.push(('w', vec![]));
+                    want.push(('l', t.iter().map(|x| lvl + 4 * x).collect()));
+                    want.extend([('w', vec![]), ('c', vec![7])]);
+                    let new: Vec<u64> = t.iter().copied().filter(|&x| g.level(x) == k + 1).collect();
+                    skipped += t.len() - new.len();
+                    stored += new.len();
+                    if !new.is_empty() {
+                        want.push(('s', new.iter().map(|x| lvl + 4 * x).collect()));
+                    }
+                }
+                assert_eq!(ops_with_addrs(w), want, "launch {k}, warp {wi}");
+            }
+        }
+        // The graph has edges back to visited vertices (no store), new ones, and vertices behind the frontier.
+        assert!(skipped > 0 && stored > 0 && behind > 0, "{skipped} {stored} {behind}");
+        // Offsets (257 x 8 bytes), neighbour ids (1024 x 4) and levels (256 x 4, the root's 0 and the rest
+        // unvisited) are all copied.
+        assert_eq!(p.host.input_bytes, Some(2056 + 4096 + 1024));
+        assert_footprint_is_the_buffers(&["workload.kind=bfs", "workload.bfs.scale=9", "workload.bfs.edge_factor=3"]);
     }
 
     #[test]

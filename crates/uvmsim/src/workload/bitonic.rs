@@ -87,4 +87,19 @@ mod tests {
         assert_eq!(ops[1].1, left.iter().map(|a| a + 16).collect::<Vec<_>>());
         assert_eq!((ops[2].1.clone(), ops[3].1.clone()), (ops[0].1.clone(), ops[1].1.clone()));
     }
+
+    #[test]
+    fn a_pass_loads_both_keys_waits_compares_and_stores_both_and_the_host_copies_the_keys() {
+        let p = program(&["workload.kind=bitonic-sort", "workload.bitonic_sort.length=128", "workload.compute_cycles=7"]);
+        let b = p.buffers[0].base;
+        // Stage 6, pass 0 (launch 6 x 7 / 2 = 21): d = 64; warp 1 = threads 32..64, left = t, right = t + 64.
+        let (l, r): (Vec<u64>, Vec<u64>) = (32..64u64).map(|t| (b + 4 * t, b + 4 * (t + 64))).unzip();
+        let want = vec![('l', l.clone()), ('l', r.clone()), ('w', vec![]), ('c', vec![7]), ('s', l), ('s', r)];
+        assert_eq!(ops_with_addrs(&mut warps(&p, 21)[1]), want);
+        // In place: the keys (128 x 4 bytes) are the input.
+        assert_eq!(p.host.input_bytes, Some(512));
+        assert_footprint_is_the_buffers(&["workload.kind=bitonic-sort", "workload.bitonic_sort.length=64"]);
+        // Passes need a power of two: 96 (even) is refused.
+        assert!(refused(&["workload.kind=bitonic-sort", "workload.bitonic_sort.length=96"]).contains("power of two"));
+    }
 }

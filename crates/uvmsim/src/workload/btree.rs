@@ -265,26 +265,19 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_query_reads_one_node_per_level_then_its_record() {
-        // 4096 keys, fanout 64: leaves hold 64 keys (64 leaves), one level above (1 node) = root.
-        let p = program(&["workload.kind=btree", "workload.btree.keys=4096", "workload.btree.fanout=64", "workload.btree.queries=4"]);
-        let k = kernel(&p);
+    /// Checks both warps of query `q`'s CTA, op by op, in a tree of 4096 keys with fanout 64: leaves
+    /// hold 64 keys (64 leaves), one level above (1 node) = root. The query's key picks slot key / 64
+    /// of the root, then leaf key / 64 (node 1 + key / 64) and slot key % 64 in it.
+    fn check_query(p: &crate::workload::Program, q: u64) {
+        let k = kernel(p);
         let b: Vec<u64> = p.buffers.iter().map(|b| b.base).collect();
         let (nodes, records, query_keys, answers, curr, offset) = (b[0], b[1], b[2], b[3], b[4], b[5]);
         let node_bytes = 8 + 8 * 65;
-        // Nodes, records, query keys and answers (4 B each), currKnode and offset (8 B each); all but
-        // the answers are inputs.
-        let sizes: Vec<u64> = p.buffers.iter().map(|b| b.bytes).collect();
-        assert_eq!(sizes, [65 * node_bytes, 4 * 4096, 16, 16, 32, 32]);
-        assert_eq!(p.host.input_bytes, Some(65 * node_bytes + 4 * 4096 + 16 + 32 + 32));
-        // CTA 2 = warps 4 and 5; the query's key picks slot key / 64 of the root, then leaf key / 64
-        // (node 1 + key / 64) and slot key % 64 in it.
-        let key = k.key(2);
+        let key = k.key(q);
         let (root_slot, leaf_slot) = (key / 64, key % 64);
         let root_keys = nodes + 8 + 4 * 65;
         let leaf = nodes + (1 + key / 64) * node_bytes;
-        let (qk, cur, off, ans) = (query_keys + 4 * 2, curr + 8 * 2, offset + 8 * 2, answers + 4 * 2);
+        let (qk, cur, off, ans) = (query_keys + 4 * q, curr + 8 * q, offset + 8 * q, answers + 4 * q);
         let l = |a: Vec<u64>| (MemKind::Load, a);
         let st = |a: u64| (MemKind::Store, vec![a]);
         for w in 0..2u64 {
@@ -317,15 +310,68 @@ mod tests {
                 want.extend([l(vec![leaf + 8 + 4 * leaf_slot]), l(vec![records + 4 * key]), st(ans)]);
                 shape += "mwmwm";
             }
-            assert_eq!(mem_ops(&mut warps(&p, 0)[4 + w as usize]), want, "warp {w}, key {key}");
-            let ops = all_ops(&mut warps(&p, 0)[4 + w as usize]);
-            assert_eq!(op_shape(&ops), shape, "warp {w}, key {key}");
+            let warp = (2 * q + w) as usize;
+            assert_eq!(mem_ops(&mut warps(p, 0)[warp]), want, "query {q}, warp {w}, key {key}");
+            let ops = all_ops(&mut warps(p, 0)[warp]);
+            assert_eq!(op_shape(&ops), shape, "query {q}, warp {w}, key {key}");
             // currKnode and offset are longs, the rest ints.
             for (op, (_, a)) in ops.iter().filter(|o| matches!(o, Op::Mem { .. })).zip(&want) {
                 let long = a[0] >= curr;
                 assert!(matches!(op, Op::Mem { bytes, .. } if *bytes == if long { 8 } else { 4 }), "{op:?}");
             }
         }
+    }
+
+    #[test]
+    fn a_query_reads_one_node_per_level_then_its_record() {
+        let p = program(&["workload.kind=btree", "workload.btree.keys=4096", "workload.btree.fanout=64", "workload.btree.queries=4"]);
+        let node_bytes = 8 + 8 * 65;
+        // Nodes, records, query keys and answers (4 B each), currKnode and offset (8 B each); all but
+        // the answers are inputs.
+        let sizes: Vec<u64> = p.buffers.iter().map(|b| b.bytes).collect();
+        assert_eq!(sizes, [65 * node_bytes, 4 * 4096, 16, 16, 32, 32]);
+        assert_eq!(p.host.input_bytes, Some(65 * node_bytes + 4 * 4096 + 16 + 32 + 32));
+        // CTA 2 = warps 4 and 5.
+        check_query(&p, 2);
+    }
+
+    #[test]
+    fn slots_on_a_warp_boundary_split_the_steps_between_the_warps() {
+        // Slot 31: warp 0 holds the key's thread and all 32 of its lanes load keys[t + 1]; warp 1
+        // none. Slot 32: warp 1's lane 0 alone loads keys[t + 1] and holds the key's thread.
+        let p = program(&["workload.kind=btree", "workload.btree.keys=4096", "workload.btree.fanout=64", "workload.btree.queries=1024"]);
+        let k = kernel(&p);
+        let find = |f: &dyn Fn(u64) -> bool| (0..1024).find(|&q| f(k.key(q))).expect("1024 uniform keys hit every slot");
+        for q in [find(&|key| key / 64 == 31), find(&|key| key / 64 == 32), find(&|key| key % 64 == 31), find(&|key| key % 64 == 32)] {
+            check_query(&p, q);
+        }
+    }
+
+    #[test]
+    fn levels_round_up_and_queries_follow_the_seed() {
+        // 5000 keys, fanout 64: 79 leaves (the last one part full), 2 nodes above them, the root.
+        let p = program(&["workload.kind=btree", "workload.btree.keys=5000", "workload.btree.fanout=64", "workload.btree.queries=64"]);
+        let (k, nodes, node_bytes) = (kernel(&p), p.buffers[0].base, 8 + 8 * 65);
+        assert_eq!(p.buffers[0].bytes, (1 + 2 + 79) * node_bytes);
+        // Key 4999: slot 4999 / 4096 = 1 of the root, level-1 node 1 + 1, leaf 3 + 4999 / 64 = 81 (the last).
+        assert_eq!([k.node(4999, 0), k.node(4999, 1), k.node(4999, 2)], [nodes, nodes + 2 * node_bytes, nodes + 81 * node_bytes]);
+        // A query's warp walks three levels: two inner levels of two barriers each.
+        assert_eq!(op_shape(&all_ops(&mut warps(&p, 0)[1])).matches('b').count(), 4);
+        assert_footprint_is_the_buffers(&[
+            "workload.kind=btree",
+            "workload.btree.keys=5000",
+            "workload.btree.fanout=64",
+            "workload.btree.queries=10",
+        ]);
+        let keys = |seed: &str| {
+            let p = program(&["workload.kind=btree", "workload.btree.queries=64", seed]);
+            let k = kernel(&p).clone();
+            (0..64).map(|q| k.key(q)).collect::<Vec<_>>()
+        };
+        let a = keys("sim.seed=1");
+        assert!(a.iter().zip(keys("sim.seed=2")).all(|(x, y)| *x != y));
+        // A CTA needs two warps at least.
+        assert!(refused(&["workload.kind=btree", "workload.btree.fanout=32"]).contains("workload.btree.fanout"));
     }
 
     #[test]
@@ -357,6 +403,10 @@ mod tests {
         assert!(leaves.len() > 700);
         let mid: std::collections::BTreeSet<u64> = (0..1024).map(|q| k.node(k.key(q), 1)).collect();
         assert_eq!(mid.len(), 16);
+        // Query q's key is uniform in its stratum [q n / 1024, (q + 1) n / 1024) = [1024 q, 1024 q + 1024),
+        // not its first key.
+        assert!(q.iter().enumerate().all(|(i, &key)| key / 1024 == i as u64));
+        assert!(q.iter().enumerate().filter(|&(i, &key)| key == 1024 * i as u64).count() < 8);
     }
 
     #[test]

@@ -73,4 +73,22 @@ mod tests {
             assert!(v.iter().all(|a| (a - b) / 4096 == 1));
         }
     }
+
+    #[test]
+    fn eight_loads_one_wait_the_butterflies_then_eight_stores_and_the_host_copies_the_data() {
+        let p = program(&["workload.kind=fft", "workload.fft.points=1024", "workload.compute_cycles=7"]);
+        let b = p.buffers[0].base;
+        // Warp 3 = threads 32..64 of transform 1 (points 512..1024): point 512 + 64 i + l, 8 bytes each.
+        let at = |i: u64| (32..64u64).map(|l| b + 8 * (512 + 64 * i + l)).collect::<Vec<_>>();
+        let mut want: Vec<(char, Vec<u64>)> = (0..8).map(|i| ('l', at(i))).collect();
+        // One wait, then the eight points' butterflies: 8 x 7 cycles.
+        want.extend([('w', vec![]), ('c', vec![56])]);
+        want.extend((0..8).map(|i| ('s', at(i))));
+        assert_eq!(ops_with_addrs(&mut warps(&p, 0)[3]), want);
+        // In place: the data (1024 points x 8 bytes) is the input.
+        assert_eq!(p.host.input_bytes, Some(8192));
+        assert_footprint_is_the_buffers(&["workload.kind=fft", "workload.fft.points=1536"]);
+        // A transform is 512 points: 768 is refused, 1536 accepted (above).
+        assert!(refused(&["workload.kind=fft", "workload.fft.points=768"]).contains("workload.fft.points"));
+    }
 }

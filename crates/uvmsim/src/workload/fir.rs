@@ -77,4 +77,19 @@ mod tests {
         // Warp 0, tap 2: samples 0 and 1 clamp to input[0] (Hetero-Mark reads its small history there).
         assert_eq!(mem_ops(&mut warps(&p, 0)[0])[2].1[..3], [i, i, i]);
     }
+
+    #[test]
+    fn each_tap_waits_for_its_sample_then_multiply_adds_and_the_host_copies_the_input() {
+        let p = program(&["workload.kind=fir", "workload.fir.length=256", "workload.fir.taps=3", "workload.compute_cycles=7"]);
+        let (i, o) = (p.buffers[0].base, p.buffers[1].base);
+        // Warp 1 = samples 32..64: per tap j the load of input[t - j], a wait, one multiply-add of 7
+        // cycles (the loop is not unrolled); then the store of output[t].
+        let tap = |j: u64| [('l', (32..64).map(|t| i + 4 * (t - j)).collect()), ('w', vec![]), ('c', vec![7])];
+        let want: Vec<(char, Vec<u64>)> =
+            [tap(0), tap(1), tap(2)].concat().into_iter().chain([('s', (32..64).map(|t| o + 4 * t).collect())]).collect();
+        assert_eq!(ops_with_addrs(&mut warps(&p, 0)[1]), want);
+        // The input (256 floats = 1024 bytes) is copied; the output is not.
+        assert_eq!(p.host.input_bytes, Some(1024));
+        assert_footprint_is_the_buffers(&["workload.kind=fir", "workload.fir.length=1000", "workload.fir.taps=5"]);
+    }
 }

@@ -194,6 +194,69 @@ mod tests {
         assert_eq!((ops[1].0, ops[1].1[l]), (MemKind::Store, c + 4 * (4 * 16 + 5)));
     }
 
+    /// Two images of two 5 x 6 channels, 3 x 3 filters: 3 x 4 = 12 positions, 2 x 9 = 18 column-matrix
+    /// rows per image, 432 threads (13 warps and one of 16 lanes).
+    const SMALL: [&str; 5] = [
+        "workload.im2col.images=2",
+        "workload.im2col.channels=2",
+        "workload.im2col.height=5",
+        "workload.im2col.width=6",
+        "workload.compute_cycles=7",
+    ];
+
+    #[test]
+    fn every_im2col_thread_copies_its_pixel_of_its_image_and_channel() {
+        let p = program(&[&["workload.kind=im2col"], &SMALL[..]].concat());
+        let (input, col) = (p.buffers[0].base, p.buffers[1].base);
+        // Thread order: image, channel, position, kernel offset (fastest); the pixel (n, c, oy + ky, ox + kx)
+        // of the NCHW input, stored at row c 9 + k, column p of image n's column matrix.
+        let mut lanes = vec![];
+        for nc in 0..4u64 {
+            for pos in 0..12u64 {
+                for k in 0..9u64 {
+                    let (oy, ox, ky, kx) = (pos / 4, pos % 4, k / 3, k % 3);
+                    lanes.push((input + 4 * ((nc * 5 + oy + ky) * 6 + ox + kx), col + 4 * ((nc * 9 + k) * 12 + pos)));
+                }
+            }
+        }
+        let ws = warps(&p, 0);
+        assert_eq!((ws.len(), lanes.len()), (14, 432));
+        for (mut w, chunk) in ws.into_iter().zip(lanes.chunks(32)) {
+            let (ld, st): (Vec<u64>, Vec<u64>) = chunk.iter().copied().unzip();
+            assert_eq!(ops_with_addrs(&mut w), [('l', ld), ('w', vec![]), ('s', st)]);
+        }
+        // The input (2 x 2 x 5 x 6 floats) is copied; the column matrix is the output.
+        assert_eq!(p.host.input_bytes, Some(4 * 120));
+        assert_footprint_is_the_buffers(&[&["workload.kind=im2col"], &SMALL[..]].concat());
+    }
+
+    #[test]
+    fn every_conv2d_output_sums_its_weight_row_times_its_column_and_the_host_copies_the_weights() {
+        let sets: Vec<String> = SMALL.iter().map(|s| s.replace("im2col", "conv2d")).collect();
+        let sets: Vec<&str> =
+            ["workload.kind=conv2d", "workload.conv2d.output_channels=3"].into_iter().chain(sets.iter().map(|s| s.as_str())).collect();
+        let p = program(&sets);
+        let (col, wt, out) = (p.buffers[1].base, p.buffers[2].base, p.buffers[3].base);
+        // The GEMM: thread (n, o, p), position fastest; per row k of 18: W[o][k] and col[n][k][p], a wait,
+        // 7 cycles; then out[n][o][p]. 2 x 3 x 12 = 72 threads: warps of 32, 32, 8.
+        let threads: Vec<(u64, u64, u64)> = (0..2).flat_map(|n| (0..3).flat_map(move |o| (0..12).map(move |q| (n, o, q)))).collect();
+        let ws = warps(&p, 1);
+        assert_eq!(ws.len(), 3);
+        for (mut w, chunk) in ws.into_iter().zip(threads.chunks(32)) {
+            let mut want = vec![];
+            for k in 0..18 {
+                want.push(('l', chunk.iter().map(|&(_, o, _)| wt + 4 * (18 * o + k)).collect()));
+                want.push(('l', chunk.iter().map(|&(n, _, q)| col + 4 * (18 * 12 * n + 12 * k + q)).collect()));
+                want.extend([('w', vec![]), ('c', vec![7])]);
+            }
+            want.push(('s', chunk.iter().map(|&(n, o, q)| out + 4 * ((3 * n + o) * 12 + q)).collect()));
+            assert_eq!(ops_with_addrs(&mut w), want);
+        }
+        // The input (2 x 2 x 5 x 6 floats) and the weights (3 x 18 floats) are copied.
+        assert_eq!(p.host.input_bytes, Some(4 * 120 + 4 * 54));
+        assert_footprint_is_the_buffers(&sets);
+    }
+
     #[test]
     fn the_host_copies_the_input_and_conv2ds_weights() {
         // 1 x 3 x 6 x 10 input floats = 720 bytes; the column matrix (27 x 4 x 8) is the output.

@@ -98,4 +98,39 @@ mod tests {
         let firsts: Vec<u64> = ops.iter().map(|(_, v)| v[0]).collect();
         assert_eq!(firsts, [s, s + 256, s, s + 256, p.buffers[2].base]);
     }
+
+    #[test]
+    fn loads_are_waited_for_iterations_compute_per_feature_and_the_host_copies_the_features() {
+        let p = program(&[
+            "workload.kind=kmeans",
+            "workload.kmeans.points=64",
+            "workload.kmeans.features=2",
+            "workload.kmeans.clusters=2",
+            "workload.kmeans.iterations=1",
+            "workload.compute_cycles=7",
+        ]);
+        let (f, s, m) = (p.buffers[0].base, p.buffers[1].base, p.buffers[2].base);
+        let points = || 32..64u64;
+        // Swap, warp 1 (points 32..64): per feature i, load feature[p][i], wait, store feature_swap[i][p].
+        let want: Vec<(char, Vec<u64>)> = (0..2)
+            .flat_map(|i| {
+                [
+                    ('l', points().map(|q| f + 4 * (2 * q + i)).collect()),
+                    ('w', vec![]),
+                    ('s', points().map(|q| s + 4 * (64 * i + q)).collect()),
+                ]
+            })
+            .collect();
+        assert_eq!(ops_with_addrs(&mut warps(&p, 0)[1]), want);
+        // Iteration, warp 1: per cluster and feature, load feature_swap[i][p], wait, 7 cycles; then the
+        // membership store.
+        let mut want: Vec<(char, Vec<u64>)> = (0..2 * 2)
+            .flat_map(|ci| [('l', points().map(|q| s + 4 * (64 * (ci % 2) + q)).collect()), ('w', vec![]), ('c', vec![7])])
+            .collect();
+        want.push(('s', points().map(|q| m + 4 * q).collect()));
+        assert_eq!(ops_with_addrs(&mut warps(&p, 1)[1]), want);
+        // The features (64 x 2 floats = 512 bytes) are copied; feature_swap and membership are not.
+        assert_eq!(p.host.input_bytes, Some(512));
+        assert_footprint_is_the_buffers(&["workload.kind=kmeans", "workload.kmeans.points=100", "workload.kmeans.features=3"]);
+    }
 }

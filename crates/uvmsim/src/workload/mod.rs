@@ -1167,6 +1167,39 @@ pub(crate) mod testutil {
         build(&resolve(&[] as &[Source], &o).unwrap_or_else(|e| panic!("{e}"))).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// The workload's footprint (what the 64 TiB check adds up) is the bytes its program allocates.
+    pub fn assert_footprint_is_the_buffers(sets: &[&str]) {
+        let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        let c = resolve(&[] as &[Source], &o).unwrap_or_else(|e| panic!("{e}"));
+        let p = build(&c).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.workload.footprint(), p.buffers.iter().map(|b| b.bytes as u128).sum::<u128>(), "{sets:?}");
+    }
+
+    /// The message of the config error these overrides give (panics if they are accepted).
+    pub fn refused(sets: &[&str]) -> String {
+        let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        resolve(&[] as &[Source], &o).err().unwrap_or_else(|| panic!("{sets:?} accepted")).to_string()
+    }
+
+    /// A warp's ops with their lane addresses: ('l'oad, 's'tore or 'p'refetch, addresses), ('w', []), ('b', []),
+    /// ('c', [cycles]).
+    pub fn ops_with_addrs(w: &mut WarpStream) -> Vec<(char, Vec<u64>)> {
+        let mut s = [0; MAX_LANES];
+        let mut out = vec![];
+        loop {
+            let op = w.next(&mut s);
+            out.push(match op {
+                Op::Exit => return out,
+                Op::Mem { kind: MemKind::Load, .. } => ('l', addrs(op, &s)),
+                Op::Mem { kind: MemKind::Store, .. } => ('s', addrs(op, &s)),
+                Op::Mem { kind: MemKind::Prefetch, .. } => ('p', addrs(op, &s)),
+                Op::Wait => ('w', vec![]),
+                Op::Barrier => ('b', vec![]),
+                Op::Compute(c) => ('c', vec![c as u64]),
+            });
+        }
+    }
+
     /// The kernel specs of the program, in launch order.
     pub fn kernels(p: &Program) -> Vec<&KernelSpec> {
         p.ops.iter().filter_map(|op| if let HostOp::Launch(k) = op { Some(k) } else { None }).collect()

@@ -74,12 +74,16 @@ mod tests {
 
     #[test]
     fn rank_vectors_swap_between_iterations() {
-        let p = program(&["workload.kind=pagerank", "workload.pagerank.nodes=64", "workload.pagerank.iterations=2"]);
+        let p = program(&["workload.kind=pagerank", "workload.pagerank.nodes=64", "workload.pagerank.iterations=4"]);
         let (x, y) = (p.buffers[3], p.buffers[4]);
-        for (k, dst) in [(0, y), (1, x)] {
+        let inside = |a: u64, b: crate::workload::Buffer| a >= b.base && a < b.base + b.bytes;
+        // MGPUSim's launchPageRank: even iterations read x (the copied ranks) and write y, odd ones the reverse.
+        for (k, src, dst) in [(0, x, y), (1, y, x), (2, x, y), (3, y, x)] {
             let ops = mem_ops(&mut warps(&p, k)[0]);
-            let last = ops.last().unwrap().1[0];
-            assert!(last >= dst.base && last < dst.base + dst.bytes, "launch {k} stores to the other vector");
+            // Row pointers, indices, values, the gather of the ranks, the store.
+            assert_eq!(ops.len(), 5);
+            assert!(ops[3].1.iter().all(|&a| inside(a, src)), "launch {k} gathers the other vector");
+            assert!(inside(ops[4].1[0], dst), "launch {k} stores to the other vector");
         }
     }
 }

@@ -390,6 +390,102 @@ mod tests {
     }
 
     #[test]
+    fn doubles_are_8_bytes_in_the_values_x_and_y_and_the_host_copies_the_matrix_and_x() {
+        use crate::workload::Op;
+        let bytes =
+            |ops: &[Op]| ops.iter().filter_map(|o| if let Op::Mem { bytes, .. } = o { Some(*bytes) } else { None }).collect::<Vec<_>>();
+        for vector in [true, false] {
+            let p = program(&[
+                "workload.kind=spmv",
+                "workload.spmv.rows=64",
+                "workload.spmv.nnz_per_row=40",
+                "workload.spmv.value_bytes=8",
+                &format!("workload.spmv.warp_per_row={vector}"),
+            ]);
+            let k = kernel(&p);
+            let b: Vec<u64> = p.buffers.iter().map(|b| b.base).collect();
+            // Vector: warp 3 = row 3, entries 0..32 and 32..40. Scalar: warp 1 = rows 32..64, entry by entry.
+            let w = if vector { 3 } else { 1 };
+            let ops = mem_ops(&mut warps(&p, 0)[w]);
+            let (val, x, y) = if vector {
+                let chunk = |e: std::ops::Range<u64>| {
+                    (
+                        e.clone().map(|e| b[2] + 8 * (3 * 40 + e)).collect::<Vec<_>>(),
+                        e.map(|e| b[3] + 8 * k.column(3, e)).collect::<Vec<_>>(),
+                    )
+                };
+                let ((v0, x0), (v1, x1)) = (chunk(0..32), chunk(32..40));
+                assert_eq!(bytes(&all_ops(&mut warps(&p, 0)[3])), [4, 4, 4, 8, 8, 4, 8, 8, 8]);
+                (vec![(4, v0), (7, v1)], vec![(3, x0), (6, x1)], vec![b[4] + 8 * 3])
+            } else {
+                let e = 1;
+                assert_eq!(bytes(&all_ops(&mut warps(&p, 0)[1])), [&[4, 4][..], &[4, 8, 8].repeat(40), &[8]].concat());
+                let val = (32..64u64).map(|r| b[2] + 8 * (r * 40 + e)).collect();
+                let x = (32..64u64).map(|r| b[3] + 8 * k.column(r, e)).collect();
+                (vec![(7, val)], vec![(6, x)], (32..64u64).map(|r| b[4] + 8 * r).collect())
+            };
+            for (i, want) in val.into_iter().chain(x) {
+                assert_eq!(ops[i].1, want, "vector {vector}, op {i}");
+            }
+            assert_eq!((ops.last().unwrap().0, &ops.last().unwrap().1), (MemKind::Store, &y));
+            // Inputs: row_ptr (65 x 4), indices (2560 x 4), values (2560 x 8), x (64 x 8); y is the output.
+            assert_eq!(p.host.input_bytes, Some(260 + 10_240 + 20_480 + 512));
+        }
+        assert_footprint_is_the_buffers(&[
+            "workload.kind=spmv",
+            "workload.spmv.rows=100",
+            "workload.spmv.nnz_per_row=7",
+            "workload.spmv.value_bytes=8",
+        ]);
+        assert_footprint_is_the_buffers(&["workload.kind=pagerank", "workload.pagerank.nodes=100"]);
+    }
+
+    #[test]
+    fn a_64_lane_warp_takes_64_entries_a_chunk_and_reduces_in_6_steps() {
+        use crate::workload::{Op, WarpId};
+        let p = program(&[
+            "gpu.warp_size=64",
+            "workload.kind=spmv",
+            "workload.spmv.rows=64",
+            "workload.spmv.nnz_per_row=100",
+            "workload.compute_cycles=7",
+        ]);
+        let idx = p.buffers[1].base;
+        // Row 3: entries 0..64, then 64..100.
+        let mut w = kernels(&p)[0].gen.warp(WarpId { global: 3, first_thread: 3 * 64, lanes: 64 });
+        let ops = ops_with_addrs(&mut w);
+        let cols: Vec<&Vec<u64>> =
+            ops.iter().filter(|(k, a)| *k == 'l' && a[0] >= idx && a[0] < idx + p.buffers[1].bytes).map(|(_, a)| a).collect();
+        assert_eq!(cols, [&(0..64).map(|e| idx + 4 * (300 + e)).collect::<Vec<_>>(), &(64..100).map(|e| idx + 4 * (300 + e)).collect()]);
+        // The tree reduction over 64 lanes: log2(64) = 6 steps of 7 cycles.
+        assert!(all_ops(&mut kernels(&p)[0].gen.warp(WarpId { global: 3, first_thread: 3 * 64, lanes: 64 })).contains(&Op::Compute(42)));
+    }
+
+    #[test]
+    fn columns_follow_the_seed_and_a_band_wider_than_the_matrix_spreads_over_it() {
+        let cols = |sets: &[&str]| {
+            let p = program(&[&["workload.kind=spmv"], sets].concat());
+            let k = kernel(&p).clone();
+            (0..k.p.rows).flat_map(|r| (0..k.p.nnz_per_row as u64).map(move |e| (r, e))).map(|(r, e)| k.column(r, e)).collect::<Vec<u64>>()
+        };
+        let (a, b) = (cols(&["workload.spmv.rows=4096", "sim.seed=1"]), cols(&["workload.spmv.rows=4096", "sim.seed=2"]));
+        assert!(a.iter().zip(&b).filter(|(x, y)| x == y).count() < a.len() / 4);
+        // 10 rows, a band of +-1000 columns: the band is cut to +-10 (the matrix), so each inner column
+        // (1..=8) takes 1/21 of the entries (the offsets past either edge pile on columns 0 and 9):
+        // about 476 of 10 x 1000.
+        let c = cols(&[
+            "workload.spmv.rows=10",
+            "workload.spmv.nnz_per_row=1000",
+            "workload.spmv.band_cols=1000",
+            "workload.spmv.band_fraction=1",
+        ]);
+        for col in 1..=8 {
+            let n = c.iter().filter(|&&x| x == col).count();
+            assert!((380..580).contains(&n), "column {col}: {n}");
+        }
+    }
+
+    #[test]
     fn band_fraction_places_columns_in_the_band() {
         let cols = |f: &str| {
             let p = program(&[
