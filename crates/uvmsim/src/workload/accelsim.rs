@@ -684,16 +684,7 @@ mod tests {
     fn the_hand_made_trace_converts_to_the_documented_ops() {
         let out = TempPath::new("accelsim-test").unwrap();
         let f = convert(&data(), &out, &Layout::default()).unwrap();
-        let mut got = vec![];
-        super::super::tracefmt::for_each_op(&f, 4096, |_, w, op, sc| {
-            let lanes = match op {
-                Op::Mem { lanes: Lanes::Explicit { n }, .. } => sc[..n as usize].to_vec(),
-                _ => vec![],
-            };
-            got.push((w, op, lanes));
-            Ok(())
-        })
-        .unwrap();
+        let got = ops_of(&f);
         let (ld, st) = (MemKind::Load, MemKind::Store);
         let ex = |n| Lanes::Explicit { n };
         let want = vec![
@@ -784,8 +775,14 @@ mod tests {
         let f = convert(&dir.join("kernelslist.g").display().to_string(), &out, &Layout::default());
         let _ = std::fs::remove_dir_all(&dir);
         let f = f.unwrap();
+        let got = ops_of(&f);
+        (f, got)
+    }
+
+    /// Every op of a converted trace: (warp, op, explicit lanes' addresses).
+    fn ops_of(f: &TraceFile) -> Vec<(u64, Op, Vec<u64>)> {
         let mut got = vec![];
-        super::super::tracefmt::for_each_op(&f, 4096, |_, w, op, sc| {
+        super::super::tracefmt::for_each_op(f, 4096, |_, w, op, sc| {
             let lanes = match op {
                 Op::Mem { lanes: Lanes::Explicit { n }, .. } => sc[..n as usize].to_vec(),
                 _ => vec![],
@@ -794,7 +791,7 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        (f, got)
+        got
     }
 
     #[test]
