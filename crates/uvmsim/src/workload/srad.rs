@@ -18,7 +18,9 @@
 //! the image's edge reload their clamped border in Rodinia (one more load and
 //! wait in the round), left out here: clamping gives the addresses; the
 //! statistics of the region of interest (a host-side reduction in srad_v2) are
-//! not modelled. Before 2026-12-01 kernel 1 loaded J and its four neighbours
+//! not modelled, nor the per-iteration copies of J they need in srad_v2 (in and
+//! out around each iteration's two kernels; here J is an input copied once).
+//! Before 2026-12-01 kernel 1 loaded J and its four neighbours
 //! and kernel 2 its eight values all in flight together, each kernel met its
 //! CTA only after all its loads, and kernel 1 stored dN, dS, dW, dE, then c.
 //!
