@@ -693,3 +693,30 @@ fn blas_gemm_under_lru_at_20_chunks_runs_to_the_end() {
     assert_eq!(m(&x, "gpu0.ctas"), 256.0);
     assert!(m(&x, "uvm.evictions") > 0.0, "GPU memory must be oversubscribed");
 }
+
+/// Rodinia srad_v2 on managed memory: at the start of each iteration the host reads J's region of
+/// interest (here all 64 rows of a 64 x 256 image, the first 128 pixels of each: bytes 0-511 of
+/// every 1 KiB row, so every one of J's 16 pages). The first iteration finds J on the host (it
+/// initialised it); each later one finds it on the GPU, where kernel 2 stored it, and takes the 16
+/// pages back, which kernel 1 then faults in again. Without the read J stays on the GPU.
+#[test]
+fn srad_host_reads_its_roi_back_between_iterations() {
+    let srad = ["workload.kind=srad", "workload.srad.rows=64", "workload.srad.cols=256", "workload.srad.iterations=3"];
+    let out = run(&[&srad[..], &["workload.managed=true", "uvm.records=true"]].concat());
+    let x = &out.metrics;
+    assert_eq!(m(x, "uvm.host.pages_d2h"), 2.0 * 16.0);
+    let mig = out.migrations.as_ref().unwrap();
+    let back: Vec<&MigrationRecord> = mig.iter().filter(|r| r.direction == "d2h").collect();
+    assert!(back.iter().all(|r| r.cause == Cause::Demand), "{back:?}");
+    assert_eq!(back.iter().map(|r| r.pages).sum::<u64>(), 32);
+    // Every array's 16 pages come to the GPU once (the host initialised them all, workload.host_init), J's twice more.
+    let to_gpu: u64 = mig.iter().filter(|r| r.direction == "h2d").map(|r| r.pages).sum();
+    assert_eq!(to_gpu, 6 * 16 + 2 * 16);
+    // One CPU fault per page: the page's first row takes it back and maps it; its other three rows find it mapped.
+    assert_eq!(m(x, "uvm.host.faults"), 2.0 * 16.0);
+    // Without the host's read nothing comes back, and the run is shorter.
+    let quiet = run(&[&srad[..], &["workload.managed=true", "workload.srad.roi_rows=0"]].concat());
+    assert_eq!(m(&quiet.metrics, "uvm.host.pages_d2h"), 0.0);
+    assert_eq!(m(&quiet.metrics, "uvm.host.faults"), 0.0);
+    assert!(m(&quiet.metrics, "time.total_ns") < m(x, "time.total_ns"));
+}

@@ -599,7 +599,7 @@ impl WorkloadKind {
             WorkloadKind::Hotspot => "Rodinia hotspot: thermal 2D stencil, one thread per cell: loads its temperature, waits, loads its power, waits (the neighbours come from shared memory), meets its CTA, computes pyramid_height steps (two CTA barriers each but the last), stores to the other temperature grid; one launch per pyramid step.",
             WorkloadKind::Pathfinder => "Rodinia pathfinder: row-by-row dynamic programming, one thread per column: loads the previous cost row at its column (the neighbours come from shared memory), waits and meets its CTA, then each row's weight in turn (two CTA barriers per row but the last); one launch per pyramid of rows, ping-pong cost rows.",
             WorkloadKind::Nw => "Rodinia Needleman-Wunsch: score-matrix tiles along anti-diagonals, one launch per diagonal, one warp per tile: loads the corner, the reference tile row by row, the west column (strided) and north row, each waited for before the next (the PTX's order), computes, stores the tile.",
-            WorkloadKind::Srad => "Rodinia SRAD (v2): 2D image diffusion, two kernels per iteration: one loads each pixel's north and south, meets, west and east, meets, the pixel, meets, and stores a coefficient and 4 derivative arrays; the other loads the pixel, its south and east neighbours' and its own coefficient (each followed by a barrier) and the derivatives, and updates the image; every load waited for where the PTX uses it (4 and 5 barriers).",
+            WorkloadKind::Srad => "Rodinia SRAD (v2): 2D image diffusion, two kernels per iteration: one loads each pixel's north and south, meets, west and east, meets, the pixel, meets, and stores a coefficient and 4 derivative arrays; the other loads the pixel, its south and east neighbours' and its own coefficient (each followed by a barrier) and the derivatives, and updates the image; every load waited for where the PTX uses it (4 and 5 barriers). Each iteration the host first reads the image's region of interest (managed memory: its pages come back from the GPU) and, with explicit copies, copies the image in before and out after the two kernels, as srad_v2 does.",
             WorkloadKind::Backprop => "Rodinia backprop: layer-forward kernel (each thread loads its input, then its weight of the input's 17-weight row, reduces across its CTA at 8 barriers, writes its weight back, stores a partial sum) then weight-adjust kernel (loads delta, input, old weight, weight; stores the weight; reloads delta, input, old weight; stores the old weight; one barrier); every load waited for before the next (the PTX's order).",
             WorkloadKind::Spmv => "CSR sparse matrix-vector product over a banded matrix with seeded random fill-in (SHOC's CSR kernels, in their PTX's order): per row, the row pointers, then per chunk the column indices, then x gathered at them with the values, read coalesced (warp per row) or a row apart (thread per row).",
             WorkloadKind::Btree => "B+tree point queries (Rodinia b+tree findK, svm-apu BPT): one CTA of fanout threads per query; per level each warp loads the query's current node pointer, the node's keys (coalesced) and the query key, the matching thread its child index through the offset array, with two CTA barriers; then the record; loads waited for where the PTX uses them; unsorted or sorted queries.",
@@ -642,13 +642,15 @@ section! {
         /// Copy the kernel's input arrays host-to-device before launching (the explicit-copy baseline). One GPU: the
         /// multi-GPU model, which places every page from host memory at its first touch, refuses it (and a replayed
         /// trace's recorded copies: replay it with workload.managed = true). A warp-trace replay is its recording's
-        /// copies; true adds the input copy to a recording without one (from the bytes it records as inputs).
+        /// copies; true adds the input copy to a recording without one (from the bytes it records as inputs). srad copies its
+        /// image in before every iteration, as Rodinia's srad_v2 does.
         pub memcpy_inputs: bool = false,
         /// Copy the kernels' other arrays (all but the inputs: results, and any scratch array) device-to-host after the
         /// last kernel: the explicit-copy baseline's return copy (seed paged-memory §2: "On kernel completion, programmers
         /// must also copy the return data from the GPU to CPU"). One GPU: the multi-GPU model, whose arrays are managed
         /// memory placed across the GPUs, refuses it (the copy moved no page and was charged on one GPU's link). On a
-        /// warp-trace replay, true adds the return copy to a recording without one.
+        /// warp-trace replay, true adds the return copy to a recording without one. srad copies back its image (not its
+        /// five GPU-only arrays) after every iteration, as Rodinia's srad_v2 does.
         pub memcpy_outputs: bool = false,
         /// Allocate the kernel's arrays as managed (unified) memory: the GPU faults pages in on first touch ([uvm]).
         /// A warp-trace or Accel-Sim replay then runs its recorded program on managed memory (every allocation
@@ -658,7 +660,7 @@ section! {
         pub host_init: bool = true,
         /// cudaMemPrefetchAsync every managed allocation to the GPU before the first kernel (the usual managed-memory optimisation; spec/uvm-driver.md: block by block, no faults, may evict). A warp trace records the prefetches; true on a warp-trace or Accel-Sim replay prefetches every managed allocation the recording does not already prefetch (with workload.managed = true, all of them). One GPU's driver: the multi-GPU model refuses it.
         pub prefetch_inputs: bool = false,
-        /// Host threads that initialised the managed arrays and that make the program's later host accesses (the CPU unmap of a block costs more per thread that touched it; seed uvm-driver §4.4). With host_init = false in a program without host accesses (every workload but ping-pong) nothing reads it. A warp trace records it; a value other than 1 on a replay overrides the recording's.
+        /// Host threads that initialised the managed arrays and that make the program's later host accesses (the CPU unmap of a block costs more per thread that touched it; seed uvm-driver §4.4). With host_init = false in a program without host accesses (every workload but ping-pong and managed srad) nothing reads it. A warp trace records it; a value other than 1 on a replay overrides the recording's.
         pub host_threads: u32 = 1,
         /// Parameters of `stride`.
         pub stride: StrideParams = StrideParams::default(),
@@ -901,6 +903,18 @@ impl WorkloadConfig {
                 ),
             ));
         }
+        let runs_srad =
+            if cfg.multi.apps.is_empty() { self.kind == WorkloadKind::Srad } else { cfg.multi.apps.contains(&WorkloadKind::Srad) };
+        if runs_srad && self.managed && self.srad.roi().is_some() {
+            return Err((
+                "workload.srad.roi_rows".into(),
+                format!(
+                    "srad's host reads J's region of interest between iterations (Rodinia srad_v2), a host access to \
+                     managed memory that goes to the single-GPU UVM driver, which the multi-GPU model does not run: \
+                     {needs}, or set workload.srad.roi_rows = 0 to leave the host's read out"
+                ),
+            ));
+        }
         if self.kind == WorkloadKind::PingPong && cfg.multi.apps.is_empty() {
             return Err((
                 "workload.kind".into(),
@@ -1043,6 +1057,11 @@ pub fn build_at(cfg: &Config, va_base: u64) -> Result<Program, String> {
         let ops = pingpong::build(&w.ping_pong, w, cfg, page, &mut va);
         return Ok(Program { buffers: va.buffers, ops, host: HostSetup::of(w, None) });
     }
+    if w.kind == WorkloadKind::Srad {
+        // srad_v2's host program: per-iteration copies of J and the host's read of its region of interest.
+        let (ops, inputs) = srad::build(&w.srad, w, page, &mut va);
+        return Ok(Program { buffers: va.buffers, ops, host: HostSetup::of(w, Some(inputs)) });
+    }
     let one = |(k, inputs)| (vec![k], inputs);
     let (kernels, inputs) = match w.kind {
         WorkloadKind::Stride => one(stride::build(&w.stride, w, cfg, page, &mut va)),
@@ -1052,7 +1071,9 @@ pub fn build_at(cfg: &Config, va_base: u64) -> Result<Program, String> {
         WorkloadKind::Stream => one(stream::build(&w.stream, w, page, &mut va)),
         WorkloadKind::Gather => one(gather::build(&w.gather, w, cfg, page, &mut va)),
         WorkloadKind::VecaddProbe => one(vecadd::build(&w.vecadd_probe, w, page, &mut va)),
-        WorkloadKind::Trace | WorkloadKind::WarpTrace | WorkloadKind::Accelsim | WorkloadKind::PingPong => unreachable!("handled above"),
+        WorkloadKind::Trace | WorkloadKind::WarpTrace | WorkloadKind::Accelsim | WorkloadKind::PingPong | WorkloadKind::Srad => {
+            unreachable!("handled above")
+        }
         WorkloadKind::PointerChase => pointer_chase::build(&w.pointer_chase, w, cfg, page, &mut va),
         WorkloadKind::Strided => strided::build(&w.strided, w, page, &mut va),
         WorkloadKind::TiledGemm => gemm::build(&w.tiled_gemm, w, page, &mut va),
@@ -1064,7 +1085,6 @@ pub fn build_at(cfg: &Config, va_base: u64) -> Result<Program, String> {
         WorkloadKind::Hotspot => hotspot::build(&w.hotspot, w, page, &mut va),
         WorkloadKind::Pathfinder => pathfinder::build(&w.pathfinder, w, page, &mut va),
         WorkloadKind::Nw => nw::build(&w.nw, w, cfg, page, &mut va),
-        WorkloadKind::Srad => srad::build(&w.srad, w, page, &mut va),
         WorkloadKind::Backprop => backprop::build(&w.backprop, w, page, &mut va),
         WorkloadKind::Spmv => spmv::build(&w.spmv, w, cfg, page, &mut va),
         WorkloadKind::Btree => btree::build(&w.btree, w, cfg, page, &mut va),

@@ -16,10 +16,23 @@
 //! below the tile and the columns left and right of it, where each pixel here
 //! reads its own neighbours: the same array in the same rounds); the CTAs at
 //! the image's edge reload their clamped border in Rodinia (one more load and
-//! wait in the round), left out here: clamping gives the addresses; the
-//! statistics of the region of interest (a host-side reduction in srad_v2) are
-//! not modelled, nor the per-iteration copies of J they need in srad_v2 (in and
-//! out around each iteration's two kernels; here J is an input copied once).
+//! wait in the round), left out here: clamping gives the addresses.
+//!
+//! The host program is srad_v2's (`srad.cu`): each iteration the host first
+//! reads J's region of interest, the top-left `roi_rows` x `roi_cols` pixels
+//! (its run script's `0 127 0 127`), for the speckle statistics q0sqr, then
+//! copies J to the GPU, runs the two kernels and copies J back. With explicit
+//! copies (`workload.memcpy_inputs` / `memcpy_outputs`) J goes in before each
+//! iteration's kernel 1 and out after its kernel 2, and the other five arrays
+//! are never copied (they live on the GPU only); the host's read is of its own
+//! copy and moves nothing. With managed memory there is no copy and the read
+//! is a host access to the managed J, one per ROI row (row-major, as the
+//! host's loop reads): from the second iteration on, the ROI's pages are on
+//! the GPU (kernel 2 stored J), so they fault back to the host and kernel 1
+//! faults them in again. The reduction's arithmetic (2 x roi_rows x roi_cols
+//! flops on the host) is not timed. Before 2026-12-06 neither the host's read
+//! nor the per-iteration copies were modelled: J was copied in once before
+//! the first iteration and the other five arrays out once after the last.
 //! Before 2026-12-01 kernel 1 loaded J and its four neighbours
 //! and kernel 2 its eight values all in flight together, each kernel met its
 //! CTA only after all its loads, and kernel 1 stored dN, dS, dW, dE, then c.
@@ -29,7 +42,7 @@
 //! in that store order.
 
 use super::grid::{staged, Array, GridKernel, Index, Step};
-use super::{check, KernelGen, KernelSpec, VaAllocator, WorkloadConfig};
+use super::{check, HostOp, KernelGen, KernelSpec, VaAllocator, WorkloadConfig};
 
 section! {
     /// Parameters of the Rodinia SRAD image diffusion.
@@ -40,6 +53,11 @@ section! {
         pub cols: u64 = 256,
         /// Iterations; each is two kernel launches.
         pub iterations: u32 = 2,
+        /// Rows of the region of interest the host reads at the start of each iteration (from row 0; Rodinia's
+        /// run script: rows 0-127); clamped to `rows`. 0 (or roi_cols = 0): no host read.
+        pub roi_rows: u64 = 128,
+        /// Columns of the region of interest (from column 0; Rodinia's run script: columns 0-127); clamped to `cols`.
+        pub roi_cols: u64 = 128,
     }
 }
 
@@ -47,7 +65,15 @@ impl SradParams {
     pub fn validate(&self, p: &str) -> Result<(), (String, String)> {
         check(p, "rows", self.rows, 1, 1 << 24)?;
         check(p, "cols", self.cols, 1, 1 << 24)?;
-        check(p, "iterations", self.iterations as u64, 1, 10_000)
+        check(p, "iterations", self.iterations as u64, 1, 10_000)?;
+        check(p, "roi_rows", self.roi_rows, 0, 1 << 24)?;
+        check(p, "roi_cols", self.roi_cols, 0, 1 << 24)
+    }
+
+    /// The rows and columns of the region of interest the host reads, clamped to the image; None: no read.
+    pub fn roi(&self) -> Option<(u64, u64)> {
+        let (r, c) = (self.roi_rows.min(self.rows), self.roi_cols.min(self.cols));
+        (r > 0 && c > 0).then_some((r, c))
     }
 
     /// J, c and the four derivative arrays, floats.
@@ -68,7 +94,9 @@ fn load_wait(array: u8, at: Index) -> [Step; 2] {
     [Step::load(array, at), Step::Wait]
 }
 
-pub(super) fn build(p: &SradParams, w: &WorkloadConfig, page: u64, va: &mut VaAllocator) -> (Vec<KernelSpec>, u64) {
+/// The host program: per iteration the ROI read (managed J only), J's copy in, the two kernels, J's copy out
+/// (explicit copies only). Returns the operations and J's bytes (the program's input).
+pub(super) fn build(p: &SradParams, w: &WorkloadConfig, page: u64, va: &mut VaAllocator) -> (Vec<HostOp>, u64) {
     let bytes = p.rows * p.cols * 4;
     let arrays: Vec<Array> = (0..6).map(|_| Array { base: va.alloc(bytes, page).base, elem_bytes: 4 }).collect();
     let here = Index::HERE;
@@ -100,8 +128,22 @@ pub(super) fn build(p: &SradParams, w: &WorkloadConfig, page: u64, va: &mut VaAl
         let k = GridKernel::new([p.cols, p.rows, 1], p.rows * p.cols, 1, arrays.clone(), body.clone());
         KernelSpec { name: "srad", threads: k.threads(), threads_per_cta: w.threads_per_cta, gen: KernelGen::Grid(k) }
     };
-    let kernels = (0..p.iterations).flat_map(|_| [kernel(&k1), kernel(&k2)]).collect();
-    (kernels, bytes)
+    let (k1, k2) = (kernel(&k1), kernel(&k2));
+    let mut ops = vec![];
+    for _ in 0..p.iterations {
+        // The host reads the ROI row by row; on a device-memory J it reads its own copy (nothing to model).
+        if let (Some((rows, cols)), true) = (p.roi(), w.managed) {
+            ops.extend((0..rows).map(|r| HostOp::HostAccess { buffer: J as usize, offset: r * p.cols * 4, bytes: cols * 4, write: false }));
+        }
+        if w.memcpy_inputs {
+            ops.push(HostOp::MemcpyH2D { bytes });
+        }
+        ops.extend([HostOp::Launch(k1.clone()), HostOp::Launch(k2.clone())]);
+        if w.memcpy_outputs {
+            ops.push(HostOp::MemcpyD2H { bytes });
+        }
+    }
+    (ops, bytes)
 }
 
 #[cfg(test)]
@@ -158,5 +200,74 @@ mod tests {
         assert_eq!(all_ops(&mut warps(&p, 1)[0])[19], Op::Compute(4));
         // Input: J, 4 x 32 floats = 512 bytes.
         assert_eq!(p.host.input_bytes, Some(512));
+    }
+
+    /// The operations' shapes: 'r' a host read (offset, bytes), 'i'/'o' J's copy in / out (bytes), 'k' a launch.
+    fn host_ops(p: &crate::workload::Program) -> Vec<(char, u64, u64)> {
+        use crate::workload::HostOp;
+        p.ops
+            .iter()
+            .map(|op| match op {
+                HostOp::HostAccess { buffer: 0, offset, bytes, write: false } => ('r', *offset, *bytes),
+                HostOp::MemcpyH2D { bytes } => ('i', 0, *bytes),
+                HostOp::MemcpyD2H { bytes } => ('o', 0, *bytes),
+                HostOp::Launch(_) => ('k', 0, 0),
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn managed_host_reads_the_clamped_roi_row_by_row_before_each_iteration() {
+        // 4 x 32 image: Rodinia's 128 x 128 ROI clamps to all 4 rows of 32 pixels (128 bytes each, 128 apart).
+        let p = program(&["workload.kind=srad", "workload.srad.rows=4", "workload.srad.cols=32", "workload.managed=true"]);
+        let it: Vec<(char, u64, u64)> = (0..4).map(|r| ('r', r * 128, 128)).chain([('k', 0, 0), ('k', 0, 0)]).collect();
+        assert_eq!(host_ops(&p), [it.clone(), it].concat());
+        // A 2 x 8 ROI of a 16 x 64 image: the first 32 bytes of rows 0 and 1 (rows 256 bytes apart).
+        let p = program(&[
+            "workload.kind=srad",
+            "workload.srad.rows=16",
+            "workload.srad.cols=64",
+            "workload.srad.roi_rows=2",
+            "workload.srad.roi_cols=8",
+            "workload.srad.iterations=1",
+            "workload.managed=true",
+        ]);
+        assert_eq!(host_ops(&p), [('r', 0, 32), ('r', 256, 32), ('k', 0, 0), ('k', 0, 0)]);
+        // No ROI, no read; and a device-memory J's read is of the host's own copy (nothing to model).
+        for sets in [&["workload.managed=true", "workload.srad.roi_cols=0"][..], &["workload.managed=false"]] {
+            let p = program(&[&["workload.kind=srad", "workload.srad.rows=4", "workload.srad.cols=32"], sets].concat());
+            assert_eq!(host_ops(&p), [('k', 0, 0); 4], "{sets:?}");
+        }
+    }
+
+    #[test]
+    fn explicit_copies_move_j_in_and_out_around_every_iteration() {
+        // srad_v2 copies J (4 x 32 floats = 512 bytes) in before kernel 1 and out after kernel 2 each iteration;
+        // its five other arrays stay on the GPU.
+        let p = program(&[
+            "workload.kind=srad",
+            "workload.srad.rows=4",
+            "workload.srad.cols=32",
+            "workload.srad.iterations=3",
+            "workload.memcpy_inputs=true",
+            "workload.memcpy_outputs=true",
+        ]);
+        let it = [('i', 0, 512), ('k', 0, 0), ('k', 0, 0), ('o', 0, 512)];
+        assert_eq!(host_ops(&p), [it; 3].concat());
+        assert_eq!(p.host.input_bytes, Some(512));
+        // Only the way in.
+        let p = program(&["workload.kind=srad", "workload.srad.rows=4", "workload.srad.cols=32", "workload.memcpy_inputs=true"]);
+        assert_eq!(host_ops(&p), [[('i', 0, 512), ('k', 0, 0), ('k', 0, 0)]; 2].concat());
+    }
+
+    #[test]
+    fn the_multi_gpu_model_refuses_the_managed_roi_read_and_names_the_way_out() {
+        let e = refused(&["workload.kind=srad", "workload.managed=true", "multi.gpus=4"]);
+        assert!(e.contains("workload.srad.roi_rows") && e.contains("multi.gpus = 1"), "{e}");
+        // Without the read, or on device memory, it runs there.
+        program(&["workload.kind=srad", "workload.managed=true", "workload.srad.roi_rows=0", "multi.gpus=4"]);
+        program(&["workload.kind=srad", "multi.gpus=4"]);
+        assert!(refused(&["workload.kind=srad", "workload.srad.roi_cols=16777217"]).contains("roi_cols"));
     }
 }

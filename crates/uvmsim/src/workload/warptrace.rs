@@ -240,7 +240,7 @@ pub fn record(program: &Program, cfg: &Config, source: &str, out: &str) -> Resul
             }
             HostOp::PrefetchAsync { buffer } => HostRec::Prefetch { buffer: *buffer as u32 },
             HostOp::HostAccess { .. } | HostOp::HostCompute { .. } => {
-                return Err(input("host accesses and host compute (the ping-pong workload) cannot be recorded in a warp trace".into()))
+                return Err(input("host accesses and host compute (ping-pong, and srad's read of a managed image: workload.srad.roi_rows = 0 leaves it out) cannot be recorded in a warp trace".into()))
             }
         });
     }
