@@ -296,6 +296,8 @@ def test_the_headline_adds_unified_memory_only_when_the_driver_ran() -> None:
         "uvm.prefetch.pages": 0,
         "uvm.evictions": 2,
         "uvm.pages_evicted": 1024,
+        "uvm.host.faults": 0,
+        "uvm.host.time_ns": 0.0,
         "uvm.stage.fetch_ns": 50.0,
         "uvm.stage.block_ns": 400.0,
         "uvm.stage.unmap_ns": 300.0,
@@ -313,13 +315,20 @@ def test_the_headline_adds_unified_memory_only_when_the_driver_ran() -> None:
         "uvm.time_ns",
         "uvm.bytes_h2d",
         "uvm.evictions",  # prefetch.pages is 0: left out
-        "uvm.pages_evicted",
+        "uvm.pages_evicted",  # the host never faulted: its rows are left out
         "uvm.stage.block_ns",  # the three largest stages; copy_ns overlaps them and is not one
         "uvm.stage.unmap_ns",
         "uvm.stage.replay_ns",
         "baseline.slowdown_vs_copy",
         "sim.events",
         "sim.wall_s",
+    ]
+    # A host that took pages back from the GPU (ping-pong, managed srad): its faults and time follow the evictions.
+    host = {**base, **uvm, "uvm.host.faults": 32, "uvm.host.time_ns": 780.5}
+    names = [k for k, _ in uvmsim.Result(metrics=host, config={}, version="t").key_metrics()]
+    assert names[names.index("uvm.pages_evicted") + 1 : names.index("uvm.stage.block_ns")] == [
+        "uvm.host.faults",
+        "uvm.host.time_ns",
     ]
     # No batch serviced (device memory, or a managed run that never faulted): no unified-memory rows.
     idle = {**base, **uvm, "uvm.batches": 0}

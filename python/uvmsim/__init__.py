@@ -115,8 +115,13 @@ UVM_KEY_METRICS: tuple[str, ...] = (
     "uvm.prefetch.pages",
     "uvm.evictions",
     "uvm.pages_evicted",
+    "uvm.host.faults",
+    "uvm.host.time_ns",
 )
-UVM_IF_NONZERO = frozenset({"uvm.prefetch.pages", "uvm.evictions", "uvm.pages_evicted"})
+# Host accesses to managed memory (ping-pong, managed srad) show only when the host faulted.
+UVM_IF_NONZERO = frozenset(
+    {"uvm.prefetch.pages", "uvm.evictions", "uvm.pages_evicted", "uvm.host.faults", "uvm.host.time_ns"}
+)
 # Multi-GPU runs (`multi.gpus` > 1): the headline's per-GPU rows (`gpu0.*` of KEY_METRICS) are the whole
 # system's instead, named `gpu*.*`: sums over the GPUs, hit rates of the summed counts, the mean miss latency
 # weighted by each GPU's misses (GPU 0 alone can have run nothing: greedy placement gives few CTAs to many GPUs).
