@@ -293,8 +293,10 @@ fn unread_keys_change_no_metric() {
         x
     };
     type Change = (&'static str, fn(&mut Config));
-    let iommu: [Change; 11] = [
+    let iommu: [Change; 13] = [
         ("uvm.batch_size", |c| c.uvm.batch_size = 8),
+        ("uvm.utlb_merge_faults", |c| c.uvm.utlb_merge_faults = true),
+        ("uvm.land_per_copy", |c| c.uvm.land_per_copy = false),
         ("uvm.replay_policy", |c| c.uvm.replay_policy = uvmsim::uvm::ReplayPolicy::Once),
         ("uvm.utlb_fault_limit", |c| c.uvm.utlb_fault_limit = 1),
         ("uvm.fault_buffer_entries", |c| (c.uvm.fault_buffer_entries, c.uvm.batch_size) = (16, 16)),
@@ -306,8 +308,9 @@ fn unread_keys_change_no_metric() {
         ("uvm.prefetch.threshold", |c| c.uvm.prefetch.threshold = 1),
         ("uvm.preunmap.mode", |c| c.uvm.preunmap.mode = uvmsim::uvm::policy::UnmapMode::Async),
     ];
-    let multi: [Change; 10] = [
+    let multi: [Change; 11] = [
         ("uvm.batch_size", |c| c.uvm.batch_size = 8),
+        ("uvm.pma_chunk_blocks", |c| c.uvm.pma_chunk_blocks = 1),
         ("uvm.interrupt_us", |c| c.uvm.interrupt_us = 500.0),
         ("uvm.per_block_us", |c| c.uvm.per_block_us = 500.0),
         ("uvm.first_touch_us", |c| c.uvm.first_touch_us = 500.0),
@@ -380,6 +383,7 @@ fn the_single_gpu_model_refuses_the_multi_gpu_models_options() {
         ("titan-v", "multi.idyll.directory=true"),
         ("titan-v", "multi.transfw.prt=true"),
         ("titan-v", "multi.apps_resident=true"),
+        ("titan-v", "multi.apps_first_gpu=0"),
         ("kaveri-apu", "multi.oracle.no_migration_latency=true"),
         ("kaveri-apu", "multi.oracle.zero_latency_invalidation=true"),
         ("kaveri-apu", "multi.least_tlb.remote_latency_ns=50"),

@@ -825,5 +825,139 @@ mod tests {
             let (key, msg) = c.validate().unwrap_err();
             assert_eq!(key, "gpu.dram.interleave_bytes", "{msg}");
         }
+        // The bound is inclusive: 1 TiB (a multiple of 64) is taken, one line more is not.
+        c.gpu.dram.interleave_bytes = ByteSize(1 << 40);
+        c.validate().unwrap();
+        c.gpu.dram.interleave_bytes = ByteSize((1 << 40) + 64);
+        assert_eq!(c.validate().unwrap_err().0, "gpu.dram.interleave_bytes");
+    }
+
+    /// The default config with `f` applied: its refusal (key, message), or `None` if it is valid.
+    fn checked(f: impl FnOnce(&mut Config)) -> Option<(String, String)> {
+        let mut c = Config::default();
+        f(&mut c);
+        c.validate().err()
+    }
+
+    fn key_of(f: impl FnOnce(&mut Config)) -> String {
+        checked(f).expect("must be refused").0
+    }
+
+    #[test]
+    fn ranges_accept_their_bounds_and_refuse_one_past() {
+        type Edit = fn(&mut Config);
+        // Each edge the error message states is taken (16 KiB of L1 holds 4 lines of 4 KiB: still 4 ways).
+        let taken: [(&str, Edit); 12] = [
+            ("line 32", |c| c.gpu.line_bytes = 32),
+            ("line 4096", |c| c.gpu.line_bytes = 4096),
+            ("warp 8", |c| c.gpu.warp_size = 8),
+            ("ctas 1024", |c| c.gpu.max_ctas_per_sm = 1024),
+            ("walker threads 4096", |c| c.gmmu.walker.threads = 4096),
+            ("copy engines 1", |c| c.link.copy_engines = 1),
+            ("walk records 1e8", |c| c.translation.walk_records_max = 100_000_000),
+            ("levels 5", |c| c.translation.levels = 5),
+            ("ats 64", |c| c.iommu.ats_prefetch_pages = 64),
+            ("no L1 transaction limit", |c| c.gpu.vmem.l1_transactions = 0),
+            ("no L2 TLB", |c| c.gpu.l2tlb.entries = 0),
+            ("lookup stage = latency", |c| c.gpu.l2tlb.lookup_stage_cycles = 10),
+        ];
+        for (what, f) in taken {
+            assert_eq!(checked(f), None, "{what}");
+        }
+        let refused: [(&str, Edit); 16] = [
+            ("gpu.line_bytes", |c| c.gpu.line_bytes = 16),
+            ("gpu.line_bytes", |c| c.gpu.line_bytes = 8192),
+            ("gpu.max_ctas_per_sm", |c| c.gpu.max_ctas_per_sm = 1025),
+            ("gmmu.walker.threads", |c| c.gmmu.walker.threads = 4097),
+            ("link.copy_engines", |c| c.link.copy_engines = 0),
+            ("translation.walk_records_max", |c| c.translation.walk_records_max = 100_000_001),
+            ("iommu.ats_prefetch_pages", |c| c.iommu.ats_prefetch_pages = 128),
+            ("iommu.ats_prefetch_pages", |c| c.iommu.ats_prefetch_pages = 3),
+            ("gpu.l2tlb.lookup_stage_cycles", |c| c.gpu.l2tlb.lookup_stage_cycles = 11),
+            // Zero where a count must be positive (the L2 TLB alone may be removed).
+            ("gpu.issue_cycles", |c| c.gpu.issue_cycles = 0),
+            ("sim.stall_events", |c| c.sim.stall_events = 0),
+            ("gpu.l1tlb.entries", |c| c.gpu.l1tlb.entries = 0),
+            ("gpu.l1tlb.mshrs", |c| c.gpu.l1tlb.mshrs = 0),
+            ("gpu.l2tlb.mshrs", |c| c.gpu.l2tlb.mshrs = 0),
+            ("gpu.vmem.dir_entries", |c| c.gpu.vmem.dir_entries = 0),
+            // An asymmetric link's own key is named, not the host-to-device one.
+            ("link.d2h_bandwidth_gbps", |c| c.link.d2h_bandwidth_gbps = 0.0001),
+        ];
+        for (key, f) in refused {
+            assert_eq!(key_of(f), key);
+        }
+        assert_eq!(checked(|c| c.gpu.issue_cycles = 0).unwrap().1, "must be greater than 0, got 0");
+        assert_eq!(checked(|c| c.gpu.l1tlb.entries = 0).unwrap().1, "must be greater than 0");
+    }
+
+    #[test]
+    fn page_sizes_are_listed_in_binary_units_from_4kib() {
+        let (key, msg) = checked(|c| c.translation.page_size = ByteSize(8 << 10)).unwrap();
+        assert_eq!((key.as_str(), msg.as_str()), ("translation.page_size", "must be one of 4KiB, 64KiB, 2MiB, 1GiB, got 8192"));
+    }
+
+    #[test]
+    fn entries_not_a_multiple_of_the_ways_blame_the_entries() {
+        let (key, msg) = checked(|c| c.gpu.l1tlb.entries = 48).unwrap();
+        assert_eq!(
+            (key.as_str(), msg.as_str()),
+            ("gpu.l1tlb.entries", "must be a multiple of the associativity (gpu.l1tlb.ways = 32), got 48")
+        );
+        let (key, msg) = checked(|c| c.gpu.l1tlb.ways = 64).unwrap();
+        assert_eq!(
+            (key.as_str(), msg.as_str()),
+            ("gpu.l1tlb.ways", "must be between 1 and the entry count (gpu.l1tlb.entries = 32), got 64")
+        );
+    }
+
+    #[test]
+    fn a_cache_of_a_part_line_is_refused_even_at_one_way() {
+        // 700 B is 5 lines of 128 B and 60 B over; at one way the associativity check would take it.
+        let (key, msg) = checked(|c| (c.gpu.l1d.size_bytes, c.gpu.l1d.ways) = (ByteSize(700), 1)).unwrap();
+        assert_eq!(key, "gpu.l1d.size_bytes");
+        assert!(msg.starts_with("must be a whole number of 128-byte lines"), "{msg}");
+        assert_eq!(checked(|c| (c.gpu.l1d.size_bytes, c.gpu.l1d.ways) = (ByteSize(640), 1)), None);
+    }
+
+    #[test]
+    fn the_one_ms_latency_bound_is_whole_cycles_at_a_fractional_clock() {
+        // 1 ms at 1.0005 MHz is 1000.5 cycles: the bound is its floor, 1000.
+        let (key, msg) = checked(|c| (c.gpu.core_mhz, c.gpu.l1d.latency_cycles) = (1.0005, 1001)).unwrap();
+        assert_eq!(key, "gpu.l1d.latency_cycles");
+        assert_eq!(msg, "must be at most 1 ms: 1000 cycles at gpu.core_mhz = 1.0005, got 1001");
+    }
+
+    #[test]
+    fn large_ptes_and_oversubscription_need_one_gpu_in_gmmu_mode() {
+        assert_eq!(key_of(|c| (c.multi.gpus, c.translation.managed_large_ptes) = (2, true)), "translation.managed_large_ptes");
+        assert_eq!(key_of(|c| (c.translation.mode, c.uvm.oversubscription) = (TranslationMode::Iommu, 2.0)), "uvm.oversubscription");
+        assert_eq!(checked(|c| c.uvm.oversubscription = 2.0), None);
+    }
+
+    #[test]
+    fn baselines_in_the_multi_gpu_model_say_which_key_to_change() {
+        let (key, msg) = checked(|c| (c.multi.model_one_gpu, c.uvm.baselines) = (true, true)).unwrap();
+        assert_eq!(key, "uvm.baselines");
+        assert!(msg.ends_with("it needs multi.model_one_gpu = false"), "{msg}");
+        let (_, msg) = checked(|c| (c.multi.gpus, c.uvm.baselines) = (2, true)).unwrap();
+        assert!(msg.ends_with("it needs multi.gpus = 1"), "{msg}");
+    }
+
+    #[test]
+    fn capacity_counts_a_part_utlb_group_and_each_non_leaf_level() {
+        // 3 SMs, 2 to a µTLB: 2 µTLBs (the second serves one SM) of 2^24 entries = 2^25 > 2^24.
+        let (key, msg) = checked(|c| {
+            (c.gpu.sms, c.gpu.sms_per_l1tlb, c.gpu.l1tlb.entries, c.gpu.l1tlb.ways) = (3, 2, 1 << 24, 16);
+        })
+        .unwrap();
+        assert_eq!(key, "gpu.l1tlb.entries");
+        assert!(msg.starts_with("2 L1 TLBs (gpu.sms / gpu.sms_per_l1tlb per GPU) of 16777216 entries hold 33554432 entries"), "{msg}");
+        // Per-level page-walk caches: levels - 1 of them. 5 levels: 4 x 2^22 = 2^24, just taken.
+        assert_eq!(checked(|c| (c.translation.levels, c.gmmu.walker.pwc_entries, c.gmmu.walker.pwc_ways) = (5, 1 << 22, 16)), None);
+        // 4 levels: 3 x 5592406 = 16777218, two over.
+        let (key, msg) = checked(|c| (c.gmmu.walker.pwc_entries, c.gmmu.walker.pwc_ways) = (5_592_406, 2)).unwrap();
+        assert_eq!(key, "gmmu.walker.pwc_entries");
+        assert!(msg.starts_with("3 page-walk caches (per level and GPU) of 5592406 entries hold 16777218 entries"), "{msg}");
     }
 }

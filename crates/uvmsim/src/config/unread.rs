@@ -370,4 +370,22 @@ mod tests {
         let note = unread_note("multi.least_tlb.tracker").unwrap();
         assert!(note.starts_with("Not read in the single-GPU model nor in translation.mode = \"gmmu\" ("), "{note}");
     }
+
+    /// The cycle-stepped MGPUSim engine reads the workload kind, the trace's keys and the seed, and only when
+    /// a trace is what runs.
+    #[test]
+    fn the_mgpusim_engine_reads_only_the_kind_the_trace_and_the_seed() {
+        let mut c = Config::default();
+        c.workload.trace.engine = "mgpusim-r9nano".into();
+        assert_eq!(c.unread("gpu.sms"), None, "not a trace workload: the engine does not run");
+        c.workload.kind = crate::workload::WorkloadKind::Trace;
+        for key in ["workload.kind", "workload.trace.path", "workload.trace.gap_ns", "workload.trace.tie_seed", "sim.seed"] {
+            assert_eq!(c.unread(key), None, "{key}");
+        }
+        for key in ["gpu.sms", "sim.max_events", "uvm.batch_size"] {
+            assert!(c.unread(key).unwrap().starts_with("is not read with workload.trace.engine = \"mgpusim-r9nano\""), "{key}");
+        }
+        c.workload.trace.engine = "event".into();
+        assert_eq!(c.unread("gpu.sms"), None);
+    }
 }
