@@ -279,7 +279,7 @@ impl Config {
         // The cycle-stepped MGPUSim engine has its own fixed configuration: only the trace and the seed are read.
         if self.workload.kind == crate::workload::WorkloadKind::Trace
             && self.workload.trace.engine == "mgpusim-r9nano"
-            && !(key == "workload.kind" || key == "workload.trace" || key.starts_with("workload.trace.") || key == "sim.seed")
+            && !(matches!(key, "workload" | "workload.kind" | "workload.trace" | "sim.seed") || key.starts_with("workload.trace."))
         {
             return Some(
                 "is not read with workload.trace.engine = \"mgpusim-r9nano\": that engine replays MGPUSim's R9 Nano \
@@ -379,10 +379,17 @@ mod tests {
         c.workload.trace.engine = "mgpusim-r9nano".into();
         assert_eq!(c.unread("gpu.sms"), None, "not a trace workload: the engine does not run");
         c.workload.kind = crate::workload::WorkloadKind::Trace;
-        // `workload.trace` itself: the key the resolver records for `--set workload.trace={...}`.
-        for key in
-            ["workload.kind", "workload.trace", "workload.trace.path", "workload.trace.gap_ns", "workload.trace.tie_seed", "sim.seed"]
-        {
+        // `workload.trace` and `workload` themselves: the keys the resolver records for `--set workload.trace={...}`
+        // and `--set workload={kind = "trace", trace = {...}}` (their leaves are checked one by one).
+        for key in [
+            "workload",
+            "workload.kind",
+            "workload.trace",
+            "workload.trace.path",
+            "workload.trace.gap_ns",
+            "workload.trace.tie_seed",
+            "sim.seed",
+        ] {
             assert_eq!(c.unread(key), None, "{key}");
         }
         for key in ["gpu.sms", "sim.max_events", "uvm.batch_size"] {
