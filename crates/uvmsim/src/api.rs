@@ -319,4 +319,38 @@ mod tests {
         assert!(iommu["uvm.batch_size"].as_str().unwrap().contains("translation.mode = \"iommu\""));
         assert_eq!(unread_json(&[layer], &[], &keys).unwrap(), "{}");
     }
+
+    /// Each generator's parameters are its own section's, found for the names with a dash too
+    /// (`tiled-gemm`'s are under `workload.tiled_gemm.`), each with its default.
+    #[test]
+    fn every_generator_lists_its_own_parameters() {
+        let list: Value = serde_json::from_str(&workloads_json()).unwrap();
+        let list = list.as_array().unwrap();
+        assert_eq!(list.len(), WorkloadKind::ALL.len());
+        for w in list {
+            let name = w["name"].as_str().unwrap();
+            let prefix = format!("workload.{}.", name.replace('-', "_"));
+            let params = w["params"].as_array().unwrap();
+            assert!(!params.is_empty(), "{name}: no parameters");
+            assert!(params.iter().all(|p| p["key"].as_str().unwrap().starts_with(&prefix)), "{name}");
+        }
+        let gemm = list.iter().find(|w| w["name"] == "tiled-gemm").unwrap();
+        let n = gemm["params"].as_array().unwrap().iter().find(|p| p["key"] == "workload.tiled_gemm.n").unwrap();
+        assert_eq!(n["default"], json!(Config::default().workload.tiled_gemm.n));
+    }
+
+    /// A recording whose OUT is a directory fails as an output error with the directory named, before
+    /// the warps are generated, and leaves no temporary file beside it.
+    #[test]
+    fn recording_onto_a_directory_is_an_output_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("d");
+        std::fs::create_dir(&out).unwrap();
+        let out = out.display().to_string();
+        match trace_record_json(&[], &["workload.kind=stream".into()], &out) {
+            Err(ApiError::Output(m)) => assert_eq!(m, format!("{out}: cannot write: is a directory")),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "only the directory");
+    }
 }
