@@ -203,6 +203,36 @@ fn read_mostly_duplicates_and_writes_invalidate() {
     assert!(m(&z, "uvm.unmap.on_demand") > 0.0, "a collapse unmaps the host copy");
 }
 
+/// A host read of a read-mostly page the GPU wrote copies it back and the GPU keeps a read-only
+/// duplicate (the driver's residency order puts read duplication first for the CPU too). Ping-pong,
+/// 8 pages, 20 iterations, the kernel reading then writing each page, the host reading them: the
+/// first kernel duplicates the 8 pages (8 copies in) and its stores collapse them; each host read then
+/// copies the 8 back (one CPU fault for the block), and the next kernel reads its duplicates without a
+/// fault and collapses them again with its stores. So 8 pages in, 160 back, 160 collapses, none taken.
+#[test]
+fn a_host_read_of_read_mostly_pages_leaves_the_gpu_a_duplicate() {
+    let pp = [
+        "workload.kind=ping-pong",
+        "workload.managed=true",
+        "workload.ping_pong.pages=8",
+        "workload.ping_pong.iterations=20",
+        "workload.ping_pong.gpu_write=true",
+        "workload.ping_pong.host_write=false",
+        "uvm.records=true",
+    ];
+    let out = run(&[&pp[..], &["uvm.advise.policy=read-mostly"]].concat());
+    let x = &out.metrics;
+    assert_eq!((m(x, "uvm.read_dup.copies"), m(x, "uvm.read_dup.collapses"), m(x, "uvm.read_dup.host_copies")), (8.0, 160.0, 160.0));
+    assert_eq!((m(x, "link.h2d.bytes"), m(x, "link.d2h.bytes")), (8.0 * 4096.0, 160.0 * 4096.0));
+    assert_eq!((m(x, "uvm.host.pages_d2h"), m(x, "uvm.host.faults"), m(x, "uvm.thrashing.pins")), (0.0, 20.0, 0.0));
+    let back: Vec<&MigrationRecord> = out.migrations.as_ref().unwrap().iter().filter(|r| r.direction == "d2h").collect();
+    assert!(back.len() == 20 && back.iter().all(|r| r.cause == Cause::Hint && r.pages == 8), "{back:?}");
+    // Without the hint the host takes the pages and the GPU faults them in again every iteration.
+    let y = run(&[&pp[..], &["uvm.thrashing.enable=false"]].concat()).metrics;
+    assert_eq!((m(&y, "uvm.host.pages_d2h"), m(&y, "link.h2d.bytes")), (160.0, 160.0 * 4096.0));
+    assert_eq!(m(&y, "uvm.read_dup.host_copies"), 0.0);
+}
+
 /// A hint per allocation (`uvm.advise.per_buffer`): the STREAM triad's a (written), b and c (read),
 /// allocated in that order: b read-mostly, c preferred on the host, a unhinted.
 #[test]

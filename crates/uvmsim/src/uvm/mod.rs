@@ -71,7 +71,10 @@
 //! host mapped; a GPU store to a duplicate faults and collapses it. Thrashing
 //! and preferred-location pages are never prefetched. A host access
 //! ([`Uvm::host_access`]) takes GPU-resident pages back over the link, one CPU
-//! fault per VA block (the block keeps its GPU chunk). CPU unmapping is on
+//! fault per VA block (the block keeps its GPU chunk); a host read of a
+//! read-mostly page copies it back instead and the GPU keeps a read-only
+//! duplicate (the driver's residency order puts read duplication first, for
+//! every faulting processor). CPU unmapping is on
 //! demand per block, or preemptive (`[uvm.preunmap]`: a synchronous range, or
 //! the background worker the batches skip, wait for or fall back from). With
 //! `records`, every copy over the link is a row of the `migrations` table.
@@ -563,6 +566,8 @@ pub struct UvmStats {
     pub dup_copies: u64,
     pub dup_collapses: u64,
     pub dup_invalidations: u64,
+    /// Read-mostly pages a host read copied back, the GPU keeping a read-only duplicate.
+    pub dup_host_copies: u64,
     /// Host accesses: VA blocks the host faulted on, pages it took back from the GPU, and their bytes.
     pub host_faults: u64,
     pub host_pages_d2h: u64,
@@ -1586,6 +1591,8 @@ impl Uvm {
             let mut take: Vec<u64> = vec![];
             let mut pin: Vec<u64> = vec![];
             let mut drop_dup: Vec<u64> = vec![];
+            // Read-mostly pages a host read copies back, the GPU keeping a read-only duplicate.
+            let mut dup_back: Vec<u64> = vec![];
             for p in lo..hi {
                 if !residency.is_resident(p) {
                     continue;
@@ -1594,6 +1601,11 @@ impl Uvm {
                     if write {
                         drop_dup.push(p);
                     }
+                    continue;
+                }
+                if !write && self.advice_of(p) == Advice::ReadMostly {
+                    // Read duplication comes before the thrashing hints (spec/uvm-driver.md, residency order).
+                    dup_back.push(p);
                     continue;
                 }
                 let mut hint = self.thrashing.hint(p, Proc::Host, t);
@@ -1609,14 +1621,15 @@ impl Uvm {
                 }
             }
             let mapped = self.cpu_mapped.contains_key(&block);
-            if take.is_empty() && pin.is_empty() && drop_dup.is_empty() && mapped {
+            if take.is_empty() && pin.is_empty() && drop_dup.is_empty() && dup_back.is_empty() && mapped {
                 block += 1;
                 continue;
             }
-            // One CPU fault per block: the driver unmaps the GPU (and revokes duplicates), copies back.
+            // One CPU fault per block: the driver unmaps the GPU (and revokes duplicates, or the write permission
+            // of the pages it duplicates), copies back.
             self.stats.host_faults += 1;
             t += self.cpu_fault;
-            if !take.is_empty() || !pin.is_empty() || !drop_dup.is_empty() {
+            if !take.is_empty() || !pin.is_empty() || !drop_dup.is_empty() || !dup_back.is_empty() {
                 t += self.costs.map;
                 self.shootdowns.push(block);
             }
@@ -1656,6 +1669,21 @@ impl Uvm {
                         }
                     }
                 }
+            }
+            if !dup_back.is_empty() {
+                // A copy, not a move: the GPU keeps the page (read-only: its next store faults and collapses the
+                // copies), so nothing is unmade resident and the thrashing module is not told.
+                let bytes = dup_back.len() as u64 * 4096;
+                t += self.push_cost(dup_back.len());
+                let xfer = link.transfer_on(Dir::DeviceToHost, bytes, t, now);
+                t = xfer.1;
+                self.record_migration(xfer, &dup_back, Dir::DeviceToHost, Cause::Hint);
+                let host = self.cpu_evicted.entry(block).or_insert([0; 8]);
+                for &p in &dup_back {
+                    prefetch::set(host, (p % BLOCK_PAGES) as usize);
+                    residency.set_dup(p, true);
+                }
+                self.stats.dup_host_copies += dup_back.len() as u64;
             }
             for &p in &drop_dup {
                 residency.unmake_resident(p);
@@ -2985,6 +3013,7 @@ impl Uvm {
         m.int("uvm.read_dup.copies", s.dup_copies);
         m.int("uvm.read_dup.collapses", s.dup_collapses);
         m.int("uvm.read_dup.invalidations", s.dup_invalidations);
+        m.int("uvm.read_dup.host_copies", s.dup_host_copies);
         m.int("uvm.host.faults", s.host_faults);
         m.int("uvm.host.pages_d2h", s.host_pages_d2h);
         m.int("uvm.host.bytes_d2h", s.host_bytes_d2h);
