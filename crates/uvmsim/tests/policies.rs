@@ -233,6 +233,36 @@ fn a_host_read_of_read_mostly_pages_leaves_the_gpu_a_duplicate() {
     assert_eq!(m(&y, "uvm.read_dup.host_copies"), 0.0);
 }
 
+/// Evicting a read-only duplicate copies nothing back: the host holds the page too, and the driver
+/// copies only pages not resident at the destination (uvm_va_block.c, block_copy_resident_pages). A
+/// GEMM C = A·B at 1.5x GPU memory with A read-mostly, B and C unhinted, under block and page eviction
+/// with write-back of every page: A's evicted pages (duplicates: nothing stores to them) are all clean;
+/// B's, read only as well but migrated, are all copied back. Until 2026-12-06 every evicted page was.
+#[test]
+fn evicted_read_only_duplicates_are_not_copied_back() {
+    let gemm = [
+        "workload.kind=blas-gemm",
+        "workload.managed=true",
+        "workload.blas_gemm.n=768",
+        "uvm.records=true",
+        "uvm.oversubscription=1.5",
+        "uvm.advise.per_buffer=[\"read-mostly\", \"none\", \"none\"]",
+    ];
+    for evict in [&["uvm.eviction.granularity=block"][..], &["uvm.eviction.granularity=page", "uvm.eviction.policy=lru"][..]] {
+        let out = run(&[&gemm[..], evict].concat());
+        let x = &out.metrics;
+        let rows = out.allocations.as_ref().expect("an allocations table");
+        assert_eq!(rows.len(), 3, "{evict:?}");
+        let (a, b) = (&rows[0], &rows[1]);
+        assert!(a.pages_evicted > 0 && a.pages_written_back == 0, "{evict:?}: A {a:?}");
+        assert!(b.pages_evicted > 0 && b.pages_written_back == b.pages_evicted, "{evict:?}: B {b:?}");
+        assert_eq!(rows[2].pages_written_back, rows[2].pages_evicted, "{evict:?}: C");
+        assert_eq!(m(x, "uvm.pages_evicted_clean"), a.pages_evicted as f64, "{evict:?}");
+        assert_eq!(m(x, "uvm.bytes_d2h"), (m(x, "uvm.pages_evicted") - a.pages_evicted as f64) * 4096.0, "{evict:?}");
+        assert_eq!(m(x, "uvm.read_dup.copies"), a.pages_h2d as f64, "{evict:?}: every copy of A is a duplicate");
+    }
+}
+
 /// A hint per allocation (`uvm.advise.per_buffer`): the STREAM triad's a (written), b and c (read),
 /// allocated in that order: b read-mostly, c preferred on the host, a unhinted.
 #[test]
@@ -377,6 +407,41 @@ fn prefetch_async_moves_everything_before_the_kernel() {
     assert!(m(x, "time.kernel_ns") * 5.0 < m(&off, "time.kernel_ns"));
     let ab = run(&[&REGULAR[..], &["workload.prefetch_inputs=true", "uvm.advise.policy=accessed-by"]].concat()).metrics;
     assert_eq!((m(&ab, "uvm.prefetch_async.remote_replaced"), m(&ab, "uvm.remote.loads")), (2048.0, 0.0));
+}
+
+/// cudaMemPrefetchAsync of read-mostly data creates read-only duplicates (CUDA runtime API, cudaMemAdvise):
+/// the host keeps its copy and its mapping. The STREAM triad a = b + s·c, 128 pages per array, all three
+/// prefetched, b read-mostly: b's 128 pages are duplicated (its VA block stays host-mapped), a's and c's
+/// migrate (their two blocks unmapped: `uvm.unmap.sync` counts blocks). Nothing faults, nothing
+/// stores to b, so its duplicates stay; a host read of b after the kernel would need no copy back. Before
+/// 2026-12-06 the prefetch migrated b too (3 blocks unmapped, no duplicate).
+#[test]
+fn prefetching_read_mostly_data_duplicates_it() {
+    let st = ["workload.kind=stream", "workload.managed=true", "workload.stream.elements=65536", "workload.prefetch_inputs=true"];
+    let x = run(&[&st[..], &["uvm.advise.per_buffer=[\"none\", \"read-mostly\", \"none\"]"]].concat()).metrics;
+    assert_eq!((m(&x, "uvm.prefetch_async.pages"), m(&x, "uvm.read_dup.copies"), m(&x, "uvm.faults.raw")), (384.0, 128.0, 0.0));
+    assert_eq!((m(&x, "uvm.unmap.sync"), m(&x, "uvm.read_dup.collapses")), (2.0, 0.0));
+    let y = run(&st).metrics;
+    assert_eq!((m(&y, "uvm.read_dup.copies"), m(&y, "uvm.unmap.sync")), (0.0, 3.0));
+    assert_eq!(m(&x, "link.h2d.bytes"), m(&y, "link.h2d.bytes"), "the same bytes cross the link");
+}
+
+/// A read-mostly page resident nowhere is populated on the GPU alone: there is no host copy to
+/// duplicate, so it is the page's only copy (a host read would copy it back, an eviction would write it
+/// back). The triad with b read-mostly and no host initialisation, its pages faulted in or prefetched:
+/// no duplicate, nothing crosses the link. Before 2026-12-06 the 128 zero-filled pages counted as
+/// duplicates (and were marked so: evicting them would have lost them).
+#[test]
+fn read_mostly_pages_resident_nowhere_are_not_duplicates() {
+    let st = ["workload.kind=stream", "workload.managed=true", "workload.stream.elements=65536", "workload.host_init=false"];
+    let rm = "uvm.advise.per_buffer=[\"none\", \"read-mostly\", \"none\"]";
+    for extra in ["workload.prefetch_inputs=false", "workload.prefetch_inputs=true"] {
+        let x = run(&[&st[..], &[rm, extra]].concat()).metrics;
+        assert_eq!((m(&x, "uvm.read_dup.copies"), m(&x, "link.h2d.bytes")), (0.0, 0.0), "{extra}");
+    }
+    // Initialised on the host, the same 128 pages are duplicated by their read faults.
+    let y = run(&[&st[..3], &[rm]].concat()).metrics;
+    assert_eq!(m(&y, "uvm.read_dup.copies"), 128.0);
 }
 
 /// Access-counter migration: a kernel that keeps gathering from a 2 MiB

@@ -67,7 +67,7 @@ pub enum EvictionGranularity {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum WriteBack {
-    /// Every resident page (the UVM driver keeps no dirty state: spec/uvm-driver.md).
+    /// Every resident page (the UVM driver keeps no dirty state: spec/uvm-driver.md) but read-only duplicates, which the host holds too.
     #[default]
     All,
     /// Only the pages the GPU stored to since they arrived; a clean page's host copy is still valid.

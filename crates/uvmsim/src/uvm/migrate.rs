@@ -125,6 +125,10 @@ impl Uvm {
         let pinned_before = self.page_evict.as_ref().map(|pm| pm.pinned.clone());
         for want in pages.chunk_by(|a, b| a / BLOCK_PAGES == b / BLOCK_PAGES) {
             let block = want[0] / BLOCK_PAGES;
+            // Read-mostly: cudaMemPrefetchAsync creates read-only duplicates (CUDA runtime API,
+            // cudaMemAdvise): the host keeps its copy and its mapping, nothing is unmapped or moved.
+            let duplicate = self.advice_of(block * BLOCK_PAGES) == Advice::ReadMostly;
+            debug_assert!(apply || !duplicate, "access counters never see read-mostly pages (never mapped remotely)");
             if block >= unmapped_to {
                 // The host side goes in 8 MiB steps.
                 unmapped_to = block + UNMAP_STEP_BLOCKS;
@@ -186,14 +190,26 @@ impl Uvm {
                     t = xfer.1;
                 }
                 self.record_migration(xfer, &from_cpu, Dir::HostToDevice, cause);
-                self.thrashing.migrated(block, &from_cpu, crate::uvm::thrashing::Proc::Gpu, t);
+                if !duplicate {
+                    // A copy is not a move: duplicates are no thrashing event.
+                    self.thrashing.migrated(block, &from_cpu, crate::uvm::thrashing::Proc::Gpu, t);
+                }
             }
             t += cost(c.map);
             moved.remote_replaced += want.iter().filter(|&&p| residency.is_remote(p)).count() as u64;
             if !apply {
                 later.extend_from_slice(want);
-            } else if self.make_gpu_resident(want, residency) {
-                self.shootdowns.push(block);
+            } else {
+                if self.make_gpu_resident(want, residency) {
+                    self.shootdowns.push(block);
+                }
+                if duplicate {
+                    // Only the pages the host holds become duplicates; the others are populated on the GPU alone.
+                    for &p in &from_cpu {
+                        residency.set_dup(p, true);
+                    }
+                    self.stats.dup_copies += from_cpu.len() as u64;
+                }
             }
             moved.pages += want.len() as u64;
             moved.bytes_h2d += bytes;
@@ -224,6 +240,10 @@ impl Uvm {
     fn unmap_step(&mut self, block: u64, end: u64) -> Ps {
         let (mut n, mut pages, mut most) = (0, 0, 0);
         for b in block..end {
+            if self.advice_of(b * BLOCK_PAGES) == Advice::ReadMostly {
+                // Read-mostly: the prefetch duplicates the pages, the host keeps its copy and its mapping.
+                continue;
+            }
             if let Some(m) = self.cpu_mapped.remove(&b) {
                 n += 1;
                 pages += prefetch::count(&m.pages) as u64;
@@ -242,10 +262,15 @@ impl Uvm {
     /// shot down, its chunk is free. Returns when the chunk can be reused: when the copy is done, or when it
     /// starts with `uvm.eviction.overlap_write_back`.
     pub(super) fn evict_to_host(&mut self, victim: u64, t: Ps, now: Ps, link: &mut Link, residency: &mut Residency) -> Ps {
-        let Evicted { resident: mask, untouched, dirty } = residency.evict_block(victim);
+        let Evicted { resident: mask, untouched, dirty, dup } = residency.evict_block(victim);
         let n = prefetch::count(&mask) as u64;
         // Dirty write-back: only the pages the GPU stored to go back (a clean page's host copy is valid).
-        let copy = if self.dirty_only { dirty } else { mask };
+        // A read-only duplicate never goes back: the host holds it too, and the driver copies only the
+        // pages not resident at the destination (uvm_va_block.c, block_copy_resident_pages).
+        let mut copy = if self.dirty_only { dirty } else { mask };
+        for (c, d) in copy.iter_mut().zip(dup) {
+            *c &= !d;
+        }
         let copied = prefetch::count(&copy) as u64;
         if self.advice_of(victim * BLOCK_PAGES) == Advice::AccessedBy {
             // Accessed-by: the GPU keeps a mapping of the pages, now in host memory.

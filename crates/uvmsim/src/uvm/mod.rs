@@ -67,8 +67,9 @@
 //! module for a hint: throttled pages are not serviced (the refault epoch
 //! makes their warps fault again after the replay), pinned pages and pages
 //! hinted to stay on the host are mapped remotely (no chunk, no copy, no CPU
-//! unmap). Read-mostly reads are copied as read-only duplicates and leave the
-//! host mapped; a GPU store to a duplicate faults and collapses it. Thrashing
+//! unmap). Read-mostly reads (and cudaMemPrefetchAsync) copy the host's pages
+//! as read-only duplicates and leave the host mapped; a GPU store to a
+//! duplicate faults and collapses it; evicting one copies nothing back. Thrashing
 //! and preferred-location pages are never prefetched. A host access
 //! ([`Uvm::host_access`]) takes GPU-resident pages back over the link, one CPU
 //! fault per VA block (the block keeps its GPU chunk); a host read of a
@@ -555,7 +556,7 @@ pub struct UvmStats {
     pub window_skipped_refaults: u64,
     pub evictions: u64,
     pub pages_evicted: u64,
-    /// Evicted pages not copied back: clean, with `write_back = "dirty"`.
+    /// Evicted pages not copied back: read-only duplicates (the host holds them), and clean ones with `write_back = "dirty"`.
     pub pages_evicted_clean: u64,
     pub bytes_d2h: u64,
     /// VA blocks a batch could not service: GPU memory full and every chunk held by the batch's own blocks.
@@ -1786,8 +1787,10 @@ impl Uvm {
             if self.fixed.is_none() {
                 t += self.costs.evict;
             }
-            let dirty: Vec<u64> =
-                if self.dirty_only { victims.iter().copied().filter(|&v| residency.is_dirty(v)).collect() } else { vec![] };
+            // What goes back: every victim, or the dirty ones with `write_back = "dirty"`; never a read-only
+            // duplicate, which the host holds too (the driver copies only pages not resident at the destination).
+            let mut copied: Vec<u64> =
+                victims.iter().copied().filter(|&v| !residency.is_dup(v) && (!self.dirty_only || residency.is_dirty(v))).collect();
             for &v in &victims {
                 self.stats.prefetch_evicted_untouched += residency.is_untouched(v) as u64;
                 residency.unmake_resident(v);
@@ -1799,8 +1802,6 @@ impl Uvm {
                 self.seq_cursor = self.seq_cursor.min(v);
             }
             self.shootdown_pages.extend(&victims);
-            // Dirty write-back: a clean page's host copy is still valid, only the written ones go.
-            let mut copied: Vec<u64> = if self.dirty_only { dirty } else { victims.clone() };
             let bytes = copied.len() as u64 * 4096;
             if bytes > 0 {
                 t += self.push_cost(copied.len());
@@ -2456,9 +2457,11 @@ impl Uvm {
                     self.thrashing.migrated(block, &from_cpu, Proc::Gpu, t);
                 }
             }
+            // Only a page the host holds is duplicated; one resident nowhere is populated on the GPU alone (its
+            // only copy: an eviction copies it back, a host read duplicates it there).
             let dup: Vec<u64> = if duplicate {
-                self.stats.dup_copies += moved as u64;
-                demand.iter().chain(&prefetched).copied().collect()
+                self.stats.dup_copies += from_cpu.len() as u64;
+                from_cpu.clone()
             } else {
                 vec![]
             };

@@ -9,7 +9,9 @@
 //!   GPU as a read-only duplicate; the host keeps its copy and its mapping
 //!   (no CPU unmap). A GPU store to a duplicate faults and collapses it (the
 //!   host copy is unmapped; nothing moves); a host write invalidates the GPU
-//!   copy.
+//!   copy. cudaMemPrefetchAsync duplicates too (CUDA runtime API,
+//!   cudaMemAdvise). An evicted duplicate is dropped, not copied back. A page
+//!   resident nowhere is populated on the GPU alone, its only copy.
 //! - `preferred-location-host` (SetPreferredLocation = CPU): a GPU fault maps
 //!   the page remotely where it is, in host memory (populated there when
 //!   resident nowhere): no migration, and nothing is prefetched away from the

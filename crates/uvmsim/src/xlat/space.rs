@@ -511,7 +511,7 @@ impl Residency {
         for (d, r) in dirty.iter_mut().zip(m.resident) {
             *d &= r;
         }
-        Evicted { resident: m.resident, untouched: m.untouched.iter().map(|w| w.count_ones() as u64).sum(), dirty }
+        Evicted { resident: m.resident, untouched: m.untouched.iter().map(|w| w.count_ones() as u64).sum(), dirty, dup: m.dup }
     }
 
     /// A GPU store reached the resident page `vpn`: it is dirty until it leaves GPU memory.
@@ -558,6 +558,8 @@ pub struct Evicted {
     pub untouched: u64,
     /// Those the GPU stored to (tracked only with dirty write-back).
     pub dirty: [u64; 8],
+    /// Those that were read-only duplicates (read-mostly): the host holds them too.
+    pub dup: [u64; 8],
 }
 
 /// All mapped allocations, sorted by address.
