@@ -263,6 +263,37 @@ fn evicted_read_only_duplicates_are_not_copied_back() {
     }
 }
 
+/// Page-granular eviction when one block's faults outnumber GPU memory: the first pages that fit are
+/// serviced and the rest wait for the next batch. Ping-pong over 8 pages, one iteration, memory for 4
+/// (oversubscription 2), thrashing off: batch 1 fetches the 8 faults, maps pages 0-3 and defers 4-7;
+/// their warps fault again; batch 2 evicts 0-3 (their warps are done) and maps 4-7. So 2 batches, 12 raw
+/// faults (8 + 4), 8 unique, 4 deferred, 4 pages evicted; then the host write takes 4-7 back. Before
+/// 2026-12-06 the block waited for room that never came and the run livelocked (every batch deferred
+/// it); found by the stress run's invariant sweep (scripts/stress_configs.py).
+#[test]
+fn a_block_larger_than_gpu_memory_is_serviced_in_parts() {
+    let pp = [
+        "workload.kind=ping-pong",
+        "workload.managed=true",
+        "workload.ping_pong.pages=8",
+        "workload.ping_pong.iterations=1",
+        "uvm.oversubscription=2",
+        "uvm.eviction.granularity=page",
+        "uvm.thrashing.enable=false",
+    ];
+    let x = run(&pp).metrics;
+    assert_eq!((m(&x, "uvm.batches"), m(&x, "uvm.faults.raw"), m(&x, "uvm.faults.unique")), (2.0, 12.0, 8.0));
+    assert_eq!((m(&x, "uvm.faults.deferred"), m(&x, "uvm.pages_evicted"), m(&x, "uvm.host.pages_d2h")), (4.0, 4.0, 4.0));
+    assert_eq!((m(&x, "link.h2d.bytes"), m(&x, "link.d2h.bytes")), (8.0 * 4096.0, 8.0 * 4096.0));
+    // cudaMemPrefetchAsync likewise: the triad's three 128-page arrays, prefetched one call each into 64 pages
+    // (oversubscription 6): each call fills the memory with its array's first 64 pages, evicting the last
+    // call's (none at the first call). Before, no call moved anything.
+    let st = ["workload.kind=stream", "workload.managed=true", "workload.stream.elements=65536", "workload.prefetch_inputs=true"];
+    let y = run(&[&st[..], &["uvm.oversubscription=6", "uvm.eviction.granularity=page"]].concat()).metrics;
+    assert_eq!((m(&y, "uvm.prefetch_async.calls"), m(&y, "uvm.prefetch_async.pages")), (3.0, 192.0));
+    assert_eq!(m(&y, "uvm.prefetch_async.evictions"), 128.0);
+}
+
 /// A hint per allocation (`uvm.advise.per_buffer`): the STREAM triad's a (written), b and c (read),
 /// allocated in that order: b read-mostly, c preferred on the host, a unhinted.
 #[test]

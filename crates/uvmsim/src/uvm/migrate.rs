@@ -95,7 +95,8 @@ impl Uvm {
     /// replaced) at once; otherwise the pages that moved are returned for the
     /// caller to make resident at that time. The pages of a block that finds
     /// GPU memory full of this call's own blocks, and those after it, stay
-    /// where they are.
+    /// where they are (with page granularity, the block's first pages fill
+    /// what room is left).
     pub(super) fn migrate_to_gpu(
         &mut self,
         now: Ps,
@@ -123,7 +124,8 @@ impl Uvm {
         let mut landed = t;
         // Page granularity: this call's pages are pinned while it runs (make_room pins each block's), not after.
         let pinned_before = self.page_evict.as_ref().map(|pm| pm.pinned.clone());
-        for want in pages.chunk_by(|a, b| a / BLOCK_PAGES == b / BLOCK_PAGES) {
+        for mut want in pages.chunk_by(|a, b| a / BLOCK_PAGES == b / BLOCK_PAGES) {
+            let mut last = false;
             let block = want[0] / BLOCK_PAGES;
             // Read-mostly: cudaMemPrefetchAsync creates read-only duplicates (CUDA runtime API,
             // cudaMemAdvise): the host keeps its copy and its mapping, nothing is unmapped or moved.
@@ -147,7 +149,15 @@ impl Uvm {
                 let calls = self.page_alloc_calls(want.len());
                 t += cost(c.pma_alloc * calls);
                 match self.make_room(want, &mut vec![], t, now, link, residency) {
-                    Some(after) => t = after,
+                    Some((after, admitted)) => {
+                        t = after;
+                        if admitted < want.len() {
+                            // GPU memory is full of this call's pages: the block's first pages fill it, the
+                            // rest of the call stays where it is.
+                            want = &want[..admitted];
+                            last = true;
+                        }
+                    }
                     // GPU memory holds only this call's pages: the rest stays where it is.
                     None => break,
                 }
@@ -216,6 +226,9 @@ impl Uvm {
             moved.copies.push(copy);
             self.stats.bytes_h2d += bytes;
             self.alloc_tally.count(AllocCount::PagesH2d, &self.allocs, from_cpu.iter().copied());
+            if last {
+                break;
+            }
         }
         if let (Some(pm), Some(before)) = (self.page_evict.as_mut(), pinned_before) {
             pm.pinned = before;

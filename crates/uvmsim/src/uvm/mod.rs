@@ -58,7 +58,9 @@
 //! replay re-execute and fault again on pages that were taken away.
 //! With `uvm.eviction.granularity = "page"` memory is counted in 4 KiB pages
 //! instead (`Uvm::make_room`): single pages are evicted, the batch's own
-//! pinned, prefetches that find no room dropped; the allocator still hands
+//! pinned, prefetches that find no room dropped, and a block whose faulted
+//! pages outnumber the room left serviced in part (its first pages; the
+//! others are deferred to the next batch); the allocator still hands
 //! memory out `pma_chunk_blocks` root chunks per call (`Uvm::page_alloc_calls`). `uvm.prefetch.when_full`
 //! changes the prefetcher once memory has been full (Zheng's §5 warm-up).
 //!
@@ -1757,8 +1759,10 @@ impl Uvm {
     /// `prefetched` pages (not resident), evicting unpinned pages by the policy;
     /// prefetched pages that find no room are dropped (the last ones). The
     /// victims go back in one copy; their translations are shot down. Returns
-    /// the time after the evictions, or None if the demand pages find no room
-    /// (every other page is the batch's own): the block waits.
+    /// the time after the evictions and how many of the demand pages (the
+    /// first ones) have room: fewer than all when they outnumber the memory the
+    /// batch's own pages leave (the others wait for the next batch); None if
+    /// none has room (every page is the batch's own): the block waits.
     fn make_room(
         &mut self,
         demand: &[u64],
@@ -1767,7 +1771,7 @@ impl Uvm {
         now: Ps,
         link: &mut Link,
         residency: &mut Residency,
-    ) -> Option<Ps> {
+    ) -> Option<(Ps, usize)> {
         let in_flight = &self.in_flight;
         let pm = self.page_evict.as_mut().expect("page granularity");
         let need = demand.len() + prefetched.len();
@@ -1821,17 +1825,21 @@ impl Uvm {
             self.stats.pages_evicted_clean += (victims.len() - copied.len()) as u64;
             self.stats.bytes_d2h += bytes;
         }
-        if room < demand.len() {
+        if room == 0 {
             return None;
         }
-        prefetched.truncate(room - demand.len());
+        // A block's demand larger than the memory left (GPU memory smaller than one block's faults): the
+        // first pages go now, so that every batch makes progress (before 2026-12-06 the block waited for
+        // room that could never come, and the run livelocked).
+        let admitted = demand.len().min(room);
+        prefetched.truncate(room - admitted);
         let pm = self.page_evict.as_mut().expect("page granularity");
-        for &p in demand.iter().chain(prefetched.iter()) {
+        for &p in demand[..admitted].iter().chain(prefetched.iter()) {
             pm.pages.insert(p, residency.touch(p));
             pm.pinned.insert(p);
         }
         self.full |= pm.pages.len() as u64 >= pm.capacity;
-        Some(t)
+        Some((t, admitted))
     }
 
     /// The driver's CPU time to push a copy of `pages` 4 KiB pages onto a copy-engine channel (`uvm.copy_push_us`,
@@ -2338,7 +2346,7 @@ impl Uvm {
         // Per copy, the blocks' evictions overlap: the round's `evict` stage runs until the last of them is
         // done, its `transfer` stage from then to the last copy's landing (so the stages make the round).
         let mut evict_end = round_start;
-        for (block, demand, mut prefetched) in work {
+        for (block, mut demand, mut prefetched) in work {
             if per_copy {
                 t = round_start;
             }
@@ -2361,7 +2369,13 @@ impl Uvm {
                 let calls = self.page_alloc_calls(demand.len() + prefetched.len());
                 add(&mut t, c.pma_alloc * calls, &mut st.alloc);
                 match self.make_room(&demand, &mut prefetched, t, now, link, residency) {
-                    Some(after) => {
+                    Some((after, admitted)) => {
+                        if admitted < demand.len() {
+                            // The pages with no room wait for the next batch; their warps fault again.
+                            deferred.extend(demand.drain(admitted..));
+                            residency.refault_epoch += 1;
+                            self.seq_cursor = self.seq_cursor.min(block * BLOCK_PAGES);
+                        }
                         if per_copy {
                             evict_end = evict_end.max(after);
                             landed = landed.max(after);
