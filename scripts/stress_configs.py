@@ -4,8 +4,10 @@ Each run picks a preset, a workload at a small input and a few options (fault mo
 model, replay and prefetch policies, eviction, hints, page size, GPU count, migration policy,
 the multi-GPU proposals), runs the `run` example and classifies the outcome: finished (0), bad
 input (2, the message is kept), or anything else: a deadlock or model error (1), a panic
-(101), or no end within the time limit. The last kinds are bugs to look at. Results go to a
-JSON-lines file, one object per run, so an interrupted stress run keeps what it did.
+(101), or no end within the time limit. A finished run's metrics are also checked against the
+accounting identities docs/metrics.md states (`check_invariants`); one that breaks any is
+`invariant`, its violations kept in its row. All but finished and bad input are bugs to look at.
+Results go to a JSON-lines file, one object per run, so an interrupted stress run keeps what it did.
 
     cargo build --release --example run
     python scripts/stress_configs.py target/release/examples/run -n 2000 --seed 1 -o stress.jsonl
@@ -17,7 +19,10 @@ pairs two GPUs shared livelocked (CoMD on mi300a-apu). Session 65 added the 22 s
 since session 40 (CTA dispatch and barriers, TLB fill and MSHR blocking, the polled model's MSHR reading,
 the transfer set's options, overlapped write-backs, records, the multi-GPU oracles, the workloads' copies
 and hints): 1,500 runs at scale 1 (seed 6501) and 800 at scale 4 (seed 6502) all finished or were
-refused with exit code 2.
+refused with exit code 2. Invariant checks (2026-12-06): 300 runs (seed 7201), 1,500 (seed 7202)
+and 400 at scale 4 (seed 7203) broke no identity once two were narrowed to where they hold (an L2 TLB
+configured away has all-0 metrics; resident pages come from the APU's page requests in IOMMU mode, and
+from cudaMemPrefetchAsync, which docs/metrics.md's "without eviction" identity had left out).
 """
 
 from __future__ import annotations
@@ -431,13 +436,21 @@ def check_invariants(metrics: dict[str, float]) -> list[str]:
             m["uvm.faults_per_batch"],
             _ratio(m["uvm.faults.fetched"], m["uvm.batches"]),
         )
-    # Stage times (docs/metrics.md:289, 681): the stages of a batch add up to its time, and the uvm.stage.*
+    # docs/metrics.md:683 (and the uvm.faults.fetch_merged row): the duplicates merged at fetch are some of them.
+    if (
+        has("uvm.faults.fetch_merged", "uvm.faults.duplicate")
+        and m["uvm.faults.fetch_merged"] > m["uvm.faults.duplicate"]
+    ):
+        out.append(
+            f"uvm.faults.fetch_merged <= duplicate: {m['uvm.faults.fetch_merged']:g} > {m['uvm.faults.duplicate']:g}"
+        )
+    # Stage times (docs/metrics.md:289, 686): the stages of a batch add up to its time, and the uvm.stage.*
     # totals and uvm.time_ns cover the same (finished) batches. copy_ns is not a stage.
     stages = [v for k, v in m.items() if k.startswith("uvm.stage.") and k != "uvm.stage.copy_ns"]
     if stages and "uvm.time_ns" in m:
         eq("uvm.time_ns = sum of uvm.stage.*_ns (copy_ns aside)", m["uvm.time_ns"], sum(stages))
 
-    # Prefetching (docs/metrics.md:338, 344, 346, 347): prefetched_pages is prefetch.pages under another name;
+    # Prefetching (docs/metrics.md:344, 349, 351, 352): prefetched_pages is prefetch.pages under another name;
     # pages = used + wasted; evicted_unused is part of wasted.
     if has("uvm.prefetched_pages", "uvm.prefetch.pages"):
         eq("uvm.prefetched_pages = uvm.prefetch.pages", m["uvm.prefetched_pages"], m["uvm.prefetch.pages"])
@@ -455,18 +468,20 @@ def check_invariants(metrics: dict[str, float]) -> list[str]:
             f"uvm.prefetch.evicted_unused <= wasted: {m['uvm.prefetch.evicted_unused']:g}"
             f" > {m['uvm.prefetch.wasted']:g}"
         )
-    # Eviction write-back (docs/metrics.md:352-353): bytes_d2h = (pages_evicted - pages_evicted_clean) * 4096.
+    # Eviction write-back (docs/metrics.md:357-358): bytes_d2h = (pages_evicted - pages_evicted_clean) * 4096.
     if has("uvm.bytes_d2h", "uvm.pages_evicted", "uvm.pages_evicted_clean"):
         eq(
             "uvm.bytes_d2h = (pages_evicted - pages_evicted_clean) * 4096",
             m["uvm.bytes_d2h"],
             (m["uvm.pages_evicted"] - m["uvm.pages_evicted_clean"]) * 4096,
         )
-    # docs/metrics.md:338: every page migrated to the GPU is a demand fault or a prefetch, so without eviction
-    # resident_pages = faults.unique + prefetch.pages. Read-mostly duplicates count in both (docs/metrics.md:714).
-    # The other ways pages arrive or leave are documented beside it and left out here: cudaMemPrefetchAsync
-    # (docs/metrics.md:397) and access-counter migrations (docs/metrics.md:418) bring pages; host take-backs
-    # and pins (docs/metrics.md:381) and host writes invalidating duplicates (docs/metrics.md:378) remove them.
+    # docs/metrics.md:335-343: every page a batch migrates to the GPU is a demand fault or a prefetch, so without
+    # eviction resident_pages = faults.unique + prefetch.pages. Read-mostly duplicates count in both
+    # (docs/metrics.md:719). The other ways pages arrive or leave are left out (the docs said "without eviction"
+    # only until this check: a titan-v stream with workload.prefetch_inputs has 1536 resident pages, 0 faulted,
+    # and ping-pong's host phases take every page back): cudaMemPrefetchAsync (docs/metrics.md:402) and
+    # access-counter migrations (docs/metrics.md:423) bring pages; host take-backs and pins
+    # (docs/metrics.md:386) and host writes invalidating duplicates (docs/metrics.md:383) remove them.
     # Narrowed (stress seed 7201, mi300a-apu, kaveri-apu, mgpusim-r9nano): in IOMMU mode the APU's page requests
     # map the pages (apu.pages_mapped, docs/metrics.md:241-250) and the driver services none, so GMMU mode only.
     others = ("uvm.evictions", "uvm.prefetch_async.pages", "uvm.access_counters.pages", "uvm.host.pages_d2h")
@@ -486,13 +501,23 @@ def check_invariants(metrics: dict[str, float]) -> list[str]:
     if has("uvm.replays", "uvm.batches") and "uvm.polled.faults" not in m:
         if not m["uvm.batches"] - 1 <= m["uvm.replays"] <= m["uvm.batches"]:
             out.append(f"uvm.replays = one per batch: {m['uvm.replays']:g} replays, {m['uvm.batches']:g} batches")
-    # Host take-backs (docs/metrics.md:382): host.bytes_d2h = host.pages_d2h * 4096.
+    # cudaMemPrefetchAsync's and access-counter migrations' copies are also in uvm.bytes_h2d (docs/metrics.md:396,
+    # 410), the former's evictions in uvm.evictions (docs/metrics.md:397).
+    driver_h2d = m.get("uvm.prefetch_async.bytes_h2d", 0) + m.get("uvm.access_counters.bytes_h2d", 0)
+    if "uvm.bytes_h2d" in m and driver_h2d > m["uvm.bytes_h2d"]:
+        out.append(
+            f"uvm.prefetch_async.bytes_h2d + access_counters.bytes_h2d <= uvm.bytes_h2d: {driver_h2d:g}"
+            f" > {m['uvm.bytes_h2d']:g}"
+        )
+    if has("uvm.prefetch_async.evictions", "uvm.evictions") and m["uvm.prefetch_async.evictions"] > m["uvm.evictions"]:
+        out.append("uvm.prefetch_async.evictions <= uvm.evictions")
+    # Host take-backs (docs/metrics.md:387): host.bytes_d2h = host.pages_d2h * 4096.
     if has("uvm.host.bytes_d2h", "uvm.host.pages_d2h"):
         eq("uvm.host.bytes_d2h = pages_d2h * 4096", m["uvm.host.bytes_d2h"], m["uvm.host.pages_d2h"] * 4096)
 
-    # Link bytes (docs/metrics.md:720, 391, 405): in a one-GPU run the link carries the explicit copies
+    # Link bytes (docs/metrics.md:725, 396, 410): in a one-GPU run the link carries the explicit copies
     # (host.memcpy_*) and the migrations, whose bytes add up to the link's. Host to device, every cause is in
-    # uvm.bytes_h2d (docs/metrics.md:743 allocations' pages_h2d: "for any cause"); device to host, the
+    # uvm.bytes_h2d (docs/metrics.md:748 allocations' pages_h2d: "for any cause"); device to host, the
     # causes are evictions (uvm.bytes_d2h), host take-backs and pins (uvm.host.bytes_d2h) and host reads of
     # read-mostly pages (uvm.read_dup.host_copies, a d2h `hint` row). The multi-GPU model moves pages itself
     # (multi.bytes_*), so one GPU only.
@@ -510,7 +535,7 @@ def check_invariants(metrics: dict[str, float]) -> list[str]:
             m["host.memcpy_d2h_bytes"] + back,
         )
 
-    # Baselines (docs/metrics.md:462-464).
+    # Baselines (docs/metrics.md:467-469).
     if has("baseline.copy_then_execute_ns", "baseline.ideal_overlap_ns", "time.total_ns"):
         total = m["time.total_ns"]
         eq(
@@ -526,7 +551,7 @@ def check_invariants(metrics: dict[str, float]) -> list[str]:
         if m["baseline.ideal_overlap_ns"] > m["baseline.copy_then_execute_ns"] + ABS_TOL:
             out.append("baseline.ideal_overlap_ns <= copy_then_execute_ns (the longer of copy and kernel)")
 
-    # Multi-GPU (docs/metrics.md:478-531).
+    # Multi-GPU (docs/metrics.md:483-536).
     per_gpu = sorted(g.group(1) for k in m if (g := GPU_PREFIX.match(k)))
     if per_gpu and "multi.insts" in m:
         eq("multi.insts = sum of gpu*.insts", m["multi.insts"], sum(m[f"{g}.insts"] for g in per_gpu))
@@ -574,8 +599,8 @@ def check_invariants(metrics: dict[str, float]) -> list[str]:
     if has("multi.migrations", "multi.migrations.h2d", "multi.migrations.p2p"):
         eq("multi.migrations = h2d + p2p", m["multi.migrations"], m["multi.migrations.h2d"] + m["multi.migrations.p2p"])
         if m.get("multi.migrations.counter", 0) > m["multi.migrations.p2p"]:
-            out.append("multi.migrations.counter <= migrations.p2p (docs/metrics.md:499: of p2p)")
-    # docs/metrics.md:724-734: one 4 KiB page per move; bytes 0 under multi.oracle.no_migration_latency.
+            out.append("multi.migrations.counter <= migrations.p2p (docs/metrics.md:504: of p2p)")
+    # docs/metrics.md:729-739: one 4 KiB page per move; bytes 0 under multi.oracle.no_migration_latency.
     if has("multi.bytes_h2d", "multi.migrations.h2d") and m["multi.bytes_h2d"] not in (
         0,
         4096 * m["multi.migrations.h2d"],
@@ -589,18 +614,18 @@ def check_invariants(metrics: dict[str, float]) -> list[str]:
             out.append(
                 f"multi.bytes_p2p = 4096 * (migrations.p2p + replications): {m['multi.bytes_p2p']:g} vs {pages:g} pages"
             )
-    # docs/metrics.md:512: sent >= necessary + unnecessary (requests still on their way count in neither).
+    # docs/metrics.md:517: sent >= necessary + unnecessary (requests still on their way count in neither).
     if has("multi.invalidations.sent", "multi.invalidations.necessary", "multi.invalidations.unnecessary"):
         if m["multi.invalidations.sent"] < m["multi.invalidations.necessary"] + m["multi.invalidations.unnecessary"]:
             out.append("multi.invalidations.sent >= necessary + unnecessary")
-    # docs/metrics.md:531: GMMU mode, one host-MMU TLB lookup per far fault and per access-counter migration.
+    # docs/metrics.md:536: GMMU mode, one host-MMU TLB lookup per far fault and per access-counter migration.
     if has("host_mmu.tlb.accesses", "multi.far_faults", "host_mmu.walker.walks"):
         eq(
             "host_mmu.tlb.accesses = multi.far_faults + multi.migrations.counter",
             m["host_mmu.tlb.accesses"],
             m["multi.far_faults"] + m.get("multi.migrations.counter", 0),
         )
-    # docs/metrics.md:569: remote_probes >= false_positives + remote_hits.
+    # docs/metrics.md:574: remote_probes >= false_positives + remote_hits.
     if has("multi.least_tlb.remote_probes", "multi.least_tlb.false_positives", "multi.least_tlb.remote_hits"):
         if m["multi.least_tlb.remote_probes"] < m["multi.least_tlb.false_positives"] + m["multi.least_tlb.remote_hits"]:
             out.append("multi.least_tlb.remote_probes >= false_positives + remote_hits")

@@ -69,6 +69,11 @@ ONE_GPU: dict[str, float] = {
     "uvm.faults.unfetched": 3,
     "uvm.faults.retried": 30,
     "uvm.faults.unique": 25,
+    "uvm.faults.duplicate": 5,
+    "uvm.faults.fetch_merged": 3,
+    "uvm.prefetch_async.bytes_h2d": 20 * 4096,
+    "uvm.prefetch_async.evictions": 1,
+    "uvm.access_counters.bytes_h2d": 10 * 4096,
     "uvm.batches": 4,
     "uvm.replays": 4,
     "uvm.faults_per_batch": 10.0,
@@ -101,6 +106,7 @@ ONE_GPU: dict[str, float] = {
 # Without eviction nor host take-backs: resident pages are the faulted and the prefetched ones.
 NO_EVICTION = ONE_GPU | {
     "uvm.evictions": 0,
+    "uvm.prefetch_async.evictions": 0,
     "uvm.pages_evicted": 0,
     "uvm.pages_evicted_clean": 0,
     "uvm.bytes_d2h": 0,
@@ -196,6 +202,13 @@ BROKEN = [
     (ONE_GPU, {"host.memcpy_bytes": 8192}, "host.memcpy_bytes = h2d + d2h"),
     (ONE_GPU, {"uvm.faults.unfetched": 4}, "uvm.faults.raw = fetched + flushed + unfetched"),
     (ONE_GPU, {"uvm.faults_per_batch": 12.5}, "uvm.faults_per_batch = fetched / batches"),
+    (ONE_GPU, {"uvm.faults.duplicate": 2, "uvm.faults.fetch_merged": 3}, "uvm.faults.fetch_merged <= duplicate"),
+    (
+        ONE_GPU,
+        {"uvm.prefetch_async.bytes_h2d": 30 * 4096, "uvm.access_counters.bytes_h2d": 11 * 4096},
+        "<= uvm.bytes_h2d",
+    ),
+    (ONE_GPU, {"uvm.prefetch_async.evictions": 2}, "uvm.prefetch_async.evictions <= uvm.evictions"),
     (ONE_GPU, {"uvm.stage.replay_ns": 31.0}, "uvm.time_ns = sum of uvm.stage.*_ns"),
     (ONE_GPU, {"uvm.prefetched_pages": 16}, "uvm.prefetched_pages = uvm.prefetch.pages"),
     (ONE_GPU, {"uvm.prefetch.used": 10}, "uvm.prefetch.pages = used + wasted"),
