@@ -22,7 +22,11 @@ and hints): 1,500 runs at scale 1 (seed 6501) and 800 at scale 4 (seed 6502) all
 refused with exit code 2. Invariant checks (2026-12-06): 300 runs (seed 7201), 1,500 (seed 7202)
 and 400 at scale 4 (seed 7203) broke no identity once two were narrowed to where they hold (an L2 TLB
 configured away has all-0 metrics; resident pages come from the APU's page requests in IOMMU mode, and
-from cudaMemPrefetchAsync, which docs/metrics.md's "without eviction" identity had left out).
+from cudaMemPrefetchAsync, which docs/metrics.md's "without eviction" identity had left out). A targeted
+sweep beside them (hints x eviction granularity and write-back x cudaMemPrefetchAsync) broke no identity
+but found a livelock (exit 1, not fixed): with uvm.eviction.granularity = "page", a VA block whose faulted
+pages in one batch outnumber GPU memory is deferred whole at every batch (titan-v ping-pong, 64 pages,
+uvm.oversubscription = 2: 32 pages of memory, 0 ever resident; make_room in crates/uvmsim/src/uvm/mod.rs).
 """
 
 from __future__ import annotations
