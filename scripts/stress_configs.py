@@ -24,9 +24,10 @@ and 400 at scale 4 (seed 7203) broke no identity once two were narrowed to where
 configured away has all-0 metrics; resident pages come from the APU's page requests in IOMMU mode, and
 from cudaMemPrefetchAsync, which docs/metrics.md's "without eviction" identity had left out). A targeted
 sweep beside them (hints x eviction granularity and write-back x cudaMemPrefetchAsync) broke no identity
-but found a livelock (exit 1, not fixed): with uvm.eviction.granularity = "page", a VA block whose faulted
-pages in one batch outnumber GPU memory is deferred whole at every batch (titan-v ping-pong, 64 pages,
-uvm.oversubscription = 2: 32 pages of memory, 0 ever resident; make_room in crates/uvmsim/src/uvm/mod.rs).
+but found a livelock (exit 1): with uvm.eviction.granularity = "page", a VA block whose faulted
+pages in one batch outnumbered GPU memory was deferred whole at every batch (titan-v ping-pong, 64 pages,
+uvm.oversubscription = 2: 32 pages of memory, 0 ever resident); fixed the same day (make_room services
+the block's first pages, tests/policies.rs a_block_larger_than_gpu_memory_is_serviced_in_parts).
 """
 
 from __future__ import annotations
