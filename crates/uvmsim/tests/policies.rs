@@ -294,6 +294,35 @@ fn a_block_larger_than_gpu_memory_is_serviced_in_parts() {
     assert_eq!(m(&y, "uvm.prefetch_async.evictions"), 128.0);
 }
 
+/// A transfer set's prefetches never take the memory the same batch's demand pages need. The
+/// sequential prefetcher's candidates start below the faulting block (its cursor walks the address
+/// space), so in VA-block order a prefetch-only block came first; with GPU memory of one 2 MiB block it
+/// took the only root chunk, pinned as the batch's, and the demand block found none to evict: deferred
+/// at every batch, the run livelocked (until 2026-12-06; scripts/edge_sweep.py's `tiny` grid, stream at
+/// uvm.oversubscription 2 to 64 with random, sequential or locality prefetch, driver and fixed-latency
+/// cost models). The STREAM triad's three 128-page arrays (65536 8-byte elements each, one 2 MiB block
+/// each) through one block of memory: every page crosses once, and two blocks go back, whole.
+#[test]
+fn prefetches_leave_room_for_the_batch_demand_pages() {
+    let st = [
+        "workload.kind=stream",
+        "workload.managed=true",
+        "workload.stream.elements=65536",
+        "uvm.oversubscription=4",
+        "uvm.prefetch.policy=sequential",
+        "uvm.thrashing.enable=false",
+        "sim.watchdog_batches=1000",
+    ];
+    let x = run(&[&st[..], &["uvm.eviction.granularity=block"]].concat()).metrics;
+    assert_eq!(m(&x, "uvm.gpu_memory_bytes"), 2.0 * 1024.0 * 1024.0, "one block of GPU memory");
+    assert_eq!((m(&x, "link.h2d.bytes"), m(&x, "link.d2h.bytes")), (384.0 * 4096.0, 256.0 * 4096.0));
+    assert_eq!(m(&x, "uvm.evictions"), 2.0);
+    // Page granularity, 6 pages of memory, the fixed-latency model: it finishes too.
+    let y = run(&[&st[..], &["uvm.eviction.granularity=page", "uvm.oversubscription=64", "uvm.cost_model=fixed-latency"]].concat());
+    assert_eq!(m(&y.metrics, "uvm.gpu_memory_bytes"), 6.0 * 4096.0);
+    assert!(m(&y.metrics, "uvm.faults.unique") >= 384.0, "every page faulted in");
+}
+
 /// A hint per allocation (`uvm.advise.per_buffer`): the STREAM triad's a (written), b and c (read),
 /// allocated in that order: b read-mostly, c preferred on the host, a unhinted.
 #[test]

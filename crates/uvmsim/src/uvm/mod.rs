@@ -54,6 +54,9 @@
 //! shot down (`shootdowns`, done by the world), and the block's service
 //! restarts (its per-block cost again). If every chunk belongs to the batch's
 //! own blocks, the block is deferred: its faults come again after the replay.
+//! Prefetches never take the memory the batch's later demand pages need
+//! (`Uvm::room_for_later`): a transfer set's prefetch-only block before a
+//! demand block takes no chunk that block would need.
 //! An eviction bumps the residency's refault epoch, so warps that wait for a
 //! replay re-execute and fault again on pages that were taken away.
 //! With `uvm.eviction.granularity = "page"` memory is counted in 4 KiB pages
@@ -1842,6 +1845,32 @@ impl Uvm {
         Some((t, admitted))
     }
 
+    /// Drops a batch entry's `prefetched` pages (the last ones) that would take the memory its own
+    /// `demand` pages and the batch's `later` entries' demand pages need: pages with page granularity,
+    /// with block granularity a prefetch-only block's root chunk (`pinned`: the batch's blocks, whose
+    /// chunks cannot be evicted). The evictable memory counts: pages or chunks the batch has not pinned.
+    fn room_for_later(&self, prefetched: &mut Vec<u64>, demand: usize, block: u64, later: &[(u64, usize)], pinned: &[u64]) {
+        if let Some(pm) = self.page_evict.as_ref() {
+            let need: usize = demand + later.iter().map(|l| l.1).sum::<usize>();
+            let free = (pm.capacity as usize).saturating_sub(pm.pages.len());
+            if need + prefetched.len() <= free {
+                return;
+            }
+            let held = pm.pinned.len() + self.in_flight.keys().filter(|&p| !pm.pinned.contains(p) && pm.pages.contains(*p)).count();
+            prefetched.truncate((pm.capacity as usize).saturating_sub(held).saturating_sub(need));
+        } else if demand == 0 && !self.chunks.owns(block) {
+            let free = self.free_chunks.saturating_add(self.capacity_chunks.saturating_sub(self.allocated_chunks));
+            let need = later.iter().filter(|l| l.1 > 0 && !self.chunks.owns(l.0)).map(|l| l.0).collect::<FxHashSet<_>>().len() as u64;
+            if free > need {
+                return;
+            }
+            let unpinned = (self.chunks.len() - pinned.iter().filter(|&&b| self.chunks.owns(b)).count()) as u64;
+            if free + unpinned <= need {
+                prefetched.clear();
+            }
+        }
+    }
+
     /// The driver's CPU time to push a copy of `pages` 4 KiB pages onto a copy-engine channel (`uvm.copy_push_us`,
     /// `uvm.copy_push_per_page_us`); the driver cost model only (the other models charge a copy its link time).
     fn push_cost(&self, pages: usize) -> Ps {
@@ -2346,7 +2375,9 @@ impl Uvm {
         // Per copy, the blocks' evictions overlap: the round's `evict` stage runs until the last of them is
         // done, its `transfer` stage from then to the last copy's landing (so the stages make the round).
         let mut evict_end = round_start;
-        for (block, mut demand, mut prefetched) in work {
+        // Each entry's block and demand pages, for the room the entries after it need (`room_for_later`).
+        let demand_of: Vec<(u64, usize)> = work.iter().map(|w| (w.0, w.1.len())).collect();
+        for (idx, (block, mut demand, mut prefetched)) in work.into_iter().enumerate() {
             if per_copy {
                 t = round_start;
             }
@@ -2354,6 +2385,16 @@ impl Uvm {
                 prefetched = self.block_prefetch(block, &demand, residency);
                 if self.thrashing.tracking() || !self.advised.is_empty() {
                     prefetched.retain(|&p| self.prefetchable(p));
+                }
+            }
+            // Prefetches take only the memory the batch's later demand pages leave: in VA-block order a
+            // transfer set's prefetch-only block (or a block's prefetched pages) before a demand block could
+            // otherwise fill a full memory with pages the batch pins, deferring the demand block at every
+            // batch (before 2026-12-06 the run livelocked: stream at uvm.oversubscription = 8, sequential).
+            if !prefetched.is_empty() {
+                self.room_for_later(&mut prefetched, demand.len(), block, &demand_of[idx + 1..], &pinned);
+                if demand.is_empty() && prefetched.is_empty() {
+                    continue;
                 }
             }
             let new_block = self.gpu_blocks.insert(block);
