@@ -3012,10 +3012,12 @@ impl Uvm {
 
     pub fn describe(&self, out: &mut Vec<String>) {
         out.push(format!(
-            "uvm driver: {:?}, {} faults buffered, {} rounds in flight",
+            "uvm driver: {:?}, {} faults buffered, {} rounds in flight, {} held at µTLBs ({} outstanding)",
             self.state_name(),
             self.buffer.len(),
-            self.flights.len()
+            self.flights.len(),
+            self.parked(),
+            self.outstanding.iter().map(|&o| o as u64).sum::<u64>()
         ));
     }
 
