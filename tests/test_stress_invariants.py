@@ -265,3 +265,15 @@ def test_narrowed_identities() -> None:
     apu |= {"uvm.prefetch.used": 0, "uvm.prefetch.wasted": 0, "uvm.prefetch.evicted_unused": 0}
     assert stress.check_invariants(apu)
     assert stress.check_invariants(apu | {"apu.pages_mapped": 40}) == []
+
+
+def test_replay_count_follows_the_replay_policy() -> None:
+    # ONE_GPU has 4 batches. "once" replays only when the buffer is drained (fewer), "block" after each VA
+    # block (more): edge_sweep.py found 68 finished runs of those policies flagged by the one-per-batch rule.
+    fewer, more = ONE_GPU | {"uvm.replays": 1}, ONE_GPU | {"uvm.replays": 9}
+    assert any("uvm.replays" in v for v in stress.check_invariants(fewer))
+    assert any("uvm.replays" in v for v in stress.check_invariants(more, "batch"))
+    assert not any("uvm.replays" in v for v in stress.check_invariants(fewer, "once"))
+    assert not any("uvm.replays" in v for v in stress.check_invariants(more, "block"))
+    assert any("uvm.replays" in v for v in stress.check_invariants(more, "once"))
+    assert any("uvm.replays" in v for v in stress.check_invariants(fewer, "block"))
