@@ -571,9 +571,16 @@ impl Model for World {
                             let uvm = &self.uvm;
                             gpu.replay_ended(&ended, now, q, |u, p| uvm.in_service(u, p))
                         }
-                        // Blocking faults, memory full: every waiting warp re-executes after an eviction.
+                        // Blocking faults, memory full: every waiting warp re-executes after an eviction; so does
+                        // one waiting for a page whose fault ended unmapped (its block deferred, or evicted again):
+                        // it may have gone to sleep after the service's refault epoch began, and nothing else
+                        // would raise the page again (before 2026-12-06 such warps slept for ever: a deadlock).
                         None if self.uvm.full => {
-                            self.uvm.take_ended();
+                            let residency = &gpu.xlat.space.residency;
+                            let lost: Vec<u64> = self.uvm.take_ended().into_iter().filter(|&p| !residency.is_mapped(p)).collect();
+                            for p in lost {
+                                gpu.requeue_waiters(p);
+                            }
                             gpu.replay(now, q)
                         }
                         None => {

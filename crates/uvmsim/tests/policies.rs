@@ -323,6 +323,52 @@ fn prefetches_leave_room_for_the_batch_demand_pages() {
     assert!(m(&y.metrics, "uvm.faults.unique") >= 384.0, "every page faulted in");
 }
 
+/// Blocking faults once GPU memory is full: a warp waiting for a page whose fault ended unmapped (its
+/// block deferred for want of memory) re-executes at the replay and faults again. It could have gone
+/// to sleep after the service began the refault epoch meant to wake it (the fixed-latency model services
+/// a batch at its start and lands it later), so the epoch alone left it asleep with nothing raising its
+/// page: before 2026-12-06 both runs below stopped with "no event is pending" (found by
+/// scripts/edge_sweep.py: nw from `gtx480-zheng` at 1/8 of its footprint, and MiniFE on `a100-pcie4` at 1/64
+/// with 4 KiB eviction). Each defers blocks and must run to its end.
+#[test]
+fn blocking_warps_whose_deferred_faults_ended_unmapped_fault_again() {
+    let preset = |name: &str| Source::preset(name, std::fs::read_to_string(format!("../../presets/{name}.toml")).unwrap());
+    let common = ["workload.managed=true", "uvm.fault_mode=blocking", "uvm.cost_model=fixed-latency"];
+    let cases: [(&str, &[&str]); 2] = [
+        (
+            "gtx480-zheng",
+            &[
+                "workload.kind=nw",
+                "workload.nw.n=512",
+                "uvm.oversubscription=8",
+                "uvm.eviction.policy=lfu",
+                "uvm.prefetch.policy=sequential",
+            ],
+        ),
+        (
+            "a100-pcie4",
+            &[
+                "workload.kind=minife",
+                "workload.minife.nx=16",
+                "workload.minife.ny=16",
+                "workload.minife.nz=16",
+                "workload.minife.iterations=2",
+                "uvm.oversubscription=64",
+                "uvm.eviction.granularity=page",
+                "uvm.eviction.policy=random",
+                "uvm.prefetch.policy=random-4k",
+                "uvm.prefetch.when_full=locality",
+            ],
+        ),
+    ];
+    for (name, sets) in cases {
+        let o: Vec<String> = common.iter().chain(sets).map(|s| s.to_string()).collect();
+        let c = resolve(&[preset(name)], &o).unwrap_or_else(|e| panic!("{e}"));
+        let x = simulate_full(&c).unwrap_or_else(|e| panic!("{name}: {e}")).metrics;
+        assert!(m(&x, "uvm.faults.deferred") > 0.0 && m(&x, "uvm.evictions") > 0.0, "{name}");
+    }
+}
+
 /// A hint per allocation (`uvm.advise.per_buffer`): the STREAM triad's a (written), b and c (read),
 /// allocated in that order: b read-mostly, c preferred on the host, a unhinted.
 #[test]

@@ -1828,12 +1828,14 @@ impl Uvm {
             self.stats.pages_evicted_clean += (victims.len() - copied.len()) as u64;
             self.stats.bytes_d2h += bytes;
         }
-        if room == 0 {
+        // A block's demand larger than GPU memory itself: the first pages that fit go now, so that every
+        // batch makes progress (before 2026-12-06 the block waited for room that could never come, and the
+        // run livelocked). A demand that fits in GPU memory but not beside the batch's own pages waits
+        // whole for the next batch, when they are no longer pinned.
+        let capacity = self.page_evict.as_ref().expect("page granularity").capacity as usize;
+        if room == 0 || (room < demand.len() && demand.len() <= capacity) {
             return None;
         }
-        // A block's demand larger than the memory left (GPU memory smaller than one block's faults): the
-        // first pages go now, so that every batch makes progress (before 2026-12-06 the block waited for
-        // room that could never come, and the run livelocked).
         let admitted = demand.len().min(room);
         prefetched.truncate(room - admitted);
         let pm = self.page_evict.as_mut().expect("page granularity");
