@@ -36,7 +36,13 @@ ends (uvm/mod.rs, the per_block_replay segments in `service`). The 35 errors, ea
 (a) 6 deadlocks ("no event is pending"), blocking faults + fixed-latency model + page or block eviction at
 oversubscription 8-64, e.g. a100-pcie4 minife 16^3 x 2, oversubscription 64, page, random eviction, no
 prefetch: warps wait for a page no fault is raised for (nothing buffered, held or outstanding); gone with
-the driver model, utlb_merge_faults = true or utlb_fault_limit <= 2; not root-caused. (b) 14 watchdog
+the driver model, utlb_merge_faults = true or utlb_fault_limit <= 2. Root-caused and fixed the same day
+(world.rs): with memory full, a blocking replay re-executed only the warps of a new refault epoch, and a
+warp that slept after the service began that epoch waited for ever on its deferred page; the replay now
+requeues the waiters of every page whose fault ended unmapped (tests/policies.rs
+blocking_warps_whose_deferred_faults_ended_unmapped_fault_again). Re-run alone, all 6 (and one block-
+granularity nw run that finished before room_for_later and deadlocked with it) now finish; the other 28
+errors below still stop on the watchdog. (b) 14 watchdog
 stops in the polled model with page eviction at oversubscription 64 (6-64 pages for 128 warps' faults; 0
 pages resident, all memory crossing the link: each round evicts the pages the last one landed before their
 warps re-execute), plus 2 with block eviction (gather, 1 chunk, oracle or no prefetch) and 1 read-mostly random:
