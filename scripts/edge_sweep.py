@@ -109,16 +109,8 @@ OVERSUB = ("1.01", "2", "8", "64")
 GRANULARITY = ('"block"', '"page"')
 EVICTION_POLICY = ('"driver"', '"lru"', '"random"', '"lfu"')
 WRITE_BACK = ('"all"', '"dirty"')
-PREFETCH = (
-    '"none"',
-    '"density"',
-    '"random"',
-    '"sequential"',
-    '"locality"',
-    '"oracle"',
-    '"sequential-local"',
-    '"random-4k"',
-)
+# Every prefetch policy, in the stress run's order (the grid's rotation depends on it).
+PREFETCH: tuple[str, ...] = tuple(STRESS.OPTIONS["uvm.prefetch.policy"])
 WHEN_FULL = ('"keep"', '"stop"', '"locality"')
 ADVISE = ('"none"', '"read-mostly"', '"preferred-location-host"', '"accessed-by"')
 FAULT_MODE = ('"replayable"', '"blocking"')
