@@ -360,9 +360,9 @@ def check_invariants(metrics: dict[str, float], replay_policy: str = "batch-flus
 
     # One translation per L1 TLB lookup (docs/metrics.md:108).
     for key in m:
-        g = re.fullmatch(r"(gpu\d+)\.translations", key)
-        if g and f"{g.group(1)}.l1tlb.accesses" in m:
-            eq(f"{key} = {g.group(1)}.l1tlb.accesses", m[key], m[f"{g.group(1)}.l1tlb.accesses"])
+        tm = re.fullmatch(r"(gpu\d+)\.translations", key)
+        if tm and f"{tm.group(1)}.l1tlb.accesses" in m:
+            eq(f"{key} = {tm.group(1)}.l1tlb.accesses", m[key], m[f"{tm.group(1)}.l1tlb.accesses"])
 
     # L2 TLB lookups = L1 TLB misses + µTLB retries after replays (docs/metrics.md:131). The retries are the
     # one-GPU driver's (uvm.faults.retried); the multi-GPU model has no µTLB retries, so there the sum over the
@@ -406,10 +406,12 @@ def check_invariants(metrics: dict[str, float], replay_policy: str = "batch-flus
     # DRAM bytes (docs/metrics.md:281) = (reads + writes) * gpu.line_bytes + pte_reads * 64. The line size is
     # config, not a metric: the rest must be a whole number of lines of a power-of-two size.
     for key in m:
-        g = re.fullmatch(r"(gpu\d+)\.dram\.bytes", key)
-        if not g or not has(f"{g.group(1)}.dram.reads", f"{g.group(1)}.dram.writes", f"{g.group(1)}.dram.pte_reads"):
+        dm = re.fullmatch(r"(gpu\d+)\.dram\.bytes", key)
+        if not dm:
             continue
-        p = g.group(1)
+        p = dm.group(1)
+        if not has(f"{p}.dram.reads", f"{p}.dram.writes", f"{p}.dram.pte_reads"):
+            continue
         lines = m[f"{p}.dram.reads"] + m[f"{p}.dram.writes"]
         data = m[key] - 64 * m[f"{p}.dram.pte_reads"]
         if lines == 0:
@@ -566,7 +568,7 @@ def check_invariants(metrics: dict[str, float], replay_policy: str = "batch-flus
             out.append("baseline.ideal_overlap_ns <= copy_then_execute_ns (the longer of copy and kernel)")
 
     # Multi-GPU (docs/metrics.md:483-536).
-    per_gpu = sorted(g.group(1) for k in m if (g := GPU_PREFIX.match(k)))
+    per_gpu = sorted(mt.group(1) for k in m if (mt := GPU_PREFIX.match(k)))
     if per_gpu and "multi.insts" in m:
         eq("multi.insts = sum of gpu*.insts", m["multi.insts"], sum(m[f"{g}.insts"] for g in per_gpu))
         for g in per_gpu:
