@@ -2565,7 +2565,11 @@ impl Uvm {
             }
             t = landed;
         }
-        if !per_block_replay || segments.is_empty() {
+        // `block` policy: blocks deferred after the last one serviced cost their checks after its replay; their
+        // faults need a replay of their own (before 2026-12-06 the batch ended with that block's, and its time
+        // fell short of its stages).
+        let deferred_last = per_block_replay && segments.back().is_some_and(|s: &Segment| s.end < t);
+        if !per_block_replay || segments.is_empty() || deferred_last {
             if driver {
                 t += c.tracker + c.replay;
                 (st.tracker, st.replay) = (st.tracker + c.tracker, st.replay + c.replay);
