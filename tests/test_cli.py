@@ -774,3 +774,26 @@ def test_an_output_file_that_is_a_directory_exits_1_before_any_work(
 
 def _no_draw(*args: object) -> None:
     raise AssertionError("drew a plot it cannot write")
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "stream"), [(["run", "--no-such-option"], 2, "stderr"), (["--help"], 0, "stdout")]
+)
+def test_the_command_keeps_its_exit_code_and_exit_handlers_once_pyarrow_is_loaded(
+    argv: list[str], code: int, stream: str
+) -> None:
+    """With pyarrow loaded the command leaves by os._exit (its thread pools can abort the interpreter's
+    teardown, apache/arrow#34314): the exit code, what was printed and the exit handlers must survive it."""
+    import subprocess
+
+    script = (
+        "import atexit, sys, pyarrow\n"
+        "atexit.register(lambda: print('exit handlers ran', file=sys.stderr))\n"
+        "from uvmsim.cli import entry\n"
+        f"sys.argv = ['uvmsim', *{argv!r}]\n"
+        "entry()\n"
+    )
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert p.returncode == code, p.stderr
+    assert "exit handlers ran" in p.stderr
+    assert ("error:" if code else "Usage:") in getattr(p, stream)

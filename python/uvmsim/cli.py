@@ -14,6 +14,7 @@ whether it came from an input or an output.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import datetime as dt
 import json
@@ -988,3 +989,25 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
             raise
         _fail(f"internal error: {type(e).__name__}: {e} (set UVMSIM_TRACEBACK=1 for the traceback)", EXIT_SIM_FAILED)
     sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def entry() -> NoReturn:
+    """The ``uvmsim`` command and ``python -m uvmsim``: `main`, leaving without the interpreter's teardown once
+    pyarrow is loaded (a run's tables, a sweep, a plot). pyarrow's thread pools can abort that teardown
+    ("terminate called without an active exception", exit -6 instead of the command's code: apache/arrow#34314;
+    seen in CI after `uvmsim plot` exited 2). The exit handlers still run (a sweep's Ray cluster shuts down)."""
+    try:
+        main()
+    except SystemExit as e:
+        if "pyarrow" not in sys.modules:
+            raise
+        code = e.code
+    if not isinstance(code, int):  # sys.exit(message): Python prints it and exits 1
+        if code is not None:
+            print(code, file=sys.stderr)
+        code = 0 if code is None else 1
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a closed pipe: nothing left to say
+            stream.flush()
+    os._exit(code)
