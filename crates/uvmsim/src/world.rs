@@ -663,10 +663,19 @@ impl World {
         let residency = &self.gpus[0].xlat.space.residency;
         let mut lines = vec![self.uvm.state_line(residency)];
         self.gpus[0].describe_waiting(&mut lines);
+        // Faults the thrashing mitigation throttles come back until the nap ends: a wait, not thrashing memory.
+        let why = match self.uvm.throttled_until() {
+            Some(until) if until > now => format!(
+                "the last batch's pages are throttled by the thrashing mitigation until {:.3} ns (uvm.thrashing.nap \
+                 lapses of uvm.thrashing.lapse_us), and their warps fault until then: shorten the nap or the lapse, \
+                 or raise sim.watchdog_batches",
+                sim::ps_to_ns(until)
+            ),
+            _ => "GPU memory thrashing: raise uvm.gpu_memory_bytes or lower uvm.oversubscription".into(),
+        };
         Err(SimError::Model(format!(
             "no progress at {:.3} ns: {} far-fault batches in a row ended with no warp instruction completed \
-             (sim.watchdog_batches); the faulted instructions keep re-executing and faulting again (GPU memory \
-             thrashing: raise uvm.gpu_memory_bytes or lower uvm.oversubscription); state:\n  {}",
+             (sim.watchdog_batches); the faulted instructions keep re-executing and faulting again ({why}); state:\n  {}",
             sim::ps_to_ns(now),
             self.stuck_steps,
             lines.join("\n  ")

@@ -78,6 +78,21 @@ fn the_watchdog_names_the_far_fault_state() {
     // Off, and at its default, the same run ends.
     zheng(&["workload.kind=stream", "sim.watchdog_batches=0"]).unwrap();
     zheng(&["workload.kind=stream"]).unwrap();
+    // Pages the thrashing mitigation throttles fault until their nap ends: the watchdog says so, and when, rather
+    // than blaming GPU memory (until 2026-12-06 it did: a ping-pong page throttled for 100 s, memory half full).
+    let throttled = [
+        "workload.kind=ping-pong",
+        "workload.ping_pong.pages=64",
+        "uvm.cost_model=fixed-latency",
+        "uvm.thrashing.threshold=1",
+        "uvm.thrashing.pin_threshold=255",
+        "uvm.thrashing.lapse_us=1000000",
+        "uvm.thrashing.nap=100",
+        "sim.watchdog_batches=2000",
+    ];
+    let err = zheng(&throttled).unwrap_err();
+    assert!(err.contains("no progress") && err.contains("throttled by the thrashing mitigation until"), "{err}");
+    assert!(!err.contains("raise uvm.gpu_memory_bytes"), "{err}");
 }
 
 /// Zheng's §5.2 continued prefetch on the polled handler, XSBench at 50% (random lookups:

@@ -904,6 +904,8 @@ pub struct Uvm {
     run_throttled: u32,
     max_throttled: u32,
     batch_throttled: bool,
+    /// When the last batch's throttled pages' naps end, if it throttled any (the watchdog's report).
+    throttled_until: Option<Ps>,
     /// The buffer's PUT pointer as the driver last read it: faults written by then (`time <=`) are between GET and
     /// PUT; a fetch reads it again only when it has taken every fault up to it.
     cached_put: Ps,
@@ -1124,6 +1126,7 @@ impl Uvm {
             run_throttled: 0,
             max_throttled: c.max_throttle_per_service,
             batch_throttled: false,
+            throttled_until: None,
             cached_put: 0,
             update_put_ratio: c.replay_update_put_ratio,
             batch_dups: (0, 0),
@@ -2220,11 +2223,15 @@ impl Uvm {
         // again after the replay), pinned or hinted ones are mapped remotely.
         let mut throttled_pages: Vec<u64> = vec![];
         let mut remote: Vec<u64> = vec![];
+        let mut nap_end: Ps = 0;
         if self.thrashing.tracking() || !self.advised.is_empty() {
             let mut keep = Vec::with_capacity(pages.len());
             for &p in &pages {
                 match self.thrashing.hint(p, Proc::Gpu, now) {
-                    Hint::Throttle(_) => throttled_pages.push(p),
+                    Hint::Throttle(until) => {
+                        throttled_pages.push(p);
+                        nap_end = nap_end.max(until);
+                    }
                     Hint::Pin => remote.push(p),
                     Hint::None => match self.advice_of(p) {
                         Advice::PreferredLocationHost => remote.push(p),
@@ -2240,6 +2247,7 @@ impl Uvm {
         }
         let throttled = throttled_pages.len() as u64;
         self.batch_throttled = throttled > 0;
+        self.throttled_until = (throttled > 0).then_some(nap_end);
         // The faults' outcomes as the batch sorts them (written once its blocks are serviced: a
         // deferred block's are `deferred`).
         let mut outcomes: Vec<Outcome> = vec![];
@@ -2781,6 +2789,11 @@ impl Uvm {
         self.unpark(now, residency);
         self.resumed = touched.into_iter().filter(|&u| self.outstanding[u as usize] == 0 && self.parked[u as usize].is_empty()).collect();
         (Next::Nothing, true)
+    }
+
+    /// When the naps of the pages the last batch throttled end (None: it throttled none).
+    pub fn throttled_until(&self) -> Option<Ps> {
+        self.throttled_until
     }
 
     /// GPU memory for managed data is limited: pages may be evicted.
