@@ -964,3 +964,35 @@ fn block_replay_batches_end_after_their_deferred_blocks() {
     // A deferred block's faults get their replay: more replays than batches.
     assert!(m(x, "uvm.replays") > m(x, "uvm.batches"));
 }
+
+/// Polled model: thrashing pages are not prefetched, so a transfer set of only those carries nothing, and an
+/// interval with no fault and such a set is no round. Before 2026-12-06 it was one, empty: it replayed the
+/// GPU's waiting warps and kept the intervals going, so an idle GPU polled every 20 µs while the host slept
+/// out a thrashing nap (the edge sweep's ping-pong run, 1 s naps: 20,000 empty rounds until the watchdog).
+#[test]
+fn polled_sets_of_only_thrashing_pages_are_no_round() {
+    let preset = Source::preset("a100-pcie4", std::fs::read_to_string("../../presets/a100-pcie4.toml").unwrap());
+    let sets: Vec<String> = [
+        "workload.managed=true",
+        "workload.kind=ping-pong",
+        "workload.ping_pong.pages=64",
+        "workload.ping_pong.iterations=3",
+        "uvm.thrashing.threshold=1",
+        "uvm.thrashing.pin_threshold=1",
+        "uvm.thrashing.lapse_us=1000000",
+        "uvm.oversubscription=2",
+        "uvm.eviction.granularity=page",
+        "uvm.cost_model=polled",
+        "uvm.prefetch.policy=random",
+        "uvm.records=true",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let out = simulate_full(&resolve(&[preset], &sets).unwrap()).unwrap();
+    assert!(m(&out.metrics, "uvm.thrashing.detected") > 0.0 && m(&out.metrics, "uvm.prefetch.pages") > 0.0);
+    let b = out.batches.as_ref().unwrap();
+    for r in b {
+        assert!(r.fetched + r.prefetched + r.remote_mapped > 0, "round {} carries nothing: {r:?}", r.batch);
+    }
+}

@@ -2124,7 +2124,7 @@ impl Uvm {
             Some(pm) => pm.capacity != u64::MAX && pm.pages.len() as u64 >= pm.capacity,
             None => self.capacity_chunks != u64::MAX && self.allocated_chunks >= self.capacity_chunks && self.free_chunks == 0,
         };
-        let extra = if interval && (!full || self.interval_demand + demand.len() > 0) {
+        let mut extra = if interval && (!full || self.interval_demand + demand.len() > 0) {
             // Once full, a set fills only what the link will have free: its room counts the pages still
             // queued on the link if they outnumber the interval's demand pages (see PrefetchConfig::full_link_room).
             let queued = if full && self.prefetch.full_link_room { (link.backlog_bytes(now) / 4096) as usize } else { 0 };
@@ -2132,6 +2132,12 @@ impl Uvm {
         } else {
             vec![]
         };
+        // Thrashing and hinted pages are not prefetched (`run_batch` drops them): a set of only those is no
+        // set, and must not keep the intervals going (before 2026-12-06 an idle GPU polled every interval
+        // while the host slept out a thrashing nap, 50,000 empty rounds a second, until the watchdog stopped it).
+        if self.thrashing.tracking() || !self.advised.is_empty() {
+            extra.retain(|&p| self.prefetchable(p));
+        }
         self.interval_demand += demand.len();
         let more = !extra.is_empty() && !full;
         let next =
