@@ -124,7 +124,8 @@ section! {
         pub progress_every_s: f64 = 0.0,
         /// Fail the run (naming the far-fault state) when the UVM driver services this many batches (polled model:
         /// handler rounds) in a row while no warp instruction completes (re-executions of faulted ones do not count);
-        /// 0 = never. A guard against runs that thrash without end, not a model parameter.
+        /// 0 = never. A guard against runs that thrash without end, not a model parameter. Pages the thrashing
+        /// mitigation throttles fault until their nap ends (uvm.thrashing.nap lapses): the message names that wait.
         pub watchdog_batches: u64 = 100_000,
         /// Fail a multi-GPU run (naming each GPU's waiting warps) when this many far-fault answers in a row reach
         /// the GPUs while no warp instruction completes on any of them; 0 = never. The multi-GPU counterpart of
