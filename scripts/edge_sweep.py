@@ -50,6 +50,22 @@ likely a genuine thrash of the polled model's overlapping rounds, not checked fu
 grid's extreme profiles (lapse 1 s with nap 100 or pin 300): the watchdog fires while a page stays throttled
 or pinned for minutes of simulated time; run 1317 finishes with the watchdog off, 1320 and 1322 do not within
 25 s. (d) 1 batch-grid watchdog (random, 1 chunk, replay "once", fixed-latency), unexamined.
+
+Session 73 (2026-12-06, the same grid on the session's final binary: 2,118 ok, 141 bad input, 0 invariant,
+29 error, 0 timeout, 0 panic). The 5 invariant rows were the "block" policy's batches ending with their
+last serviced block while blocks deferred after it still cost time: fixed (uvm/mod.rs, a final segment;
+tests/policies.rs block_replay_batches_end_after_their_deferred_blocks). The 29 errors are all watchdog
+stops at this grid's 20,000 batches (the default is 100,000): 11 name a thrashing throttle (the message now
+says so, with the nap's end: tests/robust.rs the_watchdog_names_the_far_fault_state), pages kept off the GPU
+for nap x lapse (up to 100 s); run 1317 also polled an idle GPU every interval while the host slept out its
+nap, a transfer set of only thrashing pages making empty rounds (fixed: tests/policies.rs
+polled_sets_of_only_thrashing_pages_are_no_round). 18 name GPU memory: 6 finish with the default watchdog
+(729, 1905, 1909, 1937, 1945, 1947: up to 126,150 rounds); 12 stop at 100,000 too (557, 645, 1451, 1514,
+1566, 2193, 2195, 2201, 2203, 2207, 2267, 2269): gather, XSBench and random kernels at 1/8 to 1/64 of the
+footprint, where one warp instruction's pages exceed GPU memory (one 2 MiB chunk for lanes over four
+blocks; 6-64 pages for 128 warps) or each round evicts what the last one landed. The driver does not count
+evictions as thrashing events (uvm_perf_thrashing.c skips UVM_MAKE_RESIDENT_CAUSE_EVICTION), so no pin
+rescues them, in the model as in the driver.
 """
 
 from __future__ import annotations
