@@ -72,7 +72,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import importlib.util
 import itertools
 import json
 import random
@@ -80,24 +79,14 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
+
+# A sibling script: `python scripts/edge_sweep.py` puts its directory on the path (typed, unlike a loaded module).
+import stress_configs as stress
 
 ROOT = Path(__file__).resolve().parent.parent
 
-
-def _stress() -> ModuleType:
-    """scripts/stress_configs.py as a module (it is a script, not a package member)."""
-    path = Path(__file__).resolve().parent / "stress_configs.py"
-    spec = importlib.util.spec_from_file_location("stress_configs", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-STRESS = _stress()
-parse_metrics = STRESS.parse_metrics
-check_invariants = STRESS.check_invariants
+parse_metrics = stress.parse_metrics
+check_invariants = stress.check_invariants
 
 # The workloads the corners are crossed with, at stress_configs.py's small inputs.
 WORKLOAD_KINDS = (
@@ -114,7 +103,7 @@ WORKLOAD_KINDS = (
     "minife",
     "gather",
 )
-WORKLOADS: dict[str, list[str]] = {k: list(STRESS.WORKLOADS[k]) for k in WORKLOAD_KINDS}
+WORKLOADS: dict[str, list[str]] = {k: list(stress.WORKLOADS[k]) for k in WORKLOAD_KINDS}
 # blas-gemm at n = 512 takes seconds at oversubscription 64 (22,000 page evictions): a smaller matrix.
 WORKLOADS["blas-gemm"] = ["workload.blas_gemm.n=256"]
 
@@ -126,7 +115,7 @@ GRANULARITY = ('"block"', '"page"')
 EVICTION_POLICY = ('"driver"', '"lru"', '"random"', '"lfu"')
 WRITE_BACK = ('"all"', '"dirty"')
 # Every prefetch policy, in the stress run's order (the grid's rotation depends on it).
-PREFETCH: tuple[str, ...] = tuple(STRESS.OPTIONS["uvm.prefetch.policy"])
+PREFETCH: tuple[str, ...] = tuple(stress.OPTIONS["uvm.prefetch.policy"])
 WHEN_FULL = ('"keep"', '"stop"', '"locality"')
 ADVISE = ('"none"', '"read-mostly"', '"preferred-location-host"', '"accessed-by"')
 FAULT_MODE = ('"replayable"', '"blocking"')
@@ -325,7 +314,7 @@ def run_one(binary: str, preset: str, sets: list[str], timeout: float) -> dict[s
         err, stdout = p.stderr.strip(), p.stdout
     except subprocess.TimeoutExpired:
         rc, err, stdout = "timeout", "", ""
-    policy = STRESS.replay_policy_of(ROOT / "presets" / f"{preset}.toml", sets)
+    policy = stress.replay_policy_of(ROOT / "presets" / f"{preset}.toml", sets)
     violations = check_invariants(parse_metrics(stdout), policy) if rc == 0 else []
     rec: dict[str, object] = {"preset": preset, "sets": sets, "rc": rc, "kind": classify(rc, violations)}
     if err and rc != 0:
