@@ -2073,6 +2073,26 @@ mod tests {
     }
 
     #[test]
+    fn a_faulting_warp_notes_the_refault_epoch_of_its_fault() {
+        // Evictions have started epoch 3 before the warp's load faults on page `base >> 12`. The warp
+        // notes epoch 3, so a later replay of other pages files it under its page, still missing (an
+        // epoch older than the residency's would mean its page may have gone since its fault was
+        // serviced, and it would re-execute at once: one event).
+        let mut cfg = Config::default();
+        cfg.uvm.stall_warp_on_fault = true;
+        let base = 1u64 << 40;
+        let load = Op::Mem { kind: MemKind::Load, lanes: Lanes::Strided { base, stride: 4, n: 32 }, bytes: 4 };
+        let mut gpu = scripted_in(&cfg, &[&[load, Op::Exit]]);
+        gpu.xlat.space.map(&crate::workload::Buffer { base, bytes: 4096, page_bytes: 4096, managed: true });
+        gpu.xlat.space.residency.refault_epoch = 3;
+        gpu.run_warp(0, 0, &mut EventQueue::new(), None, None).unwrap();
+        assert_eq!((gpu.faults.len(), gpu.waiting.len()), (1, 1));
+        let mut q = EventQueue::new();
+        gpu.replay_pages(100, 101, 0, &mut q);
+        assert_eq!((q.len(), gpu.by_page.keys().copied().collect::<Vec<_>>()), (0, vec![base >> 12]));
+    }
+
+    #[test]
     fn a_warp_exits_once_its_stores_are_done() {
         // A store to device memory issued at 0: its translation alone walks four levels in DRAM
         // (over 100 ns); the Exit issues at 1 ns but the CTA ends when the store is done.
