@@ -42,6 +42,8 @@ def test_toml_values() -> None:
     assert uvmsim.toml_value([1, "x"]) == '[1, "x"]'
     with pytest.raises(TypeError, match="cannot express object"):
         uvmsim.toml_value(object())
+    # TOML forbids a raw DEL (0x7f) in a basic string, which JSON leaves raw.
+    assert uvmsim.toml_value("a\x7fb") == '"a\\u007fb"'
 
 
 def test_numpy_numbers_are_plain_config_values() -> None:
@@ -75,6 +77,11 @@ def test_a_dict_config_integer_beyond_i64_says_so() -> None:
     ):
         uvmsim.run(preset="titan-v", config={"sim": {"seed": 2**64}})
     assert uvmsim.dict_to_toml({"sim": {"seed": 2**63 - 1}}) == "sim.seed = 9223372036854775807\n"
+    # TOML's i64 bounds, both inclusive: -2^63 is a value, 2^63 and -2^63 - 1 are not.
+    assert uvmsim.dict_to_toml({"x": -(2**63)}) == "x = -9223372036854775808\n"
+    for v in (2**63, -(2**63) - 1):
+        with pytest.raises(uvmsim.ConfigError, match=f"key `x`: {v} is out of range"):
+            uvmsim.dict_to_toml({"x": v})
 
 
 def test_overrides_from_mapping_and_list() -> None:
@@ -87,6 +94,8 @@ def test_overrides_from_mapping_and_list() -> None:
     assert uvmsim.overrides(None) == []
     with pytest.raises(TypeError, match="not a single string"):
         uvmsim.overrides("gpu.sms=4")  # a bare string would be split into characters
+    with pytest.raises(TypeError, match=r"set entries must be 'key=value' strings, got \('gpu.sms', 4\)"):
+        uvmsim.overrides([("gpu.sms", 4)])
 
 
 def test_layers_apply_in_order(tmp_path: Path) -> None:
@@ -167,6 +176,8 @@ def test_tables_are_dataframes_on_disk_as_parquet_listed_by_the_summary(tmp_path
     assert back == r
     pd.testing.assert_frame_equal(back.tables["batches"], batches)
     assert back != uvmsim.Result(r.metrics, r.config, r.version, tables={"batches": batches.iloc[:1]})
+    # The same table names, one table's rows differing: not equal (not only the names are compared).
+    assert back != uvmsim.Result(r.metrics, r.config, r.version, tables={**back.tables, "batches": batches.iloc[:1]})
     assert "<code>batches</code>" in r._repr_html_() and f"({len(batches)} rows)" in r._repr_html_()
 
 
@@ -176,6 +187,12 @@ def test_load_reads_summaries_that_embed_their_tables(tmp_path: Path) -> None:
     old = {**r.to_json(), "tables": {n: df.to_dict(orient="records") for n, df in r.tables.items()}}
     (tmp_path / "summary.json").write_text(json.dumps(old))
     assert uvmsim.load(tmp_path) == r
+
+
+def test_load_reads_a_summary_from_before_tables(tmp_path: Path) -> None:
+    # summary.json had no "tables" key before record tables existed: such a run loads, with no tables.
+    (tmp_path / "summary.json").write_text('{"metrics": {"x": 1}, "config": {}, "version": "0.1.0"}')
+    assert uvmsim.load(tmp_path) == uvmsim.Result(metrics={"x": 1}, config={}, version="0.1.0")
 
 
 def test_load_refuses_a_run_whose_tables_are_missing_or_stale(tmp_path: Path) -> None:
@@ -189,6 +206,55 @@ def test_load_refuses_a_run_whose_tables_are_missing_or_stale(tmp_path: Path) ->
     (tmp_path / "b" / "batches.parquet").write_text("not parquet")
     with pytest.raises(uvmsim.ConfigError, match=r"batches\.parquet: not a readable Parquet table"):
         uvmsim.load(tmp_path / "b")
+
+
+def test_load_reads_a_table_only_from_the_run_directory(tmp_path: Path) -> None:
+    # A summary naming ../b/batches.parquet (or an absolute path) points outside its run: only the name counts.
+    uvmsim.run(preset="titan-v", set=MANAGED, out=tmp_path / "a")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "batches.parquet").replace(tmp_path / "b" / "batches.parquet")
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    for file in ("../b/batches.parquet", str(tmp_path / "b" / "batches.parquet")):
+        summary["tables"]["batches"]["file"] = file
+        (tmp_path / "a" / "summary.json").write_text(json.dumps(summary))
+        with pytest.raises(uvmsim.ConfigError, match=r"lists table `batches` but .*a/batches\.parquet is missing"):
+            uvmsim.load(tmp_path / "a")
+
+
+def test_results_differ_by_version() -> None:
+    # `out` is left out of ==; the simulator's version is not (a result of another uvmsim is another result).
+    a = uvmsim.Result(metrics={"x": 1}, config={}, version="0.1.0")
+    assert a == uvmsim.Result(metrics={"x": 1}, config={}, version="0.1.0", out=Path("elsewhere"))
+    assert a != uvmsim.Result(metrics={"x": 1}, config={}, version="0.2.0")
+
+
+def test_run_trace_layers_under_set(tmp_path: Path) -> None:
+    # trace= goes before set, as --trace before --set: an explicit workload.kind wins over the trace's.
+    (tmp_path / "t.csv").write_text("time_ns,gpu,cu,wavefront,kind,vaddr,size\n100,1,0,0,R,0x1000,64\n")
+    r = uvmsim.run(
+        preset="mgpusim-r9nano",
+        trace=tmp_path / "t.csv",
+        set={"workload.kind": "stride", "workload.stride.accesses": 100},
+    )
+    assert r.config["workload"]["kind"] == "stride" and r.metrics["gpu0.warp_mem_insts"] == 100
+
+
+def test_a_uvmt_with_a_damaged_magic_converts_as_binary_and_says_so(tmp_path: Path) -> None:
+    # Named .uvmt, it is read as a binary trace whatever its first bytes (tracefmt.rs is_uvmt): converting it to
+    # CSV is allowed and the reader names the damage, rather than OUT being refused as if IN were CSV text.
+    (tmp_path / "d.uvmt").write_bytes(b"\xffVMTRACE" + bytes(4096))
+    with pytest.raises(ConfigError, match=r"d\.uvmt: byte 0: not a uvmsim binary trace \(no UVMTRACE magic\)"):
+        uvmsim.trace_convert(tmp_path / "d.uvmt", tmp_path / "o.csv")
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_a_kernel_list_is_known_by_its_g_suffix(tmp_path: Path) -> None:
+    # accelsim.rs is_kernelslist takes any name ending in .g, not only Accel-Sim's own kernelslist.g.
+    (tmp_path / "run.g").write_text("kernel-1.traceg\n")
+    assert uvmsim.trace_workload(tmp_path / "run.g") == {
+        "workload.kind": "accelsim",
+        "workload.accelsim.path": str(tmp_path / "run.g"),
+    }
 
 
 def test_migrations_table_matches_the_link_bytes(tmp_path: Path) -> None:
@@ -338,6 +404,47 @@ def test_the_headline_adds_unified_memory_only_when_the_driver_ran() -> None:
         "sim.events",
         "sim.wall_s",
     ]
+
+
+def test_the_headline_lists_only_stages_that_took_time() -> None:
+    # Two stages took time, two none: the "three largest" are the two, not a 0 ns row.
+    m = {"uvm.batches": 1, "uvm.stage.fetch_ns": 5.0, "uvm.stage.unmap_ns": 9.0, "uvm.stage.map_ns": 0.0}
+    m |= {"uvm.stage.replay_ns": 0.0}
+    names = [k for k, _ in uvmsim.Result(metrics=m, config={}, version="t").key_metrics()]
+    assert names == ["uvm.batches", "uvm.stage.unmap_ns", "uvm.stage.fetch_ns"]
+
+
+def test_a_multi_gpu_headline_of_gpus_that_made_no_access_reads_0() -> None:
+    # No GPU translated anything (every count 0): hit rates and the weighted latency are 0, not a division by 0.
+    m: dict[str, float | int] = {"multi.gpus": 2, "time.total_ns": 1.0}
+    for g in range(2):
+        m |= {f"gpu{g}.{k}": 0 for k in ("l1tlb.hits", "l1tlb.accesses", "l1tlb.misses", "l2tlb.hits")}
+        m |= {f"gpu{g}.l2tlb.accesses": 0}
+        m |= {f"gpu{g}.l1tlb.hit_rate": 0.0, f"gpu{g}.l1tlb.miss_latency_ns.mean": 0.0}
+    rows = dict(uvmsim.Result(metrics=m, config={}, version="t").key_metrics())
+    assert rows["gpu*.l1tlb.hit_rate"] == 0.0 and rows["gpu*.l1tlb.miss_latency_ns.mean"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "shown"),
+    [
+        ("time.total_ns", 999.96, "1000.0 ns"),  # below 1 µs: ns with one decimal
+        ("time.total_ns", 1000.0, "1.000 µs"),  # from 1 µs (>=, not >)
+        ("time.total_ns", 1e6, "1.000 ms"),
+        ("time.total_ns", 2.5e9, "2.500 s"),
+        ("uvm.time_ns", -1500.0, "-1.500 µs"),  # by magnitude
+        ("gpu0.l1tlb.miss_latency_ns.mean", 148.44, "148.4 ns"),  # a statistic of a _ns metric: still ns
+        ("sim.wall_s", 0.0071, "0.007 s"),
+        ("uvm.bytes_h2d", 98304, "98,304"),
+        ("multi.migrations", 3.0, "3"),  # a whole float: an integer
+        ("multi.remote_fraction", 0.123456, "0.1235"),  # 4 significant digits
+        ("gpu0.l1tlb.hit_rate", 0.5, "50.00 %"),
+        ("gpu0.l1tlb.hit_rate", float("nan"), "nan"),  # not "nan %"
+        ("time.total_ns", float("inf"), "inf"),  # not "inf s"
+    ],
+)
+def test_format_metric_by_unit(name: str, value: float, shown: str) -> None:
+    assert uvmsim.format_metric(name, value) == shown
 
 
 def test_a_multi_gpu_headline_shows_the_whole_systems_gpu_rows() -> None:

@@ -295,6 +295,8 @@ BAD = [
     ),
     # Session 59: the audit's leftovers.
     pytest.param(["run", *TINY, "-o", ""], ["'-o' / '--out'", "an empty path"], id="empty-out-wrote-cwd"),
+    # Blanks only: a directory named "  " is no more what the user meant than `.` (a check of `not value` let it by).
+    pytest.param(["run", *TINY, "-o", "  "], ["'-o' / '--out'", "an empty path"], id="blank-out"),
     pytest.param(["trace", "info", ""], ["an empty path"], id="empty-trace-said-dot-is-a-directory"),
     pytest.param(["trace", "record", *TINY, ""], ["an empty path"], id="empty-record-out"),
     pytest.param(

@@ -6,6 +6,7 @@ import dataclasses
 import errno
 import json
 import os
+import re
 import stat
 import sys
 from pathlib import Path
@@ -18,6 +19,10 @@ from conftest import WORKLOADS, Cli
 from uvmsim import cli as cli_mod
 
 STRIDE = ["--set", "workload.kind=stride", "--set", "workload.stride.accesses=500"]
+# A managed triad of 3 x 4096 8-byte elements (8 pages each) on titan-v: 24 pages fault, in 2 batches.
+MANAGED_STREAM = ["--preset", "titan-v"] + [
+    a for s in ("workload.kind=stream", "workload.managed=true", "workload.stream.elements=4096") for a in ("--set", s)
+]
 
 
 def test_run_preset_writes_summary(cli: Cli, tmp_path: Path) -> None:
@@ -57,6 +62,15 @@ def test_run_prints_where_a_managed_runs_pages_came_from(cli: Cli, tmp_path: Pat
         [str(i), "(0.5", "MiB)", "128", "0", "0", "128", "0", "0"] for i in range(3)
     ]
     assert "out/allocations.parquet" in p.stdout
+    # The headline in each metric's unit (format_metric), not raw numbers: 3 arrays x 128 pages faulted once each,
+    # 384 x 4096 B = 1,572,864 B copied in; times in the largest unit reached, with 3 decimals.
+    rows = {line.split()[0]: line.split(maxsplit=1)[1] for line in lines[:at]}
+    assert rows["uvm.faults.unique"] == "384" and rows["uvm.bytes_h2d"] == "1,572,864", rows
+    assert re.fullmatch(r"\d+\.\d{3} (µs|ms)", rows["time.total_ns"]), rows
+    assert re.fullmatch(r"\d+\.\d\d %", rows["gpu0.l1tlb.hit_rate"]), rows
+    # The count is of the metrics summary.json holds, not of the tables the run keeps.
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert f"wrote out/summary.json ({len(summary['metrics'])} metrics), " in p.stdout, p.stdout
 
 
 def test_run_config_file_default_out_dir_and_quiet(cli: Cli, tmp_path: Path) -> None:
@@ -77,6 +91,10 @@ def test_progress_is_requested_only_on_a_terminal(tmp_path: Path, monkeypatch: p
     with pytest.raises(SystemExit):  # --quiet wins over the terminal
         cli_mod.main([*args, "--quiet", "-o", str(tmp_path / "b")])
     assert json.loads((tmp_path / "b" / "summary.json").read_text())["config"]["sim"]["progress_every_s"] == 0
+    # The terminal's default goes first: an explicit --set still wins (appended last, 2 would).
+    with pytest.raises(SystemExit):
+        cli_mod.main([*args, "--set", "sim.progress_every_s=0.5", "-o", str(tmp_path / "c")])
+    assert json.loads((tmp_path / "c" / "summary.json").read_text())["config"]["sim"]["progress_every_s"] == 0.5
 
 
 def test_progress_reports_a_run_of_few_events(cli: Cli) -> None:
@@ -88,6 +106,54 @@ def test_progress_reports_a_run_of_few_events(cli: Cli) -> None:
     assert len(lines) >= 2, p.stderr
 
 
+def test_an_explicit_set_of_uvm_records_wins_over_timeline(cli: Cli, tmp_path: Path) -> None:
+    # --timeline turns uvm.records on ahead of the user's --set: `--set uvm.records=false` keeps the run without
+    # its batches table (2 batches serviced, none recorded), the timeline without batch spans.
+    p = cli("run", *MANAGED_STREAM, "--timeline", "t.json", "--set", "uvm.records=false", "-o", "out")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[-1] == "wrote t.json (open it in https://ui.perfetto.dev)", p.stdout
+    r = uvmsim.load(tmp_path / "out")
+    assert r.config["uvm"]["records"] is False and r.metrics["uvm.batches"] == 2 and "batches" not in r.tables
+    assert json.loads((tmp_path / "t.json").read_text())["otherData"]["batches_total"] == 0
+
+
+def test_a_timeline_named_as_a_table_of_out_is_refused(cli: Cli, tmp_path: Path) -> None:
+    # The run writes OUT/NAME.parquet for its tables: a timeline there would replace one, or be replaced.
+    p = cli("run", *MANAGED_STREAM, "--timeline", "out/batches.parquet", "-q", "-o", "out")
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
+    assert "'--timeline': `out/batches.parquet` would replace the run's own batches.parquet" in p.stderr, p.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_allocations_summary_shows_the_first_eight(capsys: pytest.CaptureFixture[str]) -> None:
+    # Made-up rows: allocation i has 256 * (i + 1) pages (i + 1 MiB) and faulted i + 1 times.
+    import pandas as pd
+
+    def table(n: int, faults: int = 1) -> pd.DataFrame:
+        rows = [{"index": i, "pages": 256 * (i + 1), **{c: 0 for c, _ in cli_mod.ALLOC_COLUMNS}} for i in range(n)]
+        for r in rows:
+            r["faults"] = faults * (r["index"] + 1)
+        return pd.DataFrame(rows)
+
+    cli_mod._echo_allocations(table(9))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == "by allocation faults prefetched used pages in evicted to host".split()
+    assert [line.split()[:4] for line in lines[1:9]] == [[str(i), f"({i + 1}.0", "MiB)", str(i + 1)] for i in range(8)]
+    assert lines[9:] == ["  ... 1 more allocations in the allocations table"]  # 9 - 8
+    cli_mod._echo_allocations(table(8))  # exactly the rows shown: nothing more to say
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 9 and "more" not in lines[-1]
+    cli_mod._echo_allocations(table(3, faults=0))  # no allocation did any work: no table at all
+    assert capsys.readouterr().out == ""
+
+
+def test_echo_rows_aligns_every_column_but_the_last(capsys: pytest.CaptureFixture[str]) -> None:
+    # Each column as wide as its widest cell over all rows (not the first row's), two spaces apart; the last is
+    # left ragged and trailing blanks dropped.
+    cli_mod._echo_rows([("a", "x", "long text"), ("bbb", "", "t"), ("cc", "yyyy", "")], indent="  ")
+    assert capsys.readouterr().out.splitlines() == ["  a    x     long text", "  bbb        t", "  cc   yyyy"]
+
+
 def test_presets_list_and_describe(cli: Cli) -> None:
     p = cli("presets")
     assert p.returncode == 0, p.stderr
@@ -96,6 +162,21 @@ def test_presets_list_and_describe(cli: Cli) -> None:
     d = cli("presets", "kaveri-apu")
     assert d.returncode == 0, d.stderr
     assert "kaveri-apu.toml" in d.stdout and "[iommu" in d.stdout
+
+
+def test_presets_describes_a_preset_file_as_prose_then_its_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The comment header is the description; the settings follow verbatim from the first line that is not a
+    # comment (its `[gpu]` included), comments and blank lines kept.
+    (tmp_path / "mine.toml").write_text("# My machine: four SMs.\n#\n# Second paragraph.\n\n[gpu]\nsms = 4   # why\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        cli_mod.main(["presets", "mine.toml"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out == (
+        "mine  (mine.toml)\n\nMy machine: four SMs.\n\nSecond paragraph.\n\n[gpu]\nsms = 4   # why\n"
+    )
 
 
 def test_workloads_list_and_describe(cli: Cli) -> None:
@@ -118,6 +199,41 @@ def test_workloads_list_and_describe(cli: Cli) -> None:
     d = cli("workloads", "gather")
     assert d.returncode == 0, d.stderr
     assert "workload.gather.table_entries" in d.stdout and "workload.gather.sorted" in d.stdout
+
+
+def test_workloads_describes_one_with_its_defaults_as_toml(capsys: pytest.CaptureFixture[str]) -> None:
+    # The heading says how to select it; each default is shown as --set takes it: a size string quoted ("64B", not
+    # 64B), a number bare.
+    with pytest.raises(SystemExit) as e:
+        cli_mod.main(["workloads", "stride"])
+    assert e.value.code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "stride  (--set workload.kind=stride)"
+    params = {line.split()[0]: line.split()[1] for line in lines[lines.index("parameters:") + 1 :]}
+    assert params["workload.stride.stride_bytes"] == '"64B"' and params["workload.stride.accesses"] == "10000"
+
+
+def test_config_with_a_preset_or_set_alone_prints_the_resolved_config(capsys: pytest.CaptureFixture[str]) -> None:
+    # --resolved is implied by any of CONFIG, --preset, --set: each prints the config a run would use.
+    for args, line in (
+        (["--set", "gpu.sms=3"], "gpu.sms = 3"),
+        (["--preset", "kaveri-apu"], 'translation.mode = "iommu"'),  # the default is "gmmu"
+    ):
+        with pytest.raises(SystemExit) as e:
+            cli_mod.main(["config", *args])
+        assert e.value.code == 0
+        assert line in capsys.readouterr().out.splitlines(), args
+
+
+def test_config_json_is_the_reference_and_resolved_text_is_toml(capsys: pytest.CaptureFixture[str]) -> None:
+    # `config --json` alone is the parameter reference, as JSON (the API's config_reference()).
+    with pytest.raises(SystemExit):
+        cli_mod.main(["config", "--json"])
+    assert json.loads(capsys.readouterr().out) == uvmsim.config_reference()
+    # Resolved values are TOML as written in a config file: a string keeps its UTF-8 (JSON would write \u00e9).
+    with pytest.raises(SystemExit):
+        cli_mod.main(["config", "--set", "workload.trace.path=données.csv"])
+    assert 'workload.trace.path = "données.csv"' in capsys.readouterr().out.splitlines()
 
 
 def test_config_reference_and_resolved(cli: Cli) -> None:
@@ -303,6 +419,14 @@ BAD_INPUTS = [
         ['key `multi.host_mmu.walker.threads`: is not read in the multi-GPU model with translation.mode = "iommu"'],
         id="host-mmu-key-in-ats-mode",
     ),
+    # reproduce's options that exclude each other, refused before any run.
+    pytest.param(
+        ["reproduce", "zheng-blocking", "--list", "--markdown", "doc.md"],
+        ["--markdown records an experiment's result"],
+        id="list-markdown",
+    ),
+    pytest.param(["reproduce", "--list", "--set", "gpu.sms=2"], ["--set runs one experiment", "--list"], id="list-set"),
+    pytest.param(["reproduce", "zheng-blocking", "--list"], ["give an experiment ID or --list, not"], id="id-list"),
     pytest.param(
         ["reproduce", "apu-tlb-latency"],
         ["apu-tlb-latency", "did you mean `apu-tlb-miss-latency`"],
@@ -315,8 +439,13 @@ BAD_INPUTS = [
     ),
     pytest.param(["presets", "TITAN-V"], ["TITAN-V", "did you mean `titan-v`"], id="unknown-preset-in-capitals"),
     pytest.param(["workloads", "strider"], ["strider", "did you mean `stride`"], id="unknown-workload-name"),
+    pytest.param(
+        ["config", "--markdown", "--set", "gpu.sms=2"], ["--markdown prints the parameter reference only"], id="md-set"
+    ),
     pytest.param(["presets", "titanv"], ["unknown preset `titanv`"], id="describe-unknown-preset"),
     pytest.param(["run", "--preset", "kaveri-apu", "--frobnicate"], ["--frobnicate"], id="unknown-option"),
+    # Nothing to simulate: not a run of the bare defaults (--set alone does not describe a system either).
+    pytest.param(["run", "--set", "gpu.sms=2"], ["give a CONFIG file, a --preset or a --trace"], id="run-nothing"),
 ]
 
 
@@ -409,6 +538,25 @@ def test_ctrl_c_in_reproduce_says_how_to_resume(
     assert f"`{resume.replace('OUT', str(out))}`" in err, err
 
 
+@pytest.mark.parametrize(
+    ("args", "out"),
+    [(["apu-tlb-miss-latency"], "uvmsim-out/apu-tlb-miss-latency"), (["--all"], "uvmsim-out/reproduce")],
+)
+def test_reproduce_writes_by_default_into_uvmsim_out_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args: list[str], out: str
+) -> None:
+    # Without -o: one directory per experiment (several can share uvmsim-out), `reproduce` for --all; the
+    # interrupted run's --resume command names it.
+    from uvmsim import report as report_mod
+    from uvmsim import reproduce as rep
+
+    monkeypatch.setattr(rep, "reproduce_context", _interrupt)
+    monkeypatch.setattr(report_mod, "reproduce_all", _interrupt)
+    monkeypatch.chdir(tmp_path)
+    code, err = _run_main(["reproduce", *args], capsys)
+    assert code == 130 and f"`uvmsim reproduce {args[0]} -o {out} --resume`" in err, err
+
+
 def test_reproduce_says_before_the_runs_which_set_keys_the_experiment_varies(cli: Cli, tmp_path: Path) -> None:
     # zheng-replayable-mshr sets uvm.utlb_fault_limit in every run: the note comes before the runs, once.
     p = cli("reproduce", "zheng-replayable-mshr", "--quick", "--set", "uvm.utlb_fault_limit=3", "-o", "out")
@@ -422,6 +570,54 @@ def test_one_line_folds_code_frames() -> None:
     msg = "a.toml: not valid TOML: TOML parse error at line 1, column 5\n  |\n1 | [gpu\n  |     ^\nunclosed table"
     assert cli_mod.one_line(msg) == "a.toml: not valid TOML: TOML parse error at line 1, column 5; unclosed table"
     assert cli_mod.one_line("stalled; waiting:\n  walker: 3 walks\n") == "stalled; waiting: walker: 3 walks"
+
+
+def test_clip_long_words_from_201_characters() -> None:
+    # _LONG_WORD = 200: a word of 200 is shown whole; one of 201 as its first 100 and last 40, 61 left out.
+    word = "a" * 100 + "b" * 61 + "c" * 40
+    assert cli_mod.clip_long_words(f"x {word[:-1]} y") == f"x {word[:-1]} y"
+    assert cli_mod.clip_long_words(f"x {word} y") == f"x {'a' * 100}…[61 characters]…{'c' * 40} y"
+
+
+def test_trace_convert_counts_warps_of_a_warp_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # tests/data/accelsim: one kernel of 4 warps (trace info: kernels / warps 1 / 4); a warp .uvmt counts warps.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        cli_mod.main(["trace", "convert", str(ACCELSIM_DIR / "kernelslist.g"), "w.uvmt"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out == "wrote w.uvmt (accelsim -> uvmt-warps, 4 warps)\n"
+
+
+def test_sizes_are_shown_in_the_largest_binary_unit_that_divides_them() -> None:
+    assert [cli_mod._size(b) for b in (1024, 1536, 2**21, 2**20 + 4096, 3 << 30, 100)] == [
+        "1 KiB",  # from 1 KiB (>=)
+        "1536 B",  # 1.5 KiB: no whole unit
+        "2 MiB",
+        "1028 KiB",
+        "3 GiB",
+        "100 B",
+    ]
+
+
+def test_trace_info_prints_a_timed_uvmt_as_timed_accesses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Three accesses of GPU 1: two 64 B in page 0x1 (lines 0x1000, 0x1040), one of 128 B at 0x3000 (two lines).
+    (tmp_path / "s.csv").write_text(
+        "time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000,64\n20,1,1,0,W,0x1040,64\n30,1,0,1,R,0x3000,128\n"
+    )
+    uvmsim.trace_convert(tmp_path / "s.csv", tmp_path / "s.uvmt")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        cli_mod.main(["trace", "info", "s.uvmt"])
+    assert e.value.code == 0
+    rows = {k.strip(): v for k, v in (line.rsplit("  ", 1) for line in capsys.readouterr().out.splitlines()[1:])}
+    assert rows["format"].strip() == "uvmt-timed" and "kernels / warps" not in rows  # timed: not warp streams
+    assert [rows[k].strip() for k in ("accesses", "reads / writes", "GPUs / CUs")] == ["3", "2 / 1", "1 / 2"]
+    assert [rows[k].strip() for k in ("unique 4 KiB pages", "unique 64 B lines")] == ["2", "4"]
+    assert rows["time span"].strip() == "10 - 30 ns" and rows["request sizes"].strip() == "64 B x 2, 128 B x 1"
 
 
 def test_version(cli: Cli) -> None:
@@ -629,6 +825,10 @@ OUTPUT_IS_INPUT = [
     ),
     pytest.param(["run", "c.toml", "-o", "c.toml"], "c.toml", "the config file", id="out-dir-is-config"),
     pytest.param(["run", "d/summary.json", "-o", "d"], "d/summary.json", "writes d/summary.json", id="out-dir-holds"),
+    # A table's name too, refused as -o's value before the run (the API's own check would say "this run writes").
+    pytest.param(
+        ["run", "d/x.parquet", "-o", "d"], "d/x.parquet", "'-o' / '--out': `d` would replace", id="out-dir-holds-table"
+    ),
     pytest.param(["trace", "record", "c.toml", "c.toml"], "c.toml", "the config file", id="record-config"),
     pytest.param(["trace", "record", "c.toml", "./c.toml"], "c.toml", "the config file", id="record-config-spelling"),
     pytest.param(
@@ -668,6 +868,7 @@ def test_an_output_that_is_an_input_is_refused_and_the_input_kept(
     os.link(tmp_path / "t.csv", tmp_path / "hard")
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "summary.json").write_text((tmp_path / "c.toml").read_text())
+    (tmp_path / "d" / "x.parquet").write_text((tmp_path / "c.toml").read_text())
     (tmp_path / "acc").mkdir()
     for f in ACCELSIM_DIR.iterdir():
         (tmp_path / "acc" / f.name).write_bytes(f.read_bytes())

@@ -264,6 +264,10 @@ def test_reproduce_cli_prints_status_and_exits_0(cli: Cli, tmp_path: Path) -> No
     assert p.returncode == 0, p.stderr
     assert "PASS" in p.stdout or "FAIL" in p.stdout
     assert "INFO" in p.stdout
+    # The tally counts the checked rows only: an INFO row has no tolerance to pass or fail.
+    status = [line.split()[0] for line in p.stdout.splitlines() if line.startswith(("  PASS", "  FAIL", "  INFO"))]
+    checked = [s for s in status if s != "INFO"]
+    assert f"{checked.count('PASS')}/{len(checked)} checks passed;" in p.stdout and len(checked) < len(status)
     # A progress line per run on stderr, counted against the two runs planning lists.
     runs = [line.split(" (")[0] for line in p.stderr.splitlines() if line.startswith("  run ")]
     assert runs == ["  run 1/2: stride-line", "  run 2/2: stride-page"], p.stderr
