@@ -1,0 +1,44 @@
+"""scripts/count_instructions.py (instructions per simulated unit under callgrind): its argument and output
+parsing, without valgrind (the counting itself is a developer's measurement, docs/performance.md)."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "count_instructions.py"
+spec = importlib.util.spec_from_file_location("count_instructions", SCRIPT)
+assert spec and spec.loader
+ci = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ci)
+
+
+def test_bench_values_become_the_run_examples_toml_literals() -> None:
+    # Booleans lower-case, numbers as Python writes them (4/3 keeps its digits), strings quoted
+    # (a size such as 4MiB is a string to the config loader, not a bare word).
+    assert [ci.toml_literal(v) for v in (True, False, 1 << 20, 4 / 3, "4MiB")] == [
+        "true",
+        "false",
+        "1048576",
+        "1.3333333333333333",
+        '"4MiB"',
+    ]
+    with pytest.raises(TypeError):
+        ci.toml_literal([1])
+
+
+def test_callgrind_collected_count_and_run_metrics_are_read() -> None:
+    err = "==1== Events    : Ir\n==1== Collected : 130,262,097\n==1==\n==1== I   refs:      130,262,097\n"
+    assert ci.collected(err) == 130_262_097
+    with pytest.raises(ValueError):
+        ci.collected("==1== I   refs: 5\n")
+    m = ci.metrics("gpu0.warp_mem_insts = 98304\ngpu1.warp_mem_insts = 2\nsim.events = 36446\nname = x\n")
+    # Every GPU's count is summed, as `uvmsim bench` does; a non-number line is skipped.
+    assert (ci.all_gpus(m, "warp_mem_insts"), m["sim.events"], "name" in m) == (98306, 36446.0, False)
+
+
+def test_unknown_workload_or_missing_binary_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert ci.main([str(tmp_path / "run"), "--only", "stream-tlb-hit"]) == 2
+    assert "unknown workload `stream-tlb-hit`" in capsys.readouterr().err
+    assert ci.main([str(tmp_path / "run")]) == 2
+    assert "no such file" in capsys.readouterr().err
