@@ -283,3 +283,116 @@ def test_copies_of_inputs_come_first_and_of_results_last(cli: Cli, tmp_path: Pat
     assert h2d["ts"] + h2d["dur"] <= kernel["ts"] + 1e-6
     assert kernel["ts"] + kernel["dur"] == pytest.approx(d2h["ts"])
     assert d2h["ts"] + d2h["dur"] == pytest.approx(m["time.total_ns"] / 1e3)
+
+
+# --- hand-made rows: each value below is worked out from the module's rules ------------------------------------
+
+
+def test_events_of_one_gpu_with_an_old_summarys_copies() -> None:
+    # One GPU (gpu0.kernels), 3 launches in 5 us of a 10 us program whose copies, 2 us, predate the split by
+    # direction (time.memcpy_ns, host.memcpy_bytes: all inputs). H2D from 0 for 2 us; the kernels end where the
+    # (absent) D2H copies would start: at 10 - 0 - 5 = 5 us.
+    metrics = {
+        "time.total_ns": 10_000.0,
+        "time.memcpy_ns": 2_000.0,
+        "host.memcpy_bytes": 4096,
+        "time.kernel_ns": 5_000.0,
+        "gpu0.kernels": 3,
+    }
+    evs, info = tl.events(metrics, [])
+    assert [(e["ph"], e["name"], e["pid"], e["tid"], e["args"]) for e in evs] == [
+        ("M", "process_name", tl.GPU_PID, 1, {"name": "GPU 0"}),
+        ("M", "thread_name", tl.GPU_PID, 1, {"name": "kernels"}),
+        ("X", "memcpy H2D", tl.GPU_PID, 1, {"bytes": 4096}),
+        ("X", "3 kernels", tl.GPU_PID, 1, {"launches": 3}),
+    ]
+    assert [(e["ts"], e["dur"]) for e in evs if e["ph"] == "X"] == [(0.0, 2.0), (5.0, 5.0)]
+    assert info == {"batches_total": 0, "batches_shown": 0, "batch_stride": 1, "walks_shown": 0}
+
+
+def test_stage_spans_are_clamped_to_their_batch_and_named_by_its_number() -> None:
+    # Batch 7 (the table's number, not its row index 0) from 1 to 2 us; its stages add up to 1.1 us (rounding, or
+    # a stage overlapping the next batch): fetch 0.3 us from 1 us, then transfer from 1.3 us, cut at the batch's
+    # end to 0.7 us so that it nests in the batch.
+    batch = {"batch": 7, "start_ns": 1_000.0, "end_ns": 2_000.0, "fetch_ns": 300.0, "transfer_ns": 800.0, "unique": 5}
+    evs, info = tl.events({}, [batch])
+    drawn = [(e["name"], e["ts"], e["dur"], e["args"]) for e in evs if e["ph"] == "X"]
+    assert drawn == [
+        ("batch 7", 1.0, 1.0, {"batch": 7, "unique": 5}),
+        ("fetch", 1.0, 0.3, {"batch": 7}),
+        ("transfer", 1.3, 0.7, {"batch": 7}),
+    ]
+    assert (info["batches_total"], info["batches_shown"], info["batch_stride"]) == (1, 1, 1)
+
+
+def test_copies_belong_to_the_batch_during_which_they_start() -> None:
+    batches = [
+        {"batch": 0, "start_ns": 1_000.0, "end_ns": 2_000.0},
+        {"batch": 1, "start_ns": 3_000.0, "end_ns": 4_000.0},
+    ]
+
+    def copy(start: float, engine: int, direction: str, cause: str) -> dict[str, Any]:
+        return {
+            "start_ns": start,
+            "end_ns": start + 100.0,
+            "copy_engine": engine,
+            "direction": direction,
+            "cause": cause,
+        }
+
+    copies = [
+        copy(3_000.0, 1, "h2d", "demand"),  # at batch 1's start
+        copy(2_000.0, 0, "h2d", "prefetch"),  # at batch 0's end: still batch 0's
+        copy(5_000.0, 0, "d2h", "eviction"),  # after both
+    ]
+    evs = tl._transfers(batches, range(2), copies)
+    drawn = [(e["name"], e["tid"], e["args"].get("batch")) for e in evs if e["ph"] == "X"]
+    # Engine e's track is tid e + 1, the track its thread_name names.
+    assert drawn == [("h2d demand", 2, 1), ("h2d prefetch", 1, 0), ("d2h eviction", 1, None)]
+    tracks = {e["tid"]: e["args"]["name"] for e in evs if e["name"] == "thread_name"}
+    assert tracks == {1: "copy engine 0", 2: "copy engine 1"}
+    # Only batch 0 kept (every 2nd): batch 1's copy is left out with it; a copy in no batch is always drawn.
+    evs = tl._transfers(batches, range(0, 2, 2), copies)
+    assert [e["name"] for e in evs if e["ph"] == "X"] == ["h2d prefetch", "d2h eviction"]
+
+
+def test_page_moves_reuse_a_lane_free_at_their_start_in_time_order() -> None:
+    def move(start: float, end: float) -> dict[str, Any]:
+        return {"start_ns": start, "end_ns": end, "gpu": 0, "bytes": 4096, "direction": "h2d", "cause": "demand"}
+
+    # In time order: a (0-10) takes lane 1; c (5-15) overlaps it, lane 2; b starts at 10, when a ends: lane 1.
+    rows = [move(5, 15), move(10, 20), move(0, 10)]
+    evs, info = tl._moves(rows)
+    lanes = {e["ts"] * 1000: e["tid"] for e in evs if e["ph"] == "X"}
+    assert lanes == {0: 1, 5: 2, 10: 1}
+    names = [e["args"]["name"] for e in evs if e["name"] == "thread_name"]
+    assert names == ["GPU 0", "GPU 0 (2)"]
+    assert info == {"moves_total": 3, "moves_shown": 3, "move_stride": 1, "moves_crowded_out": 0}
+
+
+def test_walk_spans_have_their_queue_wait_and_a_track_per_walker() -> None:
+    def walk(walker: str, n: int) -> dict[str, Any]:
+        # Asked for at 100 ns, started at 150 (50 ns in the queue), done at 400.
+        return {
+            "gpu": 0,
+            "walker": walker,
+            "request_ns": 100.0,
+            "start_ns": 150.0,
+            "end_ns": 400.0,
+            "page": 5,
+            "levels_read": 4,
+            "walk": n,
+        }
+
+    evs = tl._walks([walk("gmmu", 0), walk("iommu", 0), walk("gmmu", 10)])
+    drawn = [(e["tid"], e["dur"], e["args"]["queue_wait_ns"], e["args"]["walk"]) for e in evs if e["ph"] == "X"]
+    assert drawn == [(1, 0.25, 50.0, 0), (2, 0.25, 50.0, 0), (1, 0.25, 50.0, 10)]
+    tracks = {e["tid"]: e["args"]["name"] for e in evs if e["name"] == "thread_name"}
+    assert tracks == {1: "GPU 0 gmmu", 2: "GPU 0 iommu"}
+
+
+def test_timeline_write_makes_the_directories_above_its_file(tmp_path: Path) -> None:
+    # As `uvmsim run --timeline a/b/t.json` does: the missing directories are made, not a FileNotFoundError.
+    result = uvmsim.run(preset="kaveri-apu", set={"workload.stride.accesses": 200})
+    path = tl.write(result, tmp_path / "a" / "b" / "t.json")
+    assert path == tmp_path / "a" / "b" / "t.json" and [e["name"] for e in spans(load_trace(path), "kernel")]
