@@ -14,10 +14,10 @@
 
 use crate::sim::Ps;
 
-/// A chunk holds CHUNK..=2 CHUNK events (more splits it in two). 16 rather than 32: a walk burst's
-/// requests land inside chunks, and the shorter scans and shifts cost 3% fewer instructions on
-/// gather-walks, 8% on stride-iommu (8: more again, the chunk walk outweighing the shorter ones).
-const CHUNK: usize = 16;
+/// A chunk holds CHUNK..=2 CHUNK events (more splits it in two). Measured (instructions, bench quick
+/// sizes): 16 saves 3-8% on the walk-bound rows but costs 9% on oversub-stream-driver, whose deep
+/// backlogs make `locate` walk more chunks; 8 costs more everywhere.
+const CHUNK: usize = 32;
 
 /// Dropped chunks are removed from the front once they are at least this many and half of the list
 /// (amortised constant time per chunk, without shifting the list at every drop).
@@ -136,10 +136,11 @@ impl Outstanding {
         let Some(ch) = c.checked_sub(1).map(|p| &chunks[p]) else {
             return (0, 0, self.total - after);
         };
-        // The last few events from the back, then a binary search: a walk burst's requests land
-        // deep inside a chunk, where the event-by-event scan was a tenth of gather-walks' run.
+        // The last eight events from the back (most requests land there), then a binary search: a
+        // walk burst's requests land deep inside a chunk, where the event-by-event scan was a tenth
+        // of gather-walks' run.
         let mut i = ch.ev.len();
-        while i > 0 && ch.ev[i - 1] > k && i + 4 > ch.ev.len() {
+        while i > 0 && ch.ev[i - 1] > k && i + 8 > ch.ev.len() {
             i -= 1;
             after += delta(ch.ev[i]);
         }
