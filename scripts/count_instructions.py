@@ -75,6 +75,10 @@ def all_gpus(m: dict[str, float], name: str) -> int:
     return int(sum(v for k, v in m.items() if pattern.fullmatch(k)))
 
 
+class CountError(Exception):
+    """A workload that could not be counted: its simulation failed, or callgrind collected nothing."""
+
+
 def count(binary: Path, w: Workload, full: bool, tmp: Path) -> dict[str, Any]:
     sets = {**w.set, **({} if full else w.quick_set)}
     if w.record:
@@ -100,10 +104,15 @@ def count(binary: Path, w: Workload, full: bool, tmp: Path) -> dict[str, Any]:
     ]
     p = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if p.returncode != 0:
-        raise RuntimeError(f"{w.name}: exit {p.returncode}: {p.stderr.strip().splitlines()[-1:]}")
-    instructions = collected(p.stderr)
+        # The simulation's own message, not valgrind's summary lines (`==PID==`) that follow it.
+        own = [ln for ln in p.stderr.strip().splitlines() if not ln.startswith("==")]
+        raise CountError(f"{w.name}: exit {p.returncode}: {own[-1] if own else 'no message'}")
+    try:
+        instructions = collected(p.stderr)
+    except ValueError as e:
+        raise CountError(f"{w.name}: {e}") from None
     if instructions == 0:
-        raise RuntimeError(f"{w.name}: nothing collected: is `{TOGGLE}` a symbol of {binary}?")
+        raise CountError(f"{w.name}: nothing collected: is `{TOGGLE}` a symbol of {binary}?")
     m = metrics(p.stdout)
     insts, events = all_gpus(m, "warp_mem_insts"), int(m.get("sim.events", 0))
     return {
@@ -140,7 +149,11 @@ def main(argv: list[str] | None = None) -> int:
         for w in WORKLOADS:
             if a.only and w.name not in a.only:
                 continue
-            rows.append(count(a.binary, w, a.full, Path(d)))
+            try:
+                rows.append(count(a.binary, w, a.full, Path(d)))
+            except CountError as e:
+                print(f"count_instructions: {e}", file=sys.stderr)
+                return 1
             if not a.json:
                 r = rows[-1]
                 per_inst = f"{r['per_warp_mem_inst']:,.0f}" if r["per_warp_mem_inst"] else "-"

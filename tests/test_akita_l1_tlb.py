@@ -1,17 +1,15 @@
 """The tick model of MGPUSim's L1 vector TLB (scripts/akita_l1_tlb.py), a cross-check used in docs/validation.md."""
 
-import importlib.util
 from argparse import Namespace
 from pathlib import Path
+
+from conftest import load_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "akita_l1_tlb.py"
 
 
 def load():
-    spec = importlib.util.spec_from_file_location("akita_l1_tlb", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("akita_l1_tlb")
 
 
 def args(**kw):

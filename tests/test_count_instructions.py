@@ -1,16 +1,13 @@
 """scripts/count_instructions.py (instructions per simulated unit under callgrind): its argument and output
 parsing, without valgrind (the counting itself is a developer's measurement, docs/performance.md)."""
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "count_instructions.py"
-spec = importlib.util.spec_from_file_location("count_instructions", SCRIPT)
-assert spec and spec.loader
-ci = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ci)
+from conftest import load_script
+
+ci = load_script("count_instructions")
 
 
 def test_bench_values_become_the_run_examples_toml_literals() -> None:
@@ -42,3 +39,26 @@ def test_unknown_workload_or_missing_binary_is_bad_input(tmp_path: Path, capsys:
     assert "unknown workload `stream-tlb-hit`" in capsys.readouterr().err
     assert ci.main([str(tmp_path / "run")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_a_failed_simulation_is_one_line_naming_it_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    binary = tmp_path / "run"
+    binary.write_text("")
+    monkeypatch.setattr(ci.shutil, "which", lambda _: "/usr/bin/valgrind")
+    stderr = "error: no progress at 5 ns (sim.watchdog_batches)\n==7== \n==7== Events    : Ir\n"
+    monkeypatch.setattr(
+        ci.subprocess, "run", lambda cmd, **_: ci.subprocess.CompletedProcess(cmd, 1, stdout="", stderr=stderr)
+    )
+    assert ci.main([str(binary), "--only", "stream-tlb-hits"]) == 1
+    # The simulation's last line, not valgrind's summary after it.
+    assert capsys.readouterr().err == (
+        "count_instructions: stream-tlb-hits: exit 1: error: no progress at 5 ns (sim.watchdog_batches)\n"
+    )
+    # A run that exits 0 but whose callgrind output has no count (collection never on) is named too.
+    monkeypatch.setattr(
+        ci.subprocess, "run", lambda cmd, **_: ci.subprocess.CompletedProcess(cmd, 0, stdout="", stderr="==7== x\n")
+    )
+    assert ci.main([str(binary), "--only", "stream-tlb-hits"]) == 1
+    assert "stream-tlb-hits: no `Collected :` line" in capsys.readouterr().err

@@ -1,21 +1,17 @@
 """The chunk-level model of blas-gemm past GPU memory (scripts/gemm_chunk_fifo.py) behind docs/validation.md's
 allen-oversub analysis: hand-worked cases, and its agreement with the simulator's driver eviction."""
 
-import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 import uvmsim
+from conftest import SCRIPTS, load_script
 from uvmsim.reproduce import _bytes
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gemm_chunk_fifo.py"
-spec = importlib.util.spec_from_file_location("gemm_chunk_fifo", SCRIPT)
-assert spec and spec.loader
-fifo = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(fifo)
+SCRIPT = SCRIPTS / "gemm_chunk_fifo.py"
+fifo = load_script("gemm_chunk_fifo")
 
 
 def test_hand_worked_waves() -> None:

@@ -50,6 +50,9 @@ def test_unknown_preset_names_nearest_and_available() -> None:
     assert "unknown preset `kaveri`" in msg
     assert "did you mean `kaveri-apu`" in msg
     assert "r9nano" in msg  # the list of what is available
+    # A part two presets hold: the shorter one (`4gpu` is in li-4gpu-ats and li-4gpu-gmmu).
+    with pytest.raises(uvmsim.ConfigError, match="did you mean `li-4gpu-ats`"):
+        presets.load_preset("4GPU")
 
 
 def test_preset_path_env_is_searched_first_and_shadows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,15 +1,12 @@
 """The PTX reader behind docs/workloads.md's "Load order" (scripts/ptx_load_order.py), on hand-written PTX."""
 
-import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "ptx_load_order.py"
-spec = importlib.util.spec_from_file_location("ptx_load_order", SCRIPT)
-assert spec and spec.loader
-plo = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(plo)
+from conftest import SCRIPTS, load_script
+
+SCRIPT = SCRIPTS / "ptx_load_order.py"
+plo = load_script("ptx_load_order")
 
 # A load stored to shared memory at once (one in flight), two loads used together by an fma
 # (two in flight), a vector load, a predicated use, a barrier and a store.

@@ -66,6 +66,9 @@ def test_wavefront_latency_and_knee_by_hand() -> None:
 def test_unknown_experiment_names_nearest() -> None:
     with pytest.raises(ConfigError, match="did you mean `apu-divergence`"):
         rep.load_spec("apu-divergnce")
+    # A whole part of an ID: difflib alone scores `mshr` too far from the 21 letters holding it.
+    with pytest.raises(ConfigError, match="did you mean `zheng-replayable-mshr`"):
+        rep.load_spec("mshr")
 
 
 def test_suite_sizes_pick_a_named_size_and_reject_unknown_ones(tmp_path: Path) -> None:

@@ -4,20 +4,15 @@ flags a consistent run) fails here rather than passing every stress run."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from conftest import load_script
+
 
 def _stress() -> ModuleType:
-    path = Path(__file__).resolve().parent.parent / "scripts" / "stress_configs.py"
-    spec = importlib.util.spec_from_file_location("stress_configs", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("stress_configs")
 
 
 stress = _stress()

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import uvmsim
-from conftest import Cli
+from conftest import Cli, load_script
 from uvmsim import reproduce as rep
 
 HEADER = "time_ns,gpu,cu,wavefront,kind,vaddr,size\n"
@@ -339,13 +339,7 @@ def test_a_conversion_whose_out_fails_mid_way_exits_1_and_a_malformed_in_exits_2
 
 def _stress_workloads() -> dict[str, list[str]]:
     # The stress script's small inputs, one per generator (scripts/stress_configs.py).
-    import importlib.util
-
-    path = Path(__file__).resolve().parent.parent / "scripts" / "stress_configs.py"
-    spec = importlib.util.spec_from_file_location("stress_configs", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("stress_configs")
     return {k: v for k, v in mod.WORKLOADS.items() if k not in ("accelsim", "trace")}
 
 

@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
+
+_PART = re.compile(r"[-_.]")
 
 
 def nearest(name: str, choices: Iterable[str]) -> str | None:
-    """The choice closest to ``name`` by ``difflib``'s measure, letter case ignored (``TITAN-V`` finds ``titan-v``,
-    which a case-sensitive match misses), or None when none is close."""
+    """The choice closest to ``name``, letter case ignored (``TITAN-V`` finds ``titan-v``, which a case-sensitive
+    match misses), or None when none is close. A choice holding ``name`` as a whole part (``mshr`` in
+    ``zheng-replayable-mshr``, ``titan`` in ``titan-v``) comes first, the shortest such; else ``difflib``'s
+    measure decides, which scores a short name against a long one holding it too low to suggest it."""
     folded: dict[str, str] = {}
     for c in choices:
         folded.setdefault(c.casefold(), c)
-    near = difflib.get_close_matches(name.casefold(), list(folded), n=1)
+    key = name.casefold()
+    if len(key) >= 3:
+        holding = [c for c in folded if key in _PART.split(c)]
+        if holding:
+            return folded[min(holding, key=lambda c: (len(c), c))]
+    near = difflib.get_close_matches(key, list(folded), n=1)
     return folded[near[0]] if near else None

@@ -348,19 +348,29 @@ fn not_a_choice(merged: &Table, key: &str) -> Option<String> {
 
 /// serde's `unknown variant `regulr`, expected one of `stride`, ...` with the nearest name
 /// before the list (`; did you mean `regular`?`), as for unknown keys and presets: a long list
-/// hides the one meant.
+/// hides the one meant. A name that holds the given one as a whole part (`sgemm` in
+/// `parboil-sgemm`, `gemm` in `tiled-gemm`) is what was meant more often than one a few
+/// edits away (`spmv`): those come first, up to three of them.
 fn variant_hint(msg: &str) -> Option<String> {
     let rest = msg.strip_prefix("unknown variant `")?;
     let (given, choices) = rest.split_once("`, expected ")?;
-    let names = choices.strip_prefix("one of ").unwrap_or(choices);
-    let near = names
-        .split(", ")
-        .filter_map(|c| c.strip_prefix('`')?.strip_suffix('`'))
-        .map(|c| (strsim::levenshtein(&given.to_ascii_lowercase(), c), c))
-        .filter(|(d, _)| *d <= 3.max(given.len() / 3))
-        .min()?
-        .1;
-    Some(format!("unknown variant `{given}`; did you mean `{near}`? expected {choices}"))
+    let names: Vec<&str> =
+        choices.strip_prefix("one of ").unwrap_or(choices).split(", ").filter_map(|c| c.strip_prefix('`')?.strip_suffix('`')).collect();
+    let lower = given.to_ascii_lowercase();
+    let parts: Vec<&str> = if lower.len() >= 3 {
+        names.iter().copied().filter(|c| c.split('-').any(|p| p == lower || (p.len() > lower.len() && p.ends_with(&*lower)))).collect()
+    } else {
+        vec![]
+    };
+    let near = match parts.len() {
+        0 => {
+            let (_, c) = names.iter().map(|&c| (strsim::levenshtein(&lower, c), c)).filter(|(d, _)| *d <= 3.max(given.len() / 3)).min()?;
+            format!("`{c}`")
+        }
+        1 => format!("`{}`", parts[0]),
+        _ => format!("one of {}", parts.iter().take(3).map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")),
+    };
+    Some(format!("unknown variant `{given}`; did you mean {near}? expected {choices}"))
 }
 
 /// `invalid type: ..., expected u32` in the user's terms: `expected an integer` (or `a number`
@@ -531,6 +541,11 @@ mod tests {
         assert!(e.message.starts_with("unknown variant `regulr`; did you mean `regular`? expected one of `stride`,"), "{e}");
         let e = resolve(&[], &["uvm.replay_policy=\"batch_flush\"".into()]).unwrap_err();
         assert!(e.message.starts_with("unknown variant `batch_flush`; did you mean `batch-flush`?"), "{e}");
+        // A whole part of a longer name beats a near short one (`sgemm` is 3 edits from `spmv`); several are listed.
+        let e = resolve(&[], &["workload.kind=\"sgemm\"".into()]).unwrap_err();
+        assert!(e.message.starts_with("unknown variant `sgemm`; did you mean `parboil-sgemm`? expected one of"), "{e}");
+        let e = resolve(&[], &["workload.kind=\"GEMM\"".into()]).unwrap_err();
+        assert!(e.message.starts_with("unknown variant `GEMM`; did you mean one of `tiled-gemm`, `blas-gemm`, `parboil-sgemm`? "), "{e}");
         // Nothing near: the list alone.
         let e = resolve(&[], &["uvm.replay_policy=\"sometimes\"".into()]).unwrap_err();
         assert_eq!(e.message, "unknown variant `sometimes`, expected one of `block`, `batch`, `batch-flush`, `once`", "{e}");
