@@ -550,22 +550,41 @@ impl Config {
         if t.managed_large_ptes && (t.mode != TranslationMode::Gmmu || self.multi.active()) {
             return Err((
                 "translation.managed_large_ptes".into(),
-                "models the UVM driver's page tables: needs translation.mode = \"gmmu\" and one GPU (multi.gpus = 1)".into(),
+                format!("models the single-GPU UVM driver's page tables: it needs {}", self.single_gpu_driver_needs()),
             ));
         }
         if self.uvm.oversubscription > 0.0 && (t.mode != TranslationMode::Gmmu || self.multi.active()) {
             // Silently ignored before: the PPR path counted its pages against a capacity nothing enforced.
             return Err((
                 "uvm.oversubscription".into(),
-                "sizes the GPU memory the UVM driver evicts from: needs translation.mode = \"gmmu\" and one GPU \
-                 (in \"iommu\" mode far faults go to the IOMMU's page-request path, which maps pages in place and \
-                 evicts nothing; the multi-GPU model has no GPU memory limit)"
-                    .into(),
+                format!(
+                    "sizes the GPU memory the single-GPU UVM driver evicts from (in \"iommu\" mode far faults go to \
+                     the IOMMU's page-request path, which maps pages in place and evicts nothing; the multi-GPU model \
+                     has no GPU memory limit): it needs {}",
+                    self.single_gpu_driver_needs()
+                ),
             ));
         }
         self.driver_options()?;
         self.capacity()?;
         self.workload.validate(self)
+    }
+
+    /// What a run needs for the single-GPU UVM driver (the GMMU mode, one GPU outside the multi-GPU
+    /// model), naming only the settings that keep it out: a multi-GPU run with `multi.gpus = 1` is
+    /// `multi.model_one_gpu`'s doing, and "one GPU" alone would send its user looking at `multi.gpus`.
+    fn single_gpu_driver_needs(&self) -> String {
+        let mut needs = vec![];
+        if self.translation.mode != TranslationMode::Gmmu {
+            needs.push("translation.mode = \"gmmu\"");
+        }
+        if self.multi.gpus > 1 {
+            needs.push("multi.gpus = 1");
+        }
+        if self.multi.model_one_gpu && self.multi.active() {
+            needs.push("multi.model_one_gpu = false");
+        }
+        needs.join(" and ")
     }
 
     /// Options of the single-GPU UVM driver's fault path that nothing reads in the other modes: refused
@@ -934,6 +953,17 @@ mod tests {
         assert_eq!(key_of(|c| (c.multi.gpus, c.translation.managed_large_ptes) = (2, true)), "translation.managed_large_ptes");
         assert_eq!(key_of(|c| (c.translation.mode, c.uvm.oversubscription) = (TranslationMode::Iommu, 2.0)), "uvm.oversubscription");
         assert_eq!(checked(|c| c.uvm.oversubscription = 2.0), None);
+        // The message names only what keeps the driver out: a one-GPU run in the multi-GPU model was told to set
+        // multi.gpus = 1, which it had (stress seed 7501, a100-pcie4 with multi.model_one_gpu = true).
+        let msg = |f: fn(&mut Config)| checked(f).unwrap().1;
+        let m = msg(|c| (c.multi.model_one_gpu, c.translation.managed_large_ptes) = (true, true));
+        assert!(m.ends_with("it needs multi.model_one_gpu = false"), "{m}");
+        let m = msg(|c| (c.multi.gpus, c.translation.managed_large_ptes) = (2, true));
+        assert!(m.ends_with("it needs multi.gpus = 1"), "{m}");
+        let m = msg(|c| {
+            (c.translation.mode, c.multi.gpus, c.multi.model_one_gpu, c.uvm.oversubscription) = (TranslationMode::Iommu, 4, true, 2.0)
+        });
+        assert!(m.ends_with("it needs translation.mode = \"gmmu\" and multi.gpus = 1 and multi.model_one_gpu = false"), "{m}");
     }
 
     #[test]
