@@ -32,6 +32,13 @@ def load_script(name: str) -> ModuleType:
     return mod
 
 
+def run_python(cwd: Path, program: str, *, stdin: bool) -> subprocess.CompletedProcess[str]:
+    """`program` run by a fresh interpreter in `cwd`, read from stdin (`python -`) or given as `python -c`:
+    the two ways a program has no __main__ file, which spawned sweep workers would re-run."""
+    argv, given = ([sys.executable, "-"], program) if stdin else ([sys.executable, "-c", program], None)
+    return subprocess.run(argv, input=given, cwd=cwd, capture_output=True, text=True, timeout=300, check=False)
+
+
 # Every workload kind, in the order `uvmsim workloads` lists them (the registry's order).
 WORKLOADS = [
     "stride",

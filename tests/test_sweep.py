@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import uvmsim
-from conftest import Cli
+from conftest import Cli, run_python
 from uvmsim import sweep
 
 # Wall-clock measurements, the only metrics allowed to differ between identical runs.
@@ -379,9 +379,7 @@ def test_a_sweep_from_stdin_runs_in_this_process(tmp_path: Path) -> None:
         "s = S.run_sweep(spec, 'out', jobs=2)\n"
         "print(s.ok, len(s.failed))\n"
     )
-    p = subprocess.run(
-        [sys.executable, "-"], input=program, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False
-    )
+    p = run_python(tmp_path, program, stdin=True)
     assert p.returncode == 0 and p.stdout.split() == ["2", "0"], (p.stdout, p.stderr)
     assert len(p.stderr.splitlines()) == 1 and "one at a time" in p.stderr and "<stdin>" in p.stderr, p.stderr
     assert set(sweep.load_sweep(tmp_path / "out")["status"]) == {"ok"}

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import uvmsim
+from conftest import run_python
 from uvmsim import sweep
 
 # A small managed run (1024 threads of `regular`: a few ms).
@@ -227,33 +228,26 @@ def test_jobs_is_the_pools_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert sizes == [1]
 
 
-def test_python_c_runs_a_sweep_in_worker_processes(tmp_path: Path) -> None:
-    # `python -c` has no __main__ file: spawned workers import nothing of it, so they start; only a program read
-    # from stdin (test_sweep.py) runs its runs one at a time, with a warning.
+@pytest.mark.parametrize(
+    ("how", "sms"),
+    [
+        # `python -c` has no __main__ file: spawned workers import nothing of it, so they start; only a program
+        # read from stdin (test_sweep.py) runs its runs one at a time, with a warning.
+        ("-c", [4, 8]),
+        # The warning says the runs go one at a time instead of in parallel; one run never went in parallel.
+        ("-", [4]),
+    ],
+    ids=["python-c-in-workers", "one-run-from-stdin-no-warning"],
+)
+def test_sweep_programs_without_a_main_file_run_silently(tmp_path: Path, how: str, sms: list[int]) -> None:
     program = (
         "import uvmsim.sweep as S\n"
         "s = S.run_sweep({'preset': 'titan-v', 'set': {'workload.kind': 'regular', 'workload.regular.threads': 1024},"
-        " 'grid': {'gpu.sms': [4, 8]}}, 'out', jobs=2)\n"
+        f" 'grid': {{'gpu.sms': {sms}}}}}, 'out', jobs=2)\n"
         "print(s.ok, len(s.failed))\n"
     )
-    p = subprocess.run(
-        [sys.executable, "-c", program], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False
-    )
-    assert p.returncode == 0 and p.stdout.split() == ["2", "0"] and p.stderr == "", (p.stdout, p.stderr)
-
-
-def test_a_single_run_from_stdin_runs_without_the_one_at_a_time_warning(tmp_path: Path) -> None:
-    # The warning says the runs go one at a time instead of in parallel; one run never went in parallel.
-    program = (
-        "import uvmsim.sweep as S\n"
-        "s = S.run_sweep({'preset': 'titan-v', 'set': {'workload.kind': 'regular', 'workload.regular.threads': 1024},"
-        " 'grid': {'gpu.sms': [4]}}, 'out', jobs=2)\n"
-        "print(s.ok, len(s.failed))\n"
-    )
-    p = subprocess.run(
-        [sys.executable, "-"], input=program, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False
-    )
-    assert p.returncode == 0 and p.stdout.split() == ["1", "0"] and p.stderr == "", (p.stdout, p.stderr)
+    p = run_python(tmp_path, program, stdin=how == "-")
+    assert p.returncode == 0 and p.stdout.split() == [str(len(sms)), "0"] and p.stderr == "", (p.stdout, p.stderr)
 
 
 def test_sigterm_stops_run_sweep_as_an_interrupt(tmp_path: Path) -> None:
