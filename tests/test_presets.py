@@ -53,6 +53,9 @@ def test_unknown_preset_names_nearest_and_available() -> None:
     # A part two presets hold: the shorter one (`4gpu` is in li-4gpu-ats and li-4gpu-gmmu).
     with pytest.raises(uvmsim.ConfigError, match="did you mean `li-4gpu-ats`"):
         presets.load_preset("4GPU")
+    # A part's ending counts too, as for the Rust side's variant hints: `nvlink2` ends `v100-nvlink2-p9`'s part.
+    with pytest.raises(uvmsim.ConfigError, match="did you mean `v100-nvlink2-p9`"):
+        presets.load_preset("link2")
 
 
 def test_preset_path_env_is_searched_first_and_shadows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

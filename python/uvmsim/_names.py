@@ -11,15 +11,16 @@ _PART = re.compile(r"[-_.]")
 
 def nearest(name: str, choices: Iterable[str]) -> str | None:
     """The choice closest to ``name``, letter case ignored (``TITAN-V`` finds ``titan-v``, which a case-sensitive
-    match misses), or None when none is close. A choice holding ``name`` as a whole part (``mshr`` in
-    ``zheng-replayable-mshr``, ``titan`` in ``titan-v``) comes first, the shortest such; else ``difflib``'s
-    measure decides, which scores a short name against a long one holding it too low to suggest it."""
+    match misses), or None when none is close. A choice with a part (split at ``-``, ``_``, ``.``) that is ``name``
+    or ends with it (``mshr`` in ``zheng-replayable-mshr``, ``titan`` in ``titan-v``) comes first, the shortest
+    such, as the Rust side's variant hints rank them; else ``difflib``'s measure decides, which scores a short
+    name against a long one holding it too low to suggest it."""
     folded: dict[str, str] = {}
     for c in choices:
         folded.setdefault(c.casefold(), c)
     key = name.casefold()
     if len(key) >= 3:
-        holding = [c for c in folded if key in _PART.split(c)]
+        holding = [c for c in folded if any(p.endswith(key) for p in _PART.split(c))]
         if holding:
             return folded[min(holding, key=lambda c: (len(c), c))]
     near = difflib.get_close_matches(key, list(folded), n=1)

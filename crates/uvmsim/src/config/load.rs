@@ -348,9 +348,10 @@ fn not_a_choice(merged: &Table, key: &str) -> Option<String> {
 
 /// serde's `unknown variant `regulr`, expected one of `stride`, ...` with the nearest name
 /// before the list (`; did you mean `regular`?`), as for unknown keys and presets: a long list
-/// hides the one meant. A name that holds the given one as a whole part (`sgemm` in
-/// `parboil-sgemm`, `gemm` in `tiled-gemm`) is what was meant more often than one a few
-/// edits away (`spmv`): those come first, up to three of them.
+/// hides the one meant. A name with a `-`-separated part that is the given one or ends with it
+/// (`sgemm` in `parboil-sgemm`, `gemm` in `tiled-gemm` and `parboil-sgemm`) is what was meant
+/// more often than one a few edits away (`spmv`): those come first, up to three of them
+/// (`_names.nearest` applies the same rule to the Python side's names).
 fn variant_hint(msg: &str) -> Option<String> {
     let rest = msg.strip_prefix("unknown variant `")?;
     let (given, choices) = rest.split_once("`, expected ")?;

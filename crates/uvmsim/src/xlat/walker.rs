@@ -224,7 +224,7 @@ impl Walker {
                 // that one overlaps [admitted, admitted + d) (no start before that end fits), else
                 // `admitted`. A thread that cannot start before the best so far is passed over from
                 // its two held heads alone (ties keep the lower thread): a saturated walker's walk
-                // otherwise read every thread's list (a fifth of titan-v's oversubscribed stream).
+                // otherwise read every thread's list (a fifth of bench row oversub-stream-driver).
                 let (a0, e0) = head[0];
                 if (if e0 > admitted && a0 < admitted + d { e0 } else { admitted }) >= best.1 {
                     continue;
