@@ -129,6 +129,26 @@ WORKLOADS: tuple[Workload, ...] = (
         },
         {"workload.stencil3d.nx": 64, "workload.stencil3d.ny": 64, "workload.stencil3d.nz": 8},
     ),
+    # The zheng suite's stencil (Parboil's block2D_hybrid_coarsen_x at its default dataset, 2 of the
+    # suite's 100 sweeps) on the zheng experiments' settings: polled replayable faults, 16 per CU,
+    # locality prefetch. At 100 sweeps it is the longest run of every zheng experiment.
+    Workload(
+        "zheng-stencil",
+        "gtx480-zheng",
+        {
+            "workload.kind": "parboil-stencil",
+            "workload.managed": True,
+            "workload.parboil_stencil.nx": 512,
+            "workload.parboil_stencil.ny": 512,
+            "workload.parboil_stencil.nz": 64,
+            "workload.parboil_stencil.iterations": 2,
+            "uvm.fault_mode": "replayable",
+            "uvm.utlb_fault_limit": 16,
+            "uvm.prefetch.policy": "locality",
+            "uvm.prefetch.window_pages": 128,
+        },
+        {"workload.parboil_stencil.nx": 64, "workload.parboil_stencil.ny": 64, "workload.parboil_stencil.nz": 8},
+    ),
     # Fault-heavy under deep oversubscription on the polled handler: nw (n = 1024, an 8 MiB
     # footprint) in 4 MiB of GPU memory, 2 MiB chunk eviction; thousands of faults wait in the buffer
     # and on the link at once (a stress run found this path quadratic in them, session 41). The stress

@@ -37,7 +37,7 @@
 //! `n` need not be a multiple of 128: edge CTAs skip the elements outside
 //! the matrices (the predicated loads and stores of CUTLASS's iterators).
 
-use super::{check, Buffer, KernelGen, KernelSpec, MemKind, Op, VaAllocator, WarpId, WorkloadConfig, MAX_LANES};
+use super::{check, Buffer, KernelGen, KernelSpec, Lanes, MemKind, Op, VaAllocator, WarpId, WorkloadConfig, MAX_LANES};
 
 const TILE: u64 = 128;
 const KTILE: u64 = 8;
@@ -153,11 +153,28 @@ impl BlasGemmWarp {
         (active > 0).then(|| Op::Mem { kind, lanes: super::grid::compact(scratch, active), bytes })
     }
 
+    /// A's loads and C's stores: thread t takes row `r0 + t % 128` of column `col0 + t / 128`. When
+    /// the warp's lanes sit in one column and inside the matrix (every tile but the edge ones), they
+    /// are consecutive elements, the `Strided` run `op` would find, built without visiting each lane.
+    fn column_segment(&self, kind: MemKind, m: Buffer, r0: u64, col0: u64, scratch: &mut [u64; MAX_LANES]) -> Option<Op> {
+        let (first, last) = (self.t0, self.t0 + self.lanes - 1);
+        // A warp's lanes never straddle two columns: its size divides the CTA's 256 threads (validate)
+        // and is at most 64.
+        debug_assert_eq!(first / TILE, last / TILE);
+        let (col, row_last) = (col0 + first / TILE, r0 + last % TILE);
+        if self.lanes >= 2 && row_last < self.k.p.n && col < self.k.p.n {
+            let bytes = self.k.p.element_bytes;
+            let lanes = Lanes::Strided { base: self.el(m, r0 + first % TILE, col), stride: bytes as u64, n: self.lanes as u32 };
+            return Some(Op::Mem { kind, lanes, bytes });
+        }
+        self.op(kind, m, |t| (r0 + t % TILE, col0 + t / TILE), scratch)
+    }
+
     /// Load `i` (0..8) of k-step `s`: A's four, then B's four (`cell` gets the thread within the CTA).
     fn load(&self, s: u64, i: u32, scratch: &mut [u64; MAX_LANES]) -> Option<Op> {
         let (k0, i, r0, c0) = (s * KTILE, i as u64, self.mt * TILE, self.nt * TILE);
         if i < 4 {
-            self.op(MemKind::Load, self.k.a, |t| (r0 + t % TILE, k0 + t / TILE + 2 * i), scratch)
+            self.column_segment(MemKind::Load, self.k.a, r0, k0 + 2 * i, scratch)
         } else {
             self.op(MemKind::Load, self.k.b, |t| (k0 + t % KTILE, c0 + t / KTILE + 32 * (i - 4)), scratch)
         }
@@ -205,7 +222,7 @@ impl BlasGemmWarp {
             // Stores: thread t writes row t % 128 of column t / 128 + 2j.
             if phase < 64 {
                 let (r0, c0, j) = (self.mt * TILE, self.nt * TILE, phase as u64);
-                if let Some(op) = self.op(MemKind::Store, self.k.c, |t| (r0 + t % TILE, c0 + t / TILE + 2 * j), scratch) {
+                if let Some(op) = self.column_segment(MemKind::Store, self.k.c, r0, c0 + 2 * j, scratch) {
                     return op;
                 }
                 continue;
@@ -218,7 +235,7 @@ impl BlasGemmWarp {
 #[cfg(test)]
 mod tests {
     use crate::workload::testutil::*;
-    use crate::workload::{MemKind, Op};
+    use crate::workload::{MemKind, Op, WarpId};
 
     #[test]
     fn one_warps_loads_follow_cutlass_thread_maps() {
@@ -274,6 +291,43 @@ mod tests {
         }
         assert_eq!(seen.len(), 3 * 128 * 128);
         assert!(seen.values().all(|&c| c == 1));
+    }
+
+    /// Every lane of every warp against CUTLASS's thread maps and their bounds, lane by lane, at sizes
+    /// whose edge tiles end inside a warp's column segment (n = 159: the segment of rows 128..160 ends
+    /// one row outside) and at warp sizes 16, 32 and 64: the column-segment shortcut gives what the
+    /// lane-by-lane path gives.
+    #[test]
+    fn every_lane_follows_the_thread_maps_and_bounds() {
+        for (n, ws) in [(159u64, 32u64), (159, 64), (160, 16), (130, 32), (256, 64)] {
+            let p = program(&["workload.kind=blas-gemm", &format!("workload.blas_gemm.n={n}"), &format!("gpu.warp_size={ws}")]);
+            let (a, b, c) = (p.buffers[0].base, p.buffers[1].base, p.buffers[2].base);
+            let (tiles, k) = (n.div_ceil(128), kernels(&p)[0]);
+            for wi in 0..k.threads / ws {
+                let first = wi * ws;
+                let mut w = k.gen.warp(WarpId { global: wi, first_thread: first, lanes: ws as u32 });
+                let (t0, cta) = (first % 256, first / 256);
+                let (r0, c0) = (cta % tiles * 128, cta / tiles * 128);
+                // The lanes whose (row, column) lies inside the matrix, in lane order.
+                let pick = |m: u64, cell: &dyn Fn(u64) -> (u64, u64)| -> Vec<u64> {
+                    (t0..t0 + ws).map(cell).filter(|&(r, col)| r < n && col < n).map(|(r, col)| m + (col * n + r) * 4).collect()
+                };
+                let mut want = vec![];
+                for k0 in (0..n).step_by(8) {
+                    for i in 0..4 {
+                        want.push((MemKind::Load, pick(a, &|t| (r0 + t % 128, k0 + t / 128 + 2 * i))));
+                    }
+                    for i in 0..4 {
+                        want.push((MemKind::Load, pick(b, &|t| (k0 + t % 8, c0 + t / 8 + 32 * i))));
+                    }
+                }
+                for j in 0..64 {
+                    want.push((MemKind::Store, pick(c, &|t| (r0 + t % 128, c0 + t / 128 + 2 * j))));
+                }
+                want.retain(|(_, v)| !v.is_empty());
+                assert_eq!(mem_ops(&mut w), want, "n = {n}, warp size {ws}, warp {wi}");
+            }
+        }
     }
 
     #[test]

@@ -45,7 +45,7 @@
 //! its A0, touches them first. Plain lockstep (warps not held at barriers) lets the rows j = 0 and
 //! ny - 1, which store nothing, run ahead through A0's planes.
 
-use super::{check, Buffer, KernelGen, KernelSpec, MemKind, Op, VaAllocator, WarpId, WorkloadConfig, MAX_LANES};
+use super::{check, Buffer, KernelGen, KernelSpec, Lanes, MemKind, Op, VaAllocator, WarpId, WorkloadConfig, MAX_LANES};
 use crate::config::Config;
 
 /// `blockDim.x`: threads along x, one warp row.
@@ -160,19 +160,18 @@ enum Guard {
     XEdge,
 }
 
-/// One instruction of a warp's program, its plane relative to the loop's k.
+/// One instruction of a warp's program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
-    /// Load `A0[column + dx, j + dy, k + dz]` for the guard's lanes.
-    Load {
-        half: Half,
-        guard: Guard,
-        dx: i64,
-        dy: i64,
-        dz: u64,
+    /// A load from A0 or a store to Anext, its lanes as at k = 0 (`Vec` of the warp's explicit
+    /// addresses from `start`): the lanes and their offsets do not depend on k, and each plane up
+    /// adds one plane's bytes to every address, so the lanes are worked out once per warp, not per
+    /// plane.
+    Mem {
+        kind: MemKind,
+        lanes: Lanes,
+        start: u32,
     },
-    /// Store `Anext[column, j, k]` for the writing lanes.
-    Store(Half),
     Wait,
     Compute,
     Barrier,
@@ -189,6 +188,7 @@ impl ParboilStencilKernel {
             t0: id.first_thread % CTA_THREADS,
             lanes: id.lanes,
             steps: vec![],
+            explicit: vec![],
             plane_start: 0,
             pos: 0,
             z: 0,
@@ -209,6 +209,8 @@ pub struct ParboilStencilWarp {
     /// The prologue, then the body of the z loop (from `plane_start`): the instructions at least one
     /// lane runs (which lanes do does not depend on k).
     steps: Vec<Step>,
+    /// The addresses of the `Lanes::Explicit` steps at k = 0, one run per step.
+    explicit: Vec<u64>,
     plane_start: usize,
     pos: usize,
     /// The loop's k (0 in the prologue).
@@ -247,8 +249,9 @@ impl ParboilStencilWarp {
         for half in [Half::I, Half::I2] {
             if self.any(half, Guard::InGrid) {
                 // bottom = A0[.., 0]; sh_A0[..] = A0[.., 1]: the store to shared memory waits.
-                let centre = |dz| Step::Load { half, guard: Guard::InGrid, dx: 0, dy: 0, dz };
-                s.extend([centre(0), centre(1), Step::Wait]);
+                let bottom = self.mem(MemKind::Load, half, Guard::InGrid, (0, 0, 0));
+                let centre = self.mem(MemKind::Load, half, Guard::InGrid, (0, 0, 1));
+                s.extend([bottom, centre, Step::Wait]);
             }
         }
         s.push(Step::Barrier);
@@ -256,18 +259,19 @@ impl ParboilStencilWarp {
         let mut outstanding = false;
         for half in [Half::I, Half::I2] {
             if self.any(half, Guard::InGrid) {
-                s.push(Step::Load { half, guard: Guard::InGrid, dx: 0, dy: 0, dz: 1 });
+                s.push(self.mem(MemKind::Load, half, Guard::InGrid, (0, 0, 1)));
                 outstanding = true;
             }
             if self.any(half, Guard::Region) {
                 let side = if half == Half::I { -1 } else { 1 };
                 for (guard, dx, dy) in [(Guard::YHigh, 0, 1), (Guard::YLow, 0, -1), (Guard::XEdge, side, 0)] {
                     if self.any(half, guard) {
-                        s.push(Step::Load { half, guard, dx, dy, dz: 0 });
+                        s.push(self.mem(MemKind::Load, half, guard, (dx, dy, 0)));
                     }
                 }
                 // The region lies inside the grid: its top load is outstanding.
-                s.extend([Step::Wait, Step::Compute, Step::Store(half)]);
+                let store = self.mem(MemKind::Store, half, Guard::Region, (0, 0, 0));
+                s.extend([Step::Wait, Step::Compute, store]);
                 outstanding = false;
             }
         }
@@ -280,19 +284,26 @@ impl ParboilStencilWarp {
         self.steps = s;
     }
 
-    /// `buf[x + dx, y + dy, z + dz]` for the lanes the guard lets run.
-    fn access(&self, kind: MemKind, half: Half, guard: Guard, (dx, dy, dz): (i64, i64, u64), scratch: &mut [u64; MAX_LANES]) -> Op {
+    /// The instruction accessing `buf[x + dx, y + dy, k + dz]` (A0 for loads, Anext for the store)
+    /// for the lanes the guard lets run, its addresses taken at k = 0.
+    fn mem(&mut self, kind: MemKind, half: Half, guard: Guard, (dx, dy, dz): (i64, i64, u64)) -> Step {
         let (nx, ny) = (self.k.nx, self.k.ny);
         let buf = if kind == MemKind::Store { self.k.anext } else { self.k.a0 };
+        let mut scratch = [0; MAX_LANES];
         let mut n = 0;
         for l in 0..self.lanes as u64 {
             if let Some((x, y)) = self.runs(half, guard, l) {
-                let e = x.wrapping_add_signed(dx) + nx * (y.wrapping_add_signed(dy) + ny * (self.z + dz));
+                let e = x.wrapping_add_signed(dx) + nx * (y.wrapping_add_signed(dy) + ny * dz);
                 scratch[n] = buf.base + e * ELEMENT_BYTES;
                 n += 1;
             }
         }
-        Op::Mem { kind, lanes: super::grid::compact(scratch, n), bytes: ELEMENT_BYTES as u32 }
+        let lanes = super::grid::compact(&scratch, n);
+        let start = self.explicit.len() as u32;
+        if let Lanes::Explicit { .. } = lanes {
+            self.explicit.extend_from_slice(&scratch[..n]);
+        }
+        Step::Mem { kind, lanes, start }
     }
 
     pub fn next(&mut self, scratch: &mut [u64; MAX_LANES]) -> Op {
@@ -308,8 +319,20 @@ impl ParboilStencilWarp {
         let step = self.steps[self.pos];
         self.pos += 1;
         match step {
-            Step::Load { half, guard, dx, dy, dz } => self.access(MemKind::Load, half, guard, (dx, dy, dz), scratch),
-            Step::Store(half) => self.access(MemKind::Store, half, Guard::Region, (0, 0, 0), scratch),
+            Step::Mem { kind, lanes, start } => {
+                let shift = self.z * self.k.nx * self.k.ny * ELEMENT_BYTES;
+                let lanes = match lanes {
+                    Lanes::Strided { base, stride, n } => Lanes::Strided { base: base + shift, stride, n },
+                    Lanes::Explicit { n } => {
+                        let from = &self.explicit[start as usize..start as usize + n as usize];
+                        for (to, a) in scratch.iter_mut().zip(from) {
+                            *to = a + shift;
+                        }
+                        lanes
+                    }
+                };
+                Op::Mem { kind, lanes, bytes: ELEMENT_BYTES as u32 }
+            }
             Step::Wait => Op::Wait,
             Step::Compute => Op::Compute(self.k.compute),
             Step::Barrier => Op::Barrier,
