@@ -186,7 +186,7 @@ impl ComdKernel {
     }
 
     pub fn warp(&self, id: WarpId) -> ComdWarp {
-        ComdWarp { k: *self, t0: id.first_thread, lanes: id.lanes, op: 0 }
+        ComdWarp { k: *self, t0: id.first_thread, lanes: id.lanes, op: 0, pair_left: 0, nb_of: u64::MAX, nb_cells: vec![] }
     }
 }
 
@@ -197,6 +197,13 @@ pub struct ComdWarp {
     lanes: u32,
     /// Index of the next op in the thread's sequence (the same for every lane).
     op: u64,
+    /// Compute ops of the current pair still to come: they are most of a thread's ops, and each
+    /// would otherwise locate itself in the sequence with four divisions.
+    pair_left: u64,
+    /// Neighbour `nb_of` of each of the warp's own cells, in order (`ComdKernel::neighbour`, three
+    /// divisions each, once per neighbour cell instead of once per load).
+    nb_of: u64,
+    nb_cells: Vec<u64>,
 }
 
 impl ComdWarp {
@@ -213,33 +220,47 @@ impl ComdWarp {
     /// its neighbour `nb` of it, and `slot` is the lane's iOff (atom `t % atoms_per_cell` of cell `t / atoms_per_cell`
     /// for thread `t`). Consecutive lanes share a cell
     /// (`atoms_per_cell` threads each), so the cell and its neighbour are worked out once per cell, without
-    /// the divisions `neighbour` takes per lane (they were 40% of a CoMD run's time).
+    /// the divisions `neighbour` takes per lane (they were 40% of a CoMD run's time); the neighbours
+    /// once per neighbour cell `nb` of the loop, not at each of its 1 + 3 x atoms_per_cell loads.
     fn cell_lanes(
-        &self,
+        &mut self,
         scratch: &mut [u64; MAX_LANES],
         kind: MemKind,
         bytes: u64,
         neighbour: Option<u64>,
         f: impl Fn(u64, u64) -> u64,
     ) -> Op {
-        let k = &self.k;
+        let k = self.k;
         let n = self.lanes as usize;
-        let (mut own, mut atom) = (self.t0 / k.apc, self.t0 % k.apc);
-        let at = |own: u64| neighbour.map_or(own, |nb| k.neighbour(own, nb));
-        let mut cell = at(own);
-        for slot in scratch.iter_mut().take(n) {
-            *slot = f(cell, own * SLOTS + atom);
-            atom += 1;
-            if atom == k.apc {
-                (own, atom) = (own + 1, 0);
-                cell = at(own);
+        let (first, last) = (self.t0 / k.apc, (self.t0 + n as u64 - 1) / k.apc);
+        if let Some(nb) = neighbour {
+            if self.nb_of != nb {
+                self.nb_cells.clear();
+                self.nb_cells.extend((first..=last).map(|own| k.neighbour(own, nb)));
+                self.nb_of = nb;
             }
+        }
+        // Cell by cell: the lanes of own cell `own` (from atom `atom`) read `cell`.
+        let (mut l, mut atom) = (0, self.t0 % k.apc);
+        for (c, own) in (first..=last).enumerate() {
+            let cell = if neighbour.is_some() { self.nb_cells[c] } else { own };
+            let take = (k.apc - atom).min((n - l) as u64);
+            for a in atom..atom + take {
+                scratch[l] = f(cell, own * SLOTS + a);
+                l += 1;
+            }
+            atom = 0;
         }
         Op::Mem { kind, lanes: super::grid::compact(scratch, n), bytes: bytes as u32 }
     }
 
     pub fn next(&mut self, scratch: &mut [u64; MAX_LANES]) -> Op {
         let k = self.k;
+        if self.pair_left > 0 {
+            // The rest of a pair's compute (see below): no memory op can come before it ends.
+            (self.pair_left, self.op) = (self.pair_left - 1, self.op + 1);
+            return Op::Compute(1);
+        }
         let body = HEAD_OPS + NEIGHBOURS * k.cell_ops();
         let i = self.op;
         if i >= body + STORE_OPS {
@@ -274,7 +295,13 @@ impl ComdWarp {
                     }),
                     1 | 3 | 5 => Op::Wait,
                     // One issue slot per pair instruction: the SM's issue rate bounds the kernel.
-                    _ if k.pair_insts > 0 => Op::Compute(1),
+                    _ if k.pair_insts > 0 => {
+                        // The pair's first compute op (q = ATOM_OPS): the others follow.
+                        if q == ATOM_OPS {
+                            self.pair_left = k.pair_ops() - 1;
+                        }
+                        Op::Compute(1)
+                    }
                     _ => Op::Compute(k.compute),
                 }
             }
