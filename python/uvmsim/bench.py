@@ -3,7 +3,8 @@
 Each workload stresses one path: TLB hits on a streaming kernel, page walks
 on a divergent gather, IOMMU round trips on a dependent stride chain, far
 faults through the UVM driver and through the APU's page-request path,
-eviction under oversubscription, page migration between four GPUs (rates
+eviction under oversubscription, the zheng suite's longest kernel model (its stencil, on the
+polled handler), page migration between four GPUs (rates
 summed over the GPUs), data-dependent table lookups (the coalescer), memory use on a 100 GiB footprint, and replay of a
 recorded binary warp trace (the streaming trace reader in front of the same
 GPU model).
