@@ -163,10 +163,10 @@ enum Guard {
 /// One instruction of a warp's program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
-    /// A load from A0 or a store to Anext, its lanes as at k = 0 (`Vec` of the warp's explicit
-    /// addresses from `start`): the lanes and their offsets do not depend on k, and each plane up
-    /// adds one plane's bytes to every address, so the lanes are worked out once per warp, not per
-    /// plane.
+    /// A load from A0 or a store to Anext, its lanes as at k = 0: which lanes run and their offsets
+    /// do not depend on k, and each plane up adds one plane's bytes to every address, so they are
+    /// worked out once per warp, not per plane. An explicit list's addresses are the warp's
+    /// `explicit[start..start + n]` (`start` means nothing for a strided run).
     Mem {
         kind: MemKind,
         lanes: Lanes,
