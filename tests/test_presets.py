@@ -73,6 +73,20 @@ def test_preset_path_env_is_searched_first_and_shadows(tmp_path: Path, monkeypat
     assert presets.describe("titan-v").shadows == ()
 
 
+def test_a_preset_hides_only_the_files_after_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "titan-v.toml").write_text("# My own Titan V.\n[gpu]\nsms = 2\n")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "titan-v.toml").write_text("# Another.\n[gpu]\nsms = 3\n")
+    monkeypatch.setenv(presets.PRESET_PATH_ENV, str(tmp_path / "mine"))
+    shipped = presets.BUILTIN_DIR / "titan-v.toml"
+    assert presets.describe("titan-v").shadows == (shipped,)
+    # The shipped file, named by its path, hides nothing (the user's one hides it); nor does a file outside the
+    # preset directories.
+    assert presets.describe(shipped).shadows == ()
+    assert presets.describe(tmp_path / "elsewhere" / "titan-v.toml").shadows == ()
+
+
 def test_presets_command_says_which_shipped_preset_is_hidden(
     cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -114,10 +114,10 @@ def load_preset(name_or_path: str | os.PathLike[str]) -> tuple[str, str]:
 def describe(name_or_path: str | os.PathLike[str]) -> PresetInfo:
     """The ``PresetInfo`` of one preset."""
     path = find_preset(name_or_path)
-    hidden = _all().get(path.stem, [])
-    return PresetInfo(
-        path.stem, header(_text(path)), path, tuple(p for p in hidden if p != path) if path in hidden else ()
-    )
+    found = _all().get(path.stem, [])
+    # Only the files after it in the search order: the shipped file named by its path hides nothing.
+    hidden = tuple(found[found.index(path) + 1 :]) if path in found else ()
+    return PresetInfo(path.stem, header(_text(path)), path, hidden)
 
 
 def _text(path: Path) -> str:
