@@ -207,3 +207,53 @@ def test_sigterm_stops_an_experiment_and_keeps_its_finished_runs(tmp_path: Path,
     )
     assert done.returncode == 0, done.stderr
     assert all((runs / n / "summary.json").stat().st_mtime_ns == t for n, t in finished.items())
+
+
+# --- _signals without a long run: which signal stopped it, and what a deferred block delivers --------------
+
+
+def test_signal_of_follows_the_chain_to_the_interrupt() -> None:
+    from click import Abort
+
+    from uvmsim._signals import signal_of
+
+    abort = Abort()
+    abort.__cause__ = KeyboardInterrupt(signal.SIGTERM)  # click's form of a SIGTERM in a command
+    assert signal_of(abort) == signal.SIGTERM
+    assert signal_of(KeyboardInterrupt()) == signal.SIGINT
+    assert signal_of(KeyboardInterrupt("not a number")) == signal.SIGINT
+    a, b = ValueError("a"), ValueError("b")
+    a.__context__, b.__context__ = b, a  # a cycle ends the walk: Ctrl-C's number, not a hang
+    assert signal_of(a) == signal.SIGINT
+
+
+def test_stop_signals_deferred_delivers_the_first_held_signal_only() -> None:
+    from uvmsim._signals import stop_signals_deferred
+
+    got: list[int] = []
+    old = {s: signal.signal(s, lambda signum, frame: got.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with stop_signals_deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            assert got == []
+        assert got == [signal.SIGTERM]  # one stop is enough
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def test_a_held_signal_with_the_default_action_still_ends_the_process(tmp_path: Path) -> None:
+    code = (
+        "import os, signal, time\n"
+        "from uvmsim._signals import stop_signals_deferred\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_DFL)\n"
+        "with stop_signals_deferred():\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(0.05)\n"
+        "    print('finished', flush=True)\n"
+        "print('after', flush=True)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert (p.returncode, p.stdout) == (-signal.SIGTERM, "finished\n"), p.stderr

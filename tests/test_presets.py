@@ -11,6 +11,7 @@ import pytest
 import uvmsim
 from conftest import Cli
 from uvmsim import presets
+from uvmsim._names import nearest
 
 MODERN = ("a100-pcie4", "h100-pcie5", "v100-nvlink2-p9", "gh200-c2c", "mi300a-apu")
 SHIPPED = ("kaveri-apu", "gtx480-zheng", "r9nano", "titan-v", *MODERN)
@@ -28,6 +29,11 @@ def test_header_takes_leading_comment_block_only() -> None:
     text = "\n# First line.\n#   second line\n#\n[gpu]\n# not part of the header\nsms = 1\n"
     assert presets.header(text) == "First line.\nsecond line"
     assert presets.header("[gpu]\nsms = 1\n") == ""
+
+
+def test_header_ends_at_a_blank_line_and_strips_every_hash() -> None:
+    assert presets.header("# Title.\n\n# A comment of the first table.\n[gpu]\n") == "Title."
+    assert presets.header("## Big title\n#\n# more\n") == "Big title\n\nmore"
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -58,6 +64,18 @@ def test_unknown_preset_names_nearest_and_available() -> None:
         presets.load_preset("link2")
 
 
+def test_nearest_name_ranks_holding_parts_then_close_spellings() -> None:
+    # Parts are split at `-`, `_` and `.`; from 3 letters a part that is the name or ends with it wins, the
+    # shortest such choice first, ties by name (not by the order given).
+    assert nearest("apu", ["mi300a-apu", "kaveri-apu", "titan-v"]) == "kaveri-apu"
+    assert nearest("l1tlb", ["gpu.l1tlb.entries"]) == "gpu.l1tlb.entries"
+    # A part that only starts with the name does not hold it: `walkers` is not preferred over `max_walk`.
+    assert nearest("walk", ["walkers", "max_walk"]) == "max_walk"
+    # Else difflib's measure, at its cut-off 0.6: `stram` is 0.55 from `stride`, too far to suggest.
+    assert nearest("stram", ["stride"]) is None
+    assert nearest("strde", ["stride", "stream"]) == "stride"
+
+
 def test_preset_path_env_is_searched_first_and_shadows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "kaveri-apu.toml").write_text("# My own Kaveri.\n[gpu]\nsms = 2\n")
     (tmp_path / "tiny.toml").write_text("# A tiny GPU.\n[gpu]\nsms = 1\n")
@@ -85,6 +103,14 @@ def test_a_preset_hides_only_the_files_after_it(tmp_path: Path, monkeypatch: pyt
     # preset directories.
     assert presets.describe(shipped).shadows == ()
     assert presets.describe(tmp_path / "elsewhere" / "titan-v.toml").shadows == ()
+
+
+def test_presets_are_listed_by_name_across_directories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "zz-last.toml").write_text("# Z.\n")
+    (tmp_path / "aa-first.toml").write_text("# A.\n")
+    monkeypatch.setenv(presets.PRESET_PATH_ENV, str(tmp_path))
+    names = [p.name for p in presets.list_presets()]
+    assert names == sorted(names) and {"aa-first", "zz-last", "titan-v"} <= set(names)
 
 
 def test_presets_command_says_which_shipped_preset_is_hidden(

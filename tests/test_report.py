@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
 import shutil
@@ -9,6 +11,7 @@ import subprocess
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -258,6 +261,279 @@ def test_reproduce_all_bad_options_exit_2(cli: Cli, tmp_path: Path, args: list[s
     assert p.returncode == 2, p.stderr
     assert message in p.stderr
     assert not (tmp_path / "r").exists()  # refused before running anything
+
+
+# --- made-up results: the report's counts, text and escaping, without running an experiment ------------------
+
+# Three experiments without a plot of their own (comparison_bars draws theirs), in validation.toml's order.
+A, B, C = "apu-tlb-miss-latency", "apu-divergence", "apu-fault-latency"
+
+
+def fake_experiments(monkeypatch: pytest.MonkeyPatch, results: dict[str, list[rep.Row] | BaseException]) -> list[str]:
+    """Stand in for the experiments' analyses: each ID gives its rows (or raises) at once, with 100 s of reused
+    runs; returns the IDs in the order they were run."""
+    ran: list[str] = []
+
+    def reproduce_context(id: str, out: Path, **kwargs: object) -> tuple[list[rep.Row], SimpleNamespace]:
+        ran.append(id)
+        result = results[id]
+        if isinstance(result, BaseException):
+            raise result
+        return list(result), SimpleNamespace(reused_s=100.0)
+
+    monkeypatch.setattr(rep, "reproduce_context", reproduce_context)
+    return ran
+
+
+def write_outcomes(out: Path, *outcomes: report.Outcome, meta: dict[str, object] | None = None) -> None:
+    for o in outcomes:
+        (out / o.id).mkdir(parents=True, exist_ok=True)
+        (out / o.id / report.RESULT_FILE).write_text(json.dumps(o.to_json()), encoding="utf-8")
+    if meta is not None:
+        (out / report.RUN_FILE).write_text(json.dumps(meta), encoding="utf-8")
+
+
+def summary_cell(page: str, id: str) -> str:
+    """The Result cell of ``id``'s summary row."""
+    m = re.search(rf'<tr data-id="{id}">.*<td>(<span class="badge [A-Z]+">.*?)</td></tr>', page)
+    assert m is not None, id
+    return m.group(1)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('id = "x"\ngroup = "g"\nwhat = "w"\npublished = "p"\ntolerance = "t"', "missing key `status`"),
+        (
+            'id = "x"\ngroup = "g"\nwhat = "w"\npublished = "p"\ntolerance = "t"\nstatus = "unsupported"\nreason = "r"'
+            '\n\n[[experiments]]\nid = "x"\ngroup = "g"\nwhat = "v"\npublished = "p"\ntolerance = "t"\n'
+            'status = "unsupported"\nreason = "r"',
+            "listed twice",
+        ),
+    ],
+)
+def test_validation_file_missing_key_or_repeated_id(tmp_path: Path, text: str, message: str) -> None:
+    p = tmp_path / "v.toml"
+    p.write_text(f'[[groups]]\nid = "g"\ntitle = "G"\nsystem = "S"\n\n[[experiments]]\n{text}\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=message):
+        report.load_validation(p)
+
+
+def test_checks_count_passed_and_failed_rows_not_info_ones(tmp_path: Path) -> None:
+    # One pass, one fail, one info: "1 of 2 checks", in the page's summary and in the markdown table.
+    rows = [row(582, 600.0, "10%"), row(16, 17.0, "exact"), row("grows", 5.0, "info")]
+    o = report.Outcome(A, report.status_of(rows), 3.0, False, rows=rows, finished="2026-01-02T03:04:05+00:00")
+    assert (o.status, len(o.checked), o.passed) == ("FAIL", 2, 1)
+    write_outcomes(tmp_path, o)
+    assert summary_cell(report.render_report(tmp_path), A) == '<span class="badge FAIL">FAIL</span> 1 of 2 checks'
+    line = next(x for x in report.markdown_table_of({A: o}, {}).splitlines() if x.startswith(f"| `{A}`"))
+    assert line.endswith("| fail (1 of 2 checks); ran 2026-01-02 in 3 s |"), line
+
+
+def test_result_json_is_strict_json_and_reads_back_nan_and_infinity() -> None:
+    rows = [row(1, math.nan, "exact"), row(1, math.inf, "info"), row(1, -math.inf, "info")]
+    o = report.Outcome(A, "FAIL", 1.0, True, rows=rows)
+    text = json.dumps(o.to_json(), allow_nan=False)  # JSON has no NaN or Infinity: other readers refuse them
+    back = report.Outcome.from_json(json.loads(text))
+    assert math.isnan(back.rows[0].simulated) and [r.simulated for r in back.rows[1:]] == [math.inf, -math.inf]
+
+
+def test_an_experiment_run_counts_reused_time_and_records_a_failed_plot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_experiments(monkeypatch, {A: [row(582, 600.0, "10%")], B: ValueError("x < y & z")})
+
+    def no_plot(id: str, rows: object, out: Path) -> Path:
+        raise RuntimeError("no ink <here>")
+
+    monkeypatch.setattr(report, "write_plot", no_plot)
+    a, b = report.reproduce_all(tmp_path, ids=[A, B])
+    # A resumed experiment takes its reused runs' 100 s too (the fake ran in well under 60 s).
+    assert 100 <= a.elapsed_s < 160
+    assert (a.status, a.plot, a.plot_error) == ("PASS", "", "RuntimeError: no ink <here>")
+    # An experiment that raised has no rows: no plot is attempted, so there is no plot error to show.
+    assert (b.status, b.error, b.plot_error) == ("ERROR", "ValueError: x < y & z", "")
+    page = (tmp_path / report.REPORT_FILE).read_text(encoding="utf-8")
+    assert '<pre class="error">plot failed: RuntimeError: no ink &lt;here&gt;</pre>' in page
+    assert '<pre class="error">ValueError: x &lt; y &amp; z</pre>' in page and page.count("plot failed") == 1
+    assert summary_cell(page, B) == '<span class="badge ERROR">ERROR</span> '  # no "0 of 0 checks"
+
+
+def test_reproduce_all_runs_in_validation_order_and_refuses_unknown_ids(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran = fake_experiments(monkeypatch, {i: [row(1, 1.0, "exact")] for i in (A, B, C)})
+    monkeypatch.setattr(report, "write_plot", lambda id, rows, out: out / report.PLOT_FILE)
+    outcomes = report.reproduce_all(tmp_path, quick=True, ids=[C, A])
+    assert ran == [A, C] and [o.id for o in outcomes] == [A, C]
+    meta = report.load_run_meta(tmp_path)
+    assert meta["quick"] is True and meta["experiments"] == [A, C] and isinstance(meta["elapsed_s"], float)
+    with pytest.raises(ConfigError, match="not a supported experiment: `apu-nope`"):
+        report.reproduce_all(tmp_path, ids=[A, "apu-nope"])
+    assert ran == [A, C]  # refused before running anything
+
+
+def test_an_interrupted_rerun_does_not_keep_the_previous_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The previous run's result of the experiment being re-run is removed first: stopped before it finishes,
+    # it is "not run", not the old PASS.
+    write_outcomes(tmp_path, report.Outcome(A, "PASS", 1.0, False, rows=[row(1, 1.0, "exact")]))
+    fake_experiments(monkeypatch, {A: KeyboardInterrupt()})
+    with pytest.raises(KeyboardInterrupt):
+        report.reproduce_all(tmp_path, ids=[A])
+    assert report.load_outcomes(tmp_path) == {}
+    assert f'data-id="{A}" data-status="NOTRUN"' in (tmp_path / report.REPORT_FILE).read_text(encoding="utf-8")
+
+
+def test_report_page_counts_escapes_and_sections(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    groups = [report.Group("g1", "First & seed", "GPU <one>"), report.Group("g2", "Second", "GPU two")]
+    targets = [
+        report.Target(A, "g1", "latency < 1 us & more", "<582>", "< 10% & so", "supported", fit=True),
+        report.Target(B, "g2", "b", "1", "exact", "supported"),
+        report.Target(C, "g1", "c", "1", "exact", "supported"),
+        report.Target("made-up", "g2", "m", "2", "exact", "unsupported", reason="needs <traces> & a GPU"),
+    ]
+    monkeypatch.setattr(report, "load_validation", lambda: (groups, targets))
+    rows = [
+        rep.Row("lat<ns>", 582, 600.0, "ns & more", "10%", True, "Fig. 2 <b>"),
+        rep.Row("m2", "x", 0.2, "", "< 0.05", False, "src"),
+    ]
+    write_outcomes(
+        tmp_path,
+        report.Outcome(A, "FAIL", 12.34, True, rows=rows),
+        report.Outcome(B, "ERROR", 1.0, False, error="boom"),
+        report.Outcome(C, "FAIL", 2.0, False, rows=[row(1, 2.0, "exact")]),
+        report.Outcome("made-up", "PASS", 1.0, False, rows=[row(1, 1.0, "exact")]),  # a stray result: not shown
+        meta={"quick": False, "started": "S", "elapsed_s": 125.4, "cpus": 7, "version": "9.9"},
+    )
+    page = report.render_report(tmp_path)
+    # Each count its own (2 fail, 1 error, 0 not run, 1 not yet supported); the run's CPUs, not this machine's.
+    assert (
+        '<p class="meta">uvmsim 9.9; full parameters; started S; all experiments in 125 s on 7 CPUs. '
+        "Every experiment of <code>shared/VALIDATION.md</code>: 0 pass, 2 fail, 0 info only, 1 error, 0 not run, "
+        "1 not yet supported.</p>"
+    ) in page
+    (tmp_path / report.RUN_FILE).write_text('{"quick": true, "version": "9.9"}', encoding="utf-8")
+    assert '<p class="meta">uvmsim 9.9; quick parameters; started ?. ' in report.render_report(tmp_path)
+    # The summary row and the section escape what the validation list says.
+    assert (
+        f'<tr data-id="{A}"><td><a href="#{A}"><code>{A}</code></a> (fit)</td><td>latency &lt; 1 us &amp; more</td>'
+        '<td>&lt;582&gt;</td><td>&lt; 10% &amp; so</td><td><span class="badge FAIL">FAIL</span> 1 of 2 checks</td></tr>'
+    ) in page
+    assert page.count("latency &lt; 1 us &amp; more") == 2 and page.count("&lt; 10% &amp; so") == 2
+    assert f"<h3><code>{A}</code> (fit) — " in page
+    assert "<dt>Run</dt><dd>12.3 s, quick parameters</dd>" in page and "<dt>Run</dt><dd>1.0 s</dd>" in page
+    # Each row's own result (the experiment FAILs, its first row passed), values in their columns, escaped.
+    assert (
+        '<tr><td><code>lat&lt;ns&gt;</code></td><td class="num">582</td><td class="num">600</td><td>ns &amp; more</td>'
+        '<td>10%</td><td><span class="badge PASS">PASS</span></td><td>Fig. 2 &lt;b&gt;</td></tr>'
+    ) in page
+    assert '<td class="num">x</td><td class="num">0.2</td><td></td><td>&lt; 0.05</td>' in page
+    assert 'data-id="made-up" data-status="UNSUPPORTED"' in page
+    assert '<dd class="reason">not yet supported: needs &lt;traces&gt; &amp; a GPU</dd>' in page
+    # Sections under their group's heading, in the list's order; the group's system below its title.
+    sections = re.findall(r'<h2 id="group-(\w+)">|<section class="experiment" id="([\w-]+)"', page)
+    assert [g or s for g, s in sections] == ["g1", A, C, "g2", B, "made-up"]
+    assert '<h2 id="group-g1">First &amp; seed</h2><p class="system">GPU &lt;one&gt;</p>' in page
+
+
+def test_markdown_rows_of_errors_and_many_checks_and_their_durations() -> None:
+    _, targets = report.load_validation()
+    ids = [t.id for t in targets]
+    four = [row(i, float(i), "exact") for i in range(1, 5)]
+    outcomes = {
+        A: report.Outcome(A, "ERROR", 89.0, False, error="RuntimeError: a | b", finished="2026-01-02T00:00:00"),
+        B: report.Outcome(B, "PASS", 90.0, False, rows=four, finished="2026-01-02T00:00:00"),
+        C: report.Outcome(C, "PASS", 150.0, False, rows=[*four, row(5, 5.0, "exact")], finished="2026-01-02"),
+    }
+    lines = {
+        x[3 : x.index("`", 3)]: x
+        for x in report.markdown_table_of(outcomes, {"cpus": 7}).splitlines()
+        if x[:3] == "| `"
+    }
+    # A `|` in an error would end the cell; 89 s is written in seconds, 90 s and more in minutes (to 0.1).
+    assert "| error: RuntimeError: a \\| b |" in lines[A] and lines[A].endswith("| error; ran 2026-01-02 in 89 s |")
+    # Up to four checks are listed, five or more counted.
+    assert "| `m` = 1; `m` = 2; `m` = 3; `m` = 4 |" in lines[B] and lines[B].endswith("in 1.5 min |")
+    assert "| 5 of 5 checks within tolerance (below) |" in lines[C] and lines[C].endswith("in 2.5 min |")
+    assert "on a 7-CPU machine" in report.markdown_table_of(outcomes, {"cpus": 7})
+    # A quick run's durations are not the experiments' own: no total, even with every experiment run.
+    every = {i: report.Outcome(i, "PASS", 60.0, True, rows=[row(1, 1.0, "exact")]) for i in ids}
+    assert "add up to" not in report.markdown_table_of(every, {"quick": True})
+    # A re-run experiment's row replaces the one kept from the previous table.
+    previous = f"{report.MD_BEGIN} -->\n| `{A}` | old row |\n| `{B}` | kept row |\n{report.MD_END}\n"
+    again = report.markdown_table_of({A: outcomes[A]}, {}, previous)
+    assert "| `apu-tlb-miss-latency` (fit) | " in again and "old row" not in again and f"| `{B}` | kept row |" in again
+    # Text without the end marker has no previous rows to keep.
+    assert "not run" in report.markdown_table_of({}, {}, f"{report.MD_BEGIN} -->\n| `{B}` | kept row |\n")
+
+
+def test_update_markdown_leaves_one_end_marker_and_refuses_markers_out_of_order(tmp_path: Path) -> None:
+    doc = tmp_path / "v.md"
+    doc.write_text(f"# V\n{report.MD_BEGIN} -->\nold\n{report.MD_END}\ntail\n", encoding="utf-8")
+    report.update_markdown(doc, f"{report.MD_BEGIN} -->\nnew\n{report.MD_END}")
+    assert doc.read_text(encoding="utf-8") == f"# V\n{report.MD_BEGIN} -->\nnew\n{report.MD_END}\ntail\n"
+    # The end marker before the begin one: refused before any experiment runs, not a crash after them all.
+    doc.write_text(f"{report.MD_END}\n{report.MD_BEGIN} -->\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="no summary markers"):
+        report.check_markdown_target(doc)
+
+
+def test_comparison_bars_cap_colour_and_order() -> None:
+    from matplotlib.colors import to_rgba
+
+    # 600 / 582 = 1.0309 (PASS, within 10%); 50 / 10 = 5, drawn at the cap 3 (FAIL); published 0 has no ratio.
+    fig = report.comparison_bars([row(582, 600.0, "10%"), row(10, 50.0, "10%"), row(0, 0.0, "exact")])
+    pub1, sim1, pub2, sim2 = fig.axes[0].patches
+    assert sim1.get_width() == pytest.approx(600 / 582) and sim2.get_width() == 3.0
+    assert sim1.get_facecolor() == to_rgba("#2e7d32") and sim2.get_facecolor() == to_rgba("#c62828")
+    assert pub1.get_y() > pub2.get_y()  # the first check on top, as in the table
+    # A negative published value: 10% either side of -50.
+    assert report.reference(row(-50, -50.0, "10%")) == pytest.approx((-50, -55, -45))
+
+
+def write_table(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path.parent
+
+
+def test_batch_size_plot_is_relative_to_the_time_at_1024(tmp_path: Path) -> None:
+    # 4, 3, 2, 2 ms over the 2 ms at batch size 1024.
+    out = write_table(
+        tmp_path / "batch_size.csv",
+        "kernel,n,batch_size,kernel_ms\nsgemm,512,256,4.0\nsgemm,512,512,3.0\nsgemm,512,1024,2.0\nsgemm,512,2048,2.0\n",
+    )
+    line = report.batch_size_plot([], out).axes[0].lines[0]
+    assert list(line.get_xdata()) == [256, 512, 1024, 2048] and list(line.get_ydata()) == [2.0, 1.5, 1.0, 1.0]
+
+
+def test_oversubscription_plot_in_percent_of_the_footprint(tmp_path: Path) -> None:
+    out = write_table(
+        tmp_path / "slowdowns.csv", "workload,fraction_fits,slowdown_vs_copy\nnw,0.5,3.0\nnw,1.0,1.0\nnw,0.75,2.0\n"
+    )
+    line = report.zheng_oversub_plot([], out).axes[0].lines[0]
+    assert list(line.get_xdata()) == [50.0, 75.0, 100.0] and list(line.get_ydata()) == [3.0, 2.0, 1.0]
+
+
+def test_mpki_plot_stars_the_apps_not_counted(tmp_path: Path) -> None:
+    out = write_table(
+        tmp_path / "mpki.csv",
+        "app,published_mpki,mpki,counted,published_class,class\nbfs,2.0,1.5,True,high,high\n"
+        "fir,0.05,0.2,False,low,medium\n",
+    )
+    ax = report.mpki_plot([], out).axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["bfs\nhigh/high", "fir*\nlow/medium"]
+    assert [p.get_height() for p in ax.patches] == [2.0, 0.05, 1.5, 0.2]  # published, then simulated
+
+
+def test_least_tlb_plot_draws_each_mix_and_its_weighted_speedup_ratio(tmp_path: Path) -> None:
+    # The black bar: Least-TLB's weighted speedup over the baseline's, 2.3 / 2.0 = 1.15.
+    out = write_table(
+        tmp_path / "mixes.csv", "mix,app,normalized,least_ws,base_ws\nm1,a,1.2,2.3,2.0\nm1,b,0.9,2.3,2.0\n"
+    )
+    ax = report.least_tlb_plot([], out).axes[0]
+    assert [p.get_height() for p in ax.patches] == pytest.approx([1.2, 0.9, 1.15])
 
 
 # --- the whole quick run, and the page in a browser ------------------------------------------------------------
