@@ -541,7 +541,7 @@ def test_least_tlb_plot_draws_each_mix_and_its_weighted_speedup_ratio(tmp_path: 
 
 @pytest.fixture(scope="module")
 def quick_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    """``uvmsim reproduce --all --quick -o DIR`` (about 10 s): the directory and the finished process."""
+    """``uvmsim reproduce --all --quick -o DIR`` (1-4 minutes on 2 cores): the directory and the finished process."""
     out = tmp_path_factory.mktemp("reproduce-all") / "r"
     p = subprocess.run(
         [sys.executable, "-m", "uvmsim", "reproduce", "--all", "--quick", "-o", str(out)],

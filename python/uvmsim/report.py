@@ -170,7 +170,8 @@ def _json_float(v: float) -> float | str:
 
 
 def status_of(rows: Sequence[rep.Row]) -> str:
-    """FAIL if a checked row failed, INFO if no row is checked (nothing to pass), else PASS."""
+    """FAIL if a checked row failed; INFO if it has rows and none is checked (nothing to pass); else PASS
+    (also for no rows at all, which no experiment gives: each has at least one check)."""
     if any(r.passed is False for r in rows):
         return "FAIL"
     return "INFO" if rows and all(r.passed is None for r in rows) else "PASS"
