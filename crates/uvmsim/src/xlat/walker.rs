@@ -217,57 +217,41 @@ impl Walker {
             let admitted = self.slots.admit(t, floor);
             // Fixed-latency reads make this the walk's length; DRAM queueing may lengthen it.
             let d = self.pwc_latency + (first - leaf + 1) as Ps * self.level_latency;
-            let mut best = (usize::MAX, Ps::MAX);
-            for (i, th) in self.threads.iter_mut().enumerate() {
-                let head = &mut self.heads[i];
-                // A bound below which this thread cannot start: the end of its first interval when
-                // that one overlaps [admitted, admitted + d) (no start before that end fits), else
-                // `admitted`. A thread that cannot start before the best so far is passed over from
-                // its two held heads alone (ties keep the lower thread): a saturated walker's walk
-                // otherwise read every thread's list (a fifth of bench row oversub-stream-driver).
-                let (a0, e0) = head[0];
-                if (if e0 > admitted && a0 < admitted + d { e0 } else { admitted }) >= best.1 {
-                    continue;
-                }
-                if !th.is_empty() && head[0].1 <= floor {
-                    let n = th.partition_point(|&(_, e)| e <= floor);
-                    th.drain(..n);
-                    *head = heads_of(th);
-                }
-                debug_assert_eq!(*head, heads_of(th), "a thread's heads are its first intervals");
-                // `gap(th, admitted, d)`, from the first interval ending after `admitted` when it is
-                // one of the two held here: intervals are disjoint and sorted, so their ends are too.
-                let n = th.len();
-                let k = if n == 0 || head[0].1 > admitted {
-                    0
-                } else if n >= 2 && head[1].1 > admitted {
-                    1
-                } else if n <= 2 {
-                    n // none ends after `admitted`: free from then on
-                } else {
-                    usize::MAX // not known here
-                };
-                let s = if k == n {
-                    admitted
-                } else if k == usize::MAX {
-                    gap(th, admitted, d)
-                } else {
-                    let (a, e) = head[k];
-                    if admitted + d <= a {
-                        admitted
-                    } else if e >= best.1 {
-                        // It starts at e or later: no earlier than the best so far (ties keep the lower thread).
-                        continue;
-                    } else if k + 1 == n {
-                        e
-                    } else {
-                        gap(th, admitted, d)
-                    }
-                };
-                if s < best.1 {
-                    best = (i, s);
-                    if s == admitted {
+            // The walk takes the thread that can start it first (ties to the lower thread). The first
+            // thread with the least bound (see `start_bound`) usually starts at that bound, and then no
+            // thread starts earlier: the others are not read. Otherwise every thread
+            // is searched (in order: the search also prunes their lists), each passed over where its
+            // bound shows it cannot start before the best so far (a saturated walker's walk read every
+            // thread's list: a fifth of bench row oversub-stream-driver; and then checked every
+            // thread's bound: a tenth of faults-sgemm).
+            let mut cand = (Ps::MAX, usize::MAX);
+            for (i, head) in self.heads.iter().enumerate() {
+                let b = start_bound(head, admitted, d);
+                if b < cand.0 {
+                    cand = (b, i);
+                    if b == admitted {
                         break;
+                    }
+                }
+            }
+            let mut best = (usize::MAX, Ps::MAX);
+            if let Some(th) = self.threads.get_mut(cand.1) {
+                if thread_start(th, &mut self.heads[cand.1], admitted, d, floor, Ps::MAX) == Some(cand.0) {
+                    best = (cand.1, cand.0);
+                }
+            }
+            if best.0 == usize::MAX {
+                for (i, th) in self.threads.iter_mut().enumerate() {
+                    let head = &mut self.heads[i];
+                    if start_bound(head, admitted, d) >= best.1 {
+                        continue;
+                    }
+                    let Some(s) = thread_start(th, head, admitted, d, floor, best.1) else { continue };
+                    if s < best.1 {
+                        best = (i, s);
+                        if s == admitted {
+                            break;
+                        }
                     }
                 }
             }
@@ -373,6 +357,62 @@ fn gap(busy: &[(Ps, Ps)], t: Ps, d: Ps) -> Ps {
         s = s.max(e);
     }
     s
+}
+
+/// A bound below which a thread whose first two held intervals are `head` cannot start a `d`-long
+/// walk admitted at `admitted`: the end of the first of them that ends after `admitted` when it
+/// overlaps [admitted, admitted + d) (no start before that end fits), else `admitted`. (The second
+/// counts when the first is over: a thread's intervals are pruned only when it is searched.)
+#[inline(always)]
+fn start_bound(head: &[(Ps, Ps); 2], admitted: Ps, d: Ps) -> Ps {
+    let (a, e) = if head[0].1 > admitted { head[0] } else { head[1] };
+    if e > admitted && a < admitted + d {
+        e
+    } else {
+        admitted
+    }
+}
+
+/// When thread `th` (its first two intervals `head`) can start a `d`-long walk admitted at
+/// `admitted`: `gap(th, admitted, d)`, or `None` when its heads show it cannot start before
+/// `limit`. Its intervals over by `floor` are dropped first.
+#[inline(always)]
+fn thread_start(th: &mut Vec<(Ps, Ps)>, head: &mut [(Ps, Ps); 2], admitted: Ps, d: Ps, floor: Ps, limit: Ps) -> Option<Ps> {
+    if !th.is_empty() && head[0].1 <= floor {
+        let n = th.partition_point(|&(_, e)| e <= floor);
+        th.drain(..n);
+        *head = heads_of(th);
+    }
+    debug_assert_eq!(*head, heads_of(th), "a thread's heads are its first intervals");
+    // `gap(th, admitted, d)`, from the first interval ending after `admitted` when it is one of the
+    // two held here: intervals are disjoint and sorted, so their ends are too.
+    let n = th.len();
+    let k = if n == 0 || head[0].1 > admitted {
+        0
+    } else if n >= 2 && head[1].1 > admitted {
+        1
+    } else if n <= 2 {
+        n // none ends after `admitted`: free from then on
+    } else {
+        usize::MAX // not known here
+    };
+    Some(if k == n {
+        admitted
+    } else if k == usize::MAX {
+        gap(th, admitted, d)
+    } else {
+        let (a, e) = head[k];
+        if admitted + d <= a {
+            admitted
+        } else if e >= limit {
+            // It starts at e or later: no earlier than `limit`.
+            return None;
+        } else if k + 1 == n {
+            e
+        } else {
+            gap(th, admitted, d)
+        }
+    })
 }
 
 /// The first two intervals of `busy`, (0, 0) where it has fewer.
@@ -508,6 +548,32 @@ mod tests {
         // The shortest walk (one read, 100 ns) at 0.2 µs would get the thread after C; at
         // 0.85 µs at once (the gap before A); at 1.1 µs after D.
         assert_eq!([200_000, 850_000, 1_100_000].map(|t| w.start_at(t)), [800_000, 850_000, 1_800_000]);
+    }
+
+    #[test]
+    fn a_tie_goes_to_the_lower_thread_when_the_least_bound_misleads() {
+        // U = 100 ns; a walk reads 4 levels: 4U. Thread 0 is busy over [0, 2U); thread 1 over [0, U)
+        // and [1.5U, 2U). Thread 1's first interval ends first (its bound U), but a 4U walk does not
+        // fit before 1.5U: it could start at 2U, as thread 0 can (bound 2U, free from then on). The
+        // tie goes to thread 0, whose [0, 2U) and the walk's [2U, 6U) merge into one interval.
+        let u = 100_000;
+        let mut w = Walker::new(&cfg(2, 0), 4);
+        w.threads = vec![vec![(0, 2 * u)], vec![(0, u), (3 * u / 2, 2 * u)]];
+        w.heads = w.threads.iter().map(|th| heads_of(th)).collect();
+        assert_eq!(w.walk(0, 1, 0, 0, &mut dram()), 6 * u);
+        assert_eq!(w.threads, vec![vec![(0, 6 * u)], vec![(0, u), (3 * u / 2, 2 * u)]]);
+    }
+
+    #[test]
+    fn a_walk_fits_exactly_before_a_threads_next_interval() {
+        // U = 100 ns; a 4U walk at 0. Thread 0 is idle until 4U: the walk fits exactly before its
+        // interval [4U, 10U) and starts at once, although thread 1 frees up first (at U).
+        let u = 100_000;
+        let mut w = Walker::new(&cfg(2, 0), 4);
+        w.threads = vec![vec![(4 * u, 10 * u)], vec![(0, u)]];
+        w.heads = w.threads.iter().map(|th| heads_of(th)).collect();
+        assert_eq!(w.walk(0, 1, 0, 0, &mut dram()), 4 * u);
+        assert_eq!(w.threads, vec![vec![(0, 10 * u)], vec![(0, u)]]);
     }
 
     #[test]
