@@ -438,3 +438,298 @@ def test_a_plot_reads_only_the_tables_it_needs(run_dir: Path, tmp_path: Path, ki
         uvmsim.load(d)  # everything, by default
     assert set(uvmsim.load(d, tables=["faults"]).tables) == {"faults"}
     assert uvmsim.load(d, tables=()).tables == {}
+
+
+# --- made-up data: what each plot draws, computed by hand (the mutation audit of plot.py) -----------------------
+
+
+def sweep_frame(rows: list[dict[str, Any]]) -> Any:
+    """A sweep's DataFrame as load_sweep gives it: run_id, status, error, the `set.` columns, metrics, config."""
+    import pandas as pd
+
+    full = [{"run_id": f"r{i}", "status": "ok", "error": None, **r, "config": None} for i, r in enumerate(rows)]
+    return pd.DataFrame(full)
+
+
+def bar_heights(ax: Any) -> list[list[float]]:
+    return [[b.get_height() for b in c] for c in ax.containers]
+
+
+def tick_labels(ax: Any) -> list[str]:
+    return [t.get_text() for t in ax.get_xticklabels()]
+
+
+def legend_texts(ax: Any) -> list[str]:
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_runtime_bars_orders_groups_and_values_as_they_appear_and_means_a_cells_runs() -> None:
+    P, T = "set.uvm.replay_policy", "set.workload.regular.threads"
+    df = sweep_frame(
+        [
+            {P: "once", T: 4096, "time.total_ns": 200.0},
+            {P: "batch", T: 4096, "time.total_ns": 100.0},
+            {P: "once", T: 1024, "time.total_ns": 30.0},
+            {P: "once", T: 1024, "time.total_ns": 50.0},  # two runs of one cell: their mean, 40
+            {P: "batch", T: 1024, "time.total_ns": 20.0},
+            {P: "never", T: 1024, "time.total_ns": math.nan, "status": "failed"},  # not drawn
+        ]
+    )
+    ax = plot.runtime_bars(df, "uvm.replay_policy").axes[0]
+    # Values and groups in order of appearance, not sorted: the baseline is "once", the first value.
+    assert legend_texts(ax) == ["once", "batch"] and ax.get_ylabel().endswith("uvm.replay_policy = once)")
+    assert tick_labels(ax) == ["threads=4096", "threads=1024", "geomean"]
+    # batch / once: 100 / 200 = 0.5 at 4096, 20 / mean(30, 50) = 0.5 at 1024 (a sum, 80, would give 0.25).
+    assert bar_heights(ax) == [pytest.approx([1.0, 1.0, 1.0]), pytest.approx([0.5, 0.5, 0.5])]
+    # Another baseline: once / batch = 2 and 40 / 20 = 2; the label names it.
+    ax = plot.runtime_bars(df, "uvm.replay_policy", baseline="batch").axes[0]
+    assert bar_heights(ax) == [pytest.approx([2.0, 2.0, 2.0]), pytest.approx([1.0, 1.0, 1.0])]
+    assert ax.get_ylabel().endswith("uvm.replay_policy = batch)")
+    with pytest.raises(plot.PlotDataError, match="no value 'never'"):
+        plot.runtime_bars(df, "uvm.replay_policy", baseline="never")  # only a failed run has it
+    # An axis named with its column's `set.` prefix is the same axis, labelled without it.
+    ax = plot.runtime_bars(df, P).axes[0]
+    assert bar_heights(ax)[1] == pytest.approx([0.5, 0.5, 0.5])
+    assert ax.get_legend().get_title().get_text() == "uvm.replay_policy"
+    # With no other axis, one group, "all runs": batch's mean (100 + 20) / 2 = 60 over once's (200 + 30 + 50) / 3.
+    ax = plot.runtime_bars(df.drop(columns=[T]), "uvm.replay_policy").axes[0]
+    assert tick_labels(ax) == ["all runs", "geomean"]
+    assert bar_heights(ax)[1] == pytest.approx([60 / (280 / 3)] * 2)
+    # No successful run: refused, with the reason.
+    with pytest.raises(plot.PlotDataError, match="no successful run"):
+        plot.runtime_bars(df.assign(status="failed"), "uvm.replay_policy")
+
+
+def test_runtime_bars_geomean_leaves_out_zero_missing_and_unnormalizable_ratios() -> None:
+    import numpy as np
+
+    P, G = "set.uvm.replay_policy", "set.gpu.sms"
+    df = sweep_frame(
+        [
+            {P: "batch", G: 1, "uvm.batches": 100.0},
+            {P: "once", G: 1, "uvm.batches": 0.0},  # ratio 0: drawn, but no log in the geomean
+            {P: "batch", G: 2, "uvm.batches": 100.0},
+            {P: "once", G: 2, "uvm.batches": 50.0},  # ratio 0.5
+            {P: "batch", G: 3, "uvm.batches": 100.0},  # no "once" run: NaN
+            {P: "batch", G: 4, "uvm.batches": 0.0},  # a zero baseline: nothing to normalize to, NaN bars
+            {P: "once", G: 4, "uvm.batches": 7.0},
+        ]
+    )
+    ax = plot.runtime_bars(df, "uvm.replay_policy", metric="uvm.batches").axes[0]
+    base, once = bar_heights(ax)
+    assert tick_labels(ax) == ["sms=1", "sms=2", "sms=3", "sms=4", "geomean"]
+    assert base[:3] == pytest.approx([1.0] * 3) and np.isnan(base[3]) and base[4] == pytest.approx(1.0)
+    assert once[:2] == pytest.approx([0.0, 0.5]) and np.isnan(once[2]) and np.isnan(once[3])
+    assert once[4] == pytest.approx(0.5)  # the geomean of the one ratio left, 0.5
+
+
+def test_tlb_hit_rates_are_percentages_per_level_with_absent_levels_left_out() -> None:
+    import numpy as np
+
+    L1, L2, IO = "gpu0.l1tlb.hit_rate", "gpu0.l2tlb.hit_rate", "iommu.tlb.hit_rate"
+    runs = [("gmmu", {L1: 0.5, L2: 0.25, IO: math.nan}), ("iommu", {L1: 0.75, L2: 0.5, IO: 0.9}), ("old", {L1: 0.1})]
+    ax = plot.tlb_hit_rates(runs).axes[0]
+    # A level any run has is drawn (the IOMMU's only in IOMMU mode); a run without it has no bar, not 0%.
+    assert legend_texts(ax) == ["L1 TLB", "L2 TLB", "IOMMU TLB"] and tick_labels(ax) == ["gmmu", "iommu", "old"]
+    l1, l2, io = bar_heights(ax)
+    assert l1 == pytest.approx([50.0, 75.0, 10.0]) and l2[:2] == pytest.approx([25.0, 50.0]) and np.isnan(l2[2])
+    assert np.isnan(io[0]) and io[1] == pytest.approx(90.0) and np.isnan(io[2])
+    # A level no run has (NaN in a sweep's DataFrame) is left out.
+    ax = plot.tlb_hit_rates([("a", {L1: 0.5, L2: 0.5, IO: math.nan})]).axes[0]
+    assert legend_texts(ax) == ["L1 TLB", "L2 TLB"]
+    with pytest.raises(plot.PlotDataError, match="no TLB hit rates"):
+        plot.tlb_hit_rates([("a", {"time.total_ns": 1.0, IO: math.nan})])
+
+
+def test_metric_vs_axis_sorts_x_means_a_points_runs_and_labels_each_line() -> None:
+    X, P, A, B = "set.workload.regular.threads", "set.uvm.replay_policy", "set.l1.ways", "set.l2.ways"
+    M = "gpu0.l1tlb.miss_latency_ns.mean"
+    rows = []
+    for policy, scale in (("batch", 1.0), ("once", 2.0)):
+        for x, y in ((4096, 40.0), (1024, 10.0), (2048, 20.0)):  # not in x order
+            rows.append({X: x, P: policy, A: 1, B: 2, M: scale * y})
+    rows.append({X: 2048, P: "batch", A: 1, B: 2, M: 30.0})  # a second run at 2048: mean(20, 30) = 25
+    rows.append({X: 8192, P: "batch", A: 1, B: 2, M: math.nan, "status": "failed"})
+    ax = plot.metric_vs_axis(sweep_frame(rows), "workload.regular.threads").axes[0]
+    batch, once = ax.lines
+    assert list(batch.get_xdata()) == [1024, 2048, 4096] and list(batch.get_ydata()) == pytest.approx([10, 25, 40])
+    assert list(once.get_xdata()) == [1024, 2048, 4096] and list(once.get_ydata()) == pytest.approx([20, 40, 80])
+    # `ways` is the last part of two keys: those are named in full; `replay_policy` alone is short.
+    assert legend_texts(ax) == ["replay_policy=batch, l1.ways=1, l2.ways=2", "replay_policy=once, l1.ways=1, l2.ways=2"]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("workload.regular.threads", M)
+
+
+def test_batch_fit_values_by_hand() -> None:
+    import pandas as pd
+
+    mib = 2**20
+    # 1 MiB batches of 90 and 110 µs, 2 MiB ones of 170 µs: least squares through the means (1, 100) and
+    # (2, 170): slope 70 µs/MiB, intercept 30 µs. r² = Sxy² / (Sxx Syy) = 70² / (1 x 5100) = 0.961 (y - 135:
+    # -45, -25, 35, 35). 1 MiB per 70 µs: 1,048,576 B / 70,000 ns = 14.98 GB/s.
+    b = pd.DataFrame(
+        {
+            "batch": [0, 1, 2, 3],
+            "start_ns": [0.0, 1e6, 2e6, 3e6],
+            "bytes_h2d": [mib, 2 * mib, mib, 2 * mib],
+            "bytes_d2h": [0, 0, 0, 0],
+        }
+    )
+    b["end_ns"] = b["start_ns"] + [90e3, 170e3, 110e3, 170e3]
+    ax = plot.batch_time_vs_bytes(b).axes[0]
+    assert legend_texts(ax) == ["4 batches", "fit: 30.0 µs + 70.0 µs/MiB", "≈ 14.98 GB/s marginal, R² = 0.961"]
+    assert ax.collections[0].get_offsets().tolist() == [[1, 90], [2, 170], [1, 110], [2, 170]]
+    fit = ax.lines[0]  # from 0 MiB (the intercept) to the largest batch
+    assert (fit.get_xdata()[0], fit.get_xdata()[-1]) == (0.0, 2.0)
+    assert (fit.get_ydata()[0], fit.get_ydata()[-1]) == pytest.approx((30.0, 170.0))
+    with pytest.raises(plot.PlotDataError, match="no batches table"):
+        plot.batch_time_vs_bytes(b.iloc[:0])
+
+
+def test_batch_stages_bars_up_to_the_limit_at_their_batch_numbers_and_areas_to_the_last_batch() -> None:
+    import numpy as np
+    import pandas as pd
+
+    def table(n: int, first: int = 0) -> pd.DataFrame:
+        return pd.DataFrame({"batch": np.arange(first, first + n), "start_ns": 0.0, "end_ns": 1e3, "fetch_ns": 1e3})
+
+    # Bars for up to STAGE_BARS_MAX batches, each at its batch number (batches counted from 10 here).
+    ax = plot.batch_stages(table(plot.STAGE_BARS_MAX, 10)).axes[0]
+    (bars,) = ax.containers
+    assert [r.get_x() + r.get_width() / 2 for r in bars][:2] == pytest.approx([10, 11])
+    # One more: areas, whose steps span every batch, the last one too (batch n - 1 from n - 1.5 to n - 0.5).
+    n = plot.STAGE_BARS_MAX + 1
+    ax = plot.batch_stages(table(n)).axes[0]
+    assert not ax.containers
+    xs = ax.collections[0].get_paths()[0].vertices[:, 0]
+    assert (xs.min(), xs.max()) == (-0.5, n - 0.5)
+    with pytest.raises(plot.PlotDataError, match="no per-stage times"):
+        plot.batch_stages(table(3).drop(columns=["fetch_ns"]))
+
+
+def test_fault_scatter_orders_by_time_and_colours_by_batch() -> None:
+    import pandas as pd
+
+    faults = pd.DataFrame(
+        {
+            "time_ns": [30.0, 10.0, 20.0, 20.0],
+            "page": [105, 100, 103, 101],
+            "batch": [1, 0, 0, 1],
+            "outcome": ["serviced", "serviced", "serviced", "flushed"],
+        }
+    )
+    ax = plot.fault_scatter(faults).axes[0]
+    # In time order (ties as written): pages 100, 103, 101 (flushed), 105; from the lowest: 0, 3, 1, 5.
+    faulted, flushed = ax.collections
+    assert faulted.get_offsets().tolist() == [[0, 0], [1, 3], [3, 5]] and flushed.get_offsets().tolist() == [[2, 1]]
+    assert list(faulted.get_array()) == [0, 0, 1]  # the colours: each fault's batch
+    assert ax.get_title() == "4 faults in 2 batches"
+    with pytest.raises(plot.PlotDataError, match="no faults table"):
+        plot.fault_scatter(faults.iloc[:0])
+
+
+def test_link_utilization_per_direction_links_time_axis_and_latency() -> None:
+    import pandas as pd
+
+    # 12,000 bytes h2d from 1 to 2 µs and 6,000 d2h at the same time on 2 links of 12 GB/s (24,000 bytes per µs):
+    # 50% and 25%; bins of 0.25 µs, centred 0.125 µs ... after the first copy.
+    m = pd.DataFrame({"start_ns": 1000.0, "end_ns": 2000.0, "bytes": [12_000, 6_000], "direction": ["h2d", "d2h"]})
+    ax = plot.link_utilization(m, 12.0, bins=4, links=2).axes[0]
+    d2h, h2d = ax.lines
+    assert (d2h.get_label(), h2d.get_label()) == ("d2h", "h2d")
+    assert list(h2d.get_xdata()) == pytest.approx([0.125, 0.375, 0.625, 0.875])
+    assert list(h2d.get_ydata()) == pytest.approx([50.0] * 4) and list(d2h.get_ydata()) == pytest.approx([25.0] * 4)
+    assert ax.get_ylabel() == "utilisation of 2 links of 12 GB/s (%)"
+    # A multi-GPU row spans a page move from its issue to its arrival: 12,000 bytes take 1 µs at 12 GB/s and
+    # arrive 1 µs (the latency) before the row's end, 3 µs after its start: carried from 1 to 2 µs.
+    m = pd.DataFrame({"start_ns": [0.0], "end_ns": [3000.0], "bytes": [12_000], "direction": ["h2d"]})
+    (line,) = plot.link_utilization(m, 12.0, bins=3, latency_ns=1000.0).axes[0].lines
+    assert list(line.get_ydata()) == pytest.approx([0.0, 100.0, 0.0])
+
+
+def test_multi_gpu_link_utilization_of_a_run_takes_its_link_and_latency(multi_dir: Path) -> None:
+    r = uvmsim.load(multi_dir)
+    link = r.config["link"]
+    assert r.config["multi"]["gpus"] == 4 and r.config["multi"]["host_uplink_shared"] is True
+    ax = plot.KINDS["link-utilization"].draw(multi_dir, None, None).axes[0]
+    expected = plot.link_utilization(r.tables["migrations"], link["bandwidth_gbps"], latency_ns=link["latency_ns"])
+    assert list(ax.lines[0].get_ydata()) == pytest.approx(list(expected.axes[0].lines[0].get_ydata()))
+    assert ax.get_ylabel() == f"utilisation of {link['bandwidth_gbps']:g} GB/s (%)"  # one shared uplink
+
+
+def test_l2_miss_latency_stacks_terms_present_in_any_run() -> None:
+    import numpy as np
+
+    q, link = "multi.l2miss.gmmu_queue_ns", "multi.l2miss.link_ns"
+    runs = [("a", {q: 10.0, link: 5.0}), ("b", {q: 20.0, link: math.nan}), ("c", {q: 1.0})]
+    ax = plot.l2_miss_latency(runs).axes[0]
+    assert legend_texts(ax) == ["gmmu queue", "link"] and tick_labels(ax) == ["a", "b", "c"]
+    queue, wire = ax.containers
+    assert [r.get_height() for r in queue] == [10.0, 20.0, 1.0] and [r.get_y() for r in queue] == [0.0] * 3
+    # The link term on top of the queue's; a NaN or a missing term is 0 (not a gap in the stack).
+    assert [r.get_height() for r in wire] == [5.0, 0.0, 0.0] and [r.get_y() for r in wire] == [10.0, 20.0, 1.0]
+    assert not np.isnan([r.get_height() for r in wire]).any()
+
+
+def test_directory_kinds_default_to_the_first_fitting_axis_and_their_metric(sweep_dir: Path, run_dir: Path) -> None:
+    # runtime-bars: the first axis (a policy); latency-concurrency: the first numeric one.
+    ax = plot.KINDS["runtime-bars"].draw(sweep_dir, None, None).axes[0]
+    assert ax.get_legend().get_title().get_text() == "uvm.replay_policy"
+    assert ax.get_ylabel().startswith("time.total_ns\n")
+    ax = plot.KINDS["latency-concurrency"].draw(sweep_dir, None, None).axes[0]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("workload.regular.threads", "gpu0.l1tlb.miss_latency_ns.mean")
+    # A bool axis is not numeric.
+    df = sweep_frame([{"set.workload.managed": b, "set.gpu.sms": n} for b, n in ((True, 4), (False, 8))])
+    assert plot._first_axis(run_dir, df, numeric=True) == "gpu.sms"  # run_dir: no sweep.json, the columns' order
+    # One run: labelled by its workload.
+    ax = plot.KINDS["tlb-hit-rates"].draw(run_dir, None, None).axes[0]
+    assert tick_labels(ax) == ["regular"]
+
+
+def test_a_sweep_without_its_sweep_json_is_still_a_sweep(sweep_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    d = tmp_path / "s"
+    shutil.copytree(sweep_dir, d)
+    (d / "sweep.json").unlink()
+    check_file(plot.render("runtime-bars", d, tmp_path / "x.png", axis="uvm.replay_policy"), "png")
+
+
+def test_tlb_hit_rates_of_a_sweep_leave_failed_runs_out(tmp_path: Path) -> None:
+    sets = {"workload.kind": "regular", "workload.regular.threads": 1024}
+    spec = uvmsim.sweep.parse_spec({"preset": "titan-v", "set": sets, "runs": [{}, {"sim.stall_events": 1}]}, "<t>")
+    assert uvmsim.sweep.run_sweep(spec, tmp_path / "s", jobs=1).ok == 1
+    ax = plot.KINDS["tlb-hit-rates"].draw(tmp_path / "s", None, None).axes[0]
+    assert len(tick_labels(ax)) == 1
+
+
+def test_why_a_table_is_empty_names_the_model_that_left_it_empty() -> None:
+    from types import SimpleNamespace
+
+    def why(config: dict[str, Any], name: str) -> str:
+        return plot._why_empty(SimpleNamespace(config=config, metrics={}), name)  # type: ignore[arg-type]
+
+    # One GPU through the multi-GPU model: its message, not the single-GPU driver's.
+    one = {"multi": {"gpus": 1, "model_one_gpu": True}, "workload": {"managed": False}}
+    assert "multi-GPU model (multi.gpus = 1)" in why(one, "batches")
+    # apps_resident speaks of the applications of multi.apps: without them, no word of it.
+    assert "apps_resident" not in why({"multi": {"gpus": 4, "apps_resident": True}}, "migrations")
+    assert "apps_resident = true" in why({"multi": {"gpus": 4, "apps": ["x"], "apps_resident": True}}, "migrations")
+    iommu = {"translation": {"mode": "iommu"}, "workload": {"managed": True}}
+    assert "page-request path maps first touches in place" in why(iommu, "migrations")
+
+
+def test_output_format_from_suffix_or_default(tmp_path: Path, run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = Path("d")
+    assert plot.output_path("k", d, None, None) == (d / "k.png", "png")
+    assert plot.output_path("k", d, Path("x.SVG"), None) == (Path("x.SVG"), "svg")
+    assert plot.output_path("k", d, Path("x.out"), "svg") == (Path("x.out"), "svg")  # no format suffix: --format's
+    with pytest.raises(uvmsim.ConfigError, match="unknown format `pdf`"):
+        plot.render("tlb-hit-rates", run_dir, tmp_path / "x.pdf", "pdf")
+
+    # An output that cannot be written is refused before anything is drawn.
+    def boom(*args: Any) -> Any:
+        raise AssertionError("drawn")
+
+    monkeypatch.setitem(plot.KINDS, "tlb-hit-rates", plot.Kind("tlb-hit-rates", "run", "", boom))
+    with pytest.raises(OSError):
+        plot.render("tlb-hit-rates", run_dir, tmp_path)
