@@ -219,11 +219,12 @@ impl Walker {
             let d = self.pwc_latency + (first - leaf + 1) as Ps * self.level_latency;
             // The walk takes the thread that can start it first (ties to the lower thread). The first
             // thread with the least bound (see `start_bound`) usually starts at that bound, and then no
-            // thread starts earlier: the others are not read. Otherwise every thread
-            // is searched (in order: the search also prunes their lists), each passed over where its
-            // bound shows it cannot start before the best so far (a saturated walker's walk read every
-            // thread's list: a fifth of bench row oversub-stream-driver; and then checked every
-            // thread's bound: a tenth of faults-sgemm).
+            // thread starts earlier: the others are not read. Otherwise every thread is searched, the
+            // candidate again (in order, pruning their lists: reusing the candidate's start pruned fewer
+            // and cost more, docs/performance.md session 77), each passed over where its bound shows it
+            // cannot start before the best so far (a saturated walker's walk read every thread's list:
+            // a fifth of bench row oversub-stream-driver; then checked every thread's bound: a tenth of
+            // faults-sgemm).
             let mut cand = (Ps::MAX, usize::MAX);
             for (i, head) in self.heads.iter().enumerate() {
                 let b = start_bound(head, admitted, d);
@@ -556,24 +557,24 @@ mod tests {
         // and [1.5U, 2U). Thread 1's first interval ends first (its bound U), but a 4U walk does not
         // fit before 1.5U: it could start at 2U, as thread 0 can (bound 2U, free from then on). The
         // tie goes to thread 0, whose [0, 2U) and the walk's [2U, 6U) merge into one interval.
-        let u = 100_000;
+        let u_ps = 100_000;
         let mut w = Walker::new(&cfg(2, 0), 4);
-        w.threads = vec![vec![(0, 2 * u)], vec![(0, u), (3 * u / 2, 2 * u)]];
+        w.threads = vec![vec![(0, 2 * u_ps)], vec![(0, u_ps), (3 * u_ps / 2, 2 * u_ps)]];
         w.heads = w.threads.iter().map(|th| heads_of(th)).collect();
-        assert_eq!(w.walk(0, 1, 0, 0, &mut dram()), 6 * u);
-        assert_eq!(w.threads, vec![vec![(0, 6 * u)], vec![(0, u), (3 * u / 2, 2 * u)]]);
+        assert_eq!(w.walk(0, 1, 0, 0, &mut dram()), 6 * u_ps);
+        assert_eq!(w.threads, vec![vec![(0, 6 * u_ps)], vec![(0, u_ps), (3 * u_ps / 2, 2 * u_ps)]]);
     }
 
     #[test]
     fn a_walk_fits_exactly_before_a_threads_next_interval() {
         // U = 100 ns; a 4U walk at 0. Thread 0 is idle until 4U: the walk fits exactly before its
         // interval [4U, 10U) and starts at once, although thread 1 frees up first (at U).
-        let u = 100_000;
+        let u_ps = 100_000;
         let mut w = Walker::new(&cfg(2, 0), 4);
-        w.threads = vec![vec![(4 * u, 10 * u)], vec![(0, u)]];
+        w.threads = vec![vec![(4 * u_ps, 10 * u_ps)], vec![(0, u_ps)]];
         w.heads = w.threads.iter().map(|th| heads_of(th)).collect();
-        assert_eq!(w.walk(0, 1, 0, 0, &mut dram()), 4 * u);
-        assert_eq!(w.threads, vec![vec![(0, 10 * u)], vec![(0, u)]]);
+        assert_eq!(w.walk(0, 1, 0, 0, &mut dram()), 4 * u_ps);
+        assert_eq!(w.threads, vec![vec![(0, 10 * u_ps)], vec![(0, u_ps)]]);
     }
 
     #[test]
