@@ -646,6 +646,40 @@ def test_link_utilization_per_direction_links_time_axis_and_latency() -> None:
     assert list(line.get_ydata()) == pytest.approx([0.0, 100.0, 0.0])
 
 
+def test_link_utilization_takes_each_directions_bandwidth() -> None:
+    import pandas as pd
+
+    # An asymmetric link (gh200-c2c: 450 GB/s h2d, 297 d2h): 12,000 bytes each way in 1 µs is 100% of 12 GB/s
+    # h2d and 200% of 6 GB/s d2h, not 100% of the h2d rate; with 2 links, half of each.
+    m = pd.DataFrame({"start_ns": 0.0, "end_ns": 1000.0, "bytes": [12_000, 12_000], "direction": ["h2d", "d2h"]})
+    ax = plot.link_utilization(m, 12.0, bins=2, d2h_bandwidth_gbps=6.0).axes[0]
+    d2h, h2d = ax.lines
+    assert list(h2d.get_ydata()) == pytest.approx([100.0] * 2) and list(d2h.get_ydata()) == pytest.approx([200.0] * 2)
+    assert ax.get_ylabel() == "utilisation of 12 GB/s h2d, 6 GB/s d2h (%)"
+    ax = plot.link_utilization(m, 12.0, bins=2, links=2, d2h_bandwidth_gbps=6.0).axes[0]
+    assert [list(line.get_ydata()) for line in ax.lines] == [pytest.approx([100.0] * 2), pytest.approx([50.0] * 2)]
+    assert ax.get_ylabel() == "utilisation of 2 links of 12 GB/s h2d, 6 GB/s d2h (%)"
+    # The d2h rate also sets how long a multi-GPU row's bytes take before its last one: 6,000 bytes at 6 GB/s
+    # take 1 µs up to 1 µs (the latency) before the row's end.
+    m = pd.DataFrame({"start_ns": [0.0], "end_ns": [3000.0], "bytes": [6_000], "direction": ["d2h"]})
+    (line,) = plot.link_utilization(m, 12.0, bins=3, latency_ns=1000.0, d2h_bandwidth_gbps=6.0).axes[0].lines
+    assert list(line.get_ydata()) == pytest.approx([0.0, 100.0, 0.0])
+
+
+def test_link_utilization_of_a_run_with_an_asymmetric_link(tmp_path: Path) -> None:
+    # Oversubscribed: evictions copy blocks back (d2h rows) over a link half as fast that way.
+    sets = {**MANAGED, "uvm.oversubscription": 2.0, "link.bandwidth_gbps": 12.0, "link.d2h_bandwidth_gbps": 6.0}
+    r = uvmsim.run(preset="titan-v", set=sets, out=tmp_path)
+    mig = r.tables["migrations"]
+    assert set(mig["direction"]) == {"h2d", "d2h"}
+    ax = plot.KINDS["link-utilization"].draw(tmp_path, None, None).axes[0]
+    expected = plot.link_utilization(mig, 12.0, d2h_bandwidth_gbps=6.0).axes[0]
+    assert [line.get_label() for line in ax.lines] == ["d2h", "h2d"]
+    for got, want in zip(ax.lines, expected.lines, strict=True):
+        assert list(got.get_ydata()) == pytest.approx(list(want.get_ydata()))
+    assert ax.get_ylabel() == "utilisation of 12 GB/s h2d, 6 GB/s d2h (%)"
+
+
 def test_multi_gpu_link_utilization_of_a_run_takes_its_link_and_latency(multi_dir: Path) -> None:
     r = uvmsim.load(multi_dir)
     link = r.config["link"]

@@ -590,10 +590,12 @@ def link_utilization(
     bins: int = 200,
     links: int = 1,
     latency_ns: float | None = None,
+    d2h_bandwidth_gbps: float | None = None,
 ) -> Figure:
     """Host-device link utilisation over time, per direction (h2d, d2h): each copy of the ``migrations`` table
     spreads its bytes evenly over its span; each time bin's bytes over what ``links`` links of ``bandwidth_gbps``
-    could carry in it (a multi-GPU run's host-to-device copies share one switch uplink, or, with
+    could carry in it (device-to-host copies over ``d2h_bandwidth_gbps`` where given: ``link.d2h_bandwidth_gbps``
+    of an asymmetric link) (a multi-GPU run's host-to-device copies share one switch uplink, or, with
     ``multi.host_uplink_shared = false``, use one link per GPU). GPU-to-GPU copies (``p2p``, multi-GPU) cross
     the peer fabric, not the host link: they are left out.
 
@@ -619,21 +621,28 @@ def link_utilization(
     width = edges[1] - edges[0]
     fig = _new_figure()
     ax = fig.add_subplot()
+    d2h_gbps = d2h_bandwidth_gbps or bandwidth_gbps
     for direction, part in host.groupby("direction", sort=True):
+        gbps = d2h_gbps if direction == "d2h" else bandwidth_gbps
         carried = np.zeros(bins)
         for start, end, nbytes in zip(part["start_ns"], part["end_ns"], part["bytes"], strict=True):
             if latency_ns is not None:
                 end = max(float(start), float(end) - latency_ns)
-                start = max(float(start), end - float(nbytes) / bandwidth_gbps)
+                start = max(float(start), end - float(nbytes) / gbps)
             span = max(float(end) - float(start), 1e-9)
             # Overlap of [start, end) with every bin, as a fraction of the copy.
             lo = np.clip(edges[:-1], start, end)
             hi = np.clip(edges[1:], start, end)
             carried += float(nbytes) * (hi - lo) / span
-        util = 100.0 * carried / (links * bandwidth_gbps * width)  # GB/s x ns = bytes
+        util = 100.0 * carried / (links * gbps * width)  # GB/s x ns = bytes
         ax.plot((edges[:-1] + width / 2 - t0) / 1e3, util, label=str(direction))
     ax.set_xlabel("time since the first copy (µs)")
-    capacity = f"{bandwidth_gbps:g} GB/s" if links == 1 else f"{links} links of {bandwidth_gbps:g} GB/s"
+    rate = (
+        f"{bandwidth_gbps:g} GB/s"
+        if d2h_gbps == bandwidth_gbps
+        else f"{bandwidth_gbps:g} GB/s h2d, {d2h_gbps:g} GB/s d2h"
+    )
+    capacity = rate if links == 1 else f"{links} links of {rate}"
     ax.set_ylabel(f"utilisation of {capacity} (%)")
     ax.set_ylim(bottom=0)
     p2p = len(migrations) - len(host)
@@ -679,12 +688,15 @@ def _link_utilization(d: Path, axis: str | None, metric: str | None) -> Figure:
     mc, link = r.config.get("multi", {}), r.config.get("link", {})
     gpus = int(mc.get("gpus", 1) or 1)
     bandwidth = float(link.get("bandwidth_gbps", 0.0))
+    d2h = float(link.get("d2h_bandwidth_gbps", 0.0) or 0.0) or None  # 0 = the same as host to device
     if gpus == 1 and not mc.get("model_one_gpu"):
-        return link_utilization(_run_table(r, "migrations"), bandwidth)
+        return link_utilization(_run_table(r, "migrations"), bandwidth, d2h_bandwidth_gbps=d2h)
     # The multi-GPU model's page moves: through one shared uplink, or each GPU's own link; a row spans the wait.
     links = gpus if mc.get("host_uplink_shared") is False else 1
     latency = float(link.get("latency_ns", 0.0))
-    return link_utilization(_run_table(r, "migrations"), bandwidth, links=links, latency_ns=latency)
+    return link_utilization(
+        _run_table(r, "migrations"), bandwidth, links=links, latency_ns=latency, d2h_bandwidth_gbps=d2h
+    )
 
 
 def _sweep_runs(d: Path) -> list[tuple[str, dict[str, Any]]]:
