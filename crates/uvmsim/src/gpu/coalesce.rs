@@ -51,16 +51,21 @@ pub fn coalesce(lanes: Lanes, bytes: u32, scratch: &[u64; MAX_LANES], shift: u32
             }
         }
         Lanes::Explicit { n: lanes } => {
-            let (mut lo, mut hi, mut ascending, mut prev) = (u64::MAX, 0u64, true, NONE);
-            for &a in &scratch[..lanes as usize] {
+            let lanes = &scratch[..lanes as usize];
+            let a = lanes[0];
+            let mut prev;
+            (n, prev) = push_access(line, n, NONE, a >> shift, (a + span) >> shift);
+            let mut ascending = true;
+            for &a in &lanes[1..] {
                 let (first, last) = (a >> shift, (a + span) >> shift);
-                ascending &= prev == NONE || first >= prev;
-                lo = lo.min(first);
-                hi = hi.max(last);
+                ascending &= first >= prev;
                 (n, prev) = push_access(line, n, prev, first, last);
             }
             // Ascending lines are already distinct: `push_access` dropped each repeat of the last.
             if !ascending {
+                // The span of the lines, from the lanes (the lines written hold repeats).
+                let (lo, hi) = lanes.iter().fold((u64::MAX, 0), |(lo, hi), &a| (lo.min(a), hi.max(a)));
+                let (lo, hi) = (lo >> shift, (hi + span) >> shift);
                 n = if hi - lo < 64 {
                     // Clustered lanes (table lookups, gathers within a few KiB): a bit per line of
                     // the span sorts and de-duplicates in one pass, where sorting was half of such runs.
