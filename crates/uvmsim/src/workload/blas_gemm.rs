@@ -176,8 +176,24 @@ impl BlasGemmWarp {
         if i < 4 {
             self.column_segment(MemKind::Load, self.k.a, r0, k0 + 2 * i, scratch)
         } else {
-            self.op(MemKind::Load, self.k.b, |t| (k0 + t % KTILE, c0 + t / KTILE + 32 * (i - 4)), scratch)
+            self.b_segment(k0, c0 + 32 * (i - 4), scratch)
         }
+    }
+
+    /// B's loads: thread t takes row `k0 + t % 8` of column `col0 + t / 8`. When every lane is inside
+    /// the matrix (every k-step but a partial last one, every tile but the edge ones), the lanes are
+    /// written without `op`'s bounds check per lane.
+    fn b_segment(&self, k0: u64, col0: u64, scratch: &mut [u64; MAX_LANES]) -> Option<Op> {
+        let (n, eb) = (self.k.p.n, self.k.p.element_bytes as u64);
+        let (first, lanes) = (self.t0, self.lanes as usize);
+        if k0 + KTILE <= n && col0 + (first + self.lanes - 1) / KTILE < n {
+            let base = self.k.b.base;
+            for (t, s) in (first..).zip(&mut scratch[..lanes]) {
+                *s = base + ((col0 + t / KTILE) * n + k0 + t % KTILE) * eb;
+            }
+            return Some(Op::Mem { kind: MemKind::Load, lanes: super::grid::compact(scratch, lanes), bytes: eb as u32 });
+        }
+        self.op(MemKind::Load, self.k.b, |t| (k0 + t % KTILE, col0 + t / KTILE), scratch)
     }
 
     pub fn next(&mut self, scratch: &mut [u64; MAX_LANES]) -> Op {
