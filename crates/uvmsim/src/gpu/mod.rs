@@ -463,6 +463,11 @@ pub struct Gpu {
     /// Batch driver once GPU memory is full (`replay_ended`): sleeping warps filed under every
     /// page they faulted on, each with the nap it was filed in (an entry of an earlier nap is stale).
     by_fault: FxHashMap<u64, Vec<(u32, u64)>>,
+    /// Lists of `by_fault` entries removed, reused for new pages (allocating one per page filed and
+    /// freeing it at its replay was a twentieth of an oversubscribed stream's run); and the warps
+    /// a `replay_ended` wakes.
+    spare_lists: Vec<Vec<(u32, u64)>>,
+    woken: Vec<u32>,
     /// Per warp slot, its current nap (0: awake or not filed); `naps` numbers them (0: no
     /// `replay_ended` yet).
     nap_of: Vec<u64>,
@@ -542,6 +547,8 @@ impl Gpu {
             waiting_epoch: 0,
             by_page: FxHashMap::default(),
             by_fault: FxHashMap::default(),
+            spare_lists: vec![],
+            woken: vec![],
             nap_of: vec![],
             naps: 0,
             blocking: cfg.uvm.fault_mode == FaultMode::Blocking,
@@ -1110,8 +1117,9 @@ impl Gpu {
         if self.nap_of.len() < self.warps.len() {
             self.nap_of.resize(self.warps.len(), 0);
         }
-        let (warps, residency) = (&self.warps, &self.xlat.space.residency);
-        let mut woken: Vec<u32> = vec![];
+        let (warps, residency, spare) = (&self.warps, &self.xlat.space.residency, &mut self.spare_lists);
+        let mut woken = std::mem::take(&mut self.woken);
+        woken.clear();
         // Warps asleep since the last replay: file each under its pages, unless one of them
         // already ended (mapped, or in nobody's hands) while it ran on.
         for s in self.waiting.iter_mut().filter(|s| s.on == Sleeper::UNKNOWN) {
@@ -1127,7 +1135,7 @@ impl Gpu {
             self.naps += 1;
             self.nap_of[slot] = self.naps;
             for &p in &w.faulted {
-                self.by_fault.entry(p).or_default().push((s.slot, self.naps));
+                self.by_fault.entry(p).or_insert_with(|| spare.pop().unwrap_or_default()).push((s.slot, self.naps));
             }
             s.on = w.faulted[0];
         }
@@ -1135,25 +1143,28 @@ impl Gpu {
             self.nap_of[slot as usize] = 0;
         }
         for p in ended {
-            for (slot, nap) in self.by_fault.remove(p).unwrap_or_default() {
+            let Some(mut list) = self.by_fault.remove(p) else { continue };
+            for &(slot, nap) in &list {
                 if self.nap_of[slot as usize] == nap {
                     self.nap_of[slot as usize] = 0;
                     woken.push(slot);
                 }
             }
+            list.clear();
+            self.spare_lists.push(list);
         }
-        if woken.is_empty() {
-            return;
-        }
-        let nap_of = &self.nap_of;
-        self.waiting.retain(|s| s.on != Sleeper::UNKNOWN && nap_of[s.slot as usize] != 0);
-        for slot in woken {
-            if let Some(w) = self.warps[slot as usize].as_mut() {
-                w.faulted.clear();
-                w.wake();
+        if !woken.is_empty() {
+            let nap_of = &self.nap_of;
+            self.waiting.retain(|s| s.on != Sleeper::UNKNOWN && nap_of[s.slot as usize] != 0);
+            for &slot in &woken {
+                if let Some(w) = self.warps[slot as usize].as_mut() {
+                    w.faulted.clear();
+                    w.wake();
+                }
+                q.push(now, Ev::Warp(self.tag | slot));
             }
-            q.push(now, Ev::Warp(self.tag | slot));
         }
+        self.woken = woken;
     }
 
     fn wake_serviced(&mut self, lost: bool, now: Ps, q: &mut EventQueue<Ev>, in_service: impl Fn(u32, u64) -> bool) {
