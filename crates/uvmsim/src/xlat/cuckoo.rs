@@ -394,4 +394,33 @@ mod tests {
         assert_eq!(t.lookup(0xABC), 0b0010);
         assert_eq!(t.lookup(0x999), 0);
     }
+
+    /// The design rate at a known load: 2 fingerprints of 2 bits in one bucket of 4 (α = 1/2). An
+    /// absent key meets 2bα = 4 stored slots, each matching with probability 1/3 (fingerprints are
+    /// 1..=3, never 0): 1 - (2/3)^4 = 65/81.
+    #[test]
+    fn design_false_positive_rate_at_half_load() {
+        let mut f = filter(1, 4, 2);
+        assert_eq!(f.design_fp_rate(), 0.0);
+        assert!(f.insert(1) && f.insert(2));
+        assert!((f.design_fp_rate() - 65.0 / 81.0).abs() < 1e-12, "{}", f.design_fp_rate());
+    }
+
+    /// An insert whose primary bucket is full takes a free slot of its alternate bucket and moves
+    /// nothing; it kicks only when both are full. Two buckets of one slot: b shares a's primary
+    /// bucket, and a kick of b's would start there (its hash's choice), moving a.
+    #[test]
+    fn a_full_primary_bucket_sends_the_insert_to_the_alternate_without_a_kick() {
+        let mut f = filter(2, 1, 16);
+        let (a, b) = (0..1000u64)
+            .flat_map(|a| (a + 1..1000).map(move |b| (a, b)))
+            .find(|&(a, b)| {
+                let ((ia, fa), (ib, fb)) = (f.locate(a), f.locate(b));
+                ia == ib && fa != fb && f.alt(ia, fa) != ia && f.alt(ib, fb) != ib && mix64(b ^ 7 ^ 0x4B1C_4B1C) & 1 == 0
+            })
+            .expect("such keys among the first thousand");
+        let ((i, fa), (_, fb)) = (f.locate(a), f.locate(b));
+        assert!(f.insert(a) && f.insert(b));
+        assert_eq!((f.bucket(i), f.bucket(1 - i)), (&[fa][..], &[fb][..]));
+    }
 }

@@ -751,4 +751,131 @@ mod tests {
         c.multi.least_tlb.spill_chances = 0;
         assert_eq!(c.validate().unwrap_err().0, "multi.least_tlb.spill_chances");
     }
+
+    /// The race's tie: a remote answer back just as a walker could take the request ends it
+    /// unwalked. One walker thread, busy with GPU 0's page 1 over [10_131, 10_631) ns; GPU 1's
+    /// request for page 0 at 10_410 ns reaches the IOMMU at 10_521 and its remote answer is back
+    /// at 10_521 + 50 + 10 + 50 = 10_631, when the thread frees: done at 10_731, with no walk.
+    #[test]
+    fn a_remote_answer_back_as_the_walker_frees_skips_the_walk() {
+        let mut c = config(true);
+        c.iommu.walker.threads = 1;
+        let mut s = Sys::new(&c);
+        s.xlat(0, 0, 0);
+        assert_eq!(s.xlat(0, 1, 10_000), 10_731);
+        assert_eq!(s.xlat(1, 0, 10_410), 10_731);
+        assert_eq!(s.stats().walks_avoided, 1);
+        assert_eq!(s.gpus[1].iommu.as_ref().unwrap().walker.stats.walks, 2);
+    }
+
+    /// A remote answer that ties with the walk is not counted as answering first: 2 x 255 + 10 =
+    /// 520 ns after the arrival, as the IOMMU TLB's 20 ns and the 500 ns walk. GPU 1's request
+    /// at 10_000 arrives at 10_111; both answers are there at 10_631, back at 10_731.
+    #[test]
+    fn a_remote_answer_tying_with_the_walk_is_not_counted_first() {
+        let mut c = config(true);
+        c.multi.least_tlb.remote_latency_ns = 255.0;
+        let mut s = Sys::new(&c);
+        s.xlat(0, 0, 0);
+        assert_eq!(s.xlat(1, 0, 10_000), 10_731);
+        let st = s.stats();
+        assert_eq!((st.remote_hits, st.remote_first, st.walks_avoided), (1, 0, 0));
+    }
+
+    /// A miss of a key whose walk is in flight waits for that walk (the IOMMU's pending-request
+    /// table), although the tracker already lists the GPU whose L2 TLB the walk fills: GPU 0's
+    /// walk of page 0 answers at the IOMMU at 631 ns; GPU 1's request, there at 211 ns, is
+    /// answered with it (back at 731), not by a remote lookup (back at 421).
+    #[test]
+    fn a_miss_of_a_key_being_walked_waits_for_that_walk() {
+        let mut s = Sys::new(&config(true));
+        assert_eq!(s.xlat(0, 0, 0), 731);
+        assert_eq!(s.xlat(1, 0, 100), 731);
+        assert_eq!((s.stats().filter_lookups, s.stats().remote_hits), (1, 0));
+    }
+
+    /// A walk whose page faults leaves its translation in the IOMMU TLB from when the walk answers
+    /// there (631 ns), a link crossing before the fault reaches the GPU (731 ns): GPU 1's request
+    /// for the page, at the IOMMU at 511 ns, merges into it and is answered at 631, back at 731.
+    #[test]
+    fn a_faulting_walk_fills_the_iommu_tlb_when_it_answers_there() {
+        let c = config(true);
+        let mut gpus: Vec<Translator> = (0..2).map(|g| Translator::with_gpu(&c, g)).collect();
+        for t in gpus.iter_mut() {
+            t.space.map(&Buffer { base: BASE, bytes: 1 << 20, page_bytes: 4096, managed: true });
+        }
+        let mut dram = Dram::new(&c.gpu.dram, c.gpu.line_bytes);
+        assert_eq!(gpus[0].translate(0, BASE, 0, 0, &mut dram), Xlat::Fault(731 * PS_PER_NS));
+        gpus[1].iommu = gpus[0].iommu.take();
+        let t = 400 * PS_PER_NS;
+        assert_eq!(gpus[1].translate(0, BASE, t, t, &mut dram), Xlat::Fault(731 * PS_PER_NS));
+    }
+
+    /// An L2 victim enters the IOMMU TLB when the L2 TLB evicts it (500 ps), not when it was first
+    /// filled (100): a lookup arriving at the IOMMU at 300 merges and is answered at 500.
+    #[test]
+    fn a_victim_enters_the_iommu_tlb_when_the_l2_evicts_it() {
+        let mut lt = super::LeastTlb::new(2, None, 50.0, 0);
+        let mut io = crate::xlat::Tlb::with(4, 4, 0, 8);
+        lt.l2_filled(0, 1, Some((9, super::Entry { pa: 0, ready: 100 })), 500, &mut io);
+        assert_eq!(lt.stats.victim_inserts, 1);
+        assert!(matches!(io.lookup(9, 300, 0), crate::xlat::Lookup::Done(500, _)));
+        assert!(matches!(io.lookup(9, 600, 0), crate::xlat::Lookup::Done(600, _)));
+    }
+
+    /// The tracker's counters look at the other GPUs only. GPU 0 looks up a key only its own L2 TLB
+    /// holds: no positive (its own partition does not count), one absent test (GPU 1 lacks it).
+    /// Once GPU 1 holds it too: a positive, one probe and a remote hit, back 50 + 50 ns and the
+    /// 10 ps L2 lookup after the arrival, and no absent test.
+    #[test]
+    fn tracker_lookups_count_the_other_gpus_only() {
+        let mut lt = super::LeastTlb::new(2, Some((64, 4, 12, 1)), 50.0, 10);
+        let mut io = crate::xlat::Tlb::with(4, 4, 0, 8);
+        lt.l2_filled(0, 5, None, 0, &mut io);
+        assert_eq!(lt.remote(0, 5, 1000), None);
+        let s = &lt.stats;
+        assert_eq!((s.filter_lookups, s.filter_positive, s.remote_probes, s.absent_tests), (1, 0, 0, 1));
+        lt.l2_filled(1, 5, None, 0, &mut io);
+        assert_eq!(lt.remote(0, 5, 1000), Some(1000 + 100_000 + 10));
+        let s = &lt.stats;
+        assert_eq!((s.filter_lookups, s.filter_positive, s.remote_probes, s.remote_hits, s.absent_tests), (2, 1, 1, 1, 1));
+    }
+
+    /// Spills applied at a step's end that spill again are applied in the same step. One-entry L2
+    /// TLBs and IOMMU TLB, two chances. GPU 1's L2 holds its key 20; GPU 0's L2 evicts 10, then 11,
+    /// into the IOMMU TLB, whose eviction of 10 spills it to GPU 1 (queued). Applying it evicts 20
+    /// from GPU 1's L2 into the IOMMU TLB, which evicts 11: spilled to GPU 1 too, which evicts 10
+    /// back into the IOMMU TLB, which evicts 20: spilled to GPU 0. All of it in one `apply`.
+    #[test]
+    fn spills_caused_by_applying_spills_are_applied_too() {
+        let mut lt = super::LeastTlb::new(2, None, 50.0, 0).with_spill(2);
+        let mut io = crate::xlat::Tlb::with(1, 1, 0, 8);
+        let (mut l2a, mut l2b) = (crate::xlat::Tlb::with(1, 1, 0, 8), crate::xlat::Tlb::with(1, 1, 0, 8));
+        let e = super::Entry { pa: 0, ready: 0 };
+        l2b.insert_victim(20, 0, 0);
+        lt.l2_filled(1, 20, None, 0, &mut io);
+        lt.l2_filled(0, 10, None, 0, &mut io);
+        lt.l2_filled(0, 11, Some((10, e)), 0, &mut io);
+        lt.l2_filled(0, 12, Some((11, e)), 0, &mut io);
+        assert_eq!(lt.ops.len(), 1, "10 spilled to GPU 1");
+        lt.apply(&mut [&mut l2a, &mut l2b], 0, &mut io);
+        assert!(lt.ops.is_empty());
+        assert!(l2a.holds(20) && l2b.holds(11) && io.holds(10));
+        assert_eq!((lt.stats.spills, lt.stats.spill_returns), (3, 1));
+    }
+
+    /// Spilling: a second faulting walk of a key the IOMMU TLB holds (another GPU's fault) leaves
+    /// the entry as it is: ready at 100 ps (a lookup at 200 hits), counted for GPU 0, which loses
+    /// the count when the entry is dropped.
+    #[test]
+    fn a_second_faulting_walk_leaves_the_iommu_tlb_entry_alone() {
+        let mut lt = super::LeastTlb::new(2, None, 50.0, 0).with_spill(1);
+        let mut io = crate::xlat::Tlb::with(2, 2, 0, 8);
+        lt.fault_fill(0, 7, 100, &mut io);
+        lt.fault_fill(1, 7, 300, &mut io);
+        assert!(matches!(io.lookup(7, 200, 0), crate::xlat::Lookup::Done(200, _)));
+        assert_eq!((lt.eviction_counter(0), lt.eviction_counter(1)), (Some(1), Some(0)));
+        lt.iommu_dropped(7);
+        assert_eq!((lt.eviction_counter(0), lt.eviction_counter(1)), (Some(0), Some(0)));
+    }
 }

@@ -831,4 +831,96 @@ mod tests {
         // The other direction is free.
         assert_eq!(io.cross(0, 0, 0), 101 * PS_PER_NS);
     }
+
+    /// A far fault holds the L1 TLB's MSHR until the answer reaches it, `fill_return_cycles` after
+    /// the L2 TLB. Two SMs share one L1 TLB of one MSHR (1 ns); L2 10 ns, return 2 cycles (2 ns).
+    /// SM 0's page faults at 311 ns (1 + 10 + 100 + 100 + 100), its MSHR freed at 313. SM 1's
+    /// miss of another page is admitted then: L2 at 323, link, walk, link: a fault at 623.
+    #[test]
+    fn a_far_fault_holds_the_l1_mshr_until_the_answer_reaches_the_l1() {
+        let mut c = iommu_timing(2);
+        c.gpu.sms_per_l1tlb = 2;
+        (c.gpu.l1tlb.entries, c.gpu.l1tlb.ways, c.gpu.l1tlb.latency_cycles, c.gpu.l1tlb.mshrs) = (4, 4, 1, 1);
+        (c.gpu.l2tlb.entries, c.gpu.l2tlb.ways, c.gpu.l2tlb.latency_cycles, c.gpu.l2tlb.fill_return_cycles) = (16, 16, 10, 2);
+        let mut x = Translator::new(&c);
+        x.space.map(&Buffer { base: BASE, bytes: 1 << 20, page_bytes: 4096, managed: true });
+        let mut dram = Dram::new(&c.gpu.dram, c.gpu.line_bytes);
+        assert_eq!(x.translate(0, BASE, 0, 0, &mut dram), Xlat::Fault(311 * PS_PER_NS));
+        assert_eq!(x.translate(1, BASE + 4096, 0, 0, &mut dram), Xlat::Fault(623 * PS_PER_NS));
+    }
+
+    /// `translation.managed_large_ptes`: a page leaving a 64 KiB region mapped by one entry drops
+    /// that entry (its key is the page's 64 KiB number); when the region is whole again it is
+    /// walked anew, not hit from the old entry.
+    #[test]
+    fn a_page_invalidation_drops_the_64_kib_entry_holding_it() {
+        let mut c = Config::default();
+        (c.gpu.sms, c.gpu.sms_per_l1tlb) = (1, 1);
+        c.translation.managed_large_ptes = true;
+        let mut x = Translator::new(&c);
+        x.space.map(&Buffer { base: BASE, bytes: 4 << 20, page_bytes: 4096, managed: true });
+        let first = BASE >> 12;
+        // Pages 96-111: one whole 64 KiB region (the rest of the block is not resident).
+        for p in 96..112 {
+            x.space.residency.make_resident(first + p);
+        }
+        let mut dram = Dram::new(&c.gpu.dram, c.gpu.line_bytes);
+        let Xlat::Ready(d, _, 65536) = x.translate(0, BASE + (100 << 12), 0, 0, &mut dram) else { panic!("a 64 KiB mapping expected") };
+        assert_eq!(x.gmmu.stats.walks, 1);
+        x.space.residency.unmake_resident(first + 100);
+        assert!(x.invalidate_page(first + 100), "the 64 KiB entry held page 100");
+        x.space.residency.make_resident(first + 100);
+        let t = d + 1;
+        assert!(matches!(x.translate(0, BASE + (100 << 12), t, t, &mut dram), Xlat::Ready(_, _, 65536)));
+        assert_eq!(x.gmmu.stats.walks, 2, "walked again");
+    }
+
+    /// ATS prefetch (4 pages): the answer brings the aligned group of 4 holding the demanded page,
+    /// only pages of its allocation and, managed, only resident ones, into the L2 TLB.
+    #[test]
+    fn ats_prefetch_fills_the_aligned_group_within_the_allocation() {
+        let mut c = iommu_timing(1);
+        c.iommu.ats_prefetch_pages = 4;
+        let mut x = Translator::new(&c);
+        let v = BASE >> 12;
+        // Device pages v+2 .. v+7; managed pages v+512 .. v+520, all resident but v+513.
+        x.space.map(&Buffer { base: BASE + (2 << 12), bytes: 5 << 12, page_bytes: 4096, managed: false });
+        x.space.map(&Buffer { base: BASE + (512 << 12), bytes: 8 << 12, page_bytes: 4096, managed: true });
+        for p in (512..520).filter(|&p| p != 513) {
+            x.space.residency.make_resident(v + p);
+        }
+        let mut dram = Dram::new(&c.gpu.dram, c.gpu.line_bytes);
+        let mut go = |x: &mut Translator, p: u64| {
+            assert!(matches!(x.translate(0, (v + p) << 12, 0, 0, &mut dram), Xlat::Ready(..)));
+            let l2 = x.l2.as_ref().unwrap();
+            let held: Vec<u64> = (0..524).filter(|&q| q != p && l2.holds(v + q)).collect();
+            (x.iommu.as_ref().unwrap().ats_prefetched, held)
+        };
+        // Page 3's group is 0-3: 0 and 1 lie before the allocation, 2 comes along.
+        assert_eq!(go(&mut x, 3), (1, vec![2]));
+        // Page 6's group is 4-7: 4 and 5 come along, 7 lies past the allocation's end.
+        assert_eq!(go(&mut x, 6), (3, vec![2, 3, 4, 5]));
+        // Managed page 514's group is 512-515: 513 is not resident.
+        assert_eq!(go(&mut x, 514), (5, vec![2, 3, 4, 5, 6, 512, 515]));
+    }
+
+    /// The IOMMU TLB's MSHRs cover the walker pool's threads and its queue: with one thread and a
+    /// queue of one, a second miss queues at the walker (waiting 100 ns for the thread), not at an
+    /// MSHR.
+    #[test]
+    fn the_iommu_tlb_has_an_mshr_per_walker_thread_and_queue_slot() {
+        let mut c = iommu_timing(2);
+        (c.iommu.tlb_entries, c.iommu.tlb_ways, c.iommu.tlb_latency_ns) = (16, 16, 0.0);
+        (c.iommu.walker.threads, c.iommu.walker.queue_depth) = (1, 1);
+        let mut x = Translator::new(&c);
+        x.space.map(&Buffer { base: BASE, bytes: 1 << 20, page_bytes: 4096, managed: false });
+        let mut dram = Dram::new(&c.gpu.dram, c.gpu.line_bytes);
+        for sm in 0..2 {
+            assert!(matches!(x.translate(sm, BASE + sm as u64 * 4096, 0, 0, &mut dram), Xlat::Ready(..)));
+        }
+        let mut m = crate::stats::Metrics::default();
+        x.export(&mut m, "g", 1);
+        assert_eq!(m.get("iommu.tlb.mshr_full_waits"), Some(0.0));
+        assert_eq!(m.get("iommu.walker.queue_wait_ns.mean"), Some(50.0));
+    }
 }

@@ -221,4 +221,15 @@ mod tests {
         assert_eq!(m.get("iommu.shootdown.count"), Some(2.0));
         assert!((m.get("iommu.shootdown.latency_ns.mean").unwrap() - 4141.0).abs() < 1e-6);
     }
+
+    /// The hardware's part starts after the command's fetch (a memory access after the first tail
+    /// write), and the semaphore is written after it (another access). A GPU round trip of 2 x 636.1 + 27.8 = 1300 ns is done at 430 + 90 + 1300 = 1820 ns
+    /// and the semaphore written at 1910, 1050 ns after the COMPLETION_WAIT was queued (860): the
+    /// second poll sees it, 860 + 2 x 1000 + 90 = 2950 ns (without the fetch or the write, 960 ns
+    /// after: the first poll, 1950).
+    #[test]
+    fn the_invalidation_starts_after_the_command_fetch() {
+        let p = Shootdown::new(&ShootdownConfig::default(), 1.0, 90.0, 20.0, 636.1, 720.0).phases();
+        assert_eq!(p.gpu, ns_to_ps(2950.0));
+    }
 }

@@ -782,4 +782,37 @@ mod tests {
         let others = (0..10_000u64).filter(|&p| r.mapped_since().may_hold(p)).count();
         assert!(others < 500, "{others} of 10,000 unmarked pages pass the filter");
     }
+
+    /// A page is mapped on the GPU when resident or mapped remotely. Taking a resident page back
+    /// bumps the refault epoch (waiting warps re-execute); taking back one that was not resident
+    /// (gone already, or remote) does not.
+    #[test]
+    fn mapped_pages_and_the_refault_epoch() {
+        let mut r = Residency::default();
+        r.make_resident(10);
+        r.map_remote(11);
+        assert!(r.is_mapped(10) && r.is_mapped(11) && !r.is_mapped(12));
+        assert!(r.unmake_resident(10));
+        assert_eq!(r.refault_epoch, 1);
+        assert!(!r.unmake_resident(10) && !r.unmake_resident(11));
+        assert_eq!(r.refault_epoch, 1);
+        assert!(!r.is_mapped(10) && r.is_mapped(11));
+    }
+
+    /// A page migrated in replaces its remote mapping. A page that loses its GPU mapping without
+    /// leaving (a multi-GPU invalidation) keeps its dirty bit, but an eviction reports only the
+    /// resident pages' stores.
+    #[test]
+    fn residency_replaces_remote_mappings_and_evictions_report_resident_stores_only() {
+        let mut r = Residency::default();
+        r.map_remote(5);
+        assert!(r.make_resident(5));
+        assert!(!r.is_remote(5) && r.is_resident(5));
+        r.make_resident(6);
+        r.mark_dirty(5);
+        r.mark_dirty(6);
+        assert!(r.make_nonresident(6));
+        let e = r.evict_block(0);
+        assert_eq!((e.resident[0], e.dirty[0]), (1 << 5, 1 << 5));
+    }
 }

@@ -785,4 +785,98 @@ mod tests {
         tlb.complete_miss(20, 130);
         assert_eq!(tlb.stats.miss_latency.count(), 3);
     }
+
+    /// The engine's time, not a request's arrival, bounds what the MSHRs forget: a miss processed
+    /// later but arriving earlier still finds the MSHR held then. Forty misses 10 ps apart hold
+    /// the only MSHR 5 ps each (enough to fill more than one of the chunks the MSHR set forgets
+    /// whole); B arrives at 1000 with the engine at 0; C, at 52, waits for the sixth miss's
+    /// [50, 55). (Pruning at B's arrival dropped that interval and let C in at 52.)
+    #[test]
+    fn an_mshr_held_before_a_later_arrival_still_holds_against_an_earlier_one() {
+        let mut tlb = Tlb::with(16, 16, 0, 1);
+        let miss = |tlb: &mut Tlb, k: u64, t: Ps| match tlb.lookup(k, t, 0) {
+            Lookup::Miss(at) => at,
+            Lookup::Done(..) => panic!("cold miss expected"),
+        };
+        for i in 0..40 {
+            assert_eq!(miss(&mut tlb, 100 + i, 10 * i), 10 * i);
+            tlb.fill_miss(100 + i, 0, 10 * i, 10 * i + 5);
+        }
+        assert_eq!(miss(&mut tlb, 1, 1000), 1000);
+        tlb.fill_miss(1, 0, 1000, 1100);
+        assert_eq!(miss(&mut tlb, 2, 52), 55);
+    }
+
+    /// Latency 10, one MSHR. A misses at 0 (sent at 10, filled at 300); B misses at 20 and would be
+    /// sent at 30, but gets the MSHR at 300: a 270 ps wait. A hit at 400 is an access, not a miss:
+    /// the mean wait is over the 2 misses, 0.135 ns (over the 3 accesses it would be 0.09). Miss
+    /// latencies run from the lookup: 300 - 0 and 400 - 20, 680 ps in all.
+    #[test]
+    fn the_mshr_wait_runs_from_the_lookup_latency_and_averages_over_misses() {
+        let mut tlb = Tlb::with(16, 16, 10, 1);
+        let Lookup::Miss(at) = tlb.lookup(1, 0, 0) else { panic!("cold miss expected") };
+        assert_eq!(at, 10);
+        tlb.fill_miss(1, 0, 0, 300);
+        let Lookup::Miss(at) = tlb.lookup(2, 20, 0) else { panic!("cold miss expected") };
+        assert_eq!(at, 300);
+        tlb.fill_miss(2, 0, 20, 400);
+        assert_eq!(tlb.stats.mshr_wait_ps, 270);
+        assert!(matches!(tlb.lookup(1, 400, 0), Lookup::Done(410, _)));
+        assert_eq!(tlb.stats.miss_latency.sum_ps(), 680);
+        let mut m = Metrics::default();
+        tlb.export(&mut m, "t");
+        assert_eq!(m.get("t.mshr_wait_ns.mean"), Some(270.0 / 1000.0 / 2.0));
+    }
+
+    /// On-fill: fills that arrive at the same time are installed in the order they were filled, so
+    /// the later one is the more recent. One set of two ways: A then B filled at 10; C, filled at
+    /// 20, evicts A (the LRU), not B.
+    #[test]
+    fn fills_arriving_together_are_installed_in_fill_order() {
+        let mut tlb = Tlb::with(2, 2, 0, 8);
+        tlb.opts(TlbAllocate::OnFill, false);
+        assert_eq!(step(&mut tlb, 1, 0, 10), ('M', 0));
+        assert_eq!(step(&mut tlb, 2, 0, 10), ('M', 0));
+        assert_eq!(step(&mut tlb, 3, 20, 0), ('M', 20));
+        assert_eq!(step(&mut tlb, 2, 30, 0), ('H', 30));
+        assert_eq!(step(&mut tlb, 1, 31, 0), ('M', 31));
+    }
+
+    /// On-fill: a miss filled at 100 is pending until then. Dropping its key before (one page, by
+    /// predicate, or all) drops the pending fill too: nothing is installed, a lookup at 200 misses.
+    #[test]
+    fn invalidations_and_flushes_drop_pending_fills() {
+        for how in 0..3 {
+            let mut tlb = Tlb::with(16, 16, 0, 8);
+            tlb.opts(TlbAllocate::OnFill, false);
+            assert_eq!(step(&mut tlb, 1, 0, 100), ('M', 0));
+            assert_eq!(tlb.keys().collect::<Vec<_>>(), [1], "a pending fill is among the keys");
+            // The array itself holds nothing yet: none is counted as removed.
+            match how {
+                0 => assert!(!tlb.invalidate(1)),
+                1 => assert_eq!(tlb.invalidate_where(|k| k == 1), 0),
+                _ => assert_eq!(tlb.flush(), 0),
+            }
+            assert_eq!(tlb.keys().count(), 0, "case {how}");
+            assert_eq!(step(&mut tlb, 1, 200, 0), ('M', 200), "case {how}");
+        }
+    }
+
+    /// Per-SM L1 TLBs are exported as one level: every counter is the sum over them. In each of two
+    /// one-MSHR TLBs (no latency) a miss at 0 holds the MSHR until its fill at 100, a miss at 10
+    /// waits 90 ps for it (filled at 200: 190 ps from its lookup), and a hit follows at 500.
+    #[test]
+    fn the_l1_sum_adds_every_counter_of_every_tlb() {
+        let mut tlbs = vec![Tlb::with(16, 16, 0, 1), Tlb::with(16, 16, 0, 1)];
+        for tlb in &mut tlbs {
+            for (k, t) in [(1, 0), (2, 10)] {
+                let Lookup::Miss(at) = tlb.lookup(k, t, 0) else { panic!("cold miss expected") };
+                tlb.fill_miss(k, 0, t, at + 100);
+            }
+            assert!(matches!(tlb.lookup(1, 500, 0), Lookup::Done(500, _)));
+        }
+        let (s, waits) = sum(&tlbs);
+        assert_eq!((s.accesses, s.hits, s.mshr_hits, s.misses, s.mshr_wait_ps, waits), (6, 2, 0, 4, 180, 2));
+        assert_eq!(s.miss_latency.sum_ps(), 2 * (100 + 190));
+    }
 }

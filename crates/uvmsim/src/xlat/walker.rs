@@ -778,4 +778,45 @@ mod tests {
             }
         }
     }
+
+    /// Each walk first probes the page-walk cache (`pwc_latency_ns`, here 10 ns), then reads its
+    /// entries (100 ns each): a cold 4-level walk ends at 10 + 400 = 410 ns; one in the same 2 MiB
+    /// region (1 read) requested at 1 µs ends at 1 µs + 10 + 100 ns. The shortest walk a thread
+    /// can take is 110 ns: the one thread, busy over [1.0, 1.11) µs, fits one at 0.5 µs, not at 0.895 µs
+    /// (a 100 ns one would fit then).
+    #[test]
+    fn the_page_walk_cache_probe_comes_before_the_reads() {
+        let mut c = cfg(1, 16);
+        c.pwc_latency_ns = 10.0;
+        let mut w = Walker::new(&c, 4);
+        let mut d = dram();
+        assert_eq!(w.walk(0x40_0000_0000, 1, 0, 0, &mut d), 410_000);
+        assert_eq!(w.walk(0x40_0000_1000, 1, 1_000_000, 1_000_000, &mut d), 1_110_000);
+        assert_eq!(w.start_at(500_000), 500_000);
+        assert_eq!(w.start_at(895_000), 1_110_000);
+    }
+
+    /// A walk requested before the engine's time (booked late) still queues behind the walks that
+    /// held the thread at its request: only intervals over by both times are forgotten. One thread:
+    /// A at 0 holds it over [0, 400) ns; B, requested at 100 ns when the engine is at 500 ns,
+    /// starts at 400 ns (pruning at 500 ns dropped A and let B start at 100).
+    #[test]
+    fn a_walk_booked_after_its_request_waits_for_the_walks_before_it() {
+        let mut w = Walker::new(&cfg(1, 0), 4);
+        let mut d = dram();
+        assert_eq!(w.walk(0, 1, 0, 0, &mut d), 400_000);
+        assert_eq!(w.walk(1 << 40, 1, 100_000, 500_000, &mut d), 800_000);
+        assert_eq!(w.last_wait, 300_000);
+    }
+
+    /// `start_at` finds a gap that holds the shortest walk (one read, 100 ns) exactly: the thread
+    /// is busy over [0, 100) and [200, 300) ns, so a walk at 100 ns fits before the second interval.
+    #[test]
+    fn the_shortest_walk_fits_exactly_into_a_gap() {
+        let u = 100_000;
+        let mut w = Walker::new(&cfg(1, 0), 4);
+        w.threads = vec![vec![(0, u), (2 * u, 3 * u)]];
+        w.heads = w.threads.iter().map(|th| heads_of(th)).collect();
+        assert_eq!([u, u + 1, 3 * u].map(|t| w.start_at(t)), [u, 3 * u, 3 * u]);
+    }
 }
