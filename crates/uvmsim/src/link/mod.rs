@@ -348,4 +348,36 @@ mod tests {
         let last = *ends.iter().max().unwrap();
         assert!((40_500_000..42_000_000).contains(&last), "{last}");
     }
+
+    /// Under the atan fit a 4 KiB copy moves at about 2.2 GB/s, not the link's 12: it ends when
+    /// its size allows (about 1.9 µs), well after its bytes' share of the lane (0.34 µs), plus the
+    /// 1 µs latency.
+    #[test]
+    fn a_small_atan_transfer_ends_when_its_speed_allows() {
+        let mut l = Link::new(&cfg(BandwidthModel::Atan, 1));
+        let (s, e) = l.transfer(Dir::HostToDevice, 4096, 0, 0);
+        let want = 1_000_000 + (4096.0 * 1000.0 / l.speed_gbps(4096)) as Ps;
+        assert_eq!((s, e), (0, want));
+        assert!((2_850_000..2_950_000).contains(&e), "{e}");
+    }
+
+    /// A transfer's busy time runs from when an engine takes it: with one engine, two 12 kB copies
+    /// requested at 0 take 1 µs each (the second from 1 µs), 2 µs in all.
+    #[test]
+    fn busy_time_runs_from_the_engines_start() {
+        let mut l = Link::new(&cfg(BandwidthModel::Constant, 1));
+        l.transfer(Dir::HostToDevice, 12_000, 0, 0);
+        let (s, _) = l.transfer(Dir::HostToDevice, 12_000, 0, 0);
+        assert!((1_000_000..1_000_100).contains(&s), "{s}");
+        assert!((2_000_000..2_000_200).contains(&l.stats[0].busy_ps), "{}", l.stats[0].busy_ps);
+    }
+
+    /// The backlog is in host-to-device bytes: 12 kB to the host at 6 GB/s take 2 µs, which the
+    /// 12 GB/s host-to-device direction would fill with 24 kB.
+    #[test]
+    fn the_backlog_counts_host_to_device_bytes() {
+        let mut l = Link::new(&LinkConfig { d2h_bandwidth_gbps: 6.0, ..cfg(BandwidthModel::Constant, 2) });
+        l.transfer(Dir::DeviceToHost, 12_000, 0, 0);
+        assert!(l.backlog_bytes(0).abs_diff(24_000) <= 100, "{}", l.backlog_bytes(0));
+    }
 }

@@ -676,4 +676,16 @@ mod tests {
         let ideal = 500_000 + 10_000 * 12_800;
         assert!(last + 2 * tl.bucket_ps() >= ideal && last <= ideal + 2 * tl.bucket_ps(), "{last} vs {ideal}");
     }
+
+    /// Bucket geometry: about 8 typical requests a bucket, at least 1 ns, a power of two; and no
+    /// more bytes a bucket than the rate carries. 64 B at 1000 GB/s: 512 ps wanted, 1024 ps
+    /// (1 ns) taken, 1024 B. 128 B at 3 GB/s: 341,334 ps wanted, 524,288 taken, which carries
+    /// 1572.9 B: 1572.
+    #[test]
+    fn buckets_last_at_least_a_nanosecond_and_carry_whole_bytes_within_the_rate() {
+        let fast = Timeline::new(1000.0, 64);
+        assert_eq!((fast.bucket_ps(), fast.cap), (1024, 1024));
+        let slow = Timeline::new(3.0, 128);
+        assert_eq!((slow.bucket_ps(), slow.cap), (524_288, 1572));
+    }
 }
