@@ -464,7 +464,7 @@ pub struct Gpu {
     /// page they faulted on, each with the nap it was filed in (an entry of an earlier nap is stale).
     by_fault: FxHashMap<u64, Vec<(u32, u64)>>,
     /// Lists of `by_fault` entries removed, reused for new pages (allocating one per page filed and
-    /// freeing it at its replay was a twentieth of an oversubscribed stream's run); and the warps
+    /// freeing it at its replay cost oversub-stream-driver 1.3% of its instructions); and the warps
     /// a `replay_ended` wakes.
     spare_lists: Vec<Vec<(u32, u64)>>,
     woken: Vec<u32>,
