@@ -594,8 +594,8 @@ def link_utilization(
 ) -> Figure:
     """Host-device link utilisation over time, per direction (h2d, d2h): each copy of the ``migrations`` table
     spreads its bytes evenly over its span; each time bin's bytes over what ``links`` links of ``bandwidth_gbps``
-    could carry in it (device-to-host copies over ``d2h_bandwidth_gbps`` where given: ``link.d2h_bandwidth_gbps``
-    of an asymmetric link) (a multi-GPU run's host-to-device copies share one switch uplink, or, with
+    could carry in it, device-to-host copies over ``d2h_bandwidth_gbps`` where given (``link.d2h_bandwidth_gbps``
+    of an asymmetric link). A multi-GPU run's host-to-device copies share one switch uplink (or, with
     ``multi.host_uplink_shared = false``, use one link per GPU). GPU-to-GPU copies (``p2p``, multi-GPU) cross
     the peer fabric, not the host link: they are left out.
 

@@ -187,9 +187,8 @@ impl BlasGemmWarp {
         let (n, eb) = (self.k.p.n, self.k.p.element_bytes as u64);
         let (first, lanes) = (self.t0, self.lanes as usize);
         if k0 + KTILE <= n && col0 + (first + self.lanes - 1) / KTILE < n {
-            let base = self.k.b.base;
             for (t, s) in (first..).zip(&mut scratch[..lanes]) {
-                *s = base + ((col0 + t / KTILE) * n + k0 + t % KTILE) * eb;
+                *s = self.el(self.k.b, k0 + t % KTILE, col0 + t / KTILE);
             }
             return Some(Op::Mem { kind: MemKind::Load, lanes: super::grid::compact(scratch, lanes), bytes: eb as u32 });
         }
