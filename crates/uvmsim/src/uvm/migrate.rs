@@ -527,6 +527,72 @@ mod tests {
         assert!(u.thrashing.tracking());
     }
 
+    /// cudaMemPrefetchAsync of read-mostly data: the host's pages (the first half of block 0, 2 threads) become
+    /// read-only duplicates, the others are populated on the GPU alone. The host keeps its mapping (no unmap:
+    /// the time of `host_resident_pages_are_copied_and_untouched_ones_zero_filled` less its 5 + 3 µs), and a
+    /// copy is no thrashing event (the host's taking page 3 back starts no tracking).
+    #[test]
+    fn prefetching_read_mostly_data_duplicates_the_hosts_pages_and_unmaps_nothing() {
+        let mut c = costed();
+        c.advise.policy = Advice::ReadMostly;
+        let (mut u, mut link, mut r) = setup(c);
+        u.host_touch(0, BLOCK_PAGES / 2, 2);
+        let end = u.prefetch_async(0, 0..BLOCK_PAGES, &mut link, &mut r);
+        let copy = Link::new(&Config::default().link).transfer_on(Dir::HostToDevice, 256 * 4096, 0, 0).1;
+        let want = 1_000_000 * (8 + 15 + 100 + 128 + 2 + 64 + 4) + copy;
+        assert!(end.abs_diff(want) < 5000, "{end} vs {want}");
+        assert_eq!((u.stats.unmaps_sync, u.cpu_mapped.contains_key(&0)), (0, true));
+        assert!((0..BLOCK_PAGES).all(|p| r.is_resident(p) && r.is_dup(p) == (p < BLOCK_PAGES / 2)));
+        assert_eq!(u.stats.dup_copies, 256);
+        u.thrashing.migrated(0, &[3], crate::uvm::thrashing::Proc::Host, end + 1000);
+        assert!(!u.thrashing.tracking());
+    }
+
+    /// Page granularity, 4 pages of GPU memory (2048 at 512x): a prefetch of blocks 0 and 1 (nothing on the
+    /// host) fills it with block 0's first 4 pages and stops there: unmap nothing, block 8, first touch 15,
+    /// one allocator call 100, zero-fill 4 x 0.5, map 3, tracker 4 = 132 µs; block 1 is not started. With
+    /// room for both, both go.
+    #[test]
+    fn with_page_granularity_a_prefetch_fills_the_room_left_with_a_blocks_first_pages() {
+        let run = |oversubscription: f64| {
+            let mut c = costed();
+            c.oversubscription = oversubscription;
+            c.eviction.granularity = crate::uvm::evict::EvictionGranularity::Page;
+            let (mut u, mut link, mut r) = setup(c);
+            let end = u.prefetch_async(0, 0..2 * BLOCK_PAGES, &mut link, &mut r);
+            (end, r.resident_pages(), u.async_prefetch.pages, u.gpu_blocks.contains(&1))
+        };
+        let (end, resident, pages, started) = run(512.0);
+        assert_eq!((end, resident, pages, started), (132_000_000, 4, 4, false));
+        assert!(run(1.0).1 == 1024);
+    }
+
+    /// An evicted block's read-only duplicates go nowhere (the host holds them): of 100 resident pages, 40
+    /// duplicates, 60 are copied back; 40 evictions are clean.
+    #[test]
+    fn an_evicted_blocks_duplicates_are_not_copied_back() {
+        let (mut u, mut link, mut r) = setup(costed());
+        for p in BLOCK_PAGES..BLOCK_PAGES + 100 {
+            r.make_resident(p);
+            r.set_dup(p, p < BLOCK_PAGES + 40);
+        }
+        u.evict_to_host(1, 0, 0, &mut link, &mut r);
+        assert_eq!((u.stats.pages_evicted, u.stats.pages_evicted_clean, u.stats.bytes_d2h), (100, 40, 60 * 4096));
+        // Its data is on the host now: the block is still populated.
+        assert!(u.populated(1, &r));
+    }
+
+    /// Page granularity, one root chunk (512 pages) per allocator call: a prefetch of block 0's 512 pages calls
+    /// it once: block 8, first touch 15, the call 100, zero-fill 512 x 0.5, map 3, tracker 4 = 386 µs.
+    #[test]
+    fn with_page_granularity_a_prefetch_calls_the_allocator_for_what_it_lacks_only() {
+        let mut c = costed();
+        (c.oversubscription, c.pma_chunk_blocks) = (1.0, 1);
+        c.eviction.granularity = crate::uvm::evict::EvictionGranularity::Page;
+        let (mut u, mut link, mut r) = setup(c);
+        assert_eq!(u.prefetch_async(0, 0..BLOCK_PAGES, &mut link, &mut r), 386_000_000);
+    }
+
     #[test]
     fn remote_mappings_are_replaced_and_shot_down() {
         let (mut u, mut link, mut r) = setup(costed());

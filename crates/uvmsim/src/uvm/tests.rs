@@ -470,6 +470,8 @@ fn the_fetch_merges_an_entry_into_its_utlbs_last_or_the_batchs_last() {
     //   last is now 6, and so is the batch's last (the merged entry added none): kept; (0, 7, R) kept. 5 kept.
     let b = [f(5, 0, false), f(5, 0, false), f(5, 1, false), f(5, 1, true), f(6, 0, false), f(5, 1, false), f(5, 0, false), f(7, 0, false)];
     assert_eq!(fetch_coalesced(&b), 5);
+    // (0, 5, R) kept; (1, 6, R) kept; (0, 5, R) the same as µTLB 0's last (not the batch's last): merged.
+    assert_eq!(fetch_coalesced(&[f(5, 0, false), f(6, 1, false), f(5, 0, false)]), 2);
     // Duplicates that are not adjacent survive the fetch (the sort skips them later).
     assert_eq!(fetch_coalesced(&[f(1, 0, false), f(2, 1, false), f(1, 2, false), f(2, 3, false)]), 4);
     // A prefetch after a read of its page merges; a read after a prefetch does not (more intrusive).
@@ -867,10 +869,13 @@ fn fault_at(time: Ps, vpn: u64, utlb: u32) -> Fault {
 fn drain(u: &mut Uvm, link: &mut Link, res: &mut Residency) -> Vec<(u64, Ps)> {
     let mut landed = vec![];
     let mut queue: Vec<Next> = u.events.drain(..).collect();
+    let mut steps = 0;
     while let Some(i) = (0..queue.len()).min_by_key(|&i| match queue[i] {
         Next::Service(t) | Next::BatchDone(t) => (t, matches!(queue[i], Next::Service(_))),
         Next::Nothing => (0, false),
     }) {
+        steps += 1;
+        assert!(steps <= 100_000, "the handler's events go on for ever");
         let next = match queue.swap_remove(i) {
             Next::Service(t) => u.service(t, link, res),
             Next::BatchDone(t) => {
@@ -1681,6 +1686,8 @@ fn a_host_access_to_an_unmapped_block_costs_one_cpu_fault() {
     assert_eq!(u.host_access(0, 0..4, false, 1, &mut link, &mut res), 20_000_000);
     assert_eq!(u.host_access(20_000_000, 0..4, false, 1, &mut link, &mut res), 20_000_000);
     assert_eq!(u.stats.host_faults, 1);
+    // The pages it touched are populated on the host (zero-filled), no others.
+    assert!((0..4).all(|p| u.cpu_resident(p)) && !u.cpu_resident(4));
 }
 
 /// Preemptive unmapping, sync, allocation granularity: the fault on block 0 unmaps the allocation's three
@@ -1741,4 +1748,432 @@ fn a_batch_may_take_the_whole_fault_buffer() {
     assert!(UvmConfig { fault_buffer_entries: 256, batch_size: 256, ..UvmConfig::default() }.validate().is_ok());
     let c = UvmConfig { fault_buffer_entries: 256, batch_size: 257, ..UvmConfig::default() };
     assert_eq!(c.validate().unwrap_err().0, "uvm.batch_size");
+}
+
+/// A host read of a read-mostly page the GPU holds alone (populated there, not a duplicate) copies it
+/// back and leaves the GPU a read-only duplicate: one CPU fault (20 µs) although the block is host-mapped,
+/// the map (2 µs: the GPU's write permission goes, a shootdown), the push (1 + 0.05 µs) and the 4 KiB copy;
+/// the page stays resident, now a duplicate, and the row's cause is the hint. A host write of such a page
+/// takes it back instead.
+#[test]
+fn a_host_read_of_a_read_mostly_page_copies_it_back_and_the_gpu_keeps_a_duplicate() {
+    let mut c = UvmConfig::default();
+    c.advise.policy = Advice::ReadMostly;
+    let (mut u, mut link, mut res) = with(c);
+    u.add_allocation(0, 8);
+    u.host_touch(0, 1, 1);
+    res.make_resident(1);
+    res.make_resident(2);
+    let end = u.host_access(0, 1..2, false, 1, &mut link, &mut res);
+    let copy = Link::new(&Config::default().link).transfer_on(Dir::DeviceToHost, 4096, 0, 0).1;
+    let want = 23_050_000 + copy;
+    assert!(end.abs_diff(want) < 5000, "{end} vs {want}");
+    assert_eq!((u.stats.host_faults, u.stats.dup_host_copies, u.stats.host_pages_d2h), (1, 1, 0));
+    assert!(res.is_resident(1) && res.is_dup(1));
+    assert_eq!(u.shootdowns, vec![0]);
+    let row = u.migrations.as_ref().unwrap().last().unwrap().clone();
+    assert_eq!((row.cause, row.direction, row.first_page, row.pages), (Cause::Hint, "d2h", 1, 1));
+    let mut m = Metrics::default();
+    u.export(&mut m, &res);
+    assert_eq!((m.get("uvm.read_dup.host_copies"), m.get("uvm.read_dup.copies")), (Some(1.0), Some(0.0)));
+    // A write: page 2 comes back to the host and leaves the GPU.
+    u.host_access(end, 2..3, true, 1, &mut link, &mut res);
+    assert!(!res.is_resident(2) && !res.is_dup(2));
+    assert_eq!((u.stats.host_pages_d2h, u.stats.dup_host_copies), (1, 1));
+}
+
+/// Page granularity, 2 pages of GPU memory (1024 pages at 512x). A block whose demand fits in GPU memory but
+/// not beside the batch's earlier pages waits whole; one whose demand is larger than GPU memory itself is
+/// serviced in part (its first pages), unless no page is left at all (it then waits whole too).
+#[test]
+fn page_granularity_defers_a_block_whole_unless_its_demand_outgrows_gpu_memory() {
+    let run = |vpns: &[u64], cursor: u64| {
+        let c = UvmConfig {
+            oversubscription: 512.0,
+            eviction: EvictionConfig { granularity: EvictionGranularity::Page, ..EvictionConfig::default() },
+            ..UvmConfig::default()
+        };
+        let (mut u, mut link, mut res) = with(c);
+        u.add_allocation(0, 1024);
+        u.seq_cursor = cursor;
+        for &vpn in vpns {
+            u.raise(fault(vpn, 0));
+        }
+        let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
+        u.batch_done(end, &mut res);
+        u.check_invariants(&res).unwrap();
+        let held = u.page_evict.as_ref().unwrap().pages.len();
+        (u.stats.deferred_blocks, u.stats.deferred_pages, u.stats.va_blocks, res.resident_pages(), held, res.refault_epoch, u.seq_cursor)
+    };
+    // Page 0 takes 1 page; block 1's 2 pages (= GPU memory) find 1 left: the block waits; one new epoch.
+    assert_eq!(run(&[0, 512, 513], 0), (1, 2, 1, 1, 1, 1, 0));
+    // Pages 0 and 1 fill it; block 1's 3 pages (> GPU memory) find none left: the block waits.
+    assert_eq!(run(&[0, 1, 512, 513, 514], 0), (1, 3, 1, 2, 2, 1, 0));
+    // Block 1 alone, 3 pages: its first 2 go now (2 pages held, no more), 514 waits; the sequential scan goes
+    // back to the block's start (from 600).
+    assert_eq!(run(&[512, 513, 514], 600), (0, 1, 1, 2, 2, 1, 512));
+}
+
+/// Page granularity, 4 pages of GPU memory (6 pages at 1.5x): allocations [0, 2), [512, 515), [1024, 1025).
+/// Faults on 0, 1 and 1024; the sequential transfer set (6) adds 512, 513, 514 (the scan starts at 0).
+/// Block 0 takes 2 pages (pinned); block 1's prefetches may take only what block 2's demand page leaves:
+/// 4 - 2 held - 1 needed = 1 page (512); block 2's page then finds room. Nothing is deferred or evicted.
+#[test]
+fn page_granularity_prefetches_leave_the_room_a_later_block_demands() {
+    let mut c = UvmConfig {
+        replay_policy: ReplayPolicy::Batch,
+        oversubscription: 1.5,
+        eviction: EvictionConfig { granularity: EvictionGranularity::Page, ..EvictionConfig::default() },
+        ..UvmConfig::default()
+    };
+    (c.prefetch.policy, c.prefetch.transfer_set_pages) = (PrefetchPolicy::Sequential, 6);
+    let (mut u, mut link, mut res) = with(c);
+    for (first, end) in [(0, 2), (512, 515), (1024, 1025)] {
+        u.add_allocation(first, end);
+    }
+    for vpn in [0, 1, 1024] {
+        u.raise(fault(vpn, 0));
+    }
+    let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
+    u.batch_done(end, &mut res);
+    let resident: Vec<u64> = [0, 1, 512, 513, 514, 1024].into_iter().filter(|&p| res.is_resident(p)).collect();
+    assert_eq!(resident, vec![0, 1, 512, 1024]);
+    assert_eq!((u.stats.prefetched, u.stats.deferred_blocks, u.stats.evictions), (1, 0, 0));
+    u.check_invariants(&res).unwrap();
+}
+
+/// Block granularity: a transfer set's prefetch-only block takes a chunk only if the batch's later demand
+/// blocks keep one each (free chunks and unpinned ones); with `capacity` chunks, the allocations and faults
+/// given, the sequential set (`set` pages) from page 0. Returns the resident pages of `probe`, the pages
+/// prefetched and the blocks deferred.
+#[test]
+fn a_prefetch_only_block_takes_no_chunk_a_later_demand_block_needs() {
+    let run = |capacity: u64, allocs: &[(u64, u64)], vpns: &[u64], set: u32, probe: &[u64]| {
+        let mut c =
+            UvmConfig { replay_policy: ReplayPolicy::Batch, gpu_memory_bytes: ByteSize(capacity * (2 << 20)), ..UvmConfig::default() };
+        (c.prefetch.policy, c.prefetch.transfer_set_pages) = (PrefetchPolicy::Sequential, set);
+        let (mut u, mut link, mut res) = with(c);
+        for &(first, end) in allocs {
+            u.add_allocation(first, end);
+        }
+        for &vpn in vpns {
+            u.raise(fault(vpn, 0));
+        }
+        let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
+        u.batch_done(end, &mut res);
+        u.check_invariants(&res).unwrap();
+        let resident: Vec<u64> = probe.iter().copied().filter(|&p| res.is_resident(p)).collect();
+        (resident, u.stats.prefetched, u.stats.deferred_blocks)
+    };
+    // 2 chunks; block 0 demands (1 chunk), block 1 only prefetches (512, 513), block 2 demands: one chunk is
+    // left (free 1, unpinned 0) and block 2 needs it, so block 1's prefetches are dropped.
+    let allocs = [(0, 1), (512, 514), (1024, 1025)];
+    assert_eq!(run(2, &allocs, &[0, 1024], 4, &[0, 512, 513, 1024]), (vec![0, 1024], 0, 0));
+    // Blocks 1 and 2 only prefetch, no later demand: block 1 takes the chunk left (free 1 > need 0), block 2
+    // finds none (free 0, unpinned 0) and is dropped.
+    let allocs = [(0, 1), (512, 514), (1024, 1026)];
+    assert_eq!(run(2, &allocs, &[0], 5, &[0, 512, 513, 1024, 1025]), (vec![0, 512, 513], 2, 0));
+    // 1 chunk; block 0 demands 0 and prefetches 1, 2 in its own chunk (a demand block keeps its prefetches),
+    // block 2 then finds no chunk and waits.
+    let allocs = [(0, 3), (1024, 1025)];
+    assert_eq!(run(1, &allocs, &[0, 1024], 4, &[0, 1, 2, 1024]), (vec![0, 1, 2], 2, 1));
+}
+
+/// Read-mostly: a batch's reads duplicate the pages the host holds; a page resident nowhere is
+/// populated on the GPU alone (it is the only copy, no duplicate).
+#[test]
+fn a_read_mostly_batch_duplicates_only_the_pages_the_host_holds() {
+    let mut c = UvmConfig { replay_policy: ReplayPolicy::Batch, ..UvmConfig::default() };
+    c.advise.policy = Advice::ReadMostly;
+    let (mut u, mut link, mut res) = with(c);
+    u.add_allocation(0, 8);
+    u.host_touch(0, 1, 1);
+    u.raise(fault(0, 0));
+    u.raise(fault(1, 0));
+    let Next::BatchDone(end) = u.service(0, &mut link, &mut res) else { panic!() };
+    u.batch_done(end, &mut res);
+    assert!(res.is_resident(0) && res.is_resident(1));
+    assert_eq!((res.is_dup(0), res.is_dup(1), u.stats.dup_copies), (true, false, 1));
+}
+
+/// `block` policy, one chunk of GPU memory: block 0 is serviced and replayed; block 1 then costs its checks
+/// and finds no chunk (block 0's is the batch's): deferred after the last block serviced, its faults need a
+/// replay of their own: tracker and replay twice (2 x 5 µs each).
+#[test]
+fn block_policy_replays_again_for_blocks_deferred_after_the_last_serviced() {
+    let c = UvmConfig { replay_policy: ReplayPolicy::Block, records: true, gpu_memory_bytes: ByteSize(2 << 20), ..UvmConfig::default() };
+    let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default());
+    u.raise(fault(0, 0));
+    u.raise(fault(512, 0));
+    let Next::BatchDone(e1) = u.service(0, &mut link, &mut res) else { panic!() };
+    u.batch_done(e1, &mut res);
+    let r = u.records.as_ref().unwrap()[0].clone();
+    assert_eq!((r.deferred, r.tracker_ns, r.replay_ns), (1, 10_000.0, 10_000.0));
+}
+
+/// Page granularity, 1 page of GPU memory, read-mostly data the host holds: page 0 is read-duplicated; the
+/// fault on page 1 evicts it, and nothing goes back (the host holds the page too): a clean eviction.
+#[test]
+fn page_granularity_evicts_a_read_only_duplicate_without_copying_it_back() {
+    let mut c = UvmConfig {
+        oversubscription: 8.0,
+        eviction: EvictionConfig { granularity: EvictionGranularity::Page, ..EvictionConfig::default() },
+        ..UvmConfig::default()
+    };
+    c.advise.policy = Advice::ReadMostly;
+    let (mut u, mut link, mut res) = with(c);
+    u.add_allocation(0, 8);
+    u.host_touch(0, 8, 1);
+    let t = serve(&mut u, &mut link, &mut res, 0, &[0]);
+    assert!(res.is_dup(0));
+    serve(&mut u, &mut link, &mut res, t, &[1]);
+    assert_eq!((u.stats.evictions, u.stats.pages_evicted_clean, u.stats.bytes_d2h), (1, 1, 0));
+    assert!(!res.is_resident(0) && res.is_resident(1));
+}
+
+/// The watchdog's report: when the last batch's throttled pages' naps end (500 µs each). Pages 5 and 6
+/// thrash (as in the test above). At 50 µs page 6 is throttled until 550 µs; at the next batch (t2 ≥ 60 µs)
+/// page 5 is throttled until t2 + 500 µs and 6 still naps until 550 µs: the later, t2 + 500 µs, counts (not
+/// the last page's). A batch that throttles nothing clears it.
+#[test]
+fn the_last_batchs_throttled_pages_nap_until_the_latest_of_their_naps() {
+    let c = UvmConfig { replay_policy: ReplayPolicy::Batch, ..UvmConfig::default() };
+    let (mut u, mut link, mut res) = (Uvm::new(&c, 2, 4, 0), Link::new(&Config::default().link), Residency::default());
+    const US: Ps = crate::sim::PS_PER_US;
+    for (i, p) in [Proc::Host, Proc::Gpu, Proc::Host, Proc::Gpu, Proc::Host].into_iter().enumerate() {
+        u.thrashing.migrated(0, &[5, 6], p, i as Ps * 10 * US);
+    }
+    u.raise(Fault { time: 50 * US, ..fault(6, 0) });
+    let Next::BatchDone(end) = u.service(50 * US, &mut link, &mut res) else { panic!() };
+    u.batch_done(end, &mut res);
+    assert_eq!(u.throttled_until(), Some(550 * US));
+    let t2 = end.max(60 * US);
+    u.raise(Fault { time: t2, ..fault(5, 0) });
+    u.raise(Fault { time: t2, ..fault(6, 1) });
+    let Next::BatchDone(end) = u.service(t2, &mut link, &mut res) else { panic!() };
+    u.batch_done(end, &mut res);
+    assert_eq!(u.throttled_until(), Some(t2 + 500 * US));
+    u.raise(Fault { time: end, ..fault(100, 0) });
+    let Next::BatchDone(end) = u.service(end, &mut link, &mut res) else { panic!() };
+    u.batch_done(end, &mut res);
+    assert_eq!(u.throttled_until(), None);
+}
+
+/// Polled, every page hinted to stay on the host: the fault on page 5 is mapped remotely and the transfer
+/// set (6, 7, 8) is no set (hinted pages are not prefetched): the intervals stop after the next one
+/// instead of polling for ever.
+#[test]
+fn polled_intervals_stop_when_the_transfer_set_holds_only_pages_not_to_prefetch() {
+    let (mut u, mut link, mut res) = polled(16, locality_sets_of_4(false));
+    u.advised = vec![(0, POLLED_PAGES, Advice::PreferredLocationHost)];
+    u.allocs = [(0, 14)].into_iter().collect();
+    u.raise(fault_at(0, 5, 0));
+    drain(&mut u, &mut link, &mut res);
+    assert_eq!((u.stats.remote_mapped, u.stats.prefetched, u.stats.batches), (1, 0, 1));
+    assert!(u.interval_end.is_none() && u.events.is_empty());
+}
+
+/// The deadlock report's driver line names the faults held at µTLBs and the µTLBs' outstanding count:
+/// µTLB 1 (limit 3) writes pages 0, 1, 2 and holds 3 and 4.
+#[test]
+fn the_driver_line_counts_held_faults_and_outstanding_ones() {
+    let (mut u, _, _) = uvm(ReplayPolicy::Batch, 3);
+    for vpn in 0..5 {
+        u.raise(fault(vpn, 1));
+    }
+    let mut out = vec![];
+    u.describe(&mut out);
+    assert!(out[0].ends_with("3 faults buffered, 0 rounds in flight, 2 held at µTLBs (3 outstanding)"), "{}", out[0]);
+    // The state line: the 3 outstanding are the 3 buffered, none in service yet.
+    let line = u.state_line(&Residency::default());
+    assert!(line.contains("faults: 3 buffered, 0 in service, 2 held at µTLBs"), "{line}");
+}
+
+/// Polled, 20 pages of GPU memory counted at 4 KiB, sequential-local prefetch (a fault's 64 KiB group), each
+/// round one copy. Round 1 (20 µs) sends page 0 and 1..15: 16 pages on the link until about 24 µs, which
+/// cannot be evicted. Round 2 (20.1 µs) faults on 512 and 1024: block 1's prefetches may take only what the
+/// pages on the link and the round's 2 demand pages leave, 20 - 16 - 2 = 2 (513, 514); block 2's group then
+/// gets none (20 - 19 held - 1), and its demand page finds room: 15 + 2 pages prefetched, 20 resident, nothing
+/// deferred.
+#[test]
+fn polled_prefetches_leave_the_room_that_pages_on_the_link_and_later_demand_take() {
+    let prefetch = PrefetchConfig { policy: PrefetchPolicy::SequentialLocal, ..PrefetchConfig::default() };
+    let (mut u, mut link, mut res) = polled(16, prefetch);
+    u.land_per_copy = false;
+    u.page_evict =
+        Some(Box::new(PageMemory { capacity: 20, pages: Pages::new(EvictionPolicy::Lru, 0), pinned: FxHashSet::default(), allocated: 0 }));
+    u.raise(fault_at(0, 0, 0));
+    u.raise(fault_at(100_000, 512, 1));
+    u.raise(fault_at(100_000, 1024, 2));
+    drain(&mut u, &mut link, &mut res);
+    assert_eq!((u.stats.deferred_blocks, u.stats.prefetched, res.resident_pages()), (0, 17, 20));
+    assert!(res.is_resident(512) && res.is_resident(514) && !res.is_resident(515) && res.is_resident(1024));
+}
+
+/// A block's host threads are the most that touched it: 4 threads initialise pages 0..4, 1 thread 4..8.
+#[test]
+fn a_host_mapped_block_keeps_the_most_threads_that_touched_it() {
+    let (mut u, _, _) = with(UvmConfig::default());
+    u.host_touch(0, 4, 4);
+    u.host_touch(4, 8, 1);
+    assert_eq!(u.cpu_mapped[&0].threads, 4);
+}
+
+/// Accessed-by: host-resident pages not on the GPU are mapped remotely; a GPU-resident page (1) and pages
+/// resident nowhere (2..8) are not.
+#[test]
+fn accessed_by_maps_only_host_resident_pages_not_on_the_gpu_remotely() {
+    let mut c = UvmConfig::default();
+    c.advise.policy = Advice::AccessedBy;
+    let (mut u, _, mut res) = with(c);
+    u.add_allocation(0, 8);
+    u.host_touch(0, 2, 1);
+    res.make_resident(1);
+    u.apply_advice(&mut res);
+    assert_eq!((0..8).filter(|&p| res.is_remote(p)).collect::<Vec<_>>(), vec![0]);
+}
+
+/// Pins (thrashing, pin_threshold 1): pages 5 and 6 thrash, each is throttled once, then pinned at the host's
+/// fault at 60 µs, for 300 lapses (150 ms). One wake-up is scheduled for the deadline, however often the
+/// pins are collected. At the deadline their remote mappings go: one shootdown for their block, one new
+/// refault epoch per page whose mapping went.
+#[test]
+fn pinned_pages_are_unpinned_at_their_deadline_once_per_block() {
+    const US: Ps = crate::sim::PS_PER_US;
+    let mut c = UvmConfig::default();
+    c.thrashing.pin_threshold = 1;
+    let (mut u, _, mut res) = with(c);
+    for (i, p) in [Proc::Host, Proc::Gpu, Proc::Host, Proc::Gpu, Proc::Host].into_iter().enumerate() {
+        u.thrashing.migrated(0, &[5, 6], p, i as Ps * 10 * US);
+    }
+    for vpn in [5, 6] {
+        assert_eq!(u.thrashing.hint(vpn, Proc::Gpu, 50 * US), Hint::Throttle(550 * US));
+        assert_eq!(u.thrashing.hint(vpn, Proc::Host, 60 * US), Hint::Pin);
+        res.map_remote(vpn);
+    }
+    u.collect_unpins();
+    u.collect_unpins();
+    let deadline = 60 * US + 150_000 * US;
+    assert_eq!(u.unpin_wakeups, vec![deadline]);
+    u.unpin_due(deadline, &mut res);
+    assert!(!res.is_remote(5) && !res.is_remote(6));
+    assert_eq!((u.shootdowns.clone(), res.refault_epoch), (vec![0], 2));
+}
+
+/// A host access to a page pinned on the host (thrashing): it comes back and the GPU maps it remotely.
+#[test]
+fn a_host_access_to_a_pinned_page_leaves_the_gpu_a_remote_mapping() {
+    const US: Ps = crate::sim::PS_PER_US;
+    let mut c = UvmConfig::default();
+    c.thrashing.pin_threshold = 1;
+    let (mut u, mut link, mut res) = with(c);
+    u.add_allocation(0, 8);
+    for (i, p) in [Proc::Host, Proc::Gpu, Proc::Host, Proc::Gpu, Proc::Host].into_iter().enumerate() {
+        u.thrashing.migrated(0, &[5], p, i as Ps * 10 * US);
+    }
+    assert_eq!(u.thrashing.hint(5, Proc::Gpu, 50 * US), Hint::Throttle(550 * US));
+    res.make_resident(5);
+    u.host_access(60 * US, 5..6, false, 1, &mut link, &mut res);
+    assert!(!res.is_resident(5) && res.is_remote(5));
+    assert_eq!((u.stats.remote_mapped, u.stats.host_pages_d2h), (1, 1));
+}
+
+/// Accessed-by: a page the host takes back stays mapped on the GPU, remotely.
+#[test]
+fn accessed_by_pages_the_host_takes_back_stay_mapped_remotely() {
+    let mut c = UvmConfig::default();
+    c.advise.policy = Advice::AccessedBy;
+    let (mut u, mut link, mut res) = with(c);
+    u.add_allocation(0, 8);
+    res.make_resident(0);
+    u.host_access(0, 0..1, true, 1, &mut link, &mut res);
+    assert!(!res.is_resident(0) && res.is_remote(0));
+}
+
+/// A page's GPU-to-host move is a thrashing event: a batch brings page 3 to the GPU, the host takes it back
+/// within the lapse (500 µs): the block alternates, tracked from now on.
+#[test]
+fn the_host_taking_a_page_back_is_a_thrashing_event() {
+    let (mut u, mut link, mut res) = with(UvmConfig { replay_policy: ReplayPolicy::Batch, ..UvmConfig::default() });
+    u.add_allocation(0, 8);
+    u.host_touch(0, 8, 1);
+    let end = serve(&mut u, &mut link, &mut res, 0, &[3]);
+    assert!(!u.thrashing.tracking());
+    u.host_access(end, 3..4, false, 1, &mut link, &mut res);
+    assert!(u.thrashing.tracking());
+}
+
+/// Page granularity, read-mostly: a host write invalidates the GPU's duplicate of page 0, and its 4 KiB of
+/// GPU memory are free again.
+#[test]
+fn a_host_write_to_a_duplicate_frees_its_page_of_gpu_memory() {
+    let mut c = UvmConfig {
+        oversubscription: 2.0,
+        eviction: EvictionConfig { granularity: EvictionGranularity::Page, ..EvictionConfig::default() },
+        ..UvmConfig::default()
+    };
+    c.advise.policy = Advice::ReadMostly;
+    let (mut u, mut link, mut res) = with(c);
+    u.add_allocation(0, 8);
+    u.host_touch(0, 8, 1);
+    let t = serve(&mut u, &mut link, &mut res, 0, &[0]);
+    assert_eq!(u.page_evict.as_ref().unwrap().pages.len(), 1);
+    u.host_access(t, 0..1, true, 1, &mut link, &mut res);
+    assert_eq!((res.is_resident(0), u.stats.dup_invalidations, u.page_evict.as_ref().unwrap().pages.len()), (false, 1, 0));
+}
+
+/// A hint covers its allocation's pages, not the page after it.
+#[test]
+fn a_hint_ends_with_its_allocation() {
+    let mut c = UvmConfig::default();
+    c.advise.per_buffer = vec![Advice::ReadMostly, Advice::None];
+    let (mut u, _, _) = with(c);
+    u.add_allocation(0, 8);
+    u.add_allocation(8, 16);
+    assert_eq!((u.advice_of(7), u.advice_of(8)), (Advice::ReadMostly, Advice::None));
+}
+
+/// GPU memory is limited by a chunk capacity (`gpu_memory_bytes`) as by a page one; not by default.
+#[test]
+fn gpu_memory_is_limited_by_a_chunk_capacity() {
+    let (u, _, _) = with(UvmConfig { gpu_memory_bytes: ByteSize(2 << 20), ..UvmConfig::default() });
+    assert!(u.memory_limited());
+    let (u, _, _) = with(UvmConfig::default());
+    assert!(!u.memory_limited());
+}
+
+/// Sequential-local prefetch at an allocation's end: the fault on page 0 of an 8-page allocation prefetches
+/// its 64 KiB group's other pages within the allocation, 1..8 (7 pages), none past it.
+#[test]
+fn a_blocks_prefetch_stops_at_its_allocations_end() {
+    let mut c = UvmConfig { replay_policy: ReplayPolicy::Batch, ..UvmConfig::default() };
+    c.prefetch.policy = PrefetchPolicy::SequentialLocal;
+    let (mut u, mut link, mut res) = with(c);
+    u.add_allocation(0, 8);
+    serve(&mut u, &mut link, &mut res, 0, &[0]);
+    assert_eq!((u.stats.prefetched, res.resident_pages()), (7, 8));
+}
+
+/// Preemptive unmap, sync, allocation granularity, an allocation of 600 pages (block 0 and part of block 1):
+/// the fault on page 0 unmaps both blocks.
+#[test]
+fn an_allocation_unmap_takes_its_last_partial_block() {
+    let mut c = UvmConfig { replay_policy: ReplayPolicy::Batch, ..UvmConfig::default() };
+    c.preunmap.granularity = UnmapGranularity::Allocation;
+    let (mut u, mut link, mut res) = with(c);
+    u.add_allocation(0, 600);
+    u.host_touch(0, 600, 1);
+    serve(&mut u, &mut link, &mut res, 0, &[0]);
+    assert_eq!((u.stats.unmaps_sync, u.cpu_mapped.len()), (2, 0));
+}
+
+/// The `migrations` table keeps at most `migration_records_max` rows: two copies, one row, one dropped.
+#[test]
+fn the_migrations_table_keeps_at_most_its_max_rows() {
+    let (mut u, mut link, mut res) =
+        with(UvmConfig { replay_policy: ReplayPolicy::Batch, migration_records_max: 1, ..UvmConfig::default() });
+    u.add_allocation(0, 8);
+    u.host_touch(0, 8, 1);
+    serve(&mut u, &mut link, &mut res, 0, &[0, 1]);
+    assert_eq!((u.migrations.as_ref().unwrap().len(), u.migration_records_dropped), (1, 1));
 }
