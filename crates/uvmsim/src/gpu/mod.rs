@@ -1628,7 +1628,10 @@ mod tests {
         let mut held: Vec<u64> = vec![7, 8, 9];
         let replay = |gpu: &mut Gpu, ended: &[u64], held: &[u64]| {
             let before = gpu.waiting.len();
-            gpu.replay_ended(ended, 0, &mut EventQueue::new(), |u, p| u == 0 && held.contains(&p));
+            let mut q = EventQueue::new();
+            gpu.replay_ended(ended, 0, &mut q, |u, p| u == 0 && held.contains(&p));
+            // One event per warp woken, by this replay only.
+            assert_eq!(q.len(), before - gpu.waiting.len());
             before - gpu.waiting.len()
         };
         let asleep = |gpu: &Gpu| gpu.waiting.iter().map(|s| s.slot).collect::<Vec<_>>();
