@@ -569,4 +569,106 @@ mod tests {
         assert_eq!(core.next(), Some(Due::Tick(c)));
         assert_eq!(core.next(), None);
     }
+
+    /// The next event handed to the model and its cycle (connection ticks
+    /// run inside `next`).
+    fn step(core: &mut Core) -> Option<(Cycle, Due)> {
+        core.next().map(|d| (core.now, d))
+    }
+
+    /// a sends two messages at 0 into b's one-entry buffer: the first is
+    /// delivered at 0 (b ticks at 1), the second waits; the connection,
+    /// which made progress at 0, ticks at 1 without progress and sleeps. b
+    /// takes the first at 5: freeing the full buffer wakes the connection
+    /// at once (the second is in b's buffer before a's tick at 6) and a, not
+    /// b, next cycle; b's buffer was empty, so the delivery wakes b at 6
+    /// too. b takes the second at 10 with nothing behind it: only a ticks,
+    /// at 11.
+    #[test]
+    fn freeing_a_full_buffer_wakes_the_connection_now_and_the_other_ports_next_cycle() {
+        let mut core = Core::new();
+        let a = core.add_component();
+        let b = core.add_component();
+        let conn = core.add_connection();
+        let pa = core.add_port(a, conn, 4, 4);
+        let pb = core.add_port(b, conn, 1, 4);
+        core.schedule_custom(a, 0, 0);
+        core.schedule_custom(b, 5, 0);
+        core.schedule_custom(b, 10, 0);
+        assert_eq!(step(&mut core), Some((0, Due::Custom(a, 0))));
+        for v in [1, 2] {
+            let m = core.msg(pa, pb, Body::TransReq { vpage: v });
+            assert!(core.send(pa, m));
+        }
+        assert_eq!(step(&mut core), Some((1, Due::Tick(b))));
+        assert_eq!(step(&mut core), Some((5, Due::Custom(b, 0))));
+        assert_eq!(core.retrieve_incoming(pb).map(|m| m.body), Some(Body::TransReq { vpage: 1 }));
+        assert_eq!(step(&mut core), Some((6, Due::Tick(a))));
+        assert_eq!(core.ports[pb as usize].incoming.peek().map(|m| m.body), Some(Body::TransReq { vpage: 2 }), "delivered in cycle 5");
+        assert_eq!(step(&mut core), Some((6, Due::Tick(b))));
+        assert_eq!(step(&mut core), Some((10, Due::Custom(b, 0))));
+        assert!(core.retrieve_incoming(pb).is_some());
+        assert_eq!(step(&mut core), Some((11, Due::Tick(a))));
+        assert_eq!(step(&mut core), None);
+    }
+
+    /// A port plugged into an endpoint (a component, not a direct
+    /// connection): taking from its full incoming buffer in cycle 5 wakes
+    /// the endpoint in cycle 6 (`NotifyAvailable` → `TickLater`); taking
+    /// from a buffer that was not full wakes nothing.
+    #[test]
+    fn freeing_a_full_buffer_on_an_endpoint_wakes_it_next_cycle() {
+        let mut core = Core::new();
+        let dev = core.add_component();
+        let ep = core.add_component();
+        let p = core.add_port(dev, ep, 2, 2);
+        for v in [1, 2] {
+            let m = core.msg(PortId::MAX, p, Body::TransReq { vpage: v });
+            assert!(core.deliver(p, m));
+        }
+        assert_eq!(core.next(), Some(Due::Tick(dev)));
+        core.schedule_custom(dev, 5, 0);
+        assert_eq!(core.next(), Some(Due::Custom(dev, 0)));
+        assert!(core.retrieve_incoming(p).is_some());
+        assert_eq!(step(&mut core), Some((6, Due::Tick(ep))));
+        assert_eq!(step(&mut core), None);
+        core.schedule_custom(dev, 8, 0);
+        assert_eq!(core.next(), Some(Due::Custom(dev, 0)));
+        assert!(core.retrieve_incoming(p).is_some());
+        assert_eq!(core.next(), None);
+    }
+
+    /// The connection starts its scan one port further each tick: a and b
+    /// each queue three messages for c at 0; c's buffer holds one and c
+    /// takes one a tick. x1 goes at 0 (scan from a), then each tick's scan
+    /// starts one port further: y1 (from b), x2 (from c, which has nothing,
+    /// then a), x3 (a), y2 (b), y3 (c, a, then b); c takes each a cycle
+    /// after its delivery. Without the rotation a's three would go first.
+    #[test]
+    fn the_connection_scan_starts_one_port_further_each_tick() {
+        let mut core = Core::new();
+        let a = core.add_component();
+        let b = core.add_component();
+        let c = core.add_component();
+        let conn = core.add_connection();
+        let pa = core.add_port(a, conn, 4, 4);
+        let pb = core.add_port(b, conn, 4, 4);
+        let pc = core.add_port(c, conn, 1, 4);
+        core.schedule_custom(a, 0, 0);
+        assert_eq!(core.next(), Some(Due::Custom(a, 0)));
+        for v in 1..=3u64 {
+            let (x, y) = (core.msg(pa, pc, Body::TransReq { vpage: v }), core.msg(pb, pc, Body::TransReq { vpage: 100 + v }));
+            assert!(core.send(pa, x) && core.send(pb, y));
+        }
+        let mut got = Vec::new();
+        while let Some(d) = core.next() {
+            if d == Due::Tick(c) {
+                if let Some(m) = core.retrieve_incoming(pc) {
+                    let Body::TransReq { vpage } = m.body else { panic!() };
+                    got.push((core.now, vpage));
+                }
+            }
+        }
+        assert_eq!(got, vec![(1, 1), (2, 101), (3, 2), (4, 3), (5, 102), (6, 103)]);
+    }
 }

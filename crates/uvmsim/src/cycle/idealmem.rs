@@ -217,4 +217,57 @@ mod tests {
         assert_eq!(taken, vec![11, 12]);
         assert_eq!(got, vec![(112, 0), (113, 1)]);
     }
+
+    /// The answer port holds 16: with the source's one-entry buffer full
+    /// and the source asleep until 300, the answers to 17 reads and a write
+    /// sent at 10 (taken 11..=28, due 111..=128) fill the connection's
+    /// buffers and the write's answer, the 18th, finds the port full at
+    /// 128; it is retried each cycle, not lost. From 300 the source takes
+    /// one a cycle (each take refills its buffer in the same cycle), in
+    /// order: 300..=317. 17 reads and 1 write are counted.
+    #[test]
+    fn an_answer_that_finds_the_port_full_is_retried() {
+        let mut core = Core::new();
+        let src = core.add_component();
+        let conn = core.add_connection();
+        let src_port = core.add_port(src, conn, 1, 64);
+        let mid = core.add_component();
+        let mut mem = IdealMem::new(&mut core, mid, conn, &IdealMemParams::r9nano());
+        core.schedule_custom(src, 10, 0);
+        core.schedule_custom(src, 300, 1);
+        let (mut ids, mut got, mut awake) = (Vec::new(), Vec::new(), false);
+        while let Some(d) = core.next() {
+            assert!(core.now < 10_000, "runaway");
+            match d {
+                Due::Custom(c, 0) if c == src => {
+                    for i in 0..18u64 {
+                        let body = if i < 17 {
+                            Body::Read { addr: 64 * i, bytes: 64, can_wait: false, tag: i }
+                        } else {
+                            Body::Write { addr: 0, can_wait: false, full_line: true, tag: i }
+                        };
+                        let m = core.msg(src_port, mem.top, body);
+                        ids.push(m.id);
+                        assert!(core.send(src_port, m));
+                    }
+                }
+                Due::Custom(c, _) | Due::Tick(c) if c == src => {
+                    awake |= matches!(d, Due::Custom(..));
+                    if awake {
+                        if let Some(m) = core.retrieve_incoming(src_port) {
+                            let (Body::DataReady { rsp_to } | Body::WriteDone { rsp_to }) = m.body else { panic!() };
+                            got.push((core.now, ids.iter().position(|&x| x == rsp_to).unwrap()));
+                        }
+                    }
+                }
+                Due::Tick(c) => {
+                    let p = mem.tick(&mut core);
+                    core.ticked(c, p);
+                }
+                Due::Custom(_, t) => mem.on_event(&mut core, t),
+            }
+        }
+        assert_eq!(got, (0..18).map(|i| (300 + i as Cycle, i)).collect::<Vec<_>>());
+        assert_eq!((mem.reads, mem.writes, mem.pending()), (17, 1, 0));
+    }
 }

@@ -909,4 +909,145 @@ mod tests {
         let rows = read_rows(f.path().to_str().unwrap(), 2.5).unwrap();
         assert_eq!(rows.iter().map(|r| (r.cycle, r.write)).collect::<Vec<_>>(), vec![(0, false), (10, true)]);
     }
+
+    /// A CU alone in front of a test endpoint standing for its ROB, which
+    /// answers each read `delay(row tag)` cycles after taking it (writes are
+    /// not answered). Returns (cycle taken, tag) of every row the endpoint
+    /// took and the CU's answers and last answer.
+    fn cu_alone(rows: Vec<(u64, Body)>, deps: bool, delay: fn(u64) -> u64) -> (Vec<(u64, u64)>, u64, u64) {
+        use super::super::testkit::Endpoint;
+        let mut core = Core::new();
+        let conn = core.add_connection();
+        let mut rob = Endpoint::answering(
+            &mut core,
+            conn,
+            64,
+            Box::new(move |m: &super::super::core::Msg| match m.body {
+                Body::Read { tag, .. } => Some((delay(tag), Body::DataReady { rsp_to: m.id })),
+                _ => None,
+            }),
+        );
+        let id = core.add_component();
+        let port = core.add_port(id, conn, 64, 64);
+        let deps = deps.then(|| Deps::new(&rows, &vec![0; rows.len()], true, false));
+        let mut cu = Cu { id, port, rob: rob.port, rows, next: 0, woken_for: None, answers: 0, last_answer: 0, deps };
+        core.schedule_custom(id, cu.rows[0].0, 0);
+        while let Some(d) = core.next() {
+            if rob.handle(&mut core, d) {
+                continue;
+            }
+            match d {
+                Due::Tick(c) => {
+                    assert_eq!(c, id);
+                    let p = cu.tick(&mut core);
+                    core.ticked(c, p);
+                }
+                Due::Custom(..) => cu.on_event(&mut core, 0),
+            }
+        }
+        let took = rob.got.iter().map(|&(t, m)| match m.body {
+            Body::Read { tag, .. } | Body::Write { tag, .. } => (t, tag),
+            _ => unreachable!(),
+        });
+        (took.collect(), cu.answers, cu.last_answer)
+    }
+
+    fn rd(cycle: u64, tag: u64) -> (u64, Body) {
+        (cycle, Body::Read { addr: 64 * tag, bytes: 64, can_wait: false, tag })
+    }
+
+    /// 17 rows of cycle 100: the CU sends 16 in its tick of 100 (taken at
+    /// 101) and the 17th at 101 (taken at 102).
+    #[test]
+    fn a_cu_sends_sixteen_rows_a_tick() {
+        let (took, ..) = cu_alone((0..17).map(|k| rd(100, k)).collect(), false, |_| 1000);
+        assert_eq!(took.iter().map(|t| t.0).collect::<Vec<_>>(), [vec![101; 16], vec![102]].concat());
+    }
+
+    /// 17 answers reaching the CU in one cycle: it takes 16 a tick. The
+    /// reads go at 100 and 101 (as above, taken 101 and 102) and are
+    /// answered 50 and 49 cycles later, all delivered at 151: the CU takes
+    /// 16 at 152 and the last at 153.
+    #[test]
+    fn a_cu_takes_sixteen_answers_a_tick() {
+        let (_, answers, last) = cu_alone((0..17).map(|k| rd(100, k)).collect(), false, |tag| if tag < 16 { 50 } else { 49 });
+        assert_eq!((answers, last), (17, 153));
+    }
+
+    /// Held rows count against the 16 sends a tick: 20 stores of the
+    /// wavefront of a read wait for its answer (the read taken at 101,
+    /// answered 50 cycles later, taken by the CU at 152) and go from the
+    /// held list 16 at 152 and 4 at 153 (taken at 153 and 154).
+    #[test]
+    fn held_rows_go_sixteen_a_tick() {
+        let mut rows = vec![rd(100, 0)];
+        rows.extend((1..=20u64).map(|k| (110, Body::Write { addr: 64 * k, can_wait: false, full_line: true, tag: k })));
+        let (took, answers, last) = cu_alone(rows, true, |_| 50);
+        assert_eq!((answers, last), (1, 152));
+        assert_eq!(took.iter().map(|t| t.0).collect::<Vec<_>>(), [vec![101], vec![153; 16], vec![154; 4]].concat());
+    }
+
+    /// A load sent from the held list is waited for like any other: the
+    /// second store of the wavefront waits for the load held behind the
+    /// first store, and goes once that load is answered.
+    #[test]
+    fn a_store_waits_for_a_load_that_was_held() {
+        let rows = [row(100, 0, false, 0x1040), row(150, 0, true, 0x5000), row(160, 0, false, 0xd000), row(170, 0, true, 0x7000)];
+        let o = ReplayOptions { stores_wait_for_loads: true, ..ReplayOptions::default() };
+        let mut m = R9Nano::new(&rows, &o);
+        m.log_lookups();
+        let r = m.run();
+        assert_eq!((r.answers, r.held_rows), (4, 3));
+        let log = m.parts.l1tlbs[0].log.clone().unwrap();
+        let at = |page: u64| log.iter().find(|e| e.1 == page).unwrap().0;
+        assert_eq!((at(0x5000), at(0xd000)), (936, 936));
+        assert!(at(0x7000) > at(0xd000) + 800, "the second store waited for the held load's answer");
+    }
+
+    /// Side messages are sent in cycle order whatever their order in the
+    /// list: the scalar TLB's request of cycle 10, listed second, is looked
+    /// up by the L2 TLB at 16 (taken at 11, four stages, as the vector
+    /// path's at 106-111 above).
+    #[test]
+    fn side_messages_go_in_cycle_order() {
+        let side = vec![
+            SideMsg { cycle: 20, sa: 3, port: SidePort::InstCache, write: false, addr: (4 << 30) + 0x9100 },
+            SideMsg { cycle: 10, sa: 3, port: SidePort::ScalarTlb, write: false, addr: 0x5000 },
+        ];
+        let mut m = R9Nano::new(&[], &ReplayOptions { side, ..ReplayOptions::default() });
+        m.log_lookups();
+        m.run();
+        assert_eq!(m.parts.l2tlb.log.as_deref(), Some(&[(16, 0x5000, 1)][..]));
+        assert_eq!(m.parts.inj.next, 2);
+    }
+
+    /// Shader array `sa`'s side ports are the injector's ports 4·sa..4·sa+3,
+    /// scalar TLB, instruction TLB (on the L1-to-L2-TLB connection), scalar
+    /// cache and instruction cache (on the L1-to-L2 connection).
+    #[test]
+    fn side_messages_leave_from_their_shader_arrays_ports() {
+        let side: Vec<SideMsg> = [SidePort::ScalarTlb, SidePort::InstTlb, SidePort::ScalarCache, SidePort::InstCache]
+            .into_iter()
+            .map(|port| SideMsg { cycle: 10, sa: 5, port, write: false, addr: 0x5000 })
+            .collect();
+        let m = R9Nano::new(&[], &ReplayOptions { side, ..ReplayOptions::default() });
+        let ports: Vec<usize> = m.parts.inj.rows.iter().map(|r| r.1).collect();
+        assert_eq!(ports, [20, 21, 22, 23]);
+        let conn = |p: PortId| m.core.ports[p as usize].conn;
+        let inj = &m.parts.inj.ports;
+        assert_eq!([conn(inj[20]), conn(inj[21])], [conn(m.parts.l1tlbs[0].bottom); 2]);
+        assert_eq!([conn(inj[22]), conn(inj[23])], [conn(m.parts.l1vs[0].bottom); 2]);
+    }
+
+    /// A partial store misses in the L2 with a fetch from DRAM: one store on
+    /// an idle GPU is answered 104 cycles later than a full-line one (the L2
+    /// bank's Go-checked cases: a partial-line write miss answered at 129, a
+    /// full-line one at 25).
+    #[test]
+    fn partial_stores_fetch_their_line_in_the_l2() {
+        let rows = [row(100, 0, true, 0x1040)];
+        let full = R9Nano::new(&rows, &ReplayOptions::default()).run();
+        let partial = R9Nano::new(&rows, &ReplayOptions { stores_full_line: false, ..ReplayOptions::default() }).run();
+        assert_eq!(partial.last_cycle, full.last_cycle + 104);
+    }
 }

@@ -331,4 +331,105 @@ mod tests {
         assert_eq!(up, vec![Body::DataReady { rsp_to: c }, Body::DataReady { rsp_to: a }, Body::WriteDone { rsp_to: b }]);
         assert!(tr.transactions.is_empty() && tr.in_flight.is_empty());
     }
+
+    /// A write goes up as a write's answer (`WriteDone`) and a read as
+    /// `DataReady`, in arrival order, whatever the answer below says first.
+    #[test]
+    fn a_write_is_answered_up_as_a_write() {
+        let mut core = Core::new();
+        let top = core.add_connection();
+        let bottom = core.add_connection();
+        let mut src = Endpoint::new(&mut core, top, 64);
+        let rob_id = core.add_component();
+        let mut rob = Rob::new(&mut core, rob_id, top, bottom);
+        let mut below = Endpoint::answering(
+            &mut core,
+            bottom,
+            64,
+            Box::new(|m: &Msg| {
+                Some(match m.body {
+                    Body::Read { .. } => (5, Body::DataReady { rsp_to: m.id }),
+                    _ => (9, Body::WriteDone { rsp_to: m.id }),
+                })
+            }),
+        );
+        rob.below = below.port;
+        let w = src.send_at(&mut core, 10, rob.top, Body::Write { addr: 0x40, can_wait: true, full_line: true, tag: 0 });
+        let r = src.send_at(&mut core, 10, rob.top, Body::Read { addr: 0x80, bytes: 4, can_wait: true, tag: 1 });
+        while let Some(d) = core.next() {
+            if !src.handle(&mut core, d) && !below.handle(&mut core, d) {
+                tick(&mut core, d, rob_id, &mut rob);
+            }
+        }
+        assert_eq!(below.got[0].1.body, Body::Write { addr: 0x40, can_wait: false, full_line: true, tag: 0 });
+        let up: Vec<Body> = src.got.iter().map(|g| g.1.body).collect();
+        assert_eq!(up, vec![Body::WriteDone { rsp_to: w }, Body::DataReady { rsp_to: r }]);
+    }
+
+    /// The ROB holds 512 transactions: of 520 reads that are never
+    /// answered (sent 16 a cycle from 10), 512 go down and 8 wait above.
+    #[test]
+    fn the_rob_holds_512_transactions() {
+        let mut core = Core::new();
+        let top = core.add_connection();
+        let bottom = core.add_connection();
+        let mut src = Endpoint::new(&mut core, top, 64);
+        let rob_id = core.add_component();
+        let mut rob = Rob::new(&mut core, rob_id, top, bottom);
+        let mut below = Endpoint::new(&mut core, bottom, 64);
+        rob.below = below.port;
+        for i in 0..520u64 {
+            src.send_at(&mut core, 10 + i / 16, rob.top, Body::Read { addr: 64 * i, bytes: 4, can_wait: false, tag: i });
+        }
+        while let Some(d) = core.next() {
+            if !src.handle(&mut core, d) && !below.handle(&mut core, d) {
+                tick(&mut core, d, rob_id, &mut rob);
+            }
+        }
+        assert_eq!((below.got.len(), rob.trans.len()), (512, 512));
+        assert_eq!(core.ports[rob.top as usize].incoming.len(), 8);
+    }
+
+    /// The translator answers up to 32 accesses a tick: 20 reads of one
+    /// page sent at 10 are translated together (the TLB answers each 5
+    /// cycles after taking it), sent to the cache in one tick, answered by
+    /// it in one cycle, and all 20 answers reach the source in one cycle.
+    #[test]
+    fn the_translator_answers_twenty_accesses_in_one_tick() {
+        let mut core = Core::new();
+        let top = core.add_connection();
+        let bottom = core.add_connection();
+        let tconn = core.add_connection();
+        let mut src = Endpoint::new(&mut core, top, 64);
+        let id = core.add_component();
+        let mut tr = Translator::new(&mut core, id, top, bottom, tconn);
+        let mut tlb = Endpoint::answering(
+            &mut core,
+            tconn,
+            64,
+            Box::new(|m: &Msg| {
+                let Body::TransReq { vpage } = m.body else { panic!() };
+                Some((5, Body::TransRsp { rsp_to: m.id, vpage, ppage: vpage }))
+            }),
+        );
+        let mut cache = Endpoint::answering(&mut core, bottom, 64, Box::new(|m: &Msg| Some((3, Body::DataReady { rsp_to: m.id }))));
+        tr.tlb = tlb.port;
+        tr.cache = cache.port;
+        for i in 0..20u64 {
+            src.send_at(&mut core, 10, tr.top, Body::Read { addr: 0x3000 + 8 * i, bytes: 4, can_wait: false, tag: i });
+        }
+        while let Some(d) = core.next() {
+            if !src.handle(&mut core, d) && !tlb.handle(&mut core, d) && !cache.handle(&mut core, d) {
+                tick(&mut core, d, id, &mut tr);
+            }
+        }
+        assert_eq!(cache.got.len(), 20);
+        assert!(cache.got.iter().all(|g| g.0 == cache.got[0].0), "the cache took all 20 in one cycle");
+        assert_eq!(src.got.len(), 20);
+        assert!(
+            src.got.iter().all(|g| g.0 == src.got[0].0),
+            "answered in one cycle: {:?}",
+            src.got.iter().map(|g| g.0).collect::<Vec<_>>()
+        );
+    }
 }

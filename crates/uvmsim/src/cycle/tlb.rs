@@ -423,4 +423,50 @@ mod tests {
             }
         }
     }
+
+    /// The set is the page number modulo the sets: with 4 sets of 1 way,
+    /// pages 1-4 take one set each and page 5 evicts page 1 (5 mod 4 = 1),
+    /// so of 9 lookups 3 hit (pages 2, 3, 4) and 6 miss (1-5, then 1).
+    #[test]
+    fn the_page_number_picks_the_set() {
+        let p = TlbParams { sets: 4, ways: 1, ..TlbParams::r9nano_l1v() };
+        let mut r = Rig::new(&p, 10);
+        for (k, v) in [0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x2000, 0x3000, 0x4000, 0x1000].into_iter().enumerate() {
+            r.request(100 * k as u64, &[v]);
+        }
+        r.run();
+        assert_eq!(r.tlb.counts, TlbCounts { hits: 3, misses: 6, mshr_hits: 0 });
+    }
+
+    /// MGPUSim's L1 vector TLB has 64 ways a set: after 65 pages of set 0
+    /// (pages 4k, one each 100 cycles) the first is gone and the second is
+    /// still there, so page 4 hits and page 0 misses (66 misses, 1 hit).
+    #[test]
+    fn the_l1_vector_tlb_keeps_64_pages_a_set() {
+        let mut r = Rig::new(&TlbParams::r9nano_l1v(), 10);
+        for k in 0..65u64 {
+            r.request(100 * k, &[0x4000 * k]);
+        }
+        r.request(7000, &[0x4000]);
+        r.request(7100, &[0x0]);
+        r.run();
+        assert_eq!(r.tlb.counts, TlbCounts { hits: 1, misses: 66, mshr_hits: 0 });
+    }
+
+    /// MGPUSim's L2 TLB has 64 MSHRs: of 65 distinct misses sent at 10 and
+    /// 11, 64 go below at once; the 65th waits at the head of the buffer
+    /// until the first fill frees an entry, so its answer comes a provider
+    /// delay (200) after the first, while the 64 are answered one a tick
+    /// (one fill is parsed a tick) within 64 cycles of the first.
+    #[test]
+    fn the_l2_tlb_has_64_mshrs() {
+        let mut r = Rig::new(&TlbParams::r9nano_l2(), 200);
+        r.request(10, &(1..=40u64).map(|k| 0x1000 * k).collect::<Vec<_>>());
+        r.request(11, &(41..=65u64).map(|k| 0x1000 * k).collect::<Vec<_>>());
+        r.run();
+        let first = r.answers.iter().map(|a| a.0).min().unwrap();
+        let early = r.answers.iter().filter(|a| a.0 < first + 100).count();
+        assert_eq!((r.answers.len(), early), (65, 64));
+        assert_eq!(r.tlb.counts.misses, 65);
+    }
 }

@@ -1113,4 +1113,20 @@ mod tests {
         let c = WriteAround::new(&mut core, id, t, bo, vec![7, 8, 9], &WriteAroundParams::r9nano());
         assert_eq!([c.low_for(0), c.low_for(64), c.low_for(128), c.low_for(256), c.low_for(384)], [7, 7, 8, 9, 7]);
     }
+
+    /// A coalesced write is full-line when any of its writes is, and carries
+    /// its first write's tag: a partial write (tag 0, may wait) and a
+    /// full-line write of the same line (tag 1) go below as one full-line
+    /// write tagged 0, answered together.
+    #[test]
+    fn a_coalesced_write_is_full_line_if_any_write_is_and_keeps_the_first_tag() {
+        let reqs = vec![
+            Req { at: 10, write: true, addr: 0x2008, bytes: 4, can_wait: true },
+            Req { at: 10, write: true, addr: 0x2000, bytes: 64, can_wait: false },
+        ];
+        let mut b = Bench::new(1, 16, 100, reqs);
+        b.run();
+        assert_eq!(b.bottom_reqs(), vec![Body::Write { addr: 0x2000, can_wait: false, full_line: true, tag: 0 }]);
+        assert_eq!(b.log, lines(&["13 bottom Write 0x2000", "116 top WriteDone r0", "116 top WriteDone r1"]));
+    }
 }

@@ -882,15 +882,20 @@ mod tests {
     }
 
     fn run(script: &[(Cycle, Body)]) -> Run {
+        run_with(&WriteBackParams::r9nano_bank(), &IdealMemParams::r9nano(), script)
+    }
+
+    /// `run` with other cache and DRAM parameters.
+    fn run_with(p: &WriteBackParams, mp: &IdealMemParams, script: &[(Cycle, Body)]) -> Run {
         let mut core = Core::new();
         let src = core.add_component();
         let top_conn = core.add_connection();
         let src_port = core.add_port(src, top_conn, 1024, 1024);
         let bottom_conn = core.add_connection();
         let cid = core.add_component();
-        let mut wb = WriteBack::new(&mut core, cid, top_conn, bottom_conn, PortId::MAX, 0, &WriteBackParams::r9nano_bank());
+        let mut wb = WriteBack::new(&mut core, cid, top_conn, bottom_conn, PortId::MAX, 0, p);
         let mid = core.add_component();
-        let mut mem = IdealMem::new(&mut core, mid, bottom_conn, &IdealMemParams::r9nano());
+        let mut mem = IdealMem::new(&mut core, mid, bottom_conn, mp);
         wb.set_low(mem.top);
         for (i, &(t, _)) in script.iter().enumerate() {
             core.schedule_custom(src, t, i as u64);
@@ -923,8 +928,8 @@ mod tests {
                 }
                 Due::Tick(c) => {
                     assert_eq!(c, mid);
-                    // Width 1: the head is what this tick takes.
-                    if let Some(m) = core.peek_incoming(mem.top) {
+                    // The first `width` are what this tick takes.
+                    for m in core.ports[mem.top as usize].incoming.iter().take(mp.width) {
                         dram.push((core.now, m.body));
                     }
                     let p = mem.tick(&mut core);
@@ -1108,5 +1113,99 @@ mod tests {
                 assert!(r.wb.evictions > 0 && r.wb.read_mshr_hits > 0, "seed {seed} exercises evictions and MSHR hits");
             }
         }
+    }
+
+    /// A partial write to a line being fetched joins its MSHR entry (a write
+    /// MSHR hit, answered with the read at 129) and a later partial write
+    /// hits (300 + 15).
+    #[test]
+    fn write_mshr_hits_and_write_hits_are_counted() {
+        let r = run(&[(10, read(0x0)), (12, write(0x20, false)), (300, write(0x10, false))]);
+        assert_eq!(r.got, vec![(129, 0), (129, 1), (315, 2)]);
+        assert_eq!((r.wb.read_misses, r.wb.write_mshr_hits, r.wb.write_hits, r.wb.write_misses), (1, 1, 1, 0));
+    }
+
+    /// One request a cycle: the bank stage is still 2 wide, one lane kept
+    /// for upward traffic, so a read miss and a later hit are answered as
+    /// with 16 (129 and 315).
+    #[test]
+    fn one_request_a_cycle_keeps_a_two_lane_bank() {
+        let p = WriteBackParams { num_req_per_cycle: 1, ..WriteBackParams::r9nano_bank() };
+        let r = run_with(
+            &p,
+            &IdealMemParams::r9nano(),
+            &[(10, read(0x0)), (300, Body::Read { addr: 0x20, bytes: 4, can_wait: false, tag: 0 })],
+        );
+        assert_eq!(r.got, vec![(129, 0), (315, 1)]);
+    }
+
+    /// With one way a set, lines k·2048 (k < 16) of bank 0 sit in sets 2k
+    /// and lines 2 MiB higher in the same sets. Sixteen partial writes make
+    /// the first lines dirty; sixteen reads of the others at 1000 each evict
+    /// one (the directory at 1002). The bank stage keeps one of its 16
+    /// lanes for upward traffic: it pulls 15 evictions at 1003 and the 16th
+    /// only when the first 15 leave the pipeline at 1014, 11 cycles later.
+    /// The write buffer handles 8 evictions a tick (two of its 16 calls
+    /// each: queue the write-back, then fetch), so the first 15 send their
+    /// write-back and fetch at 1014 and 1015 (taken by the 16-wide DRAM a
+    /// cycle later) and are answered at 1130 and 1131; the 16th, finalized
+    /// at 1025, is taken at 1026 and answered at 1141.
+    #[test]
+    fn the_bank_keeps_a_lane_free_for_upward_traffic() {
+        let p = WriteBackParams { ways: 1, ..WriteBackParams::r9nano_bank() };
+        let mem = IdealMemParams { width: 16, ..IdealMemParams::r9nano() };
+        let mut script: Vec<(Cycle, Body)> = (0..16).map(|k| (10 + k, write(k * 2048, false))).collect();
+        script.extend((0..16).map(|k| (1000, read(k * 2048 + (2 << 20)))));
+        let r = run_with(&p, &mem, &script);
+        let taken = |b: Body| r.dram.iter().find(|d| d.1 == b).unwrap().0;
+        let full = |a| Body::Write { addr: a, can_wait: false, full_line: true, tag: 0 };
+        let writes: Vec<Cycle> = (0..16).map(|k| taken(full(k * 2048))).collect();
+        let reads: Vec<Cycle> = (0..16).map(|k| taken(read(k * 2048 + (2 << 20)))).collect();
+        let want = [vec![1015; 8], vec![1016; 7], vec![1026]].concat();
+        assert_eq!((&writes, &reads), (&want, &want));
+        assert_eq!((r.got[16], r.got[31]), ((1130, 16), (1141, 31)));
+        assert_eq!((r.wb.evictions, r.wb.downward_inflight), (16, 0));
+    }
+
+    /// Lines 0 and 2048 are made dirty by full-line writes (one way a set);
+    /// full-line writes to the lines 2 MiB higher at 1000 evict them (into
+    /// the write buffer at 1014). With a write buffer of one eviction, or
+    /// one eviction in flight, the second eviction waits for the first's
+    /// WriteDone: the DRAM (width 1) takes the first at 1015, answers it at
+    /// 1115, the cache parses it at 1116 and sends the second, taken at 1117.
+    #[test]
+    fn evictions_wait_for_room_in_the_write_buffer() {
+        let one_way = WriteBackParams { ways: 1, ..WriteBackParams::r9nano_bank() };
+        let script = [(10, write(0, true)), (11, write(2048, true)), (1000, write(2 << 20, true)), (1000, write((2 << 20) + 2048, true))];
+        let full = |a| Body::Write { addr: a, can_wait: false, full_line: true, tag: 0 };
+        for p in [
+            WriteBackParams { write_buffer_capacity: 1, ..one_way.clone() },
+            WriteBackParams { max_inflight_eviction: 1, ..one_way.clone() },
+        ] {
+            let r = run_with(&p, &IdealMemParams::r9nano(), &script);
+            assert_eq!(r.dram, vec![(1015, full(0)), (1117, full(2048))], "{p:?}");
+        }
+    }
+
+    /// With one fetch in flight, a second read miss's fetch waits for the
+    /// first's data: taken by the DRAM at 14, answered at 114, parsed at
+    /// 115, when the second read goes below (taken at 116).
+    #[test]
+    fn fetches_wait_for_the_inflight_limit() {
+        let p = WriteBackParams { max_inflight_fetch: 1, ..WriteBackParams::r9nano_bank() };
+        let r = run_with(&p, &IdealMemParams::r9nano(), &[(10, read(0x0)), (10, read(0x800))]);
+        assert_eq!(r.dram, vec![(14, read(0x0)), (116, read(0x800))]);
+    }
+
+    /// The eviction's write-back carries the tag of the request that
+    /// evicted the line, as its fetch does (the dirty-victim case above with
+    /// the read tagged 7).
+    #[test]
+    fn an_eviction_carries_the_evicting_requests_tag() {
+        let mut script: Vec<(Cycle, Body)> = (0..16).map(|k| (10 + k, write(k * 131_072, true))).collect();
+        script.push((500, Body::Read { addr: 16 * 131_072, bytes: 64, can_wait: false, tag: 7 }));
+        let r = run(&script);
+        let w = Body::Write { addr: 0, can_wait: false, full_line: true, tag: 7 };
+        assert_eq!(r.dram, vec![(515, w), (516, Body::Read { addr: 16 * 131_072, bytes: 64, can_wait: false, tag: 7 })]);
     }
 }
