@@ -429,7 +429,8 @@ mod tests {
             assert_eq!((b.bytes, b.base % 4096), (8000, 0));
             for vpn in [first, first + 1] {
                 assert!(gpus[0].xlat.space.residency.is_resident(vpn), "page {vpn:#x}");
-                assert_eq!(multi.dir.page(vpn).owner, 0);
+                let p = *multi.dir.page(vpn);
+                assert_eq!((p.owner, p.copies, p.mapped, p.access), (0, 1, 1, crate::multi::access_bit(0)));
             }
             assert!(!gpus[0].xlat.space.residency.is_resident(first + 2));
         }
@@ -457,5 +458,17 @@ mod tests {
         assert!(e(&["multi.gpus=2", "multi.apps=[\"no-such\"]"]).to_string().contains("multi.apps"));
         assert!(e(&["multi.gpus=2", "multi.apps=[\"fir\", \"fir\"]", "multi.apps_first_gpu=1"]).to_string().contains("multi.apps"));
         assert!(e(&["multi.apps=[\"fir\"]"]).to_string().contains("multi.apps"), "one GPU without the model");
+    }
+
+    /// IPC is per core cycle: at 2,000 MHz a first run that ends at 1,000 ns took 2,000 cycles, and
+    /// 500 warp instructions in it are 0.25 per cycle.
+    #[test]
+    fn ipc_counts_core_cycles() {
+        let cfg = config(&["multi.gpus=2", "multi.apps=[\"stream\"]", "gpu.core_mhz=2000", "workload.stream.elements=1000"]);
+        let mut apps = super::Apps::build(&cfg).unwrap();
+        apps.apps[0].first = Some(super::Snapshot { end: 1_000_000, warp_insts: 500, ..Default::default() });
+        let mut m = Metrics::default();
+        apps.export(&mut m);
+        assert_eq!((app(&m, 0, "runtime_ns"), app(&m, 0, "ipc")), (1000.0, 0.25));
     }
 }

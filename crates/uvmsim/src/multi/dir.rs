@@ -177,4 +177,12 @@ mod tests {
         d.page(5); // never touched
         assert_eq!(d.sharing(4), vec![2, 1, 0, 1]);
     }
+
+    #[test]
+    fn access_bits_fold_gpus_eleven_apart_onto_one_bit() {
+        // GPU g's bit is g mod 11: GPUs 0, 11 and 22 share bit 0; GPU 31 has bit 9 (31 = 2 x 11 + 9).
+        assert_eq!(access_bits(1 | 1 << 11 | 1 << 22), 1);
+        assert_eq!(access_bits(1 << 31), 1 << 9);
+        assert_eq!(access_bits(1 << 10 | 1 << 31), 1 << 10 | 1 << 9);
+    }
 }

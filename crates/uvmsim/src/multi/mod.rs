@@ -1414,6 +1414,9 @@ mod tests {
         let held: rustc_hash::FxHashSet<u64> = [11].into_iter().collect();
         assert!(due(&m, &gpus, &[11], &[], Some(&held)));
         assert!(!due(&m, &gpus, &[7], &[], Some(&held)), "held pages other than its own do not count");
+        // A held miss of a page that is mapped by now (its answer came) has nothing left to wait for.
+        let held7: rustc_hash::FxHashSet<u64> = [7].into_iter().collect();
+        assert!(!due(&m, &gpus, &[7], &[], Some(&held7)), "held but mapped: re-execute");
         // A store to a read-only replica faults on a mapped page: mapped alone is not an answer.
         let (mut r, mut rg) = system(2, MigrationPolicy::ReadReplication);
         fault(&mut r, &mut rg, 0, 5, false, 0);
@@ -2174,5 +2177,230 @@ mod tests {
         assert_eq!(sans_wall(&m), sans_wall(&simulate(&c).unwrap()));
         let e = crate::config::resolve(&[], &["multi.migration=first-touch".into()]).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("multi.migration"), "{e}");
+    }
+
+    /// Access counters count each requesting GPU's remote accesses apart, and a move restarts every
+    /// GPU's count. Threshold 2: GPUs 1 and 2 read GPU 0's page once each (1 and 1: no migration,
+    /// though the page had 2 remote accesses); GPU 1's second read reaches it. After the page moved to
+    /// GPU 1, GPU 2's one earlier read is forgotten: one more read (1) does not reach 2 either.
+    #[test]
+    fn access_counters_count_each_requester_apart_and_restart_when_the_page_moves() {
+        let (mut m, mut gpus) = system_with(3, MigrationPolicy::AccessCounter, |c| c.multi.access_threshold = 2);
+        fault(&mut m, &mut gpus, 0, 5, false, 0);
+        let t = 10_000_000;
+        m.remote_line(1, 0, 5, false, t, t);
+        m.remote_line(2, 0, 5, false, t, t);
+        assert!(m.requests.is_empty(), "one access each: below the threshold");
+        m.remote_line(1, 0, 5, false, t + 1, t);
+        assert_eq!(std::mem::take(&mut m.requests), [(5, 1, t + 1)]);
+        m.migrate(5, 1, t + 1, t + 1, &mut gpus);
+        deliver(&mut m, &mut gpus);
+        assert_eq!(m.dir.page(5).owner, 1);
+        let t2 = 20_000_000;
+        m.remote_line(2, 1, 5, false, t2, t2);
+        assert!(m.requests.is_empty(), "GPU 2's count restarted with the move");
+        m.remote_line(2, 1, 5, false, t2 + 1, t2);
+        assert_eq!(m.requests, [(5, 2, t2 + 1)]);
+    }
+
+    /// A page nobody has faulted on is in host memory: a GPU that has a translation for it reads it
+    /// where it is, as its own (no GPU owns it, so no remote access).
+    #[test]
+    fn a_page_in_host_memory_is_located_as_local() {
+        let (mut m, _) = system(2, MigrationPolicy::FirstTouch);
+        assert_eq!(m.dir.page(42).owner, HOST);
+        assert_eq!(m.locate(1, 42, false, 5_000), Locate::Local(5_000));
+        assert_eq!(m.locate(1, 42, true, 5_000), Locate::Local(5_000));
+    }
+
+    /// Invalidation walks' share of the GMMU statistics and the demand breakdown the export derives
+    /// from it, by hand: one walker thread per GPU, 4 levels of 100 ns, no PW-cache (every walk reads
+    /// 4 entries, 3 of which a PW-cache could have held). GPU 1 takes GPU 0's page: its fault reaches
+    /// the host at +150 ns, the driver sends at once, both requests arrive at +300 ns. GPU 0's walker
+    /// is busy with a demand walk from +100 to +500 ns: its invalidation walk waits 200 ns; GPU 1's
+    /// starts at once. Then one L2-TLB miss of GPU 1 walks (no wait). Demand walks: the busy one and
+    /// the miss's, 3 extra reads each, so 600 ns of PW-cache misses per L2 miss (of 12 extra reads in
+    /// all, 6 are the invalidations'); their queue wait is 0 (of 200 ns in all).
+    #[test]
+    fn invalidation_walks_keep_their_queue_wait_and_reads_out_of_the_demand_breakdown() {
+        let (mut m, mut gpus) = system_with(2, MigrationPolicy::OnTouch, |c| {
+            c.translation.levels = 4;
+            let w = &mut c.gmmu.walker;
+            (w.threads, w.level_latency_ns, w.pte_from_dram, w.pwc_entries) = (1, 100.0, false, 0);
+        });
+        let base = 1u64 << 30;
+        for g in gpus.iter_mut() {
+            g.xlat.space.map(&crate::workload::Buffer { base, bytes: 1 << 20, page_bytes: 4096, managed: true });
+        }
+        let vpn = base >> 12;
+        fault(&mut m, &mut gpus, 0, vpn, false, 0);
+        let t = m.dir.page(vpn).busy;
+        let g = &mut gpus[0];
+        g.xlat.gmmu.walk(100 << 30, 1, t + ns_to_ps(100.0), t, &mut g.mem.dram);
+        m.fault(1, vpn, false, t, t, &mut gpus).unwrap();
+        assert_eq!(m.arrivals.iter().map(|&(at, _)| at).collect::<Vec<_>>(), [t + ns_to_ps(300.0); 2]);
+        assert_eq!((m.stats.inv_walks, m.stats.inv_queue_ps, m.stats.inv_reads), (2, ns_to_ps(200.0) as u128, 6));
+        deliver(&mut m, &mut gpus);
+        let later = t + ns_to_ps(100_000.0);
+        let g = &mut gpus[1];
+        assert!(matches!(g.xlat.translate(0, base + 4096, later, later, &mut g.mem.dram), Xlat::Fault(_)));
+        let mut x = Metrics::default();
+        m.export(&mut x, &gpus, later);
+        assert_eq!(x.get("multi.l2miss.gmmu_pwc_miss_ns"), Some(600.0));
+        assert_eq!(x.get("multi.l2miss.gmmu_queue_ns"), Some(0.0));
+    }
+
+    /// Read replication: replicas on GPU 0 (the owner) and GPU 1; GPU 2's store takes the page. Until
+    /// GPU 1's request arrives its read-only mapping names its own replica: a read is local there,
+    /// not a remote read of GPU 0's copy.
+    #[test]
+    fn a_replica_holders_stale_mapping_names_its_own_copy() {
+        let (mut m, mut gpus) = system(3, MigrationPolicy::ReadReplication);
+        let vpn = 21;
+        fault(&mut m, &mut gpus, 0, vpn, false, 0);
+        fault(&mut m, &mut gpus, 1, vpn, false, 1_000_000);
+        m.fault(2, vpn, true, 2_000_000, 2_000_000, &mut gpus).unwrap();
+        let until = m.arrivals[0].0;
+        assert_eq!(m.dir.stale(vpn, 1), Some(Stale { until, at: 1, read_only: true }));
+        assert_eq!(m.locate(1, vpn, false, until), Locate::Local(until));
+    }
+
+    /// A page move changes the page's mapping for the IOMMU too (ATS mode): its TLB drops the
+    /// translation that GPU 0's ATS request left there.
+    #[test]
+    fn a_page_move_drops_the_iommu_tlbs_translation() {
+        let (mut m, mut gpus) = system_with(2, MigrationPolicy::OnTouch, |c| c.translation.mode = TranslationMode::Iommu);
+        let base = 1u64 << 30;
+        for g in gpus.iter_mut() {
+            g.xlat.space.map(&crate::workload::Buffer { base, bytes: 1 << 20, page_bytes: 4096, managed: true });
+        }
+        // One shared IOMMU, lent to a GPU while it translates (as the world does).
+        m.iommu = gpus[0].xlat.iommu.take();
+        gpus[1].xlat.iommu = None;
+        let vpn = base >> 12;
+        fault(&mut m, &mut gpus, 0, vpn, false, 0);
+        let t = m.dir.page(vpn).busy;
+        let g = &mut gpus[0];
+        g.xlat.iommu = m.iommu.take();
+        assert!(matches!(g.xlat.translate(0, base, t, t, &mut g.mem.dram), Xlat::Ready(..)));
+        m.iommu = g.xlat.iommu.take();
+        assert!(m.iommu.clone().unwrap().invalidate_page(vpn), "the IOMMU TLB holds the page");
+        fault(&mut m, &mut gpus, 1, vpn, false, t);
+        assert!(!m.iommu.as_mut().unwrap().invalidate_page(vpn), "the move dropped it");
+    }
+
+    /// Least-TLB: an invalidation request reaching GPU 1 removes the page from the IOMMU's record of
+    /// what GPU 1's L2 TLB holds (the shootdown dropped it there).
+    #[test]
+    fn an_invalidation_drops_the_page_from_least_tlbs_record_of_the_l2() {
+        let (mut m, mut gpus) = system_with(2, MigrationPolicy::OnTouch, |c| {
+            c.translation.mode = TranslationMode::Iommu;
+            c.multi.least_tlb.enabled = true;
+        });
+        m.iommu = gpus[0].xlat.iommu.take();
+        let mut victims = Tlb::with(64, 16, 0, 8);
+        let lt = m.iommu.as_mut().unwrap().least.as_mut().unwrap();
+        lt.l2_filled(1, 9, None, 0, &mut victims);
+        assert!(lt.holds(1, 9));
+        m.invalidation_arrives(1, 9, 1_000, &mut gpus[1]);
+        assert!(!m.iommu.as_ref().unwrap().least.as_ref().unwrap().holds(1, 9));
+    }
+
+    /// An invalidation request is necessary at a GPU the driver counts as mapping the page even
+    /// before that GPU's answer has set its PTE: first-touch, GPU 1's remote mapping of GPU 0's page
+    /// is on its way when the driver moves the page to GPU 2. GPUs 0 (a PTE) and 1 (mapped) need
+    /// their requests; GPU 2 had nothing.
+    #[test]
+    fn a_request_to_a_gpu_whose_answer_is_on_its_way_is_necessary() {
+        let (mut m, mut gpus) = system(3, MigrationPolicy::FirstTouch);
+        fault(&mut m, &mut gpus, 0, 5, false, 0);
+        m.fault(1, 5, false, 1_000_000, 1_000_000, &mut gpus).unwrap();
+        m.migrate(5, 2, 1_000_000, 1_000_000, &mut gpus);
+        deliver(&mut m, &mut gpus);
+        assert_eq!((m.stats.inv_sent, m.stats.inv_necessary, m.stats.inv_unnecessary), (3, 2, 1));
+    }
+
+    /// `uvm.migration_records_max` bounds the model's own rows: with a bound of 1, the second page
+    /// move is counted, not kept.
+    #[test]
+    fn the_model_keeps_at_most_migration_records_max_rows() {
+        let (mut m, mut gpus) = system_with(2, MigrationPolicy::OnTouch, |c| {
+            c.uvm.records = true;
+            c.uvm.migration_records_max = 1;
+        });
+        fault(&mut m, &mut gpus, 0, 1, false, 0);
+        fault(&mut m, &mut gpus, 0, 2, false, 1_000_000);
+        assert_eq!((m.migrations.as_ref().map(|r| r.len()), m.migration_records_dropped), (Some(1), 1));
+    }
+
+    /// Read replication: a read fault of a GPU that holds a replica (say its fault crossed its
+    /// answer) maps its own copy back: the other replicas stay, nothing is invalidated.
+    #[test]
+    fn a_replica_holders_read_fault_keeps_the_other_replicas() {
+        let (mut m, mut gpus) = system(2, MigrationPolicy::ReadReplication);
+        fault(&mut m, &mut gpus, 0, 5, false, 0);
+        fault(&mut m, &mut gpus, 1, 5, false, 1_000_000);
+        m.fault(1, 5, false, 2_000_000, 2_000_000, &mut gpus).unwrap();
+        assert_eq!((m.stats.inv_sent, m.stats.write_invalidations, m.dir.page(5).copies), (0, 0, 0b11));
+    }
+
+    /// Read replication copies a page still on its way from the host to its first toucher only when
+    /// it is there. One host walker of 4 levels at 100 ns, no TLB or PW-cache: both faults reach the
+    /// host at 150 ns, GPU 0's walk ends at 550 ns, GPU 1's at 950 ns; the page reaches GPU 0 at
+    /// `arrived` (later). Then the replica crosses GPU 0's idle switch port (4,096 B at 32 GB/s:
+    /// 128 ns) and the peer link (150 ns), and the answer returns in 150 ns.
+    #[test]
+    fn a_replica_of_a_page_on_its_way_waits_for_it() {
+        let (mut m, mut gpus) = system_with(2, MigrationPolicy::ReadReplication, |c| {
+            c.translation.levels = 4;
+            let w = &mut c.multi.host_mmu.walker;
+            (w.threads, w.level_latency_ns, w.pte_from_dram, w.pwc_entries) = (1, 100.0, false, 0);
+            c.multi.host_mmu.tlb_entries = 0;
+        });
+        m.fault(0, 9, false, 0, 0, &mut gpus).unwrap();
+        let arrived = m.dir.page(9).ready;
+        assert!(arrived > ns_to_ps(950.0), "the page is still on its way when GPU 1's walk ends");
+        let r1 = m.fault(1, 9, false, 0, 0, &mut gpus).unwrap();
+        assert_eq!(m.stats.replications, 1);
+        assert_eq!(r1, arrived + ns_to_ps(128.0 + 150.0 + 150.0));
+    }
+
+    /// IDYLL's directory with access-counter batches: GPU 1's notifications for pages 1 and 2 reach
+    /// the host 1 ns apart; page 2's is fetched when page 1's migration is done (`done`). The driver
+    /// reads page 2's access bits with a host walk from that fetch (a host-TLB hit, 10 ns), and sends
+    /// its invalidation only then: it reaches GPU 0 at `done` + 10 + 150 ns.
+    #[test]
+    fn a_batched_notifications_host_walk_starts_at_its_fetch() {
+        let (mut m, mut gpus) = system_with(2, MigrationPolicy::AccessCounter, |c| c.multi.idyll.directory = true);
+        fault(&mut m, &mut gpus, 0, 1, false, 0);
+        fault(&mut m, &mut gpus, 0, 2, false, 1_000_000);
+        let t = 10_000_000;
+        m.migrate(1, 1, t, t, &mut gpus);
+        let done = m.dir.page(1).ready;
+        m.arrivals.clear();
+        m.migrate(2, 1, t + 1_000, t, &mut gpus);
+        assert_eq!(m.arrivals, [(done + ns_to_ps(10.0 + 150.0), 2 << 5)]);
+    }
+
+    /// `Multi::export` by hand: local accesses are the GPUs' line accesses less the remote ones
+    /// (150 - 15), and each walk-depth histogram's short fraction counts walks of 1 and 2 reads. GMMU
+    /// walks by entries read (index 1..=4), both GPUs: [3, 3, 0, 6]; invalidation walks [0, 1, 0, 2];
+    /// demand walks the difference, [3, 2, 0, 4]: short (3 + 2) / 9, invalidation (0 + 1) / 3.
+    #[test]
+    fn export_splits_accesses_and_walk_depths_by_hand() {
+        let (mut m, mut gpus) = system_with(2, MigrationPolicy::OnTouch, |c| c.translation.levels = 4);
+        gpus[0].xlat.gmmu.stats.reads_hist = [0, 3, 2, 0, 5, 0, 0, 0];
+        gpus[1].xlat.gmmu.stats.reads_hist = [0, 0, 1, 0, 1, 0, 0, 0];
+        m.stats.inv_reads_hist = [0, 0, 1, 0, 2, 0, 0, 0];
+        (gpus[0].stats.line_accesses, gpus[1].stats.line_accesses) = (100, 50);
+        m.stats.remote_lines = vec![10, 5];
+        let mut x = Metrics::default();
+        m.export(&mut x, &gpus, 1);
+        let get = |k: &str| x.get(k).unwrap_or_else(|| panic!("{k} missing"));
+        assert_eq!((get("multi.local_accesses"), get("multi.remote_accesses"), get("multi.remote_fraction")), (135.0, 15.0, 0.1));
+        let demand: Vec<f64> = (1..=4).map(|k| get(&format!("multi.gmmu.demand_walks.reads.{k}"))).collect();
+        assert_eq!(demand, [3.0, 2.0, 0.0, 4.0]);
+        assert_eq!(get("multi.gmmu.demand_walks.short_fraction"), 5.0 / 9.0);
+        assert_eq!(get("multi.gmmu.inv_walks.short_fraction"), 1.0 / 3.0);
     }
 }

@@ -241,6 +241,12 @@ mod tests {
         let b = sw.transfer(1, 3, 1000, 0, 0);
         assert!(b <= a + 100_000, "{a} {b}");
         assert_eq!(sw.extra_latency(1, 2), 0);
+        // 6 GPUs on 3 switches: GPU 0 -> 2 (switch 0 to 1) and GPU 1 -> 4 (switch 0 to 2) share only
+        // switch 0's uplink (up from the near switch), and the second waits for it.
+        let mut t = Fabric::new(6, PeerTopology::Tree, 1.0, 1000, 2, 140_000);
+        let a = t.transfer(0, 2, 1000, 0, 0);
+        let b = t.transfer(1, 4, 1000, 0, 0);
+        assert!(b >= a + 900_000, "{a} {b}");
     }
 
     #[test]

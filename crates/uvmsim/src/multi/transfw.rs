@@ -514,8 +514,9 @@ mod tests {
         for busy in 0..6u64 {
             let (_, m, _) = forwarded_fault(busy, 0.5);
             let s = &m.forwarding.as_ref().unwrap().stats;
-            assert_eq!(s.forwarded, (busy >= 3) as u64, "{busy} busy walks");
-            assert_eq!(s.queued_max, busy.saturating_sub(2));
+            assert_eq!((s.over_threshold, s.forwarded), ((busy >= 3) as u64, (busy >= 3) as u64), "{busy} busy walks");
+            // Two host-TLB misses: GPU 1's own first touch (nothing queued) and this one.
+            assert_eq!((s.host_misses, s.queued_sum, s.queued_max), (2, busy.saturating_sub(2), busy.saturating_sub(2)));
         }
         // Threshold 0: whenever no walker is free (not with 0 or 1 busy walks: one of the two
         // walkers takes the request at once, nothing queued ahead is not enough); threshold 1: two queued ahead.
@@ -676,5 +677,139 @@ mod tests {
     fn transfw_needs_gmmu_mode() {
         let e = crate::config::resolve(&[], &["multi.gpus=2".into(), "translation.mode=iommu".into(), "multi.transfw.prt=true".into()]);
         assert!(format!("{:?}", e.unwrap_err()).contains("translation.mode"));
+    }
+
+    /// A tie between the remote answer and a host walk already under way is not "remote first":
+    /// 200 ns messages, 3 busy walks (a walker frees at +400 ns): the host walk runs 400-800 ns and
+    /// GPU 1's answer is back at 200 + 400 + 200 = 800 ns too.
+    #[test]
+    fn a_remote_answer_tying_with_the_host_walk_is_not_remote_first() {
+        let (lat, m, _) = forwarded_fault_with(3, 0.5, |c| c.multi.host_latency_ns = 200.0);
+        assert_eq!(lat, ns_to_ps(800.0));
+        let s = &m.forwarding.as_ref().unwrap().stats;
+        assert_eq!((s.remote_hits, s.walks_removed, s.remote_first), (1, 0, 0));
+    }
+
+    /// The forwarding decision reads the host walkers' queue when the host TLB has missed (10 ns after
+    /// the arrival), not at the arrival: 2 threads, 4 walks of 400 ns issued 395 ns before the arrival,
+    /// so two run until +5 ns and two wait for them, then run from +5 ns. At the arrival 2 are queued;
+    /// at the miss none: not over the threshold (1), although no walker is free.
+    #[test]
+    fn the_forwarding_threshold_is_checked_at_the_host_tlb_miss() {
+        let (mut m, mut gpus, _) = system(2, |c| {
+            c.multi.transfw.forwarding = true;
+            c.multi.host_mmu.walker.threads = 2;
+            (c.multi.host_mmu.tlb_entries, c.multi.host_mmu.tlb_ways) = (64, 64);
+        });
+        let vpn = BASE >> 12;
+        fault(&mut m, &mut gpus, 1, vpn, 0);
+        m.host_tlb.as_mut().unwrap().invalidate(vpn);
+        let arrive = ns_to_ps(100_000.0);
+        let early = arrive - ns_to_ps(395.0);
+        for i in 0..4u64 {
+            m.host_walker.walk((1000 + i) << 30, 1, early, early, &mut m.host_dram);
+        }
+        // The host walk takes a walker when the first two end, at +405 ns: answered at +805 ns.
+        assert_eq!(m.host_translate_fw(0, vpn, arrive, arrive, &mut gpus) - arrive, ns_to_ps(805.0));
+        // Two host-TLB misses: GPU 1's first touch (nothing queued) and this one.
+        let s = &m.forwarding.as_ref().unwrap().stats;
+        assert_eq!((s.host_misses, s.queued_max, s.over_threshold, s.forwarded), (2, 0, 0, 0));
+    }
+
+    /// An FT false positive can name a GPU that maps the page remotely (first-touch): its walk finds a
+    /// valid PTE, but that GPU does not own the page, so the answer is discarded and the host walk
+    /// answers (5 busy walks on 2 threads: 800-1200 ns).
+    #[test]
+    fn a_forwarded_walk_at_a_gpu_mapping_the_page_remotely_is_discarded() {
+        let (mut m, mut gpus, _) = system(3, |c| {
+            c.multi.migration = MigrationPolicy::FirstTouch;
+            c.multi.transfw.forwarding = true;
+            c.multi.host_mmu.walker.threads = 2;
+            (c.multi.transfw.ft_entries, c.multi.transfw.ft_bucket_size, c.multi.transfw.fingerprint_bits) = (1, 1, 1);
+        });
+        let first = BASE >> 12;
+        fault(&mut m, &mut gpus, 0, first, 0); // the FT's one fingerprint now matches every key
+                                               // A page for which GPU 2's fault picks GPU 1 of the two GPUs the FT names (0 and 1).
+        let fw = m.forwarding.as_ref().unwrap();
+        let vpn = (first + 1..first + 256).find(|&v| fw.target(v, 2, 3) == Some(1)).expect("a page hashed to GPU 1");
+        fault(&mut m, &mut gpus, 0, vpn, 1_000_000); // placed on GPU 0
+        fault(&mut m, &mut gpus, 1, vpn, 2_000_000); // GPU 1 maps it remotely
+        assert!(gpus[1].xlat.space.residency.is_resident(vpn));
+        let arrive = ns_to_ps(10_000_000.0);
+        for i in 0..5u64 {
+            m.host_walker.walk((1000 + i) << 30, 1, arrive, arrive, &mut m.host_dram);
+        }
+        let walked = m.host_translate_fw(2, vpn, arrive, arrive, &mut gpus);
+        assert_eq!(walked - arrive, ns_to_ps(1200.0));
+        let s = &m.forwarding.as_ref().unwrap().stats;
+        assert_eq!((s.forwarded, s.false_positives, s.remote_hits), (1, 1, 0));
+    }
+
+    /// A full FT (one 1-bit fingerprint, which matches every key) deletes only keys it took: page 1's
+    /// key fills it; page 2's is refused (1). A store of GPU 0 to its own replicated page 2 changes
+    /// no owner: the FT is not touched (still 1). GPU 1's store moves page 2 there: GPU 0's refused
+    /// key is not deleted (deleting it would delete page 1's fingerprint), so GPU 1's is refused too (2).
+    #[test]
+    fn a_full_forwarding_table_deletes_only_the_keys_it_took() {
+        let (mut m, mut gpus, _) = system(2, |c| {
+            c.multi.migration = MigrationPolicy::ReadReplication;
+            c.multi.transfw.forwarding = true;
+            (c.multi.transfw.ft_entries, c.multi.transfw.ft_bucket_size, c.multi.transfw.fingerprint_bits) = (1, 1, 1);
+        });
+        let store = |m: &mut Multi, gpus: &mut [Gpu], g: usize, vpn: u64, t: Ps| {
+            m.fault(g, vpn, true, t, t, gpus).expect("not a duplicate");
+            for (at, x) in std::mem::take(&mut m.arrivals) {
+                m.invalidation_arrives((x & 31) as usize, x >> 5, at, &mut gpus[(x & 31) as usize]);
+            }
+            m.page_ready(g, vpn, &mut gpus[g]);
+        };
+        let vpn = BASE >> 12;
+        let failures = |m: &Multi| (m.forwarding.as_ref().unwrap().stats.insert_failures, m.forwarding.as_ref().unwrap().ft.len());
+        fault(&mut m, &mut gpus, 0, vpn, 0);
+        fault(&mut m, &mut gpus, 0, vpn + 1, 1_000_000);
+        assert_eq!(failures(&m), (1, 1));
+        fault(&mut m, &mut gpus, 1, vpn + 1, 2_000_000); // a replica on GPU 1
+        store(&mut m, &mut gpus, 0, vpn + 1, 3_000_000);
+        assert_eq!((m.dir.page(vpn + 1).owner, m.stats.write_invalidations), (0, 1));
+        assert_eq!(failures(&m), (1, 1), "no owner change, no FT update");
+        store(&mut m, &mut gpus, 1, vpn + 1, 4_000_000);
+        assert_eq!(m.dir.page(vpn + 1).owner, 1);
+        assert_eq!(failures(&m), (2, 1));
+    }
+
+    /// Several GPUs the FT names for a page: one chosen by a hash of the page, so over 64 pages
+    /// each GPU 1 and 2 both hold (as the FT says) both are chosen, and never the requester.
+    #[test]
+    fn several_forwarding_table_matches_are_spread_over_the_pages() {
+        let mut cfg = Config::default();
+        (cfg.multi.gpus, cfg.multi.transfw.forwarding) = (3, true);
+        let mut fw = Forwarding::build(&cfg).expect("forwarding on");
+        let pages = (BASE >> 12)..(BASE >> 12) + 64;
+        for v in pages.clone() {
+            fw.owner_changed(v, crate::multi::HOST, 1);
+            fw.owner_changed(v, crate::multi::HOST, 2);
+        }
+        let picks: Vec<usize> = pages.map(|v| fw.target(v, 0, 3).expect("named")).collect();
+        assert!(picks.contains(&1) && picks.contains(&2), "{picks:?}");
+    }
+
+    /// `multi.transfw.*` by hand: the host queue's mean over host-TLB misses (10 requests queued over
+    /// 4 misses: 2.5), and each PRT count summed over the GPUs (lookups 5 + 7, untrusted 2 + 1).
+    #[test]
+    fn the_export_averages_the_host_queue_and_sums_the_prts() {
+        let (m, mut gpus, _) = system(2, |c| {
+            c.multi.transfw.prt = true;
+            c.multi.transfw.forwarding = true;
+        });
+        let mut fw = m.forwarding.clone().expect("forwarding on");
+        (fw.stats.host_misses, fw.stats.queued_sum) = (4, 10);
+        for (g, (lookups, untrusted)) in gpus.iter_mut().zip([(5, 2), (7, 1)]) {
+            let s = &mut g.xlat.prt.as_mut().expect("a PRT").stats;
+            (s.lookups, s.untrusted) = (lookups, untrusted);
+        }
+        let mut x = Metrics::default();
+        export(Some(&fw), &mut x, &gpus);
+        assert_eq!(x.get("multi.transfw.fw.host_queue_mean"), Some(2.5));
+        assert_eq!((x.get("multi.transfw.prt.lookups"), x.get("multi.transfw.prt.untrusted")), (Some(12.0), Some(3.0)));
     }
 }
