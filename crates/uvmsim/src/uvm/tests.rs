@@ -1911,19 +1911,26 @@ fn block_policy_replays_again_for_blocks_deferred_after_the_last_serviced() {
     assert_eq!((r.deferred, r.tracker_ns, r.replay_ns), (1, 10_000.0, 10_000.0));
 }
 
-/// Page granularity, 1 page of GPU memory, read-mostly data the host holds: page 0 is read-duplicated; the
-/// fault on page 1 evicts it, and nothing goes back (the host holds the page too): a clean eviction.
-#[test]
-fn page_granularity_evicts_a_read_only_duplicate_without_copying_it_back() {
+/// Page-granular eviction, read-mostly advice, GPU memory 1 / `oversubscription` of the managed data:
+/// one 8-page allocation the host has touched (the two duplicate tests' set-up).
+fn read_mostly_pages(oversubscription: f64) -> (Uvm, Link, Residency) {
     let mut c = UvmConfig {
-        oversubscription: 8.0,
+        oversubscription,
         eviction: EvictionConfig { granularity: EvictionGranularity::Page, ..EvictionConfig::default() },
         ..UvmConfig::default()
     };
     c.advise.policy = Advice::ReadMostly;
-    let (mut u, mut link, mut res) = with(c);
+    let (mut u, link, res) = with(c);
     u.add_allocation(0, 8);
     u.host_touch(0, 8, 1);
+    (u, link, res)
+}
+
+/// Page granularity, 1 page of GPU memory, read-mostly data the host holds: page 0 is read-duplicated; the
+/// fault on page 1 evicts it, and nothing goes back (the host holds the page too): a clean eviction.
+#[test]
+fn page_granularity_evicts_a_read_only_duplicate_without_copying_it_back() {
+    let (mut u, mut link, mut res) = read_mostly_pages(8.0);
     let t = serve(&mut u, &mut link, &mut res, 0, &[0]);
     assert!(res.is_dup(0));
     serve(&mut u, &mut link, &mut res, t, &[1]);
@@ -2107,15 +2114,7 @@ fn the_host_taking_a_page_back_is_a_thrashing_event() {
 /// GPU memory are free again.
 #[test]
 fn a_host_write_to_a_duplicate_frees_its_page_of_gpu_memory() {
-    let mut c = UvmConfig {
-        oversubscription: 2.0,
-        eviction: EvictionConfig { granularity: EvictionGranularity::Page, ..EvictionConfig::default() },
-        ..UvmConfig::default()
-    };
-    c.advise.policy = Advice::ReadMostly;
-    let (mut u, mut link, mut res) = with(c);
-    u.add_allocation(0, 8);
-    u.host_touch(0, 8, 1);
+    let (mut u, mut link, mut res) = read_mostly_pages(2.0);
     let t = serve(&mut u, &mut link, &mut res, 0, &[0]);
     assert_eq!(u.page_evict.as_ref().unwrap().pages.len(), 1);
     u.host_access(t, 0..1, true, 1, &mut link, &mut res);
