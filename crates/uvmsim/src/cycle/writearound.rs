@@ -1114,6 +1114,45 @@ mod tests {
         assert_eq!([c.low_for(0), c.low_for(64), c.low_for(128), c.low_for(256), c.low_for(384)], [7, 7, 8, 9, 7]);
     }
 
+    /// A block's bank is its index `set · 4 + way` mod 4 banks (Go
+    /// `getBankBuf`), here its way. Set-up: reads at 10 of lines 0x0, 0x100,
+    /// .., 0x700 (sets 0, 4, .., 28) and at 11 of 0x800 (set 32) fill way 0
+    /// of each set (blocks 16k and 128, bank 0), answered by 124. Eight reads
+    /// of the first eight lines at 300 hit at D = 303: the directory, after
+    /// the banks in that tick, fills bank 0's 8-deep buffer. A read miss
+    /// sent at 199 goes below at D = 202 (taken 203, back 303) and its fill
+    /// is parsed at 304, before the banks run. Filling way 1 of set 32
+    /// (0x1800: block 129, bank 1) it goes at once: done at 304, answered at
+    /// 305. Filling way 0 of set 36 (0x900: block 144, bank 0) it finds bank
+    /// 0's buffer full, waits for the bank to take the hits (304) and goes at
+    /// 305: answered at 306. The hits: bank 0 takes them at 304, finalizes
+    /// them at 325, answered at 326. A bank by set (sets 0 mod 4) or a
+    /// single bank would put 0x1800's fill behind the hits too (306). Go
+    /// (the same requests, memory width 1): the same logs and digests.
+    #[test]
+    fn a_fill_goes_to_the_bank_of_its_block_not_of_its_set() {
+        let run = |miss: u64| {
+            let mut reqs: Vec<Req> = (0..8).map(|k| rd(10, k * 0x100, false)).collect();
+            reqs.push(rd(11, 0x800, false));
+            reqs.push(rd(199, miss, false));
+            reqs.extend((0..8).map(|k| rd(300, k * 0x100, false)));
+            let mut b = Bench::new(1, 16, 100, reqs);
+            b.run();
+            assert_eq!((b.cache.read_misses, b.cache.read_hits), (10, 8));
+            assert!((0..8).all(|k| b.cache.dir.lookup(k * 0x100) == Some(16 * k as usize)), "way 0 of sets 0, 4, .., 28");
+            (b.cache.dir.lookup(miss), b.log[18..].to_vec(), b.digest())
+        };
+        let hits: Vec<String> = (10..18).map(|r| format!("326 top DataReady r{r}")).collect();
+        let (block, log, digest) = run(0x1800);
+        assert_eq!(block, Some(129));
+        assert_eq!(log, [lines(&["202 bottom Read 0x1800", "305 top DataReady r9"]), hits.clone()].concat());
+        assert_eq!(digest, 0x53e23ef4b3244d55);
+        let (block, log, digest) = run(0x900);
+        assert_eq!(block, Some(144));
+        assert_eq!(log, [lines(&["202 bottom Read 0x900", "306 top DataReady r9"]), hits].concat());
+        assert_eq!(digest, 0x371dffab92230588);
+    }
+
     /// A coalesced write is full-line when any of its writes is, and carries
     /// its first write's tag: a partial write (tag 0, may wait) and a
     /// full-line write of the same line (tag 1) go below as one full-line

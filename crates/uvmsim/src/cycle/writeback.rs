@@ -1197,6 +1197,48 @@ mod tests {
         assert_eq!(r.dram, vec![(14, read(0x0)), (116, read(0x800))]);
     }
 
+    /// `finalizeTrans` finishes the first entry of the post-pipeline buffer
+    /// that can finish, past a head that cannot. One request a cycle (every
+    /// internal buffer holds 1, the bank pipeline is 2 wide, one finalize,
+    /// one MSHR-stage call and one pull a tick). w (a full-line write of
+    /// line 6144, set 6, at 5) is retrieved at 20 and leaves the line valid.
+    /// Read misses a (line 0), b (2048) and c (4096) at 10, 11, 12 go
+    /// below at 13, 14, 15 (taken 14, 15, 16, answered 114, 115, 116); three
+    /// reads of line 0 at 13, 14, 15 join a's MSHR entry (directory at 15,
+    /// 16, 17), so it holds 4 requests. The write buffer parses one answer a
+    /// tick (115, 116, 117) into its 1-deep output, and the bank pulls a,
+    /// b, c at 116, 117, 118 (post buffer 126, 127, 128, finalized from 127,
+    /// 128, 129). h, a read of line 6144 at 116 (parsed 117, a hit at 118),
+    /// is pulled at 119 behind c and reaches the post buffer at 129.
+    /// 127: a's entry into the MSHR stage's buffer. 128: the MSHR stage
+    /// takes it and answers its first request; b's entry into the buffer.
+    /// 129: a's second answer; c cannot finish (the buffer holds b's
+    /// entry). 130: a's third; c still cannot, h behind it can: answered,
+    /// retrieved 131. 131: a's fourth (its entry done). 132: the MSHR stage
+    /// takes b's entry and answers b; c's entry goes into the buffer.
+    /// 133: c answered. Retrieved one cycle after each answer. Finalizing
+    /// only the head would hold h behind c: c finalized at 132, h at 133
+    /// (retrieved 134). Go (`WithNumReqPerCycle(1)`): the same.
+    #[test]
+    fn the_bank_finalizes_a_later_entry_past_a_head_that_cannot_finish() {
+        let p = WriteBackParams { num_req_per_cycle: 1, ..WriteBackParams::r9nano_bank() };
+        let rd4 = |addr| Body::Read { addr, bytes: 4, can_wait: false, tag: 0 };
+        let script = [
+            (5, write(6144, true)),
+            (10, read(0)),
+            (11, read(2048)),
+            (12, read(4096)),
+            (13, rd4(0x10)),
+            (14, rd4(0x20)),
+            (15, rd4(0x30)),
+            (116, read(6144)),
+        ];
+        let r = run_with(&p, &IdealMemParams::r9nano(), &script);
+        assert_eq!(r.dram, vec![(14, read(0)), (15, read(2048)), (16, read(4096))]);
+        assert_eq!(r.got, vec![(20, 0), (129, 1), (130, 4), (131, 5), (131, 7), (132, 6), (133, 2), (134, 3)]);
+        assert_eq!((r.wb.read_misses, r.wb.read_mshr_hits, r.wb.read_hits), (3, 3, 1));
+    }
+
     /// The eviction's write-back carries the tag of the request that
     /// evicted the line, as its fetch does (the dirty-victim case above with
     /// the read tagged 7).
