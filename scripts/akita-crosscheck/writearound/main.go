@@ -200,4 +200,18 @@ func main() {
 	verbose := len(os.Args) > 1
 	run("r1: 600 random requests, seed 1, latency 30", 1, 16, 30, randomWaves(1, 600), !verbose)
 	run("r2: 600 random requests, seed 7, latency 100, memory width 4", 4, 16, 100, randomWaves(7, 600), !verbose)
+	// cycle/writearound.rs, a_fill_goes_to_the_bank_of_its_block_not_of_its_set: eight hits at 300 fill bank 0's
+	// buffer; a fill of block 129 (bank 1) is answered at once, one of block 144 (bank 0) a tick later.
+	for _, miss := range []uint64{0x1800, 0x900} {
+		reqs := []req{}
+		for k := 0; k < 8; k++ {
+			reqs = append(reqs, req{10, false, uint64(k) * 0x100, 4, false})
+		}
+		reqs = append(reqs, req{11, false, 0x800, 4, false})
+		reqs = append(reqs, req{199, false, miss, 4, false})
+		for k := 0; k < 8; k++ {
+			reqs = append(reqs, req{300, false, uint64(k) * 0x100, 4, false})
+		}
+		run(fmt.Sprintf("bank of a fill 0x%x", miss), 1, 16, 100, reqs, false)
+	}
 }

@@ -157,6 +157,9 @@ func runDramOnly(title string, reqs []req) {
 
 var quietAll bool
 
+// Requests a cycle of every buffer and pipeline (MGPUSim's L2: 16); the finalize-scan scenario uses 1.
+var numReq = 16
+
 func runCache(title string, reqs []req) {
 	fmt.Println(title)
 	e := sim.NewSerialEngine()
@@ -165,7 +168,7 @@ func runCache(title string, reqs []req) {
 	d := buildDram(e)
 	c := writeback.MakeBuilder().WithEngine(e).WithFreq(1*sim.GHz).
 		WithLog2BlockSize(6).WithWayAssociativity(16).WithByteSize(128*mem.KB).
-		WithNumMSHREntry(64).WithNumReqPerCycle(16).
+		WithNumMSHREntry(64).WithNumReqPerCycle(numReq).
 		WithInterleaving(2, 16, 0).WithAddressMapperType("single").
 		WithRemotePorts(d.GetPortByName("Top").AsRemote()).Build("L2")
 	top := directconnection.MakeBuilder().WithEngine(e).WithFreq(1 * sim.GHz).Build("Top")
@@ -257,4 +260,12 @@ func main() {
 	// Same-cycle pair: a read miss and a full-line write to another line.
 	runCache("wb: read miss and write miss to two lines in the same cycle", []req{
 		{10, "r", false, 0x0, 64}, {10, "w", true, 0x800, 64}})
+	// cycle/writeback.rs, the_bank_finalizes_a_later_entry_past_a_head_that_cannot_finish: with one request a
+	// cycle, the 4096 fill cannot leave the post buffer (the MSHR stage's buffer is full) and the read hit of
+	// 6144 behind it finishes first.
+	numReq = 1
+	runCache("wb n=1: finalize past a blocked head", []req{
+		{5, "w", true, 6144, 64}, {10, "a", false, 0, 64}, {11, "b", false, 2048, 64}, {12, "c", false, 4096, 64},
+		{13, "a1", false, 0x10, 4}, {14, "a2", false, 0x20, 4}, {15, "a3", false, 0x30, 4}, {116, "h", false, 6144, 64}})
+	numReq = 16
 }
