@@ -1502,6 +1502,16 @@ mod tests {
         gpu
     }
 
+    impl Gpu {
+        /// For tests elsewhere in the crate (`multi`'s): one more warp (as `sleeping`'s, in a slot
+        /// after the others) asleep for `pages`, as after its far faults.
+        pub(crate) fn put_warp_to_sleep(&mut self, pages: &[u64]) {
+            let spec = first_kernel(&Config::default());
+            self.warps.push(Some(test_warp(&spec, self.waiting.len(), Default::default(), pages.to_vec())));
+            self.waiting.push(Sleeper::new((self.warps.len() - 1) as u32, 0, pages));
+        }
+    }
+
     fn woken(gpu: &mut Gpu) -> usize {
         let mut q = EventQueue::new();
         let before = gpu.waiting.len();

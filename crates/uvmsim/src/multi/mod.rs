@@ -2320,6 +2320,49 @@ mod tests {
         assert_eq!((m.stats.inv_sent, m.stats.inv_necessary, m.stats.inv_unnecessary), (3, 2, 1));
     }
 
+    /// Read replication: GPU 1 holds a replica of page 5, and a warp of it sleeps on a store to it
+    /// (a protection fault on a mapped page) raised at T + 2 ns. GPU 2's store fault at T + 1 ns
+    /// invalidates every other copy; its request reaches GPU 1 at T + 1 + 150 + 150 ns, when GPU 1's
+    /// answer (the page moving there) is on its way. The request takes the PTE but leaves the warp
+    /// asleep for that answer: the replay of page 9's answer (GPU 1's first touch at T), in
+    /// between, wakes nobody. Requeued, the warp would re-execute the store at that replay and
+    /// fault again on a page whose fault the host is still servicing.
+    #[test]
+    fn an_invalidation_leaves_asleep_the_warps_of_a_gpu_whose_answer_is_on_its_way() {
+        let (mut m, mut gpus) = system(3, MigrationPolicy::ReadReplication);
+        fault(&mut m, &mut gpus, 0, 5, false, 0);
+        fault(&mut m, &mut gpus, 1, 5, false, 1_000_000);
+        let t: Ps = 2_000_000;
+        let ready9 = m.fault(1, 9, false, t, t, &mut gpus).unwrap();
+        m.fault(2, 5, true, t + 1000, t, &mut gpus).unwrap();
+        gpus[1].put_warp_to_sleep(&[5]);
+        let ready5 = m.fault(1, 5, true, t + 2000, t, &mut gpus).unwrap();
+        // GPU 2's broadcast, then GPU 1's own (sent once GPU 2 has the page), in time order.
+        let mut arrivals = std::mem::take(&mut m.arrivals);
+        arrivals.sort_by_key(|&(at, _)| at);
+        let first = arrivals.iter().find(|&&(_, x)| x == (5 << 5) | 1).unwrap().0;
+        assert_eq!(first, t + 1000 + ns_to_ps(300.0));
+        assert!(first < ready9 && ready9 < ready5, "request at {first}, page 9's answer at {ready9}, page 5's at {ready5}");
+        let deliver_all = |m: &mut Multi, gpus: &mut [Gpu], list: Vec<(Ps, u64)>| {
+            for (at, x) in list {
+                m.invalidation_arrives((x & 31) as usize, x >> 5, at, &mut gpus[(x & 31) as usize]);
+            }
+        };
+        let (before, after): (Vec<_>, Vec<_>) = arrivals.into_iter().partition(|&(at, _)| at < ready9);
+        deliver_all(&mut m, &mut gpus, before);
+        assert!(!gpus[1].xlat.space.residency.is_resident(5), "GPU 2's request took GPU 1's PTE");
+        let mut q = crate::sim::EventQueue::new();
+        m.page_ready(1, 9, &mut gpus[1]);
+        gpus[1].replay_page(9, ready9, &mut q);
+        assert_eq!(q.len(), 0, "page 9's answer wakes no warp waiting for page 5");
+        deliver_all(&mut m, &mut gpus, after);
+        // Its answer maps the page and wakes the warp.
+        m.page_ready(1, 5, &mut gpus[1]);
+        gpus[1].replay_page(5, ready5, &mut q);
+        assert_eq!(q.len(), 1);
+        assert!(gpus[1].xlat.space.residency.is_resident(5));
+    }
+
     /// `uvm.migration_records_max` bounds the model's own rows: with a bound of 1, the second page
     /// move is counted, not kept.
     #[test]
