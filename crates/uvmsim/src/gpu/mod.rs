@@ -2179,6 +2179,69 @@ mod tests {
     }
 
     #[test]
+    fn with_back_pressure_a_merged_translation_waiting_for_room_holds_no_lookup() {
+        // One buffer entry before the L1: loads of lines 0, 1, 2 of a device page issue at 0, 1 and
+        // 2 ns. The first misses the L1 TLB (a walk, answered at W); the other two merge into its
+        // entry (no hit: the TLB's hit count is unchanged), answered at W too. The first holds the
+        // entry until the cache takes it at W + 5 cycles, the second then until W + 10: they wait
+        // 5 and 10 ns. Only a hit the TLB cannot send holds the lookups after it: none is held
+        // (were the second a hit, the third's lookup would wait from 2 ns until 1 + 5 ns).
+        let mut cfg = Config::default();
+        (cfg.gpu.vmem.backpressure, cfg.gpu.vmem.buffer_entries) = (true, 1);
+        let base = 1u64 << 40;
+        let load =
+            |line: u64| Op::Mem { kind: MemKind::Load, lanes: Lanes::Strided { base: base + 128 * line, stride: 4, n: 32 }, bytes: 4 };
+        let mut gpu = scripted_in(&cfg, &[&[load(0), load(1), load(2), Op::Exit]]);
+        gpu.xlat.space.map(&crate::workload::Buffer { base, bytes: 4096, page_bytes: 4096, managed: false });
+        cta_end(&mut gpu);
+        let l1 = &gpu.xlat.l1[0].stats;
+        assert_eq!((l1.hits, l1.mshr_hits, l1.misses), (0, 2, 1));
+        let s = &gpu.vmem.as_ref().unwrap().stats;
+        assert_eq!((s.full_waits, s.full_ps), (2, 15_000));
+        assert_eq!((s.held_lookups, s.held_ps), (0, 0));
+    }
+
+    #[test]
+    fn a_warp_running_ahead_lets_the_timelines_forget_only_before_the_next_event() {
+        // Remote stores (a page mapped in host memory) take their 128 bytes on the link's
+        // device-to-host timeline (12 GB/s, 65,536 ps buckets) from their translation, and are
+        // done a link latency (1 µs) later. Warp 2 warms the L1 TLB at 0. At T = 1,040,000 ps warps
+        // 0 and 1 are due; warp 0 computes 30 cycles inline and stores at 1,070,000 (its
+        // translation ends at 1,071,000, bucket 16 from 1,048,576); warp 1, handled after it, stores
+        // at the next issue slot, 1,041,000, translated at 1,042,000 (bucket 15). Warp 0's floor is
+        // T (warp 1's event), so bucket 15 is still there: warp 1's store is done at
+        // 1,042,000 + 128 x 83.33 + 1,000,000 = 2,052,666 ps (warp 0's at 2,081,666). A floor at
+        // warp 0's issue would forget bucket 15 and put warp 1's bytes in bucket 16 behind warp 0's:
+        // 1,048,576 + 256 x 83.38 + 1,000,000 = 2,069,921.
+        let base = 1u64 << 40;
+        let mem = |kind| Op::Mem { kind, lanes: Lanes::Strided { base, stride: 4, n: 32 }, bytes: 4 };
+        let store = mem(MemKind::Store);
+        let mut gpu = scripted(&[&[Op::Compute(30), store, Op::Exit], &[store, Op::Exit], &[mem(MemKind::Load), Op::Exit]]);
+        gpu.xlat.space.map(&crate::workload::Buffer { base, bytes: 4096, page_bytes: 4096, managed: true });
+        gpu.xlat.space.residency.map_remote(base >> 12);
+        // A CTA per warp: each CTA ends with its warp's store.
+        gpu.ctas = (0..3).map(|_| Cta { warps_left: 1, ..Cta::default() }).collect();
+        for (i, w) in gpu.warps.iter_mut().take(3).enumerate() {
+            w.as_mut().unwrap().cta = i as u32;
+        }
+        let t: Ps = 1_040_000;
+        let mut q = EventQueue::new();
+        q.push(0, Ev::Warp(2));
+        q.push(t, Ev::Warp(0));
+        q.push(t, Ev::Warp(1));
+        let mut ends = [0; 3];
+        while let Some((now, ev)) = q.pop() {
+            match ev {
+                Ev::Warp(slot) => gpu.run_warp(slot, now, &mut q, None, None).unwrap(),
+                Ev::CtaDone(ci) => ends[ci as usize] = now,
+                e => panic!("unexpected event {e:?}"),
+            }
+        }
+        assert_eq!(gpu.remote.stores, 2);
+        assert_eq!(ends[..2], [2_081_666, 2_052_666]);
+    }
+
+    #[test]
     fn a_compute_instruction_is_busy_for_its_cycles_from_its_issue() {
         // Compute(5) issues at 0 and is done at 5 cycles, when Exit issues: the CTA ends at 5000 ps.
         let mut gpu = scripted(&[&[Op::Compute(5), Op::Exit]]);
