@@ -681,6 +681,40 @@ def _echo_failed(rows: Sequence[dict[str, Any]]) -> None:
         click.echo(f"failed {row['run_id']} ({sweep_mod.describe_overrides(row)}): {one_line(row['error'])}")
 
 
+@cli.command("diff")
+@click.argument("old", metavar="OLD", type=INPUT_PATH)
+@click.argument("new", metavar="NEW", type=INPUT_PATH)
+@click.option(
+    "--tolerance",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Relative: a metric differs when |new - old| > TOLERANCE x max(|old|, |new|); 0 = any change.",
+)
+@click.option("--metric", "metrics", multiple=True, metavar="GLOB", help="Compare only these metrics (repeatable).")
+@click.option(
+    "--rows", type=click.IntRange(min=0), default=10, show_default=True, help="Metrics shown per run; 0: all."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def diff_cmd(old: Path, new: Path, tolerance: float, metrics: tuple[str, ...], rows: int, as_json: bool) -> int:
+    """Compare the runs stored in OLD and NEW: which differ, in which metrics and settings.
+
+    OLD and NEW are run, sweep or experiment directories, or directories holding such runs below them
+    (reproduce --all's). Runs are paired by their path below OLD and NEW (a sweep's by run id); wall-clock
+    metrics are not compared. Exit code 0 if every run is on both sides with the same metrics, 1 if not
+    (as diff), 2 for bad input.
+    """
+    from uvmsim import diff as diff_mod
+
+    report = diff_mod.compare(old, new, tolerance=tolerance, metrics=metrics)
+    if as_json:
+        click.echo(json.dumps(report.as_json(), indent=2, ensure_ascii=False))
+    else:
+        for line in diff_mod.render(report, rows):
+            click.echo(line)
+    return 0 if report.same else EXIT_SIM_FAILED
+
+
 @cli.command("plot")
 @click.argument("kind", required=False)
 @click.argument("directory", metavar="DIR", required=False, type=INPUT_PATH)
