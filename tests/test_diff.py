@@ -184,6 +184,9 @@ def test_a_sweep_pairs_its_runs_by_id(tmp_path: Path) -> None:
     shutil.copytree(tmp_path / "s", tmp_path / "t")
     r = diff.compare(tmp_path / "s", tmp_path / "t")
     assert r.same and sorted(x.key for x in r.runs) == sorted(sweep.run_id({"gpu.sms": n}) for n in (4, 8))
+    # A sweep's row holds every metric a run directory's summary does: all are compared.
+    uvmsim.run(preset="titan-v", set={**spec.set, "gpu.sms": 4}, out=tmp_path / "one")
+    assert r.runs[0].compared == diff.compare(tmp_path / "one", tmp_path / "one").runs[0].compared
     # One run's kernel time changed in its stored row: that run alone differs, by that metric alone.
     rid = sweep.run_id({"gpu.sms": 8})
     f = tmp_path / "t" / "runs" / f"{rid}.parquet"

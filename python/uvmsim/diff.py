@@ -29,13 +29,12 @@ SUMMARY_FILE = "summary.json"
 
 @dataclass(frozen=True)
 class Run:
-    """One stored run: its metrics (numbers only), its configuration flattened to dotted keys, its status
-    (``ok``, or a failed sweep run's ``failed``) and where it was read from."""
+    """One stored run: its metrics (numbers only), its configuration flattened to dotted keys and its status
+    (``ok``, or a failed sweep run's ``failed``)."""
 
     metrics: Mapping[str, float]
     config: Mapping[str, Any]
     status: str
-    source: str
 
 
 @dataclass(frozen=True)
@@ -136,7 +135,7 @@ def _read_summary(path: Path) -> Run:
     if not isinstance(raw, dict) or not isinstance(raw.get("metrics"), dict):
         raise ConfigError(f'{path}: not a run summary: no "metrics" object')
     config = raw.get("config")
-    return Run(_numbers(raw["metrics"]), _flatten(config) if isinstance(config, dict) else {}, "ok", os.fspath(path))
+    return Run(_numbers(raw["metrics"]), _flatten(config) if isinstance(config, dict) else {}, "ok")
 
 
 def _read_sweep(d: Path) -> dict[str, Run]:
@@ -152,9 +151,8 @@ def _read_sweep(d: Path) -> dict[str, Run]:
             config = json.loads(row.get("config") or "{}")
         except (TypeError, ValueError):
             config = {}
-        source = os.fspath(d / sweep_mod.RUNS_DIR / f"{row['run_id']}.parquet")
         runs[str(row["run_id"])] = Run(
-            _numbers(metrics), _flatten(config) if isinstance(config, dict) else {}, str(row["status"]), source
+            _numbers(metrics), _flatten(config) if isinstance(config, dict) else {}, str(row["status"])
         )
     return runs
 
