@@ -58,13 +58,17 @@ def test_the_tolerance_is_relative_to_the_larger_value(tmp_path: Path) -> None:
         diff.compare(tmp_path / "a", tmp_path / "b", tolerance=-1)
 
 
-def test_metrics_on_one_side_only_and_nan_differ_but_nan_equals_nan(tmp_path: Path) -> None:
+def test_metrics_on_one_side_are_listed_apart_and_nan_equals_only_nan(tmp_path: Path) -> None:
     summary(tmp_path / "a", {"x": 1.0, "gone": 3.0, "n": math.nan, "m": math.nan})
     summary(tmp_path / "b", {"x": 1.0, "added": 2.0, "n": math.nan, "m": 7.0})
-    (run,) = diff.compare(tmp_path / "a", tmp_path / "b").differing
-    assert {(m.name, m.old, m.new) for m in run.metrics if m.name != "m"} == {("added", None, 2.0), ("gone", 3.0, None)}
-    assert [m.name for m in run.metrics if m.name == "m"] == ["m"]
-    assert "n" not in {m.name for m in run.metrics}
+    (run,) = diff.compare(tmp_path / "a", tmp_path / "b").runs
+    assert (run.removed, run.added, run.compared) == (["gone"], ["added"], 3)
+    assert [m.name for m in run.metrics] == ["m"]  # NaN against 7 differs, NaN against NaN does not
+    # A metric on one side alone (one added to uvmsim since, or of a mode the other run lacks) is no difference.
+    summary(tmp_path / "c", {"x": 1.0, "added": 2.0})
+    r = diff.compare(tmp_path / "a", tmp_path / "c", metrics=["x", "added"])
+    assert r.same and r.runs[0].added == ["added"]
+    assert diff.render(r)[1] == f"metrics only in {tmp_path / 'c'}: added"
 
 
 def test_globs_choose_the_metrics_compared(tmp_path: Path) -> None:
@@ -83,9 +87,39 @@ def test_settings_that_differ_are_listed_by_dotted_key_but_alone_do_not_make_a_d
     r = diff.compare(tmp_path / "a", tmp_path / "b")
     assert r.runs[0].config == [("gpu.l1tlb.entries", 32, 16), ("sim.seed", 1, None), ("uvm.batch_size", None, 256)]
     assert r.same  # the same metrics: e.g. a key the run's mode does not read
-    assert (
-        diff.render(r)[0] == "1 run in both: 1 with the same metrics, 0 with different ones (1 with different settings)"
-    )
+    assert diff.render(r) == [
+        "1 run in both: 1 with the same metrics, 0 with different ones",
+        "settings that differ in every run:",
+        "  set gpu.l1tlb.entries: 32 -> 16",
+        "  set sim.seed: 1 -> -",
+        "  set uvm.batch_size: - -> 256",
+    ]
+
+
+def test_settings_every_run_shares_are_said_once(tmp_path: Path) -> None:
+    # A default changed between two commits shows in every run: once at the top, not under each run.
+    for side, x in (("old", 1), ("new", 2)):
+        for run, k in (("r1", 8), ("r2", 16)):
+            config = {"gpu": {"sms": k}, "uvm": {"batch_size": 256 if side == "old" else 512}}
+            summary(tmp_path / side / run, {"x": x if run == "r2" else 1}, config)
+    # r3 also has a setting of its own changed, with the same metrics: counted, not listed.
+    for side, sms in (("old", 4), ("new", 2)):
+        summary(
+            tmp_path / side / "r3",
+            {"x": 1},
+            {"gpu": {"sms": sms}, "uvm": {"batch_size": 256 if side == "old" else 512}},
+        )
+    r = diff.compare(tmp_path / "old", tmp_path / "new")
+    assert r.common_settings == [("uvm.batch_size", 256, 512)]
+    assert diff.render(r) == [
+        "3 runs in both: 2 with the same metrics, 1 with different ones (1 of the same with different settings)",
+        "settings that differ in every run alike:",
+        "  set uvm.batch_size: 256 -> 512",
+        "",
+        "r2: 1 of 1 metrics differ",
+        "  metric  old  new  change",
+        "  x         1    2  +100%",
+    ]
 
 
 def test_runs_below_two_directories_pair_by_their_path(tmp_path: Path) -> None:
@@ -99,6 +133,7 @@ def test_runs_below_two_directories_pair_by_their_path(tmp_path: Path) -> None:
     r = diff.compare(tmp_path / "old", tmp_path / "new")
     assert [x.key for x in r.runs] == ["exp-a/runs/r1", "exp-a/runs/r2"]
     assert [x.key for x in r.differing] == ["exp-a/runs/r2"]
+    assert "runs that differ, by directory: exp-a 1/2" in diff.render(r)
     assert (r.only_old, r.only_new) == (["exp-b/runs/r1"], ["exp-c/runs/r1"])
     # A run directory and its summary.json are the same run; one experiment against another pairs its runs.
     assert diff.compare(tmp_path / "old/exp-a/runs/r1", tmp_path / "new/exp-a/runs/r1/summary.json").same
@@ -114,6 +149,7 @@ def test_the_cli_prints_the_runs_that_differ_and_exits_1(cli: Cli, tmp_path: Pat
     assert p.stdout.splitlines() == [
         "1 run in both: 0 with the same metrics, 1 with different ones",
         "1 only in b: e/runs/r2",
+        "runs that differ, by directory: e 1/1",
         "",
         "e/runs/r1: 1 of 2 metrics differ",
         "  metric            old    new  change",

@@ -40,14 +40,12 @@ class Run:
 @dataclass(frozen=True)
 class MetricChange:
     name: str
-    old: float | None  # None: the run has no such metric
-    new: float | None
+    old: float
+    new: float
 
     @property
     def relative(self) -> float:
-        """(new - old) / |old|; infinite when a side is missing or old is 0 and new is not."""
-        if self.old is None or self.new is None:
-            return math.inf
+        """(new - old) / |old|; infinite when old is 0 and new is not."""
         if self.old == 0:
             return 0.0 if self.new == 0 else math.copysign(math.inf, self.new)
         return (self.new - self.old) / abs(self.old)
@@ -56,10 +54,18 @@ class MetricChange:
 @dataclass(frozen=True)
 class RunDiff:
     key: str
-    metrics: list[MetricChange]  # the differing metrics, largest relative change first
-    compared: int  # metrics compared (both sides, after the filter)
+    metrics: list[MetricChange]  # metrics of both runs whose values differ, largest relative change first
+    compared: int  # metrics compared (on both sides, after the filter)
     config: list[tuple[str, Any, Any]]  # (key, old, new) of the settings that differ; a missing side is None
     status: tuple[str, str]
+    removed: list[str] = field(default_factory=list)  # metrics of the old run only (after the filter)
+    added: list[str] = field(default_factory=list)  # metrics of the new run only
+
+    @property
+    def differs(self) -> bool:
+        """A metric of both runs or the status differs (metrics of one side only do not count: a metric added
+        to uvmsim, or one of a mode the other run does not use)."""
+        return bool(self.metrics) or self.status[0] != self.status[1]
 
 
 @dataclass
@@ -73,7 +79,15 @@ class Report:
     @property
     def differing(self) -> list[RunDiff]:
         """Paired runs whose compared metrics or status differ."""
-        return [r for r in self.runs if r.metrics or r.status[0] != r.status[1]]
+        return [r for r in self.runs if r.differs]
+
+    @property
+    def common_settings(self) -> list[tuple[str, Any, Any]]:
+        """The setting changes every paired run shares (a default changed, an option added): said once."""
+        if not self.runs:
+            return []
+        rest = [{(k, json.dumps(a), json.dumps(b)) for k, a, b in r.config} for r in self.runs[1:]]
+        return [c for c in self.runs[0].config if all((c[0], json.dumps(c[1]), json.dumps(c[2])) in x for x in rest)]
 
     @property
     def same(self) -> bool:
@@ -81,8 +95,8 @@ class Report:
         return not (self.only_old or self.only_new or self.differing)
 
     def as_json(self) -> dict[str, Any]:
-        def num(v: float | None) -> float | str | None:
-            return v if v is None or math.isfinite(v) else str(v)  # JSON has no NaN or infinity
+        def num(v: float) -> float | str:
+            return v if math.isfinite(v) else str(v)  # JSON has no NaN or infinity
 
         return {
             "old": os.fspath(self.old),
@@ -101,10 +115,12 @@ class Report:
                         {"name": m.name, "old": num(m.old), "new": num(m.new), "relative": num(m.relative)}
                         for m in r.metrics
                     ],
+                    "metrics_only_old": r.removed,
+                    "metrics_only_new": r.added,
                     "config": [{"key": k, "old": a, "new": b} for k, a, b in r.config],
                 }
                 for r in self.runs
-                if r.metrics or r.config or r.status[0] != r.status[1]
+                if r.differs or r.config or r.added or r.removed
             ],
         }
 
@@ -198,11 +214,11 @@ def compare_runs(
     names = sorted((set(old.metrics) | set(new.metrics)) - skip)
     if patterns:
         names = [n for n in names if any(fnmatch.fnmatchcase(n, pat) for pat in patterns)]
-    changes = []
-    for n in names:
-        a, b = old.metrics.get(n), new.metrics.get(n)
-        if a is None or b is None or _differs(a, b, tolerance):
-            changes.append(MetricChange(n, a, b))
+    removed = [n for n in names if n not in new.metrics]
+    added = [n for n in names if n not in old.metrics]
+    both = [n for n in names if n in old.metrics and n in new.metrics]
+    changes = [MetricChange(n, old.metrics[n], new.metrics[n]) for n in both]
+    changes = [c for c in changes if _differs(c.old, c.new, tolerance)]
     changes.sort(key=lambda c: (-abs(c.relative) if not math.isnan(c.relative) else -math.inf, c.name))  # NaN first
     missing = object()
     config = [
@@ -210,7 +226,7 @@ def compare_runs(
         for k in sorted(set(old.config) | set(new.config))
         if old.config.get(k, missing) != new.config.get(k, missing)
     ]
-    return RunDiff(key, changes, len(names), config, (old.status, new.status))
+    return RunDiff(key, changes, len(both), config, (old.status, new.status), removed, added)
 
 
 def compare(
@@ -245,9 +261,7 @@ def compare(
     return report
 
 
-def _fmt(v: float | None) -> str:
-    if v is None:
-        return "-"
+def _fmt(v: float) -> str:
     if math.isfinite(v) and v == int(v) and abs(v) < 1e15:
         return f"{int(v):,}"
     return f"{v:.6g}"
@@ -255,10 +269,6 @@ def _fmt(v: float | None) -> str:
 
 def _fmt_change(c: MetricChange) -> str:
     r = c.relative
-    if c.old is None:
-        return "new metric"
-    if c.new is None:
-        return "no longer there"
     if math.isinf(r):
         return "from 0"
     return f"{r * 100:+.3g}%"
@@ -268,28 +278,55 @@ def _fmt_setting(v: Any) -> str:
     return "-" if v is None else json.dumps(v, ensure_ascii=False)
 
 
+def _names(counts: Mapping[str, int], runs: int, most: int = 20) -> str:
+    """Names with how many of ``runs`` runs they are in, when not all."""
+    shown = [n if c == runs else f"{n} ({c} of {runs})" for n, c in sorted(counts.items())[:most]]
+    return ", ".join(shown) + (f", ... ({len(counts) - most} more)" if len(counts) > most else "")
+
+
 def render(report: Report, rows: int = 10) -> list[str]:
-    """The report as text lines: the tally, the runs on one side only, then each differing run with its
-    settings that differ and its ``rows`` largest metric changes (0: all)."""
-    diff = report.differing
-    same_config = sum(1 for r in report.runs if not r.config)
+    """The report as text lines: the tally, the runs on one side only, the metrics on one side only and the
+    setting changes every run shares (each said once), then each differing run with its other settings that
+    differ and its ``rows`` largest metric changes (0: all)."""
+    runs, diff = report.runs, report.differing
+    common = report.common_settings
+    own = {r.key: [c for c in r.config if c not in common] for r in runs}
+    settings_alone = sum(1 for r in runs if not r.differs and own[r.key])
     lines = [
-        f"{len(report.runs)} run{'s' if len(report.runs) != 1 else ''} in both: "
-        f"{len(report.runs) - len(diff)} with the same metrics, {len(diff)} with different ones"
-        + (f" ({len(report.runs) - same_config} with different settings)" if same_config < len(report.runs) else "")
+        f"{len(runs)} run{'s' if len(runs) != 1 else ''} in both: "
+        f"{len(runs) - len(diff)} with the same metrics, {len(diff)} with different ones"
+        + (f" ({settings_alone} of the same with different settings)" if settings_alone else "")
     ]
     for side, keys in ((report.old, report.only_old), (report.new, report.only_new)):
         if keys:
             lines.append(f"{len(keys)} only in {side}: {', '.join(keys[:20])}{', ...' if len(keys) > 20 else ''}")
-    for r in report.runs:
-        if not (r.metrics or r.config or r.status[0] != r.status[1]):
+    for side, attr in ((report.old, "removed"), (report.new, "added")):
+        counts: dict[str, int] = {}
+        for r in runs:
+            for n in getattr(r, attr):
+                counts[n] = counts.get(n, 0) + 1
+        if counts:
+            lines.append(f"metrics only in {side}: {_names(counts, len(runs))}")
+    groups: dict[str, list[int]] = {}  # first path part (an experiment of reproduce --all): [differing, paired]
+    for r in runs:
+        g = groups.setdefault(r.key.split("/", 1)[0], [0, 0])
+        g[0] += r.differs
+        g[1] += 1
+    if diff and any("/" in r.key for r in runs):  # runs below directories of their own
+        moved = [f"{k} {d}/{n}" for k, (d, n) in groups.items() if d]
+        lines.append(f"runs that differ, by directory: {', '.join(moved)}")
+    if common:
+        lines.append(f"settings that differ in every run{'' if len(runs) == 1 else ' alike'}:")
+        lines += [f"  set {k}: {_fmt_setting(a)} -> {_fmt_setting(b)}" for k, a, b in common]
+    for r in runs:
+        if not r.differs:
             continue
         lines.append("")
         head = f"{r.key}: {len(r.metrics)} of {r.compared} metrics differ"
         if r.status[0] != r.status[1]:
             head += f"; status {r.status[0]} -> {r.status[1]}"
         lines.append(head)
-        for k, a, b in r.config:
+        for k, a, b in own[r.key]:
             lines.append(f"  set {k}: {_fmt_setting(a)} -> {_fmt_setting(b)}")
         shown = r.metrics if rows == 0 else r.metrics[:rows]
         if shown:
