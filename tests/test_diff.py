@@ -127,11 +127,13 @@ def test_runs_below_two_directories_pair_by_their_path(tmp_path: Path) -> None:
     for side, k in (("old", 1), ("new", 2)):
         summary(tmp_path / side / "exp-a" / "runs" / "r1", {"x": 1})
         summary(tmp_path / side / "exp-a" / "runs" / "r2", {"x": k})
+    for side in ("old", "new"):
+        summary(tmp_path / side / "exp-d" / "runs" / "r1", {"x": 1})
     summary(tmp_path / "old" / "exp-b" / "runs" / "r1", {"x": 1})
     summary(tmp_path / "new" / "exp-c" / "runs" / "r1", {"x": 1})
     (tmp_path / "old" / "exp-a" / "comparison.csv").write_text("metric\n")  # other files are not runs
     r = diff.compare(tmp_path / "old", tmp_path / "new")
-    assert [x.key for x in r.runs] == ["exp-a/runs/r1", "exp-a/runs/r2"]
+    assert [x.key for x in r.runs] == ["exp-a/runs/r1", "exp-a/runs/r2", "exp-d/runs/r1"]
     assert [x.key for x in r.differing] == ["exp-a/runs/r2"]
     assert "runs that differ, by directory: exp-a 1/2" in diff.render(r)
     assert (r.only_old, r.only_new) == (["exp-b/runs/r1"], ["exp-c/runs/r1"])
@@ -149,7 +151,6 @@ def test_the_cli_prints_the_runs_that_differ_and_exits_1(cli: Cli, tmp_path: Pat
     assert p.stdout.splitlines() == [
         "1 run in both: 0 with the same metrics, 1 with different ones",
         "1 only in b: e/runs/r2",
-        "runs that differ, by directory: e 1/1",
         "",
         "e/runs/r1: 1 of 2 metrics differ",
         "  metric            old    new  change",

@@ -312,7 +312,7 @@ def render(report: Report, rows: int = 10) -> list[str]:
         g = groups.setdefault(r.key.split("/", 1)[0], [0, 0])
         g[0] += r.differs
         g[1] += 1
-    if diff and any("/" in r.key for r in runs):  # runs below directories of their own
+    if diff and len(groups) > 1 and any("/" in r.key for r in runs):  # reproduce --all: one group an experiment
         moved = [f"{k} {d}/{n}" for k, (d, n) in groups.items() if d]
         lines.append(f"runs that differ, by directory: {', '.join(moved)}")
     if common:
