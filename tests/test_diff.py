@@ -243,3 +243,12 @@ def test_a_sweep_pairs_its_runs_by_id(tmp_path: Path) -> None:
     f.unlink()
     r = diff.compare(tmp_path / "s", tmp_path / "t")
     assert r.only_old == [rid] and not r.differing
+
+
+def test_a_nan_tolerance_is_bad_input(cli: Cli, tmp_path: Path) -> None:
+    summary(tmp_path / "a", {"x": 1})
+    p = cli("diff", "a", "a", "--tolerance", "nan")
+    assert (
+        p.returncode == 2
+        and p.stderr == "uvmsim: error: Invalid value for '--tolerance': must be a number >= 0, not nan\n"
+    )

@@ -706,6 +706,8 @@ def diff_cmd(old: Path, new: Path, tolerance: float, metrics: tuple[str, ...], r
     """
     from uvmsim import diff as diff_mod
 
+    if tolerance != tolerance:  # NaN passes FloatRange's bound
+        raise click.BadParameter("must be a number >= 0, not nan", param_hint="'--tolerance'")
     report = diff_mod.compare(old, new, tolerance=tolerance, metrics=metrics)
     if as_json:
         click.echo(json.dumps(report.as_json(), indent=2, ensure_ascii=False))
