@@ -29,9 +29,10 @@ pages in one batch outnumbered GPU memory was deferred whole at every batch (tit
 uvm.oversubscription = 2: 32 pages of memory, 0 ever resident); fixed the same day (make_room services
 the block's first pages, tests/policies.rs a_block_larger_than_gpu_memory_is_serviced_in_parts).
 Session 80 (2026-12-07, commit 031e513): 1,500 runs at scale 1 (seed 8001) gave 1,478 finished and 22 bad
-input; 800 at scale 4 (seed 8002), beside builds and a fuzzer (load ~5), 780 finished, 9 bad input and 11
-past the 40 s limit, each of which finished alone in 9-28 s (CoMD at 32^3 cells on five presets, the
-library sgemm at n = 2048, multi-GPU runs of 1-23 M events). No invariant broken, no panic, no deadlock.
+input; 800 at scale 4 (seed 8002), beside three builds (load ~5), 780 finished, 9 bad input and 11 past
+the 40 s limit, each of which finished alone in 9-28 s (CoMD at 32^3 cells on five presets, the library
+sgemm at n = 2048, spmv on four GPUs, a two-application trace replay). No invariant broken, no panic, no
+deadlock.
 """
 
 from __future__ import annotations
