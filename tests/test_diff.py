@@ -64,6 +64,7 @@ def test_metrics_on_one_side_are_listed_apart_and_nan_equals_only_nan(tmp_path: 
     (run,) = diff.compare(tmp_path / "a", tmp_path / "b").runs
     assert (run.removed, run.added, run.compared) == (["gone"], ["added"], 3)
     assert [m.name for m in run.metrics] == ["m"]  # NaN against 7 differs, NaN against NaN does not
+    assert diff.render(diff.compare(tmp_path / "a", tmp_path / "b"))[-1] == "  m       nan    7  NaN on a side"
     # A metric on one side alone (one added to uvmsim since, or of a mode the other run lacks) is no difference.
     summary(tmp_path / "c", {"x": 1.0, "added": 2.0})
     r = diff.compare(tmp_path / "a", tmp_path / "c", metrics=["x", "added"])

@@ -269,6 +269,8 @@ def _fmt(v: float) -> str:
 
 def _fmt_change(c: MetricChange) -> str:
     r = c.relative
+    if math.isnan(r):
+        return "NaN on a side"
     if math.isinf(r):
         return "from 0"
     return f"{r * 100:+.3g}%"
