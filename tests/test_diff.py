@@ -177,11 +177,14 @@ def test_rows_bounds_the_metrics_shown_per_run(cli: Cli, tmp_path: Path) -> None
     [
         pytest.param(lambda d: None, r"`old` does not exist", id="missing"),
         pytest.param(lambda d: d.mkdir(), r"`old` holds no results: no summary.json below it", id="empty-dir"),
+        pytest.param(lambda d: (d.mkdir(), (d / "summary.json").write_text("{")), r"not a run summary", id="damaged"),
         pytest.param(
-            lambda d: (d.mkdir(), (d / "summary.json").write_text("{")), r"not a run summary: not JSON", id="damaged"
+            lambda d: (d.mkdir(), (d / "summary.json").write_text("[]")),
+            r"an array, not a JSON object",
+            id="not-an-object",
         ),
         pytest.param(
-            lambda d: (d.mkdir(), (d / "summary.json").write_text("[]")), r"no \"metrics\" object", id="not-a-summary"
+            lambda d: (d.mkdir(), (d / "summary.json").write_bytes(b"\xff\xfe")), r"can't decode byte", id="not-utf8"
         ),
         pytest.param(lambda d: d.write_text("x"), r"is not a result", id="a-file"),
     ],

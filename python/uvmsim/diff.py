@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from uvmsim._files import MissingInputError, reading_input
+from uvmsim._files import MissingInputError
 
 SUMMARY_FILE = "summary.json"
 
@@ -140,18 +140,11 @@ def _numbers(metrics: Mapping[str, Any]) -> dict[str, float]:
 
 
 def _read_summary(path: Path) -> Run:
-    from uvmsim import ConfigError
+    """The run whose ``summary.json`` is ``path``, read and checked by ``uvmsim.load`` (no tables)."""
+    import uvmsim
 
-    with reading_input(path, "run summary"):
-        text = path.read_text(encoding="utf-8")
-    try:
-        raw = json.loads(text)
-    except ValueError as e:
-        raise ConfigError(f"{path}: not a run summary: not JSON ({e})") from None
-    if not isinstance(raw, dict) or not isinstance(raw.get("metrics"), dict):
-        raise ConfigError(f'{path}: not a run summary: no "metrics" object')
-    config = raw.get("config")
-    return Run(_numbers(raw["metrics"]), _flatten(config) if isinstance(config, dict) else {}, "ok")
+    r = uvmsim.load(path.parent, tables=())
+    return Run(_numbers(r.metrics), _flatten(r.config), "ok")
 
 
 def _read_sweep(d: Path) -> dict[str, Run]:
