@@ -1159,6 +1159,13 @@ mod tests {
         (Multi::new(&cfg, None), gpus)
     }
 
+    /// A managed 1 MiB buffer of 4 KiB pages at `base`, mapped on every GPU.
+    fn map_on_every_gpu(gpus: &mut [Gpu], base: u64) {
+        for g in gpus.iter_mut() {
+            g.xlat.space.map(&crate::workload::Buffer { base, bytes: 1 << 20, page_bytes: 4096, managed: true });
+        }
+    }
+
     #[test]
     fn idyll_directory_sends_only_to_access_bits_and_aliases_beyond_11() {
         let (mut m, mut gpus) = system_with(12, MigrationPolicy::FirstTouch, |c| c.multi.idyll.directory = true);
@@ -1195,9 +1202,7 @@ mod tests {
     fn idyll_lazy_acknowledges_at_once_and_an_irmb_hit_faults_without_a_walk() {
         let (mut m, mut gpus) = system_with(2, MigrationPolicy::OnTouch, |c| c.multi.idyll.lazy = true);
         let base = 1u64 << 30;
-        for g in gpus.iter_mut() {
-            g.xlat.space.map(&crate::workload::Buffer { base, bytes: 1 << 20, page_bytes: 4096, managed: true });
-        }
+        map_on_every_gpu(&mut gpus, base);
         let vpn = base >> 12;
         fault(&mut m, &mut gpus, 0, vpn, false, 0);
         let busy = m.dir.page(vpn).busy;
@@ -1254,9 +1259,7 @@ mod tests {
     fn a_miss_on_a_page_with_a_far_fault_outstanding_is_held_without_a_walk() {
         let (mut m, mut gpus) = system(2, MigrationPolicy::AccessCounter);
         let base = 1u64 << 30;
-        for g in gpus.iter_mut() {
-            g.xlat.space.map(&crate::workload::Buffer { base, bytes: 1 << 20, page_bytes: 4096, managed: true });
-        }
+        map_on_every_gpu(&mut gpus, base);
         let vpn = base >> 12;
         let cfg = Config::default();
         let clock = crate::sim::Clock::from_mhz(cfg.gpu.core_mhz);
@@ -2229,9 +2232,7 @@ mod tests {
             (w.threads, w.level_latency_ns, w.pte_from_dram, w.pwc_entries) = (1, 100.0, false, 0);
         });
         let base = 1u64 << 30;
-        for g in gpus.iter_mut() {
-            g.xlat.space.map(&crate::workload::Buffer { base, bytes: 1 << 20, page_bytes: 4096, managed: true });
-        }
+        map_on_every_gpu(&mut gpus, base);
         let vpn = base >> 12;
         fault(&mut m, &mut gpus, 0, vpn, false, 0);
         let t = m.dir.page(vpn).busy;
@@ -2271,9 +2272,7 @@ mod tests {
     fn a_page_move_drops_the_iommu_tlbs_translation() {
         let (mut m, mut gpus) = system_with(2, MigrationPolicy::OnTouch, |c| c.translation.mode = TranslationMode::Iommu);
         let base = 1u64 << 30;
-        for g in gpus.iter_mut() {
-            g.xlat.space.map(&crate::workload::Buffer { base, bytes: 1 << 20, page_bytes: 4096, managed: true });
-        }
+        map_on_every_gpu(&mut gpus, base);
         // One shared IOMMU, lent to a GPU while it translates (as the world does).
         m.iommu = gpus[0].xlat.iommu.take();
         gpus[1].xlat.iommu = None;

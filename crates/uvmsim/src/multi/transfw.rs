@@ -365,6 +365,27 @@ mod tests {
         (Multi::new(&cfg, None), gpus, cfg)
     }
 
+    /// `n` dummy walks taking the host MMU's walkers at `at` (addresses no test uses).
+    fn occupy_host_walkers(m: &mut Multi, n: u64, at: Ps) {
+        for i in 0..n {
+            m.host_walker.walk((1000 + i) << 30, 1, at, at, &mut m.host_dram);
+        }
+    }
+
+    /// Forwarding with 2 host walkers and a 64-entry host TLB: GPU 1 has faulted the buffer's first
+    /// page in, and the host TLB has lost the entry that fault left (as an eviction would).
+    fn forwarding_with_the_host_tlb_entry_lost() -> (Multi, Vec<Gpu>, u64) {
+        let (mut m, mut gpus, _) = system(2, |c| {
+            c.multi.transfw.forwarding = true;
+            c.multi.host_mmu.walker.threads = 2;
+            (c.multi.host_mmu.tlb_entries, c.multi.host_mmu.tlb_ways) = (64, 64);
+        });
+        let vpn = BASE >> 12;
+        fault(&mut m, &mut gpus, 1, vpn, 0);
+        m.host_tlb.as_mut().unwrap().invalidate(vpn);
+        (m, gpus, vpn)
+    }
+
     /// GPU `g` faults on `vpn` at `t` and gets its answer (no other GPU maps the page).
     fn fault(m: &mut Multi, gpus: &mut [Gpu], g: usize, vpn: u64, t: Ps) -> Ps {
         let ready = m.fault(g, vpn, false, t, t, gpus).expect("not a duplicate");
@@ -474,9 +495,7 @@ mod tests {
         // GPU 1's fault moves the page there, but its answer has not arrived (no `page_ready`).
         m.fault(1, vpn, false, 0, 0, &mut gpus).unwrap();
         let arrive = ns_to_ps(1_000.0);
-        for i in 0..5u64 {
-            m.host_walker.walk((1000 + i) << 30, 1, arrive, arrive, &mut m.host_dram);
-        }
+        occupy_host_walkers(&mut m, 5, arrive);
         let walked = m.host_translate_fw(0, vpn, arrive, arrive, &mut gpus);
         assert_eq!(walked - arrive, ns_to_ps(1200.0), "the host walk answers");
         let s = &m.forwarding.as_ref().unwrap().stats;
@@ -501,9 +520,7 @@ mod tests {
         fault(&mut m, &mut gpus, 1, vpn, 0);
         let t = ns_to_ps(100_000.0);
         let arrive = t + ns_to_ps(150.0);
-        for i in 0..busy {
-            m.host_walker.walk((1000 + i) << 30, 1, arrive, arrive, &mut m.host_dram);
-        }
+        occupy_host_walkers(&mut m, busy, arrive);
         let walked = m.host_translate_fw(0, vpn, arrive, arrive, &mut gpus);
         (walked - arrive, m, gpus)
     }
@@ -562,19 +579,9 @@ mod tests {
 
     #[test]
     fn a_removed_host_walk_fills_the_host_tlb_with_the_remote_answer() {
-        let (mut m, mut gpus, _) = system(2, |c| {
-            c.multi.transfw.forwarding = true;
-            c.multi.host_mmu.walker.threads = 2;
-            (c.multi.host_mmu.tlb_entries, c.multi.host_mmu.tlb_ways) = (64, 64);
-        });
-        let vpn = BASE >> 12;
-        fault(&mut m, &mut gpus, 1, vpn, 0);
-        // The host TLB lost the entry GPU 1's fault left (as an eviction would).
-        m.host_tlb.as_mut().unwrap().invalidate(vpn);
+        let (mut m, mut gpus, vpn) = forwarding_with_the_host_tlb_entry_lost();
         let arrive = ns_to_ps(100_000.0);
-        for i in 0..5u64 {
-            m.host_walker.walk((1000 + i) << 30, 1, arrive, arrive, &mut m.host_dram);
-        }
+        occupy_host_walkers(&mut m, 5, arrive);
         // 10 ns host-TLB miss, then GPU 1 answers in 150 + 400 + 150 ns, before a walker frees (+800 ns).
         let walked = m.host_translate_fw(0, vpn, arrive, arrive, &mut gpus);
         assert_eq!(walked - arrive, ns_to_ps(710.0));
@@ -641,9 +648,7 @@ mod tests {
         let vpn = BASE >> 12;
         fault(&mut m, &mut gpus, 1, vpn, 0); // the FT's one fingerprint now matches every key
         let arrive = ns_to_ps(100_000.0);
-        for i in 0..5u64 {
-            m.host_walker.walk((1000 + i) << 30, 1, arrive, arrive, &mut m.host_dram);
-        }
+        occupy_host_walkers(&mut m, 5, arrive);
         // A page still in host memory: forwarded to GPU 1, which does not hold it.
         let walked = m.host_translate_fw(0, vpn + 1, arrive, arrive, &mut gpus);
         assert_eq!(walked - arrive, ns_to_ps(1200.0), "the host walk answers (800-1200 ns)");
@@ -696,19 +701,10 @@ mod tests {
     /// at the miss none: not over the threshold (1), although no walker is free.
     #[test]
     fn the_forwarding_threshold_is_checked_at_the_host_tlb_miss() {
-        let (mut m, mut gpus, _) = system(2, |c| {
-            c.multi.transfw.forwarding = true;
-            c.multi.host_mmu.walker.threads = 2;
-            (c.multi.host_mmu.tlb_entries, c.multi.host_mmu.tlb_ways) = (64, 64);
-        });
-        let vpn = BASE >> 12;
-        fault(&mut m, &mut gpus, 1, vpn, 0);
-        m.host_tlb.as_mut().unwrap().invalidate(vpn);
+        let (mut m, mut gpus, vpn) = forwarding_with_the_host_tlb_entry_lost();
         let arrive = ns_to_ps(100_000.0);
         let early = arrive - ns_to_ps(395.0);
-        for i in 0..4u64 {
-            m.host_walker.walk((1000 + i) << 30, 1, early, early, &mut m.host_dram);
-        }
+        occupy_host_walkers(&mut m, 4, early);
         // The host walk takes a walker when the first two end, at +405 ns: answered at +805 ns.
         assert_eq!(m.host_translate_fw(0, vpn, arrive, arrive, &mut gpus) - arrive, ns_to_ps(805.0));
         // Two host-TLB misses: GPU 1's first touch (nothing queued) and this one.
@@ -736,9 +732,7 @@ mod tests {
         fault(&mut m, &mut gpus, 1, vpn, 2_000_000); // GPU 1 maps it remotely
         assert!(gpus[1].xlat.space.residency.is_resident(vpn));
         let arrive = ns_to_ps(10_000_000.0);
-        for i in 0..5u64 {
-            m.host_walker.walk((1000 + i) << 30, 1, arrive, arrive, &mut m.host_dram);
-        }
+        occupy_host_walkers(&mut m, 5, arrive);
         let walked = m.host_translate_fw(2, vpn, arrive, arrive, &mut gpus);
         assert_eq!(walked - arrive, ns_to_ps(1200.0));
         let s = &m.forwarding.as_ref().unwrap().stats;
