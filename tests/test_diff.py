@@ -256,3 +256,186 @@ def test_a_nan_tolerance_is_bad_input(cli: Cli, tmp_path: Path) -> None:
         p.returncode == 2
         and p.stderr == "uvmsim: error: Invalid value for '--tolerance': must be a number >= 0, not nan\n"
     )
+
+
+# --- checked values and fingerprints --------------------------------------------------------------------------
+
+
+def result(d: Path, status: str, rows: dict[str, tuple[float, bool | None]]) -> Path:
+    """An experiment's result.json (uvmsim.report.Outcome's fields diff reads) in ``d``."""
+    d.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "id": d.name,
+        "status": status,
+        "rows": [{"metric": m, "simulated": v, "passed": p} for m, (v, p) in rows.items()],
+    }
+    (d / "result.json").write_text(json.dumps(doc))
+    return d
+
+
+def experiment_dirs(root: Path, kernel: float = 1000.0, value: float = 2.5, passed: bool | None = True) -> Path:
+    """Two experiments as reproduce --all stores them: e1 with two runs and two checked rows, e2 with one run."""
+    summary(root / "e1" / "runs" / "r1", {"time.kernel_ns": kernel, "uvm.batches": 8, "sim.wall_s": 1.0})
+    summary(root / "e1" / "runs" / "r2", {"time.kernel_ns": 3.0, "uvm.faults": 1e-3 / 3})
+    summary(root / "e2" / "runs" / "r1", {"time.kernel_ns": 7.0})
+    result(root / "e1", "PASS" if passed is not False else "FAIL", {"speedup": (value, passed), "ratio": (1 / 3, None)})
+    result(root / "e2", "INFO", {"x": (1.0, None)})
+    return root
+
+
+def test_checked_values_of_two_directories_are_compared(tmp_path: Path) -> None:
+    experiment_dirs(tmp_path / "a")
+    experiment_dirs(tmp_path / "b", value=2.0, passed=False)
+    r = diff.compare(tmp_path / "a", tmp_path / "b")
+    assert not r.same and not r.differing  # the runs are the same: the analysis moved
+    (e,) = r.experiments_differing
+    assert (e.key, e.status) == ("e1", ("PASS", "FAIL"))
+    assert e.checks == [diff.CheckChange("speedup", diff.Check(2.5, True), diff.Check(2.0, False))]
+    # Within a 25% tolerance the value is the same, but the verdict is not: still a change of the row.
+    (e,) = diff.compare(tmp_path / "a", tmp_path / "b", tolerance=0.25).experiments_differing
+    assert [c.metric for c in e.checks] == ["speedup"]
+    text = diff.render(r)
+    assert text[-3:] == [
+        "experiments whose checked values differ: 1 of 2",
+        "  e1: status PASS -> FAIL",
+        "    speedup: 2.5 (pass) -> 2 (fail)",
+    ]
+    # A row on one side only is a difference; an experiment on one side only too.
+    result(tmp_path / "b" / "e2", "INFO", {"x": (1.0, None), "y": (3.0, None)})
+    shutil.rmtree(tmp_path / "b" / "e1")
+    r = diff.compare(tmp_path / "a", tmp_path / "b")
+    got = {e.key: (e.status, [(c.metric, c.old, c.new) for c in e.checks]) for e in r.experiments_differing}
+    assert got == {
+        "e1": (("PASS", "-"), [("speedup", diff.Check(2.5, True), None), ("ratio", diff.Check(1 / 3, None), None)]),
+        "e2": (("INFO", "INFO"), [("y", None, diff.Check(3.0, None))]),
+    }
+
+
+def test_a_fingerprint_digests_each_run_and_keeps_the_checked_values(tmp_path: Path) -> None:
+    a = experiment_dirs(tmp_path / "a")
+    fp = diff.fingerprint(a)
+    # Every metric of the runs but the wall-clock ones; one digest per run, each a function of its own metrics.
+    assert fp.metrics == ("time.kernel_ns", "uvm.batches", "uvm.faults")
+    assert sorted(fp.runs) == ["e1/runs/r1", "e1/runs/r2", "e2/runs/r1"] and len(set(fp.runs.values())) == 3
+    assert fp.experiments["e1"] == diff.Experiment(
+        "PASS", {"speedup": diff.Check(2.5, True), "ratio": diff.Check(1 / 3, None)}
+    )
+    # Written and read back: the same fingerprint, values kept to DIGITS significant digits.
+    (tmp_path / "fp.json").write_text(json.dumps(diff.fingerprint_json(fp)))
+    back = diff.read_fingerprint(tmp_path / "fp.json")
+    assert back is not None and (back.digits, back.metrics, back.runs) == (fp.digits, fp.metrics, fp.runs)
+    assert back.experiments["e1"].checks["ratio"] == diff.Check(0.333333333, None)
+    assert back.experiments["e2"] == fp.experiments["e2"]
+    assert diff.compare(tmp_path / "fp.json", a).same  # 1/3 against its 9 digits: the same value
+    assert diff.rounded(1e-3 / 3) == "3.33333333e-04" and diff.rounded(8.0) == "8" and diff.rounded(-math.inf) == "-inf"
+    assert diff.read_fingerprint(tmp_path / "a" / "e1" / "runs" / "r1" / "summary.json") is None  # not a fingerprint
+    # The digest covers the status (a failed sweep run) as well as the metrics.
+    ok, failed = diff.Run({"x": 1.0}, {}, "ok"), diff.Run({"x": 1.0}, {}, "failed")
+    assert (
+        diff.digest(ok, ["x"]) != diff.digest(failed, ["x"]) != diff.digest(diff.Run({"x": 2.0}, {}, "failed"), ["x"])
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "moved"),
+    [
+        pytest.param({"time.kernel_ns": 1000.5}, True, id="a-metric-moved"),
+        pytest.param({"time.kernel_ns": 1000.0 * (1 + 1e-12)}, False, id="below-the-digits-kept"),
+        pytest.param({"sim.wall_s": 9.0}, False, id="wall-clock"),
+        pytest.param({"uvm.new_metric": 5}, False, id="a-metric-the-fingerprint-does-not-cover"),
+        pytest.param({"uvm.faults": 1.0}, True, id="a-covered-metric-gained"),
+        pytest.param({"uvm.batches": None}, True, id="a-metric-lost"),
+    ],
+)
+def test_a_run_moves_against_a_fingerprint_when_a_covered_metric_does(
+    tmp_path: Path, change: dict[str, Any], moved: bool
+) -> None:
+    experiment_dirs(tmp_path / "a")
+    (tmp_path / "fp.json").write_text(json.dumps(diff.fingerprint_json(diff.fingerprint(tmp_path / "a"))))
+    b = experiment_dirs(tmp_path / "b")
+    metrics = {"time.kernel_ns": 1000.0, "uvm.batches": 8, "sim.wall_s": 1.0, **change}
+    summary(b / "e1" / "runs" / "r1", {k: v for k, v in metrics.items() if v is not None})
+    r = diff.compare(tmp_path / "fp.json", b)
+    assert r.fingerprint and len(r.runs) == 3
+    assert [x.key for x in r.differing] == (["e1/runs/r1"] if moved else [])
+    assert r.same is not moved
+    assert diff.compare(b, tmp_path / "fp.json").same is not moved  # either side
+
+
+def test_the_cli_writes_a_fingerprint_and_diffs_against_it(cli: Cli, tmp_path: Path) -> None:
+    experiment_dirs(tmp_path / "a")
+    experiment_dirs(tmp_path / "b", kernel=1200.0, value=2.0, passed=False)
+    p = cli("fingerprint", "a", "-o", "fp.json")
+    assert p.returncode == 0 and p.stdout == "fingerprint of 3 runs and 2 experiments written to fp.json\n"
+    assert json.loads(cli("fingerprint", "a").stdout) == json.loads((tmp_path / "fp.json").read_text())
+    assert cli("diff", "fp.json", "a").returncode == 0
+    assert cli("diff", "fp.json", "fp.json").returncode == 0
+    p = cli("diff", "fp.json", "b")
+    assert p.returncode == 1, p.stderr
+    assert p.stdout.splitlines() == [
+        "3 runs in both: 2 with the same metrics, 1 with different ones",
+        "runs that differ, by directory: e1 1/2",
+        "",
+        "experiments whose checked values differ: 1 of 2",
+        "  e1: status PASS -> FAIL",
+        "    speedup: 2.5 (pass) -> 2 (fail)",
+        "",
+        "runs whose digests differ (a fingerprint holds no values: compare two result directories to see which"
+        " metrics moved):",
+        "  e1: runs/r1",
+    ]
+    data = json.loads(cli("diff", "fp.json", "b", "--json").stdout)
+    assert (data["fingerprint"], data["differing"]) == (True, 1)
+    assert data["experiments"][0]["checks"] == [
+        {"metric": "speedup", "old": {"value": 2.5, "passed": True}, "new": {"value": 2.0, "passed": False}}
+    ]
+
+
+def _fingerprint_doc(tmp_path: Path) -> dict[str, Any]:
+    return diff.fingerprint_json(diff.fingerprint(experiment_dirs(tmp_path / "src")))
+
+
+@pytest.mark.parametrize(
+    ("edit", "args", "words"),
+    [
+        pytest.param(
+            lambda d: d | {"version": 2}, (), r"fingerprint version 2; this uvmsim reads version 1", id="version"
+        ),
+        pytest.param(
+            lambda d: d | {"digits": 40}, (), r"damaged fingerprint: .*digits must be an integer", id="digits"
+        ),
+        pytest.param(lambda d: d | {"runs": [1]}, (), r"damaged fingerprint", id="runs-not-a-table"),
+        pytest.param(
+            lambda d: {k: v for k, v in d.items() if k != "experiments"},
+            (),
+            r"damaged fingerprint: KeyError",
+            id="part-lost",
+        ),
+        pytest.param(lambda d: d, ("--metric", "time.*"), r"--metric.*needs runs on both sides", id="metric-glob"),
+        pytest.param(
+            lambda d: d | {"metrics": ["time.kernel_ns"]}, ("new.json",), r"digest different metrics", id="two-unlike"
+        ),
+    ],
+)
+def test_a_bad_fingerprint_is_one_line_and_exit_code_2(
+    cli: Cli, tmp_path: Path, edit: Any, args: tuple[str, ...], words: str
+) -> None:
+    doc = _fingerprint_doc(tmp_path)
+    (tmp_path / "old.json").write_text(json.dumps(edit(doc)))
+    (tmp_path / "new.json").write_text(json.dumps(doc))
+    new, *rest = args if args and not args[0].startswith("-") else ("src", *args)
+    p = cli("diff", "old.json", new, *rest)
+    assert p.returncode == 2, p.stdout
+    assert p.stderr.startswith("uvmsim: error: ") and len(p.stderr.splitlines()) == 1
+    assert re.search(words, p.stderr), p.stderr
+    # Any other JSON file is not a result at all.
+    (tmp_path / "other.json").write_text(json.dumps({"format": "something-else"}))
+    assert re.search(r"is not a result: .* or a fingerprint", cli("diff", "other.json", "src").stderr)
+
+
+def test_a_damaged_result_json_is_bad_input(cli: Cli, tmp_path: Path) -> None:
+    experiment_dirs(tmp_path / "a")
+    (tmp_path / "a" / "e2" / "result.json").write_text('{"rows": []}')
+    p = cli("diff", "a", "a")
+    assert p.returncode == 2 and "e2/result.json: not an experiment result" in p.stderr, p.stderr
+    assert cli("fingerprint", "a").returncode == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -16,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import Cli
-from uvmsim import ConfigError, report
+from uvmsim import ConfigError, diff, report
 from uvmsim import reproduce as rep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -589,6 +590,40 @@ def test_reproduce_all_quick_writes_every_experiment(quick_report: tuple[Path, s
     assert not re.search(r"<link|<script\s+src|src=\"(?!data:)|url\(", page)
     assert page.count('<img class="plot"') == len(supported) - (0 if traces_available() else 1)
     assert report.load_run_meta(out)["elapsed_s"] > 0
+
+
+QUICK_REFERENCE = Path(__file__).parent / "data" / "reproduce-quick.json"
+
+
+def test_the_quick_reproduction_matches_the_committed_fingerprint(
+    quick_report: tuple[Path, subprocess.CompletedProcess],
+) -> None:
+    # tests/data/reproduce-quick.json is the fingerprint of `reproduce --all --quick` at the commit that last wrote
+    # it (docs/experiments.md, "Which runs moved"). A commit that moves any run or checked value fails here until
+    # it rewrites the file, so the commit shows which experiments moved: their rows of docs/validation.md are due
+    # a full re-run. The file was written on another machine: this also checks determinism across machines.
+    out, p = quick_report
+    check_returncode(p)
+    ref = diff.read_fingerprint(QUICK_REFERENCE)
+    assert ref is not None
+    new = diff.fingerprint(out, like=ref)
+    if not traces_available():  # mgpusim-tlb needs ../shared/traces (check_returncode): compare the others
+
+        def without_traces(fp: diff.Fingerprint) -> diff.Fingerprint:
+            keep = lambda k: k.split("/", 1)[0] != "mgpusim-tlb"  # noqa: E731
+            runs = {k: v for k, v in fp.runs.items() if keep(k)}
+            return dataclasses.replace(fp, runs=runs, experiments={k: v for k, v in fp.experiments.items() if keep(k)})
+
+        ref, new = without_traces(ref), without_traces(new)
+    r = diff.compare_fingerprints(QUICK_REFERENCE, out, ref, new)
+    assert len(r.runs) > 300  # all of reproduce --all's runs, each paired by its path
+    if not r.same:
+        refresh = (
+            "If the move is intended: uvmsim reproduce --all --quick -j 2 -o /tmp/q && uvmsim fingerprint /tmp/q"
+            f" -o tests/data/{QUICK_REFERENCE.name}; then re-run the moved experiments' rows of docs/validation.md"
+            " at full size (uvmsim reproduce ID --markdown docs/validation.md)."
+        )
+        pytest.fail("\n".join(["the quick reproduction moved:", *diff.render(r, rows=0), "", refresh]))
 
 
 def find_chromium() -> str | None:

@@ -40,6 +40,7 @@ from uvmsim import reproduce as reproduce_mod
 from uvmsim import sweep as sweep_mod
 from uvmsim._files import (
     Inputs,
+    atomic_write_json,
     check_output_dir,
     check_output_file,
     check_record_out,
@@ -700,21 +701,53 @@ def diff_cmd(old: Path, new: Path, tolerance: float, metrics: tuple[str, ...], r
     """Compare the runs stored in OLD and NEW: which differ, in which metrics and settings.
 
     OLD and NEW are run, sweep or experiment directories, or directories holding such runs below them
-    (reproduce --all's). Runs are paired by their path below OLD and NEW (a sweep's by run id); wall-clock
-    metrics are not compared. Exit code 0 if every run is on both sides with the same metrics, 1 if not
-    (as diff), 2 for bad input.
+    (reproduce --all's), or fingerprints of such (uvmsim fingerprint). Runs are paired by their path below OLD
+    and NEW (a sweep's by run id); wall-clock metrics are not compared. Experiments' checked values are compared
+    too. Exit code 0 if every run is on both sides with the same metrics and checked values, 1 if not (as diff),
+    2 for bad input.
     """
     from uvmsim import diff as diff_mod
 
     if tolerance != tolerance:  # NaN passes FloatRange's bound
         raise click.BadParameter("must be a number >= 0, not nan", param_hint="'--tolerance'")
-    report = diff_mod.compare(old, new, tolerance=tolerance, metrics=metrics)
+    try:
+        report = diff_mod.compare(old, new, tolerance=tolerance, metrics=metrics)
+    except ValueError as e:  # --metric against a fingerprint
+        raise click.BadParameter(str(e), param_hint="'--metric'") from None
     if as_json:
         click.echo(json.dumps(report.as_json(), indent=2, ensure_ascii=False))
     else:
         for line in diff_mod.render(report, rows):
             click.echo(line)
     return 0 if report.same else EXIT_SIM_FAILED
+
+
+@cli.command("fingerprint")
+@click.argument("directory", metavar="DIR", type=INPUT_PATH)
+@click.option(
+    "-o",
+    "--out",
+    type=PathArg(dir_okay=False, path_type=Path),
+    help="Write it to this file [default: print it].",
+)
+def fingerprint_cmd(directory: Path, out: Path | None) -> int:
+    """Write a fingerprint of the runs and experiments stored in DIR, for uvmsim diff.
+
+    A fingerprint holds a digest of each run's metrics (wall-clock ones left out; values to 9 significant
+    digits) and each experiment's checked values: small enough to commit, it stands in for DIR on either side
+    of uvmsim diff, which then says which runs and checked values moved, but not by how much.
+    """
+    from uvmsim import diff as diff_mod
+
+    if out is not None:
+        check_output_file(out)  # before reading DIR's runs
+    doc = diff_mod.fingerprint_json(diff_mod.fingerprint(directory))
+    if out is None:
+        click.echo(json.dumps(doc, indent=1, ensure_ascii=False))
+        return 0
+    atomic_write_json(out, doc)
+    click.echo(f"fingerprint of {len(doc['runs'])} runs and {len(doc['experiments'])} experiments written to {out}")
+    return 0
 
 
 @cli.command("plot")

@@ -6,14 +6,25 @@ A result directory is a run's (``summary.json``), a sweep's (``runs/*.parquet``)
 so the same experiment or sweep run at two commits, or with one setting changed, lines up run by run.
 Wall-clock metrics (``sim.wall_s`` and kin) differ between any two runs and are never compared.
 
+Experiments' checked values (``result.json``: each row's simulated value and whether it passed) are compared
+too, so a move that changes a validation row shows as such.
+
 Typical uses: after a change of the model, which experiments' runs moved (``uvmsim reproduce --all --quick``
 at both commits, then ``uvmsim diff``), so that their rows in docs/validation.md are re-run; and what a
 setting changes in a run (two ``uvmsim run -o`` directories).
+
+A *fingerprint* (``uvmsim fingerprint DIR``) stands in for a result directory on either side: a digest of each
+run's metrics (rounded to ``DIGITS`` significant digits) and the experiments' checked values, small enough to
+commit. Against one, ``diff`` says which runs and checked values moved but not by how much (a digest holds no
+values). tests/data/reproduce-quick.json is the fingerprint of ``reproduce --all --quick`` at the commit that last
+wrote it; a test compares a fresh quick reproduction with it, so a commit that moves a validation experiment must
+say so by rewriting the file.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import math
 import os
@@ -22,9 +33,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from uvmsim._files import MissingInputError
+from uvmsim._core import ConfigError
+from uvmsim._files import MissingInputError, reading_input
 
 SUMMARY_FILE = "summary.json"
+RESULT_FILE = "result.json"  # an experiment's checked values (uvmsim.report.Outcome)
+FINGERPRINT_FORMAT = "uvmsim-fingerprint"
+FINGERPRINT_VERSION = 1
+# Significant digits a fingerprint keeps of each value: far more than any check reads, few enough that a last-bit
+# difference (a libm on another CPU) does not change a digest unless it straddles a rounding boundary.
+DIGITS = 9
 
 
 @dataclass(frozen=True)
@@ -60,12 +78,59 @@ class RunDiff:
     status: tuple[str, str]
     removed: list[str] = field(default_factory=list)  # metrics of the old run only (after the filter)
     added: list[str] = field(default_factory=list)  # metrics of the new run only
+    digests: tuple[str, str] | None = None  # against a fingerprint: the two digests (metrics and config unknown)
 
     @property
     def differs(self) -> bool:
         """A metric of both runs or the status differs (metrics of one side only do not count: a metric added
-        to uvmsim, or one of a mode the other run does not use)."""
+        to uvmsim, or one of a mode the other run does not use); against a fingerprint, the digests differ."""
+        if self.digests is not None:
+            return self.digests[0] != self.digests[1]
         return bool(self.metrics) or self.status[0] != self.status[1]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One row of an experiment's comparison: its simulated value and whether it passed (None: info only)."""
+
+    value: float
+    passed: bool | None
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """An experiment's outcome as ``result.json`` stores it: PASS, FAIL, INFO or ERROR, and its rows by metric."""
+
+    status: str
+    checks: Mapping[str, Check]
+
+
+@dataclass(frozen=True)
+class CheckChange:
+    metric: str
+    old: Check | None  # None: the row is on the new side only
+    new: Check | None
+
+
+@dataclass(frozen=True)
+class ExperimentDiff:
+    key: str  # the experiment's directory below OLD and NEW
+    status: tuple[str, str]  # "-" for a side without the experiment
+    checks: list[CheckChange]  # rows whose value or verdict differs, or on one side only; in the new side's order
+
+    @property
+    def differs(self) -> bool:
+        return bool(self.checks) or self.status[0] != self.status[1]
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """Digests of runs' metrics and experiments' checked values (see the module's doc)."""
+
+    digits: int
+    metrics: tuple[str, ...]  # the metric names a digest covers (those of a run outside it are left out)
+    runs: Mapping[str, str]  # run key (as ``collect``) -> digest
+    experiments: Mapping[str, Experiment]
 
 
 @dataclass
@@ -75,6 +140,12 @@ class Report:
     runs: list[RunDiff] = field(default_factory=list)  # every paired run, in the old side's order
     only_old: list[str] = field(default_factory=list)
     only_new: list[str] = field(default_factory=list)
+    experiments: list[ExperimentDiff] = field(default_factory=list)  # every experiment of either side
+    fingerprint: bool = False  # a side is a fingerprint: runs compare by digest
+
+    @property
+    def experiments_differing(self) -> list[ExperimentDiff]:
+        return [e for e in self.experiments if e.differs]
 
     @property
     def differing(self) -> list[RunDiff]:
@@ -92,24 +163,37 @@ class Report:
     @property
     def same(self) -> bool:
         """No run on one side only, and no paired run with a different metric or status."""
-        return not (self.only_old or self.only_new or self.differing)
+        return not (self.only_old or self.only_new or self.differing or self.experiments_differing)
 
     def as_json(self) -> dict[str, Any]:
         def num(v: float) -> float | str:
             return v if math.isfinite(v) else str(v)  # JSON has no NaN or infinity
 
+        def check(c: Check | None) -> dict[str, Any] | None:
+            return None if c is None else {"value": num(c.value), "passed": c.passed}
+
         return {
             "old": os.fspath(self.old),
             "new": os.fspath(self.new),
             "same": self.same,
+            "fingerprint": self.fingerprint,
             "paired": len(self.runs),
             "differing": len(self.differing),
             "only_old": self.only_old,
             "only_new": self.only_new,
+            "experiments": [
+                {
+                    "experiment": e.key,
+                    "status": list(e.status),
+                    "checks": [{"metric": c.metric, "old": check(c.old), "new": check(c.new)} for c in e.checks],
+                }
+                for e in self.experiments_differing
+            ],
             "runs": [
                 {
                     "run": r.key,
                     "status": list(r.status),
+                    "digests": None if r.digests is None else list(r.digests),
                     "metrics_compared": r.compared,
                     "metrics": [
                         {"name": m.name, "old": num(m.old), "new": num(m.new), "relative": num(m.relative)}
@@ -177,7 +261,8 @@ def collect(path: str | os.PathLike[str]) -> dict[str, Run]:
     if p.is_file():
         if p.name != SUMMARY_FILE:
             raise MissingInputError(
-                f"`{p}` is not a result: give a run, sweep or experiment directory, or a summary.json"
+                f"`{p}` is not a result: give a run, sweep or experiment directory, a summary.json or a fingerprint"
+                " (uvmsim fingerprint)"
             )
         return {".": _read_summary(p)}
     if (p / sweep_mod.RUNS_DIR).is_dir() and any((p / sweep_mod.RUNS_DIR).glob("*.parquet")):
@@ -188,6 +273,153 @@ def collect(path: str | os.PathLike[str]) -> dict[str, Run]:
             f"`{p}` holds no results: no summary.json below it and no sweep runs ({sweep_mod.RUNS_DIR}/*.parquet)"
         )
     return {f.parent.relative_to(p).as_posix(): _read_summary(f) for f in found}
+
+
+def collect_experiments(path: str | os.PathLike[str]) -> dict[str, Experiment]:
+    """The experiments' outcomes stored at ``path`` (every ``result.json`` at or below it), keyed by their
+    directory below ``path`` (``.`` for ``path`` itself); {} for a file or a directory with none."""
+    p = Path(path)
+    if not p.is_dir():
+        return {}
+    found: dict[str, Experiment] = {}
+    for f in sorted(x for x in p.rglob(RESULT_FILE) if x.is_file()):
+        with reading_input(f, "experiment result"):
+            raw = f.read_bytes()
+        try:
+            doc = json.loads(raw.decode("utf-8"))
+            rows = doc.get("rows", [])
+            checks = {str(r["metric"]): Check(float(r["simulated"]), r.get("passed")) for r in rows}
+            status = str(doc["status"])
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            raise ConfigError(f"{f}: not an experiment result (uvmsim reproduce's result.json): {e}") from None
+        found[f.parent.relative_to(p).as_posix()] = Experiment(status, checks)
+    return found
+
+
+def rounded(v: float, digits: int = DIGITS) -> str:
+    """``v`` as a fingerprint keeps it: to ``digits`` significant digits, and an integer (a count, or a value that
+    rounds to one) exactly."""
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if v != int(v):
+        v = float(f"{v:.{digits - 1}e}")
+    # An integral value exactly (a count), so that 1000 and 1000.000000001 print alike.
+    return str(int(v)) if v == int(v) and abs(v) < 2**53 else f"{v:.{digits - 1}e}"
+
+
+def digest(run: Run, names: Iterable[str], digits: int = DIGITS) -> str:
+    """A run's digest: its status and its metrics among ``names``, each rounded (``rounded``); 16 hex digits."""
+    h = hashlib.sha256(f"status={run.status}\n".encode())
+    for n in sorted(set(names) & run.metrics.keys()):
+        h.update(f"{n}={rounded(run.metrics[n], digits)}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def fingerprint(path: str | os.PathLike[str], *, like: Fingerprint | None = None, digits: int = DIGITS) -> Fingerprint:
+    """The fingerprint of the runs and experiments stored at ``path``. Its digests cover every metric of the runs
+    but the wall-clock ones; ``like``: cover the metrics another fingerprint covers, at its digits, so the two
+    compare (a metric added to uvmsim since then is left out, not a difference)."""
+    from uvmsim import WALL_CLOCK_METRICS
+
+    runs = collect(path)
+    if like is not None:
+        names, digits = like.metrics, like.digits
+    else:
+        names = tuple(sorted({n for r in runs.values() for n in r.metrics} - WALL_CLOCK_METRICS))
+    return Fingerprint(digits, names, {k: digest(r, names, digits) for k, r in runs.items()}, collect_experiments(path))
+
+
+def fingerprint_json(fp: Fingerprint) -> dict[str, Any]:
+    """``fp`` as the JSON a fingerprint file holds (``read_fingerprint`` reads it back)."""
+
+    def value(v: float) -> float | str:
+        r = rounded(v, fp.digits)
+        return float(r) if math.isfinite(v) else r
+
+    return {
+        "format": FINGERPRINT_FORMAT,
+        "version": FINGERPRINT_VERSION,
+        "digits": fp.digits,
+        "experiments": {
+            k: {
+                "status": e.status,
+                "checks": {m: {"value": value(c.value), "passed": c.passed} for m, c in e.checks.items()},
+            }
+            for k, e in fp.experiments.items()
+        },
+        "runs": dict(fp.runs),
+        "metrics": list(fp.metrics),
+    }
+
+
+def read_fingerprint(path: str | os.PathLike[str]) -> Fingerprint | None:
+    """The fingerprint stored in file ``path``; None if ``path`` is not a file or holds no fingerprint.
+
+    Raises:
+        InputError: the file cannot be read.
+        ConfigError: the file says it is a fingerprint but is damaged or of another version.
+    """
+    p = Path(path)
+    if not p.is_file() or p.name == SUMMARY_FILE:
+        return None
+    with reading_input(p, "fingerprint"):
+        raw = p.read_bytes()
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or doc.get("format") != FINGERPRINT_FORMAT:
+        return None
+    if doc.get("version") != FINGERPRINT_VERSION:
+        raise ConfigError(
+            f"{p}: fingerprint version {doc.get('version')!r}; this uvmsim reads version {FINGERPRINT_VERSION}"
+            " (write it again with uvmsim fingerprint)"
+        )
+    try:
+        digits = doc["digits"]
+        if not isinstance(digits, int) or not 1 <= digits <= 17:
+            raise ValueError(f"digits must be an integer from 1 to 17, not {digits!r}")
+        names = tuple(str(n) for n in doc["metrics"])
+        runs = {str(k): str(v) for k, v in doc["runs"].items()}
+        experiments = {
+            str(k): Experiment(
+                str(e["status"]),
+                {str(m): Check(float(c["value"]), c["passed"]) for m, c in e["checks"].items()},
+            )
+            for k, e in doc["experiments"].items()
+        }
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise ConfigError(f"{p}: damaged fingerprint: {type(e).__name__}: {e}") from None
+    return Fingerprint(digits, names, runs, experiments)
+
+
+def _same_check(a: Check, b: Check, tolerance: float, digits: int | None) -> bool:
+    if a.passed != b.passed:
+        return False
+    if digits is not None and rounded(a.value, digits) == rounded(b.value, digits):
+        return True
+    return not _differs(a.value, b.value, tolerance)
+
+
+def compare_experiments(
+    old: Mapping[str, Experiment], new: Mapping[str, Experiment], tolerance: float = 0.0, digits: int | None = None
+) -> list[ExperimentDiff]:
+    """Every experiment of either side, with the rows whose value or verdict differs (values compared as
+    ``compare`` compares metrics, or equal when they round alike to ``digits``, as against a fingerprint)."""
+    out = []
+    for key in [*old, *(k for k in new if k not in old)]:
+        a, b = old.get(key), new.get(key)
+        ca = a.checks if a else {}
+        cb = b.checks if b else {}
+        changes = [
+            CheckChange(m, ca.get(m), cb.get(m))
+            for m in [*cb, *(m for m in ca if m not in cb)]
+            if m not in ca or m not in cb or not _same_check(ca[m], cb[m], tolerance, digits)
+        ]
+        out.append(ExperimentDiff(key, (a.status if a else "-", b.status if b else "-"), changes))
+    return out
 
 
 def _differs(a: float, b: float, tolerance: float) -> bool:
@@ -243,14 +475,45 @@ def compare(
         raise ValueError(f"tolerance must be >= 0, not {tolerance}")
     from uvmsim import WALL_CLOCK_METRICS
 
+    fa, fb = read_fingerprint(old), read_fingerprint(new)
+    if fa is not None or fb is not None:
+        if metrics:
+            raise ValueError("--metric needs runs on both sides: a fingerprint holds one digest per run")
+        fa = fa or fingerprint(old, like=fb)
+        fb = fb or fingerprint(new, like=fa)
+        return compare_fingerprints(Path(old), Path(new), fa, fb, tolerance)
     a, b = collect(old), collect(new)
     report = Report(Path(old), Path(new))
+    report.experiments = compare_experiments(collect_experiments(old), collect_experiments(new), tolerance)
     for key, run in a.items():
         if key in b:
             report.runs.append(compare_runs(key, run, b[key], tolerance, metrics, WALL_CLOCK_METRICS))
         else:
             report.only_old.append(key)
     report.only_new = [k for k in b if k not in a]
+    return report
+
+
+def compare_fingerprints(old: Path, new: Path, fa: Fingerprint, fb: Fingerprint, tolerance: float = 0.0) -> Report:
+    """``compare`` of two fingerprints (``old`` and ``new`` name them in the report): runs by digest, checked values
+    to the digits kept.
+
+    Raises:
+        ConfigError: the two digest different metrics or digits (their digests do not compare).
+    """
+    if (fa.metrics, fa.digits) != (fb.metrics, fb.digits):
+        raise ConfigError(
+            f"the fingerprints {old} and {new} digest different metrics or digits, so their digests do not compare;"
+            " compare a fingerprint with a result directory instead"
+        )
+    report = Report(old, new, fingerprint=True)
+    for key, d in fa.runs.items():
+        if key in fb.runs:
+            report.runs.append(RunDiff(key, [], len(fa.metrics), [], ("-", "-"), digests=(d, fb.runs[key])))
+        else:
+            report.only_old.append(key)
+    report.only_new = [k for k in fb.runs if k not in fa.runs]
+    report.experiments = compare_experiments(fa.experiments, fb.experiments, tolerance, fa.digits)
     return report
 
 
@@ -269,6 +532,13 @@ def _fmt_change(c: MetricChange) -> str:
     return f"{r * 100:+.3g}%"
 
 
+def _fmt_check(c: Check | None) -> str:
+    if c is None:
+        return "-"
+    verdict = {True: "pass", False: "fail", None: "info"}.get(c.passed, str(c.passed))
+    return f"{_fmt(c.value)} ({verdict})"
+
+
 def _fmt_setting(v: Any) -> str:
     return "-" if v is None else json.dumps(v, ensure_ascii=False)
 
@@ -280,9 +550,10 @@ def _names(counts: Mapping[str, int], runs: int, most: int = 20) -> str:
 
 
 def render(report: Report, rows: int = 10) -> list[str]:
-    """The report as text lines: the tally, the runs on one side only, the metrics on one side only and the
-    setting changes every run shares (each said once), then each differing run with its other settings that
-    differ and its ``rows`` largest metric changes (0: all)."""
+    """The report as text lines: the tally, the runs on one side only, the metrics on one side only, the
+    experiments whose checked values differ (``rows`` rows each) and the setting changes every run shares (each
+    said once), then each differing run with its other settings that differ and its ``rows`` largest metric
+    changes (0: all); against a fingerprint, the differing runs by directory instead."""
     runs, diff = report.runs, report.differing
     common = report.common_settings
     own = {r.key: [c for c in r.config if c not in common] for r in runs}
@@ -310,6 +581,34 @@ def render(report: Report, rows: int = 10) -> list[str]:
     if diff and len(groups) > 1 and any("/" in r.key for r in runs):  # reproduce --all: one group an experiment
         moved = [f"{k} {d}/{n}" for k, (d, n) in groups.items() if d]
         lines.append(f"runs that differ, by directory: {', '.join(moved)}")
+    exps = report.experiments_differing
+    if exps:
+        lines.append("")
+        lines.append(f"experiments whose checked values differ: {len(exps)} of {len(report.experiments)}")
+        for e in exps:
+            head = f"  {e.key}"
+            if e.status[0] != e.status[1]:
+                head += f": status {e.status[0]} -> {e.status[1]}"
+            lines.append(head)
+            checks = e.checks if rows == 0 else e.checks[:rows]
+            for c in checks:
+                lines.append(f"    {c.metric}: {_fmt_check(c.old)} -> {_fmt_check(c.new)}")
+            if len(checks) < len(e.checks):
+                lines.append(f"    ... {len(e.checks) - len(checks)} more (--rows 0 shows all)")
+    if report.fingerprint:
+        if diff:
+            lines.append("")
+            lines.append(
+                "runs whose digests differ (a fingerprint holds no values: compare two result directories to see"
+                " which metrics moved):"
+            )
+            by_dir: dict[str, list[str]] = {}
+            for r in diff:
+                head, _, rest = r.key.partition("/")
+                by_dir.setdefault(head, []).append(rest or head)
+            for d, keys in by_dir.items():
+                lines.append(f"  {d}: {', '.join(keys[:20])}{', ...' if len(keys) > 20 else ''}")
+        return lines
     if common:
         lines.append(f"settings that differ in every run{'' if len(runs) == 1 else ' alike'}:")
         lines += [f"  set {k}: {_fmt_setting(a)} -> {_fmt_setting(b)}" for k, a, b in common]
