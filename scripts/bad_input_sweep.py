@@ -539,6 +539,27 @@ def cli_cases() -> list[Case]:
         ("plot a run needing batches", ["plot", "batch-time-vs-bytes", "notasweep"], "batch", (2,)),
         ("plot a sweep kind on a run", ["plot", "runtime-bars", "notasweep"], "sweep", (2,)),
         ("plot --list with a kind", ["plot", "--list", "runtime-bars"], "--list", (2,)),
+        ("diff with one directory", ["diff", "notasweep"], "NEW", (2,)),
+        ("diff a missing directory", ["diff", "missing", "notasweep"], "missing", (2,)),
+        ("diff an empty directory", ["diff", "adir", "notasweep"], "adir", (2,)),
+        ("diff a file that is no result", ["diff", "empty.toml", "notasweep"], "empty.toml", (2,)),
+        ("diff a broken summary", ["diff", "brokenrun", "notasweep"], "summary.json", (2,)),
+        ("diff a damaged sweep", ["diff", "damagedsweep", "damagedsweep"], "parquet", (2,)),
+        ("diff a damaged result.json", ["diff", "badresult", "notasweep"], "result.json", (2,)),
+        ("diff --tolerance -1", ["diff", "notasweep", "notasweep", "--tolerance", "-1"], "--tolerance", (2,)),
+        ("diff --tolerance nan", ["diff", "notasweep", "notasweep", "--tolerance", "nan"], "--tolerance", (2,)),
+        ("diff --rows -1", ["diff", "notasweep", "notasweep", "--rows", "-1"], "--rows", (2,)),
+        ("diff a fingerprint of another version", ["diff", "fp-v9.json", "notasweep"], "fp-v9.json", (2,)),
+        ("diff a damaged fingerprint", ["diff", "fp-damaged.json", "notasweep"], "fp-damaged.json", (2,)),
+        ("diff --metric with a fingerprint", ["diff", "fp.json", "notasweep", "--metric", "x"], "--metric", (2,)),
+        ("diff two unlike fingerprints", ["diff", "fp.json", "fp-other.json"], "fingerprint", (2,)),
+        ("fingerprint with nothing", ["fingerprint"], "DIR", (2,)),
+        ("fingerprint a missing directory", ["fingerprint", "missing"], "missing", (2,)),
+        ("fingerprint an empty directory", ["fingerprint", "adir"], "adir", (2,)),
+        ("fingerprint a broken summary", ["fingerprint", "brokenrun"], "summary.json", (2,)),
+        ("fingerprint a damaged result.json", ["fingerprint", "badresult"], "result.json", (2,)),
+        ("fingerprint -o a directory", ["fingerprint", "notasweep", "-o", "adir"], "adir", (1, 2)),
+        ("fingerprint -o below a file", ["fingerprint", "notasweep", "-o", "empty.toml/fp.json"], "fp.json", (1,)),
     ]
     return [Case("cli", t, a, names=n, ok_codes=codes) for t, a, n, codes in c]
 
@@ -677,6 +698,13 @@ def fixtures(d: Path, repo: Path) -> None:
     (d / "brokenrun" / "summary.json").write_text("{not json")
     (d / "emptyrun").mkdir()
     (d / "emptyrun" / "summary.json").write_text("{}")
+    shutil.copytree(d / "notasweep", d / "badresult" / "runs" / "r1")
+    (d / "badresult" / "result.json").write_text('{"status": "PASS", "rows": [{"simulated": 1}]}')
+    subprocess.run([*cmd, "fingerprint", "notasweep", "-o", "fp.json"], cwd=d, check=True, capture_output=True)
+    fp = json.loads((d / "fp.json").read_text())
+    (d / "fp-v9.json").write_text(json.dumps({**fp, "version": 9}))
+    (d / "fp-damaged.json").write_text(json.dumps({**fp, "runs": "none"}))
+    (d / "fp-other.json").write_text(json.dumps({**fp, "digits": 5}))
     subprocess.run([*cmd, "sweep", "spec.toml", "-o", "damagedsweep", "-q"], cwd=d, check=True)
     next((d / "damagedsweep" / "runs").glob("*.parquet")).write_bytes(b"junk")
     records = ["--set", "workload.managed=true", "--set", "uvm.records=true"]

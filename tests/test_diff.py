@@ -402,13 +402,22 @@ def _fingerprint_doc(tmp_path: Path) -> dict[str, Any]:
             lambda d: d | {"version": 2}, (), r"fingerprint version 2; this uvmsim reads version 1", id="version"
         ),
         pytest.param(
-            lambda d: d | {"digits": 40}, (), r"damaged fingerprint: .*digits must be an integer", id="digits"
+            lambda d: d | {"digits": 40},
+            (),
+            r"damaged fingerprint: `digits` must be an integer from 1 to 17, not 40",
+            id="digits",
         ),
-        pytest.param(lambda d: d | {"runs": [1]}, (), r"damaged fingerprint", id="runs-not-a-table"),
+        pytest.param(lambda d: d | {"runs": [1]}, (), r"damaged fingerprint: `runs` must be a table", id="runs-a-list"),
+        pytest.param(
+            lambda d: d | {"experiments": {"e1": {"status": "PASS", "checks": {"m": {"value": "x", "passed": 1}}}}},
+            (),
+            r"damaged fingerprint: check `m` of `e1` must be a table with a numeric `value`",
+            id="a-check-damaged",
+        ),
         pytest.param(
             lambda d: {k: v for k, v in d.items() if k != "experiments"},
             (),
-            r"damaged fingerprint: KeyError",
+            r"damaged fingerprint: `experiments` must be a table",
             id="part-lost",
         ),
         pytest.param(lambda d: d, ("--metric", "time.*"), r"--metric.*needs runs on both sides", id="metric-glob"),
@@ -428,6 +437,7 @@ def test_a_bad_fingerprint_is_one_line_and_exit_code_2(
     assert p.returncode == 2, p.stdout
     assert p.stderr.startswith("uvmsim: error: ") and len(p.stderr.splitlines()) == 1
     assert re.search(words, p.stderr), p.stderr
+    assert ("'--metric'" in p.stderr) == ("--metric" in rest)  # only that case is the option's fault
     # Any other JSON file is not a result at all.
     (tmp_path / "other.json").write_text(json.dumps({"format": "something-else"}))
     assert re.search(r"is not a result: .* or a fingerprint", cli("diff", "other.json", "src").stderr)

@@ -712,7 +712,7 @@ def diff_cmd(old: Path, new: Path, tolerance: float, metrics: tuple[str, ...], r
         raise click.BadParameter("must be a number >= 0, not nan", param_hint="'--tolerance'")
     try:
         report = diff_mod.compare(old, new, tolerance=tolerance, metrics=metrics)
-    except ValueError as e:  # --metric against a fingerprint
+    except diff_mod.MetricsOfFingerprintError as e:
         raise click.BadParameter(str(e), param_hint="'--metric'") from None
     if as_json:
         click.echo(json.dumps(report.as_json(), indent=2, ensure_ascii=False))

@@ -45,6 +45,10 @@ FINGERPRINT_VERSION = 1
 DIGITS = 9
 
 
+class MetricsOfFingerprintError(ValueError):
+    """``compare`` was asked for some metrics only, and a side is a fingerprint (it has digests, not metrics)."""
+
+
 @dataclass(frozen=True)
 class Run:
     """One stored run: its metrics (numbers only), its configuration flattened to dotted keys and its status
@@ -290,7 +294,11 @@ def collect_experiments(path: str | os.PathLike[str]) -> dict[str, Experiment]:
             rows = doc.get("rows", [])
             checks = {str(r["metric"]): Check(float(r["simulated"]), r.get("passed")) for r in rows}
             status = str(doc["status"])
-        except (ValueError, TypeError, KeyError, AttributeError) as e:
+        except KeyError as e:
+            raise ConfigError(
+                f"{f}: not an experiment result (uvmsim reproduce's result.json): no `{e.args[0]}`"
+            ) from None
+        except (ValueError, TypeError, AttributeError) as e:
             raise ConfigError(f"{f}: not an experiment result (uvmsim reproduce's result.json): {e}") from None
         found[f.parent.relative_to(p).as_posix()] = Experiment(status, checks)
     return found
@@ -377,22 +385,35 @@ def read_fingerprint(path: str | os.PathLike[str]) -> Fingerprint | None:
             f"{p}: fingerprint version {doc.get('version')!r}; this uvmsim reads version {FINGERPRINT_VERSION}"
             " (write it again with uvmsim fingerprint)"
         )
-    try:
-        digits = doc["digits"]
-        if not isinstance(digits, int) or not 1 <= digits <= 17:
-            raise ValueError(f"digits must be an integer from 1 to 17, not {digits!r}")
-        names = tuple(str(n) for n in doc["metrics"])
-        runs = {str(k): str(v) for k, v in doc["runs"].items()}
-        experiments = {
-            str(k): Experiment(
-                str(e["status"]),
-                {str(m): Check(float(c["value"]), c["passed"]) for m, c in e["checks"].items()},
-            )
-            for k, e in doc["experiments"].items()
-        }
-    except (ValueError, TypeError, KeyError, AttributeError) as e:
-        raise ConfigError(f"{p}: damaged fingerprint: {type(e).__name__}: {e}") from None
-    return Fingerprint(digits, names, runs, experiments)
+
+    def damaged(why: str) -> ConfigError:
+        return ConfigError(f"{p}: damaged fingerprint: {why} (write it again with uvmsim fingerprint)")
+
+    digits = doc.get("digits")
+    if not isinstance(digits, int) or isinstance(digits, bool) or not 1 <= digits <= 17:
+        raise damaged(f"`digits` must be an integer from 1 to 17, not {digits!r}")
+    names, runs, exps = doc.get("metrics"), doc.get("runs"), doc.get("experiments")
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise damaged("`metrics` must be a list of metric names")
+    if not isinstance(runs, dict) or not all(isinstance(v, str) for v in runs.values()):
+        raise damaged("`runs` must be a table of run -> digest")
+    if not isinstance(exps, dict):
+        raise damaged("`experiments` must be a table of experiment -> outcome")
+    experiments = {}
+    for k, e in exps.items():
+        checks = e.get("checks") if isinstance(e, dict) else None
+        if not isinstance(e, dict) or not isinstance(e.get("status"), str) or not isinstance(checks, dict):
+            raise damaged(f"experiment `{k}` must be a table with a `status` and a table of `checks`")
+        rows = {}
+        for m, c in checks.items():
+            v = c.get("value") if isinstance(c, dict) else None
+            ok = isinstance(v, int | float) and not isinstance(v, bool) or v in ("nan", "inf", "-inf")
+            passed = c.get("passed") if isinstance(c, dict) else 0
+            if not ok or not (passed is None or isinstance(passed, bool)):
+                raise damaged(f"check `{m}` of `{k}` must be a table with a numeric `value` and `passed`")
+            rows[m] = Check(float(c["value"]), passed)
+        experiments[k] = Experiment(e["status"], rows)
+    return Fingerprint(digits, tuple(names), runs, experiments)
 
 
 def _same_check(a: Check, b: Check, tolerance: float, digits: int | None) -> bool:
@@ -468,7 +489,8 @@ def compare(
     Raises:
         MissingInputError: a path does not exist or holds no results.
         InputError: a result file cannot be read.
-        ConfigError: a result file is damaged.
+        ConfigError: a result file or fingerprint is damaged, or two fingerprints digest different metrics.
+        MetricsOfFingerprintError: ``metrics`` given with a fingerprint on a side.
         ValueError: ``tolerance`` is negative or not a number.
     """
     if not tolerance >= 0:
@@ -478,7 +500,7 @@ def compare(
     fa, fb = read_fingerprint(old), read_fingerprint(new)
     if fa is not None or fb is not None:
         if metrics:
-            raise ValueError("--metric needs runs on both sides: a fingerprint holds one digest per run")
+            raise MetricsOfFingerprintError("--metric needs runs on both sides: a fingerprint holds one digest per run")
         fa = fa or fingerprint(old, like=fb)
         fb = fb or fingerprint(new, like=fa)
         return compare_fingerprints(Path(old), Path(new), fa, fb, tolerance)
