@@ -743,7 +743,7 @@ def fingerprint_cmd(directory: Path, out: Path | None) -> int:
         check_output_file(out)  # before reading DIR's runs
     doc = diff_mod.fingerprint_json(diff_mod.fingerprint(directory))
     if out is None:
-        click.echo(json.dumps(doc, indent=1, ensure_ascii=False))
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))  # the bytes -o writes
         return 0
     atomic_write_json(out, doc)
     click.echo(f"fingerprint of {len(doc['runs'])} runs and {len(doc['experiments'])} experiments written to {out}")
