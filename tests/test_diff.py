@@ -16,7 +16,8 @@ import pytest
 
 import uvmsim
 from conftest import Cli
-from uvmsim import diff, sweep
+from uvmsim import diff, report, sweep
+from uvmsim import reproduce as rep
 
 
 def summary(d: Path, metrics: dict[str, Any], config: dict[str, Any] | None = None) -> Path:
@@ -262,14 +263,10 @@ def test_a_nan_tolerance_is_bad_input(cli: Cli, tmp_path: Path) -> None:
 
 
 def result(d: Path, status: str, rows: dict[str, tuple[float, bool | None]]) -> Path:
-    """An experiment's result.json (uvmsim.report.Outcome's fields diff reads) in ``d``."""
+    """An experiment's result.json in ``d``, written as uvmsim reproduce writes it (report.Outcome)."""
     d.mkdir(parents=True, exist_ok=True)
-    doc = {
-        "id": d.name,
-        "status": status,
-        "rows": [{"metric": m, "simulated": v, "passed": p} for m, (v, p) in rows.items()],
-    }
-    (d / "result.json").write_text(json.dumps(doc))
+    made = [rep.Row(m, 0.0, v, "", "info" if p is None else "exact", p, "") for m, (v, p) in rows.items()]
+    (d / "result.json").write_text(json.dumps(report.Outcome(d.name, status, 1.0, True, rows=made).to_json()))
     return d
 
 

@@ -37,7 +37,6 @@ from uvmsim._core import ConfigError
 from uvmsim._files import MissingInputError, reading_input
 
 SUMMARY_FILE = "summary.json"
-RESULT_FILE = "result.json"  # an experiment's checked values (uvmsim.report.Outcome)
 FINGERPRINT_FORMAT = "uvmsim-fingerprint"
 FINGERPRINT_VERSION = 1
 # Significant digits a fingerprint keeps of each value: far more than any check reads, few enough that a last-bit
@@ -285,21 +284,18 @@ def collect_experiments(path: str | os.PathLike[str]) -> dict[str, Experiment]:
     p = Path(path)
     if not p.is_dir():
         return {}
+    from uvmsim.report import RESULT_FILE, Outcome
+
     found: dict[str, Experiment] = {}
     for f in sorted(x for x in p.rglob(RESULT_FILE) if x.is_file()):
         with reading_input(f, "experiment result"):
             raw = f.read_bytes()
-        try:
-            doc = json.loads(raw.decode("utf-8"))
-            rows = doc.get("rows", [])
-            checks = {str(r["metric"]): Check(float(r["simulated"]), r.get("passed")) for r in rows}
-            status = str(doc["status"])
-        except KeyError as e:
-            raise ConfigError(
-                f"{f}: not an experiment result (uvmsim reproduce's result.json): no `{e.args[0]}`"
-            ) from None
-        except (ValueError, TypeError, AttributeError) as e:
-            raise ConfigError(f"{f}: not an experiment result (uvmsim reproduce's result.json): {e}") from None
+        try:  # read as uvmsim reproduce wrote it (report.Outcome), so the two cannot drift apart
+            outcome = Outcome.from_json(json.loads(raw.decode("utf-8")))
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            why = f"no `{e.args[0]}`" if isinstance(e, KeyError) else str(e)
+            raise ConfigError(f"{f}: not an experiment result (uvmsim reproduce's result.json): {why}") from None
+        status, checks = outcome.status, {r.metric: Check(r.simulated, r.passed) for r in outcome.rows}
         found[f.parent.relative_to(p).as_posix()] = Experiment(status, checks)
     return found
 
