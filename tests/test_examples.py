@@ -60,3 +60,18 @@ def test_managed_remedies_marks_the_variants_an_iommu_system_does_not_run() -> N
 def test_managed_remedies_refuses_a_multi_gpu_preset() -> None:
     p = _remedies("--preset", "li-4gpu-gmmu", "--set", "workload.blas_gemm.n=256")
     assert p.returncode == 2 and "multi-GPU model" in p.stderr, p.stderr
+
+
+def test_the_remedies_table_in_docs_is_what_the_script_prints() -> None:
+    # docs/experiments.md shows a run of the script and reads its numbers in prose; a model change that moves
+    # them must refresh both (the table had gone stale for a week before this test).
+    doc = (ROOT / "docs" / "experiments.md").read_text()
+    m = re.search(r"^\$ python examples/managed_remedies\.py\n(.*?)^```", doc, re.M | re.S)
+    assert m is not None, "docs/experiments.md no longer shows a run of examples/managed_remedies.py"
+    p = _remedies()
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == m.group(1), (
+        "docs/experiments.md's managed_remedies table differs from what the script prints now: paste the output "
+        "of `python examples/managed_remedies.py` there, and re-check the numbers the reading under it cites\n"
+        + p.stdout
+    )

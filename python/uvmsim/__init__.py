@@ -652,7 +652,7 @@ def trace_workload(path: str | os.PathLike[str]) -> dict[str, str]:
 
     The kind follows the format, as the readers select it (docs/traces.md): an Accel-Sim ``kernelslist.g``
     (by its ``.g`` name) is ``accelsim``; a ``.uvmt`` (by its magic bytes) is ``warp-trace`` or ``trace`` by the
-    ``mode`` of its header; anything else is a CSV trace (plain or gzip), ``trace``. Only the first bytes are
+    ``mode`` of its header; anything else is a CSV trace (plain, gzip or zstd), ``trace``. Only the first bytes are
     read; a malformed trace is left to the reader, whose error names the byte or line.
 
     Raises:

@@ -176,7 +176,7 @@ def cli(ctx: click.Context) -> None:
     "--trace",
     type=INPUT_PATH,
     metavar="FILE",
-    help="Replay the trace FILE: a CSV (plain or gzip), a .uvmt (timed or warps) or an Accel-Sim kernelslist.g. "
+    help="Replay the trace FILE: a CSV (plain, gzip or zstd), a .uvmt (timed or warps) or an Accel-Sim kernelslist.g. "
     "Sets workload.kind and its path key by the format (docs/traces.md); an explicit --set still wins.",
 )
 @SET_OPTION
@@ -801,7 +801,7 @@ def trace_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def trace_info_cmd(file: Path, as_json: bool) -> None:
     """Accesses, warps, kernels, footprint, unique pages and page sizes of a trace FILE
-    (CSV plain or gzip, .uvmt, or an Accel-Sim kernelslist.g)."""
+    (CSV plain, gzip or zstd, .uvmt, or an Accel-Sim kernelslist.g)."""
     info = uvmsim.trace_info(file)
     if as_json:
         click.echo(json.dumps(info, indent=2))
