@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
+import click
 import pytest
 
 import uvmsim
 from conftest import Cli
+from uvmsim.cli import cli
+from uvmsim.reproduce import list_experiments
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -158,3 +162,71 @@ def test_every_documented_metric_is_produced_in_its_mode(produced: dict[str, set
         assert where == expect, (
             f"docs/metrics.md documents `{name}` for {sorted(expect)} runs, but it is produced by {sorted(where)} runs"
         )
+
+
+def readme_commands(text: str) -> list[list[str]]:
+    """The arguments of every `uvmsim ...` command in `text`'s ```sh blocks (continued lines joined, comments
+    and `&&` split off); a usage line's optional `[--opt VALUE]` is taken with its brackets dropped."""
+    cmds = []
+    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            for part in line.split(" #", 1)[0].split("&&"):
+                if part.strip().startswith("uvmsim "):
+                    cmds.append([a.strip("[]") for a in shlex.split(part)[1:]])
+    return cmds
+
+
+def parse_command(args: list[str]) -> tuple[str, click.Context]:
+    """The (sub)command `args` name and its parsed context, as `uvmsim` would parse them (raises click's
+    error for an unknown command or option, or a value an option's type refuses)."""
+    cmd: click.Command = cli
+    names: list[str] = []
+    while isinstance(cmd, click.Group):
+        name, *args = args
+        sub = cmd.get_command(click.Context(cmd), name)
+        if sub is None:
+            raise click.UsageError(f"no command `uvmsim {' '.join([*names, name])}`")
+        cmd, names = sub, [*names, name]
+    return " ".join(names), cmd.make_context(" ".join(names), args)
+
+
+def test_readme_commands_are_found_in_a_block() -> None:
+    text = "x\n```sh\npip install . && uvmsim run --preset p \\\n    -o out   # note\nuvmsim bench [--quick]\n```\n"
+    assert readme_commands(text) == [["run", "--preset", "p", "-o", "out"], ["bench", "--quick"]]
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["runn"], "no command"),
+        (["trace", "inf", "t.csv"], "no command"),
+        (["run", "--sett", "a=1"], "No such option"),
+        (["run", "--timeline-max-batches", "0"], "0"),
+    ],
+)
+def test_a_command_uvmsim_would_refuse_does_not_parse(args: list[str], error: str) -> None:
+    with pytest.raises(click.ClickException, match=error):
+        parse_command(args)
+
+
+def test_every_readme_command_runs_with_real_options_presets_experiments_and_keys() -> None:
+    # README's commands are what a new user types first; a renamed option, preset, experiment or config key
+    # must fail here rather than there. Each is parsed as `uvmsim` parses it, and its --preset/--set resolved
+    # as a run would (the experiment's preset for `reproduce ID --set`); nothing is simulated.
+    readme = (DOCS.parent / "README.md").read_text()
+    cmds = readme_commands(readme)
+    assert len(cmds) >= 30, cmds
+    ids = {s.id: s for s in list_experiments()}
+    presets = {i.name for i in uvmsim.list_presets()}
+    for args in cmds:
+        name, ctx = parse_command(args)
+        p = ctx.params
+        if p.get("preset") is not None:
+            assert p["preset"] in presets, args
+        if name == "reproduce" and p["experiment_id"] is not None:
+            assert p["experiment_id"] in ids, args
+            uvmsim.resolve(preset=ids[p["experiment_id"]].preset, set=list(p["sets"]))
+        elif name in ("run", "config", "trace record"):
+            uvmsim.resolve(preset=p["preset"], set=list(p["sets"]))
+        elif name in ("presets", "workloads") and p.get("name"):
+            assert p["name"] in (presets if name == "presets" else {w["name"] for w in uvmsim.workloads()}), args
