@@ -71,6 +71,10 @@ Session 80 (2026-12-07, commit 031e513, after the changes of sessions 74-79): 2,
 0 invariant, 29 error, 0 timeout, 0 panic: the same 29 runs as session 73 stop on the watchdog (557, 645,
 729, 1317, 1319-1323, 1340-1342, 1345, 1346, 1451, 1514, 1566, 1905, 1909, 1937, 1945, 1947, 2193,
 2195, 2201, 2203, 2207, 2267, 2269).
+
+Session 82 (2026-12-07, the model code of 0d87801, unchanged since 031e513; a debug-assertion build,
+`CARGO_PROFILE_DEV_OPT_LEVEL=2 cargo build --example run`): the same counts and the same 29 watchdog stops;
+no debug assertion or overflow check fired.
 """
 
 from __future__ import annotations

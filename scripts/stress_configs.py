@@ -33,6 +33,11 @@ input; 800 at scale 4 (seed 8002), beside three builds (load ~5), 780 finished, 
 the 40 s limit, each of which finished alone in 9-28 s (CoMD at 32^3 cells on five presets, the library
 sgemm at n = 2048, spmv on four GPUs, a two-application trace replay). No invariant broken, no panic, no
 deadlock.
+Session 82 (2026-12-07, the model code of 0d87801, unchanged since 031e513): 1,500 runs at scale 1 (seed
+8201) gave 1,472 finished and 28 bad input, 800 at scale 4 (seed 8202) 786 and 14, on the release build;
+1,500 at scale 1 (seed 8203) on a debug-assertion build (`CARGO_PROFILE_DEV_OPT_LEVEL=2`) 1,478 and 22.
+The refusals: an Accel-Sim trace on a 64-lane preset, or a traced CU the preset lacks (and one managed
+Accel-Sim trace in the multi-GPU model). No invariant broken, no panic, no assertion, no timeout.
 """
 
 from __future__ import annotations
