@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+import uvmsim
+import uvmsim.plot
+from test_docs import parse_command
+from uvmsim import _core, sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 REMEDIES = ROOT / "examples" / "managed_remedies.py"
@@ -75,3 +83,91 @@ def test_the_remedies_table_in_docs_is_what_the_script_prints() -> None:
         "of `python examples/managed_remedies.py` there, and re-check the numbers the reading under it cites\n"
         + p.stdout
     )
+
+
+# --- examples/sweeps -------------------------------------------------------------------------------------------
+
+SWEEPS = ROOT / "examples" / "sweeps"
+
+
+def _example_commands(spec: Path) -> list[list[str]]:
+    """The `uvmsim ...` commands of a spec's header comment (`#   uvmsim sweep ...`), without their comments."""
+    lines = [ln[1:].split("  # ")[0].strip() for ln in spec.read_text().splitlines() if ln.startswith("#   uvmsim ")]
+    return [shlex.split(ln)[1:] for ln in lines]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in SWEEPS.glob("*.toml")))
+def test_an_example_sweep_is_what_its_header_says(name: str) -> None:
+    # Each example's header gives its run count and the commands to run and plot it; a renamed key, a value
+    # the config refuses or a plot axis that is not one of the spec's must fail here, not for the user.
+    spec_path = SWEEPS / name
+    spec = sweep.load_spec(spec_path)
+    count = re.search(r"= ([\d,]+) runs", spec_path.read_text())
+    assert count is not None and int(count.group(1).replace(",", "")) == len(spec.runs), name
+    for r in spec.runs:
+        _core.resolve(spec.sources(), spec.base_overrides() + uvmsim.overrides(r.overrides))
+    cmds = _example_commands(spec_path)
+    assert cmds and cmds[0][:2] == ["sweep", f"examples/sweeps/{name}"], cmds
+    for args in cmds:
+        cmd, ctx = parse_command(args)
+        if cmd == "plot":
+            kind = ctx.params["kind"]
+            assert kind in uvmsim.plot.KINDS, args
+            axis = ctx.params.get("axis")
+            assert axis is None or axis in spec.axes, args
+
+
+def _runs(spec: sweep.SweepSpec, **where: object) -> dict[str, float | int]:
+    """Simulate the one run of ``spec`` whose overrides include ``where`` (keys with `__` for `.`), as the
+    sweep would, and return its metrics."""
+    want = {k.replace("__", "."): v for k, v in where.items()}
+    (run,) = [r for r in spec.runs if all(r.overrides.get(k) == v for k, v in want.items())]
+    row = sweep.execute(spec.sources(), spec.base_overrides(), run)
+    assert row["status"] == "ok", row["error"]
+    return row
+
+
+def test_tlb_reach_example_shows_large_pages_beating_a_larger_l2_tlb() -> None:
+    # docs/experiments.md: unsorted keys, 4 KiB pages, 512 entries against 2 MiB pages; and 32,768 entries.
+    spec = sweep.load_spec(SWEEPS / "tlb-reach.toml")
+    small = _runs(spec, gpu__l2tlb__entries=512, translation__page_size="4KiB", workload__gather__sorted=False)
+    big_tlb = _runs(spec, gpu__l2tlb__entries=32768, translation__page_size="4KiB", workload__gather__sorted=False)
+    huge = _runs(spec, gpu__l2tlb__entries=512, translation__page_size="2MiB", workload__gather__sorted=False)
+    assert small["time.kernel_ns"] > 2 * big_tlb["time.kernel_ns"] > 4 * huge["time.kernel_ns"]
+    # 2 MiB pages: the 256 MiB table is 128 pages, so the L2 TLB misses little more than once per page.
+    assert huge["gpu0.l2tlb.misses"] < 2 * 128 < small["gpu0.l2tlb.misses"] / 1000
+
+
+def test_oversubscription_example_shows_the_cliff_below_the_footprint() -> None:
+    spec = sweep.load_spec(SWEEPS / "oversubscription.toml")
+    fits = _runs(spec, uvm__gpu_memory_bytes="48MiB", uvm__prefetch__policy="density")
+    short = _runs(spec, uvm__gpu_memory_bytes="40MiB", uvm__prefetch__policy="density")
+    assert fits["uvm.evictions"] == 0 < short["uvm.evictions"]
+    # Every launch reads the evicted blocks again: 4 launches x 48 MiB cross the link, not 48 MiB once.
+    assert fits["uvm.bytes_h2d"] == 48 << 20 and short["uvm.bytes_h2d"] == 4 * (48 << 20)
+    assert short["time.kernel_ns"] > 3 * fits["time.kernel_ns"]
+
+
+def test_multi_gpu_placement_example_ranks_pagerank_policies() -> None:
+    spec = sweep.load_spec(SWEEPS / "multi-gpu-placement.toml")
+    t = {
+        m: _runs(spec, workload__kind="pagerank", multi__migration=m)
+        for m in ("on-touch", "first-touch", "read-replication")
+    }
+    assert (
+        t["read-replication"]["time.kernel_ns"] < t["on-touch"]["time.kernel_ns"] < t["first-touch"]["time.kernel_ns"]
+    )
+    assert t["first-touch"]["multi.migrations.p2p"] == 0 < t["first-touch"]["multi.remote_accesses"]
+    assert t["on-touch"]["multi.remote_accesses"] == 0 < t["on-touch"]["multi.migrations.p2p"]
+
+
+def test_apu_walkers_example_shows_walker_queueing_and_the_pwc() -> None:
+    spec = sweep.load_spec(SWEEPS / "apu-walkers.toml")
+    one = _runs(spec, iommu__walker__threads=1, iommu__walker__pwc_entries=0)
+    one_pwc = _runs(spec, iommu__walker__threads=1, iommu__walker__pwc_entries=32)
+    many = _runs(spec, iommu__walker__threads=64, iommu__walker__pwc_entries=0)
+    assert one["iommu.walker.utilization"] > 0.99 > 0.6 > many["iommu.walker.utilization"]
+    assert one["time.kernel_ns"] > 20 * many["time.kernel_ns"]
+    # The page-walk cache serves upper levels: fewer PTE reads per walk, so one walker finishes sooner.
+    assert one["iommu.walker.pte_reads_per_walk"] == 4 > 2 > one_pwc["iommu.walker.pte_reads_per_walk"]
+    assert one_pwc["time.kernel_ns"] < 0.6 * one["time.kernel_ns"]
