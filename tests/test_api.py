@@ -308,6 +308,16 @@ def test_load_explains_what_the_directory_is(tmp_path: Path) -> None:
         uvmsim.load(tmp_path)
 
 
+def test_load_of_a_summary_json_file_names_its_directory(tmp_path: Path) -> None:
+    # load("out/summary.json") said "`out/summary.json` is not a run directory: it has no summary.json".
+    uvmsim.run(preset="kaveri-apu", set=SMALL, out=tmp_path / "out")
+    with pytest.raises(FileNotFoundError, match=r"summary.json` is a file, not a run directory: .*holds it, `.*out`$"):
+        uvmsim.load(tmp_path / "out" / "summary.json")
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(FileNotFoundError, match=r"notes.txt` is a file, not a run directory$"):
+        uvmsim.load(tmp_path / "notes.txt")
+
+
 def test_same_seed_same_metrics_other_seed_other_metrics() -> None:
     a = uvmsim.run(preset="kaveri-apu", set={**RANDOM, "sim.seed": 7}).metrics
     b = uvmsim.run(preset="kaveri-apu", set={**RANDOM, "sim.seed": 7}).metrics

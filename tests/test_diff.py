@@ -18,6 +18,7 @@ import uvmsim
 from conftest import Cli
 from uvmsim import diff, report, sweep
 from uvmsim import reproduce as rep
+from uvmsim._core import ConfigError
 
 
 def summary(d: Path, metrics: dict[str, Any], config: dict[str, Any] | None = None) -> Path:
@@ -81,6 +82,21 @@ def test_globs_choose_the_metrics_compared(tmp_path: Path) -> None:
     assert [m.name for m in r.differing[0].metrics] == ["gpu0.l2tlb.hits"] and r.runs[0].compared == 2
     r = diff.compare(tmp_path / "a", tmp_path / "b", metrics=["gpu0.l1tlb.*", "time.*"])  # any glob
     assert [m.name for m in r.differing[0].metrics] == ["time.kernel_ns"] and r.runs[0].compared == 2
+
+
+def test_a_metric_glob_that_matches_no_metric_is_bad_input_not_a_match(cli: Cli, tmp_path: Path) -> None:
+    # A misspelt --metric compared nothing and reported the runs the same (exit 0) however much they differed.
+    summary(tmp_path / "a", {"gpu0.l1tlb.hit_rate": 0.9, "sim.wall_s": 1.0})
+    summary(tmp_path / "b", {"gpu0.l1tlb.hit_rate": 0.5, "sim.wall_s": 2.0})
+    with pytest.raises(ConfigError, match=r"--metric `gpu0.l1tlb.hitrate` matches no metric"):
+        diff.compare(tmp_path / "a", tmp_path / "b", metrics=["gpu0.l1tlb.hit_rate", "gpu0.l1tlb.hitrate"])
+    with pytest.raises(ConfigError, match=r"wall-clock metrics are never compared"):
+        diff.compare(tmp_path / "a", tmp_path / "b", metrics=["sim.wall_s"])
+    p = cli("diff", str(tmp_path / "a"), str(tmp_path / "b"), "--metric", "gpu0.l1tlb.hitrate")
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.startswith("uvmsim: error: --metric `gpu0.l1tlb.hitrate` matches no metric")
+    assert p.stderr.count("\n") == 1
+    assert cli("diff", str(tmp_path / "a"), str(tmp_path / "b"), "--metric", "gpu0.*").returncode == 1
 
 
 def test_settings_that_differ_are_listed_by_dotted_key_but_alone_do_not_make_a_difference(tmp_path: Path) -> None:
@@ -211,6 +227,26 @@ def test_real_runs_differing_in_one_setting(tmp_path: Path) -> None:
     kernel = next(m for m in run.metrics if m.name == "time.kernel_ns")
     assert kernel.new is not None and kernel.old is not None and kernel.new > kernel.old
     assert "gpu0.warp_mem_insts" not in {m.name for m in run.metrics}
+
+
+def test_a_run_failed_for_its_config_differs_by_status_not_by_every_setting_and_metric(tmp_path: Path) -> None:
+    # The same run id ok in one sweep and failed in the other for an invalid config (stored with no config and no
+    # metrics): it listed every one of ~450 settings as "x -> -" and ~215 metrics as on one side only.
+    for name, ways in (("a", 8), ("b", 16)):
+        spec = {
+            "preset": "kaveri-apu",
+            "set": {"workload.stride.accesses": 50, "gpu.l1tlb.ways": ways},
+            "grid": {"gpu.l1tlb.entries": [8, 16]},
+        }
+        sweep.run_sweep(spec, tmp_path / name, jobs=1)
+    r = diff.compare(tmp_path / "a", tmp_path / "b")
+    (run,) = r.differing
+    assert run.key == sweep.run_id({"gpu.l1tlb.entries": 8}) and run.status == ("ok", "failed")
+    assert (run.config, run.removed, run.added, run.metrics) == ([], [], [], [])
+    text = diff.render(r)
+    assert not any(line.startswith("metrics only in") for line in text)
+    assert text[-1] == f"{run.key}: 0 of 0 metrics differ; status ok -> failed"
+    assert "  set gpu.l1tlb.ways: 8 -> 16" in text  # the setting the two sweeps' ok runs differ in
 
 
 def test_a_sweep_pairs_its_runs_by_id(tmp_path: Path) -> None:
@@ -357,6 +393,43 @@ def test_a_run_moves_against_a_fingerprint_when_a_covered_metric_does(
     assert [x.key for x in r.differing] == (["e1/runs/r1"] if moved else [])
     assert r.same is not moved
     assert diff.compare(b, tmp_path / "fp.json").same is not moved  # either side
+
+
+def test_a_fingerprint_lists_a_sweeps_and_a_runs_moved_keys_once(tmp_path: Path) -> None:
+    # Keys without a directory (a sweep's run ids, a run directory's ".") were listed as "ID: ID" and ".: .".
+    summary(tmp_path / "a", {"time.kernel_ns": 1.0})
+    summary(tmp_path / "b", {"time.kernel_ns": 2.0})
+    (tmp_path / "fp.json").write_text(json.dumps(diff.fingerprint_json(diff.fingerprint(tmp_path / "a"))))
+    assert diff.render(diff.compare(tmp_path / "fp.json", tmp_path / "b"))[-1] == "  ."
+    fa = diff.Fingerprint(9, ("m",), {"0123456789abcdef": "x", "fedcba9876543210": "y"}, {})
+    fb = diff.Fingerprint(9, ("m",), {"0123456789abcdef": "z", "fedcba9876543210": "y"}, {})
+    assert diff.render(diff.compare_fingerprints(tmp_path, tmp_path, fa, fb))[-1] == "  0123456789abcdef"
+
+
+def test_a_fingerprint_is_not_written_over_the_results_it_digests(cli: Cli, tmp_path: Path) -> None:
+    # `fingerprint run -o run/summary.json` replaced the run's summary with the fingerprint (exit 0): the run was lost.
+    summary(tmp_path / "run", {"time.kernel_ns": 1.0})
+    sweep.run_sweep(
+        {"preset": "kaveri-apu", "set": {"workload.stride.accesses": 50}, "grid": {"sim.seed": [1]}}, tmp_path / "s"
+    )
+    (parquet,) = (tmp_path / "s" / "runs").glob("*.parquet")
+    (tmp_path / "link.json").symlink_to(tmp_path / "run" / "summary.json")
+    for d, out, what in (
+        ("run", "run/summary.json", "a run summary"),
+        ("run", "link.json", "a run summary"),
+        ("run/summary.json", "run/summary.json", "the result"),
+        ("s", "s/sweep.json", "the sweep record"),
+        ("s", f"s/runs/{parquet.name}", "a sweep run"),
+    ):
+        before = {
+            f: f.read_bytes() for f in (tmp_path / "run" / "summary.json", tmp_path / "s" / "sweep.json", parquet)
+        }
+        p = cli("fingerprint", d, "-o", out)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1, (d, out, p.stderr)
+        assert f"`{out}` is {what}" in p.stderr and "would destroy its input" in p.stderr
+        assert {f: f.read_bytes() for f in before} == before
+    assert cli("fingerprint", "run", "-o", "run/fp.json").returncode == 0  # beside the results: fine
+    assert cli("diff", "run/fp.json", "run").returncode == 0
 
 
 def test_the_cli_writes_a_fingerprint_and_diffs_against_it(cli: Cli, tmp_path: Path) -> None:

@@ -230,3 +230,18 @@ def test_every_readme_command_runs_with_real_options_presets_experiments_and_key
             uvmsim.resolve(preset=p["preset"], set=list(p["sets"]))
         elif name in ("presets", "workloads") and p.get("name"):
             assert p["name"] in (presets if name == "presets" else {w["name"] for w in uvmsim.workloads()}), args
+
+
+def test_every_listing_of_the_driver_stages_names_them_all_in_order() -> None:
+    # docs/experiments.md (batch-stages, the timeline) and timeline.py listed the stages without `push` (the
+    # batches table's push_ns, drawn by both) after it was added.
+    from uvmsim import timeline
+
+    texts = {p: p.read_text(encoding="utf-8") for p in [*DOCS.glob("*.md"), Path(timeline.__file__)]}
+    found = 0
+    for path, text in texts.items():
+        for m in re.finditer(r"fetch, block, fault, [a-z_, \n]*?replay", text):
+            listed = [s.strip() for s in m.group(0).replace("\n", " ").split(",")]
+            assert listed == list(timeline.STAGES), f"{path.name}: {m.group(0)!r}"
+            found += 1
+    assert found >= 3

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -324,6 +325,29 @@ def test_bad_plot_input_exit_2(cli: Cli, sweep_dir: Path, args: list[str], expec
         assert word in p.stderr, p.stderr
 
 
+def test_a_plot_is_not_written_over_the_files_it_reads(
+    cli: Cli, run_dir: Path, sweep_dir: Path, tmp_path: Path
+) -> None:
+    # `plot tlb-hit-rates DIR -o DIR/summary.json --format svg` replaced the run's summary with an SVG (exit 0), and
+    # `-o DIR/batches.parquet --format png` its batches table with a PNG.
+    shutil.copytree(run_dir, tmp_path / "run")
+    shutil.copytree(sweep_dir, tmp_path / "sweep")
+    (sweep_run,) = sorted((tmp_path / "sweep" / "runs").glob("*.parquet"))[:1]
+    files = [*(tmp_path / "run").iterdir(), *(tmp_path / "sweep").rglob("*.*")]
+    before = {f: f.read_bytes() for f in files if f.is_file()}
+    for kind, d, out, what in (
+        ("tlb-hit-rates", "run", "run/summary.json", "a run summary"),
+        ("batch-stages", "run", "run/batches.parquet", "a table of the run"),
+        ("runtime-bars", "sweep", f"sweep/runs/{sweep_run.name}", "a sweep run"),
+        ("runtime-bars", "sweep", "sweep/sweep.json", "the sweep record"),
+    ):
+        p = cli("plot", kind, d, "-o", out, "--format", "svg")
+        assert p.returncode == 2 and p.stderr.count("\n") == 1, (out, p.stderr)
+        assert f"`{out}` is {what} of this plot: writing it would destroy its input" in p.stderr
+    assert {f: f.read_bytes() for f in before} == before
+    assert cli("plot", "tlb-hit-rates", "run", "-o", "run/rates.svg").returncode == 0
+
+
 def test_list_names_every_kind_and_what_is_missing(cli: Cli) -> None:
     p = cli("plot", "--list")
     assert p.returncode == 0, p.stderr
@@ -539,6 +563,20 @@ def test_tlb_hit_rates_are_percentages_per_level_with_absent_levels_left_out() -
     assert legend_texts(ax) == ["L1 TLB", "L2 TLB"]
     with pytest.raises(plot.PlotDataError, match="no TLB hit rates"):
         plot.tlb_hit_rates([("a", {"time.total_ns": 1.0, IO: math.nan})])
+
+
+def test_tlb_hit_rates_of_a_multi_gpu_run_are_over_all_its_gpus_as_its_headline() -> None:
+    # GPU 0 hit 1 of 10 lookups, GPU 1 9 of 10: the system's L1 rate is 50%, as `uvmsim run` prints it (gpu*.*),
+    # not GPU 0's 10% (found drawing a 4-GPU trace replay: 20% plotted against a 27.83% headline).
+    m: dict[str, Any] = {"multi.gpus": 2, "iommu.tlb.hit_rate": 0.5}
+    for g, (l1, l2) in enumerate([(1, 0), (9, 3)]):
+        m |= {f"gpu{g}.l1tlb.hits": l1, f"gpu{g}.l1tlb.accesses": 10, f"gpu{g}.l1tlb.hit_rate": l1 / 10}
+        m |= {f"gpu{g}.l2tlb.hits": l2, f"gpu{g}.l2tlb.accesses": 4, f"gpu{g}.l2tlb.hit_rate": l2 / 4}
+    headline = dict(uvmsim.Result(metrics=m, config={}, tables={}, version="0").key_metrics())
+    l1, l2, io = bar_heights(plot.tlb_hit_rates([("two", m)]).axes[0])
+    assert headline["gpu*.l1tlb.hit_rate"] == pytest.approx(0.5) and headline["gpu*.l2tlb.hit_rate"] == 0.375
+    assert l1 == pytest.approx([50.0]) and l2 == pytest.approx([37.5])
+    assert io == pytest.approx([50.0])
 
 
 def test_metric_vs_axis_sorts_x_means_a_points_runs_and_labels_each_line() -> None:

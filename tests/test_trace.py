@@ -421,6 +421,23 @@ def test_a_device_memory_recording_replays_on_managed_memory(cli: Cli, tmp_path:
     }
 
 
+def test_converting_a_csv_or_timed_trace_refuses_a_bad_set_as_an_accelsim_one_does(cli: Cli, tmp_path: Path) -> None:
+    # Only an Accel-Sim conversion reads the config: for CSV and timed .uvmt the core never resolved --set, so a
+    # misspelt key or a bad value was accepted (exit 0) while `uvmsim config` promises "unknown keys are errors".
+    write_trace(tmp_path / "t.csv", ["10,1,0,0,R,0x1000,64"])
+    assert cli("trace", "convert", "t.csv", "t.uvmt").returncode == 0
+    for src, out in (("t.csv", "x.uvmt"), ("t.uvmt", "x.csv")):
+        for bad, words in (("gpu.smss=3", "unknown key; did you mean `gpu.sms`?"), ("gpu.sms=abc", "`gpu.sms`")):
+            p = cli("trace", "convert", src, out, "--set", bad)
+            assert p.returncode == 2 and p.stderr.startswith("uvmsim: error: --set: key ") and words in p.stderr
+            assert p.stderr.count("\n") == 1 and not (tmp_path / out).exists()
+        p = cli("trace", "convert", src, out, "--preset", "titan-v", "--set", "gpu.sms=4")  # valid: accepted, unused
+        assert p.returncode == 0, p.stderr
+        (tmp_path / out).unlink()
+    with pytest.raises(uvmsim.ConfigError, match="gpu.smss"):
+        uvmsim.trace_convert(tmp_path / "t.csv", tmp_path / "y.uvmt", set={"gpu.smss": 3})
+
+
 def test_csv_and_binary_convert_both_ways_and_replay_alike(cli: Cli, tmp_path: Path) -> None:
     rows = [f"{10 + i},1,{i % 3},{i % 5},{'W' if i % 4 == 0 else 'R'},{hex(0x1000 + 64 * i)},64" for i in range(300)]
     write_trace(tmp_path / "t.csv", rows)

@@ -520,6 +520,10 @@ def load(directory: str | os.PathLike[str], *, tables: Iterable[str] | None = No
     path = d / SUMMARY_FILE
     if not path.is_file():
         what = "does not exist" if not d.exists() else "is not a run directory: it has no summary.json"
+        if d.is_file():
+            what = "is a file, not a run directory" + (
+                f": give the directory that holds it, `{d.parent}`" if d.name == SUMMARY_FILE else ""
+            )
         if (d / "sweep.json").is_file():
             what = "is a sweep directory, not a run: read it with uvmsim.sweep.load_sweep"
         raise MissingInputError(f"`{d}` {what}")
@@ -623,6 +627,10 @@ def trace_convert(
     writes = _convert_writes(src)
     if writes is not None:
         check_trace_name(Path(out), writes, f"`{os.fspath(src)}` converts to {writes}")
+    if (preset is not None or set) and trace_workload(src)["workload.kind"] != "accelsim":
+        # Only an Accel-Sim conversion reads the config, but a misspelt key or a bad value is bad input all the same
+        # (the core did not resolve it for a CSV or timed trace, so `--set gpu.smss=3` went unnoticed).
+        resolve(None, preset=preset, set=set)
     return json.loads(_core.trace_convert(os.fspath(src), os.fspath(out), sources(None, preset), overrides(set)))
 
 

@@ -740,6 +740,7 @@ def fingerprint_cmd(directory: Path, out: Path | None) -> int:
     from uvmsim import diff as diff_mod
 
     if out is not None:
+        _refuse_input(out, diff_mod.input_files(directory), "'-o' / '--out'")  # e.g. DIR/summary.json: exit 2
         check_output_file(out)  # before reading DIR's runs
     doc = diff_mod.fingerprint_json(diff_mod.fingerprint(directory))
     if out is None:

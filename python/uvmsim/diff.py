@@ -82,6 +82,7 @@ class RunDiff:
     removed: list[str] = field(default_factory=list)  # metrics of the old run only (after the filter)
     added: list[str] = field(default_factory=list)  # metrics of the new run only
     digests: tuple[str, str] | None = None  # against a fingerprint: the two digests (metrics and config unknown)
+    config_known: bool = True  # False: a side stored no config (a sweep run failed for an invalid one)
 
     @property
     def differs(self) -> bool:
@@ -158,10 +159,11 @@ class Report:
     @property
     def common_settings(self) -> list[tuple[str, Any, Any]]:
         """The setting changes every paired run shares (a default changed, an option added): said once."""
-        if not self.runs:
+        known = [r for r in self.runs if r.config_known]
+        if not known:
             return []
-        rest = [{(k, json.dumps(a), json.dumps(b)) for k, a, b in r.config} for r in self.runs[1:]]
-        return [c for c in self.runs[0].config if all((c[0], json.dumps(c[1]), json.dumps(c[2])) in x for x in rest)]
+        rest = [{(k, json.dumps(a), json.dumps(b)) for k, a, b in r.config} for r in known[1:]]
+        return [c for c in known[0].config if all((c[0], json.dumps(c[1]), json.dumps(c[2])) in x for x in rest)]
 
     @property
     def same(self) -> bool:
@@ -276,6 +278,23 @@ def collect(path: str | os.PathLike[str]) -> dict[str, Run]:
             f"`{p}` holds no results: no summary.json below it and no sweep runs ({sweep_mod.RUNS_DIR}/*.parquet)"
         )
     return {f.parent.relative_to(p).as_posix(): _read_summary(f) for f in found}
+
+
+def input_files(path: str | os.PathLike[str]) -> list[tuple[str, Path]]:
+    """The files ``collect``, ``collect_experiments`` and ``fingerprint`` read at ``path``, and a run's tables (``plot``
+    reads them), as ``(what, file)``: an output that is one of them (``fingerprint DIR -o DIR/summary.json``, ``plot
+    KIND DIR -o DIR/summary.json --format svg``) would destroy the results it reads."""
+    from uvmsim import sweep as sweep_mod
+    from uvmsim.report import RESULT_FILE
+
+    p = Path(path)
+    if not p.is_dir():
+        return [("the result", p)]
+    files = [("a run summary", f) for f in p.rglob(SUMMARY_FILE)]
+    files += [("an experiment result", f) for f in p.rglob(RESULT_FILE)]
+    files += [("a sweep run", f) for f in (p / sweep_mod.RUNS_DIR).glob("*.parquet")]
+    files += [("a table of the run", f) for f in p.glob("*.parquet")]  # plot reads them
+    return [*files, ("the sweep record", p / sweep_mod.SWEEP_FILE)]
 
 
 def collect_experiments(path: str | os.PathLike[str]) -> dict[str, Experiment]:
@@ -456,19 +475,27 @@ def compare_runs(
     names = sorted((set(old.metrics) | set(new.metrics)) - skip)
     if patterns:
         names = [n for n in names if any(fnmatch.fnmatchcase(n, pat) for pat in patterns)]
-    removed = [n for n in names if n not in new.metrics]
-    added = [n for n in names if n not in old.metrics]
+    # A failed run has no metrics: its status says so, its metrics are not "on one side only".
+    both_ok = old.status == new.status == "ok"
+    removed = [n for n in names if n not in new.metrics] if both_ok else []
+    added = [n for n in names if n not in old.metrics] if both_ok else []
     both = [n for n in names if n in old.metrics and n in new.metrics]
     changes = [MetricChange(n, old.metrics[n], new.metrics[n]) for n in both]
     changes = [c for c in changes if _differs(c.old, c.new, tolerance)]
     changes.sort(key=lambda c: (-abs(c.relative) if not math.isnan(c.relative) else -math.inf, c.name))  # NaN first
     missing = object()
-    config = [
-        (k, old.config.get(k), new.config.get(k))
-        for k in sorted(set(old.config) | set(new.config))
-        if old.config.get(k, missing) != new.config.get(k, missing)
-    ]
-    return RunDiff(key, changes, len(both), config, (old.status, new.status), removed, added)
+    # A sweep run failed for an invalid config stores none (null): unknown, not every setting removed.
+    config = (
+        [
+            (k, old.config.get(k), new.config.get(k))
+            for k in sorted(set(old.config) | set(new.config))
+            if old.config.get(k, missing) != new.config.get(k, missing)
+        ]
+        if old.config and new.config
+        else []
+    )
+    known = bool(old.config and new.config)
+    return RunDiff(key, changes, len(both), config, (old.status, new.status), removed, added, config_known=known)
 
 
 def compare(
@@ -485,7 +512,8 @@ def compare(
     Raises:
         MissingInputError: a path does not exist or holds no results.
         InputError: a result file cannot be read.
-        ConfigError: a result file or fingerprint is damaged, or two fingerprints digest different metrics.
+        ConfigError: a result file or fingerprint is damaged, two fingerprints digest different metrics, or a
+            glob of ``metrics`` matches no metric of the runs (a misspelt name would compare nothing).
         MetricsOfFingerprintError: ``metrics`` given with a fingerprint on a side.
         ValueError: ``tolerance`` is negative or not a number.
     """
@@ -501,6 +529,7 @@ def compare(
         fb = fb or fingerprint(new, like=fa)
         return compare_fingerprints(Path(old), Path(new), fa, fb, tolerance)
     a, b = collect(old), collect(new)
+    _check_metric_globs(metrics, [*a.values(), *b.values()], WALL_CLOCK_METRICS)
     report = Report(Path(old), Path(new))
     report.experiments = compare_experiments(collect_experiments(old), collect_experiments(new), tolerance)
     for key, run in a.items():
@@ -510,6 +539,22 @@ def compare(
             report.only_old.append(key)
     report.only_new = [k for k in b if k not in a]
     return report
+
+
+def _check_metric_globs(patterns: Sequence[str], runs: Sequence[Run], wall_clock: Iterable[str]) -> None:
+    """Refuse (``ConfigError``) a ``--metric`` glob that matches no compared metric of any run: a misspelt name
+    would otherwise compare nothing and report every run the same."""
+    names = {n for r in runs for n in r.metrics} - set(wall_clock)
+    for pat in patterns:
+        if not any(fnmatch.fnmatchcase(n, pat) for n in names):
+            why = (
+                " (wall-clock metrics are never compared)"
+                if any(fnmatch.fnmatchcase(n, pat) for n in wall_clock)
+                else ""
+            )
+            raise ConfigError(
+                f"--metric `{pat}` matches no metric of the runs compared{why}; docs/metrics.md lists them"
+            )
 
 
 def compare_fingerprints(old: Path, new: Path, fa: Fingerprint, fb: Fingerprint, tolerance: float = 0.0) -> Report:
@@ -623,9 +668,10 @@ def render(report: Report, rows: int = 10) -> list[str]:
             by_dir: dict[str, list[str]] = {}
             for r in diff:
                 head, _, rest = r.key.partition("/")
-                by_dir.setdefault(head, []).append(rest or head)
+                by_dir.setdefault(head if rest else "", []).append(rest or head)  # a sweep's ids, a run's ".": as such
             for d, keys in by_dir.items():
-                lines.append(f"  {d}: {', '.join(keys[:20])}{', ...' if len(keys) > 20 else ''}")
+                listed = f"{', '.join(keys[:20])}{', ...' if len(keys) > 20 else ''}"
+                lines.append(f"  {d}: {listed}" if d else f"  {listed}")
         return lines
     if common:
         lines.append(f"settings that differ in every run{'' if len(runs) == 1 else ' alike'}:")

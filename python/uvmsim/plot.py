@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import uvmsim
+from uvmsim import diff as diff_mod
 from uvmsim import sweep as sweep_mod
 from uvmsim._core import ConfigError
-from uvmsim._files import MissingInputError, atomic_write, check_output_file
+from uvmsim._files import MissingInputError, atomic_write, check_output_file, refuse_input
 from uvmsim._names import nearest
 from uvmsim.timeline import STAGES
 
@@ -207,11 +208,25 @@ def runtime_bars(df: pd.DataFrame, by: str, metric: str = "time.total_ns", basel
     return fig
 
 
+def _system_hit_rates(m: Mapping[str, Any]) -> dict[str, Any]:
+    """``m`` with a multi-GPU run's L1 and L2 TLB hit rates taken over all its GPUs (the summed hits over the summed
+    accesses, as its headline's ``gpu*`` rows): GPU 0's alone are one GPU's, which may have run little or nothing."""
+    system = dict(m)
+    gpus = m.get("multi.gpus", 1)
+    if _isnan(gpus) or int(gpus) <= 1:
+        return system
+    for key in ("gpu0.l1tlb.hit_rate", "gpu0.l2tlb.hit_rate"):
+        if key in m and not _isnan(m[key]):
+            system[key] = uvmsim._system_row(m, key, int(gpus))[1]
+    return system
+
+
 def tlb_hit_rates(runs: Sequence[tuple[str, dict[str, Any]]]) -> Figure:
     """Grouped bars of the hit rate of each TLB level (L1, L2, IOMMU where present), one group per run:
-    ``runs`` is ``(label, metrics)`` pairs."""
+    ``runs`` is ``(label, metrics)`` pairs. A multi-GPU run's L1 and L2 rates are over all its GPUs."""
     import numpy as np
 
+    runs = [(label, _system_hit_rates(m)) for label, m in runs]
     levels = [
         (name, key)
         for name, key in TLB_LEVELS.items()
@@ -364,7 +379,7 @@ def batch_stages(batches: pd.DataFrame) -> Figure:
     fig = _new_figure(min(max(6.0, 0.12 * n + 3), STAGE_FIGURE_MAX_WIDTH_IN))
     ax = fig.add_subplot()
     x = b["batch"].to_numpy() if "batch" in b.columns else np.arange(n)
-    # The default cycle has 10 colours and the driver's stages are 12: two pairs looked alike.
+    # The default cycle has 10 colours and the driver's stages are 13: some looked alike.
     cmap = matplotlib.colormaps["tab10" if len(stages) <= 10 else "tab20"]
     palette = [cmap(i) for i in range(cmap.N)]
     per_group = max(1, math.ceil(n / STAGE_GROUPS_MAX)) if n > STAGE_BARS_MAX else 0
@@ -835,6 +850,8 @@ def render(
         # Bad input, not an output that cannot be written (the default output lies inside DIR).
         raise MissingInputError(f"`{d}` is not a directory: give a run's or a sweep's output directory (-o)")
     _not_reproduce_output(d)
+    if out is not None:  # e.g. -o DIR/summary.json --format svg: it would replace the run it plots
+        refuse_input(out, diff_mod.input_files(d), "this plot")
     # A directory, ...: before its suffix is read, and before drawing, which can take a while.
     check_output_file(Path(out) if out is not None else d / f"{kind}.{fmt or 'png'}", make_parents=True)
     path, fmt = output_path(kind, d, Path(out) if out is not None else None, fmt)

@@ -9,7 +9,7 @@ Open the file in https://ui.perfetto.dev (or ``chrome://tracing``). Tracks:
   launch.
 - **UVM driver / batches**: one span per driver batch (``start_ns`` to ``end_ns`` of the batches table, with its
   fault and byte counts as arguments) and, nested in it, one span per stage (fetch, block, fault, first_touch, unmap,
-  alloc, evict, zero, transfer, map, tracker, replay). The stage columns are per-batch totals over the batch's VA
+  alloc, evict, zero, push, transfer, map, tracker, replay). The stage columns are per-batch totals over the batch's VA
   blocks; they add up to the batch's duration and are drawn end to end in the driver's order.
 - **Link / copy engine N**: one span per copy of the UVM driver in the migrations table (``start_ns`` to
   ``end_ns``: the copy engine's transfer and the link latency), named by direction and cause (demand, prefetch,
