@@ -604,9 +604,11 @@ def test_sizes_are_shown_in_the_largest_binary_unit_that_divides_them() -> None:
 def test_trace_info_prints_a_timed_uvmt_as_timed_accesses(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Three accesses of GPU 1: two 64 B in page 0x1 (lines 0x1000, 0x1040), one of 128 B at 0x3000 (two lines).
+    # Four accesses of GPU 1: two 64 B in page 0x1 (lines 0x1000, 0x1040), one of 128 B at 0x3000 (two lines) and
+    # a 64 B prefetch of its first line.
     (tmp_path / "s.csv").write_text(
         "time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000,64\n20,1,1,0,W,0x1040,64\n30,1,0,1,R,0x3000,128\n"
+        "40,1,0,1,P,0x3000,64\n"  # a prefetch: counted apart from reads and writes (the text once left it out)
     )
     uvmsim.trace_convert(tmp_path / "s.csv", tmp_path / "s.uvmt")
     monkeypatch.chdir(tmp_path)
@@ -615,9 +617,10 @@ def test_trace_info_prints_a_timed_uvmt_as_timed_accesses(
     assert e.value.code == 0
     rows = {k.strip(): v for k, v in (line.rsplit("  ", 1) for line in capsys.readouterr().out.splitlines()[1:])}
     assert rows["format"].strip() == "uvmt-timed" and "kernels / warps" not in rows  # timed: not warp streams
-    assert [rows[k].strip() for k in ("accesses", "reads / writes", "GPUs / CUs")] == ["3", "2 / 1", "1 / 2"]
+    counts = [rows[k].strip() for k in ("accesses", "reads / writes / prefetches", "GPUs / CUs")]
+    assert counts == ["4", "2 / 1 / 1", "1 / 2"]
     assert [rows[k].strip() for k in ("unique 4 KiB pages", "unique 64 B lines")] == ["2", "4"]
-    assert rows["time span"].strip() == "10 - 30 ns" and rows["request sizes"].strip() == "64 B x 2, 128 B x 1"
+    assert rows["time span"].strip() == "10 - 40 ns" and rows["request sizes"].strip() == "64 B x 3, 128 B x 1"
 
 
 def test_version(cli: Cli) -> None:

@@ -767,21 +767,20 @@ def test_modern_presets_compares_the_systems(tmp_path: Path) -> None:
 
 
 def test_reproduce_with_overrides(tmp_path: Path) -> None:
-    # --set reaches every run over the preset, except where the experiment varies the key itself; the overrides
-    # are recorded with the results, and a later run without them removes the record.
+    # --set reaches every run over the preset (a key the experiment sets in every run is refused, below); the
+    # overrides are recorded with the results, and a later run without them removes the record.
     out = tmp_path / "mshr"
-    sets = rep.parse_sets(["gpu.l1tlb.mshrs=2", "uvm.utlb_fault_limit=3"])
-    assert sets == {"gpu.l1tlb.mshrs": 2, "uvm.utlb_fault_limit": 3}
+    sets = rep.parse_sets(["gpu.l1tlb.mshrs=2", "sim.seed=7"])
+    assert sets == {"gpu.l1tlb.mshrs": 2, "sim.seed": 7}
     _, ctx = rep.reproduce_context("zheng-replayable-mshr", out, quick=True, set=sets)
     for n in (1, 16):
         cfg = json.loads((out / "runs" / f"nw-mshr{n}" / "summary.json").read_text())["config"]
-        assert (cfg["gpu"]["l1tlb"]["mshrs"], cfg["uvm"]["utlb_fault_limit"]) == (2, n)
-    assert ctx.shadowed == {"uvm.utlb_fault_limit"} and ctx.user_runs > 0
-    # Planning foresees it, before any run (the CLI says so up front).
+        assert (cfg["gpu"]["l1tlb"]["mshrs"], cfg["sim"]["seed"], cfg["uvm"]["utlb_fault_limit"]) == (2, 7, n)
+    assert ctx.shadowed == set() and ctx.user_runs == len(ctx.runs) > 0
     planned, foreseen = rep.expected_runs(rep.load_spec("zheng-replayable-mshr"), True, sets)
-    assert foreseen == {"uvm.utlb_fault_limit"} and planned == len(ctx.runs)
+    assert foreseen == set() and planned == len(ctx.runs)
     recorded = tomllib.loads((out / rep.OVERRIDES_FILE).read_text())
-    assert recorded == {"gpu": {"l1tlb": {"mshrs": 2}}, "uvm": {"utlb_fault_limit": 3}}
+    assert recorded == {"gpu": {"l1tlb": {"mshrs": 2}}, "sim": {"seed": 7}}
     # Resumed without the overrides: no stored run matches, all run again, and the record goes.
     _, again = rep.reproduce_context("zheng-replayable-mshr", out, quick=True, resume=True)
     assert again.reused_s == 0.0 and not (out / rep.OVERRIDES_FILE).exists()
@@ -797,6 +796,21 @@ def test_reproduce_with_overrides(tmp_path: Path) -> None:
     assert not (tmp_path / "bad").exists()
     with pytest.raises(ConfigError, match="key.path=value"):
         rep.parse_sets(["gpu.sms"])
+
+
+def test_reproduce_refuses_a_set_of_a_key_every_run_sets_itself(tmp_path: Path) -> None:
+    # apu-tlb-miss-latency sets workload.kind in each of its runs: a --set of it changed nothing, yet the runs went
+    # on and the header said "with workload.kind=stream" (the note said "some of its runs").
+    with pytest.raises(ConfigError, match="`workload.kind` is set by the experiment itself, in every run of apu-tlb"):
+        rep.check_user_set(rep.load_spec("apu-tlb-miss-latency"), {"workload.kind": "stream"}, quick=True)
+    # So does zheng-replayable-mshr with uvm.utlb_fault_limit, the far-fault MSHRs it varies in every run.
+    with pytest.raises(ConfigError, match="`uvm.utlb_fault_limit` is set by the experiment itself"):
+        rep.check_user_set(rep.load_spec("zheng-replayable-mshr"), {"uvm.utlb_fault_limit": 3}, quick=True)
+    # A key only some runs set is accepted; planning foresees where it does not apply (the CLI says so up front).
+    spec = rep.load_spec("apu-walk-concurrency")
+    rep.check_user_set(spec, {"iommu.walker.threads": 3}, quick=True)
+    planned, foreseen = rep.expected_runs(spec, True, {"iommu.walker.threads": 3})
+    assert foreseen == {"iommu.walker.threads"} and planned == 24
 
 
 def test_reproduce_override_left_out_where_unread(tmp_path: Path) -> None:

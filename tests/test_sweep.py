@@ -197,6 +197,12 @@ BAD_SPECS = [
         id="bad-base-value",
     ),
     pytest.param('preset = "titan"\n[grid]\n"gpu.sms" = [1]\n', ["unknown preset `titan`"], id="unknown-preset"),
+    # Two values of the base that conflict: the core names their source `--set`; here it is the spec's [set].
+    pytest.param(
+        'preset = "titan-v"\n[set]\n"gpu.l1tlb.entries" = 8\n[grid]\n"gpu.sms" = [1]\n',
+        ["base config is invalid", "in conflict with `gpu.l1tlb.entries` from [set])"],
+        id="base-conflict",
+    ),
 ]
 
 
@@ -312,6 +318,14 @@ def test_failed_runs_are_recorded_and_resume_redoes_only_them(cli: Cli, tmp_path
     ok_id = df[df["status"] == "ok"].iloc[0]["run_id"]
     assert after[ok_id] == before[ok_id]  # the finished run was not redone
     assert all(after[i] != before[i] for i in before if i != ok_id)  # the failed ones were
+
+
+def test_a_run_in_conflict_with_the_preset_names_its_sweep_source_not_set(tmp_path: Path) -> None:
+    # The core blames `--set` for the value in conflict; in a sweep no --set was given.
+    spec = sweep.load_spec(write_spec(tmp_path, 'preset = "titan-v"\n[grid]\n"gpu.l1tlb.entries" = [8]\n'))
+    row = sweep.execute(spec.sources(), spec.base_overrides(), spec.runs[0])
+    assert row["status"] == "failed" and "--set" not in row["error"], row["error"]
+    assert row["error"].endswith("(in conflict with `gpu.l1tlb.entries` from the spec's [set] or this run)")
 
 
 def test_existing_sweep_needs_resume_and_the_same_base(cli: Cli, tmp_path: Path) -> None:

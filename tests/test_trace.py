@@ -445,6 +445,9 @@ def test_csv_and_binary_convert_both_ways_and_replay_alike(cli: Cli, tmp_path: P
     p = cli("trace", "convert", "t.uvmt", "back.csv.gz")
     assert p.returncode == 0, p.stderr
     assert gzip.decompress((tmp_path / "back.csv.gz").read_bytes()).decode() == (tmp_path / "t.csv").read_text()
+    # The suffix is read without regard to case, as the name checks read it (`.CSV.GZ` was written plain).
+    assert cli("trace", "convert", "t.uvmt", "BACK.CSV.GZ").returncode == 0
+    assert gzip.decompress((tmp_path / "BACK.CSV.GZ").read_bytes()) == (tmp_path / "t.csv").read_bytes()
     a, b = uvmsim.trace_info(tmp_path / "t.csv"), uvmsim.trace_info(tmp_path / "t.uvmt")
     assert (a["format"], b["format"]) == ("csv", "uvmt-timed")
     assert {k: v for k, v in a.items() if k not in ("format", "source")} == {

@@ -1,4 +1,5 @@
-"""The nearest known name to one that is not known, for the "did you mean" hints of error messages."""
+"""The nearest known name to one that is not known, for the "did you mean" hints of error messages; and counts
+of things, named in the singular or the plural as the count says."""
 
 from __future__ import annotations
 
@@ -25,3 +26,8 @@ def nearest(name: str, choices: Iterable[str]) -> str | None:
             return folded[min(holding, key=lambda c: (len(c), c))]
     near = difflib.get_close_matches(key, list(folded), n=1)
     return folded[near[0]] if near else None
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1: ``1 run``, ``0 runs``, ``48 runs`` (regular nouns only)."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -50,7 +50,7 @@ from uvmsim._files import (
     refuse_input,
     refuse_input_in_dir,
 )
-from uvmsim._names import nearest
+from uvmsim._names import counted, nearest
 from uvmsim._signals import interrupted_by, signal_of, sigterm_as_interrupt
 
 PROG = "uvmsim"
@@ -469,10 +469,10 @@ def reproduce_cmd(
 ) -> int:
     """Re-run seed experiment ID and compare with the published numbers (OUT/comparison.csv, OUT/plot.png).
 
-    With --all, run every experiment of VALIDATION.md that uvmsim supports, each into OUT/ID as it finishes, and
-    write OUT/report.html listing every experiment (unsupported ones with the reason). Exit code 1 if an experiment
-    failed to run (it is recorded in the report and the others go on); checks outside their tolerance are results,
-    not errors.
+    With --all, run every experiment of the validation list (docs/validation.md) that uvmsim supports, each into
+    OUT/ID as it finishes, and write OUT/report.html listing every experiment (unsupported ones with the reason).
+    Exit code 1 if an experiment failed to run (it is recorded in the report and the others go on); checks outside
+    their tolerance are results, not errors.
     """
     from uvmsim import report as report_mod  # matplotlib: only for this command
 
@@ -594,7 +594,7 @@ def _reproduce_all(out: Path, quick: bool, resume: bool, jobs: int, markdown: Pa
     unsupported = [t.id for t in targets if not t.supported]
     click.echo(
         f"reproducing {len(targets) - len(unsupported)} experiments{' (quick)' if quick else ''} into {out}; "
-        f"{len(unsupported)} of VALIDATION.md are not yet supported"
+        f"{len(unsupported)} of the validation list are not yet supported"
     )
     outcomes = report_mod.reproduce_all(out, quick=quick, resume=resume, jobs=jobs, on_done=on_done)
     counts = report_mod.summary_counts(outcomes)
@@ -641,7 +641,9 @@ def sweep_cmd(
             nonlocal bar
             if quiet:
                 return
-            click.echo(f"{spec_file}: {len(spec.runs)} runs, {skipped} already done, {todo} to run", err=True)
+            click.echo(
+                f"{spec_file}: {counted(len(spec.runs), 'run')}, {skipped} already done, {todo} to run", err=True
+            )
             if todo:
                 bar = stack.enter_context(
                     click.progressbar(
@@ -747,7 +749,8 @@ def fingerprint_cmd(directory: Path, out: Path | None) -> int:
         click.echo(json.dumps(doc, indent=2, ensure_ascii=False))  # the bytes -o writes
         return 0
     atomic_write_json(out, doc)
-    click.echo(f"fingerprint of {len(doc['runs'])} runs and {len(doc['experiments'])} experiments written to {out}")
+    runs, exps = counted(len(doc["runs"]), "run"), counted(len(doc["experiments"]), "experiment")
+    click.echo(f"fingerprint of {runs} and {exps} written to {out}")
     return 0
 
 
@@ -817,12 +820,12 @@ def trace_info_cmd(file: Path, as_json: bool) -> None:
             ("warp memory instructions", f"{info['mem_insts']:,}"),
             ("accesses (active lanes)", f"{info['accesses']:,}"),
             ("coalesced 64 B requests", f"{info['requests_64b']:,}"),
-            ("reads / writes (lanes)", f"{info['reads']:,} / {info['writes']:,}"),
+            ("reads / writes / prefetches (lanes)", f"{info['reads']:,} / {info['writes']:,} / {info['prefetches']:,}"),
         ]
     else:
         rows += [
             ("accesses", f"{info['accesses']:,}"),
-            ("reads / writes", f"{info['reads']:,} / {info['writes']:,}"),
+            ("reads / writes / prefetches", f"{info['reads']:,} / {info['writes']:,} / {info['prefetches']:,}"),
             ("GPUs / CUs", f"{info['gpus']} / {info['cus']}"),
             ("wavefronts", f"{info['wavefronts']:,}"),
         ]

@@ -14,6 +14,7 @@ simulated value, or a band ``A..B`` it must fall in.
 
 from __future__ import annotations
 
+import builtins
 import concurrent.futures as cf
 import csv
 import io
@@ -119,6 +120,8 @@ class Context:
     #: Keys of ``user_set`` that some run set to another value itself, and how many runs took ``user_set``.
     shadowed: set[str] = field(default_factory=set)
     user_runs: int = 0
+    #: The runs that set each key of ``shadowed`` themselves: key -> run names.
+    shadowed_in: dict[str, set[str]] = field(default_factory=dict)
     #: Keys of ``user_set`` left out of runs whose mode does not read them (an experiment that compares an
     #: IOMMU preset with GMMU ones): key -> {run name: why}.
     left_out: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -130,7 +133,10 @@ class Context:
     def run(self, name: str, set: Mapping[str, Any], preset: str | None = None) -> uvmsim.Result:
         """Run the spec's preset (or ``preset``, for experiments that compare systems) with the spec's common
         ``set`` plus ``set``; keep the summary in ``runs/NAME``."""
-        self.shadowed.update(k for k, v in self.user_set.items() if k in set and set[k] != v)
+        for k, v in self.user_set.items():
+            if k in set and set[k] != v:
+                self.shadowed.add(k)
+                self.shadowed_in.setdefault(k, builtins.set()).add(name)
         self.user_runs += bool(self.user_set)
         preset = preset or self.spec.preset
         common = self.params.get("set", {})
@@ -513,11 +519,17 @@ def write_overrides(ctx: Context) -> None:
 
 def never_read(ctx: Context, analysis: Analysis) -> dict[str, str]:
     """The keys of ``ctx.user_set`` that no run ``analysis`` plans reads (each with a reason), found by planning
-    (``plan_runs``): ``--set`` would change nothing. Empty when planning lists no run."""
-    plan, _ = _plan(ctx, analysis)
+    (``plan_runs``): ``--set`` would change nothing. Empty when planning lists no run. A key is not read by a run
+    that sets it itself (the experiment varies it): a key every run sets, or leaves out, is listed too, when
+    planning saw every run."""
+    plan, complete = _plan(ctx, analysis)
     assert plan.planned is not None
     names = {name for name, _, _ in plan.planned}
-    return {k: next(iter(runs.values())) for k, runs in plan.left_out.items() if names and set(runs) >= names}
+    never = {k: next(iter(runs.values())) for k, runs in plan.left_out.items() if names and set(runs) >= names}
+    for k, runs in plan.shadowed_in.items():
+        if complete and k not in never and set(runs) | set(plan.left_out.get(k, {})) >= names:
+            never[k] = "is set by the experiment itself"
+    return never
 
 
 def reproduce_context(

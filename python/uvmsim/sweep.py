@@ -61,7 +61,7 @@ from uvmsim._files import (
     reading_input,
     refuse_input_in_dir,
 )
-from uvmsim._names import nearest
+from uvmsim._names import counted, nearest
 from uvmsim._signals import signal_of, sigterm_as_interrupt, stop_signals_deferred
 
 if TYPE_CHECKING:
@@ -103,7 +103,9 @@ class SweepInterrupted(Exception):
         self.stored = stored
         self.failed = list(failed)
         of_which = f" ({len(self.failed)} failed)" if self.failed else ""
-        super().__init__(f"interrupted by {signal.Signals(signum).name} after storing {stored} runs{of_which}")
+        super().__init__(
+            f"interrupted by {signal.Signals(signum).name} after storing {counted(stored, 'run')}{of_which}"
+        )
 
 
 @dataclass(frozen=True)
@@ -473,12 +475,13 @@ def _base_config(spec: SweepSpec) -> dict[str, Any]:
     try:
         return json.loads(_core.resolve(spec.sources(), spec.base_overrides()))
     except ConfigError as e:
-        raise ConfigError(f"{name}: the base config is invalid: {_strip_set(str(e), '[set] ')}") from None
+        raise ConfigError(f"{name}: the base config is invalid: {_strip_set(str(e), '[set] ', '[set]')}") from None
 
 
-def _strip_set(message: str, replacement: str = "") -> str:
+def _strip_set(message: str, replacement: str = "", source: str = "the spec's [set] or this run") -> str:
     # The core names `--set` as the source of overrides; in a sweep they come from the spec's [set] or a run.
-    return replacement + message[len("--set: ") :] if message.startswith("--set: ") else message
+    message = replacement + message[len("--set: ") :] if message.startswith("--set: ") else message
+    return message.replace(" from --set)", f" from {source})")
 
 
 def _prepare(spec: SweepSpec, base_config: dict[str, Any], out: Path, resume: bool) -> list[RunSpec]:
@@ -486,7 +489,9 @@ def _prepare(spec: SweepSpec, base_config: dict[str, Any], out: Path, resume: bo
     runs_dir = out / RUNS_DIR
     stored = {p.stem for p in runs_dir.glob("*.parquet") if not p.name.startswith(".")} if runs_dir.is_dir() else set()
     if stored and not resume:
-        raise ConfigError(f"`{out}` already holds a sweep ({len(stored)} runs); pass --resume to continue it")
+        raise ConfigError(
+            f"`{out}` already holds a sweep ({counted(len(stored), 'run')}); pass --resume to continue it"
+        )
     previous = _sweep_record(out)
     if resume and previous.get("base_config") not in (None, base_config):
         diff = _first_difference(previous["base_config"], base_config)
@@ -605,8 +610,8 @@ def _local_engine(
             main_file = getattr(sys.modules["__main__"], "__file__", "?")
             print(
                 f"uvmsim: warning: worker processes cannot start from a program without a file (`{main_file}`); "
-                f"running the {len(runs)} runs one at a time in this process (save the program to a file to run "
-                "them in parallel)",
+                f"running the {counted(len(runs), 'run')} one at a time in this process (save the program to a file "
+                "to run them in parallel)",
                 file=sys.stderr,
             )
         for r in runs:

@@ -246,7 +246,7 @@ pub fn trace_convert_json(input: &str, out: &str, sources: &[Source], overrides:
                     "{input}: a warp trace has no timed (CSV) form; replay it with workload.kind = \"warp-trace\""
                 ))));
             }
-            ("uvmt-timed", "csv", trace::convert_timed(input, t, out.ends_with(".gz"))?)
+            ("uvmt-timed", "csv", trace::convert_timed(input, t, out.to_ascii_lowercase().ends_with(".gz"))?)
         } else {
             ("csv", "uvmt-timed", trace::convert_timed(input, t, false)?)
         })

@@ -296,7 +296,15 @@ impl TraceReader {
                 .or_else(|| va.strip_prefix("0X"))
                 .ok_or_else(|| format!("vaddr `{}` is not hex with a 0x prefix", clip(va)))?;
             let vaddr = u64::from_str_radix(hex, 16).map_err(|_| format!("vaddr `{}` is not a hex address", clip(va)))?;
-            let size = whole("size", field("size")?, u64::MAX)?;
+            let sf = field("size")?;
+            // A size past u64 is outside the accepted range too: say that range, not u64's.
+            let size = whole("size", sf, u64::MAX).map_err(|e| {
+                if e.contains("out of range") {
+                    format!("size {} is outside 1..4096 bytes", clip(sf))
+                } else {
+                    e
+                }
+            })?;
             if size == 0 || size > 4096 {
                 return Err(format!("size {size} is outside 1..4096 bytes"));
             }
@@ -907,6 +915,10 @@ mod tests {
                 ":2: time_ns 4611686018427388 is out of range (at most 4611686018427387)",
             ),
             ("time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000,4294967296\n", ":2: size 4294967296 is outside 1..4096 bytes"),
+            (
+                "time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1000,99999999999999999999999\n",
+                ":2: size 99999999999999999999999 is outside 1..4096 bytes",
+            ),
             // The last byte of an access is inside the 57-bit space too (it failed the run with exit 1).
             (
                 "time_ns,gpu,cu,wavefront,kind,vaddr,size\n10,1,0,0,R,0x1fffffffffffff0,64\n",
