@@ -318,6 +318,22 @@ def test_load_of_a_summary_json_file_names_its_directory(tmp_path: Path) -> None
         uvmsim.load(tmp_path / "notes.txt")
 
 
+def test_load_refuses_a_table_name_no_run_keeps(tmp_path: Path) -> None:
+    # tables=["batchs"] loaded nothing and said nothing; a known name the run lacks stays fine (none kept).
+    uvmsim.run(preset="kaveri-apu", set=SMALL, out=tmp_path / "out")
+    with pytest.raises(uvmsim.ConfigError, match="unknown record table `batchs`; did you mean `batches`"):
+        uvmsim.load(tmp_path / "out", tables=["batchs"])
+    assert uvmsim.load(tmp_path / "out", tables=["batches"]).tables == {}
+    # The list is the one docs/metrics.md documents, and what the simulator writes.
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "metrics.md").read_text()
+    section = doc.split("## Record tables", 1)[1].split("\n## ", 1)[0]
+    assert sorted(re.findall(r"^- \*\*`([a-z_]+)`\*\*", section, re.M)) == sorted(uvmsim.TABLE_NAMES)
+    sets = {"workload.kind": "regular", "workload.managed": True, "workload.regular.threads": 1024}
+    records = {"uvm.records": True, "uvm.fault_records": True, "translation.walk_records_every": 1}
+    r = uvmsim.run(preset="titan-v", set={**sets, **records})
+    assert set(r.tables) <= set(uvmsim.TABLE_NAMES) and {"batches", "faults", "walks"} <= set(r.tables)
+
+
 def test_same_seed_same_metrics_other_seed_other_metrics() -> None:
     a = uvmsim.run(preset="kaveri-apu", set={**RANDOM, "sim.seed": 7}).metrics
     b = uvmsim.run(preset="kaveri-apu", set={**RANDOM, "sim.seed": 7}).metrics

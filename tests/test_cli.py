@@ -247,6 +247,24 @@ def test_config_reference_and_resolved(cli: Cli) -> None:
     assert json.loads(j.stdout)["gpu"]["sms"] == 3
 
 
+def test_a_resolved_config_given_as_a_config_file_says_to_load_it_as_a_preset(cli: Cli, tmp_path: Path) -> None:
+    # `config --resolved` writes every key, those its mode does not read too: as CONFIG it is refused (a user
+    # file may not set them), and the message now says what loads it; as --preset it runs.
+    r = cli("config", "--resolved", "--preset", "kaveri-apu", "--set", "workload.stride.accesses=50")
+    (tmp_path / "r.toml").write_text(r.stdout)
+    p = cli("run", "r.toml", "-q")
+    assert p.returncode == 2 and "is not read in" in p.stderr, p.stderr
+    assert p.stderr.rstrip().endswith(
+        "load it as a preset (--preset r.toml), which may carry keys its mode does not read"
+    )
+    p = cli("run", "--preset", "r.toml", "-q")
+    assert p.returncode == 0, p.stderr
+    # A hand-written file with one such key gets the message without the hint.
+    (tmp_path / "small.toml").write_text("[iommu]\nats_prefetch_pages = 4\n")
+    p = cli("run", "small.toml", "--preset", "titan-v", "-q")
+    assert p.returncode == 2 and "is not read in" in p.stderr and "--preset small.toml" not in p.stderr
+
+
 def test_a_quoted_dotted_key_in_a_config_file_is_the_dotted_key(cli: Cli, tmp_path: Path) -> None:
     # As in sweep specs: TOML reads `"uvm.batch_size"` as one key holding a dot; it means uvm.batch_size.
     (tmp_path / "q.toml").write_text('"uvm.batch_size" = 64\n[gpu]\n"l1tlb.entries" = 64\n')

@@ -757,6 +757,20 @@ def test_directory_kinds_default_to_the_first_fitting_axis_and_their_metric(swee
     assert tick_labels(ax) == ["regular"]
 
 
+def test_an_option_a_kind_does_not_read_and_a_line_through_categories_are_refused(
+    sweep_dir: Path, run_dir: Path, tmp_path: Path
+) -> None:
+    # `--metric` on tlb-hit-rates, `--axis` on batch-stages: silently ignored before, now named.
+    with pytest.raises(uvmsim.ConfigError, match="plot kind tlb-hit-rates takes no --metric; runtime-bars and"):
+        plot.render("tlb-hit-rates", sweep_dir, tmp_path / "a.png", metric="uvm.batches")
+    with pytest.raises(uvmsim.ConfigError, match="takes no --axis"):
+        plot.render("batch-stages", run_dir, tmp_path / "b.png", axis="uvm.batch_size")
+    # latency-concurrency draws a line against a number: a policy axis is refused (runtime-bars takes it).
+    with pytest.raises(plot.PlotDataError, match="--axis uvm.replay_policy is not numeric .values batch, "):
+        plot.render("latency-concurrency", sweep_dir, tmp_path / "c.png", axis="uvm.replay_policy")
+    assert not any(tmp_path.iterdir())
+
+
 def test_a_sweep_without_its_sweep_json_is_still_a_sweep(sweep_dir: Path, tmp_path: Path) -> None:
     import shutil
 

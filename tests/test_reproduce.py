@@ -282,6 +282,14 @@ def test_reproduce_cli_prints_status_and_exits_0(cli: Cli, tmp_path: Path) -> No
     assert ahead == ["stride-line", "stride-page"], p.stderr
     assert (tmp_path / "r" / "comparison.csv").is_file()
     assert (tmp_path / "r" / "plot.png").read_bytes().startswith(b"\x89PNG")
+    # One experiment stores its checked values as --all does, so that diff compares them with a run of it
+    # with an input changed (before, only --all wrote result.json and diff saw the runs alone).
+    stored = json.loads((tmp_path / "r" / "result.json").read_text())
+    assert (stored["id"], stored["quick"], stored["plot"]) == ("apu-tlb-miss-latency", True, "plot.png")
+    p = cli("reproduce", "apu-tlb-miss-latency", "--quick", "-o", "r3", "--set", "iommu.walker.level_latency_ns=400")
+    assert p.returncode == 0, p.stderr
+    d = cli("diff", "r", "r3")
+    assert d.returncode == 1 and "experiments whose checked values differ: 1 of 1" in d.stdout, d.stdout
 
 
 def test_reproduce_cli_notes_an_override_left_out(cli: Cli, tmp_path: Path) -> None:

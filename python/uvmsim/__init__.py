@@ -48,6 +48,7 @@ from uvmsim._files import (
     refuse_input_in_dir,
     refuse_pipe,
 )
+from uvmsim._names import nearest
 from uvmsim.presets import list_presets, load_preset
 
 if TYPE_CHECKING:
@@ -83,6 +84,8 @@ __version__: str = _core.__version__
 WALL_CLOCK_METRICS: frozenset[str] = frozenset(_core.WALL_CLOCK_METRICS)
 
 SUMMARY_FILE = "summary.json"
+#: The record tables a run can keep (api.rs `run_json`; docs/metrics.md "Record tables").
+TABLE_NAMES = ("batches", "faults", "migrations", "walks", "allocations")
 
 ConfigLike = str | os.PathLike[str] | Mapping[str, Any] | None
 SetLike = Mapping[str, Any] | Sequence[str] | None
@@ -512,10 +515,17 @@ def load(directory: str | os.PathLike[str], *, tables: Iterable[str] | None = No
         ConfigError: ``summary.json`` is not a run summary (not JSON, or a key is missing), or a table it lists
             is missing or damaged.
         TypeError: ``tables`` is not a collection of names (a single string is refused: give ``("batches",)``).
+        ConfigError: also for a name in ``tables`` that is not one of ``TABLE_NAMES`` (a run without that table
+            is not an error: only the tables it has are read).
     """
     if tables is not None and (isinstance(tables, str) or not isinstance(tables, Iterable)):
         # A single name would be read as its letters, and no table loaded.
         raise TypeError(f"tables must be a list of table names, e.g. ('batches',), not {type(tables).__name__}")
+    for name in tables or ():
+        if name not in TABLE_NAMES:  # a misspelt name would load nothing, silently
+            near = nearest(str(name), TABLE_NAMES)
+            hint = f"did you mean `{near}`? " if near else ""
+            raise ConfigError(f"tables: unknown record table `{name}`; {hint}a run keeps {', '.join(TABLE_NAMES)}")
     d = Path(directory)
     path = d / SUMMARY_FILE
     if not path.is_file():

@@ -548,13 +548,16 @@ def reproduce_cmd(
         )
     checked = [r for r in rows if r.passed is not None]
     plot = report_mod.write_plot(spec.id, rows, outdir)
+    # The checked values as `--all` stores them (OUT/ID/result.json), so that `uvmsim diff` and `fingerprint`
+    # compare this experiment's rows too, e.g. against a run of it with --set.
+    outcome = report_mod.Outcome(spec.id, report_mod.status_of(rows), elapsed, quick, rows=list(rows), plot=plot.name)
+    outcome.finished = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    atomic_write_json(outdir / report_mod.RESULT_FILE, outcome.to_json())
     click.echo(
         f"{sum(bool(r.passed) for r in checked)}/{len(checked)} checks passed; "
-        f"wrote {outdir / 'comparison.csv'} and {plot}"
+        f"wrote {outdir / 'comparison.csv'}, {plot} and {outdir / report_mod.RESULT_FILE}"
     )
     if markdown is not None:
-        outcome = report_mod.Outcome(spec.id, report_mod.status_of(rows), elapsed, False, rows=list(rows))
-        outcome.finished = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         previous = read_input_text(markdown, "markdown file")
         table = report_mod.markdown_table_of({spec.id: outcome}, {}, previous)
         report_mod.update_markdown(markdown, table)

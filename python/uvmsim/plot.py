@@ -259,6 +259,12 @@ def metric_vs_axis(df: pd.DataFrame, x: str, metric: str = "gpu0.l1tlb.miss_late
     latency against the number of concurrent work-items)."""
     ok = _ok_runs(df)
     x_col, metric = _axis_column(ok, x), _metric_column(ok, metric)
+    words = sorted({str(v) for v in ok[x_col] if not isinstance(v, int | float) or isinstance(v, bool)})
+    if words:  # a line through categories would draw an order and distances they do not have
+        raise PlotDataError(
+            f"--axis {x.removeprefix(sweep_mod.SET_PREFIX)} is not numeric (values {', '.join(words[:5])}): "
+            "latency-concurrency draws a line against a number; runtime-bars takes any axis"
+        )
     others = [c for c in ok.columns if c.startswith(sweep_mod.SET_PREFIX) and c != x_col]
     short = _short_keys([c[len(sweep_mod.SET_PREFIX) :] for c in others])
     fig = _new_figure()
@@ -741,6 +747,8 @@ class Kind:
     description: str
     draw: Callable[[Path, str | None, str | None], Figure] | None = None
     needs: str = ""
+    #: The options it reads of ``--axis`` and ``--metric``: another is refused, not ignored.
+    options: tuple[str, ...] = ()
 
 
 KINDS: dict[str, Kind] = {
@@ -752,6 +760,7 @@ KINDS: dict[str, Kind] = {
             "time.total_ns (or --metric) per value of --axis (default: the first axis), normalized to its first "
             "value, per combination of the other axes, with the geomean",
             _runtime_bars,
+            options=("axis", "metric"),
         ),
         Kind("tlb-hit-rates", "run or sweep", "L1 / L2 / IOMMU TLB hit rates, per run", _tlb_hit_rates),
         Kind(
@@ -760,6 +769,7 @@ KINDS: dict[str, Kind] = {
             "gpu0.l1tlb.miss_latency_ns.mean (or --metric) against a numeric --axis (default: the first), "
             "one line per combination of the other axes",
             _latency_concurrency,
+            options=("axis", "metric"),
         ),
         Kind(
             "batch-time-vs-bytes",
@@ -843,6 +853,10 @@ def render(
     k = KINDS[kind]
     if k.draw is None:
         raise PlotDataError(f"{kind} needs {k.needs}")
+    for option, value in (("axis", axis), ("metric", metric)):
+        if value is not None and option not in k.options:
+            takers = " and ".join(n for n, o in KINDS.items() if option in o.options)
+            raise ConfigError(f"plot kind {kind} takes no --{option}; {takers} do (uvmsim plot --list)")
     d = Path(directory)
     if not d.exists():
         raise MissingInputError(f"`{d}` does not exist")

@@ -306,12 +306,21 @@ pub fn resolve(sources: &[Source], overrides: &[String]) -> Result<Config, Confi
         if presets.contains(src.as_str()) {
             continue;
         }
-        if let Some(msg) = cfg.unread(key) {
+        if let Some(mut msg) = cfg.unread(key) {
+            // A file that sets nearly every key is a whole configuration (`uvmsim config --resolved`), which
+            // carries every mode's keys as a preset does: say how to load it.
+            if !src.starts_with("--set") && prov.values().filter(|s| *s == src).count() >= WHOLE_CONFIG_KEYS {
+                msg += &format!("; `{src}` sets every key, as `uvmsim config --resolved` writes them: load it as a preset (--preset {src}), which may carry keys its mode does not read");
+            }
             return Err(err(Some(src), Some(key), msg));
         }
     }
     Ok(cfg)
 }
+
+/// Keys a user file must set to be taken for a whole configuration (`uvmsim config --resolved` writes all
+/// 400-odd; a hand-written config sets a few dozen at most).
+const WHOLE_CONFIG_KEYS: usize = 300;
 
 /// Who set `key`, or the list or table holding it: an error on an element (`multi.apps[0]`,
 /// `uvm.advise.per_buffer[1]`) names the source of the whole list.
