@@ -334,6 +334,15 @@ def test_load_refuses_a_table_name_no_run_keeps(tmp_path: Path) -> None:
     assert set(r.tables) <= set(uvmsim.TABLE_NAMES) and {"batches", "faults", "walks"} <= set(r.tables)
 
 
+def test_a_run_into_a_directory_removes_the_tables_an_earlier_run_left(tmp_path: Path) -> None:
+    sets = {"workload.kind": "regular", "workload.managed": True, "workload.regular.threads": 1024}
+    uvmsim.run(preset="titan-v", set={**sets, "uvm.records": True}, out=tmp_path / "d")
+    assert (tmp_path / "d" / "batches.parquet").is_file()
+    (tmp_path / "d" / "notes.txt").write_text("mine")
+    uvmsim.run(preset="titan-v", set=sets, out=tmp_path / "d")
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["notes.txt", "summary.json"]
+
+
 def test_same_seed_same_metrics_other_seed_other_metrics() -> None:
     a = uvmsim.run(preset="kaveri-apu", set={**RANDOM, "sim.seed": 7}).metrics
     b = uvmsim.run(preset="kaveri-apu", set={**RANDOM, "sim.seed": 7}).metrics

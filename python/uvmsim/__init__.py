@@ -496,6 +496,10 @@ def run(
         for name, df in result.tables.items():
             atomic_write_parquet(outdir / table_file(name), df)
         atomic_write_json(outdir / SUMMARY_FILE, result.to_json())
+        # A table an earlier run left in the directory is not this run's: gone, it cannot be taken for one.
+        for name in TABLE_NAMES:
+            if name not in result.tables:
+                (outdir / table_file(name)).unlink(missing_ok=True)
     return result
 
 
