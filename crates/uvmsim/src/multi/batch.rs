@@ -4,7 +4,7 @@
 //! the driver, `uvm_gpu_access_counters.c`; a notification is a "fault" below and its
 //! page's migration its service).
 //!
-//! Seed multi-gpu §2.1 (Fig. 4): a failed GMMU walk is held in the GPU's fault
+//! Seed multi-gpu §2.2 (Fig. 2): a failed GMMU walk is held in the GPU's fault
 //! buffer, the GMMU interrupts the host, and "the UVM driver ... fetches the fault
 //! information, groups faults into batches ... (the batch size is 256), and later
 //! resolves the fault using the centralized page table". In the real driver each

@@ -40,7 +40,7 @@ impl Default for Page {
     }
 }
 
-/// Unused host-PTE bits 52-62 that IDYLL uses as access bits (seed multi-gpu §5.2.1: m = 11).
+/// Unused host-PTE bits 52-62 that IDYLL uses as access bits (seed multi-gpu §5.2.2: m = 11).
 pub const ACCESS_BITS: usize = 11;
 
 /// The access bit of GPU `g` (h(g) = g mod 11, bit 52 + h(g) of the PTE; here bit h(g)).

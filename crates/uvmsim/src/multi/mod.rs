@@ -89,7 +89,7 @@ section! {
         pub model_one_gpu: bool = false,
         /// How a kernel's CTAs are spread over the GPUs: "greedy" (contiguous blocks, an equal share per GPU, as MGPUSim's multi-GPU driver and the seed's §4.1.1 greedy scheduling) or "round-robin" (CTA i on GPU i mod gpus).
         pub cta_placement: CtaPlacement = CtaPlacement::Greedy,
-        /// Page placement: "on-touch", "first-touch", "access-counter" (remote mapping, migrate at the threshold) or "read-replication" (ESI); seed multi-gpu §2.3, §4.3.2. A page first touched while in host memory always migrates to the toucher.
+        /// Page placement: "on-touch", "first-touch", "access-counter" (remote mapping, migrate at the threshold) or "read-replication" (ESI); seed multi-gpu §2.3, §4.3.3. A page first touched while in host memory always migrates to the toucher.
         pub migration: MigrationPolicy = MigrationPolicy::OnTouch,
         /// access-counter: remote accesses (line requests) by one GPU to a page that migrate it to that GPU; seed multi-gpu §2.3: 256, §5.3.2: 512.
         pub access_threshold: u32 = 256,
@@ -99,7 +99,7 @@ section! {
         pub gpus_per_switch: u32 = 2,
         /// peer_topology = "tree": one-way latency of one more switch on the way, in ns; a message between GPUs of different switches pays peer_latency_ns plus two of these (the root complex and the far switch). MGPUSim v4.2.0's PCIe switch latency (timingconfig builder, switchLatency: 140 cycles, "default PCIe Gen4") at its 1 GHz network clock.
         pub switch_hop_latency_ns: f64 = 140.0,
-        /// One-way latency between two GPUs in ns (a remote read pays it twice); seed multi-gpu Table 5: 150 cycles at 1 GHz.
+        /// One-way latency between two GPUs in ns (a remote read pays it twice); seed multi-gpu §4.3.2: "we use 150 cycles in the main evaluation" (remote latency), at 1 GHz.
         pub peer_latency_ns: f64 = 150.0,
         /// Bandwidth per direction of a GPU's switch port (or of a direct link) in GB/s. ASSUMPTION: the seed gives none; PCIe 4.0 x16 (~32 GB/s raw).
         pub peer_bandwidth_gbps: f64 = 32.0,
@@ -113,7 +113,7 @@ section! {
         pub host_dma_uses_peer_port: bool = true,
         /// One-way latency of a message between a GPU and the host (far fault, reply, invalidation, acknowledgement) in ns; seed multi-gpu Table 5: PCIe 150 cycles.
         pub host_latency_ns: f64 = 150.0,
-        /// Far faults the UVM driver fetches per batch from each GPU's fault buffer (GMMU mode; seed multi-gpu §2.1: the driver "groups faults into batches ... (the batch size is 256)"; the real driver's uvm_perf_fault_batch_count is 256) or, in ATS mode, from the IOMMU's one queue of every GPU's page requests (§2.2: "The IOMMU records PRI requests from different GPUs in a queue ... uses batching"). The driver services one batch of a queue at a time: a batch fetched at time F holds the faults that reached the host by F (at most this many), the host translates them from F, and the queue's next batch is fetched when the last fault of this one is done (its page moved or mapped) or when its first fault arrives, whichever is later. Each fault is still answered when its own page is ready (no per-batch replay). 0 = no batches: each fault is serviced as soon as it reaches the host (the model before 2026-12-01).
+        /// Far faults the UVM driver fetches per batch from each GPU's fault buffer (GMMU mode; seed multi-gpu §2.2: the driver "groups faults into batches ... (the batch size is 256)"; the real driver's uvm_perf_fault_batch_count is 256) or, in ATS mode, from the IOMMU's one queue of every GPU's page requests (§2.2: "The IOMMU records PRI requests from different GPUs in a queue ... uses batching"). The driver services one batch of a queue at a time: a batch fetched at time F holds the faults that reached the host by F (at most this many), the host translates them from F, and the queue's next batch is fetched when the last fault of this one is done (its page moved or mapped) or when its first fault arrives, whichever is later. Each fault is still answered when its own page is ready (no per-batch replay). 0 = no batches: each fault is serviced as soon as it reaches the host (the model before 2026-12-01).
         pub fault_batch_size: u32 = 256,
         /// access-counter: notifications the UVM driver fetches per batch from each GPU's access-counter buffer (spec/uvm-driver.md, uvm_gpu_access_counters.c: notifications in batches of 256, uvm_perf_access_counter_batch_count; the seed takes its threshold, 256, and its fault batches from the same driver, its ref. [50]). A GPU's counter that reaches multi.access_threshold sends a notification to the host (multi.host_latency_ns); a batch fetched at time F holds that GPU's notifications that reached the host by F (at most this many), the driver migrates their pages from F, and the GPU's next batch is fetched when this one's last migration is done or when its first notification arrives, whichever is later. 0 = no batches: each migration starts as soon as its notification reaches the host (the model before 2026-12-02).
         pub counter_batch_size: u32 = 256,
@@ -141,13 +141,13 @@ section! {
 section! {
     /// IDYLL (seed multi-gpu §5.2, Fig. 52-54). Off by default: the baseline broadcasts every invalidation and walks to invalidate each PTE at once.
     pub struct IdyllConfig {
-        /// In-PTE directory (§5.2.1): the host PTE keeps one access bit per GPU in its unused bits 52-62 (bit 52 + gpu mod 11, so GPUs 11 apart share a bit); a GPU's far fault sets its bit, and an invalidation goes only to the GPUs whose bit is set (a shared bit still sends to every GPU behind it). Needs translation.mode = "gmmu".
+        /// In-PTE directory (§5.2.2): the host PTE keeps one access bit per GPU in its unused bits 52-62 (bit 52 + gpu mod 11, so GPUs 11 apart share a bit); a GPU's far fault sets its bit, and an invalidation goes only to the GPUs whose bit is set (a shared bit still sends to every GPU behind it). Needs translation.mode = "gmmu".
         pub directory: bool = false,
-        /// Lazy PTE invalidation (§5.2.2): a GPU receiving an invalidation shoots down its TLBs, acknowledges at once and parks the PTE invalidation in its IRMB; the IRMB writes an entry back with one walk when the GMMU walkers are idle (or when it evicts one); an L2-TLB miss that hits a pending IRMB entry raises the far fault without a walk. Needs translation.mode = "gmmu".
+        /// Lazy PTE invalidation (§5.2.3): a GPU receiving an invalidation shoots down its TLBs, acknowledges at once and parks the PTE invalidation in its IRMB; the IRMB writes an entry back with one walk when the GMMU walkers are idle (or when it evicts one); an L2-TLB miss that hits a pending IRMB entry raises the far fault without a walk. Needs translation.mode = "gmmu".
         pub lazy: bool = false,
-        /// IRMB merged entries (bases = VPN >> 9) per GPU; seed multi-gpu §5.2.2: 32.
+        /// IRMB merged entries (bases = VPN >> 9) per GPU; seed multi-gpu §5.2.3: 32.
         pub irmb_bases: u32 = 32,
-        /// Offsets (leaf PTE indices) per IRMB entry; seed multi-gpu §5.2.2: 16.
+        /// Offsets (leaf PTE indices) per IRMB entry; seed multi-gpu §5.2.3: 16.
         pub irmb_offsets: u32 = 16,
     }
 }
@@ -866,7 +866,7 @@ impl Multi {
         }
         q.mapped |= bit;
         q.pending |= bit;
-        // The host walk found the PTE: this GPU's access bit is set (IDYLL, §5.2.1).
+        // The host walk found the PTE: this GPU's access bit is set (IDYLL, §5.2.2).
         q.access |= access_bit(g);
         if moved {
             self.dir.reset_counters(vpn, self.n);
@@ -878,7 +878,7 @@ impl Multi {
     }
 
     /// When the driver sends a page's invalidations: after the page's previous operation; with
-    /// IDYLL's directory also after the host walk, which reads the access bits (§5.2.1).
+    /// IDYLL's directory also after the host walk, which reads the access bits (§5.2.2).
     fn send_time(&self, arrive: Ps, walked: Ps, busy: Ps) -> Ps {
         let t = arrive.max(busy);
         if self.directory {

@@ -173,7 +173,7 @@ section! {
         /// replayable design's far-fault MSHRs (§3), tracks one (zheng-blocking sets 1).
         pub fault_mode: FaultMode = FaultMode::Replayable,
         /// Replayable mode: a warp whose load or store far-faults stops at that instruction until its pages are serviced
-        /// (seed paged-memory §3.2: "the warp that has missed in the TLB will be stalled, but all other warps within the CU
+        /// (seed paged-memory §3.1: "the warp that has missed in the TLB will be stalled, but all other warps within the CU
         /// can continue to issue"; §1: CUs issue "from available warps as long as they are not also blocked on pending
         /// far-faults"), so a warp has one instruction's far faults outstanding at a time. false: it goes on with
         /// independent instructions and sleeps at its next dependency (seed uvm-driver §3.2.1), so one warp can hold
@@ -272,7 +272,7 @@ section! {
         /// Cost per duplicate that survives the fetch's merging (see `fetch_entry_us`): it is sorted with the batch
         /// and skipped as equal to the previous page, in µs. Default 0: folded into `batch_us`; a sensitivity knob.
         pub per_duplicate_us: f64 = 0.0,
-        /// First GPU touch of a VA block: DMA-map its pages and build the reverse map (seed uvm-driver §4.2: heavy-tailed, up to 64% of a batch); median cost in µs. ASSUMPTION, to be calibrated.
+        /// First GPU touch of a VA block: DMA-map its pages and build the reverse map (seed uvm-driver §5.1.1, Fig. 5.2b: "up to 64% of batch time is spent in GPU VABlock state initialization"; heavy-tailed); median cost in µs. ASSUMPTION, to be calibrated.
         pub first_touch_us: f64 = 15.0,
         /// Tail of the first-touch cost: Pareto shape (smaller is heavier; draws capped at 20 × the median). ASSUMPTION.
         pub first_touch_tail: f64 = 1.5,

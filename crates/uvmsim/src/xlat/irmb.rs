@@ -1,4 +1,4 @@
-//! IDYLL's Invalidation Request Merging Buffer (seed multi-gpu §5.2.2,
+//! IDYLL's Invalidation Request Merging Buffer (seed multi-gpu §5.2.3,
 //! Figure 53), one per GPU: PTE invalidations the UVM driver sends are
 //! parked here and written to the local page table lazily, in batches.
 //!
