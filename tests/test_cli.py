@@ -576,12 +576,16 @@ def test_reproduce_writes_by_default_into_uvmsim_out_id(
 
 
 def test_reproduce_says_before_the_runs_which_set_keys_the_experiment_varies(cli: Cli, tmp_path: Path) -> None:
-    # zheng-replayable-mshr sets uvm.utlb_fault_limit in every run: the note comes before the runs, once.
-    p = cli("reproduce", "zheng-replayable-mshr", "--quick", "--set", "uvm.utlb_fault_limit=3", "-o", "out")
+    # apu-walk-concurrency sets iommu.walker.threads in some of its runs: the note comes before the runs, once.
+    p = cli("reproduce", "apu-walk-concurrency", "--quick", "--set", "iommu.walker.threads=3", "-o", "out")
     assert p.returncode == 0, p.stderr
-    note = "note: zheng-replayable-mshr sets uvm.utlb_fault_limit itself in some of its runs;"
-    assert p.stderr.count(note) == 1 and "--set uvm.utlb_fault_limit will not apply there" in p.stderr, p.stderr
+    note = "note: apu-walk-concurrency sets iommu.walker.threads itself in some of its runs;"
+    assert p.stderr.count(note) == 1 and "--set iommu.walker.threads will not apply there" in p.stderr, p.stderr
+    assert p.stderr.index(note) < p.stderr.index("  run 1/"), p.stderr
     assert "did not apply" not in p.stderr
+    # zheng-replayable-mshr sets uvm.utlb_fault_limit in every run: refused before any run.
+    p = cli("reproduce", "zheng-replayable-mshr", "--quick", "--set", "uvm.utlb_fault_limit=3", "-o", "z")
+    assert p.returncode == 2 and "in every run of zheng-replayable-mshr" in p.stderr and not (tmp_path / "z").exists()
 
 
 def test_one_line_folds_code_frames() -> None:

@@ -532,6 +532,22 @@ mod tests {
         assert!(b.iommu_holds(0));
     }
 
+    /// A miss that finds a walk of its page in flight waits for it; the applications' IOMMU
+    /// counters (`app{N}.iommu.tlb_hit_rate`) count it as answered at the IOMMU, as the baseline
+    /// counts the same request's merge into its IOMMU TLB's MSHR (it once counted only there).
+    #[test]
+    fn a_merge_into_a_walk_in_flight_counts_as_the_baselines_merge_does() {
+        let counts = |least: bool| {
+            let mut s = Sys::new(&config(least));
+            s.gpus[0].iommu.as_mut().unwrap().per_gpu = vec![[0; 3]; 2];
+            let first = s.xlat(0, 0, 0);
+            assert_eq!(s.xlat(1, 0, 1), first, "GPU 1 waits for GPU 0's walk");
+            s.gpus.iter().find_map(|t| t.iommu.as_ref()).unwrap().per_gpu.clone()
+        };
+        assert_eq!(counts(false), vec![[1, 0, 0], [1, 1, 0]]);
+        assert_eq!(counts(true), counts(false));
+    }
+
     /// The tracker finds page 0 in GPU 0's L2 TLB: GPU 1's miss is answered by the remote
     /// lookup (arrival 111 + 50 + 10 + 50 = 221, + link 100 = 321 ns) instead of the walk (731).
     #[test]

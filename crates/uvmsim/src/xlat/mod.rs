@@ -144,6 +144,10 @@ impl Iommu {
                 // pending-request table, §3.2.1; the baseline merges in its TLB's MSHRs).
                 if let Some(end) = lt.in_flight(k, arrive) {
                     tlb.complete_miss(arrive, end);
+                    // Answered at the IOMMU as the baseline's merge into its TLB's MSHR is (`Done`): counted alike.
+                    if let Some(c) = self.per_gpu.get_mut(g) {
+                        c[1] += 1;
+                    }
                     return end;
                 }
                 let remote_before = lt.stats.remote_first;
