@@ -131,6 +131,16 @@ def test_run_writes_summary_and_load_reads_it(tmp_path: Path) -> None:
     assert "<table>" in html and "time.kernel_ns" in html and "stride" in html
 
 
+def test_the_notebook_caption_of_a_multi_application_run_names_its_applications() -> None:
+    # With multi.apps the applications run, not workload.kind (li-4gpu-gmmu's resolved kind is the default,
+    # "stride"): the caption named a workload that never ran.
+    config = {"workload": {"kind": "stride"}, "multi": {"gpus": 4, "apps": ["fir", "matrix-transpose"]}}
+    html = uvmsim.Result(metrics={"time.total_ns": 1.0}, config=config, version="t")._repr_html_()
+    assert "applications fir, matrix-transpose" in html and "workload stride" not in html
+    one = uvmsim.Result(metrics={"time.total_ns": 1.0}, config={"workload": {"kind": "fir"}}, version="t")
+    assert "workload fir" in one._repr_html_()
+
+
 MANAGED = {
     "workload.kind": "regular",
     "workload.managed": True,

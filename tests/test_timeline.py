@@ -396,3 +396,15 @@ def test_timeline_write_makes_the_directories_above_its_file(tmp_path: Path) -> 
     result = uvmsim.run(preset="kaveri-apu", set={"workload.stride.accesses": 200})
     path = tl.write(result, tmp_path / "a" / "b" / "t.json")
     assert path == tmp_path / "a" / "b" / "t.json" and [e["name"] for e in spans(load_trace(path), "kernel")]
+
+
+def test_timeline_is_reachable_as_an_attribute_after_import_uvmsim() -> None:
+    """docs/experiments.md: "From Python: `uvmsim.timeline.write(result, "t.json")`" after a plain `import uvmsim`,
+    as `uvmsim.sweep` and `uvmsim.plot` are (in a fresh interpreter: another test may have imported it already)."""
+    import subprocess
+    import sys
+
+    code = "import uvmsim; print(uvmsim.timeline.write.__name__)"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "write"

@@ -70,6 +70,7 @@ __all__ = [
     "resolve",
     "run",
     "sweep",
+    "timeline",
     "trace_convert",
     "trace_info",
     "trace_record",
@@ -233,8 +234,12 @@ class Result:
             "</td></tr>"
             for k, v in self.key_metrics()
         )
-        workload = self.config.get("workload", {}).get("kind", "?")
-        caption = f"uvmsim {html.escape(self.version)} &middot; workload {html.escape(str(workload))}"
+        apps = self.config.get("multi", {}).get("apps") or []
+        if apps:  # multi-application mode: these ran, not workload.kind
+            ran = "applications " + ", ".join(str(a) for a in apps)
+        else:
+            ran = f"workload {self.config.get('workload', {}).get('kind', '?')}"
+        caption = f"uvmsim {html.escape(self.version)} &middot; {html.escape(ran)}"
         if self.tables:
             listed = ", ".join(f"<code>{html.escape(n)}</code> ({len(df):,} rows)" for n, df in self.tables.items())
             caption += f" &middot; tables {listed}"
@@ -707,7 +712,8 @@ def workloads() -> list[dict[str, Any]]:
 
 
 def __getattr__(name: str) -> ModuleType:
-    # `uvmsim.sweep` and `uvmsim.plot` import pyarrow and matplotlib: load them on first use, not with every run.
-    if name in ("sweep", "plot"):
+    # `uvmsim.sweep` and `uvmsim.plot` import pyarrow and matplotlib: load them on first use, not with every run;
+    # `uvmsim.timeline` too, so that `uvmsim.timeline.write(result, ...)` works after a plain `import uvmsim`.
+    if name in ("sweep", "plot", "timeline"):
         return importlib.import_module(f"uvmsim.{name}")
     raise AttributeError(f"module 'uvmsim' has no attribute {name!r}")
