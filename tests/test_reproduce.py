@@ -290,6 +290,10 @@ def test_reproduce_cli_prints_status_and_exits_0(cli: Cli, tmp_path: Path) -> No
     assert p.returncode == 0, p.stderr
     d = cli("diff", "r", "r3")
     assert d.returncode == 1 and "experiments whose checked values differ: 1 of 1" in d.stdout, d.stdout
+    # Another experiment into the same directory would leave these runs beside its own: refused before any run.
+    p = cli("reproduce", "apu-divergence", "--quick", "-o", "r")
+    assert p.returncode == 2 and "holds the results of experiment apu-tlb-miss-latency" in p.stderr, p.stderr
+    assert not (tmp_path / "r" / "runs" / "divergence").exists() and len(list((tmp_path / "r" / "runs").iterdir())) == 2
 
 
 def test_reproduce_cli_notes_an_override_left_out(cli: Cli, tmp_path: Path) -> None:

@@ -508,6 +508,7 @@ def reproduce_cmd(
         reproduce_mod.check_user_set(spec, user_set, quick)  # a bad key or value: exit code 2, before any output
     outdir = out if out is not None else Path("uvmsim-out") / spec.id
     check_output_dir(outdir)
+    _refuse_another_experiments_dir(outdir, spec.id)
     with_set = f", with {' '.join(sets)}" if sets else ""
     click.echo(f"{spec.id}: {spec.title} (preset {spec.preset}{', quick' if quick else ''}{with_set})")
     planned, foreseen = reproduce_mod.expected_runs(spec, quick, user_set)
@@ -563,6 +564,21 @@ def reproduce_cmd(
         report_mod.update_markdown(markdown, table)
         click.echo(f"updated the row of {spec.id} in {markdown}")
     return 0
+
+
+def _refuse_another_experiments_dir(outdir: Path, experiment_id: str) -> None:
+    """``ConfigError`` when ``outdir`` holds another experiment's results (its ``result.json``): its runs would stay
+    beside this one's, and ``uvmsim diff`` and ``fingerprint`` would count them as this experiment's."""
+    from uvmsim import report as report_mod
+
+    try:
+        stored = json.loads((outdir / report_mod.RESULT_FILE).read_text(encoding="utf-8")).get("id")
+    except (OSError, ValueError, AttributeError):
+        return  # none, or not one we can read: nothing to protect
+    if isinstance(stored, str) and stored != experiment_id:
+        raise ConfigError(
+            f"`{outdir}` holds the results of experiment {stored}, not {experiment_id}: give another -o (or remove it)"
+        )
 
 
 class _RunProgress:
