@@ -485,16 +485,12 @@ def compare_runs(
     changes.sort(key=lambda c: (-abs(c.relative) if not math.isnan(c.relative) else -math.inf, c.name))  # NaN first
     missing = object()
     # A sweep run failed for an invalid config stores none (null): unknown, not every setting removed.
-    config = (
-        [
-            (k, old.config.get(k), new.config.get(k))
-            for k in sorted(set(old.config) | set(new.config))
-            if old.config.get(k, missing) != new.config.get(k, missing)
-        ]
-        if old.config and new.config
-        else []
-    )
     known = bool(old.config and new.config)
+    config = [
+        (k, old.config.get(k), new.config.get(k))
+        for k in sorted(set(old.config) | set(new.config))
+        if known and old.config.get(k, missing) != new.config.get(k, missing)
+    ]
     return RunDiff(key, changes, len(both), config, (old.status, new.status), removed, added, config_known=known)
 
 
