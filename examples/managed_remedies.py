@@ -15,7 +15,8 @@ recorded with `workload.managed = true`; a timed CSV trace has no allocations to
 
 A variant that does not apply to the system reads "n/a", with the reason under the table: in
 IOMMU mode (gh200-c2c, mi300a-apu, kaveri-apu) far faults go to the page-request path, not the
-UVM driver, so its hints and prefetcher do not act (uvmsim refuses those it would ignore); a
+UVM driver, so its hints and prefetcher do not act (uvmsim refuses those it would ignore), and the
+table shows that path's requests and the pages they mapped in place instead of batches and faults; a
 variant uvmsim refuses for the system says why. A hint replaces the preset's own (gh200-c2c sets
 accessed-by). Multi-GPU presets run another model and are refused.
 
@@ -57,13 +58,23 @@ IOMMU_REASON = (
 )
 
 # (column title, metric, scale, format)
-COLUMNS: tuple[tuple[str, str, float, str], ...] = (
+Column = tuple[str, str, float, str]
+COLUMNS: tuple[Column, ...] = (
     ("time ms", "time.total_ns", 1e-6, "{:.3f}"),
     ("x copy", "baseline.slowdown_vs_copy", 1.0, "{:.2f}"),
     ("batches", "uvm.batches", 1.0, "{:,.0f}"),
     ("faults", "uvm.faults.unique", 1.0, "{:,.0f}"),
     ("MiB in", "uvm.bytes_h2d", 1.0 / (1 << 20), "{:,.1f}"),
     ("UVM ms", "uvm.time_ns", 1e-6, "{:.3f}"),
+)
+# In IOMMU mode the page-request path services the faults, not the driver's batches: its requests and the pages
+# they mapped in place (`apu.*`) replace the batch and fault counts (the driver still migrates: prefetches,
+# access counters).
+IOMMU_COLUMNS: tuple[Column, ...] = (
+    *COLUMNS[:2],
+    ("requests", "apu.faults", 1.0, "{:,.0f}"),
+    ("mapped", "apu.pages_mapped", 1.0, "{:,.0f}"),
+    *COLUMNS[4:],
 )
 
 
@@ -112,16 +123,19 @@ def run(preset: str, base: dict[str, Any], sets: Sequence[str] = ()) -> list[Row
 
 
 def table(rows: list[Row]) -> str:
-    """The rows as a text table; a variant that does not apply reads "n/a", its reason in a note below."""
-    head = ("variant", *(c[0] for c in COLUMNS))
+    """The rows as a text table; a variant that does not apply reads "n/a", its reason in a note below. A system in
+    IOMMU mode (its runs report ``apu.*``) shows the page-request path's requests and mapped pages."""
+    iommu = any(not isinstance(m, str) and "apu.faults" in m for _, m in rows)
+    columns = IOMMU_COLUMNS if iommu else COLUMNS
+    head = ("variant", *(c[0] for c in columns))
     body, notes = [], []
     for name, m in rows:
         if isinstance(m, str):
             if m not in notes:
                 notes.append(m)
-            body.append((f"{name} [{notes.index(m) + 1}]", *("n/a" for _ in COLUMNS)))
+            body.append((f"{name} [{notes.index(m) + 1}]", *("n/a" for _ in columns)))
         else:
-            body.append((name, *(fmt.format(float(m.get(key, 0.0)) * scale) for _, key, scale, fmt in COLUMNS)))
+            body.append((name, *(fmt.format(float(m.get(key, 0.0)) * scale) for _, key, scale, fmt in columns)))
     widths = [max(len(r[i]) for r in (head, *body)) for i in range(len(head))]
     lines = [
         "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))

@@ -65,6 +65,20 @@ def test_managed_remedies_marks_the_variants_an_iommu_system_does_not_run() -> N
     assert all(float(rows[name][0]) > 0 for name in ran)
 
 
+def test_managed_remedies_on_an_apu_shows_page_requests_and_a_prefetch_that_moves_nothing() -> None:
+    # mi300a-apu: the page-request path's requests and mapped pages replace the driver's batches and faults, and
+    # a prefetch to a GPU that shares the host's memory changes nothing (iommu.shared_memory): the same row.
+    sets = ("workload.blas_gemm.n=256",)
+    p = _remedies("--preset", "mi300a-apu", *(a for s in sets for a in ("--set", s)))
+    assert p.returncode == 0, p.stderr
+    head, *lines = p.stdout.splitlines()
+    assert re.split(r"\s{2,}", head) == ["variant", "time ms", "x copy", "requests", "mapped", "MiB in", "UVM ms"]
+    rows = {c[0]: c[1:] for c in (re.split(r"\s{2,}", r) for r in lines[:7])}
+    as_is = rows["managed, as is"]
+    assert int(as_is[2].replace(",", "")) > 0 and int(as_is[3].replace(",", "")) > 0, p.stdout
+    assert rows["cudaMemPrefetchAsync before the kernel"] == as_is, p.stdout
+
+
 def test_managed_remedies_refuses_a_multi_gpu_preset() -> None:
     p = _remedies("--preset", "li-4gpu-gmmu", "--set", "workload.blas_gemm.n=256")
     assert p.returncode == 2 and "multi-GPU model" in p.stderr, p.stderr

@@ -124,6 +124,7 @@ impl World {
             Multi::new(cfg, iommu)
         });
         let mut uvm = Uvm::new(&cfg.uvm, gpus[0].xlat.l1.len(), gpus[0].sms(), cfg.sim.seed);
+        uvm.shared_memory = cfg.translation.mode == TranslationMode::Iommu && cfg.iommu.shared_memory;
         if cfg.uvm.eviction.granularity == EvictionGranularity::Page && cfg.uvm.eviction.policy == EvictionPolicy::Lru {
             // 4 KiB LRU orders pages by their last use: the residency stamps walks (and TLB hits: true LRU).
             gpus[0].xlat.space.residency.keep_recency();
@@ -603,6 +604,7 @@ impl Model for World {
                 for vpn in first..end {
                     if !residency.is_resident(vpn) {
                         residency.make_resident(vpn);
+                        self.uvm.map_in_place(vpn);
                         ppr.in_place += 1;
                     }
                 }
@@ -819,6 +821,14 @@ pub fn simulate_full(cfg: &Config) -> Result<Output, SimError> {
     check_advice(cfg, &program)?;
     // Managed memory in the run: `workload.managed`, or a replayed recording of a managed program.
     let managed = cfg.workload.managed || program.buffers.iter().any(|b| b.managed);
+    if cfg.uvm.baselines && !managed {
+        // Before 2026-12-07 the baselines were skipped without a word: the run had no baseline.* metrics.
+        return Err(SimError::BadInput(
+            "key `uvm.baselines`: compares a run on managed memory with copy-then-execute on device memory, and this run \
+             has no managed memory (workload.managed = false): it is that baseline itself; set workload.managed = true"
+                .into(),
+        ));
+    }
     check_baseline_recording(cfg, managed)?;
     let mut world = World::new(cfg, program);
     if let Some(a) = apps {

@@ -1074,3 +1074,64 @@ fn pages_evicted_one_by_one_fault_again_when_touched() {
     assert!(fetched >= 128.0 + 2.0 * 43.0, "{fetched} pages fetched");
     assert_eq!(fetched, m(&x, "uvm.pages_evicted") + 85.0);
 }
+
+/// IOMMU mode: a page the page-request path mapped stays in host memory, so the host's accesses between kernels
+/// use it in place and the GPU keeps its mapping. Ping-pong over 16 pages, 10 rounds, one page per request: 16
+/// requests in all (the first kernel's), no CPU fault and nothing copied back. Before 2026-12-07 each host
+/// access took the pages "back" over the link (16 pages x 4 KiB x 10 rounds) and the GPU requested them again
+/// at every kernel (160 requests).
+#[test]
+fn apu_pages_mapped_in_place_stay_shared_with_the_host() {
+    let x = run(&[
+        "translation.mode=iommu",
+        "iommu.ppr.pages_log2=0",
+        "workload.kind=ping-pong",
+        "workload.ping_pong.iterations=10",
+        "workload.ping_pong.host_us=0",
+        "workload.managed=true",
+    ]);
+    assert_eq!(m(&x, "apu.faults"), 16.0);
+    assert_eq!(m(&x, "apu.pages_mapped"), 16.0);
+    assert_eq!((m(&x, "uvm.host.faults"), m(&x, "uvm.host.bytes_d2h"), m(&x, "link.d2h.bytes")), (0.0, 0.0, 0.0));
+    // Host-initialised pages are in host memory already: mapping them for the GPU moves nothing either.
+    assert_eq!(m(&x, "link.h2d.bytes"), 0.0);
+}
+
+/// `iommu.shared_memory`: an APU's GPU has no memory of its own, so cudaMemPrefetchAsync (hipMemPrefetchAsync)
+/// moves and maps nothing, and the kernel's first touches still take the page-request path; with memory behind
+/// the link (false) the same prefetch migrates the 8 pages (32 KiB) and the kernel requests none.
+#[test]
+fn a_prefetch_on_a_shared_memory_apu_moves_nothing() {
+    let base = [
+        "translation.mode=iommu",
+        "iommu.ppr.pages_log2=0",
+        "workload.kind=regular",
+        "workload.regular.threads=8",
+        "workload.managed=true",
+        "workload.prefetch_inputs=true",
+    ];
+    let apu = run(&[&base[..], &["iommu.shared_memory=true"]].concat());
+    assert_eq!(m(&apu, "uvm.prefetch_async.calls"), 1.0);
+    assert_eq!((m(&apu, "uvm.prefetch_async.pages"), m(&apu, "uvm.prefetch_async.time_ns")), (0.0, 0.0));
+    assert_eq!((m(&apu, "link.h2d.bytes"), m(&apu, "apu.faults")), (0.0, 8.0));
+    let discrete = run(&base);
+    assert_eq!((m(&discrete, "uvm.prefetch_async.pages"), m(&discrete, "link.h2d.bytes")), (8.0, 8.0 * 4096.0));
+    assert_eq!(m(&discrete, "apu.faults"), 0.0);
+}
+
+/// `uvm.baselines` on a run without managed memory is refused: there is nothing to compare (before 2026-12-07
+/// the run ended without the baseline.* metrics it asked for, and without a word).
+#[test]
+fn baselines_without_managed_memory_are_refused() {
+    let err = simulate(&cfg(&["workload.kind=regular", "workload.regular.threads=8", "uvm.baselines=true"])).unwrap_err();
+    assert!(err.to_string().contains("key `uvm.baselines`") && err.to_string().contains("workload.managed = true"), "{err}");
+}
+
+/// An APU shares its one memory with the host: access-counter migration has nowhere to move pages to.
+#[test]
+fn access_counter_migration_is_refused_on_a_shared_memory_apu() {
+    let sets = ["translation.mode=iommu", "iommu.shared_memory=true", "uvm.access_counters.migrate=true"];
+    let overrides: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let err = resolve(&[] as &[Source], &overrides).unwrap_err().to_string();
+    assert!(err.contains("uvm.access_counters.migrate") && err.contains("iommu.shared_memory"), "{err}");
+}

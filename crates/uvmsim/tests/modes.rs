@@ -328,7 +328,8 @@ fn unread_keys_change_no_metric() {
     let runs: [Run; 4] = [
         (
             "kaveri-apu",
-            stream(&["workload.prefetch_inputs=true", "uvm.gpu_memory_bytes=\"2MiB\""]),
+            // GPU memory of its own (not the APU's one memory), for the prefetches to migrate into and evict from.
+            stream(&["workload.prefetch_inputs=true", "uvm.gpu_memory_bytes=\"2MiB\"", "iommu.shared_memory=false"]),
             &iommu,
             &["apu.faults", "uvm.prefetch_async.pages"],
         ),
@@ -622,4 +623,16 @@ fn each_watchdog_is_read_only_by_its_model() {
             }
         }
     }
+}
+
+/// Several keys the configured mode does not read: the refusal names the first and lists the others with their
+/// sources, so one run shows them all.
+#[test]
+fn a_refusal_of_unread_keys_names_every_one() {
+    let (k, msg) = refused("kaveri-apu", &stream(&["uvm.batch_size=64", "gmmu.walker.threads=4", "uvm.replay_us=3"]));
+    assert_eq!(k, "gmmu.walker.threads", "{msg}");
+    assert!(msg.ends_with("; not read in this configuration either (2 more): `uvm.batch_size` (--set), `uvm.replay_us` (--set)"), "{msg}");
+    // One alone reads as before.
+    let (_, msg) = refused("kaveri-apu", &stream(&["uvm.batch_size=64"]));
+    assert!(!msg.contains("either"), "{msg}");
 }

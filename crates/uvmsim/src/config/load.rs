@@ -302,18 +302,24 @@ pub fn resolve(sources: &[Source], overrides: &[String]) -> Result<Config, Confi
     })?;
     // Keys the user set that nothing reads in the configured mode (a preset's are its machine's description).
     let presets: BTreeSet<&str> = sources.iter().filter(|s| s.preset).map(|s| s.name.as_str()).collect();
-    for (key, src) in &prov {
-        if presets.contains(src.as_str()) {
-            continue;
-        }
-        if let Some(mut msg) = cfg.unread(key) {
-            // A file that sets nearly every key is a whole configuration (`uvmsim config --resolved`), which
-            // carries every mode's keys as a preset does: say how to load it.
-            if !src.starts_with("--set") && prov.values().filter(|s| *s == src).count() >= WHOLE_CONFIG_KEYS {
-                msg += &format!("; `{src}` sets every key, as `uvmsim config --resolved` writes them: load it as a preset (--preset {src}), which may carry keys its mode does not read");
+    let mut unread = prov.iter().filter(|(_, src)| !presets.contains(src.as_str())).filter_map(|(k, s)| Some((k, s, cfg.unread(k)?)));
+    if let Some((key, src, mut msg)) = unread.next() {
+        // A file that sets nearly every key is a whole configuration (`uvmsim config --resolved`), which
+        // carries every mode's keys as a preset does: say how to load it.
+        if !src.starts_with("--set") && prov.values().filter(|s| *s == src).count() >= WHOLE_CONFIG_KEYS {
+            msg += &format!("; `{src}` sets every key, as `uvmsim config --resolved` writes them: load it as a preset (--preset {src}), which may carry keys its mode does not read");
+        } else {
+            // Name the others too, so that one run shows them all (before 2026-12-07 each took a run of its own).
+            let rest: Vec<String> = unread.map(|(k, s, _)| format!("`{k}` ({s})")).collect();
+            if !rest.is_empty() {
+                msg += &format!(
+                    "; not read in this configuration either ({} more): {}",
+                    rest.len(),
+                    if rest.len() > 8 { format!("{}, ...", rest[..8].join(", ")) } else { rest.join(", ") }
+                );
             }
-            return Err(err(Some(src), Some(key), msg));
         }
+        return Err(err(Some(src), Some(key), msg));
     }
     Ok(cfg)
 }

@@ -401,6 +401,15 @@ section! {
         pub ppr: crate::uvm::ppr::PprConfig = crate::uvm::ppr::PprConfig::default(),
         /// TLB shootdowns through the IOMMU (seed svm-apu §VI, Table 4).
         pub shootdown: crate::xlat::shootdown::ShootdownConfig = crate::xlat::shootdown::ShootdownConfig::default(),
+        /// The GPU has no memory of its own: it shares the host's physical memory (an APU: kaveri-apu, mi300a-apu).
+        /// A prefetch to the GPU (`workload.prefetch_inputs`) then moves and maps nothing, and the kernel's first
+        /// touches still take the page-request path: amdgpu's KFD resolves a prefetch to an APU's GPU to system memory
+        /// (linux drivers/gpu/drm/amd/amdkfd/kfd_svm.c, `svm_range_best_prefetch_location`: "if
+        /// (bo_node->adev->gmc.is_app_apu) { best_loc = 0; ...}"), where the range already is, and `svm_range_set_attr`
+        /// maps nothing for a prefetch alone with XNACK on. ASSUMPTION: the call itself costs no time. false: the GPU
+        /// has memory behind the link (gh200-c2c), and a prefetch migrates pages there as the UVM driver does.
+        /// Access-counter migration (uvm.access_counters.migrate) needs false: there is no GPU memory to migrate to.
+        pub shared_memory: bool = false,
     }
 }
 
@@ -655,6 +664,14 @@ impl Config {
                         "\"read-mostly\" duplicates pages when the UVM driver services a fault, {never}; read \
                          duplication needs translation.mode = \"gmmu\""
                     ),
+                ));
+            }
+            if self.iommu.shared_memory && u.access_counters.migrate {
+                return Err((
+                    "uvm.access_counters.migrate".into(),
+                    "migrates hot host-resident pages into GPU memory, and with iommu.shared_memory = true (an APU) the \
+                     GPU has none of its own: every page is already in the one memory it shares with the host"
+                        .into(),
                 ));
             }
             if u.advise.any(|a| a == Advice::PreferredLocationHost) && !u.access_counters.migrate {

@@ -195,12 +195,13 @@ const UNREAD: &[Unread] = &[
     },
     // Before the GMMU row: in the multi-GPU model in GMMU mode, the first thing these need is one GPU.
     Unread {
-        keys: &["iommu.ppr.", "iommu.shootdown."],
+        keys: &["iommu.ppr.", "iommu.shootdown.", "iommu.shared_memory"],
         modes: MULTI,
         place: MULTI_PLACE,
         short: "the multi-GPU model",
         why: "far faults go to the multi-GPU model's host (multi.migration, multi.host_latency_ns), not to the APU's \
-              page-request path, and TLB shootdowns (the shootdown workload) model one APU; they need one APU: \
+              page-request path, TLB shootdowns (the shootdown workload) and shared memory (prefetches that move nothing) \
+              model one APU; they need one APU: \
               multi.gpus = 1 and multi.model_one_gpu = false, with translation.mode = \"iommu\"",
     },
     Unread {

@@ -77,6 +77,11 @@ impl Uvm {
     /// last page is resident and mapped. GPU translations to drop (remote
     /// mappings replaced, evicted blocks) are left in `shootdowns`.
     pub fn prefetch_async(&mut self, now: Ps, pages: std::ops::Range<u64>, link: &mut Link, residency: &mut Residency) -> Ps {
+        if self.shared_memory {
+            // An APU's GPU has no memory of its own to prefetch to: nothing moves or is mapped (`iommu.shared_memory`).
+            self.async_prefetch.calls += 1;
+            return now;
+        }
         let want: Vec<u64> = pages.filter(|&p| !residency.is_resident(p)).collect();
         let (end, moved, _) = self.migrate_to_gpu(now, &want, Cause::PrefetchAsync, link, residency, true);
         let s = &mut self.async_prefetch;

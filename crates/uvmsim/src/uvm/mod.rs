@@ -391,7 +391,8 @@ section! {
         pub migration_records_max: u64 = 1_000_000,
         /// Also run the same workload with device memory and explicit copies, and report the
         /// copy-then-execute and ideal-overlap baselines (`baseline.*`; seed paged-memory §2). One GPU: the
-        /// multi-GPU model refuses it (it places every page from host memory at first touch, copies or not).
+        /// multi-GPU model refuses it (it places every page from host memory at first touch, copies or not). A run
+        /// without managed memory (workload.managed = false) is refused too: it is the baseline itself.
         pub baselines: bool = false,
     }
 }
@@ -871,6 +872,11 @@ pub struct Uvm {
     pub shootdown_pages: Vec<u64>,
     /// Pages evicted to the host (resident there now: a later fault copies them back).
     cpu_evicted: FxHashMap<u64, PageMask>,
+    /// Pages the page-request path mapped in place (translation.mode = "iommu"): they stay in host memory,
+    /// mapped on the host as well, so host accesses use them where they are.
+    in_place: FxHashMap<u64, PageMask>,
+    /// The GPU shares the host's memory (`iommu.shared_memory`): a prefetch moves and maps nothing.
+    pub shared_memory: bool,
     /// Evicted VA blocks whose GPU translations the caller must shoot down.
     pub shootdowns: Vec<u64>,
     prefetch: PrefetchConfig,
@@ -1087,6 +1093,8 @@ impl Uvm {
             overlap_write_back: c.eviction.overlap_write_back,
             shootdown_pages: vec![],
             cpu_evicted: FxHashMap::default(),
+            in_place: FxHashMap::default(),
+            shared_memory: false,
             shootdowns: vec![],
             prefetch: c.prefetch.clone(),
             allocs: PageRanges::default(),
@@ -1428,6 +1436,22 @@ impl Uvm {
         let i = self.cpu_resident.partition_point(|&(first, _)| first <= vpn);
         (i > 0 && vpn < self.cpu_resident[i - 1].1)
             || self.cpu_evicted.get(&(vpn / BLOCK_PAGES)).is_some_and(|m| prefetch::get(m, (vpn % BLOCK_PAGES) as usize))
+            || self.is_in_place(vpn)
+    }
+
+    /// The page-request path mapped `vpn` for the GPU in place (IOMMU mode): the page is in host memory, where the
+    /// fault handler populated it and mapped it on the host too (the IOMMU driver's `handle_mm_fault`, the KFD's
+    /// `hmm_range_fault`), so host accesses use it in place and keep the GPU's mapping. ASSUMPTION: one host thread
+    /// (the handler) mapped it, for the cost of a later unmap.
+    pub fn map_in_place(&mut self, vpn: u64) {
+        let block = vpn / BLOCK_PAGES;
+        prefetch::set(self.in_place.entry(block).or_insert([0; 8]), (vpn % BLOCK_PAGES) as usize);
+        self.host_map(block, vpn, vpn + 1, 1);
+    }
+
+    /// Was `vpn` mapped for the GPU in place, in host memory?
+    fn is_in_place(&self, vpn: u64) -> bool {
+        self.in_place.get(&(vpn / BLOCK_PAGES)).is_some_and(|m| prefetch::get(m, (vpn % BLOCK_PAGES) as usize))
     }
 
     /// Does VA block `block` hold data anywhere (GPU, or the host)?
@@ -1579,7 +1603,8 @@ impl Uvm {
     /// `threads` host threads, at `now`: GPU-resident pages fault on the host
     /// and come back over the link (read-mostly duplicates stay for reads; a
     /// write invalidates them), a host thrashing on a page sleeps through its
-    /// nap, pinned and remotely mapped pages are used in place. Returns when
+    /// nap, pinned, remotely mapped and in-place pages (IOMMU mode: the
+    /// page-request path maps host memory) are used in place. Returns when
     /// the access is done; evicted-like GPU translations to shoot down are
     /// left in `shootdowns`.
     pub fn host_access(
@@ -1603,7 +1628,8 @@ impl Uvm {
             // Read-mostly pages a host read copies back, the GPU keeping a read-only duplicate.
             let mut dup_back: Vec<u64> = vec![];
             for p in lo..hi {
-                if !residency.is_resident(p) {
+                if !residency.is_resident(p) || self.is_in_place(p) {
+                    // Host memory: the host uses it where it is (a page mapped in place keeps its GPU mapping).
                     continue;
                 }
                 if residency.is_dup(p) {
