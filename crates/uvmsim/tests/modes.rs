@@ -244,17 +244,22 @@ fn unread_keys_are_refused_when_the_user_sets_them() {
         &set,
     )
     .unwrap();
-    // What each mode reads is taken.
+    // What each mode reads is taken (the driver's migration keys in IOMMU mode with a GPU memory of its own;
+    // an APU's shared memory refuses them: shared_memory_apus_read_none_of_the_drivers_migration_keys).
     for s in ["uvm.gpu_memory_bytes=\"64MiB\"", "uvm.cost_model=fixed-latency", "uvm.eviction.policy=lru", "uvm.thrashing.enable=false"] {
-        resolved("kaveri-apu", &stream(&[s, "workload.prefetch_inputs=true"])).unwrap_or_else(|e| panic!("{s}: {e}"));
+        resolved("kaveri-apu", &stream(&[s, "workload.prefetch_inputs=true", "iommu.shared_memory=false"]))
+            .unwrap_or_else(|e| panic!("{s}: {e}"));
     }
     for s in ["uvm.records=true", "uvm.migration_records_max=10", "uvm.fault_mode=blocking", "uvm.stall_warp_on_fault=true"] {
         resolved("li-4gpu-gmmu", &stream(&[s])).unwrap_or_else(|e| panic!("{s}: {e}"));
     }
-    // A listed key is taken in every mode that reads it (set to the value it has there).
+    // A listed key is taken in every mode that reads it (set to the value it has there), but on an APU with
+    // shared memory (kaveri-apu) the driver's migration keys (gh200-c2c, in the same mode, takes them).
     for (mode, p) in PRESETS_BY_MODE {
-        let base = toml::Value::try_from(resolved(p, &STREAM).unwrap()).unwrap();
-        for key in keys.iter().filter(|k| !unread_in(k).is_empty() && !unread_in(k).contains(&mode)) {
+        let cfg = resolved(p, &STREAM).unwrap();
+        let base = toml::Value::try_from(&cfg).unwrap();
+        let shared = |k: &str| cfg.iommu.shared_memory && cfg.unread(k).is_some_and(|m| m.contains("iommu.shared_memory = true"));
+        for key in keys.iter().filter(|k| !unread_in(k).is_empty() && !unread_in(k).contains(&mode) && !shared(k)) {
             let set = format!("{key}={}", key.split('.').try_fold(&base, |v, k| v.get(k)).unwrap());
             resolved(p, &stream(&[&set])).unwrap_or_else(|e| panic!("{p} ({mode:?}): {set}: {e}"));
         }
@@ -540,7 +545,10 @@ fn multi_and_translation_keys_change_no_metric() {
         ("titan-v", stream(&small), &["gmmu.walker.level_latency_ns", "multi.oracle.infinite_walkers"]),
         (
             "kaveri-apu",
-            stream(&[&small[..], &["workload.prefetch_inputs=true", "uvm.gpu_memory_bytes=\"2MiB\""]].concat()),
+            // A GPU memory of its own, for the prefetches to migrate into.
+            stream(
+                &[&small[..], &["workload.prefetch_inputs=true", "iommu.shared_memory=false", "uvm.gpu_memory_bytes=\"2MiB\""]].concat(),
+            ),
             &["iommu.link_latency_ns", "iommu.ppr.irq_us"],
         ),
         (
@@ -635,4 +643,57 @@ fn a_refusal_of_unread_keys_names_every_one() {
     // One alone reads as before.
     let (_, msg) = refused("kaveri-apu", &stream(&["uvm.batch_size=64"]));
     assert!(!msg.contains("either"), "{msg}");
+}
+
+/// An APU (`iommu.shared_memory = true`): the driver's migration keys are refused when set, and the evidence that
+/// nothing reads them: each, changed on the resolved config, changes no metric of a kaveri-apu run that prefetches
+/// its buffer and touches it from the host between kernels (ping-pong), the paths that read them on a GPU with
+/// memory of its own. With `iommu.shared_memory = false` the same run migrates, and the changes show.
+#[test]
+fn shared_memory_apus_read_none_of_the_drivers_migration_keys() {
+    let wall = ["sim.wall_s", "sim.total_wall_s", "sim.events_per_s", "sim.warp_mem_insts_per_s"];
+    let metrics = |c: &Config| {
+        let mut x = simulate_full(c).unwrap_or_else(|e| panic!("{e}")).metrics.0;
+        x.retain(|k, _| !wall.contains(&k.as_str()));
+        x
+    };
+    type Change = (&'static str, fn(&mut Config));
+    let changes: [Change; 8] = [
+        ("uvm.per_block_us", |c| c.uvm.per_block_us = 500.0),
+        ("uvm.first_touch_us", |c| c.uvm.first_touch_us = 500.0),
+        ("uvm.unmap_us", |c| c.uvm.unmap_us = 500.0),
+        ("uvm.map_us", |c| c.uvm.map_us = 500.0),
+        ("uvm.tracker_us", |c| c.uvm.tracker_us = 500.0),
+        ("uvm.cost_model", |c| c.uvm.cost_model = uvmsim::uvm::CostModel::FixedLatency),
+        ("uvm.thrashing.enable", |c| c.uvm.thrashing.enable = false),
+        ("workload.host_threads", |c| c.workload.host_threads = 16),
+    ];
+    let sets = ["workload.kind=ping-pong", "workload.ping_pong.iterations=20", "workload.managed=true", "workload.prefetch_inputs=true"];
+    let base = resolved("kaveri-apu", &sets).unwrap();
+    assert!(base.iommu.shared_memory);
+    let before = metrics(&base);
+    assert!(before["apu.faults"].as_f64() > 0.0 && before["uvm.prefetch_async.calls"].as_f64() > 0.0);
+    let mut own = base.clone();
+    own.iommu.shared_memory = false;
+    let migrating = metrics(&own);
+    for (key, change) in changes {
+        let value = match key {
+            "uvm.cost_model" => "\"fixed-latency\"",
+            "uvm.thrashing.enable" => "false",
+            _ => "16",
+        };
+        let (k, msg) = refused("kaveri-apu", &[&sets[..], &[&format!("{key}={value}")]].concat());
+        assert_eq!(k, key, "{msg}");
+        assert!(msg.starts_with("is not read with iommu.shared_memory = true (an APU): "), "{msg}");
+        let mut c = base.clone();
+        change(&mut c);
+        assert!(before == metrics(&c), "{key} changed a metric");
+        // The same change on a GPU with memory of its own: the run's migrations read it (but the thrashing
+        // detector: a page the host took back is mapped in place by its next request, so nothing thrashes).
+        if key != "uvm.thrashing.enable" {
+            let mut c = own.clone();
+            change(&mut c);
+            assert!(migrating != metrics(&c), "{key} changed nothing with memory of its own");
+        }
+    }
 }

@@ -101,6 +101,33 @@ const DRIVER: &[&str] = &[
     "workload.host_threads",
 ];
 
+/// What the single-GPU driver's migrations read ([`DRIVER`] less the host's CPU faults, the baselines, the hints
+/// and the access counters, which keep their own checks): with `iommu.shared_memory` (an APU in IOMMU mode)
+/// nothing migrates, since prefetches move nothing and host accesses use the page-request path's pages in place.
+const SHARED_MEMORY: &[&str] = &[
+    "uvm.cost_model",
+    "uvm.per_block_us",
+    "uvm.first_touch_us",
+    "uvm.first_touch_tail",
+    "uvm.unmap_us",
+    "uvm.unmap_per_page_us",
+    "uvm.unmap_per_thread_us",
+    "uvm.pma_alloc_us",
+    "uvm.pma_chunk_blocks",
+    "uvm.zero_us_per_page",
+    "uvm.map_us",
+    "uvm.tracker_us",
+    "uvm.async_copies",
+    "uvm.gpu_memory_bytes",
+    "uvm.eviction.",
+    "uvm.thrashing.",
+    "workload.host_threads",
+];
+
+const SHARED_MEMORY_WHY: &str = "the GPU shares the host's one memory, so the UVM driver migrates nothing there: a \
+    prefetch moves nothing and host accesses use the pages the page-request path mapped where they are (far faults \
+    go to [iommu.ppr]); it needs iommu.shared_memory = false (a GPU with memory of its own) or translation.mode = \"gmmu\"";
+
 /// `[multi]` but what one GPU reads: `multi.gpus` and `multi.model_one_gpu` choose the model, and the
 /// oracles `infinite_pwc`, `infinite_walkers` and (IOMMU mode) `infinite_iommu_tlb` change the GPU's own
 /// walkers and TLBs.
@@ -293,6 +320,10 @@ impl Config {
             .iter()
             .find(|r| r.modes.contains(&mode) && r.keys.iter().any(|e| covers(e, key)))
             .map(|r| format!("is not read in {}: {}", r.place, r.why))
+            .or_else(|| {
+                (mode == Mode::Iommu && self.iommu.shared_memory && SHARED_MEMORY.iter().any(|e| covers(e, key)))
+                    .then(|| format!("is not read with iommu.shared_memory = true (an APU): {SHARED_MEMORY_WHY}"))
+            })
     }
 }
 
@@ -316,6 +347,9 @@ pub fn unread_note(key: &str) -> Option<String> {
         if !places.contains(&r.short) {
             places.push(r.short);
         }
+    }
+    if SHARED_MEMORY.iter().any(|e| covers(e, key)) {
+        places.push("translation.mode = \"iommu\" with iommu.shared_memory = true");
     }
     let (last, rest) = places.split_last()?;
     let list = if rest.is_empty() { last.to_string() } else { format!("{} nor in {last}", rest.join(", ")) };
