@@ -25,6 +25,14 @@ fn refused(name: &str, sets: &[&str]) -> (String, String) {
     (e.key.clone().unwrap_or_default(), e.message)
 }
 
+/// A run's metrics but the wall-clock ones (which differ between two runs of one configuration).
+fn metrics(c: &Config) -> std::collections::BTreeMap<String, uvmsim::stats::Value> {
+    let wall = ["sim.wall_s", "sim.total_wall_s", "sim.events_per_s", "sim.warp_mem_insts_per_s"];
+    let mut x = simulate_full(c).unwrap_or_else(|e| panic!("{e}")).metrics.0;
+    x.retain(|k, _| !wall.contains(&k.as_str()));
+    x
+}
+
 fn run(name: &str, sets: &[&str]) -> Output {
     simulate_full(&resolved(name, sets).unwrap_or_else(|e| panic!("{e}"))).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -291,12 +299,6 @@ fn every_preset_resolves_and_sets_only_keys_its_mode_reads() {
 /// migration on gh200-c2c; several GPUs faulting). Wall-clock metrics aside.
 #[test]
 fn unread_keys_change_no_metric() {
-    let wall = ["sim.wall_s", "sim.total_wall_s", "sim.events_per_s", "sim.warp_mem_insts_per_s"];
-    let metrics = |c: &Config| {
-        let mut x = simulate_full(c).unwrap_or_else(|e| panic!("{e}")).metrics.0;
-        x.retain(|k, _| !wall.contains(&k.as_str()));
-        x
-    };
     type Change = (&'static str, fn(&mut Config));
     let iommu: [Change; 13] = [
         ("uvm.batch_size", |c| c.uvm.batch_size = 8),
@@ -514,12 +516,6 @@ fn changed(c: &Config, key: &str) -> Option<Config> {
 /// metrics aside.
 #[test]
 fn multi_and_translation_keys_change_no_metric() {
-    let wall = ["sim.wall_s", "sim.total_wall_s", "sim.events_per_s", "sim.warp_mem_insts_per_s"];
-    let metrics = |c: &Config| {
-        let mut x = simulate_full(c).unwrap_or_else(|e| panic!("{e}")).metrics.0;
-        x.retain(|k, _| !wall.contains(&k.as_str()));
-        x
-    };
     let small = ["workload.stream.elements=65536", "workload.stream.threads=4096"];
     let stencil = [
         "workload.kind=stencil2d",
@@ -651,12 +647,6 @@ fn a_refusal_of_unread_keys_names_every_one() {
 /// memory of its own. With `iommu.shared_memory = false` the same run migrates, and the changes show.
 #[test]
 fn shared_memory_apus_read_none_of_the_drivers_migration_keys() {
-    let wall = ["sim.wall_s", "sim.total_wall_s", "sim.events_per_s", "sim.warp_mem_insts_per_s"];
-    let metrics = |c: &Config| {
-        let mut x = simulate_full(c).unwrap_or_else(|e| panic!("{e}")).metrics.0;
-        x.retain(|k, _| !wall.contains(&k.as_str()));
-        x
-    };
     type Change = (&'static str, fn(&mut Config));
     let changes: [Change; 8] = [
         ("uvm.per_block_us", |c| c.uvm.per_block_us = 500.0),

@@ -101,28 +101,16 @@ const DRIVER: &[&str] = &[
     "workload.host_threads",
 ];
 
-/// What the single-GPU driver's migrations read ([`DRIVER`] less the host's CPU faults, the baselines, the hints
-/// and the access counters, which keep their own checks): with `iommu.shared_memory` (an APU in IOMMU mode)
-/// nothing migrates, since prefetches move nothing and host accesses use the page-request path's pages in place.
-const SHARED_MEMORY: &[&str] = &[
-    "uvm.cost_model",
-    "uvm.per_block_us",
-    "uvm.first_touch_us",
-    "uvm.first_touch_tail",
-    "uvm.unmap_us",
-    "uvm.unmap_per_page_us",
-    "uvm.unmap_per_thread_us",
-    "uvm.pma_alloc_us",
-    "uvm.pma_chunk_blocks",
-    "uvm.zero_us_per_page",
-    "uvm.map_us",
-    "uvm.tracker_us",
-    "uvm.async_copies",
-    "uvm.gpu_memory_bytes",
-    "uvm.eviction.",
-    "uvm.thrashing.",
-    "workload.host_threads",
-];
+/// The keys of [`DRIVER`] that its migrations alone read: all but these, which the host's CPU faults, the
+/// baselines, the hints and the access counters read, or which other checks refuse in IOMMU mode. With
+/// `iommu.shared_memory` (an APU in IOMMU mode) nothing migrates, since prefetches move nothing and host accesses
+/// use the page-request path's pages in place.
+const NOT_MIGRATION: &[&str] = &["uvm.oversubscription", "uvm.cpu_fault_us", "uvm.baselines", "uvm.advise.", "uvm.access_counters."];
+
+/// Does `key` belong to the driver's migrations (unread on a shared-memory APU)?
+fn migration_key(key: &str) -> bool {
+    DRIVER.iter().filter(|e| !NOT_MIGRATION.contains(e)).any(|e| covers(e, key))
+}
 
 const SHARED_MEMORY_WHY: &str = "the GPU shares the host's one memory, so the UVM driver migrates nothing there: a \
     prefetch moves nothing and host accesses use the pages the page-request path mapped where they are (far faults \
@@ -321,7 +309,7 @@ impl Config {
             .find(|r| r.modes.contains(&mode) && r.keys.iter().any(|e| covers(e, key)))
             .map(|r| format!("is not read in {}: {}", r.place, r.why))
             .or_else(|| {
-                (mode == Mode::Iommu && self.iommu.shared_memory && SHARED_MEMORY.iter().any(|e| covers(e, key)))
+                (mode == Mode::Iommu && self.iommu.shared_memory && migration_key(key))
                     .then(|| format!("is not read with iommu.shared_memory = true (an APU): {SHARED_MEMORY_WHY}"))
             })
     }
@@ -348,7 +336,7 @@ pub fn unread_note(key: &str) -> Option<String> {
             places.push(r.short);
         }
     }
-    if SHARED_MEMORY.iter().any(|e| covers(e, key)) {
+    if migration_key(key) {
         places.push("translation.mode = \"iommu\" with iommu.shared_memory = true");
     }
     let (last, rest) = places.split_last()?;
