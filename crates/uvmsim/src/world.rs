@@ -601,11 +601,18 @@ impl Model for World {
                 let (first, end) = ppr.done(first);
                 let gpu = &mut self.gpus[0];
                 let residency = &mut gpu.xlat.space.residency;
+                let shared = self.uvm.shared_memory;
                 for vpn in first..end {
-                    if !residency.is_resident(vpn) {
+                    if shared && !residency.is_resident(vpn) {
+                        // The APU's one memory: the GPU's own.
                         residency.make_resident(vpn);
                         self.uvm.map_in_place(vpn);
                         ppr.in_place += 1;
+                    } else if !shared && !residency.is_mapped(vpn) {
+                        // Host memory behind the link (gh200-c2c): the GPU reads it there, remotely, and access
+                        // counters may migrate it (before 2026-12-07 it was taken for GPU memory, read at its speed).
+                        residency.map_remote(vpn);
+                        self.uvm.map_in_place(vpn);
                     }
                 }
                 // The GPU retries: warps whose pages are all mapped run again.

@@ -1135,3 +1135,24 @@ fn access_counter_migration_is_refused_on_a_shared_memory_apu() {
     let err = resolve(&[] as &[Source], &overrides).unwrap_err().to_string();
     assert!(err.contains("uvm.access_counters.migrate") && err.contains("iommu.shared_memory"), "{err}");
 }
+
+/// IOMMU mode with memory of its own behind the link (`iommu.shared_memory = false`, gh200-c2c without its
+/// accessed-by hint): a page request maps the host's page where it is, so the GPU reads it remotely, over the
+/// link, and nothing becomes GPU-resident; on a shared-memory APU the same requests map the GPU's one memory.
+/// (Before 2026-12-07 both were taken for GPU-resident pages, read at the GPU memory's speed.)
+#[test]
+fn page_requests_for_host_memory_behind_the_link_map_it_remotely() {
+    let base = [
+        "translation.mode=iommu",
+        "iommu.ppr.pages_log2=0",
+        "workload.kind=regular",
+        "workload.regular.threads=8",
+        "workload.managed=true",
+    ];
+    let behind = run(&base);
+    assert_eq!((m(&behind, "apu.faults"), m(&behind, "apu.pages_mapped")), (8.0, 8.0));
+    assert_eq!(m(&behind, "uvm.resident_pages"), 0.0);
+    assert!(m(&behind, "uvm.remote.loads") > 0.0);
+    let shared = run(&[&base[..], &["iommu.shared_memory=true"]].concat());
+    assert_eq!((m(&shared, "apu.faults"), m(&shared, "uvm.resident_pages"), m(&shared, "uvm.remote.loads")), (8.0, 8.0, 0.0));
+}

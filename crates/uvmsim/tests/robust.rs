@@ -611,17 +611,18 @@ fn polled_rounds_do_not_prefetch_a_page_already_crossing_the_link() {
 /// IOMMU mode (kaveri-apu): first touches go through the page-request path, which maps pages in
 /// place, and `uvm.gpu_memory_bytes` bounds only the driver's migrations. The end-of-run check of
 /// debug builds counted those in-place pages against the driver's capacity and failed a run that
-/// was correct ("3222 pages resident, beyond the capacity of 2 chunks"; found by the stress run).
+/// was correct ("3222 pages resident, beyond the capacity of 2 chunks"; found by the stress run). A user's
+/// `uvm.gpu_memory_bytes` is refused on the shared-memory APU (nothing migrates there), a preset's is taken.
 #[test]
 fn pages_mapped_in_place_by_the_page_request_path_hold_no_driver_memory() {
-    let preset = Source::preset("kaveri-apu", include_str!("../../../presets/kaveri-apu.toml"));
+    let text = format!("{}\n[uvm]\ngpu_memory_bytes = \"4MiB\"\n", include_str!("../../../presets/kaveri-apu.toml"));
+    let preset = Source::preset("kaveri-apu", text);
     let sets: Vec<String> = [
         "workload.kind=gather",
         "workload.gather.threads=1024",
         "workload.gather.lookups=2048",
         "workload.gather.table_entries=1048576",
         "workload.managed=true",
-        "uvm.gpu_memory_bytes=\"4MiB\"",
     ]
     .map(String::from)
     .to_vec();

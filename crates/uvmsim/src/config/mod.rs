@@ -406,8 +406,10 @@ section! {
         /// touches still take the page-request path: amdgpu's KFD resolves a prefetch to an APU's GPU to system memory
         /// (linux drivers/gpu/drm/amd/amdkfd/kfd_svm.c, `svm_range_best_prefetch_location`: "if
         /// (bo_node->adev->gmc.is_app_apu) { best_loc = 0; ...}"), where the range already is, and `svm_range_set_attr`
-        /// maps nothing for a prefetch alone with XNACK on. ASSUMPTION: the call itself costs no time. false: the GPU
-        /// has memory behind the link (gh200-c2c), and a prefetch migrates pages there as the UVM driver does.
+        /// maps nothing for a prefetch alone with XNACK on. ASSUMPTION: the call itself costs no time. Pages the page-request path
+        /// maps are then GPU-resident (the one memory). false: the GPU has memory behind the link (gh200-c2c): a
+        /// page request maps the host's page remotely (read over the link, until access counters migrate it), and a
+        /// prefetch migrates pages to the GPU as the UVM driver does.
         /// Access-counter migration (uvm.access_counters.migrate) needs false: there is no GPU memory to migrate to.
         pub shared_memory: bool = false,
     }

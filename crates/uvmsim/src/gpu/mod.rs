@@ -1239,7 +1239,8 @@ impl Gpu {
                 w.faulted.clear(); // as in `replay`
             }
             while let Some(&p) = w.faulted.last() {
-                if !residency.is_resident(p) {
+                // Mapped: resident, or (a page request for host memory behind the link) remotely.
+                if !residency.is_mapped(p) {
                     self.by_page.entry(p).or_default().push(slot);
                     return;
                 }

@@ -249,6 +249,10 @@ impl Uvm {
         for &p in pages {
             remote |= residency.unmap_remote(p);
             residency.make_resident(p);
+            // In GPU memory now, no longer where the page-request path mapped it.
+            if let Some(m) = self.in_place.get_mut(&(p / BLOCK_PAGES)) {
+                prefetch::clear(m, (p % BLOCK_PAGES) as usize);
+            }
         }
         remote
     }

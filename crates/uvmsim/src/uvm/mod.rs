@@ -874,7 +874,7 @@ pub struct Uvm {
     cpu_evicted: FxHashMap<u64, PageMask>,
     /// Pages the page-request path mapped in place (translation.mode = "iommu"): they stay in host memory,
     /// mapped on the host as well, so host accesses use them where they are.
-    in_place: FxHashMap<u64, PageMask>,
+    pub(super) in_place: FxHashMap<u64, PageMask>,
     /// The GPU shares the host's memory (`iommu.shared_memory`): a prefetch moves and maps nothing.
     pub shared_memory: bool,
     /// Evicted VA blocks whose GPU translations the caller must shoot down.

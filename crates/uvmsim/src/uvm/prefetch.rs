@@ -43,6 +43,11 @@ pub fn set(m: &mut PageMask, i: usize) {
     m[i / 64] |= 1 << (i % 64);
 }
 
+#[inline]
+pub fn clear(m: &mut PageMask, i: usize) {
+    m[i / 64] &= !(1 << (i % 64));
+}
+
 /// Set pages `start..end`.
 pub fn set_range(m: &mut PageMask, start: usize, end: usize) {
     for i in start..end {
