@@ -502,8 +502,17 @@ impl Residency {
 
     /// Evict VA block `block`: none of its pages stays resident. Returns the
     /// pages that were resident and how many of them were prefetched and never touched.
+    /// Its remote mappings stay: they point at host memory, which the eviction leaves alone
+    /// (the driver unmaps only the evicted chunk's pages, `uvm_va_block_evict_chunks`).
     pub fn evict_block(&mut self, block: u64) -> Evicted {
-        let Some(m) = self.blocks.remove(&block) else { return Evicted::default() };
+        let m = match self.blocks.get_mut(&block) {
+            None => return Evicted::default(),
+            Some(m) if m.remote.iter().any(|&w| w != 0) => {
+                let kept = BlockBits { remote: m.remote, ..BlockBits::default() };
+                std::mem::replace(m, kept)
+            }
+            Some(_) => self.blocks.remove(&block).expect("present"),
+        };
         let n: u64 = m.resident.iter().map(|w| w.count_ones() as u64).sum();
         self.resident_pages -= n;
         self.refault_epoch += 1;
@@ -814,5 +823,23 @@ mod tests {
         assert!(r.make_nonresident(6));
         let e = r.evict_block(0);
         assert_eq!((e.resident[0], e.dirty[0]), (1 << 5, 1 << 5));
+    }
+
+    /// Evicting a block takes its resident pages and leaves the pages it maps remotely
+    /// (host memory) mapped; a block with nothing remote is forgotten.
+    #[test]
+    fn eviction_keeps_the_blocks_remote_mappings() {
+        let mut r = Residency::default();
+        r.make_resident(3);
+        r.map_remote(4);
+        r.make_prefetched(70);
+        let e = r.evict_block(0);
+        assert_eq!((e.resident[0], e.resident[1], e.untouched), (1 << 3, 1 << 6, 1));
+        assert!(r.is_remote(4) && !r.is_resident(3) && !r.is_resident(70) && !r.is_untouched(70));
+        assert_eq!(r.resident_pages(), 0);
+        assert_eq!(r.evict_block(0), Evicted::default());
+        r.make_resident(600);
+        r.evict_block(1);
+        assert_eq!(r.blocks(), 1);
     }
 }
