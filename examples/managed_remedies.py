@@ -16,7 +16,7 @@ recorded with `workload.managed = true`; a timed CSV trace has no allocations to
 A variant that does not apply to the system reads "n/a", with the reason under the table: in
 IOMMU mode (gh200-c2c, mi300a-apu, kaveri-apu) far faults go to the page-request path, not the
 UVM driver, so its hints and prefetcher do not act (uvmsim refuses those it would ignore), and the
-table shows that path's requests and the pages they mapped in place instead of batches and faults; a
+table shows that path's requests, the pages they mapped and its time instead of the driver's; a
 variant uvmsim refuses for the system says why. A hint replaces the preset's own (gh200-c2c sets
 accessed-by). Multi-GPU presets run another model and are refused.
 
@@ -67,14 +67,15 @@ COLUMNS: tuple[Column, ...] = (
     ("MiB in", "uvm.bytes_h2d", 1.0 / (1 << 20), "{:,.1f}"),
     ("UVM ms", "uvm.time_ns", 1e-6, "{:.3f}"),
 )
-# In IOMMU mode the page-request path services the faults, not the driver's batches: its requests and the pages
-# they mapped in place (`apu.*`) replace the batch and fault counts (the driver still migrates: prefetches,
-# access counters).
+# In IOMMU mode the page-request path services the faults, not the driver's batches: its requests, the pages
+# they mapped and the time it had a request outstanding (`apu.*`) replace the batch and fault counts and the
+# batch time (the driver still migrates: prefetches, access counters).
 IOMMU_COLUMNS: tuple[Column, ...] = (
     *COLUMNS[:2],
     ("requests", "apu.faults", 1.0, "{:,.0f}"),
     ("mapped", "apu.pages_mapped", 1.0, "{:,.0f}"),
-    *COLUMNS[4:],
+    COLUMNS[4],
+    ("PPR ms", "apu.time_ns", 1e-6, "{:.3f}"),
 )
 
 

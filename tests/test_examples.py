@@ -66,16 +66,19 @@ def test_managed_remedies_marks_the_variants_an_iommu_system_does_not_run() -> N
 
 
 def test_managed_remedies_on_an_apu_shows_page_requests_and_a_prefetch_that_moves_nothing() -> None:
-    # mi300a-apu: the page-request path's requests and mapped pages replace the driver's batches and faults, and
-    # a prefetch to a GPU that shares the host's memory changes nothing (iommu.shared_memory): the same row.
+    # mi300a-apu: the page-request path's requests, mapped pages and time replace the driver's batches, faults and
+    # batch time, and a prefetch to a GPU that shares the host's memory changes nothing (iommu.shared_memory): the
+    # same row.
     sets = ("workload.blas_gemm.n=256",)
     p = _remedies("--preset", "mi300a-apu", *(a for s in sets for a in ("--set", s)))
     assert p.returncode == 0, p.stderr
     head, *lines = p.stdout.splitlines()
-    assert re.split(r"\s{2,}", head) == ["variant", "time ms", "x copy", "requests", "mapped", "MiB in", "UVM ms"]
+    assert re.split(r"\s{2,}", head) == ["variant", "time ms", "x copy", "requests", "mapped", "MiB in", "PPR ms"]
     rows = {c[0]: c[1:] for c in (re.split(r"\s{2,}", r) for r in lines[:7])}
     as_is = rows["managed, as is"]
     assert int(as_is[2].replace(",", "")) > 0 and int(as_is[3].replace(",", "")) > 0, p.stdout
+    # The page-request path was busy for part of the run, not none of it and not more than all of it.
+    assert 0 < float(as_is[5]) < float(as_is[0]), p.stdout
     assert rows["cudaMemPrefetchAsync before the kernel"] == as_is, p.stdout
 
 

@@ -177,6 +177,10 @@ pub struct Ppr {
     credit_wait_ps: Ps,
     credit_wait_max_ps: Ps,
     pub latency: Latency,
+    /// Time with at least one request outstanding (the union of the requests' latencies), and
+    /// where that union ends so far.
+    busy_ps: Ps,
+    busy_until: Ps,
 }
 
 impl Ppr {
@@ -208,6 +212,8 @@ impl Ppr {
             credit_wait_ps: 0,
             credit_wait_max_ps: 0,
             latency: Latency::default(),
+            busy_ps: 0,
+            busy_until: 0,
         }
     }
 
@@ -266,6 +272,13 @@ impl Ppr {
             self.outstanding.push(Reverse(done));
         }
         self.latency.record(done - f.time);
+        // Faults are raised in time order and the one worker completes them in that order, so the
+        // union of [fault, done] grows at its end only.
+        let from = f.time.max(self.busy_until);
+        if done > from {
+            self.busy_ps += done - from;
+            self.busy_until = done;
+        }
         Some((done, first))
     }
 
@@ -283,6 +296,7 @@ impl Ppr {
         m.float("apu.ppr_credit_wait_ns", ps_to_ns(self.credit_wait_ps));
         m.float("apu.ppr_credit_wait_max_ns", ps_to_ns(self.credit_wait_max_ps));
         self.latency.export(m, "apu.fault_latency_ns");
+        m.float("apu.time_ns", ps_to_ns(self.busy_ps));
     }
 }
 
@@ -305,6 +319,20 @@ mod tests {
         assert_eq!(p.raise(&fault(1, 10)), None, "a second fault on the page waits for the same request");
         assert_eq!(p.done(1), (1, 2));
         assert!(p.raise(&fault(1, 10_000_000)).is_some());
+    }
+
+    /// `apu.time_ns` is the time with a request outstanding: overlapping requests count once, idle gaps not at all.
+    #[test]
+    fn service_time_is_the_union_of_the_requests_latencies() {
+        let mut p = Ppr::new(&PprConfig::default());
+        // A at 0 µs: done 5.3. B at 1.0: logged 2.0 (A's handler is done: an interrupt), read 2.0-2.3, waits for
+        // the worker (A's 1.6-5.0) until 5.0, processed to 8.4, done 8.7. C at 20.0: alone, done 25.3.
+        let done: Vec<Ps> = [(1, 0), (2, 1_000_000), (3, 20_000_000)].map(|(v, t)| p.raise(&fault(v, t)).unwrap().0).into();
+        assert_eq!(done, [5_300_000, 8_700_000, 25_300_000]);
+        let mut m = Metrics::default();
+        p.export(&mut m);
+        // [0, 8.7] and [20.0, 25.3]: 14.0 µs; the latencies sum to 18.3.
+        assert_eq!(m.get("apu.time_ns"), Some(14_000.0));
     }
 
     #[test]
