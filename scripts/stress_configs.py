@@ -651,6 +651,15 @@ def check_invariants(metrics: dict[str, float], replay_policy: str = "batch-flus
             m["host_mmu.tlb.accesses"],
             m["multi.far_faults"] + m.get("multi.migrations.counter", 0),
         )
+    # docs/metrics.md (apu.time_ns): the time with a page request outstanding is at most the run's and at most
+    # the requests' latencies summed.
+    if has("apu.time_ns", "apu.faults", "apu.fault_latency_ns.mean", "time.total_ns"):
+        summed = m["apu.faults"] * m["apu.fault_latency_ns.mean"]
+        if m["apu.time_ns"] > min(m["time.total_ns"], summed) * (1 + 1e-9) + 1e-6:
+            out.append(
+                f"apu.time_ns <= time.total_ns and <= apu.faults * fault_latency mean: {m['apu.time_ns']:g} vs"
+                f" {m['time.total_ns']:g}, {summed:g}"
+            )
     # docs/metrics.md:574: remote_probes >= false_positives + remote_hits.
     if has("multi.least_tlb.remote_probes", "multi.least_tlb.false_positives", "multi.least_tlb.remote_hits"):
         if m["multi.least_tlb.remote_probes"] < m["multi.least_tlb.false_positives"] + m["multi.least_tlb.remote_hits"]:

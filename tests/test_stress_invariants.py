@@ -262,6 +262,16 @@ def test_narrowed_identities() -> None:
     assert stress.check_invariants(apu | {"apu.pages_mapped": 40}) == []
 
 
+def test_page_request_time_is_bounded_by_the_run_and_the_latencies() -> None:
+    # 4 requests of 30 us mean latency: at most 120 us outstanding, and at most the run's 200 us.
+    apu = NO_EVICTION | {"uvm.faults.unique": 0, "uvm.prefetch.pages": 0, "uvm.prefetched_pages": 0}
+    apu |= {"uvm.prefetch.used": 0, "uvm.prefetch.wasted": 0, "uvm.prefetch.evicted_unused": 0, "apu.pages_mapped": 40}
+    apu |= {"apu.faults": 4, "apu.fault_latency_ns.mean": 30000.0}
+    assert stress.check_invariants(apu | {"apu.time_ns": 120000.0}) == []
+    assert any("apu.time_ns" in v for v in stress.check_invariants(apu | {"apu.time_ns": 120001.0}))
+    assert any("apu.time_ns" in v for v in stress.check_invariants(apu | {"apu.faults": 40, "apu.time_ns": 200001.0}))
+
+
 def test_replay_count_follows_the_replay_policy() -> None:
     # ONE_GPU has 4 batches. "once" replays only when the buffer is drained (fewer), "block" after each VA
     # block (more): edge_sweep.py found 68 finished runs of those policies flagged by the one-per-batch rule.
