@@ -437,6 +437,27 @@ BAD_INPUTS = [
         ['key `multi.host_mmu.walker.threads`: is not read in the multi-GPU model with translation.mode = "iommu"'],
         id="host-mmu-key-in-ats-mode",
     ),
+    # Another workload's parameters on a run's command line: nothing reads them (the resolver accepts them, for
+    # sweep and experiment bases that serve several kinds; `run` and `trace record` refuse them).
+    pytest.param(
+        ["run", "--preset", "titan-v", "--set", "workload.blas_gemm.n=512"],
+        [
+            "--set: key `workload.blas_gemm.n`: is a parameter of the `blas-gemm` workload, which this run does not "
+            'run (workload.kind = "stride")',
+            "add --set workload.kind=blas-gemm to run it",
+        ],
+        id="another-workloads-key",
+    ),
+    pytest.param(
+        ["run", "--preset", "li-4gpu-ats", "--set", 'multi.apps=["fir", "aes"]', "--set", "workload.kmeans.points=64"],
+        ['the `kmeans` workload, which this run does not run (multi.apps = ["fir", "aes"])', "add it to multi.apps"],
+        id="another-workloads-key-multi-app",
+    ),
+    pytest.param(
+        ["trace", "record", "--preset", "titan-v", "--set", "workload.stream.elements=64", "x.uvmt"],
+        ["key `workload.stream.elements`: is a parameter of the `stream` workload, which this run does not run"],
+        id="another-workloads-key-record",
+    ),
     # reproduce's options that exclude each other, refused before any run.
     pytest.param(
         ["reproduce", "zheng-blocking", "--list", "--markdown", "doc.md"],
@@ -1023,3 +1044,22 @@ def test_the_command_keeps_its_exit_code_and_exit_handlers_once_pyarrow_is_loade
     assert p.returncode == code, p.stderr
     assert "exit handlers ran" in p.stderr
     assert ("error:" if code else "Usage:") in getattr(p, stream)
+
+
+def test_each_workload_kind_has_its_own_parameter_section() -> None:
+    # `run` refuses another workload's keys by mapping a kind to its section by name (blas-gemm: workload.blas_gemm).
+    keys = {p["key"] for p in uvmsim.config_reference()}
+    for w in uvmsim.workloads():
+        section = "workload." + w["name"].replace("-", "_") + "."
+        assert any(k.startswith(section) for k in keys), section
+
+
+def test_a_runs_own_workload_keys_and_the_shared_ones_are_accepted(cli: Cli) -> None:
+    p = cli(
+        "run", "--preset", "titan-v", "-q", "--set", "workload.kind=stream", "--set", "workload.stream.elements=4096"
+    )
+    assert p.returncode == 0, p.stderr
+    p = cli(
+        "run", "--preset", "titan-v", "-q", "--set", "workload.stride.accesses=50", "--set", "workload.compute_cycles=2"
+    )
+    assert p.returncode == 0, p.stderr

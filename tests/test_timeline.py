@@ -133,6 +133,8 @@ def test_timeline_of_a_multi_gpu_run_names_all_its_gpus(cli: Cli, tmp_path: Path
         "--preset",
         "li-4gpu-gmmu",
         "--set",
+        "workload.kind=stream",
+        "--set",
         "workload.stream.elements=20000",
         "-q",
         "-o",

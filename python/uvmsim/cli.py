@@ -24,7 +24,7 @@ import shlex
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -225,6 +225,7 @@ def run(
     # Validate, then make OUT, before simulating: a bad config leaves no directory behind, and an
     # unwritable OUT fails in a millisecond rather than after a long run.
     cfg = uvmsim.resolve(config, preset=preset, set=overrides)
+    _refuse_other_workloads_keys(sets, cfg)
     # No output may replace an input (the config, the preset's file, a trace): bad input, refused before any work.
     inputs = _inputs_of(config, preset, cfg, [trace] if trace is not None else [])
     _refuse_input_in_dir(out, inputs, lambda name: name == uvmsim.SUMMARY_FILE or name.endswith(".parquet"))
@@ -258,6 +259,33 @@ def run(
     click.echo(f"wrote {out / uvmsim.SUMMARY_FILE} ({len(result.metrics)} metrics){tables}")
     if timeline is not None:
         click.echo(f"wrote {timeline} (open it in https://ui.perfetto.dev)")
+
+
+def _refuse_other_workloads_keys(sets: Sequence[str], cfg: Mapping[str, Any]) -> None:
+    """A ``--set`` of another workload's parameter (``workload.<kind>.*`` of a kind the run does not run) would
+    change nothing: each generator reads only its own section. Refused on this one run's command line, not by the
+    resolver: sweeps, experiments and config files share one base of several workloads' parameters across runs of
+    different kinds (a grid over ``workload.kind``), and each run reads its own."""
+    sections = {w["name"].replace("-", "_"): w["name"] for w in uvmsim.workloads()}
+    multi = cfg["multi"]
+    apps: list[str] = list(multi["apps"]) if multi["gpus"] > 1 or multi["model_one_gpu"] else []
+    running = [cfg["workload"]["kind"], *apps]
+    for item in sets:
+        key = item.split("=", 1)[0].strip()
+        parts = key.split(".")
+        if len(parts) < 2 or parts[0] != "workload" or parts[1] not in sections:
+            continue
+        kind = sections[parts[1]]
+        if kind in running:
+            continue
+        if apps:
+            runs, fix = "multi.apps = [" + ", ".join(f'"{a}"' for a in apps) + "]", "add it to multi.apps"
+        else:
+            runs, fix = f'workload.kind = "{running[0]}"', f"add --set workload.kind={kind}"
+        raise ConfigError(
+            f"--set: key `{key}`: is a parameter of the `{kind}` workload, which this run does not run ({runs}): "
+            f"each workload reads only its own workload.<kind> section; {fix} to run it, or leave the key out"
+        )
 
 
 @cli.command("presets")
@@ -391,6 +419,11 @@ parameter sections), so this page cannot drift from the code.
   GPU, one translation mode's hardware in the other) are errors too when the
   user's file, `--set` or Python's `set` gives them, saying why and what
   reads them; a preset may carry them (it describes its machine).
+- **Another workload's parameters** (`workload.<kind>.*` of a kind the run
+  does not run: each generator reads only its own section) are refused on the
+  command line of `uvmsim run` and `uvmsim trace record` (`--set`). Config
+  files, sweep and experiment bases and Python's `set` may carry several
+  kinds' parameters, each run reading its own kind's.
 """
 
 
@@ -946,6 +979,7 @@ def trace_record_cmd(files: tuple[str, ...], preset: str | None, sets: tuple[str
     if config is None and preset is None and not sets:
         raise click.UsageError("give a CONFIG file, a --preset or --set options describing the workload")
     cfg = uvmsim.resolve(config, preset=preset, set=list(sets))  # bad input first (exit 2), then the output (exit 1)
+    _refuse_other_workloads_keys(sets, cfg)
     _refuse_input(out, _inputs_of(config, preset, cfg), "'OUT'")
     check_output_file(out)
     totals = uvmsim.trace_record(out, config, preset=preset, set=list(sets))
