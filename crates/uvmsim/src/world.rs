@@ -481,9 +481,14 @@ impl Model for World {
                     self.counters_armed = true;
                     q.push(now + gpu.remote.counters.as_ref().map_or(0, |c| c.notify), Ev::UvmCounters);
                 }
+                if let Some(ppr) = self.ppr.as_mut() {
+                    ppr.settle(now);
+                }
                 for f in gpu.drain_faults() {
                     match self.ppr.as_mut() {
                         Some(ppr) => {
+                            // A fault fails after its warp ran (`settle` relies on it).
+                            debug_assert!(f.time >= now, "fault at {} before its warp ran at {now}", f.time);
                             if let Some((t, first)) = ppr.raise(&f) {
                                 q.push(t, Ev::PprDone(first));
                             }

@@ -68,7 +68,7 @@ use crate::stats::{Latency, Metrics};
 use crate::xlat::space::PageRanges;
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 section! {
     /// The APU's page-fault path (translation.mode = "iommu", workload.managed = true): PPR queue,
@@ -177,10 +177,12 @@ pub struct Ppr {
     credit_wait_ps: Ps,
     credit_wait_max_ps: Ps,
     pub latency: Latency,
-    /// Time with at least one request outstanding (the union of the requests' latencies), and
-    /// where that union ends so far.
+    /// Time with at least one request outstanding: the union of the requests' [fault, done] spans, kept
+    /// as disjoint spans in time order (a fault found by a later event may be earlier than one raised
+    /// before it: walks take different times) and their total. Spans that end before the current event
+    /// can grow no more and are dropped ([`Ppr::settle`]); the total keeps them.
+    spans: VecDeque<(Ps, Ps)>,
     busy_ps: Ps,
-    busy_until: Ps,
 }
 
 impl Ppr {
@@ -212,8 +214,8 @@ impl Ppr {
             credit_wait_ps: 0,
             credit_wait_max_ps: 0,
             latency: Latency::default(),
+            spans: VecDeque::new(),
             busy_ps: 0,
-            busy_until: 0,
         }
     }
 
@@ -272,14 +274,30 @@ impl Ppr {
             self.outstanding.push(Reverse(done));
         }
         self.latency.record(done - f.time);
-        // Faults are raised in time order and the one worker completes them in that order, so the
-        // union of [fault, done] grows at its end only.
-        let from = f.time.max(self.busy_until);
-        if done > from {
-            self.busy_ps += done - from;
-            self.busy_until = done;
-        }
+        self.busy(f.time, done);
         Some((done, first))
+    }
+
+    /// Add [start, end] to the time with a request outstanding. The one worker completes requests in the order
+    /// they are raised, so `end` is the latest end yet and merging looks back from the last span only.
+    fn busy(&mut self, mut start: Ps, mut end: Ps) {
+        while let Some(&(a, b)) = self.spans.back() {
+            if b < start {
+                break;
+            }
+            self.spans.pop_back();
+            self.busy_ps -= b - a;
+            (start, end) = (start.min(a), end.max(b));
+        }
+        self.spans.push_back((start, end));
+        self.busy_ps += end - start;
+    }
+
+    /// The simulation reached `now`: no later fault starts before it, so spans that ended earlier are final.
+    pub fn settle(&mut self, now: Ps) {
+        while self.spans.front().is_some_and(|&(_, b)| b < now) {
+            self.spans.pop_front();
+        }
     }
 
     /// The block's request completed: its pages [first, end) are mapped now.
@@ -333,6 +351,25 @@ mod tests {
         p.export(&mut m);
         // [0, 8.7] and [20.0, 25.3]: 14.0 µs; the latencies sum to 18.3.
         assert_eq!(m.get("apu.time_ns"), Some(14_000.0));
+        // Settled at 10 µs, the first span is final; the total keeps it.
+        p.settle(10_000_000);
+        assert_eq!(p.spans.len(), 1);
+        p.export(&mut m);
+        assert_eq!(m.get("apu.time_ns"), Some(14_000.0));
+    }
+
+    /// A fault a later event finds may have failed before one already raised (its walk took less time): its
+    /// span reaches back before the others'.
+    #[test]
+    fn service_time_covers_a_request_raised_after_a_later_one() {
+        let mut p = Ppr::new(&PprConfig::default());
+        // A at 10 µs: logged 11.0, read 11.0-11.3, worker 11.6-15.0, done 15.3. B at 2 µs, raised after A: logged
+        // 3.0, read behind A's handler 11.3-11.6, worker 15.0-18.4, done 18.7. Outstanding [2, 18.7]: 16.7 µs.
+        assert_eq!(p.raise(&fault(1, 10_000_000)).unwrap().0, 15_300_000);
+        assert_eq!(p.raise(&fault(2, 2_000_000)).unwrap().0, 18_700_000);
+        let mut m = Metrics::default();
+        p.export(&mut m);
+        assert_eq!(m.get("apu.time_ns"), Some(16_700.0));
     }
 
     #[test]
