@@ -266,7 +266,8 @@ def _refuse_other_workloads_keys(sets: Sequence[str], cfg: Mapping[str, Any]) ->
     change nothing: each generator reads only its own section. Refused on this one run's command line, not by the
     resolver: sweeps, experiments and config files share one base of several workloads' parameters across runs of
     different kinds (a grid over ``workload.kind``), and each run reads its own."""
-    sections = {w["name"].replace("-", "_"): w["name"] for w in uvmsim.workloads()}
+    # Each kind's section, from the parameters the core lists for it (`uvmsim workloads NAME`).
+    sections = {p["key"].split(".")[1]: w["name"] for w in uvmsim.workloads() for p in w["params"]}
     multi = cfg["multi"]
     apps: list[str] = list(multi["apps"]) if multi["gpus"] > 1 or multi["model_one_gpu"] else []
     running = [cfg["workload"]["kind"], *apps]

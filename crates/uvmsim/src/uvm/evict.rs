@@ -77,7 +77,7 @@ pub enum WriteBack {
 section! {
     /// Eviction when managed data exceeds GPU memory (uvm.gpu_memory_bytes or uvm.oversubscription): a whole 2 MiB VA block
     /// goes, every resident page of it copied back to the host (the driver's behaviour, spec/uvm-driver.md; or only the
-    /// dirty ones, write_back), its GPU mappings and TLB entries dropped. The fixed-latency and polled cost models charge only the copy.
+    /// dirty ones, write_back), the GPU mappings of those pages dropped (pages of the block mapped remotely, in host memory, keep theirs) and the block's TLB entries shot down. The fixed-latency and polled cost models charge only the copy.
     pub struct EvictionConfig {
         /// "driver" (root-chunk lists: a block with no resident page left, else the block resident longest), "lru" (least recently serviced), "random" or "lfu" (least often serviced).
         pub policy: EvictionPolicy = EvictionPolicy::Driver,
