@@ -454,6 +454,11 @@ BAD_INPUTS = [
         id="another-workloads-key-multi-app",
     ),
     pytest.param(
+        ["run", "--preset", "titan-v", "--set", '"workload.stream".elements=64'],
+        ["key `workload.stream.elements`: is a parameter of the `stream` workload"],
+        id="another-workloads-key-quoted",  # the quoted key is the same key, and is named plainly
+    ),
+    pytest.param(
         ["trace", "record", "--preset", "titan-v", "--set", "workload.stream.elements=64", "x.uvmt"],
         ["key `workload.stream.elements`: is a parameter of the `stream` workload, which this run does not run"],
         id="another-workloads-key-record",

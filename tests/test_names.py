@@ -1,11 +1,11 @@
-"""Counts in messages: "1 run", not "1 runs"."""
+"""Counts in messages ("1 run", not "1 runs"), and `--set` keys read as the core reads them."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from conftest import Cli
-from uvmsim._names import counted
+from uvmsim._names import counted, plain_key
 
 
 def test_counted_says_one_in_the_singular_and_other_counts_in_the_plural() -> None:
@@ -19,3 +19,12 @@ def test_a_sweep_of_one_run_says_one_run(cli: Cli, tmp_path: Path) -> None:
     assert p.returncode == 2 and "already holds a sweep (1 run);" in p.stderr, p.stderr
     p = cli("fingerprint", "out", "-o", "fp.json")
     assert p.returncode == 0 and "fingerprint of 1 run and 0 experiments" in p.stdout, (p.stdout, p.stderr)
+
+
+def test_a_quoted_set_key_is_the_plain_dotted_key_it_names() -> None:
+    assert plain_key(" gpu.sms ") == "gpu.sms"
+    assert plain_key('"workload".kind') == "workload.kind"
+    assert plain_key('"workload.kind"') == "workload.kind"  # one quoted segment with dots: the nested key
+    assert plain_key("'uvm'.\"batch_size\"") == "uvm.batch_size"
+    # A key TOML cannot read comes back as written: the core names the error.
+    assert plain_key('"gpu.sms') == '"gpu.sms'

@@ -803,6 +803,12 @@ def test_reproduce_with_overrides(tmp_path: Path) -> None:
         "uvm.fault_mode": "blocking",
         "workload.kind": "nw",
     }
+    # A quoted key is the key it names, as the core reads `--set` (so it meets the experiment's own keys).
+    assert rep.parse_sets(['"workload".kind=nw', '"gpu.l1tlb".mshrs = 2', "'sim.seed'=3"]) == {
+        "workload.kind": "nw",
+        "gpu.l1tlb.mshrs": 2,
+        "sim.seed": 3,
+    }
     with pytest.raises(ConfigError, match="gpu.l1tlb.mshr"):
         rep.reproduce_context("zheng-replayable-mshr", tmp_path / "bad", quick=True, set={"gpu.l1tlb.mshr": 1})
     assert not (tmp_path / "bad").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import tomllib
 from collections.abc import Iterable
 
 _PART = re.compile(r"[-_.]")
@@ -26,6 +27,24 @@ def nearest(name: str, choices: Iterable[str]) -> str | None:
             return folded[min(holding, key=lambda c: (len(c), c))]
     near = difflib.get_close_matches(key, list(folded), n=1)
     return folded[near[0]] if near else None
+
+
+def plain_key(key: str) -> str:
+    """A ``--set`` key as its plain dotted path, read as the core reads it: quoted segments are TOML keys
+    (``"workload".kind``), and a quoted segment with dots names the nested key (``"workload.kind"``), as in a
+    config file. A key TOML cannot read comes back as written, for the core to name the error."""
+    key = key.strip()
+    if '"' not in key and "'" not in key:
+        return key
+    try:
+        node: object = tomllib.loads(f"{key} = 0")
+    except tomllib.TOMLDecodeError:
+        return key
+    segments: list[str] = []
+    while isinstance(node, dict) and len(node) == 1:
+        ((k, node),) = node.items()
+        segments.append(k)
+    return ".".join(segments)
 
 
 def counted(n: int, noun: str) -> str:

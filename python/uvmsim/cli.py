@@ -50,7 +50,7 @@ from uvmsim._files import (
     refuse_input,
     refuse_input_in_dir,
 )
-from uvmsim._names import counted, nearest
+from uvmsim._names import counted, nearest, plain_key
 from uvmsim._signals import interrupted_by, signal_of, sigterm_as_interrupt
 
 PROG = "uvmsim"
@@ -272,7 +272,7 @@ def _refuse_other_workloads_keys(sets: Sequence[str], cfg: Mapping[str, Any]) ->
     apps: list[str] = list(multi["apps"]) if multi["gpus"] > 1 or multi["model_one_gpu"] else []
     running = [cfg["workload"]["kind"], *apps]
     for item in sets:
-        key = item.split("=", 1)[0].strip()
+        key = plain_key(item.split("=", 1)[0])
         parts = key.split(".")
         if len(parts) < 2 or parts[0] != "workload" or parts[1] not in sections:
             continue
@@ -397,7 +397,8 @@ parameter sections), so this page cannot drift from the code.
 - **Keys in a TOML file** may be written under their section (`[uvm]` then
   `batch_size = 64`), dotted (`uvm.batch_size = 64`) or quoted
   (`"uvm.batch_size" = 64`): all three are the same key, and one file giving
-  a key twice, in any two forms, is an error.
+  a key twice, in any two forms, is an error. A `--set` key is read the same
+  way (`--set '"uvm.batch_size"=64'` is `uvm.batch_size`).
 - **Units are in the key names**: `_ns` nanoseconds, `_cycles` GPU core
   cycles, `_mhz` megahertz, `_gbps` GB/s (10^9 bytes per second), `_bytes`
   bytes, `_s` seconds. Give plain numbers: `latency_ns = 100`, not `"100ns"`.

@@ -34,7 +34,7 @@ from typing import Any
 import uvmsim
 from uvmsim._core import ConfigError
 from uvmsim._files import atomic_write_json, atomic_write_text
-from uvmsim._names import nearest
+from uvmsim._names import nearest, plain_key
 from uvmsim.presets import header
 
 SPEC_DIR = Path(__file__).parent / "data" / "experiments"
@@ -498,7 +498,7 @@ def parse_sets(sets: list[str]) -> dict[str, Any]:
             value = tomllib.loads(f"v = {raw}")["v"]
         except tomllib.TOMLDecodeError:
             value = raw
-        out[key.strip()] = value
+        out[plain_key(key)] = value  # `"gpu.sms"` and gpu.sms are one key, as the core reads them
     return out
 
 

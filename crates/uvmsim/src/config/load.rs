@@ -210,25 +210,46 @@ fn merge(
 fn override_table(spec: &str) -> Result<(String, Table, bool), ConfigError> {
     let src = "--set";
     let (key, raw) = spec.split_once('=').ok_or_else(|| err(Some(src), None, format!("`{spec}` is not of the form key.path=value")))?;
-    let key = key.trim();
-    if key.is_empty() || key.split('.').any(|p| p.is_empty()) {
-        return Err(err(Some(src), None, format!("`{spec}`: empty key")));
-    }
+    let parts = set_key_parts(key.trim()).ok_or_else(|| err(Some(src), None, format!("`{spec}`: empty key")))?;
+    let key = parts.join(".");
     let raw = raw.trim();
     let (value, overflow) = match format!("v = {raw}").parse::<Table>() {
         Ok(mut t) => (t.remove("v").unwrap_or(Value::String(raw.into())), false),
         Err(_) => (Value::String(raw.to_string()), is_integer_literal(raw)),
     };
-    let mut parts: Vec<&str> = key.split('.').collect();
+    let mut parts = parts;
     let leaf = parts.pop().unwrap_or_default();
     let mut t = Table::new();
-    t.insert(leaf.to_string(), value);
+    t.insert(leaf, value);
     for p in parts.into_iter().rev() {
         let mut outer = Table::new();
-        outer.insert(p.to_string(), Value::Table(t));
+        outer.insert(p, Value::Table(t));
         t = outer;
     }
-    Ok((key.to_string(), t, overflow))
+    Ok((key, t, overflow))
+}
+
+/// The segments of a `--set` key. A key with quotes is read as a TOML key (`"workload".kind`), and a
+/// quoted segment with dots names the same nested key (`"workload.kind"`), as in a config file
+/// ([`expand_quoted_keys`]); splitting the raw text at its dots would have refused `"workload` as unknown.
+/// `None` for an empty key or segment (or a quoted key TOML cannot read).
+fn set_key_parts(key: &str) -> Option<Vec<String>> {
+    let segments: Vec<String> = if key.contains(['"', '\'']) {
+        let mut t: Table = format!("{key} = 0").parse().ok()?;
+        let mut segs = Vec::new();
+        loop {
+            let (k, v) = t.into_iter().next()?;
+            segs.push(k);
+            match v {
+                Value::Table(inner) if inner.len() == 1 => t = inner,
+                _ => break segs,
+            }
+        }
+    } else {
+        vec![key.to_string()]
+    };
+    let parts: Vec<String> = segments.iter().flat_map(|s| s.split('.')).map(str::to_string).collect();
+    (!parts.is_empty() && parts.iter().all(|p| !p.is_empty())).then_some(parts)
 }
 
 /// A TOML decimal integer literal: an optional sign, then digits (single `_` between digits allowed).
@@ -724,6 +745,22 @@ mod tests {
         assert_eq!((c.gpu.sms, c.translation.mode), (3, super::super::TranslationMode::Iommu));
         let e = resolve(&[], &["gpu..sms=1".into()]).unwrap_err();
         assert_eq!((e.source.as_deref(), e.key, e.message.as_str()), (Some("--set"), None, "`gpu..sms=1`: empty key"));
+    }
+
+    #[test]
+    fn a_quoted_set_key_names_the_same_nested_key_as_in_a_config_file() {
+        // Before, the raw text was split at its dots: `"workload.kind"` was refused as the unknown key `"workload`.
+        for spec in ["\"workload\".kind=random", "\"workload.kind\"=random", "'workload'.\"kind\" = random"] {
+            let c = resolve(&[], &[spec.into()]).unwrap_or_else(|e| panic!("{spec}: {e}"));
+            assert_eq!(c.workload.kind, crate::workload::WorkloadKind::Random, "{spec}");
+        }
+        // The key it records is the plain dotted one, so a later unquoted --set of it still decides.
+        let c = resolve(&[], &["\"gpu.sms\"=3".into(), "gpu.sms=5".into()]).unwrap();
+        assert_eq!(c.gpu.sms, 5);
+        for spec in ["\"gpu..sms\"=1", "\"\"=1", "\"gpu.sms=1"] {
+            let e = resolve(&[], &[spec.into()]).unwrap_err();
+            assert_eq!((e.source.as_deref(), e.message.as_str()), (Some("--set"), format!("`{spec}`: empty key").as_str()), "{e}");
+        }
     }
 
     #[test]
