@@ -85,8 +85,8 @@ __version__: str = _core.__version__
 WALL_CLOCK_METRICS: frozenset[str] = frozenset(_core.WALL_CLOCK_METRICS)
 
 SUMMARY_FILE = "summary.json"
-#: The record tables a run can keep (api.rs `run_json`; docs/metrics.md "Record tables").
-TABLE_NAMES = ("batches", "faults", "migrations", "walks", "allocations")
+#: The record tables a run can keep, from the core (api.rs `TABLE_NAMES`; docs/metrics.md "Record tables").
+TABLE_NAMES: tuple[str, ...] = tuple(_core.TABLE_NAMES)
 
 ConfigLike = str | os.PathLike[str] | Mapping[str, Any] | None
 SetLike = Mapping[str, Any] | Sequence[str] | None

@@ -7,6 +7,7 @@ compiled module's signatures here. Keep it in step with the ``#[pyfunction]``s t
 
 __version__: str
 WALL_CLOCK_METRICS: list[str]
+TABLE_NAMES: list[str]
 
 class ConfigError(ValueError):
     """Bad simulator input: the message names the source, key and what is accepted."""

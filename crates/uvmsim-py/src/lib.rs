@@ -183,5 +183,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("BudgetExceeded", m.py().get_type::<BudgetExceeded>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("WALL_CLOCK_METRICS", uvmsim::stats::WALL_CLOCK_METRICS.to_vec())?;
+    m.add("TABLE_NAMES", uvmsim::api::TABLE_NAMES.to_vec())?;
     Ok(())
 }

@@ -49,6 +49,10 @@ pub fn unread_json(sources: &[Source], overrides: &[String], keys: &[String]) ->
     Ok(Value::Object(unread).to_string())
 }
 
+/// The record tables a run can keep, in the order `run_json` writes them (the Python package's
+/// `TABLE_NAMES`, the names its loader accepts, come from here).
+pub const TABLE_NAMES: [&str; 5] = ["batches", "faults", "migrations", "walks", "allocations"];
+
 /// Run a simulation; returns `{"version", "config", "metrics"}` as JSON.
 pub fn run_json(sources: &[Source], overrides: &[String]) -> Result<String, ApiError> {
     let cfg = resolve(sources, overrides).map_err(ApiError::Config)?;
@@ -56,22 +60,17 @@ pub fn run_json(sources: &[Source], overrides: &[String]) -> Result<String, ApiE
         SimError::BadInput(m) => ApiError::Config(ConfigError { source: None, key: None, message: m }),
         e => ApiError::Sim(e),
     })?;
-    let mut tables = vec![];
-    if let Some(b) = out.batches {
-        tables.push(("batches", columns(&b)));
-    }
-    if let Some(f) = out.faults {
-        tables.push(("faults", columns(&f)));
-    }
-    if let Some(m) = out.migrations {
-        tables.push(("migrations", columns(&m)));
-    }
-    if let Some(w) = out.walks {
-        tables.push(("walks", columns(&w)));
-    }
-    if let Some(a) = out.allocations {
-        tables.push(("allocations", columns(&a)));
-    }
+    let [batches, faults, migrations, walks, allocations] = TABLE_NAMES;
+    let tables: Vec<(&str, String)> = [
+        out.batches.map(|t| (batches, columns(&t))),
+        out.faults.map(|t| (faults, columns(&t))),
+        out.migrations.map(|t| (migrations, columns(&t))),
+        out.walks.map(|t| (walks, columns(&t))),
+        out.allocations.map(|t| (allocations, columns(&t))),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let head = json!({"version": env!("CARGO_PKG_VERSION"), "config": cfg, "metrics": out.metrics}).to_string();
     // The tables are spliced in as text: `head` is an object, so it ends with its closing brace.
     let mut text = head.strip_suffix('}').expect("an object").to_string();
