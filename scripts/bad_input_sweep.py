@@ -769,6 +769,9 @@ KNOWN_LONG = {
     "workload.comd.cells_z=4096": "8 x 8 x 4096 cells of 16 atoms",
     "workload.bfs.scale=28": "building a 2^28-vertex graph (scale 22 takes 0.8 s: ~50 s)",
     "workload.matrix_transpose.width=1048576": "a 2^20 x 2^20 matrix (8 TiB)",
+    # Each warp event of the column pass has 32 lanes on 32 pages 8 MiB apart, all missing the TLBs: the 3 M-event
+    # budget takes 21.8 s user on the Zen 3 VM of 2026-12-07 (n2 = 16,384: 4.6 s; 262,144: 17 s; 512 finishes).
+    "workload.cufft.n2=1048576": "3 M events of uncoalesced column-pass walks (~22 s)",
 }
 
 
