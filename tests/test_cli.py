@@ -106,6 +106,23 @@ def test_progress_reports_a_run_of_few_events(cli: Cli) -> None:
     assert len(lines) >= 2, p.stderr
 
 
+def test_progress_of_a_multi_application_run_counts_ended_applications_and_re_runs(cli: Cli, tmp_path: Path) -> None:
+    # A mix runs until its longest application ends, the others re-running meanwhile: the progress line says how
+    # many have ended and how often the others re-ran, which the simulated time alone does not show.
+    small = ["workload.stencil2d.nx=256", "workload.stencil2d.ny=256", "workload.stencil2d.threads=16384"]
+    sets = ['multi.apps=["stencil2d", "stream"]', *small, "workload.stream.elements=65536", "sim.progress_every_s=1e-6"]
+    p = cli("run", "--preset", "li-4gpu-ats", *(a for s in sets for a in ("--set", s)), "-o", "mix")
+    assert p.returncode == 0, p.stderr
+    notes = re.findall(r"; applications: (\d) of 2 ended their first run, (\d+) re-runs$", p.stderr, re.M)
+    assert len(notes) >= 2, p.stderr
+    ended, reruns = [int(n[0]) for n in notes], [int(n[1]) for n in notes]
+    assert ended == sorted(ended) and reruns == sorted(reruns) and ended[0] == 0 and reruns[0] == 0, notes
+    m = json.loads((tmp_path / "mix" / "summary.json").read_text())["metrics"]
+    # The longer application (stencil2d here) runs once; the last line counts at most the shorter's re-runs.
+    runs = sorted([m["app0.runs"], m["app1.runs"]])
+    assert runs[0] == 1 and 0 < reruns[-1] <= runs[1] - 1, (notes[-1], runs)
+
+
 def test_an_explicit_set_of_uvm_records_wins_over_timeline(cli: Cli, tmp_path: Path) -> None:
     # --timeline turns uvm.records on ahead of the user's --set: `--set uvm.records=false` keeps the run without
     # its batches table (2 batches serviced, none recorded), the timeline without batch spans.

@@ -651,6 +651,10 @@ impl Model for World {
         self.done_at.is_some() || (self.first_pass && self.uvm.first_touch_complete())
     }
 
+    fn progress_note(&self) -> String {
+        self.apps.as_ref().map(multi::apps::Apps::progress_note).unwrap_or_default()
+    }
+
     fn describe_waiting(&self) -> Vec<String> {
         let mut out = vec![format!("host program: at operation {} of {}", self.pc, self.program.ops.len())];
         if let Some(rp) = &self.replay {

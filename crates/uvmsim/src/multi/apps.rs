@@ -226,6 +226,15 @@ impl Apps {
         }
     }
 
+    /// The progress line's note: how many applications have ended their first run (the run ends when all
+    /// have) and how often the others re-ran meanwhile, so that a mix whose short application re-runs
+    /// thousands of times while a long one finishes says why it takes long.
+    pub fn progress_note(&self) -> String {
+        let ended = self.apps.len() - self.remaining;
+        let reruns: u64 = self.apps.iter().map(|a| u64::from(a.runs) - 1).sum();
+        format!("; applications: {ended} of {} ended their first run, {reruns} re-runs", self.apps.len())
+    }
+
     /// `app<i>.*` metrics (docs/metrics.md "Multi-application").
     pub fn export(&self, m: &mut Metrics) {
         m.int("apps.count", self.apps.len() as u64);

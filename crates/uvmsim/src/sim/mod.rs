@@ -55,6 +55,10 @@ pub trait Model {
     fn finished(&self) -> bool;
     /// One line per component that still has outstanding work, saying what it waits for.
     fn describe_waiting(&self) -> Vec<String>;
+    /// What the progress line adds about how far the run is (empty: nothing to add).
+    fn progress_note(&self) -> String {
+        String::new()
+    }
 }
 
 /// A failure of the simulation itself (not of the input).
@@ -164,10 +168,11 @@ pub fn run<M: Model>(model: &mut M, queue: &mut EventQueue<M::Event>, opts: &Run
             let wall = start.elapsed().as_secs_f64();
             if wall >= next_report {
                 eprintln!(
-                    "uvmsim: {:>10.1} µs simulated, {:>12} events, {:>6.2} M events/s",
+                    "uvmsim: {:>10.1} µs simulated, {:>12} events, {:>6.2} M events/s{}",
                     t as f64 / PS_PER_US as f64,
                     events,
-                    events as f64 / wall / 1e6
+                    events as f64 / wall / 1e6,
+                    model.progress_note()
                 );
                 next_report = wall + opts.progress_every_s;
             }
