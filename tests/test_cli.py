@@ -104,6 +104,21 @@ def test_progress_reports_a_run_of_few_events(cli: Cli) -> None:
     assert p.returncode == 0, p.stderr
     lines = [ln for ln in p.stderr.splitlines() if ln.startswith("uvmsim:") and "events" in ln]
     assert len(lines) >= 2, p.stderr
+    # Each line says where the program is: its host operation and the kernel's CTAs done so far.
+    done = [
+        int(n) for n in re.findall(r"; host operation 1 of 1, kernel `stream`: (\d+) of 256 CTAs done$", p.stderr, re.M)
+    ]
+    assert len(done) == len(lines) and done == sorted(done) and done[-1] < 256, p.stderr
+
+
+def test_progress_of_a_trace_replay_names_the_line_it_reached(cli: Cli, tmp_path: Path) -> None:
+    # 20,000 accesses on 4 CUs, 10 ns apart: enough events for several progress lines.
+    rows = (f"{10 * i},1,{i % 4},{i % 16},R,{0x100000 + 64 * i:#x},64" for i in range(20_000))
+    (tmp_path / "t.csv").write_text("time_ns,gpu,cu,wavefront,kind,vaddr,size\n" + "\n".join(rows) + "\n")
+    p = cli("run", "--preset", "mgpusim-r9nano", "--trace", "t.csv", "--set", "sim.progress_every_s=1e-6", "-o", "t")
+    assert p.returncode == 0, p.stderr
+    at = [int(n) for n in re.findall(r"; host operation 1 of 1, trace replay at \S*t\.csv:(\d+)$", p.stderr, re.M)]
+    assert len(at) >= 2 and at == sorted(at) and at[-1] <= 20_001, p.stderr
 
 
 def test_progress_of_a_multi_application_run_counts_ended_applications_and_re_runs(cli: Cli, tmp_path: Path) -> None:

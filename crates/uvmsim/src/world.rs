@@ -652,7 +652,23 @@ impl Model for World {
     }
 
     fn progress_note(&self) -> String {
-        self.apps.as_ref().map(multi::apps::Apps::progress_note).unwrap_or_default()
+        if let Some(apps) = &self.apps {
+            return apps.progress_note();
+        }
+        // One program: its host operation, and the running kernel's CTAs done over all GPUs (a GPU whose part
+        // has ended holds no kernel: the CTAs not done are those of the parts still running).
+        let mut note = format!("; host operation {} of {}", self.pc, self.program.ops.len());
+        if let Some(HostOp::Launch(k)) = self.pc.checked_sub(1).and_then(|i| self.program.ops.get(i)) {
+            let left: u64 = self.gpus.iter().filter_map(Gpu::kernel_progress).map(|(done, part)| part - done).sum();
+            if left > 0 {
+                let total = k.ctas();
+                note += &format!(", kernel `{}`: {} of {total} CTAs done", k.name, total.saturating_sub(left));
+            }
+        }
+        if let Some(rp) = &self.replay {
+            note += &format!(", trace replay at {}", rp.reader.position());
+        }
+        note
     }
 
     fn describe_waiting(&self) -> Vec<String> {

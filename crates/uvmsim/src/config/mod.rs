@@ -120,7 +120,7 @@ section! {
         pub seed: u64 = 1,
         /// Fail the run (naming what waits) when this many events in a row fire without simulated time advancing.
         pub stall_events: u64 = 10_000_000,
-        /// Print progress to stderr every this many wall-clock seconds; 0 = never.
+        /// Print progress to stderr every this many wall-clock seconds; 0 = never (`uvmsim run`: 2). A line gives the simulated time, events and their rate, then where the program is: its host operation and the running kernel's CTAs done, a trace replay's line, or in a multi-application run how many applications ended their first run and how often the others re-ran.
         pub progress_every_s: f64 = 0.0,
         /// Fail the run (naming the far-fault state) when the UVM driver services this many batches (polled model:
         /// handler rounds) in a row while no warp instruction completes (re-executions of faulted ones do not count);
