@@ -210,7 +210,7 @@ fn merge(
 fn override_table(spec: &str) -> Result<(String, Table, bool), ConfigError> {
     let src = "--set";
     let (key, raw) = spec.split_once('=').ok_or_else(|| err(Some(src), None, format!("`{spec}` is not of the form key.path=value")))?;
-    let parts = set_key_parts(key.trim()).ok_or_else(|| err(Some(src), None, format!("`{spec}`: empty key")))?;
+    let parts = set_key_parts(key.trim()).map_err(|why| err(Some(src), None, format!("`{spec}`: {why}")))?;
     let key = parts.join(".");
     let raw = raw.trim();
     let (value, overflow) = match format!("v = {raw}").parse::<Table>() {
@@ -232,13 +232,14 @@ fn override_table(spec: &str) -> Result<(String, Table, bool), ConfigError> {
 /// The segments of a `--set` key. A key with quotes is read as a TOML key (`"workload".kind`), and a
 /// quoted segment with dots names the same nested key (`"workload.kind"`), as in a config file
 /// ([`expand_quoted_keys`]); splitting the raw text at its dots would have refused `"workload` as unknown.
-/// `None` for an empty key or segment (or a quoted key TOML cannot read).
-fn set_key_parts(key: &str) -> Option<Vec<String>> {
+/// The error says why not: an empty key or segment, or a quoted key TOML cannot read.
+fn set_key_parts(key: &str) -> Result<Vec<String>, String> {
     let segments: Vec<String> = if key.contains(['"', '\'']) {
-        let mut t: Table = format!("{key} = 0").parse().ok()?;
+        let bad = || format!("`{key}` is not a key (a dotted path such as gpu.l1tlb.entries; TOML quotes around a segment are allowed)");
+        let mut t: Table = format!("{key} = 0").parse().map_err(|_| bad())?;
         let mut segs = Vec::new();
         loop {
-            let (k, v) = t.into_iter().next()?;
+            let (k, v) = t.into_iter().next().ok_or_else(bad)?;
             segs.push(k);
             match v {
                 Value::Table(inner) if inner.len() == 1 => t = inner,
@@ -249,7 +250,10 @@ fn set_key_parts(key: &str) -> Option<Vec<String>> {
         vec![key.to_string()]
     };
     let parts: Vec<String> = segments.iter().flat_map(|s| s.split('.')).map(str::to_string).collect();
-    (!parts.is_empty() && parts.iter().all(|p| !p.is_empty())).then_some(parts)
+    if parts.iter().any(String::is_empty) {
+        return Err("empty key".into());
+    }
+    Ok(parts)
 }
 
 /// A TOML decimal integer literal: an optional sign, then digits (single `_` between digits allowed).
@@ -757,10 +761,13 @@ mod tests {
         // The key it records is the plain dotted one, so a later unquoted --set of it still decides.
         let c = resolve(&[], &["\"gpu.sms\"=3".into(), "gpu.sms=5".into()]).unwrap();
         assert_eq!(c.gpu.sms, 5);
-        for spec in ["\"gpu..sms\"=1", "\"\"=1", "\"gpu.sms=1"] {
+        for spec in ["\"gpu..sms\"=1", "\"\"=1"] {
             let e = resolve(&[], &[spec.into()]).unwrap_err();
             assert_eq!((e.source.as_deref(), e.message.as_str()), (Some("--set"), format!("`{spec}`: empty key").as_str()), "{e}");
         }
+        // An unbalanced quote is not an empty key: the message says what a key looks like.
+        let e = resolve(&[], &["\"gpu.sms=1".into()]).unwrap_err();
+        assert!(e.message.starts_with("`\"gpu.sms=1`: `\"gpu.sms` is not a key (a dotted path such as gpu.l1tlb.entries"), "{e}");
     }
 
     #[test]
