@@ -568,13 +568,13 @@ impl Gpu {
         self.launch_part(spec, 0, 1, total, now, q)
     }
 
-    /// Start this GPU's share of a kernel at `now`: CTAs `first + i * step` for
-    /// `i < count` (multi-GPU CTA placement). Returns false if the share is empty.
     /// The running kernel's CTAs done and CTAs in this GPU's part (the progress line's); None once the part ends.
     pub fn kernel_progress(&self) -> Option<(u64, u64)> {
         self.kernel.as_ref().map(|k| (k.done_ctas, k.total_ctas))
     }
 
+    /// Start this GPU's share of a kernel at `now`: CTAs `first + i * step` for
+    /// `i < count` (multi-GPU CTA placement). Returns false if the share is empty.
     pub fn launch_part(&mut self, spec: KernelSpec, first: u64, step: u64, count: u64, now: Ps, q: &mut EventQueue<Ev>) -> bool {
         if count == 0 {
             return false;
