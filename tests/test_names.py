@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import Cli
+from uvmsim import _core
 from uvmsim._names import counted, plain_key
 
 
@@ -28,3 +29,7 @@ def test_a_quoted_set_key_is_the_plain_dotted_key_it_names() -> None:
     assert plain_key("'uvm'.\"batch_size\"") == "uvm.batch_size"
     # A key TOML cannot read comes back as written: the core names the error.
     assert plain_key('"gpu.sms') == '"gpu.sms'
+    assert plain_key("gpu..sms") == "gpu..sms"  # an empty segment: not a key either
+    # The core reads them (one reading of a key for `--set` and for the front end's matching).
+    assert _core.plain_key('"gpu.sms') is None
+    assert _core.plain_key(' "uvm".batch_size ') == "uvm.batch_size"

@@ -29,6 +29,10 @@ def unread(sources: list[tuple[str, str, bool]], overrides: list[str], keys: lis
     """The keys of ``keys`` the resolved config does not read in its mode, with the reason, as JSON
     ``{key: why}``. Raises ConfigError like ``resolve``."""
 
+def plain_key(key: str) -> str | None:
+    """A ``--set`` key as its plain dotted path (``"workload".kind`` is ``workload.kind``), read as the core reads
+    ``--set``; None when the text is not a key."""
+
 def config_reference() -> str:
     """Every config parameter as JSON: ``[{key, default, doc}]``."""
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import difflib
 import re
-import tomllib
 from collections.abc import Iterable
+
+from uvmsim import _core
 
 _PART = re.compile(r"[-_.]")
 
@@ -30,21 +31,11 @@ def nearest(name: str, choices: Iterable[str]) -> str | None:
 
 
 def plain_key(key: str) -> str:
-    """A ``--set`` key as its plain dotted path, read as the core reads it: quoted segments are TOML keys
-    (``"workload".kind``), and a quoted segment with dots names the nested key (``"workload.kind"``), as in a
-    config file. A key TOML cannot read comes back as written, for the core to name the error."""
-    key = key.strip()
-    if '"' not in key and "'" not in key:
-        return key
-    try:
-        node: object = tomllib.loads(f"{key} = 0")
-    except tomllib.TOMLDecodeError:
-        return key
-    segments: list[str] = []
-    while isinstance(node, dict) and len(node) == 1:
-        ((k, node),) = node.items()
-        segments.append(k)
-    return ".".join(segments)
+    """A ``--set`` key as its plain dotted path, read by the core as ``--set`` reads it: quoted segments are TOML
+    keys (``"workload".kind``), and a quoted segment with dots names the nested key (``"workload.kind"``), as in a
+    config file. A text that is not a key comes back as written (stripped), for the core to name the error."""
+    plain = _core.plain_key(key)
+    return key.strip() if plain is None else plain
 
 
 def counted(n: int, noun: str) -> str:

@@ -106,6 +106,13 @@ fn resolve(sources: Vec<(String, String, bool)>, overrides: Vec<String>) -> PyRe
     api::resolve_json(&to_sources(sources), &overrides).map_err(|e| ConfigError::new_err(e.to_string()))
 }
 
+/// A `--set` key as its plain dotted path (`"workload".kind` -> `workload.kind`), read as the core reads
+/// `--set`; None when the text is not a key (the core names the error when the key is used).
+#[pyfunction]
+fn plain_key(key: &str) -> Option<String> {
+    api::plain_key(key).ok()
+}
+
 /// Every config parameter as JSON: [{key, default, doc}].
 #[pyfunction]
 fn config_reference() -> String {
@@ -170,6 +177,7 @@ fn _panic_for_test(py: Python<'_>) -> PyResult<()> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
+    m.add_function(wrap_pyfunction!(plain_key, m)?)?;
     m.add_function(wrap_pyfunction!(unread, m)?)?;
     m.add_function(wrap_pyfunction!(config_reference, m)?)?;
     m.add_function(wrap_pyfunction!(config_sections, m)?)?;

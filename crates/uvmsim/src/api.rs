@@ -32,6 +32,12 @@ pub fn resolve(sources: &[Source], overrides: &[String]) -> Result<Config, Confi
     config::resolve(sources, overrides)
 }
 
+/// A `--set` key as its plain dotted path, read as `--set` reads it (quoted segments are TOML keys);
+/// `Err` says why the text is not a key.
+pub fn plain_key(key: &str) -> Result<String, String> {
+    config::plain_key(key)
+}
+
 /// The resolved config as JSON.
 pub fn resolve_json(sources: &[Source], overrides: &[String]) -> Result<String, ConfigError> {
     Ok(serde_json::to_string(&resolve(sources, overrides)?).expect("config serializes"))

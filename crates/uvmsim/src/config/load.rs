@@ -256,6 +256,13 @@ fn set_key_parts(key: &str) -> Result<Vec<String>, String> {
     Ok(parts)
 }
 
+/// A `--set` key as its plain dotted path (`"workload".kind` is `workload.kind`), as `--set` reads it; the
+/// error says why it is not a key. Front ends that match `--set` keys against their own (the Python
+/// package's `reproduce --set`) read them with this, so both sides agree on what a key names.
+pub fn plain_key(key: &str) -> Result<String, String> {
+    set_key_parts(key.trim()).map(|parts| parts.join("."))
+}
+
 /// A TOML decimal integer literal: an optional sign, then digits (single `_` between digits allowed).
 fn is_integer_literal(raw: &str) -> bool {
     let digits = raw.strip_prefix(['+', '-']).unwrap_or(raw);
@@ -768,6 +775,12 @@ mod tests {
         // An unbalanced quote is not an empty key: the message says what a key looks like.
         let e = resolve(&[], &["\"gpu.sms=1".into()]).unwrap_err();
         assert!(e.message.starts_with("`\"gpu.sms=1`: `\"gpu.sms` is not a key (a dotted path such as gpu.l1tlb.entries"), "{e}");
+        // The front ends' reading of a key (`plain_key`) is this one.
+        assert_eq!(plain_key(" 'uvm'.\"batch_size\" ").as_deref(), Ok("uvm.batch_size"));
+        assert_eq!(plain_key("\"workload.kind\"").as_deref(), Ok("workload.kind"));
+        assert_eq!(plain_key("gpu.sms").as_deref(), Ok("gpu.sms"));
+        assert_eq!(plain_key("gpu..sms"), Err("empty key".to_string()));
+        assert!(plain_key("\"gpu.sms").is_err());
     }
 
     #[test]

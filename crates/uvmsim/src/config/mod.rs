@@ -13,7 +13,7 @@ mod load;
 mod units;
 mod unread;
 
-pub use load::{resolve, ConfigError, Source};
+pub use load::{plain_key, resolve, ConfigError, Source};
 pub use units::ByteSize;
 pub use unread::{unread_in, Mode};
 
