@@ -99,7 +99,7 @@ impl WalkSampler {
 #[derive(Debug, Clone)]
 pub struct Walker {
     /// Per thread, the busy intervals [start, end) of its walks not yet over, sorted and disjoint.
-    threads: Vec<Vec<(Ps, Ps)>>,
+    threads: Vec<Busy>,
     /// Each thread's first two busy intervals (`threads[i][..2]`; unset where it has fewer), side
     /// by side: a saturated pool's walk examines every thread, and most threads' answer follows
     /// from these without reading their list (most hold one or two intervals).
@@ -129,7 +129,7 @@ impl Walker {
         let unified = c.pwc_organization == PwcOrganization::Unified;
         let cache = || SetAssoc::new(c.pwc_entries as usize, c.pwc_ways as usize, Replacement::Lru);
         Walker {
-            threads: vec![Vec::new(); c.threads as usize],
+            threads: vec![Busy::default(); c.threads as usize],
             heads: vec![[(0, 0); 2]; c.threads as usize],
             // In usize: a u32 sum would wrap for a queue depth near u32::MAX (release builds) and leave almost no slots.
             slots: Outstanding::new(c.threads as usize + c.queue_depth as usize),
@@ -154,7 +154,7 @@ impl Walker {
             return t;
         }
         let d = self.pwc_latency + self.level_latency;
-        self.threads.iter().map(|th| gap(th, t, d)).min().unwrap_or(t)
+        self.threads.iter().map(|th| gap(th.list(), t, d, &mut { th.finger })).min().unwrap_or(t)
     }
 
     /// Requests admitted and waiting for a thread at `t`: walks holding a queue slot at `t`
@@ -173,7 +173,7 @@ impl Walker {
     }
 
     fn busy_at(&self, t: Ps) -> usize {
-        self.threads.iter().filter(|th| th.get(th.partition_point(|&(_, e)| e <= t)).is_some_and(|&(a, _)| a <= t)).count()
+        self.threads.iter().map(Busy::list).filter(|th| th.get(th.partition_point(|&(_, e)| e <= t)).is_some_and(|&(a, _)| a <= t)).count()
     }
 
     fn held_at(&self, t: Ps) -> usize {
@@ -273,7 +273,7 @@ impl Walker {
         }
         if let Some(th) = self.threads.get_mut(slot) {
             book(th, start, time);
-            self.heads[slot] = heads_of(th);
+            self.heads[slot] = heads_of(th.list());
             self.slots.push_interval(admitted, time);
         }
         self.last_wait = start - t;
@@ -343,15 +343,18 @@ impl Walker {
 }
 
 /// The earliest start at or after `t` of a `d`-long interval free in `busy` (sorted, disjoint).
+/// `finger` is where to start looking for the first interval ending after `t` (any index will do);
+/// it is left there.
 #[inline]
-fn gap(busy: &[(Ps, Ps)], t: Ps, d: Ps) -> Ps {
+fn gap(busy: &[(Ps, Ps)], t: Ps, d: Ps, finger: &mut usize) -> Ps {
     match busy.last() {
         None => return t,
         Some(&(_, e)) if e <= t => return t,
         _ => {}
     }
     let mut s = t;
-    for &(a, e) in &busy[busy.partition_point(|&(_, e)| e <= t)..] {
+    *finger = partition_near(busy, *finger, |&(_, e)| e <= t);
+    for &(a, e) in &busy[*finger..] {
         if s + d <= a {
             break;
         }
@@ -378,12 +381,14 @@ fn start_bound(head: &[(Ps, Ps); 2], admitted: Ps, d: Ps) -> Ps {
 /// `admitted`: `gap(th, admitted, d)`, or `None` when its heads show it cannot start before
 /// `limit`. Its intervals over by `floor` are dropped first.
 #[inline(always)]
-fn thread_start(th: &mut Vec<(Ps, Ps)>, head: &mut [(Ps, Ps); 2], admitted: Ps, d: Ps, floor: Ps, limit: Ps) -> Option<Ps> {
-    if !th.is_empty() && head[0].1 <= floor {
-        let n = th.partition_point(|&(_, e)| e <= floor);
-        th.drain(..n);
-        *head = heads_of(th);
+fn thread_start(busy: &mut Busy, head: &mut [(Ps, Ps); 2], admitted: Ps, d: Ps, floor: Ps, limit: Ps) -> Option<Ps> {
+    if !busy.list().is_empty() && head[0].1 <= floor {
+        // Few intervals end between two prunes: gallop from the front.
+        let n = partition_near(busy.list(), 0, |&(_, e)| e <= floor);
+        busy.drop_front(n);
+        *head = heads_of(busy.list());
     }
+    let (th, finger) = (&busy.v[busy.over..], &mut busy.finger);
     debug_assert_eq!(*head, heads_of(th), "a thread's heads are its first intervals");
     // `gap(th, admitted, d)`, from the first interval ending after `admitted` when it is one of the
     // two held here: intervals are disjoint and sorted, so their ends are too.
@@ -400,7 +405,7 @@ fn thread_start(th: &mut Vec<(Ps, Ps)>, head: &mut [(Ps, Ps); 2], admitted: Ps, 
     Some(if k == n {
         admitted
     } else if k == usize::MAX {
-        gap(th, admitted, d)
+        gap(th, admitted, d, finger)
     } else {
         let (a, e) = head[k];
         if admitted + d <= a {
@@ -411,10 +416,89 @@ fn thread_start(th: &mut Vec<(Ps, Ps)>, head: &mut [(Ps, Ps); 2], admitted: Ps, 
         } else if k + 1 == n {
             e
         } else {
-            gap(th, admitted, d)
+            gap(th, admitted, d, finger)
         }
     })
 }
+
+/// `busy.partition_point(pred)`, searched outwards from `hint` with steps doubling (galloping), then
+/// by bisection within the last step: O(log k) probes for an answer k places from the hint, most of
+/// them near it (in cache), where a bisection of the whole list touches lines far apart.
+#[inline]
+fn partition_near(busy: &[(Ps, Ps)], hint: usize, pred: impl Fn(&(Ps, Ps)) -> bool) -> usize {
+    let n = busy.len();
+    if n <= 16 {
+        return busy.partition_point(pred); // a short list is one or two cache lines: no gallop
+    }
+    let h = hint.min(n);
+    let mut step = 1;
+    if h < n && pred(&busy[h]) {
+        // The answer is after `h`; `pred` holds below `lo`.
+        let mut lo = h + 1;
+        loop {
+            let probe = lo + step - 1;
+            if probe >= n {
+                return lo + busy[lo..].partition_point(&pred);
+            }
+            if !pred(&busy[probe]) {
+                return lo + busy[lo..probe].partition_point(&pred);
+            }
+            lo = probe + 1;
+            step *= 2;
+        }
+    }
+    // The answer is at or before `h`; `pred` fails from `hi` on.
+    let mut hi = h;
+    loop {
+        if hi < step {
+            return busy[..hi].partition_point(&pred);
+        }
+        let probe = hi - step;
+        if pred(&busy[probe]) {
+            return probe + 1 + busy[probe + 1..hi].partition_point(&pred);
+        }
+        hi = probe;
+        step *= 2;
+    }
+}
+
+/// One walker thread's busy intervals [start, end), sorted and disjoint: `list()`. Those over are
+/// dropped from its front (`drop_front`); a long list drops them from memory only in bulk, when a
+/// quarter of it is over, and skips them until then: dropping a few at a time moved the thousands
+/// of intervals booked ahead each time (32 GPUs with on-touch migration: a sixth of the run).
+#[derive(Debug, Clone, Default)]
+struct Busy {
+    v: Vec<(Ps, Ps)>,
+    /// Intervals at the front of `v` that are over: not in the list.
+    over: usize,
+    /// Where in the list the last search found the first interval ending after the walk's admission:
+    /// the next search gallops from there. Walks booked in time order search near one another, far
+    /// into a long list (32 GPUs with on-touch migration: invalidation walks booked ahead leave
+    /// thousands of intervals per thread, and a bisection of the whole list missed the cache at each
+    /// step). Only a hint: a stale one costs a longer gallop, not a different answer.
+    finger: usize,
+}
+
+impl Busy {
+    #[inline]
+    fn list(&self) -> &[(Ps, Ps)] {
+        &self.v[self.over..]
+    }
+
+    /// Drop the list's first `n` intervals.
+    #[inline]
+    fn drop_front(&mut self, n: usize) {
+        self.over += n;
+        self.finger = self.finger.saturating_sub(n);
+        if self.v.len() <= LONG_LIST || self.over * 4 >= self.v.len() {
+            self.v.drain(..self.over);
+            self.over = 0;
+        }
+    }
+}
+
+/// A thread's list longer than this drops its intervals that are over from memory only in bulk.
+const LONG_LIST: usize = 64;
 
 /// The first two intervals of `busy`, (0, 0) where it has fewer.
 #[inline]
@@ -422,11 +506,14 @@ fn heads_of(busy: &[(Ps, Ps)]) -> [(Ps, Ps); 2] {
     [busy.first().copied().unwrap_or_default(), busy.get(1).copied().unwrap_or_default()]
 }
 
-/// Mark [s, e) busy in `busy` (sorted, disjoint), merging it with the intervals it touches so
-/// that a thread's back-to-back walks are one interval (a burst of walks stays one entry long).
-fn book(busy: &mut Vec<(Ps, Ps)>, s: Ps, e: Ps) {
-    let i = busy.partition_point(|&(a, _)| a < s);
-    let prev = i > 0 && busy[i - 1].1 >= s;
+/// Mark [s, e) busy in `busy`'s list, merging it with the intervals it touches so that a thread's
+/// back-to-back walks are one interval (a burst of walks stays one entry long). Its place in the list
+/// is looked for from the thread's finger (the walk's start is near it).
+fn book(b: &mut Busy, s: Ps, e: Ps) {
+    let o = b.over;
+    let busy = &mut b.v;
+    let i = o + partition_near(&busy[o..], b.finger, |&(a, _)| a < s);
+    let prev = i > o && busy[i - 1].1 >= s;
     let next = i < busy.len() && busy[i].0 <= e;
     match (prev, next) {
         (true, true) => {
@@ -465,6 +552,76 @@ mod tests {
         // Walks 0, 3, 6 qualify; the bound keeps two.
         assert_eq!(rows.iter().map(|r| (r.walk, r.page)).collect::<Vec<_>>(), vec![(0, 0), (3, 3)]);
         assert!(rows.iter().all(|r| r.request_ns <= r.start_ns && r.start_ns < r.end_ns && r.levels_read == 4));
+    }
+
+    /// Walks `(engine time step, request ahead of it, 2 MiB leaf)` in ns, booked in this order on a
+    /// walker of `threads` threads: their starts, the reference pool's, the most intervals a thread's
+    /// list skipped (over, not yet dropped from memory), and the walker.
+    fn starts_and_reference(reqs: &[(u64, u64, bool)], threads: usize) -> (Vec<Ps>, Vec<Ps>, usize, Walker) {
+        let mut c = cfg(threads as u32, 0);
+        c.queue_depth = 10_000;
+        let mut w = Walker::new(&c, 4);
+        let mut d = dram();
+        let mut now = 0;
+        let mut walks = vec![];
+        let mut starts = vec![];
+        let mut skipped = 0;
+        for (i, &(step, ahead, big)) in reqs.iter().enumerate() {
+            now += step * 1_000;
+            let t = now + ahead * 1_000;
+            let leaf = if big { 2 } else { 1 };
+            let end = w.walk((i as u64) << 40, leaf, t, now, &mut d);
+            let len = (5 - leaf) as Ps * 100_000;
+            walks.push((t, len));
+            starts.push(end - len);
+            skipped = skipped.max(w.threads.iter().map(|b| b.over).max().unwrap_or(0));
+        }
+        (starts, reference_starts(&walks, threads), skipped, w)
+    }
+
+    /// A long list skips its intervals that are over until a quarter of it is, then drops them; the
+    /// walks start where the reference pool starts them throughout.
+    #[test]
+    fn a_long_list_skips_intervals_that_are_over_and_drops_them_in_bulk() {
+        // One thread; walks of 400 ns requested 1 µs apart, 100 µs ahead of the engine's time, which
+        // moves 1 µs a walk: about 100 intervals held, one over at each walk.
+        let reqs: Vec<(u64, u64, bool)> = (0..400).map(|i| (if i == 0 { 0 } else { 1_000 }, 100_000, false)).collect();
+        let (starts, expected, skipped, w) = starts_and_reference(&reqs, 1);
+        assert_eq!(starts, expected);
+        // The list holds no interval that is over: the engine's time is at the last walk's request.
+        let now: Ps = reqs.iter().map(|r| r.0 * 1_000).sum();
+        assert!(lists(&w)[0].iter().all(|&(_, e)| e > now));
+        // Never more than a quarter of the ~135 in memory (33 here); never dropped, 300 would be.
+        assert!((1..=34).contains(&skipped), "skipped up to {skipped}");
+    }
+
+    /// A long list's intervals that are over are not in it, and a walk booked to start where one of
+    /// them ended is an interval of its own, not merged into the skipped one (which would hide it).
+    #[test]
+    fn a_walk_starting_where_a_skipped_interval_ended_is_booked_in_the_list() {
+        // One thread busy 0.4 µs of every µs, 70 times (more than LONG_LIST); a 400 ns walk at
+        // 0.4 µs, with the engine there: the first interval is over (skipped, still in memory) and
+        // the walk fits the 0.4-1.0 µs gap.
+        let u = 1_000_000;
+        let mut w = Walker::new(&cfg(1, 0), 4);
+        set_lists(&mut w, vec![(0..70).map(|k| (k * u, k * u + 400_000)).collect()]);
+        assert_eq!(w.walk(0, 1, 400_000, 400_000, &mut dram()), 800_000);
+        assert_eq!(w.threads[0].over, 1, "skipped, not dropped");
+        let list = &lists(&w)[0];
+        assert_eq!((list.len(), list[0], list[1]), (70, (400_000, 800_000), (u, u + 400_000)));
+        // Another walk then is not given the thread at 0.4 µs again: it takes the 1.4-2.0 µs gap.
+        assert_eq!(w.walk(1 << 40, 1, 400_000, 400_000, &mut dram()), u + 800_000);
+    }
+
+    /// Give the walker's threads these busy lists.
+    fn set_lists(w: &mut Walker, lists: Vec<Vec<(Ps, Ps)>>) {
+        w.threads = lists.into_iter().map(|v| Busy { v, ..Busy::default() }).collect();
+        w.heads = w.threads.iter().map(|th| heads_of(th.list())).collect();
+    }
+
+    /// The walker's threads' busy lists.
+    fn lists(w: &Walker) -> Vec<Vec<(Ps, Ps)>> {
+        w.threads.iter().map(|th| th.list().to_vec()).collect()
     }
 
     fn cfg(threads: u32, pwc: u32) -> WalkerConfig {
@@ -559,10 +716,9 @@ mod tests {
         // tie goes to thread 0, whose [0, 2U) and the walk's [2U, 6U) merge into one interval.
         let u_ps = 100_000;
         let mut w = Walker::new(&cfg(2, 0), 4);
-        w.threads = vec![vec![(0, 2 * u_ps)], vec![(0, u_ps), (3 * u_ps / 2, 2 * u_ps)]];
-        w.heads = w.threads.iter().map(|th| heads_of(th)).collect();
+        set_lists(&mut w, vec![vec![(0, 2 * u_ps)], vec![(0, u_ps), (3 * u_ps / 2, 2 * u_ps)]]);
         assert_eq!(w.walk(0, 1, 0, 0, &mut dram()), 6 * u_ps);
-        assert_eq!(w.threads, vec![vec![(0, 6 * u_ps)], vec![(0, u_ps), (3 * u_ps / 2, 2 * u_ps)]]);
+        assert_eq!(lists(&w), vec![vec![(0, 6 * u_ps)], vec![(0, u_ps), (3 * u_ps / 2, 2 * u_ps)]]);
     }
 
     #[test]
@@ -571,10 +727,9 @@ mod tests {
         // interval [4U, 10U) and starts at once, although thread 1 frees up first (at U).
         let u_ps = 100_000;
         let mut w = Walker::new(&cfg(2, 0), 4);
-        w.threads = vec![vec![(4 * u_ps, 10 * u_ps)], vec![(0, u_ps)]];
-        w.heads = w.threads.iter().map(|th| heads_of(th)).collect();
+        set_lists(&mut w, vec![vec![(4 * u_ps, 10 * u_ps)], vec![(0, u_ps)]]);
         assert_eq!(w.walk(0, 1, 0, 0, &mut dram()), 4 * u_ps);
-        assert_eq!(w.threads, vec![vec![(0, 10 * u_ps)], vec![(0, u_ps)]]);
+        assert_eq!(lists(&w), vec![vec![(0, 10 * u_ps)], vec![(0, u_ps)]]);
     }
 
     #[test]
@@ -718,23 +873,37 @@ mod tests {
             reqs in proptest::collection::vec((0u64..50, 0u64..3_000, any::<bool>()), 1..80),
             threads in 1usize..5,
         ) {
-            let mut c = cfg(threads as u32, 0);
-            c.queue_depth = 10_000;
-            let mut w = Walker::new(&c, 4);
-            let mut d = dram();
-            let mut now = 0;
-            let mut walks = vec![];
-            let mut starts = vec![];
-            for (i, &(step, ahead, big)) in reqs.iter().enumerate() {
-                now += step * 1_000;
-                let t = now + ahead * 1_000;
-                let leaf = if big { 2 } else { 1 };
-                let end = w.walk((i as u64) << 40, leaf, t, now, &mut d);
-                let len = (5 - leaf) as Ps * 100_000;
-                walks.push((t, len));
-                starts.push(end - len);
+            let (starts, expected, _, _) = starts_and_reference(&reqs, threads);
+            prop_assert_eq!(starts, expected);
+        }
+
+        /// The same with walks booked up to 60 µs ahead while the engine's time moves on: lists
+        /// longer than `LONG_LIST`, whose intervals that are over are skipped before they are dropped.
+        #[test]
+        fn long_lists_match_the_reference_pool(
+            reqs in proptest::collection::vec((0u64..1_500, 0u64..60_000, any::<bool>()), 150..400),
+            threads in 1usize..3,
+        ) {
+            let (starts, expected, _, _) = starts_and_reference(&reqs, threads);
+            prop_assert_eq!(starts, expected);
+        }
+
+        /// The gallop from any hint (inside the list or past its end) finds what a bisection of
+        /// the whole list finds, for both searches the walker makes (by end and by start).
+        #[test]
+        fn partition_near_matches_partition_point(
+            gaps in proptest::collection::vec((0u64..5, 1u64..5), 0..300),
+            hint in 0usize..320,
+            t in 0u64..2_000,
+        ) {
+            let mut busy = vec![];
+            let mut x = 0;
+            for (gap, len) in gaps {
+                busy.push((x + gap, x + gap + len));
+                x += gap + len;
             }
-            prop_assert_eq!(starts, reference_starts(&walks, threads));
+            prop_assert_eq!(partition_near(&busy, hint, |&(_, e)| e <= t), busy.partition_point(|&(_, e)| e <= t));
+            prop_assert_eq!(partition_near(&busy, hint, |&(a, _)| a < t), busy.partition_point(|&(a, _)| a < t));
         }
 
         /// Against a reference: reads = levels from the deepest cached prefix to the leaf,
@@ -815,8 +984,7 @@ mod tests {
     fn the_shortest_walk_fits_exactly_into_a_gap() {
         let u = 100_000;
         let mut w = Walker::new(&cfg(1, 0), 4);
-        w.threads = vec![vec![(0, u), (2 * u, 3 * u)]];
-        w.heads = w.threads.iter().map(|th| heads_of(th)).collect();
+        set_lists(&mut w, vec![vec![(0, u), (2 * u, 3 * u)]]);
         assert_eq!([u, u + 1, 3 * u].map(|t| w.start_at(t)), [u, 3 * u, 3 * u]);
     }
 }
