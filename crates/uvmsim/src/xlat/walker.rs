@@ -129,7 +129,7 @@ impl Walker {
         let unified = c.pwc_organization == PwcOrganization::Unified;
         let cache = || SetAssoc::new(c.pwc_entries as usize, c.pwc_ways as usize, Replacement::Lru);
         Walker {
-            threads: vec![Busy::default(); c.threads as usize],
+            threads: vec![Busy { gallop: !c.pte_from_dram, ..Busy::default() }; c.threads as usize],
             heads: vec![[(0, 0); 2]; c.threads as usize],
             // In usize: a u32 sum would wrap for a queue depth near u32::MAX (release builds) and leave almost no slots.
             slots: Outstanding::new(c.threads as usize + c.queue_depth as usize),
@@ -154,7 +154,7 @@ impl Walker {
             return t;
         }
         let d = self.pwc_latency + self.level_latency;
-        self.threads.iter().map(|th| gap(th.list(), t, d, &mut { th.finger })).min().unwrap_or(t)
+        self.threads.iter().map(|th| gap(th.list(), t, d, &mut { th.finger }, th.gallop)).min().unwrap_or(t)
     }
 
     /// Requests admitted and waiting for a thread at `t`: walks holding a queue slot at `t`
@@ -343,17 +343,17 @@ impl Walker {
 }
 
 /// The earliest start at or after `t` of a `d`-long interval free in `busy` (sorted, disjoint).
-/// `finger` is where to start looking for the first interval ending after `t` (any index will do);
-/// it is left there.
+/// With `gallop`, `finger` is where to start looking for the first interval ending after `t` (any
+/// index will do); it is left there.
 #[inline]
-fn gap(busy: &[(Ps, Ps)], t: Ps, d: Ps, finger: &mut usize) -> Ps {
+fn gap(busy: &[(Ps, Ps)], t: Ps, d: Ps, finger: &mut usize, gallop: bool) -> Ps {
     match busy.last() {
         None => return t,
         Some(&(_, e)) if e <= t => return t,
         _ => {}
     }
     let mut s = t;
-    *finger = partition_near(busy, *finger, |&(_, e)| e <= t);
+    *finger = partition_near(busy, gallop.then_some(*finger), |&(_, e)| e <= t);
     for &(a, e) in &busy[*finger..] {
         if s + d <= a {
             break;
@@ -384,11 +384,11 @@ fn start_bound(head: &[(Ps, Ps); 2], admitted: Ps, d: Ps) -> Ps {
 fn thread_start(busy: &mut Busy, head: &mut [(Ps, Ps); 2], admitted: Ps, d: Ps, floor: Ps, limit: Ps) -> Option<Ps> {
     if !busy.list().is_empty() && head[0].1 <= floor {
         // Few intervals end between two prunes: gallop from the front.
-        let n = partition_near(busy.list(), 0, |&(_, e)| e <= floor);
+        let n = partition_near(busy.list(), busy.gallop.then_some(0), |&(_, e)| e <= floor);
         busy.drop_front(n);
         *head = heads_of(busy.list());
     }
-    let (th, finger) = (&busy.v[busy.over..], &mut busy.finger);
+    let (th, finger, gallop) = (&busy.v[busy.over..], &mut busy.finger, busy.gallop);
     debug_assert_eq!(*head, heads_of(th), "a thread's heads are its first intervals");
     // `gap(th, admitted, d)`, from the first interval ending after `admitted` when it is one of the
     // two held here: intervals are disjoint and sorted, so their ends are too.
@@ -405,7 +405,7 @@ fn thread_start(busy: &mut Busy, head: &mut [(Ps, Ps); 2], admitted: Ps, d: Ps, 
     Some(if k == n {
         admitted
     } else if k == usize::MAX {
-        gap(th, admitted, d, finger)
+        gap(th, admitted, d, finger, gallop)
     } else {
         let (a, e) = head[k];
         if admitted + d <= a {
@@ -416,7 +416,7 @@ fn thread_start(busy: &mut Busy, head: &mut [(Ps, Ps); 2], admitted: Ps, d: Ps, 
         } else if k + 1 == n {
             e
         } else {
-            gap(th, admitted, d, finger)
+            gap(th, admitted, d, finger, gallop)
         }
     })
 }
@@ -425,11 +425,12 @@ fn thread_start(busy: &mut Busy, head: &mut [(Ps, Ps); 2], admitted: Ps, d: Ps, 
 /// by bisection within the last step: O(log k) probes for an answer k places from the hint, most of
 /// them near it (in cache), where a bisection of the whole list touches lines far apart.
 #[inline]
-fn partition_near(busy: &[(Ps, Ps)], hint: usize, pred: impl Fn(&(Ps, Ps)) -> bool) -> usize {
+/// Without a hint, a bisection of the whole list, as `partition_point`.
+fn partition_near(busy: &[(Ps, Ps)], hint: Option<usize>, pred: impl Fn(&(Ps, Ps)) -> bool) -> usize {
     let n = busy.len();
-    if n <= 16 {
+    let Some(hint) = hint.filter(|_| n > 16) else {
         return busy.partition_point(pred); // a short list is one or two cache lines: no gallop
-    }
+    };
     let h = hint.min(n);
     let mut step = 1;
     if h < n && pred(&busy[h]) {
@@ -477,6 +478,12 @@ struct Busy {
     /// thousands of intervals per thread, and a bisection of the whole list missed the cache at each
     /// step). Only a hint: a stale one costs a longer gallop, not a different answer.
     finger: usize,
+    /// Search from `finger` (else bisect the whole list). Only where walks take their fixed length:
+    /// a walk whose PTE reads queue at DRAM can run past the gap it was given and overlap the next
+    /// interval, `book` then leaves intervals whose ends are out of order, and a gallop and a
+    /// bisection may stop at different places in such a list (the kaveri-apu IOMMU's walks: a
+    /// changed run of experiment apu-divergence).
+    gallop: bool,
 }
 
 impl Busy {
@@ -512,7 +519,7 @@ fn heads_of(busy: &[(Ps, Ps)]) -> [(Ps, Ps); 2] {
 fn book(b: &mut Busy, s: Ps, e: Ps) {
     let o = b.over;
     let busy = &mut b.v;
-    let i = o + partition_near(&busy[o..], b.finger, |&(a, _)| a < s);
+    let i = o + partition_near(&busy[o..], b.gallop.then_some(b.finger), |&(a, _)| a < s);
     let prev = i > o && busy[i - 1].1 >= s;
     let next = i < busy.len() && busy[i].0 <= e;
     match (prev, next) {
@@ -613,9 +620,24 @@ mod tests {
         assert_eq!(w.walk(1 << 40, 1, 400_000, 400_000, &mut dram()), u + 800_000);
     }
 
+    /// Only walkers whose walks take their fixed length search from the finger: a DRAM-read walk can
+    /// overrun its gap, leaving ends out of order, where a gallop and a bisection may disagree.
+    #[test]
+    fn only_fixed_latency_walkers_gallop() {
+        let mut c = cfg(2, 0);
+        assert!(Walker::new(&c, 4).threads.iter().all(|b| b.gallop));
+        c.pte_from_dram = true;
+        assert!(Walker::new(&c, 4).threads.iter().all(|b| !b.gallop));
+        // Such a list: ends 10, 30, 20; "ends by 20" holds, fails, holds again: no search can stop at
+        // one place that splits it, and without a hint the walker bisects as it always did.
+        let busy = [(0, 10), (15, 30), (16, 20)];
+        assert_eq!(busy.map(|(_, e)| e <= 20), [true, false, true]);
+        assert_eq!(partition_near(&busy, None, |&(_, e)| e <= 20), busy.partition_point(|&(_, e)| e <= 20));
+    }
+
     /// Give the walker's threads these busy lists.
     fn set_lists(w: &mut Walker, lists: Vec<Vec<(Ps, Ps)>>) {
-        w.threads = lists.into_iter().map(|v| Busy { v, ..Busy::default() }).collect();
+        w.threads = lists.into_iter().map(|v| Busy { v, gallop: !w.pte_from_dram, ..Busy::default() }).collect();
         w.heads = w.threads.iter().map(|th| heads_of(th.list())).collect();
     }
 
@@ -902,8 +924,8 @@ mod tests {
                 busy.push((x + gap, x + gap + len));
                 x += gap + len;
             }
-            prop_assert_eq!(partition_near(&busy, hint, |&(_, e)| e <= t), busy.partition_point(|&(_, e)| e <= t));
-            prop_assert_eq!(partition_near(&busy, hint, |&(a, _)| a < t), busy.partition_point(|&(a, _)| a < t));
+            prop_assert_eq!(partition_near(&busy, Some(hint), |&(_, e)| e <= t), busy.partition_point(|&(_, e)| e <= t));
+            prop_assert_eq!(partition_near(&busy, Some(hint), |&(a, _)| a < t), busy.partition_point(|&(a, _)| a < t));
         }
 
         /// Against a reference: reads = levels from the deepest cached prefix to the leaf,
