@@ -383,7 +383,7 @@ fn start_bound(head: &[(Ps, Ps); 2], admitted: Ps, d: Ps) -> Ps {
 #[inline(always)]
 fn thread_start(busy: &mut Busy, head: &mut [(Ps, Ps); 2], admitted: Ps, d: Ps, floor: Ps, limit: Ps) -> Option<Ps> {
     if !busy.list().is_empty() && head[0].1 <= floor {
-        // Few intervals end between two prunes: gallop from the front.
+        // Few intervals end between two prunes: a thread that gallops does so from the front.
         let n = partition_near(busy.list(), busy.gallop.then_some(0), |&(_, e)| e <= floor);
         busy.drop_front(n);
         *head = heads_of(busy.list());
@@ -423,9 +423,9 @@ fn thread_start(busy: &mut Busy, head: &mut [(Ps, Ps); 2], admitted: Ps, d: Ps, 
 
 /// `busy.partition_point(pred)`, searched outwards from `hint` with steps doubling (galloping), then
 /// by bisection within the last step: O(log k) probes for an answer k places from the hint, most of
-/// them near it (in cache), where a bisection of the whole list touches lines far apart.
+/// them near it (in cache), where a bisection of the whole list touches lines far apart. Without a
+/// hint, or on a short list, a bisection of the whole list, as `partition_point`.
 #[inline]
-/// Without a hint, a bisection of the whole list, as `partition_point`.
 fn partition_near(busy: &[(Ps, Ps)], hint: Option<usize>, pred: impl Fn(&(Ps, Ps)) -> bool) -> usize {
     let n = busy.len();
     let Some(hint) = hint.filter(|_| n > 16) else {
@@ -463,10 +463,11 @@ fn partition_near(busy: &[(Ps, Ps)], hint: Option<usize>, pred: impl Fn(&(Ps, Ps
     }
 }
 
-/// One walker thread's busy intervals [start, end), sorted and disjoint: `list()`. Those over are
-/// dropped from its front (`drop_front`); a long list drops them from memory only in bulk, when a
-/// quarter of it is over, and skips them until then: dropping a few at a time moved the thousands
-/// of intervals booked ahead each time (32 GPUs with on-touch migration: a sixth of the run).
+/// One walker thread's busy intervals [start, end), sorted by start and disjoint (but where a walk
+/// overran its gap: see `gallop`): `list()`. Those over are dropped from its front (`drop_front`);
+/// a long list drops them from memory only in bulk, when a quarter of it is over, and skips them
+/// until then: dropping a few at a time moved the thousands of intervals booked ahead each time
+/// (32 GPUs with on-touch migration: a sixth of the run).
 #[derive(Debug, Clone, Default)]
 struct Busy {
     v: Vec<(Ps, Ps)>,
