@@ -98,7 +98,8 @@ impl WalkSampler {
 
 #[derive(Debug, Clone)]
 pub struct Walker {
-    /// Per thread, the busy intervals [start, end) of its walks not yet over, sorted and disjoint.
+    /// Per thread, the busy intervals [start, end) of its walks not yet over (`Busy`: sorted, and disjoint
+    /// but where a DRAM-read walk overran its gap).
     threads: Vec<Busy>,
     /// Each thread's first two busy intervals (`threads[i][..2]`; unset where it has fewer), side
     /// by side: a saturated pool's walk examines every thread, and most threads' answer follows
